@@ -1,0 +1,34 @@
+// CPU feature detection and the kernel context (ISA choice + threads) passed down explicitly.
+// The ISA is picked once at run time; LAZYLLM_ISA=ref|avx2|avx512|amx forces one (a forced ISA
+// the CPU lacks is an error, not a silent downgrade).
+#pragma once
+
+#include <string_view>
+
+#include "lazyllm/result.h"
+
+namespace lazyllm::kernels {
+
+enum class Isa { kRef = 0, kAvx2 = 1, kAvx512 = 2, kAmx = 3 };
+
+struct CpuFeatures {
+    bool avx2 = false, fma = false, f16c = false;
+    bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+    bool avx512bf16 = false;
+    bool amx_tile = false, amx_bf16 = false;
+};
+
+CpuFeatures detect_cpu_features();
+bool isa_supported(Isa isa, const CpuFeatures& f);
+Isa best_isa(const CpuFeatures& f);
+std::string_view isa_name(Isa isa);
+Result<Isa> parse_isa(std::string_view name);
+// best_isa(), unless LAZYLLM_ISA names another one.
+Result<Isa> isa_from_env();
+
+struct KernelContext {
+    Isa isa = Isa::kRef;
+    int n_threads = 1;
+};
+
+}  // namespace lazyllm::kernels
