@@ -1,0 +1,119 @@
+// The public API of lazyllm: load a GGUF model, tokenize, and generate with full or pruned
+// (LazyLLM and baseline) prefill. The CLI, server, bench and eval are thin tools over this.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lazyllm/result.h"
+#include "lazyllm/sampling.h"
+#include "lazyllm/tokenizer.h"
+
+namespace lazyllm {
+
+struct EngineOptions {
+    std::string model_path;
+    int n_threads = 0;              // 0: all cores
+    std::string precision = "auto";  // auto | f32 | bf16 (GEMM weights and activations)
+};
+
+// What `lazyllm info` and `run --verbose` print.
+struct ModelSummary {
+    std::string path, arch, name;
+    int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0, n_vocab = 0;
+    int n_ctx_train = 0;
+    float rope_theta = 0.0f, rms_eps = 0.0f;
+    bool tied_embeddings = false;
+    std::string tokenizer;  // e.g. "gpt2 (pre: smollm)"
+    std::string isa;        // kernels in use: ref | avx2 | avx512 | amx
+    std::string gemm;       // bf16 | f32
+    int n_threads = 0;
+    double load_ms = 0.0;
+    uint64_t file_bytes = 0;
+    uint64_t weight_bytes = 0;  // converted weights in memory
+};
+
+struct PruneOptions {
+    std::string policy = "full";  // full | lazy | static | random | gemfilter
+    std::string layers;           // boundary layers: indices "9,19,28" or fractions "0.3,0.6,0.9"
+    std::string keep;             // cumulative keep fractions "0.5,0.25,0.1"
+    std::string schedule_file;    // JSON schedule (written by `lazyllm tune`)
+    int keep_first = -1;          // protect the first N tokens; -1: the schedule's value
+    int prune_decode = -1;        // 1/0: prune in decode steps; -1: the schedule's value
+    uint64_t seed = 1;            // random policy
+};
+
+struct RunOptions {
+    int64_t n_ctx = 0;  // 0: prompt + max_new_tokens, capped by the model's context
+    int max_new_tokens = 256;
+    SamplingParams sampling;
+    std::vector<std::string> stop;  // stop strings (not included in the output)
+    bool ignore_eos = false;
+    PruneOptions prune;
+    bool profile = false;
+};
+
+struct OpTime {
+    std::string op;
+    double ms = 0.0;
+    double gflops = 0.0;  // achieved, for GEMM and attention ops
+};
+
+struct GenerateResult {
+    std::string text;
+    std::vector<TokenId> tokens;  // generated ids
+    int64_t n_prompt = 0;
+    int64_t n_gen = 0;
+    double ttft_ms = 0.0;         // prompt in to first token out (prefill + first sample)
+    double prefill_tps = 0.0;     // prompt tokens / prefill time
+    double decode_ms = 0.0;       // generation after the first token
+    double decode_tps = 0.0;      // (n_gen - 1) / decode_ms
+    double total_ms = 0.0;
+    std::string stop_reason;      // eos | stop | length | callback
+    std::string policy;
+    std::string schedule;         // "layers=... keep=..." or "" for full
+    double prefill_fraction_computed = 1.0;  // (prompt token, layer) pairs after prefill / all
+    double fraction_computed = 1.0;          // same at the end of generation (paper Table 2)
+    std::vector<int32_t> prefill_rows_per_layer;
+    std::vector<int64_t> revivals_per_step;  // [n decode steps]
+    std::vector<OpTime> profile;             // when RunOptions::profile
+};
+
+// Called with each piece of newly complete UTF-8 text; return false to stop.
+using TextCallback = std::function<bool(std::string_view)>;
+
+class Engine {
+public:
+    static Result<std::unique_ptr<Engine>> load(const EngineOptions& opts);
+    // Reads hyper-parameters and tokenizer only (no weights): for `lazyllm info`.
+    static Result<ModelSummary> inspect(const std::string& path);
+    ~Engine();
+
+    const Tokenizer& tokenizer() const;
+    const ModelSummary& summary() const;
+    // Prompt formatting: the model's chat format applied to one user message.
+    std::string chat_prompt(std::string_view user_message, std::string_view system = {}) const;
+
+    // Checks prune options against the model (schedule parse, policy), without running.
+    Status validate(const RunOptions& opts) const;
+    Result<GenerateResult> generate(std::span<const TokenId> prompt, const RunOptions& opts,
+                                    const TextCallback& on_text = {}) const;
+    // The first-token logits of a prompt under a policy ([n_vocab]), with the fraction of prompt
+    // token-layers computed. For fidelity measurement and tests.
+    Result<std::vector<float>> first_token_logits(std::span<const TokenId> prompt,
+                                                  const RunOptions& opts,
+                                                  double* fraction_computed = nullptr) const;
+
+    struct Impl;
+
+private:
+    explicit Engine(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lazyllm

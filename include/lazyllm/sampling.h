@@ -1,0 +1,28 @@
+// Sampling parameters (greedy, temperature, top-k, top-p, min-p, repetition penalty, seed),
+// shared by the public API and the sampler (src/runtime/sampler.h).
+#pragma once
+
+#include <cstdint>
+
+#include "lazyllm/result.h"
+
+namespace lazyllm {
+
+struct SamplingParams {
+    float temperature = 0.0f;  // <= 0: greedy (argmax, ties to the lowest id)
+    int top_k = 40;            // 0: off
+    float top_p = 0.95f;       // 1: off
+    float min_p = 0.05f;       // 0: off
+    // CTRL-style (Keskar et al. 2019, as llama.cpp / HF): for each distinct token among the last
+    // repeat_last_n tokens of the history, logit > 0 ? logit / p : logit * p. 1: off.
+    float repetition_penalty = 1.0f;
+    int repeat_last_n = 64;  // 0: off
+    uint64_t seed = 0;       // 0: random seed from std::random_device
+};
+
+// Checks every field against its range; the error names the field, its allowed range and the
+// value given. temperature >= 0, top_k >= 0, top_p in (0, 1], min_p in [0, 1),
+// repetition_penalty > 0, repeat_last_n >= 0.
+Status validate(const SamplingParams& params);
+
+}  // namespace lazyllm

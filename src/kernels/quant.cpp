@@ -1,0 +1,114 @@
+// Checked entry points of quant.h: validate the type and length once, then hand the row to the
+// variant the Isa names (kRef scalar, kAvx2, kAvx512; kAmx uses the AVX-512 code since AMX has
+// nothing to offer an elementwise conversion).
+#include "kernels/quant.h"
+
+#include <algorithm>
+
+#include "kernels/quant_blocks.h"
+#include "kernels/quant_variants.h"
+
+namespace lazyllm::kernels {
+
+namespace {
+
+Status check_row(GgmlType type, const void* src, const void* dst, int64_t n) {
+    const auto type_num = static_cast<uint32_t>(type);
+    if (!quant_type_supported(type)) {
+        if (!ggml_type_traits(type_num).has_value()) {
+            return make_error(ErrorCode::kUnsupported, "dequantize: unknown tensor type {}",
+                              type_num);
+        }
+        return make_error(ErrorCode::kUnsupported,
+                          "dequantize: tensor type {} ({}) has no dequantizer (supported: F32, "
+                          "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)",
+                          ggml_type_name(type), type_num);
+    }
+    const int64_t block_size = quant::block_shape(type).elems;
+    if (n < 0 || n % block_size != 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "dequantize {}: n = {} is not a multiple of the block size {}",
+                          ggml_type_name(type), n, block_size);
+    }
+    if (n > 0 && (src == nullptr || dst == nullptr)) {
+        return make_error(ErrorCode::kInvalidArgument, "dequantize {}: null buffer for n = {}",
+                          ggml_type_name(type), n);
+    }
+    return {};
+}
+
+// Guards against a caller passing an Isa the CPU lacks (that would be SIGILL, not an error).
+// Features are read once; they cannot change while the process runs.
+Status check_isa(Isa isa) {
+    static const CpuFeatures kFeatures = detect_cpu_features();
+    if (!isa_supported(isa, kFeatures)) {
+        return make_error(ErrorCode::kUnsupported,
+                          "dequantize: ISA {} is not supported by this CPU", isa_name(isa));
+    }
+    return {};
+}
+
+}  // namespace
+
+Status dequantize_row_f32(Isa isa, GgmlType type, const void* src, float* dst, int64_t n) {
+    LAZYLLM_TRY(check_row(type, src, dst, n));
+    LAZYLLM_TRY(check_isa(isa));
+    if (n == 0) return {};
+    switch (isa) {
+        case Isa::kRef:
+            ref::dequantize_unchecked(type, src, dst, n);
+            break;
+        case Isa::kAvx2:
+            avx2::dequantize_unchecked(type, src, dst, n);
+            break;
+        case Isa::kAvx512:
+        case Isa::kAmx:
+            avx512::dequantize_unchecked(type, src, dst, n);
+            break;
+    }
+    return {};
+}
+
+Status dequantize_row_bf16(Isa isa, GgmlType type, const void* src, bf16_t* dst, int64_t n) {
+    LAZYLLM_TRY(check_row(type, src, dst, n));
+    LAZYLLM_TRY(check_isa(isa));
+    if (n == 0) return {};
+    switch (isa) {
+        case Isa::kRef: {
+            const quant::BlockShape shape = quant::block_shape(type);
+            float buf[quant::kBf16Chunk];  // [kBf16Chunk] fp32 staging of one chunk
+            const auto* bytes = static_cast<const uint8_t*>(src);
+            for (int64_t i = 0; i < n; i += quant::kBf16Chunk) {
+                const int64_t len = std::min(quant::kBf16Chunk, n - i);
+                ref::dequantize_unchecked(type, bytes + (i / shape.elems) * shape.bytes, buf, len);
+                ref::fp32_to_bf16_row(buf, dst + i, len);
+            }
+            break;
+        }
+        case Isa::kAvx2:
+            avx2::dequantize_bf16_unchecked(type, src, dst, n);
+            break;
+        case Isa::kAvx512:
+        case Isa::kAmx:
+            avx512::dequantize_bf16_unchecked(type, src, dst, n);
+            break;
+    }
+    return {};
+}
+
+bf16_t fp32_to_bf16(float x) { return quant::fp32_to_bf16_scalar(x); }
+float bf16_to_fp32(bf16_t x) { return quant::bf16_to_fp32_scalar(x); }
+float fp16_to_fp32(uint16_t h) { return quant::fp16_to_fp32_scalar(h); }
+uint16_t fp32_to_fp16(float x) { return quant::fp32_to_fp16_scalar(x); }
+
+namespace ref {
+
+Status dequantize_row_f32(GgmlType type, const void* src, float* dst, int64_t n) {
+    LAZYLLM_TRY(check_row(type, src, dst, n));
+    if (n > 0) dequantize_unchecked(type, src, dst, n);
+    return {};
+}
+
+}  // namespace ref
+
+}  // namespace lazyllm::kernels

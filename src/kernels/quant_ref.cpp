@@ -1,0 +1,225 @@
+// Scalar reference dequantizers. Each follows ggml-quants.c's dequantize_row_* operation for
+// operation (same products in the same order). The products are exact ("Exactness" in
+// quant_blocks.h), so the output is bit-identical to ggml's and to gguf-py's numpy dequantizers
+// (golden test), and the vectorized variants are tested bit-exact against these.
+#include <cstring>
+
+#include "kernels/quant_blocks.h"
+#include "kernels/quant_variants.h"
+
+namespace lazyllm::kernels {
+
+using namespace quant;  // NOLINT: block structs and bit helpers of this file's concern
+
+namespace {
+
+void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQk4_0) {
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        for (int j = 0; j < kQk4_0 / 2; ++j) {
+            const int x0 = (x[i].qs[j] & 0x0F) - 8;
+            const int x1 = (x[i].qs[j] >> 4) - 8;
+            y[j] = static_cast<float>(x0) * d;
+            y[j + kQk4_0 / 2] = static_cast<float>(x1) * d;
+        }
+    }
+}
+
+void dequantize_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQk4_1) {
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        const float m = fp16_to_fp32_scalar(x[i].m);
+        for (int j = 0; j < kQk4_1 / 2; ++j) {
+            const int x0 = x[i].qs[j] & 0x0F;
+            const int x1 = x[i].qs[j] >> 4;
+            y[j] = static_cast<float>(x0) * d + m;
+            y[j + kQk4_1 / 2] = static_cast<float>(x1) * d + m;
+        }
+    }
+}
+
+void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQk5_0) {
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        uint32_t qh;
+        std::memcpy(&qh, x[i].qh, sizeof(qh));
+        for (int j = 0; j < kQk5_0 / 2; ++j) {
+            const int xh_0 = ((qh >> (j + 0)) << 4) & 0x10;
+            const int xh_1 = ((qh >> (j + 12))) & 0x10;
+            const int x0 = ((x[i].qs[j] & 0x0F) | xh_0) - 16;
+            const int x1 = ((x[i].qs[j] >> 4) | xh_1) - 16;
+            y[j] = static_cast<float>(x0) * d;
+            y[j + kQk5_0 / 2] = static_cast<float>(x1) * d;
+        }
+    }
+}
+
+void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQk5_1) {
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        const float m = fp16_to_fp32_scalar(x[i].m);
+        uint32_t qh;
+        std::memcpy(&qh, x[i].qh, sizeof(qh));
+        for (int j = 0; j < kQk5_1 / 2; ++j) {
+            const int xh_0 = ((qh >> (j + 0)) << 4) & 0x10;
+            const int xh_1 = ((qh >> (j + 12))) & 0x10;
+            const int x0 = (x[i].qs[j] & 0x0F) | xh_0;
+            const int x1 = (x[i].qs[j] >> 4) | xh_1;
+            y[j] = static_cast<float>(x0) * d + m;
+            y[j + kQk5_1 / 2] = static_cast<float>(x1) * d + m;
+        }
+    }
+}
+
+void dequantize_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQk8_0) {
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        for (int j = 0; j < kQk8_0; ++j) y[j] = static_cast<float>(x[i].qs[j]) * d;
+    }
+}
+
+void dequantize_q4_k(const BlockQ4K* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* q = x[i].qs;
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        const float min = fp16_to_fp32_scalar(x[i].dmin);
+        int is = 0;
+        uint8_t sc, m;
+        for (int j = 0; j < kQkK; j += 64) {
+            get_scale_min_k4(is + 0, x[i].scales, &sc, &m);
+            const float d1 = d * sc;
+            const float m1 = min * m;
+            get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
+            const float d2 = d * sc;
+            const float m2 = min * m;
+            for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
+            for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+            q += 32;
+            is += 2;
+        }
+    }
+}
+
+void dequantize_q5_k(const BlockQ5K* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* ql = x[i].qs;
+        const uint8_t* qh = x[i].qh;
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        const float min = fp16_to_fp32_scalar(x[i].dmin);
+        int is = 0;
+        uint8_t sc, m;
+        uint8_t u1 = 1, u2 = 2;
+        for (int j = 0; j < kQkK; j += 64) {
+            get_scale_min_k4(is + 0, x[i].scales, &sc, &m);
+            const float d1 = d * sc;
+            const float m1 = min * m;
+            get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
+            const float d2 = d * sc;
+            const float m2 = min * m;
+            for (int l = 0; l < 32; ++l) {
+                *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
+            }
+            for (int l = 0; l < 32; ++l) {
+                *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+            }
+            ql += 32;
+            is += 2;
+            u1 = static_cast<uint8_t>(u1 << 2);
+            u2 = static_cast<uint8_t>(u2 << 2);
+        }
+    }
+}
+
+void dequantize_q6_k(const BlockQ6K* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        const uint8_t* ql = x[i].ql;
+        const uint8_t* qh = x[i].qh;
+        const int8_t* sc = x[i].scales;
+        for (int n = 0; n < kQkK; n += 128) {
+            for (int l = 0; l < 32; ++l) {
+                const int is = l / 16;
+                const int q1 = ((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                const int q3 = ((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                // ggml writes d * sc[is] * q, i.e. (d * sc) * q.
+                y[l + 0] = d * sc[is + 0] * static_cast<float>(q1);
+                y[l + 32] = d * sc[is + 2] * static_cast<float>(q2);
+                y[l + 64] = d * sc[is + 4] * static_cast<float>(q3);
+                y[l + 96] = d * sc[is + 6] * static_cast<float>(q4);
+            }
+            y += 128;
+            ql += 64;
+            qh += 32;
+            sc += 8;
+        }
+    }
+}
+
+}  // namespace
+
+bool quant_type_supported(GgmlType type) {
+    switch (type) {
+        case GgmlType::F32:
+        case GgmlType::F16:
+        case GgmlType::BF16:
+        case GgmlType::Q8_0:
+        case GgmlType::Q4_0:
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1:
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
+        case GgmlType::Q6_K:
+            return true;
+        default:
+            return false;
+    }
+}
+
+namespace ref {
+
+void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n) {
+    switch (type) {
+        case GgmlType::F32:
+            std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+            return;
+        case GgmlType::F16: {
+            const auto* h = static_cast<const uint16_t*>(src);
+            for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32_scalar(h[i]);
+            return;
+        }
+        case GgmlType::BF16: {
+            const auto* h = static_cast<const uint16_t*>(src);
+            for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32_scalar(h[i]);
+            return;
+        }
+        case GgmlType::Q8_0:
+            return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n / kQk8_0);
+        case GgmlType::Q4_0:
+            return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n / kQk4_0);
+        case GgmlType::Q4_1:
+            return dequantize_q4_1(static_cast<const BlockQ4_1*>(src), dst, n / kQk4_1);
+        case GgmlType::Q5_0:
+            return dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, n / kQk5_0);
+        case GgmlType::Q5_1:
+            return dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, n / kQk5_1);
+        case GgmlType::Q4_K:
+            return dequantize_q4_k(static_cast<const BlockQ4K*>(src), dst, n / kQkK);
+        case GgmlType::Q5_K:
+            return dequantize_q5_k(static_cast<const BlockQ5K*>(src), dst, n / kQkK);
+        case GgmlType::Q6_K:
+            return dequantize_q6_k(static_cast<const BlockQ6K*>(src), dst, n / kQkK);
+        default:
+            return;  // rejected by the checked entry points before we get here
+    }
+}
+
+void fp32_to_bf16_row(const float* src, bf16_t* dst, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_bf16_scalar(src[i]);
+}
+
+}  // namespace ref
+
+}  // namespace lazyllm::kernels

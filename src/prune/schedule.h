@@ -1,0 +1,83 @@
+// LazyLLM pruning schedule (design.md 1.2, 1.4): the boundary layers where the candidate set is
+// cut and the cumulative keep fraction after each cut; parsed from flags, read from and written to
+// small JSON files; and the pruning policy name. Pure data and parsing: no SIMD, no model.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lazyllm/result.h"
+
+namespace lazyllm::prune {
+
+struct Schedule {
+    // Layer indices b_j: pruning happens before layer b_j, scored at layer b_j - 1. Strictly
+    // increasing, each in [1, n_layer - 1].
+    std::vector<int> boundaries;
+    // keep[j]: cumulative fraction of the whole context surviving boundary j (design.md 1.2), so
+    // a schedule means the same at every step. Each in (0, 1], non-increasing; one per boundary.
+    std::vector<float> keep;
+    int keep_first = 0;        // the first N positions are never pruned (attention sinks)
+    bool prune_decode = true;  // also prune in decode steps, not only in prefill
+};
+
+// Checks a schedule against the rules above for a model of n_layer layers. Errors
+// (kInvalidArgument) name the entry at fault and the rule.
+Status validate_schedule(const Schedule& schedule, int n_layer);
+
+// Parses flag values. `layers` is a comma list of either layer indices ("9,19,28") or depth
+// fractions ("0.28,0.59,0.88"); the list is fractions iff any item contains '.'. A fraction f must
+// be in (0, 1) and maps to layer round(f * n_layer), which must lie in [1, n_layer - 1]. `keep` is
+// a comma list of fractions in (0, 1], non-increasing, one per layer. Spaces around items are
+// allowed. keep_first and prune_decode keep their defaults.
+Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, int n_layer);
+
+// "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N" and " prune_decode=false" appended
+// only when they differ from the defaults. For logs and --json.
+std::string to_string(const Schedule& schedule);
+
+// The shipped default: boundaries at 28/59/88% of depth (the paper's Llama 2 7B analysis figure,
+// before layers 9, 19, 28 of 32; design.md 1.4) with keep 0.5 / 0.25 / 0.1. Placeholder numbers
+// until measured per model. Boundaries are rounded, clamped into [1, n_layer - 1] and pushed up
+// to stay strictly increasing; those that no longer fit are dropped with their keep entries
+// (n_layer = 2 gives one boundary, n_layer < 2 none).
+Schedule default_schedule(int n_layer);
+
+// Schedule file (JSON):
+//   {"version": 1, "model": "...", "n_layer": 30, "layers": [8, 18, 26],
+//    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "prune_decode": true, "meta": {...}}
+// Only "layers" and "keep" are required; "meta" is a free-form object (score, speedup,
+// calibration set...). Unknown top-level keys are errors, so a misspelled key is not ignored.
+struct ScheduleFileInfo {
+    std::string model;             // "" when absent
+    int n_layer = 0;               // 0 when absent; else the model the schedule was made for
+    std::string meta_json = "{}";  // serialized JSON object
+};
+
+struct ScheduleFile {
+    Schedule schedule;
+    ScheduleFileInfo info;
+};
+
+// Reads and validates a schedule file for a model of n_layer layers; when the file records
+// n_layer, it must match (the error says both numbers).
+Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer);
+Result<Schedule> load_schedule_file(const std::string& path, int n_layer);
+
+// Writes a schedule file (via a temporary file and rename). The schedule is validated against
+// info.n_layer when it is set; info.meta_json must be a JSON object.
+Status save_schedule_file(const std::string& path, const Schedule& schedule,
+                          const ScheduleFileInfo& info);
+
+// Which tokens a step keeps (design.md 1.5): kFull runs unpruned; kLazy is LazyLLM (per-step
+// selection from attention scores, with revival); kStatic cuts once in prefill from early-layer
+// scores with no revival; kRandom drops prompt tokens at random; kGemFilter is GemFilter-style
+// two-pass selection.
+enum class Policy { kFull, kLazy, kStatic, kRandom, kGemFilter };
+
+// "full", "lazy", "static", "random", "gemfilter" (case-sensitive); the error lists them.
+Result<Policy> parse_policy(std::string_view name);
+std::string_view policy_name(Policy policy);
+
+}  // namespace lazyllm::prune

@@ -1,0 +1,77 @@
+#include "prune/select.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/check.h"
+
+namespace lazyllm::prune {
+
+int64_t keep_count(double keep_fraction, int64_t n_context, int64_t n_candidates) {
+    if (n_candidates <= 0) return 0;
+    if (!(keep_fraction > 0.0) || n_context <= 0) return 1;  // also NaN
+    const double x = keep_fraction * static_cast<double>(n_context);
+    if (!(x < static_cast<double>(n_candidates))) return n_candidates;  // also +inf
+    // Snap near-integers: keep fractions are stored as float, and 0.1f * 30 = 3.0000000447.
+    const double nearest = std::nearbyint(x);
+    const double count = std::abs(x - nearest) <= 1e-6 * std::max(1.0, x) ? nearest : std::ceil(x);
+    return std::clamp(static_cast<int64_t>(count), int64_t{1}, n_candidates);
+}
+
+void select_top(std::span<const float> scores, std::span<const int32_t> positions, int64_t n_keep,
+                std::span<const int32_t> protected_positions, SelectScratch& scratch,
+                std::vector<int32_t>& kept) {
+    LAZYLLM_CHECK(scores.size() == positions.size());
+    const auto n = static_cast<int64_t>(positions.size());
+    kept.clear();
+    if (n_keep >= n) {
+        kept.assign(positions.begin(), positions.end());
+        std::sort(kept.begin(), kept.end());
+        return;
+    }
+
+    std::vector<int32_t>& prot = scratch.protected_sorted;
+    prot.assign(protected_positions.begin(), protected_positions.end());
+    std::sort(prot.begin(), prot.end());
+    std::vector<int32_t>& order = scratch.order;  // [n_rest] indices into positions
+    order.clear();
+    for (int64_t i = 0; i < n; ++i) {
+        if (!prot.empty() && std::binary_search(prot.begin(), prot.end(), positions[i])) {
+            kept.push_back(positions[i]);
+        } else {
+            order.push_back(static_cast<int32_t>(i));
+        }
+    }
+
+    const int64_t n_rest =
+        std::min<int64_t>(std::max<int64_t>(n_keep, 0) - static_cast<int64_t>(kept.size()),
+                          static_cast<int64_t>(order.size()));
+    if (n_rest > 0) {
+        // Total order: higher score first, then lower position (design.md 1.2), NaN as -inf so
+        // the comparator stays a strict weak order.
+        auto key = [&](int32_t i) {
+            const float s = scores[i];
+            return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s;
+        };
+        auto better = [&](int32_t a, int32_t b) {
+            const float ka = key(a), kb = key(b);
+            return ka > kb || (ka == kb && positions[a] < positions[b]);
+        };
+        if (n_rest < static_cast<int64_t>(order.size())) {
+            std::nth_element(order.begin(), order.begin() + n_rest, order.end(), better);
+        }
+        for (int64_t j = 0; j < n_rest; ++j) kept.push_back(positions[order[j]]);
+    }
+    std::sort(kept.begin(), kept.end());
+}
+
+std::vector<int32_t> select_top(std::span<const float> scores, std::span<const int32_t> positions,
+                                int64_t n_keep, std::span<const int32_t> protected_positions) {
+    SelectScratch scratch;
+    std::vector<int32_t> kept;
+    select_top(scores, positions, n_keep, protected_positions, scratch, kept);
+    return kept;
+}
+
+}  // namespace lazyllm::prune

@@ -1,0 +1,189 @@
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/check.h"
+
+namespace lazyllm {
+
+Status validate(const SamplingParams& params) {
+    // Negated comparisons so that NaN fails every check.
+    if (!(params.temperature >= 0.0f)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "temperature must be >= 0 (0 means greedy), got {}", params.temperature);
+    }
+    if (params.top_k < 0) {
+        return make_error(ErrorCode::kInvalidArgument, "top_k must be >= 0 (0 means off), got {}",
+                          params.top_k);
+    }
+    if (!(params.top_p > 0.0f && params.top_p <= 1.0f)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "top_p must be in (0, 1] (1 means off), got {}", params.top_p);
+    }
+    if (!(params.min_p >= 0.0f && params.min_p < 1.0f)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "min_p must be in [0, 1) (0 means off), got {}", params.min_p);
+    }
+    if (!(params.repetition_penalty > 0.0f) || std::isinf(params.repetition_penalty)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "repetition_penalty must be > 0 and finite (1 means off), got {}",
+                          params.repetition_penalty);
+    }
+    if (params.repeat_last_n < 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "repeat_last_n must be >= 0 (0 means off), got {}", params.repeat_last_n);
+    }
+    return {};
+}
+
+namespace {
+
+uint64_t draw_seed() {
+    std::random_device rd;
+    uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ static_cast<uint64_t>(rd());
+    // 0 means "random" in SamplingParams: never report it as the seed in use.
+    return seed != 0 ? seed : 0x9E3779B97F4A7C15ull;
+}
+
+}  // namespace
+
+Sampler::Sampler(SamplingParams params) : params_(params) {
+    Status status = validate(params_);
+    LAZYLLM_CHECK_MSG(status.ok(), status.error().message().c_str());
+    seed_ = params_.seed != 0 ? params_.seed : draw_seed();
+    rng_.seed(seed_);
+}
+
+double Sampler::next_uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
+void Sampler::apply_repetition_penalty(std::span<const TokenId> history) {
+    const float penalty = params_.repetition_penalty;
+    if (penalty == 1.0f || params_.repeat_last_n == 0 || history.empty()) return;
+    const auto n_vocab = static_cast<TokenId>(cands_.size());
+    const size_t n_last = std::min(history.size(), static_cast<size_t>(params_.repeat_last_n));
+    std::span<const TokenId> last = history.last(n_last);
+    // cands_ is still in id order here, so cands_[id] is token id. A token repeated in the window
+    // is penalized once (llama.cpp counts occurrences but applies the repeat penalty once; HF
+    // gathers and scatters by id, which is also once).
+    for (TokenId id : last) {
+        if (id < 0 || id >= n_vocab || seen_[id]) continue;
+        seen_[id] = 1;
+        float& logit = cands_[id].logit;
+        logit = logit > 0.0f ? logit / penalty : logit * penalty;
+    }
+    for (TokenId id : last) {
+        if (id >= 0 && id < n_vocab) seen_[id] = 0;
+    }
+}
+
+TokenId Sampler::argmax() const {
+    // Strict > keeps the first (lowest id) of equal maxima.
+    size_t best = 0;
+    for (size_t i = 1; i < cands_.size(); ++i) {
+        if (cands_[i].logit > cands_[best].logit) best = i;
+    }
+    return cands_[best].id;
+}
+
+TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> history) {
+    LAZYLLM_CHECK(!logits.empty());
+    LAZYLLM_CHECK(logits.size() <= static_cast<size_t>(std::numeric_limits<TokenId>::max()));
+    const size_t n_vocab = logits.size();
+    if (cands_.size() != n_vocab) {
+        cands_.resize(n_vocab);
+        seen_.assign(n_vocab, 0);
+    }
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    for (size_t i = 0; i < n_vocab; ++i) {
+        const float l = logits[i];
+        cands_[i] = {std::isnan(l) ? kNegInf : l, 0.0f, static_cast<TokenId>(i)};
+    }
+    apply_repetition_penalty(history);
+
+    if (params_.temperature <= 0.0f) return argmax();
+
+    // Total order: higher logit first, then lower id. Deterministic whatever the algorithm.
+    auto by_logit = [](const Candidate& a, const Candidate& b) {
+        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+    };
+    size_t n_cand = n_vocab;
+    bool sorted = false;
+    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n_vocab) {
+        n_cand = static_cast<size_t>(params_.top_k);
+        std::partial_sort(cands_.begin(), cands_.begin() + static_cast<ptrdiff_t>(n_cand),
+                          cands_.end(), by_logit);
+        sorted = true;
+    }
+
+    // Softmax with temperature over the candidates: p_i ~ exp((l_i - l_max) / T).
+    float max_logit = cands_[0].logit;
+    if (!sorted) {
+        for (size_t i = 1; i < n_cand; ++i) max_logit = std::max(max_logit, cands_[i].logit);
+    }
+    if (max_logit == kNegInf) {
+        // Every candidate is masked: fall back to the lowest id, as greedy would.
+        return sorted ? cands_[0].id : argmax();
+    }
+    const float inv_temp = 1.0f / params_.temperature;
+    double sum = 0.0;
+    for (size_t i = 0; i < n_cand; ++i) {
+        // Explicit cases keep extreme temperatures finite: 0 * inf and -inf * 0 would be NaN.
+        const float d = cands_[i].logit - max_logit;
+        const float p = d == 0.0f ? 1.0f : (d == kNegInf ? 0.0f : std::exp(d * inv_temp));
+        cands_[i].p = p;
+        sum += p;
+    }
+    const auto inv_sum = static_cast<float>(1.0 / sum);
+    for (size_t i = 0; i < n_cand; ++i) cands_[i].p *= inv_sum;
+
+    // min-p keeps p_i >= min_p * p_max. Applied before top-p here, but with the same result as
+    // the chain's top-p -> min-p: both keep a prefix of the (logit desc, id asc) order, min-p's
+    // test is invariant under renormalization, and top-p below still uses the probabilities
+    // normalized over the pre-min-p set. Filtering first makes the top-p sort small when top-k
+    // is off (full 49152-entry vocabularies).
+    if (params_.min_p > 0.0f) {
+        const float p_max = inv_sum;  // the top candidate has exp(0) = 1 before normalizing
+        const float threshold = params_.min_p * p_max;
+        size_t n_keep = 0;
+        for (size_t i = 0; i < n_cand; ++i) {
+            if (cands_[i].p >= threshold) cands_[n_keep++] = cands_[i];  // keeps order
+        }
+        n_cand = n_keep;
+    }
+
+    // top-p: the smallest prefix of the sorted candidates whose cumulative probability reaches
+    // top_p (llama.cpp llama_sampler_top_p_apply; at least one token).
+    if (params_.top_p < 1.0f) {
+        if (!sorted) {
+            std::sort(cands_.begin(), cands_.begin() + static_cast<ptrdiff_t>(n_cand), by_logit);
+            sorted = true;
+        }
+        double cum = 0.0;
+        for (size_t i = 0; i < n_cand; ++i) {
+            cum += cands_[i].p;
+            if (cum >= params_.top_p) {
+                n_cand = i + 1;
+                break;
+            }
+        }
+    }
+
+    // Draw from the renormalized survivors: the first candidate whose running sum exceeds
+    // u * total. Zero-probability candidates are never picked.
+    double total = 0.0;
+    for (size_t i = 0; i < n_cand; ++i) total += cands_[i].p;
+    const double target = next_uniform() * total;
+    double acc = 0.0;
+    size_t last_positive = 0;
+    for (size_t i = 0; i < n_cand; ++i) {
+        if (cands_[i].p <= 0.0f) continue;
+        acc += cands_[i].p;
+        last_positive = i;
+        if (acc > target) return cands_[i].id;
+    }
+    return cands_[last_positive].id;  // rounding: target at the very top of the range
+}
+
+}  // namespace lazyllm

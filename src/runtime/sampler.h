@@ -1,0 +1,57 @@
+// Token sampler: repetition penalty, greedy, top-k, temperature softmax, top-p, min-p and a
+// seeded draw, in the order of llama.cpp's sampler chain (common/sampling.cpp) with temperature
+// folded into the softmax before top-p / min-p as in HF's logits processors
+// (transformers/generation/logits_process.py).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "lazyllm/result.h"
+#include "lazyllm/sampling.h"
+#include "lazyllm/tokenizer.h"
+
+namespace lazyllm {
+
+
+
+// One sampler per generation stream. Not thread-safe. Working buffers are sized on the first call
+// for a vocabulary and reused: later calls with the same vocabulary size allocate nothing.
+class Sampler {
+public:
+    // params must pass validate() (checked: aborts otherwise; validate user input first).
+    explicit Sampler(SamplingParams params);
+
+    // Picks the next token from raw logits [n_vocab]. history is the context so far (prompt and
+    // generated tokens, oldest first); only its last repeat_last_n entries matter, and ids outside
+    // [0, n_vocab) are ignored. NaN logits count as -inf. Deterministic for a given seed.
+    TokenId sample(std::span<const float> logits, std::span<const TokenId> history);
+
+    // The seed in use (the drawn one when SamplingParams::seed was 0): reusing it reproduces the
+    // stream.
+    uint64_t seed() const { return seed_; }
+    const SamplingParams& params() const { return params_; }
+
+private:
+    struct Candidate {
+        float logit;  // after the repetition penalty
+        float p;      // probability after temperature softmax over the surviving candidates
+        TokenId id;
+    };
+
+    void apply_repetition_penalty(std::span<const TokenId> history);
+    TokenId argmax() const;
+    // Uniform double in [0, 1) from the top 53 bits of one mt19937_64 output: the same on every
+    // standard library (std::uniform_real_distribution is not).
+    double next_uniform();
+
+    SamplingParams params_;
+    uint64_t seed_ = 0;
+    std::mt19937_64 rng_;
+    std::vector<Candidate> cands_;  // [n_vocab], candidates; a prefix of n_cand survives filters
+    std::vector<uint8_t> seen_;     // [n_vocab], scratch for the penalty (all zero between calls)
+};
+
+}  // namespace lazyllm

@@ -1,0 +1,643 @@
+// Dequantization tests: every ISA variant bit-identical to the scalar reference, the reference
+// against gguf-py's numpy dequantizers (golden file), quantize/dequantize round trips within the
+// formats' error bounds, fp32 <-> bf16 / fp16 rounding, and error reporting.
+#include "kernels/quant.h"
+
+#include <gtest/gtest.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu.h"
+#include "kernels/quant_blocks.h"
+#include "support/quantize_ref.h"
+
+namespace lazyllm {
+// Readable parameter names in gtest output ("Q4_1" rather than a byte dump).
+[[maybe_unused]] static void PrintTo(GgmlType type, std::ostream* os) {
+    *os << ggml_type_name(type);
+}
+}  // namespace lazyllm
+
+namespace lazyllm::kernels {
+namespace {
+
+using quant::block_shape;
+
+// Plain types first, then the block formats (kAllTypes + 3 onward).
+constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                                  GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+// The vectorized ISAs this CPU runs (kAmx dispatches to the AVX-512 code but is listed so the
+// dispatch itself is covered).
+std::vector<Isa> fast_isas() {
+    const CpuFeatures f = detect_cpu_features();
+    std::vector<Isa> out;
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+        if (isa_supported(isa, f)) out.push_back(isa);
+    }
+    return out;
+}
+
+// Byte offsets of the fp16 scale fields in one block (ggml-common.h).
+std::vector<size_t> scale_offsets(GgmlType type) {
+    switch (type) {
+        case GgmlType::Q4_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q8_0:
+            return {0};
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1:
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
+            return {0, 2};
+        case GgmlType::Q6_K:
+            return {208};
+        default:
+            return {};
+    }
+}
+
+uint32_t bits(float x) { return quant::f32_bits(x); }
+
+// Random bytes for the quant fields, finite fp16 for the scale fields (random sign, magnitude
+// 2^-16..2^2, the odd zero). F16 / BF16 / F32 rows are random bit patterns, NaNs included.
+std::vector<uint8_t> random_row(GgmlType type, int64_t n, std::mt19937& rng) {
+    const quant::BlockShape shape = block_shape(type);
+    const int64_t nb = n / shape.elems;
+    std::vector<uint8_t> row(static_cast<size_t>(nb) * shape.bytes);
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (uint8_t& b : row) b = static_cast<uint8_t>(byte(rng));
+    std::uniform_real_distribution<float> expo(-16.0f, 2.0f);
+    for (int64_t b = 0; b < nb; ++b) {
+        for (size_t off : scale_offsets(type)) {
+            float s = std::exp2(expo(rng)) * (byte(rng) & 1 ? -1.0f : 1.0f);
+            if (byte(rng) < 8) s = 0.0f;
+            const uint16_t h = fp32_to_fp16(s);
+            std::memcpy(row.data() + b * shape.bytes + off, &h, sizeof(h));
+        }
+    }
+    return row;
+}
+
+// Index of the first element whose bits differ, or -1.
+template <typename T>
+int64_t first_mismatch(const std::vector<T>& a, const std::vector<T>& b) {
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return static_cast<int64_t>(i);
+    }
+    return a.size() == b.size() ? -1 : static_cast<int64_t>(std::min(a.size(), b.size()));
+}
+
+std::vector<int64_t> test_lengths(GgmlType type) {
+    const int64_t bs = block_shape(type).elems;
+    if (bs == 1) return {1, 7, 8, 15, 16, 17, 31, 100, 1023, 1024, 1025, 3000};
+    if (bs == 32) return {32, 64, 96, 32 * 37, 32 * 64};  // odd block counts hit the tails
+    return {256, 512, 256 * 3, 256 * 9};
+}
+
+class QuantIsaTest : public ::testing::TestWithParam<GgmlType> {};
+
+// f32 and bf16 output of every available variant equals the reference bit for bit: the
+// variants do the same float operations in the same order (no FMA; see quant_avx2.cpp).
+TEST_P(QuantIsaTest, VariantsMatchReferenceBitExact) {
+    const GgmlType type = GetParam();
+    std::mt19937 rng(1234 + static_cast<int>(type));
+    for (int64_t n : test_lengths(type)) {
+        SCOPED_TRACE("n = " + std::to_string(n));
+        const std::vector<uint8_t> row = random_row(type, n, rng);
+        std::vector<float> want(static_cast<size_t>(n));
+        ASSERT_TRUE(ref::dequantize_row_f32(type, row.data(), want.data(), n).ok());
+        std::vector<bf16_t> want_bf16(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) want_bf16[i] = fp32_to_bf16(want[i]);
+
+        // Isa::kRef through the dispatcher too.
+        std::vector<Isa> isas = fast_isas();
+        isas.insert(isas.begin(), Isa::kRef);
+        for (Isa isa : isas) {
+            SCOPED_TRACE(std::string("isa = ") + std::string(isa_name(isa)));
+            std::vector<float> got(static_cast<size_t>(n), -1.0f);
+            ASSERT_TRUE(dequantize_row_f32(isa, type, row.data(), got.data(), n).ok());
+            const int64_t bad = first_mismatch(got, want);
+            EXPECT_EQ(bad, -1) << "f32 element " << bad << ": got bits " << std::hex
+                               << (bad >= 0 ? bits(got[bad]) : 0) << " want "
+                               << (bad >= 0 ? bits(want[bad]) : 0);
+
+            std::vector<bf16_t> got_bf16(static_cast<size_t>(n), 0xdead);
+            ASSERT_TRUE(dequantize_row_bf16(isa, type, row.data(), got_bf16.data(), n).ok());
+            const int64_t bad16 = first_mismatch(got_bf16, want_bf16);
+            EXPECT_EQ(bad16, -1) << "bf16 element " << bad16 << ": got " << std::hex
+                                 << (bad16 >= 0 ? got_bf16[bad16] : 0) << " want "
+                                 << (bad16 >= 0 ? want_bf16[bad16] : 0);
+        }
+    }
+}
+
+// The quant formats' fp16 scale decode must agree with F16C on NaN / inf / subnormal scales too
+// (real files should not carry them, but the variants must not diverge if one does).
+class QuantScaleTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(QuantScaleTest, NonFiniteScalesMatchReference) {
+    const GgmlType type = GetParam();
+    const std::vector<size_t> offsets = scale_offsets(type);
+    ASSERT_FALSE(offsets.empty());
+    std::mt19937 rng(99);
+    const int64_t n = 4 * block_shape(type).elems;
+    std::vector<uint8_t> row = random_row(type, n, rng);
+    const uint16_t specials[] = {0x7c00, 0xfc00, 0x7e01, 0x7c01, 0x0001, 0x83ff};
+    for (int64_t b = 0; b < 4; ++b) {
+        const uint16_t h = specials[(b + 2) % 6];
+        std::memcpy(row.data() + b * block_shape(type).bytes + offsets[0], &h, sizeof(h));
+    }
+    std::vector<float> want(static_cast<size_t>(n));
+    ASSERT_TRUE(ref::dequantize_row_f32(type, row.data(), want.data(), n).ok());
+    for (Isa isa : fast_isas()) {
+        std::vector<float> got(static_cast<size_t>(n));
+        ASSERT_TRUE(dequantize_row_f32(isa, type, row.data(), got.data(), n).ok());
+        EXPECT_EQ(first_mismatch(got, want), -1) << isa_name(isa);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(QuantAllTypes, QuantIsaTest, ::testing::ValuesIn(kAllTypes),
+                         [](const ::testing::TestParamInfo<GgmlType>& info) {
+                             return std::string(ggml_type_name(info.param));
+                         });
+INSTANTIATE_TEST_SUITE_P(QuantBlockTypes, QuantScaleTest,
+                         ::testing::ValuesIn(std::begin(kAllTypes) + 3, std::end(kAllTypes)),
+                         [](const ::testing::TestParamInfo<GgmlType>& info) {
+                             return std::string(ggml_type_name(info.param));
+                         });
+
+// Every fp16 bit pattern (NaNs included) through the F16 row converters, and every bf16 one.
+TEST(QuantIsa, ExhaustiveHalfAndBf16Rows) {
+    std::vector<uint16_t> all(65536);
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+    for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
+        std::vector<float> want(all.size());
+        ASSERT_TRUE(ref::dequantize_row_f32(type, all.data(), want.data(), 65536).ok());
+        for (Isa isa : fast_isas()) {
+            std::vector<float> got(all.size());
+            ASSERT_TRUE(dequantize_row_f32(isa, type, all.data(), got.data(), 65536).ok());
+            EXPECT_EQ(first_mismatch(got, want), -1)
+                << ggml_type_name(type) << " " << isa_name(isa);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Golden: gguf-py (scripts/golden_quant.py) decodes the same bytes.
+
+std::vector<uint8_t> from_hex(const std::string& hex) {
+    std::vector<uint8_t> out(hex.size() / 2);
+    for (size_t i = 0; i < out.size(); ++i) {
+        out[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    }
+    return out;
+}
+
+template <typename T>
+std::vector<T> from_hex_as(const std::string& hex) {
+    const std::vector<uint8_t> bytes = from_hex(hex);
+    std::vector<T> out(bytes.size() / sizeof(T));
+    std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+    return out;
+}
+
+nlohmann::json load_golden() {
+    const std::string path = std::string(LAZYLLM_TEST_GOLDEN_DIR) + "/quant_golden.json";
+    std::ifstream in(path);
+    EXPECT_TRUE(in.good()) << "missing " << path << " (scripts/golden_quant.py writes it)";
+    if (!in.good()) return {};
+    return nlohmann::json::parse(in);
+}
+
+// numpy does the same single-rounding float32 products and sums as ggml's scalar code, so the
+// match is exact, not approximate.
+TEST(QuantGolden, ReferenceMatchesGgufPy) {
+    const nlohmann::json golden = load_golden();
+    ASSERT_TRUE(golden.contains("dequant"));
+    int n_cases = 0;
+    for (const nlohmann::json& c : golden["dequant"]) {
+        const auto type = static_cast<GgmlType>(c["type_id"].get<uint32_t>());
+        SCOPED_TRACE(c["type"].get<std::string>());
+        ASSERT_EQ(std::string(ggml_type_name(type)), c["type"].get<std::string>());
+        const int64_t n = c["n"].get<int64_t>();
+        const std::vector<uint8_t> input = from_hex(c["input_hex"].get<std::string>());
+        const std::vector<float> want =
+            from_hex_as<float>(c["expected_f32_hex"].get<std::string>());
+        ASSERT_EQ(static_cast<int64_t>(want.size()), n);
+        ASSERT_EQ(input.size(),
+                  static_cast<size_t>(n / block_shape(type).elems) * block_shape(type).bytes);
+        std::vector<Isa> isas = fast_isas();
+        isas.insert(isas.begin(), Isa::kRef);
+        for (Isa isa : isas) {
+            std::vector<float> got(static_cast<size_t>(n));
+            ASSERT_TRUE(dequantize_row_f32(isa, type, input.data(), got.data(), n).ok());
+            const int64_t bad = first_mismatch(got, want);
+            EXPECT_EQ(bad, -1) << isa_name(isa) << " element " << bad << ": got "
+                               << (bad >= 0 ? got[bad] : 0.0f) << " want "
+                               << (bad >= 0 ? want[bad] : 0.0f);
+        }
+        ++n_cases;
+    }
+    EXPECT_EQ(n_cases, 11);  // every type quant.h supports
+}
+
+TEST(QuantGolden, RoundingMatchesGgufPyAndNumpy) {
+    const nlohmann::json golden = load_golden();
+    ASSERT_TRUE(golden.contains("fp32_to_bf16"));
+    {
+        const auto in = from_hex_as<float>(golden["fp32_to_bf16"]["input_f32_hex"]);
+        const auto want = from_hex_as<uint16_t>(golden["fp32_to_bf16"]["expected_u16_hex"]);
+        ASSERT_EQ(in.size(), want.size());
+        for (size_t i = 0; i < in.size(); ++i) {
+            EXPECT_EQ(fp32_to_bf16(in[i]), want[i]) << std::hex << "fp32 bits " << bits(in[i]);
+        }
+        for (Isa isa : fast_isas()) {
+            std::vector<bf16_t> got(in.size());
+            ASSERT_TRUE(dequantize_row_bf16(isa, GgmlType::F32, in.data(), got.data(),
+                                            static_cast<int64_t>(in.size()))
+                            .ok());
+            EXPECT_EQ(first_mismatch(got, want), -1) << isa_name(isa);
+        }
+    }
+    {
+        const auto in = from_hex_as<float>(golden["fp32_to_fp16"]["input_f32_hex"]);
+        const auto want = from_hex_as<uint16_t>(golden["fp32_to_fp16"]["expected_u16_hex"]);
+        ASSERT_EQ(in.size(), want.size());
+        for (size_t i = 0; i < in.size(); ++i) {
+            EXPECT_EQ(fp32_to_fp16(in[i]), want[i]) << std::hex << "fp32 bits " << bits(in[i]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions.
+
+TEST(QuantConvert, Bf16RoundToNearestEven) {
+    auto from_bits = [](uint32_t u) { return quant::bits_f32(u); };
+    EXPECT_EQ(fp32_to_bf16(1.0f), 0x3f80);
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x3f808000)), 0x3f80);  // tie, even below: down
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x3f818000)), 0x3f82);  // tie, odd below: up
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x3f808001)), 0x3f81);  // above the tie: up
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x3f807fff)), 0x3f80);  // below the tie: down
+    EXPECT_EQ(fp32_to_bf16(from_bits(0xbf818000)), 0xbf82);  // sign does not change rounding
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x7f7fffff)), 0x7f80);  // largest float rounds to inf
+    EXPECT_EQ(fp32_to_bf16(INFINITY), 0x7f80);
+    EXPECT_EQ(fp32_to_bf16(-INFINITY), 0xff80);
+    EXPECT_EQ(fp32_to_bf16(-0.0f), 0x8000);
+    // Subnormals round (not flushed): 0x00018000 is a tie above odd 0x0001.
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x00018000)), 0x0002);
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x00008000)), 0x0000);
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x00008001)), 0x0001);
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x007fffff)), 0x0080);  // rounds up to the smallest normal
+    // NaN stays NaN and comes out quiet, even when rounding would have carried into inf.
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x7f800001)), 0x7fc0);
+    EXPECT_EQ(fp32_to_bf16(from_bits(0xffffffff)), 0xffff);
+    EXPECT_EQ(fp32_to_bf16(from_bits(0x7fc00000)), 0x7fc0);
+    EXPECT_TRUE(std::isnan(bf16_to_fp32(fp32_to_bf16(NAN))));
+    // bf16 -> fp32 is exact for every pattern.
+    for (uint32_t h = 0; h < 65536; ++h) {
+        ASSERT_EQ(bits(bf16_to_fp32(static_cast<bf16_t>(h))), h << 16);
+    }
+}
+
+// The vector bf16 rounding equals the scalar one on random bit patterns (NaN, inf, subnormals).
+TEST(QuantConvert, Bf16RowsMatchScalarOnRandomBits) {
+    std::mt19937 rng(7);
+    std::vector<float> x(1 << 16);
+    for (float& v : x) v = quant::bits_f32(static_cast<uint32_t>(rng()));
+    // Bias some toward the interesting corners: exact ties, subnormals, NaN payloads.
+    for (size_t i = 0; i < x.size(); i += 5) {
+        const uint32_t u = static_cast<uint32_t>(rng());
+        const uint32_t kinds[] = {(u & 0xffff0000u) | 0x8000u, u & 0x807fffffu, u | 0x7f800000u};
+        x[i] = quant::bits_f32(kinds[i % 3]);
+    }
+    std::vector<bf16_t> want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) want[i] = fp32_to_bf16(x[i]);
+    for (Isa isa : fast_isas()) {
+        std::vector<bf16_t> got(x.size());
+        ASSERT_TRUE(dequantize_row_bf16(isa, GgmlType::F32, x.data(), got.data(),
+                                        static_cast<int64_t>(x.size()))
+                        .ok());
+        EXPECT_EQ(first_mismatch(got, want), -1) << isa_name(isa);
+    }
+}
+
+__attribute__((target("f16c"))) uint16_t hw_fp32_to_fp16(float x) {
+    return static_cast<uint16_t>(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT));
+}
+__attribute__((target("f16c"))) float hw_fp16_to_fp32(uint16_t h) { return _cvtsh_ss(h); }
+
+// The scalar fp16 converters equal F16C: all 65536 halves, and every 509th fp32 pattern.
+TEST(QuantConvert, Fp16MatchesF16c) {
+    if (!detect_cpu_features().f16c) GTEST_SKIP() << "no F16C";
+    for (uint32_t h = 0; h < 65536; ++h) {
+        ASSERT_EQ(bits(fp16_to_fp32(static_cast<uint16_t>(h))),
+                  bits(hw_fp16_to_fp32(static_cast<uint16_t>(h))))
+            << std::hex << "half " << h;
+    }
+    for (uint64_t u = 0; u < (1ull << 32); u += 509) {
+        const float x = quant::bits_f32(static_cast<uint32_t>(u));
+        ASSERT_EQ(fp32_to_fp16(x), hw_fp32_to_fp16(x)) << std::hex << "fp32 bits " << u;
+    }
+}
+
+TEST(QuantConvert, Fp16RoundTripsEveryHalf) {
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const float x = fp16_to_fp32(static_cast<uint16_t>(h));
+        if (std::isnan(x)) {
+            const uint16_t back = fp32_to_fp16(x);
+            EXPECT_TRUE((back & 0x7c00) == 0x7c00 && (back & 0x3ff) != 0) << std::hex << h;
+            continue;
+        }
+        ASSERT_EQ(fp32_to_fp16(x), h) << std::hex << "half " << h;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Round trip: quantize_ref then dequantize, within each format's error bound.
+
+// Test data: rows of blocks with varied scales, plus the awkward blocks (all zero, constant,
+// all positive, one outlier).
+std::vector<float> round_trip_data(int64_t n, std::mt19937& rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> expo(-3.0f, 3.0f);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t b = 0; b < n / 32; ++b) {
+        const float scale = std::exp2(expo(rng));
+        float* blk = x.data() + 32 * b;
+        for (int i = 0; i < 32; ++i) blk[i] = scale * normal(rng);
+        switch (b % 16) {
+            case 3:
+                std::fill(blk, blk + 32, 0.0f);
+                break;
+            case 5:
+                std::fill(blk, blk + 32, 0.75f);
+                break;
+            case 7:
+                for (int i = 0; i < 32; ++i) blk[i] = std::fabs(blk[i]) + 0.5f;
+                break;
+            case 9:
+                blk[11] *= 40.0f;
+                break;
+            default:
+                break;
+        }
+    }
+    return x;
+}
+
+// Largest rounding error of storing v as fp16: half an ulp of 11 significant bits in the normal
+// range, half the subnormal step (2^-25) below it.
+float fp16_err(float v) { return std::max(std::fabs(v) * 0x1p-11f, 0x1p-25f); }
+
+// Closed-form per-block bound of the 32-element formats (quantize_row_*_ref), d the unrounded
+// scale as the quantizer computes it:
+//   Q8_0  d = amax/127, round to nearest:              |e| <= d/2 + 127 fp16_err(d)
+//   Q4_0  d = amax/8, q in [-8, 7]; the value -max maps to q = 8, clamped to 7, one full step
+//         off:                                         |e| <= d + 8 fp16_err(d)
+//   Q5_0  d = amax/16, likewise:                       |e| <= d + 16 fp16_err(d)
+//   Q4_1  d = (max-min)/15, round to nearest above min: |e| <= d/2 + 15 fp16_err(d) + fp16_err(min)
+//   Q5_1  d = (max-min)/31:                            |e| <= d/2 + 31 fp16_err(d) + fp16_err(min)
+// The fp16_err terms are the stored d and min differing from the ones used to pick q.
+float simple_block_bound(GgmlType type, const float* x) {
+    float amax = 0, min = x[0], max = x[0];
+    for (int i = 0; i < 32; ++i) {
+        amax = std::max(amax, std::fabs(x[i]));
+        min = std::min(min, x[i]);
+        max = std::max(max, x[i]);
+    }
+    const float slack = 1e-5f * amax;  // fp32 rounding of x * id before rounding to an integer
+    switch (type) {
+        case GgmlType::Q8_0:
+            return amax / 127 / 2 + 127 * fp16_err(amax / 127) + slack;
+        case GgmlType::Q4_0:
+            return amax / 8 + 8 * fp16_err(amax / 8) + slack;
+        case GgmlType::Q5_0:
+            return amax / 16 + 16 * fp16_err(amax / 16) + slack;
+        case GgmlType::Q4_1: {
+            const float d = (max - min) / 15;
+            return d / 2 + 15 * fp16_err(d) + fp16_err(min) + slack;
+        }
+        case GgmlType::Q5_1: {
+            const float d = (max - min) / 31;
+            return d / 2 + 31 * fp16_err(d) + fp16_err(min) + slack;
+        }
+        default:
+            return 0;
+    }
+}
+
+// K-quants search their sub-block scales, so there is no closed form in the input alone; the
+// bound is in terms of the decoded block. The quantizer picks q = clamp(round((x + o) / s)) with
+// the very s, o the dequantizer uses (s = d * sc, o = dmin * m for Q4_K / Q5_K; s = d * sc,
+// o = 0 for Q6_K), so |e| <= |s|/2 + the distance from x to the representable range
+// [s * qmin - o, s * qmax - o]. That range's coverage is what the RMS check below measures.
+std::vector<float> k_quant_bounds(GgmlType type, const uint8_t* blk, const float* x) {
+    std::vector<float> bound(256);
+    auto fill = [&](int first, int count, float s, float o, int qmin, int qmax) {
+        const float lo = std::min(s * qmin, s * qmax) - o;
+        const float hi = std::max(s * qmin, s * qmax) - o;
+        for (int i = first; i < first + count; ++i) {
+            const float outside = std::max({0.0f, lo - x[i], x[i] - hi});
+            bound[i] = std::fabs(s) / 2 + outside + 1e-5f * (std::fabs(x[i]) + std::fabs(s));
+        }
+    };
+    if (type == GgmlType::Q6_K) {
+        const auto* b = reinterpret_cast<const quant::BlockQ6K*>(blk);
+        const float d = fp16_to_fp32(b->d);
+        for (int j = 0; j < 16; ++j) fill(16 * j, 16, d * b->scales[j], 0.0f, -32, 31);
+        return bound;
+    }
+    // Q4_K and Q5_K share d, dmin and scales at the start of the block.
+    const auto* b = reinterpret_cast<const quant::BlockQ4K*>(blk);
+    const float d = fp16_to_fp32(b->d), dmin = fp16_to_fp32(b->dmin);
+    const int qmax = type == GgmlType::Q4_K ? 15 : 31;
+    for (int j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        quant::get_scale_min_k4(j, b->scales, &sc, &m);
+        fill(32 * j, 32, d * sc, dmin * m, 0, qmax);
+    }
+    return bound;
+}
+
+std::vector<float> quantize_dequantize(GgmlType type, const std::vector<float>& x,
+                                       std::vector<uint8_t>* q) {
+    const auto n = static_cast<int64_t>(x.size());
+    *q = testing::quantize_ref(type, x.data(), n);
+    EXPECT_EQ(q->size(),
+              static_cast<size_t>(n / block_shape(type).elems) * block_shape(type).bytes);
+    std::vector<float> y(x.size());
+    EXPECT_TRUE(ref::dequantize_row_f32(type, q->data(), y.data(), n).ok());
+    return y;
+}
+
+TEST(QuantRoundTrip, QuantizeDequantizeWithinFormatBounds) {
+    // Relative RMS error on N(0, 1) data, measured with these (ggml reference) quantizers
+    // (Q8_0 .0054, Q4_0 .0855, Q4_1 .0789, Q5_0 .0429, Q5_1 .0380, Q4_K .0716, Q5_K .0365,
+    // Q6_K .0176) and given 20% headroom: the value the format is known for, so a quantizer that
+    // stops searching, or a wrong scale packing, shows up here even when every element stays within
+    // its structural bound.
+    const std::pair<GgmlType, float> max_rel_rms[] = {
+        {GgmlType::Q8_0, 0.0065f}, {GgmlType::Q4_0, 0.103f}, {GgmlType::Q4_1, 0.095f},
+        {GgmlType::Q5_0, 0.052f},  {GgmlType::Q5_1, 0.046f}, {GgmlType::Q4_K, 0.086f},
+        {GgmlType::Q5_K, 0.044f},  {GgmlType::Q6_K, 0.021f}};
+    std::mt19937 rng(42);
+    const int64_t n = 256 * 32;
+    const std::vector<float> awkward = round_trip_data(n, rng);
+    std::vector<float> gaussian(static_cast<size_t>(n));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : gaussian) v = normal(rng);
+    for (const auto& [type, max_rel] : max_rel_rms) {
+        SCOPED_TRACE(std::string(ggml_type_name(type)));
+        const int64_t bs = block_shape(type).elems;
+        std::vector<uint8_t> q;
+        const std::vector<float> y = quantize_dequantize(type, awkward, &q);
+        for (int64_t b = 0; b < n / bs; ++b) {
+            const float* xb = awkward.data() + b * bs;
+            const float* yb = y.data() + b * bs;
+            std::vector<float> bound(static_cast<size_t>(bs), simple_block_bound(type, xb));
+            if (bs == 256) bound = k_quant_bounds(type, q.data() + b * block_shape(type).bytes, xb);
+            for (int64_t i = 0; i < bs; ++i) {
+                ASSERT_LE(std::fabs(yb[i] - xb[i]), bound[i])
+                    << "block " << b << " element " << i << ": x " << xb[i] << " y " << yb[i];
+            }
+        }
+        // An all-zero block decodes to exact zeros, in every format.
+        for (int64_t i = 3 * 32; i < 4 * 32; ++i) EXPECT_EQ(y[i], 0.0f) << i;
+
+        const std::vector<float> yg = quantize_dequantize(type, gaussian, &q);
+        double err2 = 0, val2 = 0;
+        for (size_t i = 0; i < gaussian.size(); ++i) {
+            err2 += double(yg[i] - gaussian[i]) * (yg[i] - gaussian[i]);
+            val2 += double(gaussian[i]) * gaussian[i];
+        }
+        const double rel = std::sqrt(err2 / val2);
+        EXPECT_LT(rel, max_rel);
+        std::printf("  %-5s relative RMS error on N(0,1): %.4f\n",
+                    std::string(ggml_type_name(type)).c_str(), rel);
+    }
+}
+
+TEST(QuantRoundTrip, PlainTypesExactOrOneRounding) {
+    std::mt19937 rng(5);
+    const int64_t n = 4096;
+    std::vector<float> x = round_trip_data(n, rng);
+    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+        SCOPED_TRACE(std::string(ggml_type_name(type)));
+        const std::vector<uint8_t> q = testing::quantize_ref(type, x.data(), n);
+        std::vector<float> y(static_cast<size_t>(n));
+        ASSERT_TRUE(ref::dequantize_row_f32(type, q.data(), y.data(), n).ok());
+        for (int64_t i = 0; i < n; ++i) {
+            if (type == GgmlType::F32) {
+                ASSERT_EQ(bits(y[i]), bits(x[i])) << i;
+            } else if (type == GgmlType::F16) {
+                // One round to nearest: half an ulp of 11 bits (the data is in fp16's normal
+                // range or zero).
+                ASSERT_EQ(bits(y[i]), bits(fp16_to_fp32(fp32_to_fp16(x[i])))) << i;
+                ASSERT_LE(std::fabs(y[i] - x[i]), std::fabs(x[i]) * 0x1p-11f) << i;
+            } else {
+                ASSERT_EQ(bits(y[i]), bits(bf16_to_fp32(fp32_to_bf16(x[i])))) << i;
+                ASSERT_LE(std::fabs(y[i] - x[i]), std::fabs(x[i]) * 0x1p-8f) << i;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input.
+
+TEST(QuantErrors, UnsupportedTypeNamesIt) {
+    float out[256];
+    bf16_t out16[256];
+    const uint8_t in[1024] = {};
+    for (GgmlType type : {GgmlType::Q2_K, GgmlType::I32, GgmlType::Q8_1, GgmlType::F64}) {
+        const std::string name(ggml_type_name(type));
+        Status s = dequantize_row_f32(Isa::kRef, type, in, out, 256);
+        ASSERT_FALSE(s.ok()) << name;
+        EXPECT_EQ(s.error().code(), ErrorCode::kUnsupported);
+        EXPECT_NE(s.error().message().find(name), std::string::npos) << s.error().message();
+        s = dequantize_row_bf16(Isa::kRef, type, in, out16, 256);
+        ASSERT_FALSE(s.ok());
+        EXPECT_NE(s.error().message().find(name), std::string::npos) << s.error().message();
+        s = ref::dequantize_row_f32(type, in, out, 256);
+        ASSERT_FALSE(s.ok());
+        EXPECT_NE(s.error().message().find(name), std::string::npos) << s.error().message();
+    }
+    // A number the spec does not define (hostile file) is reported by number.
+    Status s = dequantize_row_f32(Isa::kRef, static_cast<GgmlType>(77), in, out, 256);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message().find("77"), std::string::npos) << s.error().message();
+}
+
+TEST(QuantErrors, LengthNotMultipleOfBlockNamesTypeAndN) {
+    std::vector<uint8_t> in(4096);
+    std::vector<float> out(1024);
+    std::vector<bf16_t> out16(1024);
+    struct Case {
+        GgmlType type;
+        int64_t n;
+    };
+    for (Case c : {Case{GgmlType::Q4_1, 33}, Case{GgmlType::Q8_0, 48}, Case{GgmlType::Q4_K, 288},
+                   Case{GgmlType::Q6_K, 100}, Case{GgmlType::F16, -2}}) {
+        const std::string name(ggml_type_name(c.type));
+        const std::string n = std::to_string(c.n);
+        std::vector<Isa> isas = fast_isas();
+        isas.insert(isas.begin(), Isa::kRef);
+        for (Isa isa : isas) {
+            Status s = dequantize_row_f32(isa, c.type, in.data(), out.data(), c.n);
+            ASSERT_FALSE(s.ok()) << name << " n=" << n;
+            EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
+            EXPECT_NE(s.error().message().find(name), std::string::npos) << s.error().message();
+            EXPECT_NE(s.error().message().find(n), std::string::npos) << s.error().message();
+            s = dequantize_row_bf16(isa, c.type, in.data(), out16.data(), c.n);
+            ASSERT_FALSE(s.ok());
+            EXPECT_NE(s.error().message().find(n), std::string::npos) << s.error().message();
+        }
+        Status s = ref::dequantize_row_f32(c.type, in.data(), out.data(), c.n);
+        ASSERT_FALSE(s.ok());
+        EXPECT_NE(s.error().message().find(n), std::string::npos) << s.error().message();
+    }
+    // Zero elements is a valid empty row.
+    EXPECT_TRUE(dequantize_row_f32(Isa::kRef, GgmlType::Q4_K, nullptr, nullptr, 0).ok());
+}
+
+TEST(QuantErrors, IsaTheCpuLacksIsAnError) {
+    const CpuFeatures f = detect_cpu_features();
+    float out[32];
+    const uint8_t in[64] = {};
+    int n_checked = 0;
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+        if (isa_supported(isa, f)) continue;
+        const Status s = dequantize_row_f32(isa, GgmlType::Q8_0, in, out, 32);
+        ASSERT_FALSE(s.ok());
+        EXPECT_NE(s.error().message().find(isa_name(isa)), std::string::npos);
+        ++n_checked;
+    }
+    if (n_checked == 0) GTEST_SKIP() << "this CPU supports every ISA";
+}
+
+// The block table the kernels use agrees with the GGUF type traits.
+TEST(QuantErrors, BlockShapesMatchTypeTraits) {
+    for (GgmlType type : kAllTypes) {
+        const auto traits = ggml_type_traits(static_cast<uint32_t>(type));
+        ASSERT_TRUE(traits.has_value());
+        EXPECT_EQ(traits->block_size, block_shape(type).elems) << traits->name;
+        EXPECT_EQ(traits->type_size, block_shape(type).bytes) << traits->name;
+        EXPECT_TRUE(traits->dequantizable) << traits->name;
+    }
+}
+
+}  // namespace
+}  // namespace lazyllm::kernels

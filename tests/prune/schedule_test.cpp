@@ -1,0 +1,344 @@
+#include "prune/schedule.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace lazyllm::prune {
+namespace {
+
+// Expects an kInvalidArgument error whose message contains every one of `needles`.
+void expect_parse_error(std::string_view layers, std::string_view keep, int n_layer,
+                        std::initializer_list<std::string_view> needles) {
+    Result<Schedule> r = parse_schedule(layers, keep, n_layer);
+    ASSERT_FALSE(r.ok()) << "layers='" << layers << "' keep='" << keep << "' parsed as "
+                         << to_string(*r);
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+    for (std::string_view needle : needles) {
+        EXPECT_NE(r.error().message().find(needle), std::string::npos)
+            << "message '" << r.error().message() << "' lacks '" << needle << "'";
+    }
+}
+
+TEST(ParseSchedule, LayerIndices) {
+    Result<Schedule> r = parse_schedule("9,19,28", "0.5,0.25,0.1", 32);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->boundaries, (std::vector<int>{9, 19, 28}));
+    EXPECT_EQ(r->keep, (std::vector<float>{0.5f, 0.25f, 0.1f}));
+    EXPECT_EQ(r->keep_first, 0);
+    EXPECT_TRUE(r->prune_decode);
+}
+
+TEST(ParseSchedule, SpacesAroundItems) {
+    Result<Schedule> r = parse_schedule(" 9, 19 ,28 ", "0.5 , 0.25,0.1", 32);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->boundaries, (std::vector<int>{9, 19, 28}));
+}
+
+TEST(ParseSchedule, DepthFractionsAt32Layers) {
+    // The paper's Llama 2 7B boundaries: 0.28 / 0.59 / 0.88 of 32 -> 8.96 / 18.88 / 28.16.
+    Result<Schedule> r = parse_schedule("0.28,0.59,0.88", "0.5,0.25,0.1", 32);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->boundaries, (std::vector<int>{9, 19, 28}));
+}
+
+TEST(ParseSchedule, DepthFractionsAt30Layers) {
+    // SmolLM2-135M: 8.4 / 17.7 / 26.4.
+    Result<Schedule> r = parse_schedule("0.28,0.59,0.88", "0.5,0.25,0.1", 30);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->boundaries, (std::vector<int>{8, 18, 26}));
+}
+
+TEST(ParseSchedule, AnyDotMakesTheListFractions) {
+    // "1." is the fraction 1.0, which is outside (0, 1): the whole list is read as fractions.
+    expect_parse_error("0.5,1.", "0.5,0.2", 30, {"layers item 2", "'1.'", "(0, 1)"});
+    // "9" among fractions is the fraction 9.
+    expect_parse_error("0.3,9", "0.5,0.2", 30, {"layers item 2", "'9'", "(0, 1)"});
+    // Leading-dot and exponent forms are fractions too.
+    Result<Schedule> r = parse_schedule(".5", "0.5", 30);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->boundaries, (std::vector<int>{15}));
+}
+
+TEST(ParseSchedule, SingleBoundaryAndKeepOne) {
+    Result<Schedule> r = parse_schedule("1", "1", 2);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->boundaries, (std::vector<int>{1}));
+    EXPECT_EQ(r->keep, (std::vector<float>{1.0f}));
+    // Equal keep fractions are allowed (non-increasing).
+    EXPECT_TRUE(parse_schedule("3,5", "0.4,0.4", 8).ok());
+}
+
+TEST(ParseSchedule, ErrorsNameTheItemAndTheRule) {
+    // Unordered layers.
+    expect_parse_error("9,28,19", "0.5,0.25,0.1", 32,
+                       {"layers item 3 '19'", "item 2 '28'", "increasing"});
+    // Duplicate indices.
+    expect_parse_error("9,9", "0.5,0.25", 32, {"layers item 2 '9'", "duplicates", "distinct"});
+    // Duplicates after rounding fractions: 0.28 * 32 = 8.96 and 0.29 * 32 = 9.28 both give 9.
+    expect_parse_error("0.28,0.29", "0.5,0.25", 32,
+                       {"layers item 2 '0.29' (layer 9)", "item 1 '0.28' (layer 9)", "distinct"});
+    // Layer index out of range.
+    expect_parse_error("0,9", "0.5,0.25", 32, {"layers item 1 '0'", "[1, 31]"});
+    expect_parse_error("9,32", "0.5,0.25", 32, {"layers item 2 '32'", "[1, 31]"});
+    expect_parse_error("-3", "0.5", 32, {"layers item 1 '-3'", "[1, 31]"});
+    // Fraction mapping outside [1, n_layer - 1]: 0.01 * 30 = 0.3 -> 0; 0.99 * 30 = 29.7 -> 30.
+    expect_parse_error("0.01", "0.5", 30, {"layers item 1 '0.01' (layer 0)", "[1, 29]"});
+    expect_parse_error("0.99", "0.5", 30, {"layers item 1 '0.99' (layer 30)", "[1, 29]"});
+    // Fractions outside (0, 1).
+    expect_parse_error("0.0,0.5", "0.5,0.25", 30, {"layers item 1 '0.0'", "(0, 1)"});
+    expect_parse_error("1.0", "0.5", 30, {"layers item 1 '1.0'", "(0, 1)"});
+    expect_parse_error("-0.5", "0.5", 30, {"layers item 1 '-0.5'", "(0, 1)"});
+    // Keep fractions outside (0, 1].
+    expect_parse_error("9", "0", 32, {"keep item 1 '0'", "(0, 1]"});
+    expect_parse_error("9", "1.5", 32, {"keep item 1 '1.5'", "(0, 1]"});
+    expect_parse_error("9", "-0.2", 32, {"keep item 1 '-0.2'", "(0, 1]"});
+    expect_parse_error("9", "1e-60", 32, {"keep item 1 '1e-60'", "(0, 1]"});
+    // Keep increasing.
+    expect_parse_error("9,19", "0.25,0.5", 32,
+                       {"keep item 2 '0.5'", "item 1 '0.25'", "non-increasing"});
+    // More boundaries than n_layer - 1.
+    expect_parse_error("1,2,3,4", "0.5,0.4,0.3,0.2", 4, {"4 items", "at most 3", "n_layer - 1"});
+    // Empty items and junk.
+    expect_parse_error("9,,x", "0.5,0.4,0.3", 32, {"layers item 2 is empty", "'9,,x'"});
+    expect_parse_error("9,x", "0.5,0.4", 32, {"layers item 2 'x'", "layer index"});
+    expect_parse_error("9,", "0.5,0.4", 32, {"layers item 2 is empty"});
+    expect_parse_error(",9", "0.5,0.4", 32, {"layers item 1 is empty"});
+    expect_parse_error("9a", "0.5", 32, {"layers item 1 '9a'", "layer index"});
+    expect_parse_error("0.5x", "0.5", 32, {"layers item 1 '0.5x'", "not a number"});
+    expect_parse_error("0.5.1", "0.5", 32, {"layers item 1 '0.5.1'", "not a number"});
+    expect_parse_error("9", "half", 32, {"keep item 1 'half'", "not a number"});
+    expect_parse_error("9", "nan", 32, {"keep item 1 'nan'", "not a number"});
+    expect_parse_error("9", "0.5,", 32, {"keep item 2 is empty"});
+    expect_parse_error("", "0.5", 32, {"layers is empty"});
+    expect_parse_error("9", " ", 32, {"keep is empty"});
+    // Counts must match.
+    expect_parse_error("9,19", "0.5", 32, {"layers has 2", "keep has 1"});
+    expect_parse_error("9", "0.5,0.25", 32, {"layers has 1", "keep has 2"});
+    // A model too small to prune.
+    expect_parse_error("1", "0.5", 1, {"n_layer must be >= 2"});
+}
+
+TEST(ScheduleToString, Format) {
+    Result<Schedule> r = parse_schedule("9,19,28", "0.5,0.25,0.1", 32);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(to_string(*r), "layers=9,19,28 keep=0.5,0.25,0.1");
+    Schedule s = *r;
+    s.keep_first = 4;
+    s.prune_decode = false;
+    EXPECT_EQ(to_string(s), "layers=9,19,28 keep=0.5,0.25,0.1 keep_first=4 prune_decode=false");
+    EXPECT_EQ(to_string(Schedule{}), "layers= keep=");
+}
+
+TEST(DefaultSchedule, DepthFractions) {
+    Schedule s32 = default_schedule(32);
+    EXPECT_EQ(s32.boundaries, (std::vector<int>{9, 19, 28}));
+    EXPECT_EQ(s32.keep, (std::vector<float>{0.5f, 0.25f, 0.1f}));
+    EXPECT_EQ(default_schedule(30).boundaries, (std::vector<int>{8, 18, 26}));
+    for (int n_layer = 1; n_layer <= 128; ++n_layer) {
+        Schedule s = default_schedule(n_layer);
+        EXPECT_TRUE(validate_schedule(s, n_layer).ok())
+            << n_layer << ": " << validate_schedule(s, n_layer).error().message();
+        EXPECT_EQ(s.boundaries.size(), static_cast<size_t>(std::min(3, n_layer - 1)))
+            << "n_layer " << n_layer;
+    }
+    // Tiny models: pushed up to stay distinct, then dropped when no room is left.
+    EXPECT_EQ(default_schedule(4).boundaries, (std::vector<int>{1, 2, 3}));
+    EXPECT_EQ(default_schedule(3).boundaries, (std::vector<int>{1, 2}));
+    EXPECT_EQ(default_schedule(3).keep, (std::vector<float>{0.5f, 0.25f}));
+    EXPECT_EQ(default_schedule(2).boundaries, (std::vector<int>{1}));
+    EXPECT_TRUE(default_schedule(1).boundaries.empty());
+}
+
+TEST(ValidateSchedule, NamesTheEntry) {
+    Schedule s;
+    s.boundaries = {3, 7};
+    s.keep = {0.5f, 0.6f};
+    Status st = validate_schedule(s, 10);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find("keep[1] = 0.6"), std::string::npos)
+        << st.error().message();
+    s.keep = {0.5f, 0.4f};
+    EXPECT_TRUE(validate_schedule(s, 10).ok());
+    s.keep_first = -1;
+    EXPECT_FALSE(validate_schedule(s, 10).ok());
+    s.keep_first = 0;
+    st = validate_schedule(s, 7);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find("layers[1] = 7"), std::string::npos)
+        << st.error().message();
+    EXPECT_TRUE(validate_schedule(Schedule{}, 10).ok());  // no boundaries: nothing is pruned
+}
+
+class ScheduleFileTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() /
+               ("lazyllm_schedule_test_" + std::to_string(::getpid()) + "_" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::filesystem::create_directories(dir_);
+    }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+
+    std::string write(const std::string& name, const std::string& text) {
+        const std::string path = (dir_ / name).string();
+        std::ofstream(path) << text;
+        return path;
+    }
+    std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+    std::filesystem::path dir_;
+};
+
+TEST_F(ScheduleFileTest, RoundTrip) {
+    Schedule s;
+    s.boundaries = {8, 18, 26};
+    s.keep = {0.5f, 0.25f, 0.1f};
+    s.keep_first = 4;
+    s.prune_decode = false;
+    ScheduleFileInfo info;
+    info.model = "SmolLM2-135M-Instruct";
+    info.n_layer = 30;
+    info.meta_json = R"({"score": 0.91, "speedup": 2.5, "calibration": "passkey-4k"})";
+    const std::string p = path("smollm2.json");
+    Status saved = save_schedule_file(p, s, info);
+    ASSERT_TRUE(saved.ok()) << saved.error().message();
+    EXPECT_FALSE(std::filesystem::exists(p + ".tmp"));
+
+    Result<ScheduleFile> r = read_schedule_file(p, 30);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->schedule.boundaries, s.boundaries);
+    EXPECT_EQ(r->schedule.keep, s.keep);  // exact floats
+    EXPECT_EQ(r->schedule.keep_first, 4);
+    EXPECT_FALSE(r->schedule.prune_decode);
+    EXPECT_EQ(r->info.model, info.model);
+    EXPECT_EQ(r->info.n_layer, 30);
+    nlohmann::json meta = nlohmann::json::parse(r->info.meta_json);
+    EXPECT_DOUBLE_EQ(meta["score"].get<double>(), 0.91);
+    EXPECT_DOUBLE_EQ(meta["speedup"].get<double>(), 2.5);
+    EXPECT_EQ(meta["calibration"], "passkey-4k");
+
+    Result<Schedule> loaded = load_schedule_file(p, 30);
+    ASSERT_TRUE(loaded.ok());
+    EXPECT_EQ(to_string(*loaded), to_string(s));
+
+    // The file is readable JSON with short decimals for the keep fractions.
+    std::ifstream in(p);
+    nlohmann::json doc = nlohmann::json::parse(in);
+    EXPECT_EQ(doc["version"], 1);
+    EXPECT_EQ(doc["layers"], nlohmann::json({8, 18, 26}));
+    EXPECT_EQ(doc["keep"].dump(), "[0.5,0.25,0.1]");
+}
+
+TEST_F(ScheduleFileTest, MinimalFileUsesDefaults) {
+    const std::string p = write("min.json", R"({"layers": [3, 5], "keep": [0.5, 0.2]})");
+    Result<ScheduleFile> r = read_schedule_file(p, 8);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->schedule.boundaries, (std::vector<int>{3, 5}));
+    EXPECT_EQ(r->schedule.keep_first, 0);
+    EXPECT_TRUE(r->schedule.prune_decode);
+    EXPECT_EQ(r->info.n_layer, 0);
+    EXPECT_EQ(r->info.meta_json, "{}");
+}
+
+TEST_F(ScheduleFileTest, NLayerMismatchIsAnError) {
+    Schedule s = default_schedule(30);
+    ScheduleFileInfo info{"SmolLM2-135M", 30, "{}"};
+    const std::string p = path("s.json");
+    ASSERT_TRUE(save_schedule_file(p, s, info).ok());
+    Result<Schedule> r = load_schedule_file(p, 32);
+    ASSERT_FALSE(r.ok());
+    const std::string& m = r.error().message();
+    EXPECT_NE(m.find("30-layer"), std::string::npos) << m;
+    EXPECT_NE(m.find("32 layers"), std::string::npos) << m;
+    EXPECT_NE(m.find("SmolLM2-135M"), std::string::npos) << m;
+    EXPECT_NE(m.find(p), std::string::npos) << m;
+}
+
+TEST_F(ScheduleFileTest, BadFiles) {
+    struct Case {
+        const char* text;
+        ErrorCode code;
+        const char* needle;
+    };
+    const Case cases[] = {
+        {"{", ErrorCode::kCorrupt, "invalid JSON"},
+        {"[1, 2]", ErrorCode::kCorrupt, "object"},
+        {R"({"layers": [3], "keep": [0.5], "kep_first": 1})", ErrorCode::kInvalidArgument,
+         "unknown key 'kep_first'"},
+        {R"({"version": 2, "layers": [3], "keep": [0.5]})", ErrorCode::kUnsupported, "version 2"},
+        {R"({"keep": [0.5]})", ErrorCode::kInvalidArgument, "\"layers\""},
+        {R"({"layers": [3], "keep": 0.5})", ErrorCode::kInvalidArgument, "\"keep\""},
+        {R"({"layers": [3.5], "keep": [0.5]})", ErrorCode::kInvalidArgument, "layers[0] = 3.5"},
+        {R"({"layers": [3], "keep": ["a"]})", ErrorCode::kInvalidArgument, "keep[0]"},
+        {R"({"layers": [5, 3], "keep": [0.5, 0.2]})", ErrorCode::kInvalidArgument, "layers[1] = 3"},
+        {R"({"layers": [3, 9], "keep": [0.5, 0.2]})", ErrorCode::kInvalidArgument, "layers[1] = 9"},
+        {R"({"layers": [3], "keep": [1.5]})", ErrorCode::kInvalidArgument, "keep[0] = 1.5"},
+        {R"({"layers": [3], "keep": [0.5, 0.2]})", ErrorCode::kInvalidArgument, "keep has 2"},
+        {R"({"layers": [3], "keep": [0.5], "keep_first": -1})", ErrorCode::kInvalidArgument,
+         "keep_first"},
+        {R"({"layers": [3], "keep": [0.5], "prune_decode": 1})", ErrorCode::kInvalidArgument,
+         "prune_decode"},
+        {R"({"layers": [3], "keep": [0.5], "meta": []})", ErrorCode::kInvalidArgument, "meta"},
+        {R"({"layers": [3], "keep": [0.5], "n_layer": "8"})", ErrorCode::kInvalidArgument,
+         "n_layer"},
+    };
+    int i = 0;
+    for (const Case& c : cases) {
+        const std::string p = write("bad" + std::to_string(i++) + ".json", c.text);
+        Result<Schedule> r = load_schedule_file(p, 8);
+        ASSERT_FALSE(r.ok()) << c.text;
+        EXPECT_EQ(r.error().code(), c.code) << c.text << ": " << r.error().message();
+        EXPECT_NE(r.error().message().find(c.needle), std::string::npos)
+            << c.text << ": " << r.error().message();
+        EXPECT_NE(r.error().message().find(p), std::string::npos) << r.error().message();
+    }
+    Result<Schedule> missing = load_schedule_file(path("nope.json"), 8);
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
+}
+
+TEST_F(ScheduleFileTest, SaveRejectsBadInput) {
+    Schedule s;
+    s.boundaries = {3, 2};
+    s.keep = {0.5f, 0.2f};
+    // Order is checked even when n_layer is unknown.
+    EXPECT_FALSE(save_schedule_file(path("a.json"), s, ScheduleFileInfo{}).ok());
+    s.boundaries = {3, 12};
+    EXPECT_TRUE(save_schedule_file(path("b.json"), s, ScheduleFileInfo{}).ok());
+    EXPECT_FALSE(save_schedule_file(path("c.json"), s, ScheduleFileInfo{"m", 10, "{}"}).ok());
+    s.boundaries = {3, 5};
+    Status bad_meta = save_schedule_file(path("d.json"), s, ScheduleFileInfo{"m", 10, "{oops"});
+    ASSERT_FALSE(bad_meta.ok());
+    EXPECT_NE(bad_meta.error().message().find("meta"), std::string::npos);
+    EXPECT_FALSE(save_schedule_file(path("e.json"), s, ScheduleFileInfo{"m", 10, "[1]"}).ok());
+    EXPECT_FALSE(std::filesystem::exists(path("d.json")));
+    Status no_dir = save_schedule_file(path("missing_dir/f.json"), s, ScheduleFileInfo{});
+    ASSERT_FALSE(no_dir.ok());
+    EXPECT_EQ(no_dir.error().code(), ErrorCode::kIo);
+}
+
+TEST(Policy, ParseAndName) {
+    const Policy all[] = {Policy::kFull, Policy::kLazy, Policy::kStatic, Policy::kRandom,
+                          Policy::kGemFilter};
+    for (Policy p : all) {
+        Result<Policy> r = parse_policy(policy_name(p));
+        ASSERT_TRUE(r.ok()) << policy_name(p);
+        EXPECT_EQ(*r, p);
+    }
+    EXPECT_EQ(policy_name(Policy::kGemFilter), "gemfilter");
+    Result<Policy> bad = parse_policy("snapkv");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(bad.error().message().find("'snapkv'"), std::string::npos);
+    EXPECT_NE(bad.error().message().find("gemfilter"), std::string::npos);
+    EXPECT_FALSE(parse_policy("").ok());
+    EXPECT_FALSE(parse_policy("Lazy").ok());
+}
+
+}  // namespace
+}  // namespace lazyllm::prune

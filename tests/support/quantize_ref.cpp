@@ -1,0 +1,465 @@
+// Reference quantizers for tests, ported from ggml-quants.c's quantize_row_*_ref (the functions
+// llama.cpp uses to write model files without an importance matrix):
+//   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1  quantize_row_q*_ref, line for line;
+//   Q4_K, Q5_K                    quantize_row_q4_K_ref / q5_K_ref: per sub-block of 32 a
+//                                 weighted least-squares scale + min search (make_qkx2_quants),
+//                                 then 6-bit scales and mins relative to the super-block maxima;
+//   Q6_K                          quantize_row_q6_K_ref: make_qx_quants(rmse_type 1) per
+//                                 sub-block of 16, 8-bit scales.
+// Scales are stored as fp16 with lazyllm's fp32_to_fp16 (round to nearest even, like ggml's
+// GGML_FP32_TO_FP16). This file is compiled without FMA flags, so float expressions round the
+// way ggml's non-FMA build does.
+#include "support/quantize_ref.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/quant.h"
+#include "kernels/quant_blocks.h"
+
+namespace lazyllm::testing {
+
+namespace {
+
+using namespace kernels::quant;  // NOLINT: block layouts
+
+uint16_t to_half(float x) { return kernels::fp32_to_fp16(x); }
+float from_half(uint16_t h) { return kernels::fp16_to_fp32(h); }
+
+// ggml's nearest_int: round half to even via the 1.5 * 2^23 trick (|x| <= 2^22).
+int nearest_int(float fval) {
+    const float val = fval + 12582912.f;
+    int i;
+    std::memcpy(&i, &val, sizeof(int));
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
+    constexpr int qk = kQk4_0;
+    for (int64_t i = 0; i < nb; ++i, x += qk) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < qk; ++j) {
+            if (amax < std::fabs(x[j])) {
+                amax = std::fabs(x[j]);
+                max = x[j];
+            }
+        }
+        const float d = max / -8;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_half(d);
+        for (int j = 0; j < qk / 2; ++j) {
+            const float x0 = x[j] * id;
+            const float x1 = x[qk / 2 + j] * id;
+            const auto xi0 =
+                static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x0 + 8.5f)));
+            const auto xi1 =
+                static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x1 + 8.5f)));
+            y[i].qs[j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
+        }
+    }
+}
+
+void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t nb) {
+    constexpr int qk = kQk4_1;
+    for (int64_t i = 0; i < nb; ++i, x += qk) {
+        float min = FLT_MAX, max = -FLT_MAX;
+        for (int j = 0; j < qk; ++j) {
+            min = std::min(min, x[j]);
+            max = std::max(max, x[j]);
+        }
+        const float d = (max - min) / ((1 << 4) - 1);
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_half(d);
+        y[i].m = to_half(min);
+        for (int j = 0; j < qk / 2; ++j) {
+            const float x0 = (x[j] - min) * id;
+            const float x1 = (x[qk / 2 + j] - min) * id;
+            const auto xi0 =
+                static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x0 + 0.5f)));
+            const auto xi1 =
+                static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x1 + 0.5f)));
+            y[i].qs[j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
+        }
+    }
+}
+
+void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t nb) {
+    constexpr int qk = kQk5_0;
+    for (int64_t i = 0; i < nb; ++i, x += qk) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < qk; ++j) {
+            if (amax < std::fabs(x[j])) {
+                amax = std::fabs(x[j]);
+                max = x[j];
+            }
+        }
+        const float d = max / -16;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_half(d);
+        uint32_t qh = 0;
+        for (int j = 0; j < qk / 2; ++j) {
+            const float x0 = x[j] * id;
+            const float x1 = x[qk / 2 + j] * id;
+            const auto xi0 =
+                static_cast<uint8_t>(std::min<int>(31, static_cast<int8_t>(x0 + 16.5f)));
+            const auto xi1 =
+                static_cast<uint8_t>(std::min<int>(31, static_cast<int8_t>(x1 + 16.5f)));
+            y[i].qs[j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+            qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
+            qh |= ((xi1 & 0x10u) >> 4) << (j + qk / 2);
+        }
+        std::memcpy(y[i].qh, &qh, sizeof(qh));
+    }
+}
+
+void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
+    constexpr int qk = kQk5_1;
+    for (int64_t i = 0; i < nb; ++i, x += qk) {
+        float min = FLT_MAX, max = -FLT_MAX;
+        for (int j = 0; j < qk; ++j) {
+            min = std::min(min, x[j]);
+            max = std::max(max, x[j]);
+        }
+        const float d = (max - min) / ((1 << 5) - 1);
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_half(d);
+        y[i].m = to_half(min);
+        uint32_t qh = 0;
+        for (int j = 0; j < qk / 2; ++j) {
+            const float x0 = (x[j] - min) * id;
+            const float x1 = (x[qk / 2 + j] - min) * id;
+            const auto xi0 = static_cast<uint8_t>(x0 + 0.5f);
+            const auto xi1 = static_cast<uint8_t>(x1 + 0.5f);
+            y[i].qs[j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+            qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
+            qh |= ((xi1 & 0x10u) >> 4) << (j + qk / 2);
+        }
+        std::memcpy(y[i].qh, &qh, sizeof(qh));
+    }
+}
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
+    constexpr int qk = kQk8_0;
+    for (int64_t i = 0; i < nb; ++i, x += qk) {
+        float amax = 0.0f;
+        for (int j = 0; j < qk; ++j) amax = std::max(amax, std::fabs(x[j]));
+        const float d = amax / ((1 << 7) - 1);
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_half(d);
+        for (int j = 0; j < qk; ++j) y[i].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+    }
+}
+
+// make_qkx2_quants: affine quantization of n values to [0, nmax] minimizing the weighted
+// squared error; tries nstep + 1 scales around nmax / (max - min). Returns the scale and puts
+// the (positive) min offset in *the_min, so x ~= scale * L - the_min.
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                       float* the_min, uint8_t* laux, float rmin, float rdelta, int nstep) {
+    float min = x[0], max = x[0];
+    float sum_w = weights[0];
+    float sum_x = sum_w * x[0];
+    for (int i = 1; i < n; ++i) {
+        min = std::min(min, x[i]);
+        max = std::max(max, x[i]);
+        sum_w += weights[i];
+        sum_x += weights[i] * x[i];
+    }
+    if (min > 0) min = 0;
+    if (max == min) {
+        std::fill(L, L + n, 0);
+        *the_min = -min;
+        return 0.f;
+    }
+    float iscale = nmax / (max - min);
+    float scale = 1 / iscale;
+    float best_error = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = nearest_int(iscale * (x[i] - min));
+        L[i] = static_cast<uint8_t>(std::clamp(l, 0, nmax));
+        const float diff = scale * L[i] + min - x[i];
+        best_error += weights[i] * (diff * diff);
+    }
+    for (int is = 0; is <= nstep; ++is) {
+        iscale = (rmin + rdelta * is + nmax) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; ++i) {
+            const int l = std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax);
+            laux[i] = static_cast<uint8_t>(l);
+            const float w = weights[i];
+            sum_l += w * l;
+            sum_l2 += w * l * l;
+            sum_xl += w * l * x[i];
+        }
+        const float det = sum_w * sum_l2 - sum_l * sum_l;
+        if (det > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float cur_error = 0;
+            for (int i = 0; i < n; ++i) {
+                const float diff = this_scale * laux[i] + this_min - x[i];
+                cur_error += weights[i] * (diff * diff);
+            }
+            if (cur_error < best_error) {
+                std::copy(laux, laux + n, L);
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+// Packs 6-bit scale ls and min lm of sub-block j into the 12-byte K_SCALE_SIZE field (the
+// inverse of get_scale_min_k4).
+void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t* scales) {
+    if (j < 4) {
+        scales[j] = ls;
+        scales[j + 4] = lm;
+    } else {
+        scales[j + 4] = static_cast<uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+        scales[j - 4] = static_cast<uint8_t>(scales[j - 4] | ((ls >> 4) << 6));
+        scales[j - 0] = static_cast<uint8_t>(scales[j - 0] | ((lm >> 4) << 6));
+    }
+}
+
+// The shared part of quantize_row_q4_K_ref and q5_K_ref: sub-block scales and mins for values
+// in [0, nmax], stored in d / dmin / scales; L gets the final quants.
+void quantize_k_scales(const float* x, int nmax, float rmin, float rdelta, int nstep,
+                       uint16_t* d_out, uint16_t* dmin_out, uint8_t* scales_out, uint8_t* L) {
+    float mins[kQkK / 32], scales[kQkK / 32], weights[32];
+    uint8_t laux[32];
+    float max_scale = 0, max_min = 0;  // scales are positive once the min is taken out
+    for (int j = 0; j < kQkK / 32; ++j) {
+        float sum_x2 = 0;
+        for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+        const float av_x = std::sqrt(sum_x2 / 32);
+        for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+        scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], laux,
+                                     rmin, rdelta, nstep);
+        max_scale = std::max(max_scale, scales[j]);
+        max_min = std::max(max_min, mins[j]);
+    }
+    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+    std::memset(scales_out, 0, kKScaleSize);
+    for (int j = 0; j < kQkK / 32; ++j) {
+        const auto ls = static_cast<uint8_t>(std::min(63, nearest_int(inv_scale * scales[j])));
+        const auto lm = static_cast<uint8_t>(std::min(63, nearest_int(inv_min * mins[j])));
+        pack_scale_min_k4(j, ls, lm, scales_out);
+    }
+    *d_out = to_half(max_scale / 63.f);
+    *dmin_out = to_half(max_min / 63.f);
+    for (int j = 0; j < kQkK / 32; ++j) {
+        uint8_t sc, m;
+        get_scale_min_k4(j, scales_out, &sc, &m);
+        const float d = from_half(*d_out) * sc;
+        if (d == 0.0f) continue;
+        const float dm = from_half(*dmin_out) * m;
+        for (int ii = 0; ii < 32; ++ii) {
+            const int l = nearest_int((x[32 * j + ii] + dm) / d);
+            L[32 * j + ii] = static_cast<uint8_t>(std::clamp(l, 0, nmax));
+        }
+    }
+}
+
+void quantize_q4_k(const float* x, BlockQ4K* y, int64_t nb) {
+    uint8_t L[kQkK];
+    for (int64_t i = 0; i < nb; ++i, x += kQkK) {
+        quantize_k_scales(x, 15, -1.f, 0.1f, 20, &y[i].d, &y[i].dmin, y[i].scales, L);
+        uint8_t* q = y[i].qs;
+        for (int j = 0; j < kQkK; j += 64, q += 32) {
+            for (int l = 0; l < 32; ++l)
+                q[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
+        }
+    }
+}
+
+void quantize_q5_k(const float* x, BlockQ5K* y, int64_t nb) {
+    uint8_t L[kQkK];
+    for (int64_t i = 0; i < nb; ++i, x += kQkK) {
+        quantize_k_scales(x, 31, -0.5f, 0.1f, 15, &y[i].d, &y[i].dmin, y[i].scales, L);
+        uint8_t* qh = y[i].qh;
+        uint8_t* ql = y[i].qs;
+        std::memset(qh, 0, kQkK / 8);
+        uint8_t m1 = 1, m2 = 2;
+        for (int n = 0; n < kQkK; n += 64, ql += 32) {
+            for (int j = 0; j < 32; ++j) {
+                int l1 = L[n + j];
+                if (l1 > 15) {
+                    l1 -= 16;
+                    qh[j] |= m1;
+                }
+                int l2 = L[n + j + 32];
+                if (l2 > 15) {
+                    l2 -= 16;
+                    qh[j] |= m2;
+                }
+                ql[j] = static_cast<uint8_t>(l1 | (l2 << 4));
+            }
+            m1 = static_cast<uint8_t>(m1 << 2);
+            m2 = static_cast<uint8_t>(m2 << 2);
+        }
+    }
+}
+
+constexpr float kGroupMaxEps = 1e-15f;  // GROUP_MAX_EPS
+
+// make_qx_quants with rmse_type 1 and no importance weights (weights x^2): symmetric
+// quantization to [-nmax, nmax - 1] stored as L + nmax, refining the scale over 19 candidates.
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; ++i) {
+        const float ax = std::fabs(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < kGroupMaxEps) {
+        std::fill(L, L + n, 0);
+        return 0.f;
+    }
+    float iscale = -nmax / max;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = static_cast<int8_t>(l + nmax);
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * l;
+        suml2 += w * l * l;
+    }
+    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+    float best = scale * sumlx;
+    for (int is = -9; is <= 9; ++is) {
+        if (is == 0) continue;
+        iscale = -(nmax + 0.1f * is) / max;
+        sumlx = suml2 = 0;
+        for (int i = 0; i < n; ++i) {
+            const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+            const float w = x[i] * x[i];
+            sumlx += w * x[i] * l;
+            suml2 += w * l * l;
+        }
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; ++i) {
+                const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+                L[i] = static_cast<int8_t>(nmax + l);
+            }
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+void quantize_q6_k(const float* x, BlockQ6K* y, int64_t nb) {
+    int8_t L[kQkK];
+    float scales[kQkK / 16];
+    for (int64_t i = 0; i < nb; ++i, x += kQkK) {
+        float max_scale = 0, max_abs_scale = 0;
+        for (int ib = 0; ib < kQkK / 16; ++ib) {
+            const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib);
+            scales[ib] = scale;
+            if (std::fabs(scale) > max_abs_scale) {
+                max_abs_scale = std::fabs(scale);
+                max_scale = scale;
+            }
+        }
+        if (max_abs_scale < kGroupMaxEps) {
+            std::memset(&y[i], 0, sizeof(BlockQ6K));
+            continue;
+        }
+        const float iscale = -128.f / max_scale;
+        y[i].d = to_half(1 / iscale);
+        for (int ib = 0; ib < kQkK / 16; ++ib) {
+            y[i].scales[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
+        }
+        for (int j = 0; j < kQkK / 16; ++j) {
+            const float d = from_half(y[i].d) * y[i].scales[j];
+            if (d == 0.0f) continue;
+            for (int ii = 0; ii < 16; ++ii) {
+                const int l = std::clamp(nearest_int(x[16 * j + ii] / d), -32, 31);
+                L[16 * j + ii] = static_cast<int8_t>(l + 32);
+            }
+        }
+        uint8_t* ql = y[i].ql;
+        uint8_t* qh = y[i].qh;
+        for (int j = 0; j < kQkK; j += 128, ql += 64, qh += 32) {
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t q1 = L[j + l + 0] & 0xF;
+                const uint8_t q2 = L[j + l + 32] & 0xF;
+                const uint8_t q3 = L[j + l + 64] & 0xF;
+                const uint8_t q4 = L[j + l + 96] & 0xF;
+                ql[l + 0] = static_cast<uint8_t>(q1 | (q3 << 4));
+                ql[l + 32] = static_cast<uint8_t>(q2 | (q4 << 4));
+                qh[l] =
+                    static_cast<uint8_t>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                                         ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+            }
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<uint8_t> quantize_ref(GgmlType type, const float* x, int64_t n) {
+    const BlockShape shape = block_shape(type);
+    LAZYLLM_CHECK_MSG(shape.elems > 0, "quantize_ref: unsupported type");
+    LAZYLLM_CHECK_MSG(n >= 0 && n % shape.elems == 0, "quantize_ref: n not a multiple of block");
+    const int64_t nb = n / shape.elems;
+    std::vector<uint8_t> out(static_cast<size_t>(nb) * shape.bytes);
+    void* y = out.data();
+    switch (type) {
+        case GgmlType::F32:
+            std::memcpy(y, x, out.size());
+            break;
+        case GgmlType::F16: {
+            auto* h = static_cast<uint16_t*>(y);
+            for (int64_t i = 0; i < n; ++i) h[i] = to_half(x[i]);
+            break;
+        }
+        case GgmlType::BF16: {
+            auto* h = static_cast<uint16_t*>(y);
+            for (int64_t i = 0; i < n; ++i) h[i] = kernels::fp32_to_bf16(x[i]);
+            break;
+        }
+        case GgmlType::Q8_0:
+            quantize_q8_0(x, static_cast<BlockQ8_0*>(y), nb);
+            break;
+        case GgmlType::Q4_0:
+            quantize_q4_0(x, static_cast<BlockQ4_0*>(y), nb);
+            break;
+        case GgmlType::Q4_1:
+            quantize_q4_1(x, static_cast<BlockQ4_1*>(y), nb);
+            break;
+        case GgmlType::Q5_0:
+            quantize_q5_0(x, static_cast<BlockQ5_0*>(y), nb);
+            break;
+        case GgmlType::Q5_1:
+            quantize_q5_1(x, static_cast<BlockQ5_1*>(y), nb);
+            break;
+        case GgmlType::Q4_K:
+            quantize_q4_k(x, static_cast<BlockQ4K*>(y), nb);
+            break;
+        case GgmlType::Q5_K:
+            quantize_q5_k(x, static_cast<BlockQ5K*>(y), nb);
+            break;
+        case GgmlType::Q6_K:
+            quantize_q6_k(x, static_cast<BlockQ6K*>(y), nb);
+            break;
+        default:
+            LAZYLLM_CHECK_MSG(false, "quantize_ref: unsupported type");
+    }
+    return out;
+}
+
+}  // namespace lazyllm::testing

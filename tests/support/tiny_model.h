@@ -1,0 +1,35 @@
+// Builds tiny random-weight Llama-family GGUF models for unit tests, with llama.cpp's tensor
+// names and metadata keys, and a small byte-level BPE (gpt2) vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lazyllm/ggml_type.h"
+#include "lazyllm/gguf.h"
+
+namespace lazyllm::testing {
+
+struct TinyModelSpec {
+    std::string arch = "llama";  // "llama" or "qwen2" (qwen2 adds q/k/v biases)
+    int n_layer = 2;
+    int n_embd = 64;
+    int n_head = 4;
+    int n_head_kv = 2;
+    int n_ff = 128;
+    int n_vocab = 300;      // >= 260: 256 byte tokens, specials, a few merges
+    int n_ctx = 256;
+    float rope_theta = 10000.0f;
+    float rms_eps = 1e-5f;
+    bool tied_embeddings = false;  // no output.weight when true
+    GgmlType weight_type = GgmlType::F32;  // 2-D weights; norms stay F32
+    uint64_t seed = 1;
+    float weight_scale = 0.08f;  // uniform(-scale, scale)
+};
+
+// The GGUF as bytes (GgufFile::from_memory) or written to a file.
+std::vector<uint8_t> build_tiny_model(const TinyModelSpec& spec);
+Status write_tiny_model(const TinyModelSpec& spec, const std::string& path);
+
+}  // namespace lazyllm::testing

@@ -1,0 +1,253 @@
+// lazyllm run [-m MODEL] (-p TEXT | -f FILE) [--chat] [-n N] [sampling] [pruning] [--json]
+// Streams tokens to stdout as they are made; reports prompt tokens, TTFT, prefill and decode
+// speed on stderr. --json prints one machine-readable result instead.
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/options.h"
+#include "lazyllm/engine.h"
+
+namespace lazyllm::cli {
+
+namespace {
+
+struct RunArgs {
+    EngineFlags engine;
+    PruneFlags prune;
+    SamplingParams sampling;
+    std::string prompt, file, system;
+    bool chat = false;
+    int n_predict = 256;
+    int64_t n_ctx = 0;
+    std::vector<std::string> stop;
+    bool ignore_eos = false;
+    bool json = false;
+    bool verbose = false;
+    bool profile = false;
+    bool truncate_middle = false;
+    bool compare = false;
+};
+
+double resident_mib() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+    }
+    return 0.0;
+}
+
+nlohmann::json result_json(const GenerateResult& r, const ModelSummary& s) {
+    nlohmann::json j;
+    j["text"] = r.text;
+    j["model"] = s.path;
+    j["policy"] = r.policy;
+    j["schedule"] = r.schedule;
+    j["n_prompt"] = r.n_prompt;
+    j["n_gen"] = r.n_gen;
+    j["tokens"] = r.tokens;
+    j["stop_reason"] = r.stop_reason;
+    j["ttft_ms"] = r.ttft_ms;
+    j["prefill_tokens_per_s"] = r.prefill_tps;
+    j["decode_ms"] = r.decode_ms;
+    j["decode_tokens_per_s"] = r.decode_tps;
+    j["total_ms"] = r.total_ms;
+    j["prefill_pct_computed"] = 100.0 * r.prefill_fraction_computed;
+    j["pct_computed"] = 100.0 * r.fraction_computed;
+    j["prefill_rows_per_layer"] = r.prefill_rows_per_layer;
+    j["revivals_per_step"] = r.revivals_per_step;
+    j["threads"] = s.n_threads;
+    j["isa"] = s.isa;
+    j["gemm"] = s.gemm;
+    if (!r.profile.empty()) {
+        nlohmann::json p = nlohmann::json::array();
+        for (const auto& o : r.profile) p.push_back({{"op", o.op}, {"ms", o.ms}, {"gflops", o.gflops}});
+        j["profile"] = p;
+    }
+    return j;
+}
+
+void print_profile(const GenerateResult& r) {
+    double total = 0.0;
+    for (const auto& o : r.profile) total += o.ms;
+    std::fprintf(stderr, "\n%-16s %10s %7s %10s\n", "op", "ms", "share", "GFLOP/s");
+    for (const auto& o : r.profile) {
+        std::fprintf(stderr, "%-16s %10.2f %6.1f%% %10s\n", o.op.c_str(), o.ms, 100.0 * o.ms / total,
+                     o.gflops > 0 ? fmt::format("{:.0f}", o.gflops).c_str() : "");
+    }
+}
+
+// --compare: the same prompt with full prefill and with the pruning policy (lazy by default),
+// after a short warm-up, answers and TTFT side by side.
+int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& ids, RunOptions ro) {
+    if (ro.prune.policy == "full") ro.prune.policy = "lazy";
+    RunOptions full = ro;
+    full.prune = PruneOptions{};
+    {
+        RunOptions warm = full;
+        warm.max_new_tokens = 2;
+        const size_t n_warm = std::min<size_t>(ids.size(), 64);
+        auto w = e.generate(std::span<const TokenId>(ids.data(), n_warm), warm);
+        if (!w.ok()) return report(w.error());
+    }
+    auto rf = e.generate(ids, full);
+    if (!rf.ok()) return report(rf.error());
+    auto rl = e.generate(ids, ro);
+    if (!rl.ok()) return report(rl.error());
+    const double speedup = rf->ttft_ms / rl->ttft_ms;
+    if (a.json) {
+        nlohmann::json j;
+        j["full"] = result_json(*rf, e.summary());
+        j["pruned"] = result_json(*rl, e.summary());
+        j["ttft_speedup"] = speedup;
+        j["same_answer"] = rf->text == rl->text;
+        std::printf("%s\n", j.dump(2).c_str());
+        return kExitOk;
+    }
+    auto one_line = [](std::string t) {
+        for (char& ch : t) if (ch == '\n') ch = ' ';
+        return t;
+    };
+    std::printf("prompt: %lld tokens\n\n", static_cast<long long>(rf->n_prompt));
+    std::printf("[full] %s\n", one_line(rf->text).c_str());
+    std::printf("[%s] %s\n\n", rl->policy.c_str(), one_line(rl->text).c_str());
+    std::printf("%-10s %10s %14s %12s %12s\n", "policy", "TTFT ms", "prefill tok/s", "% computed", "decode tok/s");
+    for (const GenerateResult* r : {&*rf, &*rl}) {
+        std::printf("%-10s %10.1f %14.1f %11.1f%% %12.1f\n", r->policy.c_str(), r->ttft_ms, r->prefill_tps,
+                    100.0 * r->fraction_computed, r->decode_tps);
+    }
+    std::printf("\nschedule: %s\nTTFT speedup: %.2fx, answers %s\n", rl->schedule.c_str(), speedup,
+                rf->text == rl->text ? "identical" : "differ");
+    return kExitOk;
+}
+
+int run_run(RunArgs& a) {
+    if (a.prompt.empty() == a.file.empty()) {
+        return report(Error(ErrorCode::kInvalidArgument, "give exactly one of -p TEXT or -f FILE"));
+    }
+    std::string text = a.prompt;
+    if (!a.file.empty()) {
+        auto t = read_text_file(a.file);
+        if (!t.ok()) return report(t.error());
+        text = std::move(t).value();
+    }
+    if (text.empty()) return report(Error(ErrorCode::kInvalidArgument, "the prompt is empty"));
+    if (a.n_predict < 1) {
+        return report(make_error(ErrorCode::kInvalidArgument, "-n must be at least 1, got {}", a.n_predict));
+    }
+    if (auto st = validate(a.sampling); !st.ok()) return report(st.error());
+    auto prune = to_prune_options(a.prune);
+    if (!prune.ok()) return report(prune.error());
+
+    auto path = resolve_model_path(a.engine.model);
+    if (!path.ok()) return report(path.error());
+    EngineOptions eo;
+    eo.model_path = *path;
+    eo.n_threads = a.engine.threads;
+    eo.precision = a.engine.precision;
+    auto engine = Engine::load(eo);
+    if (!engine.ok()) return report(engine.error());
+    const Engine& e = **engine;
+    const ModelSummary& s = e.summary();
+    if (a.verbose) {
+        std::fprintf(stderr, "lazyllm: %s (%s, %d layers), loaded in %.0f ms, weights %.0f MiB, resident %.0f MiB\n",
+                     s.path.c_str(), s.arch.c_str(), s.n_layer, s.load_ms,
+                     static_cast<double>(s.weight_bytes) / (1 << 20), resident_mib());
+        std::fprintf(stderr, "lazyllm: isa %s, gemm %s, %d threads\n", s.isa.c_str(), s.gemm.c_str(), s.n_threads);
+    }
+
+    const std::string prompt_text = a.chat ? e.chat_prompt(text, a.system) : text;
+    // Chat prompts carry the template's special tokens; plain prompts are plain text.
+    std::vector<TokenId> ids = e.tokenizer().encode(prompt_text, /*parse_special=*/a.chat);
+    if (ids.empty()) return report(Error(ErrorCode::kInvalidArgument, "the prompt has no tokens"));
+
+    RunOptions ro;
+    ro.n_ctx = a.n_ctx;
+    ro.max_new_tokens = a.n_predict;
+    ro.sampling = a.sampling;
+    ro.stop = a.stop;
+    ro.ignore_eos = a.ignore_eos;
+    ro.prune = *prune;
+    ro.profile = a.profile;
+    const int64_t ctx = a.n_ctx > 0 ? a.n_ctx : s.n_ctx_train;
+    const int64_t room = ctx - a.n_predict;
+    if (static_cast<int64_t>(ids.size()) > room) {
+        if (!a.truncate_middle || room < 2) {
+            return report(make_error(ErrorCode::kOutOfRange,
+                                     "the prompt has {} tokens; with -n {} the context of {} holds at most {} "
+                                     "(use --truncate-middle to cut the middle, or a smaller -n)",
+                                     ids.size(), a.n_predict, ctx, std::max<int64_t>(room, 0)));
+        }
+        // LongBench-style middle truncation: keep the head and the tail.
+        const int64_t half = room / 2;
+        std::vector<TokenId> cut(ids.begin(), ids.begin() + half);
+        cut.insert(cut.end(), ids.end() - (room - half), ids.end());
+        std::fprintf(stderr, "lazyllm: prompt truncated in the middle from %zu to %zu tokens\n", ids.size(), cut.size());
+        ids.swap(cut);
+    }
+    if (auto st = e.validate(ro); !st.ok()) return report(st.error());
+
+    if (a.compare) return run_compare(a, e, ids, ro);
+
+    TextCallback on_text;
+    if (!a.json) {
+        on_text = [](std::string_view piece) {
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+            return true;
+        };
+    }
+    auto r = e.generate(ids, ro, on_text);
+    if (!r.ok()) return report(r.error());
+    if (a.json) {
+        std::printf("%s\n", result_json(*r, s).dump(2).c_str());
+    } else {
+        std::printf("\n");
+        std::fflush(stdout);
+        std::fprintf(stderr, "\nlazyllm: policy %s%s%s\n", r->policy.c_str(), r->schedule.empty() ? "" : ", ",
+                     r->schedule.c_str());
+        std::fprintf(stderr, "lazyllm: prompt %lld tokens, TTFT %.1f ms, prefill %.1f tok/s, %.1f%% of prompt token-layers computed\n",
+                     static_cast<long long>(r->n_prompt), r->ttft_ms, r->prefill_tps, 100.0 * r->fraction_computed);
+        std::fprintf(stderr, "lazyllm: generated %lld tokens (%s), decode %.1f tok/s\n",
+                     static_cast<long long>(r->n_gen), r->stop_reason.c_str(), r->decode_tps);
+        if (a.verbose && !r->prefill_rows_per_layer.empty()) {
+            std::fprintf(stderr, "lazyllm: prefill rows per layer: %s\n",
+                         fmt::format("{}", fmt::join(r->prefill_rows_per_layer, " ")).c_str());
+        }
+        if (a.profile) print_profile(*r);
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+Runner add_run(CLI::App& app) {
+    auto a = std::make_shared<RunArgs>();
+    add_engine_flags(app, a->engine);
+    app.add_option("-p,--prompt", a->prompt, "Prompt text");
+    app.add_option("-f,--file", a->file, "Read the prompt from a file");
+    app.add_flag("--chat", a->chat, "Wrap the prompt in the model's chat template as a user message");
+    app.add_option("--system", a->system, "System message (with --chat)");
+    app.add_option("-n,--n-predict", a->n_predict, "Maximum new tokens (default 256)");
+    app.add_option("-c,--ctx-size", a->n_ctx, "Context size (default: prompt + n, up to the model's)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--stop", a->stop, "Stop string (repeatable); not included in the output");
+    app.add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-sequence tokens");
+    app.add_flag("--truncate-middle", a->truncate_middle, "Cut the middle of a prompt that does not fit");
+    add_sampling_flags(app, a->sampling);
+    add_prune_flags(app, a->prune);
+    app.add_flag("--json", a->json, "Print one JSON result (text, counts, ttft_ms, speeds, % computed)");
+    app.add_flag("-v,--verbose", a->verbose, "Load time, memory, ISA, rows per layer");
+    app.add_flag("--profile", a->profile, "Time per op kind");
+    app.add_flag("--compare", a->compare,
+                 "Run full prefill and the pruning policy (default lazy) on the same prompt; print "
+                 "both answers, TTFT and the speedup");
+    return [a] { return run_run(*a); };
+}
+
+}  // namespace lazyllm::cli

@@ -1,0 +1,32 @@
+// lazyllm: one CLI over the library. `lazyllm --help` lists the subcommands.
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+
+int main(int argc, char** argv) {
+    using namespace lazyllm::cli;
+    CLI::App app{"lazyllm: fast time-to-first-token for long prompts (LazyLLM dynamic token pruning)"};
+    app.set_version_flag("--version", std::string(LAZYLLM_VERSION));
+    app.require_subcommand(1);
+    std::map<CLI::App*, Runner> runners;
+    auto add = [&](const char* name, const char* desc, Runner (*fn)(CLI::App&)) {
+        CLI::App* sub = app.add_subcommand(name, desc);
+        runners[sub] = fn(*sub);
+    };
+    add("info", "Show a GGUF model's architecture, hyper-parameters, tokenizer and tensors", add_info);
+    add("tokenize", "Print the token ids of a text", add_tokenize);
+    add("run", "Generate from a prompt (full or pruned prefill), streaming to stdout", add_run);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);
+        return rc == 0 ? 0 : kExitUsage;
+    }
+    for (auto& [sub, run] : runners) {
+        if (sub->parsed()) return run();
+    }
+    return kExitUsage;
+}

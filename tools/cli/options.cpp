@@ -1,0 +1,59 @@
+#include "cli/options.h"
+
+namespace lazyllm::cli {
+
+void add_engine_flags(CLI::App& app, EngineFlags& f) {
+    app.add_option("-m,--model", f.model, "GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched if missing)");
+    app.add_option("-t,--threads", f.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
+    app.add_option("--precision", f.precision, "GEMM precision: auto (bf16 on AMX/AVX-512-BF16), f32, bf16")
+        ->check(CLI::IsMember({"auto", "f32", "bf16"}));
+}
+
+void add_sampling_flags(CLI::App& app, SamplingParams& s) {
+    app.add_option("--temp", s.temperature, "Temperature; 0 = greedy (default 0)");
+    app.add_option("--top-k", s.top_k, "Top-k, 0 = off (default 40)");
+    app.add_option("--top-p", s.top_p, "Top-p nucleus, 1 = off (default 0.95)");
+    app.add_option("--min-p", s.min_p, "Min-p, 0 = off (default 0.05)");
+    app.add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty, 1 = off (default 1)");
+    app.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the penalty looks back over (default 64)");
+    app.add_option("--seed", s.seed, "Sampling seed, 0 = random (default 0)");
+}
+
+void add_prune_flags(CLI::App& app, PruneFlags& f) {
+    app.add_flag("--lazy", f.lazy, "LazyLLM dynamic pruning with the model's default schedule");
+    app.add_option("--policy", f.policy, "full | lazy | static | random | gemfilter (default full; lazy with --lazy)")
+        ->check(CLI::IsMember({"full", "lazy", "static", "random", "gemfilter"}));
+    app.add_option("--lazy-layers", f.layers,
+                   "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)");
+    app.add_option("--lazy-keep", f.keep, "Cumulative keep fractions per boundary (0.5,0.25,0.1)");
+    app.add_option("--lazy-decode", f.lazy_decode, "on: prune in decode steps too; off: only revive")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--lazy-keep-first", f.keep_first, "Never prune the first N tokens")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--schedule", f.schedule_file, "Schedule file (JSON, as written by `lazyllm tune`)");
+    app.add_option("--prune-seed", f.seed, "Seed of the random policy (default 1)");
+}
+
+Result<PruneOptions> to_prune_options(const PruneFlags& f) {
+    PruneOptions p;
+    if (!f.policy.empty()) {
+        if (f.lazy && f.policy != "lazy") {
+            return make_error(ErrorCode::kInvalidArgument, "--lazy contradicts --policy {}", f.policy);
+        }
+        p.policy = f.policy;
+    } else if (f.lazy) {
+        p.policy = "lazy";
+    } else if (!f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty() || !f.lazy_decode.empty() ||
+               f.keep_first >= 0) {
+        p.policy = "lazy";  // schedule flags imply --lazy
+    }
+    p.layers = f.layers;
+    p.keep = f.keep;
+    p.schedule_file = f.schedule_file;
+    p.keep_first = f.keep_first;
+    p.prune_decode = f.lazy_decode.empty() ? -1 : (f.lazy_decode == "on" ? 1 : 0);
+    p.seed = f.seed;
+    return p;
+}
+
+}  // namespace lazyllm::cli

@@ -1,0 +1,32 @@
+// Flags shared by run, bench and eval: model / threads, sampling, pruning policy and schedule.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "lazyllm/engine.h"
+
+namespace lazyllm::cli {
+
+struct EngineFlags {
+    std::string model;
+    int threads = 0;
+    std::string precision = "auto";
+};
+void add_engine_flags(CLI::App& app, EngineFlags& f);
+
+void add_sampling_flags(CLI::App& app, SamplingParams& s);
+
+struct PruneFlags {
+    bool lazy = false;
+    std::string policy;
+    std::string layers, keep, schedule_file, lazy_decode;
+    int keep_first = -1;
+    uint64_t seed = 1;
+};
+void add_prune_flags(CLI::App& app, PruneFlags& f);
+// --lazy / --policy and the schedule flags into PruneOptions (errors for contradictions).
+Result<PruneOptions> to_prune_options(const PruneFlags& f);
+
+}  // namespace lazyllm::cli
