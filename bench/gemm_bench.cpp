@@ -1,0 +1,109 @@
+// GEMM micro-benchmarks at SmolLM2-135M's linear-layer shapes (PackedLinear on oneDNN).
+// Counter GFLOPS = 2 * m * n_in * n_out per second / 1e9. Reference points measured on this
+// machine kind (2 cores, Sapphire Rapids, oneDNN 2.6.3 bf16 on AMX, raw matmul without our
+// fp32->bf16 conversion): 3.6 TFLOP/s at 2048x1536x576, 4.6 TFLOP/s at 4096x576x576
+// (design.md section 3). Threads: all OpenMP threads (OMP_NUM_THREADS to change).
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <random>
+#include <vector>
+
+#include "kernels/cpu.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_convert.h"
+
+namespace lazyllm::kernels {
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+// args: m, n_in, n_out.
+void run_linear(benchmark::State& state, GemmPrecision precision) {
+    const int64_t m = state.range(0), n_in = state.range(1), n_out = state.range(2);
+    const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads()};
+    const auto w = random_vec(n_out * n_in, 1);
+    const auto x = random_vec(m * n_in, 2);
+    std::vector<float> y(m * n_out);
+    auto lin = PackedLinear::create(ctx, w.data(), n_out, n_in, nullptr, precision);
+    if (!lin.ok()) {
+        state.SkipWithError(lin.error().message().c_str());
+        return;
+    }
+    lin->forward(x.data(), m, y.data());  // creates and caches the primitive for this m
+    for (auto _ : state) {
+        lin->forward(x.data(), m, y.data());
+        benchmark::DoNotOptimize(y.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["GFLOPS"] = benchmark::Counter(2.0 * m * n_in * n_out * 1e-9,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["threads"] = ctx.n_threads;
+}
+
+void BM_LinearBf16(benchmark::State& state) { run_linear(state, GemmPrecision::kBf16); }
+void BM_LinearF32(benchmark::State& state) { run_linear(state, GemmPrecision::kF32); }
+
+// SmolLM2-135M: fused QKV 576->960, fused gate|up 576->3072, out-proj 576->576,
+// down 1536->576.
+void model_shapes(benchmark::internal::Benchmark* b) {
+    const int64_t shapes[][2] = {{576, 960}, {576, 3072}, {576, 576}, {1536, 576}};
+    for (int64_t m : {1, 512, 2048, 4096}) {
+        for (const auto& s : shapes) b->Args({m, s[0], s[1]});
+    }
+    b->ArgNames({"m", "n_in", "n_out"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
+BENCHMARK(BM_LinearBf16)->Apply(model_shapes);
+// The design note's reference shapes, for a like-for-like comparison with the raw oneDNN peak.
+BENCHMARK(BM_LinearBf16)
+    ->Args({2048, 576, 1536})
+    ->Args({4096, 576, 576})
+    ->ArgNames({"m", "n_in", "n_out"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+// LM head on the last row only.
+BENCHMARK(BM_LinearBf16)
+    ->Args({1, 576, 49152})
+    ->ArgNames({"m", "n_in", "n_out"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_LinearF32)
+    ->Args({1, 576, 960})
+    ->Args({2048, 576, 960})
+    ->Args({2048, 576, 3072})
+    ->ArgNames({"m", "n_in", "n_out"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// The fp32 -> bf16 activation conversion PackedLinear does before each bf16 GEMM.
+void BM_ConvertBf16(benchmark::State& state) {
+    const int64_t m = state.range(0), n = state.range(1);
+    const CpuFeatures f = detect_cpu_features();
+    if (!f.avx512bf16) {
+        state.SkipWithError("no AVX-512-BF16");
+        return;
+    }
+    const auto x = random_vec(m * n, 3);
+    std::vector<uint16_t> y(m * n);
+    for (auto _ : state) {
+        detail::convert_rows_to_bf16_avx512(x.data(), m, n, n, y.data(), n);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.SetBytesProcessed(state.iterations() * m * n * 6);
+}
+BENCHMARK(BM_ConvertBf16)
+    ->Args({4096, 576})
+    ->Args({4096, 1536})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace lazyllm::kernels

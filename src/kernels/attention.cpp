@@ -1,0 +1,252 @@
+// Attention driver: validates the arguments, cuts the work into tiles of 16 query vectors
+// sharing a KV head (attention_isa.h), and runs them over ctx.n_threads with OpenMP.
+//
+// Paths by ctx.isa:
+// - kAmx: bf16 AMX tiles (attention_amx.cpp) when the call has enough queries to pay for the
+//   one-off bf16 packing of K and V (prefill), else the AVX-512 fp32 kernel;
+// - kAvx512: the fp32 tile kernel (attention_avx512.cpp);
+// - kAvx2 / kRef, or a head_dim without a kernel: the reference, parallel over query rows.
+// Keys visible to a query are a prefix of the (sorted) key set, so each tile only scans keys
+// below its largest visible count: the causal half of the work, never the masked half.
+// Few tiles with many keys (decode) are also split along the keys and merged
+// (flash-decoding), so both threads work on a single query.
+#include "kernels/attention.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/check.h"
+#include "kernels/attention_isa.h"
+
+namespace lazyllm::kernels {
+
+namespace {
+
+using detail::AttnState;
+using detail::AttnTile;
+using detail::kAttnLanes;
+
+constexpr int kMaxHeadDim = 256;
+// AMX needs this many query vectors per KV head (n_q * group) to beat the fp32 kernel once the
+// K/V packing is paid for.
+constexpr int64_t kAmxMinQueryVectors = 64;
+// Key-split granularity: a multiple of the AMX key block, and big enough to amortize a tile's
+// setup.
+constexpr int64_t kSplitAlign = 64;
+constexpr int64_t kMinSplitKeys = 256;
+
+void validate(const AttentionArgs& a) {
+    LAZYLLM_CHECK(a.n_q >= 0 && a.n_kv >= 0);
+    LAZYLLM_CHECK(a.n_head > 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0);
+    LAZYLLM_CHECK(a.head_dim > 0);
+    LAZYLLM_CHECK(a.q_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
+    LAZYLLM_CHECK(a.out_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
+    LAZYLLM_CHECK(a.n_kv == 0 || a.kv_stride >= static_cast<int64_t>(a.n_head_kv) * a.head_dim);
+#ifndef NDEBUG
+    for (int64_t j = 1; j < a.n_kv; ++j) LAZYLLM_CHECK(a.kv_pos[j - 1] < a.kv_pos[j]);
+#endif
+}
+
+void run_ref_parallel(const KernelContext& ctx, const AttentionArgs& a) {
+    const int64_t chunk = 8;
+    const int64_t n_chunks = (a.n_q + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(std::max(1, ctx.n_threads)) schedule(dynamic, 1)
+    for (int64_t c = 0; c < n_chunks; ++c) {
+        AttentionArgs sub = a;
+        sub.q = a.q + c * chunk * a.q_stride;
+        sub.q_pos = a.q_pos + c * chunk;
+        sub.out = a.out + c * chunk * a.out_stride;
+        sub.n_q = std::min(chunk, a.n_q - c * chunk);
+        ref::attention(sub);
+    }
+}
+
+// Tile `tile_idx` of KV head g: flattened (row, head-in-group) pairs [16 * tile_idx, +16).
+AttnTile make_tile(const AttentionArgs& a, const std::vector<int64_t>& n_vis, int g,
+                   int64_t tile_idx) {
+    const int group = a.n_head / a.n_head_kv;
+    const int64_t f0 = tile_idx * kAttnLanes;
+    AttnTile t;
+    t.kv_head = g;
+    t.n_lanes = static_cast<int>(std::min<int64_t>(kAttnLanes, a.n_q * group - f0));
+    t.n_vis_min = a.n_kv;
+    t.n_vis_max = 0;
+    for (int lane = 0; lane < kAttnLanes; ++lane) {
+        const int64_t f = f0 + (lane < t.n_lanes ? lane : 0);
+        const int64_t row = f / group;
+        t.row[lane] = row;
+        t.head[lane] = g * group + static_cast<int>(f % group);
+        t.pos[lane] = a.q_pos[row];
+        if (lane < t.n_lanes) {
+            t.n_vis_min = std::min(t.n_vis_min, n_vis[row]);
+            t.n_vis_max = std::max(t.n_vis_max, n_vis[row]);
+        }
+    }
+    return t;
+}
+
+// out = o / l for the tile's real lanes (zeros where no key was visible).
+void finalize(const AttentionArgs& a, const AttnTile& t, const AttnState& st) {
+    const int d = a.head_dim;
+    for (int lane = 0; lane < t.n_lanes; ++lane) {
+        float* out = a.out + t.row[lane] * a.out_stride + static_cast<int64_t>(t.head[lane]) * d;
+        const float inv = st.l[lane] > 0.0f ? 1.0f / st.l[lane] : 0.0f;
+        for (int c = 0; c < d; ++c) out[c] = st.o[c * kAttnLanes + lane] * inv;
+    }
+}
+
+// Merges key-split partial states into `dst` (FlashDecoding's log-sum-exp combination).
+void merge_states(const AttnState* parts, int n_parts, int head_dim, AttnState& dst) {
+    for (int lane = 0; lane < kAttnLanes; ++lane) {
+        float m = detail::kAttnMaxInit;
+        for (int p = 0; p < n_parts; ++p) m = std::max(m, parts[p].m[lane]);
+        float l = 0.0f;
+        for (int c = 0; c < head_dim; ++c) dst.o[c * kAttnLanes + lane] = 0.0f;
+        for (int p = 0; p < n_parts; ++p) {
+            const float w = std::exp2(parts[p].m[lane] - m);
+            l += w * parts[p].l[lane];
+            for (int c = 0; c < head_dim; ++c) {
+                dst.o[c * kAttnLanes + lane] += w * parts[p].o[c * kAttnLanes + lane];
+            }
+        }
+        dst.m[lane] = m;
+        dst.l[lane] = l;
+    }
+}
+
+template <typename TileFn>
+void run_tiles(const KernelContext& ctx, const AttentionArgs& a, TileFn&& tile_fn) {
+    const int n_threads = std::max(1, ctx.n_threads);
+    const int group = a.n_head / a.n_head_kv;
+    const int d = a.head_dim;
+    std::vector<int64_t> n_vis(a.n_q);  // [n_q] visible key count of each query row
+    for (int64_t i = 0; i < a.n_q; ++i) {
+        n_vis[i] = std::upper_bound(a.kv_pos, a.kv_pos + a.n_kv, a.q_pos[i]) - a.kv_pos;
+    }
+    const int64_t tiles_per_head = (a.n_q * group + kAttnLanes - 1) / kAttnLanes;
+    const int64_t n_tasks = tiles_per_head * a.n_head_kv;
+    const int64_t max_vis = *std::max_element(n_vis.begin(), n_vis.end());
+
+    // Split along keys only when the tiles alone cannot keep the threads busy.
+    int64_t n_split = 1;
+    if (n_threads > 1 && n_tasks < 2 * n_threads) {
+        const int64_t want = (4 * n_threads + n_tasks - 1) / n_tasks;
+        n_split = std::clamp<int64_t>(max_vis / kMinSplitKeys, 1, want);
+    }
+
+    if (n_split == 1) {
+        // Heaviest tiles first (queries usually come in position order, so the last tiles
+        // see the most keys) for a better dynamic schedule.
+#pragma omp parallel num_threads(n_threads)
+        {
+            alignas(64) float o_buf[kMaxHeadDim * kAttnLanes];
+            AttnState st;
+            st.o = o_buf;
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t idx = 0; idx < n_tasks; ++idx) {
+                const int64_t tile_idx = tiles_per_head - 1 - idx / a.n_head_kv;
+                const int g = static_cast<int>(idx % a.n_head_kv);
+                const AttnTile t = make_tile(a, n_vis, g, tile_idx);
+                if (t.n_vis_max > 0) {
+                    tile_fn(t, int64_t{0}, t.n_vis_max, st);
+                } else {
+                    std::fill(st.l, st.l + kAttnLanes, 0.0f);
+                    std::fill(o_buf, o_buf + d * kAttnLanes, 0.0f);
+                }
+                finalize(a, t, st);
+            }
+        }
+        return;
+    }
+
+    // Key-split path (few tiles, long context): n_tasks * n_split partial states.
+    const int64_t n_items = n_tasks * n_split;
+    std::vector<float> o_parts(n_items * d * kAttnLanes);  // [n_items][d][16]
+    std::vector<AttnState> parts(n_items);
+#pragma omp parallel num_threads(n_threads)
+    {
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t item = 0; item < n_items; ++item) {
+            const int64_t task = item / n_split;
+            const int64_t part = item % n_split;
+            const AttnTile t =
+                make_tile(a, n_vis, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv);
+            AttnState& st = parts[item];
+            st.o = o_parts.data() + item * d * kAttnLanes;
+            // Aligned chunk boundaries over [0, n_vis_max).
+            const int64_t per = (t.n_vis_max + n_split - 1) / n_split;
+            const int64_t step = (per + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
+            const int64_t j0 = std::min(part * step, t.n_vis_max);
+            const int64_t j1 = std::min(j0 + step, t.n_vis_max);
+            if (j1 > j0) {
+                tile_fn(t, j0, j1, st);
+            } else {
+                std::fill(st.m, st.m + kAttnLanes, detail::kAttnMaxInit);
+                std::fill(st.l, st.l + kAttnLanes, 0.0f);
+                std::fill(st.o, st.o + d * kAttnLanes, 0.0f);
+            }
+        }
+#pragma omp for schedule(static)
+        for (int64_t task = 0; task < n_tasks; ++task) {
+            alignas(64) float o_buf[kMaxHeadDim * kAttnLanes];
+            AttnState merged;
+            merged.o = o_buf;
+            merge_states(parts.data() + task * n_split, static_cast<int>(n_split), d, merged);
+            finalize(a,
+                     make_tile(a, n_vis, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv),
+                     merged);
+        }
+    }
+}
+
+}  // namespace
+
+void attention(const KernelContext& ctx, const AttentionArgs& a) {
+    validate(a);
+    if (a.n_q == 0) return;
+    const bool fast = ctx.isa >= Isa::kAvx512 && a.head_dim <= kMaxHeadDim &&
+                      detail::avx512_attention_head_dim_supported(a.head_dim);
+    if (!fast || a.n_kv == 0) {
+        run_ref_parallel(ctx, a);
+        return;
+    }
+    const int group = a.n_head / a.n_head_kv;
+    if (ctx.isa == Isa::kAmx && a.n_q * group >= kAmxMinQueryVectors &&
+        detail::amx_attention_usable(a)) {
+        detail::AmxPackedKv packed;
+        detail::amx_pack_kv(ctx, a, packed);
+        run_tiles(ctx, a, [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
+            detail::attention_tile_amx(a, packed, t, j0, j1, st);
+        });
+        return;
+    }
+    run_tiles(ctx, a, [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
+        detail::attention_tile_avx512(a, t, j0, j1, st);
+    });
+}
+
+void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a,
+                                const float* q_row, int32_t q_pos, float* scores) {
+    validate(a);
+    if (ctx.isa < Isa::kAvx512) {
+        ref::attention_scores_head_mean(a, q_row, q_pos, scores);
+        return;
+    }
+    // Visible keys are the prefix [0, n_vis) of the sorted key set.
+    const int64_t n_vis = std::upper_bound(a.kv_pos, a.kv_pos + a.n_kv, q_pos) - a.kv_pos;
+    std::fill(scores, scores + a.n_kv, 0.0f);
+    if (n_vis == 0) return;
+    const int group = a.n_head / a.n_head_kv;
+    std::vector<float> logits(n_vis);  // [n_vis] one head's logits (boundary layers only)
+    for (int h = 0; h < a.n_head; ++h) {
+        detail::head_logits_avx512(a, q_row + static_cast<int64_t>(h) * a.head_dim, h / group,
+                                   n_vis, logits.data());
+        detail::softmax_accumulate_avx512(logits.data(), n_vis, 1.0f / a.n_head, scores);
+    }
+}
+
+}  // namespace lazyllm::kernels

@@ -1,0 +1,265 @@
+// AMX bf16 attention tile kernel (queries in lanes, see attention_isa.h).
+//
+// With queries as the N dimension of the tile products, both products take their A operand
+// from a once-per-call packed copy and their B operand from a per-tile buffer:
+//   S^T[32 keys][16 q] = K_blk[32][D] . Q^T        A = K rows (bf16), B = Q^T (pair-interleaved)
+//   O^T[D][16 q]      += V^T[D][32 keys] . P^T     A = V^T rows (bf16), B = P^T (pair-interleaved)
+// so the softmax between them works on rows of 16 lanes = 16 queries and is purely vertical.
+// O^T stays in tile registers across key blocks: probabilities are taken relative to a
+// reference max m_ref that is only raised (and O^T rescaled through memory) when a block's max
+// exceeds it by more than kRescaleLog2, so P <= 2^kRescaleLog2 always and the rescale is rare
+// (the conditional rescaling of FlashAttention-4; exact in real arithmetic).
+// Tiles: tmm0-3 O^T (16 dims each), tmm4-5 S^T (16 keys each), tmm6 A operand, tmm7 B operand.
+// head_dim is processed in passes of 64 output dims (S recomputed per pass).
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "kernels/attention_isa.h"
+#include "kernels/ops_simd_avx512.h"
+
+namespace lazyllm::kernels::detail {
+
+namespace {
+
+constexpr int kKeyBlock = 32;
+constexpr float kRescaleLog2 = 8.0f;
+constexpr int kMaxHeadDimAmx = 256;
+
+struct alignas(64) TileConfig {
+    uint8_t palette_id = 1;
+    uint8_t start_row = 0;
+    uint8_t reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+};
+
+// Linux hands out AMX tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM,
+// Documentation/arch/x86/xstate.rst); oneDNN does the same. Asked once per process.
+bool amx_permission() {
+    static const bool granted = [] {
+        const CpuFeatures f = detect_cpu_features();
+        if (!f.amx_tile || !f.amx_bf16 || !f.avx512bf16) return false;
+        constexpr long kArchReqXcompPerm = 0x1023;
+        constexpr long kXfeatureXtiledata = 18;
+        return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+    }();
+    return granted;
+}
+
+inline __m512i bf16_pairs(__m512 lo, __m512 hi) {
+    return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+}
+
+// Interleaves two rows of 16 fp32 into 16 bf16 pairs: out[2i] = a[i], out[2i + 1] = b[i].
+inline __m512i interleave_bf16(__m512 a, __m512 b) {
+    alignas(64) static constexpr uint16_t kIdx[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                      21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                      11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i idx = _mm512_load_si512(kIdx);
+    return _mm512_permutexvar_epi16(idx, bf16_pairs(a, b));
+}
+
+template <int D>
+void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTile& t,
+                 int64_t j_begin, int64_t j_end, AttnState& st) {
+    static_assert(D % 64 == 0 && D <= kMaxHeadDimAmx);
+    constexpr int kChunks = D / 32;                      // K-steps of the S product
+    alignas(64) uint32_t qb[kChunks][16][kAttnLanes];    // Q^T as bf16 pairs: [chunk][kk][lane]
+    alignas(64) float sbuf[kKeyBlock][kAttnLanes];       // S^T of one block
+    alignas(64) uint32_t pb[kKeyBlock / 2][kAttnLanes];  // P^T as bf16 pairs: [kk][lane]
+    alignas(64) float obuf[64][kAttnLanes];              // O^T of one pass, for rescaling
+
+    // Q^T, prescaled into the log2 domain: per chunk, 16 lanes x 16 pairs, transposed.
+    const __m512 q_scale = _mm512_set1_ps(a.scale * kLog2e);
+    for (int c = 0; c < kChunks; ++c) {
+        __m512 r[16];
+        for (int lane = 0; lane < kAttnLanes; ++lane) {
+            const float* q =
+                a.q + t.row[lane] * a.q_stride + static_cast<int64_t>(t.head[lane]) * D + 32 * c;
+            r[lane] =
+                _mm512_castsi512_ps(bf16_pairs(_mm512_mul_ps(_mm512_loadu_ps(q), q_scale),
+                                               _mm512_mul_ps(_mm512_loadu_ps(q + 16), q_scale)));
+        }
+        simd512::transpose16x16(r);
+        for (int kk = 0; kk < 16; ++kk) _mm512_store_ps(qb[c][kk], r[kk]);
+    }
+
+    TileConfig cfg;
+    for (int i = 0; i < 8; ++i) {
+        cfg.rows[i] = 16;
+        cfg.colsb[i] = 64;
+    }
+    _tile_loadconfig(&cfg);
+
+    const __m512i q_pos = _mm512_loadu_si512(t.pos);
+    const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+    const uint16_t* k_head = packed.k.data() + t.kv_head * packed.n_kv_pad * D;
+    const uint16_t* vt_head =
+        packed.vt.data() + static_cast<int64_t>(t.kv_head) * D * packed.n_kv_pad;
+    const int64_t vt_stride = packed.n_kv_pad * 2;  // bytes
+
+    __m512 m_ref = _mm512_set1_ps(kAttnMaxInit);
+    __m512 l = _mm512_setzero_ps();
+    for (int pass = 0; pass < D / 64; ++pass) {
+        m_ref = _mm512_set1_ps(kAttnMaxInit);
+        l = _mm512_setzero_ps();
+        bool o_zero = true;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t j0 = j_begin; j0 < j_end; j0 += kKeyBlock) {
+            _tile_zero(4);
+            _tile_zero(5);
+            const uint16_t* k_blk = k_head + j0 * D;
+            for (int c = 0; c < kChunks; ++c) {
+                _tile_loadd(7, qb[c], 64);
+                _tile_loadd(6, k_blk + 32 * c, D * 2);
+                _tile_dpbf16ps(4, 6, 7);
+                _tile_loadd(6, k_blk + 16 * D + 32 * c, D * 2);
+                _tile_dpbf16ps(5, 6, 7);
+            }
+            _tile_stored(4, sbuf[0], 64);
+            _tile_stored(5, sbuf[16], 64);
+
+            const int nj = static_cast<int>(std::min<int64_t>(kKeyBlock, j_end - j0));
+            __m512 block_max = neg_inf;
+            const bool mask = nj < kKeyBlock || j0 + kKeyBlock > t.n_vis_min;
+            for (int jj = 0; jj < kKeyBlock; ++jj) {
+                __m512 s = _mm512_load_ps(sbuf[jj]);
+                if (mask) {
+                    const int32_t kp = jj < nj ? a.kv_pos[j0 + jj] : INT32_MAX;
+                    s = _mm512_mask_mov_ps(
+                        neg_inf, _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp), q_pos), s);
+                    _mm512_store_ps(sbuf[jj], s);
+                }
+                block_max = _mm512_max_ps(block_max, s);
+            }
+            const __mmask16 raise = _mm512_cmp_ps_mask(
+                block_max, _mm512_add_ps(m_ref, _mm512_set1_ps(kRescaleLog2)), _CMP_GT_OQ);
+            if (raise != 0) {
+                const __m512 m_new = _mm512_max_ps(m_ref, block_max);
+                const __m512 alpha = simd512::exp2(_mm512_sub_ps(m_ref, m_new));
+                l = _mm512_mul_ps(l, alpha);
+                m_ref = m_new;
+                if (!o_zero) {
+                    _tile_stored(0, obuf[0], 64);
+                    _tile_stored(1, obuf[16], 64);
+                    _tile_stored(2, obuf[32], 64);
+                    _tile_stored(3, obuf[48], 64);
+                    for (int d = 0; d < 64; ++d) {
+                        _mm512_store_ps(obuf[d], _mm512_mul_ps(_mm512_load_ps(obuf[d]), alpha));
+                    }
+                    _tile_loadd(0, obuf[0], 64);
+                    _tile_loadd(1, obuf[16], 64);
+                    _tile_loadd(2, obuf[32], 64);
+                    _tile_loadd(3, obuf[48], 64);
+                }
+            }
+            o_zero = false;
+            __m512 p_sum = _mm512_setzero_ps();
+            for (int kk = 0; kk < kKeyBlock / 2; ++kk) {
+                const __m512 p0 =
+                    simd512::exp2_bf16(_mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk]), m_ref));
+                const __m512 p1 =
+                    simd512::exp2_bf16(_mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk + 1]), m_ref));
+                p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
+                _mm512_store_si512(pb[kk], interleave_bf16(p0, p1));
+            }
+            l = _mm512_add_ps(l, p_sum);
+
+            _tile_loadd(7, pb, 64);
+            const uint16_t* vt_blk =
+                vt_head + static_cast<int64_t>(64 * pass) * packed.n_kv_pad + j0;
+            _tile_loadd(6, vt_blk, vt_stride);
+            _tile_dpbf16ps(0, 6, 7);
+            _tile_loadd(6, vt_blk + 16 * packed.n_kv_pad, vt_stride);
+            _tile_dpbf16ps(1, 6, 7);
+            _tile_loadd(6, vt_blk + 32 * packed.n_kv_pad, vt_stride);
+            _tile_dpbf16ps(2, 6, 7);
+            _tile_loadd(6, vt_blk + 48 * packed.n_kv_pad, vt_stride);
+            _tile_dpbf16ps(3, 6, 7);
+        }
+        float* o_pass = st.o + 64 * pass * kAttnLanes;
+        _tile_stored(0, o_pass, 64);
+        _tile_stored(1, o_pass + 16 * kAttnLanes, 64);
+        _tile_stored(2, o_pass + 32 * kAttnLanes, 64);
+        _tile_stored(3, o_pass + 48 * kAttnLanes, 64);
+    }
+    _tile_release();
+    _mm512_store_ps(st.m, m_ref);
+    _mm512_store_ps(st.l, l);
+}
+
+}  // namespace
+
+bool amx_attention_usable(const AttentionArgs& a) {
+    if (a.head_dim % 64 != 0 || a.head_dim > kMaxHeadDimAmx) return false;
+    return amx_permission();
+}
+
+void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& packed) {
+    const int d = a.head_dim;
+    const int64_t n_pad = (a.n_kv + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+    packed.n_kv_pad = n_pad;
+    packed.k.resize(static_cast<size_t>(a.n_head_kv) * n_pad * d);
+    packed.vt.resize(static_cast<size_t>(a.n_head_kv) * d * n_pad);
+    const int64_t blocks = n_pad / 16;
+    // Each item: 16 keys of one KV head, all head dims.
+#pragma omp parallel for num_threads(std::max(1, ctx.n_threads)) schedule(static)
+    for (int64_t item = 0; item < a.n_head_kv * blocks; ++item) {
+        const int g = static_cast<int>(item / blocks);
+        const int64_t j0 = (item % blocks) * 16;
+        const int n_rows = static_cast<int>(std::min<int64_t>(16, a.n_kv - j0));
+        uint16_t* k_dst = packed.k.data() + (g * n_pad + j0) * d;
+        uint16_t* vt_dst = packed.vt.data() + static_cast<int64_t>(g) * d * n_pad + j0;
+        for (int c = 0; c < d; c += 16) {
+            __m512 kr[16], vr[16];
+            for (int jj = 0; jj < 16; ++jj) {
+                if (jj < n_rows) {
+                    const int64_t off = (j0 + jj) * a.kv_stride + static_cast<int64_t>(g) * d + c;
+                    kr[jj] = _mm512_loadu_ps(a.k + off);
+                    vr[jj] = _mm512_loadu_ps(a.v + off);
+                } else {
+                    kr[jj] = vr[jj] = _mm512_setzero_ps();
+                }
+            }
+            for (int jj = 0; jj < 16; ++jj) {
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(k_dst + jj * d + c),
+                                    reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(kr[jj])));
+            }
+            simd512::transpose16x16(vr);
+            for (int dd = 0; dd < 16; ++dd) {
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(vt_dst + (c + dd) * n_pad),
+                                    reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(vr[dd])));
+            }
+        }
+    }
+}
+
+void attention_tile_amx(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTile& t,
+                        int64_t j_begin, int64_t j_end, AttnState& st) {
+    switch (a.head_dim) {
+        case 64:
+            tile_kernel<64>(a, packed, t, j_begin, j_end, st);
+            break;
+        case 128:
+            tile_kernel<128>(a, packed, t, j_begin, j_end, st);
+            break;
+        case 192:
+            tile_kernel<192>(a, packed, t, j_begin, j_end, st);
+            break;
+        case 256:
+            tile_kernel<256>(a, packed, t, j_begin, j_end, st);
+            break;
+        default:
+            __builtin_trap();  // amx_attention_usable() admits only these
+    }
+}
+
+}  // namespace lazyllm::kernels::detail

@@ -1,0 +1,69 @@
+// Internal pieces of the tiled attention shared by the driver (attention.cpp) and the ISA
+// kernels (attention_avx512.cpp, attention_amx.cpp).
+//
+// Layout: "queries in lanes". A tile is up to 16 query vectors that share one KV head: the
+// flattened (query row, head within the GQA group) pairs of that KV head, 16 at a time, so
+// one K/V load serves up to 16 queries even at n_q = 1 (GQA group of 3 -> 3 lanes). Scores
+// are computed transposed, S^T[key][lane], which makes the online softmax purely vertical
+// (per-lane max and sum, no horizontal reductions).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/attention.h"
+
+namespace lazyllm::kernels::detail {
+
+constexpr int kAttnLanes = 16;
+// Scores are kept in the log2 domain: queries are prescaled by scale * log2(e), so that
+// softmax uses exp2. Running maxima start here instead of -inf so that a lane that has seen
+// only masked keys never computes -inf - -inf.
+constexpr float kAttnMaxInit = -1e30f;
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct AttnTile {
+    int n_lanes = 0;  // real lanes; padding lanes repeat lane 0 and are never written
+    int kv_head = 0;
+    int64_t row[kAttnLanes] = {};  // query row of each lane
+    int head[kAttnLanes] = {};     // query head of each lane
+    int32_t pos[kAttnLanes] = {};  // query position of each lane
+    int64_t n_vis_min = 0;         // keys [0, n_vis_min) are visible to every lane
+    int64_t n_vis_max = 0;         // no lane sees a key at or after n_vis_max
+};
+
+// Online-softmax state of one tile over a key range: o = sum_j exp2(s_j - m) v_j (transposed,
+// unnormalized), l = sum_j exp2(s_j - m), m = running max (log2 domain), all per lane.
+struct AttnState {
+    float* o = nullptr;  // [head_dim][kAttnLanes]
+    alignas(64) float m[kAttnLanes];
+    alignas(64) float l[kAttnLanes];
+};
+
+// head_dim values the AVX-512 tile kernel is instantiated for (others use the reference).
+bool avx512_attention_head_dim_supported(int head_dim);
+// Keys [j_begin, j_end) of `a` for the tile; j_end <= t.n_vis_max. Initializes `st`.
+void attention_tile_avx512(const AttentionArgs& a, const AttnTile& t, int64_t j_begin,
+                           int64_t j_end, AttnState& st);
+
+// bf16 copies of K and V^T for one attention call, laid out for AMX tile loads.
+struct AmxPackedKv {
+    int64_t n_kv_pad = 0;      // n_kv rounded up to a multiple of 32 (zero padded)
+    std::vector<uint16_t> k;   // [n_head_kv][n_kv_pad][head_dim] bf16
+    std::vector<uint16_t> vt;  // [n_head_kv][head_dim][n_kv_pad] bf16
+};
+
+// True when the AMX kernel handles this shape and the OS granted AMX tile state.
+bool amx_attention_usable(const AttentionArgs& a);
+void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& packed);
+// Keys [j_begin, j_end), j_begin a multiple of 32.
+void attention_tile_amx(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTile& t,
+                        int64_t j_begin, int64_t j_end, AttnState& st);
+
+// logits[j] = scale * q . k_j (no masking) for one head; keys [0, n) of kv head g.
+void head_logits_avx512(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n,
+                        float* logits);
+// acc[j] += weight * softmax(logits)[j] for j < n (n >= 1); overwrites logits.
+void softmax_accumulate_avx512(float* logits, int64_t n, float weight, float* acc);
+
+}  // namespace lazyllm::kernels::detail

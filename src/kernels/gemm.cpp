@@ -1,0 +1,323 @@
+// PackedLinear on oneDNN matmul: weights packed once (format_tag::any chosen by the primitive,
+// one reorder), primitives cached per row count m (oneDNN primitives are shape-specific; with
+// DNNL_RUNTIME_DIM_VAL for M oneDNN 2.6.3 falls back to its reference kernel, measured).
+//
+// Measured facts this file relies on (oneDNN 2.6.3, Sapphire Rapids, see bench/gemm_bench.cpp):
+// - the packed weight layout chosen for M = 256 is the one chosen for every M, and a matmul
+//   created with that fixed layout still dispatches to brg:avx512_core_amx_bf16 (bf16) or
+//   brg:avx512_core (f32) for every M we tried (1..4096), so one packed copy serves all m;
+// - strided src or dst (ld > row length) makes oneDNN pick ref:any, so strided activations go
+//   through a dense scratch instead;
+// - creating a primitive costs ~0.3 ms on a miss and ~1 us on a hit of oneDNN's global
+//   primitive cache, so 30 layers of the same shape pay the miss once per new m.
+//
+// Threads: oneDNN's OpenMP runtime reads omp_get_max_threads() when a primitive is created and
+// run. forward() sets it to the ctx.n_threads given at create() for the duration of the call
+// and restores the caller's value afterwards (the setting is per calling thread).
+#include "kernels/gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "base/check.h"
+#include "kernels/gemm_convert.h"
+
+namespace lazyllm::kernels {
+
+namespace detail {
+
+void convert_rows_to_bf16_ref(const float* src, int64_t n_rows, int64_t n_cols, int64_t ld_src,
+                              uint16_t* dst, int64_t ld_dst) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t c = 0; c < n_cols; ++c) {
+            uint32_t u;
+            std::memcpy(&u, src + r * ld_src + c, sizeof(u));
+            uint16_t h;
+            if ((u & 0x7fffffffu) > 0x7f800000u) {
+                h = static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN stays NaN
+            } else {
+                u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+                h = static_cast<uint16_t>(u >> 16);
+            }
+            dst[r * ld_dst + c] = h;
+        }
+    }
+}
+
+}  // namespace detail
+
+namespace {
+
+using dnnl::memory;
+using Dt = memory::data_type;
+using Tag = memory::format_tag;
+
+// Row count used to let oneDNN choose the packed weight layout (any M gives the same one).
+constexpr int64_t kPackRows = 256;
+// Bound on cached primitives per layer; pruning makes m arbitrary, so the map is cleared
+// when it grows past this (oneDNN's own cache still makes the re-creation cheap).
+constexpr size_t kMaxCachedShapes = 256;
+
+// Sets the OpenMP thread count for this thread's parallel regions for one scope.
+class OmpThreadScope {
+public:
+    explicit OmpThreadScope(int n_threads) : prev_(omp_get_max_threads()) {
+        if (n_threads != prev_) omp_set_num_threads(n_threads);
+        changed_ = n_threads != prev_;
+    }
+    ~OmpThreadScope() {
+        if (changed_) omp_set_num_threads(prev_);
+    }
+    OmpThreadScope(const OmpThreadScope&) = delete;
+    OmpThreadScope& operator=(const OmpThreadScope&) = delete;
+
+private:
+    int prev_;
+    bool changed_ = false;
+};
+
+bool cpu_has_bf16_gemm() {
+    const CpuFeatures f = detect_cpu_features();
+    return isa_supported(Isa::kAvx512, f) && f.avx512bf16;
+}
+
+}  // namespace
+
+struct PackedLinear::Impl {
+    // A matmul for one row count, with its memory objects (re-pointed each call: creating
+    // dnnl::memory objects allocates, set_data_handle does not).
+    struct Shape {
+        dnnl::matmul prim;
+        memory src, dst;
+        // Built once and passed through the C API: the C++ execute() builds a vector per call.
+        std::array<dnnl_exec_arg_t, 4> args{};
+        int n_args = 0;
+    };
+
+    int64_t n_in = 0, n_out = 0;
+    bool bf16 = false;
+    int n_threads = 1;
+    dnnl::engine engine;
+    dnnl::stream stream;
+    memory::desc weights_md;  // packed layout chosen by oneDNN
+    memory weights;           // [n_in, n_out] logical, packed
+    std::vector<float> bias;  // [n_out] or empty
+    memory bias_mem;
+
+    std::mutex mu;  // guards everything below (forward is const and may be called concurrently)
+    std::unordered_map<int64_t, Shape> shapes;  // key: m * 2 + accumulate
+    std::vector<uint16_t> src_bf16;             // [m, n_in] bf16 scratch
+    std::vector<float> src_f32;                 // [m, n_in] dense copy of strided fp32 input
+    std::vector<float> dst_f32;                 // [m, n_out] dense output when ldy > n_out
+
+    Dt src_dt() const { return bf16 ? Dt::bf16 : Dt::f32; }
+
+    dnnl::matmul::primitive_desc make_pd(int64_t m, const memory::desc& w_md,
+                                         bool accumulate) const {
+        const memory::desc src_md({m, n_in}, src_dt(), Tag::ab);
+        const memory::desc dst_md({m, n_out}, Dt::f32, Tag::ab);
+        dnnl::primitive_attr attr;
+        if (accumulate) {
+            dnnl::post_ops ops;
+            ops.append_sum(1.0f);
+            attr.set_post_ops(ops);
+        }
+        if (bias.empty()) {
+            return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_md, dst_md), attr,
+                                                engine);
+        }
+        const memory::desc bias_md({1, n_out}, Dt::f32, Tag::ab);
+        return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_md, bias_md, dst_md), attr,
+                                            engine);
+    }
+
+    Shape& shape_for(int64_t m, bool accumulate) {
+        const int64_t key = m * 2 + (accumulate ? 1 : 0);
+        auto it = shapes.find(key);
+        if (it != shapes.end()) return it->second;
+        if (shapes.size() >= kMaxCachedShapes) shapes.clear();
+        try {
+            const auto pd = make_pd(m, weights_md, accumulate);
+            Shape s{dnnl::matmul(pd),
+                    memory(pd.src_desc(), engine, DNNL_MEMORY_NONE),
+                    memory(pd.dst_desc(), engine, DNNL_MEMORY_NONE),
+                    {}};
+            Shape& out = shapes.emplace(key, std::move(s)).first->second;
+            out.args[out.n_args++] = {DNNL_ARG_SRC, out.src.get()};
+            out.args[out.n_args++] = {DNNL_ARG_WEIGHTS, weights.get()};
+            out.args[out.n_args++] = {DNNL_ARG_DST, out.dst.get()};
+            if (!bias.empty()) out.args[out.n_args++] = {DNNL_ARG_BIAS, bias_mem.get()};
+            return out;
+        } catch (const dnnl::error& e) {
+            // create() built a primitive of the same kind, so this is an internal failure.
+            std::fprintf(stderr, "lazyllm: oneDNN matmul m=%lld n_in=%lld n_out=%lld: %s\n",
+                         static_cast<long long>(m), static_cast<long long>(n_in),
+                         static_cast<long long>(n_out), e.what());
+            std::abort();
+        }
+    }
+
+    void convert_src(const float* x, int64_t m, int64_t ldx) {
+        if (src_bf16.size() < static_cast<size_t>(m * n_in)) src_bf16.resize(m * n_in);
+        uint16_t* dst = src_bf16.data();
+        // Conversion is memory-bound; split rows over the threads for big blocks only.
+        const int64_t chunk = 64;
+        const int64_t n_chunks = (m + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_chunks > 1)
+        for (int64_t c = 0; c < n_chunks; ++c) {
+            const int64_t r0 = c * chunk;
+            const int64_t rows = std::min(chunk, m - r0);
+            detail::convert_rows_to_bf16_avx512(x + r0 * ldx, rows, n_in, ldx, dst + r0 * n_in,
+                                                n_in);
+        }
+    }
+
+    void forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy, bool accumulate) {
+        std::lock_guard<std::mutex> lock(mu);
+        OmpThreadScope threads(n_threads);
+
+        const void* src_ptr = x;
+        if (bf16) {
+            convert_src(x, m, ldx);
+            src_ptr = src_bf16.data();
+        } else if (ldx != n_in) {
+            if (src_f32.size() < static_cast<size_t>(m * n_in)) src_f32.resize(m * n_in);
+            for (int64_t r = 0; r < m; ++r) {
+                std::memcpy(src_f32.data() + r * n_in, x + r * ldx, n_in * sizeof(float));
+            }
+            src_ptr = src_f32.data();
+        }
+        const bool dense_dst = ldy == n_out;
+        float* dst_ptr = y;
+        if (!dense_dst) {
+            if (dst_f32.size() < static_cast<size_t>(m * n_out)) dst_f32.resize(m * n_out);
+            dst_ptr = dst_f32.data();
+        }
+
+        Shape& s = shape_for(m, accumulate && dense_dst);
+        s.src.set_data_handle(const_cast<void*>(src_ptr));
+        s.dst.set_data_handle(dst_ptr);
+        const dnnl_status_t st =
+            dnnl_primitive_execute(s.prim.get(), stream.get(), s.n_args, s.args.data());
+        LAZYLLM_CHECK_MSG(st == dnnl_success, "oneDNN matmul execute failed");
+        stream.wait();
+
+        if (!dense_dst) {
+            for (int64_t r = 0; r < m; ++r) {
+                const float* src_row = dst_f32.data() + r * n_out;
+                float* y_row = y + r * ldy;
+                if (accumulate) {
+                    for (int64_t c = 0; c < n_out; ++c) y_row[c] += src_row[c];
+                } else {
+                    std::memcpy(y_row, src_row, n_out * sizeof(float));
+                }
+            }
+        }
+    }
+};
+
+Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float* w, int64_t n_out,
+                                          int64_t n_in, const float* bias,
+                                          GemmPrecision precision) {
+    if (w == nullptr || n_out <= 0 || n_in <= 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "PackedLinear: bad weight [n_out={}, n_in={}] (null={})", n_out, n_in,
+                          w == nullptr);
+    }
+    const bool bf16_ok = cpu_has_bf16_gemm();
+    bool use_bf16 = false;
+    switch (precision) {
+        case GemmPrecision::kAuto:
+            use_bf16 = bf16_ok && ctx.isa >= Isa::kAvx512;
+            break;
+        case GemmPrecision::kF32:
+            use_bf16 = false;
+            break;
+        case GemmPrecision::kBf16:
+            if (!bf16_ok) {
+                return make_error(ErrorCode::kUnsupported,
+                                  "PackedLinear: bf16 GEMM requested but this CPU has no "
+                                  "AVX-512-BF16 ([n_out={}, n_in={}])",
+                                  n_out, n_in);
+            }
+            use_bf16 = true;
+            break;
+    }
+
+    PackedLinear out;
+    out.impl_ = std::make_unique<Impl>();
+    Impl& im = *out.impl_;
+    im.n_in = n_in;
+    im.n_out = n_out;
+    im.bf16 = use_bf16;
+    im.n_threads = ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads();
+    if (bias != nullptr) im.bias.assign(bias, bias + n_out);
+    OmpThreadScope threads(im.n_threads);
+    try {
+        im.engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
+        im.stream = dnnl::stream(im.engine);
+        const memory::desc any_md({n_in, n_out}, im.src_dt(), Tag::any);
+        im.weights_md = im.make_pd(kPackRows, any_md, false).weights_desc();
+        // W is [n_out, n_in] row-major = the [K = n_in, N = n_out] matrix in "ba" order.
+        const memory::desc user_md({n_in, n_out}, Dt::f32, Tag::ba);
+        memory user(user_md, im.engine, const_cast<float*>(w));
+        im.weights = memory(im.weights_md, im.engine);
+        dnnl::reorder(user, im.weights).execute(im.stream, user, im.weights);
+        if (!im.bias.empty()) {
+            im.bias_mem =
+                memory(memory::desc({1, n_out}, Dt::f32, Tag::ab), im.engine, im.bias.data());
+        }
+        im.stream.wait();
+    } catch (const dnnl::error& e) {
+        return make_error(ErrorCode::kInternal,
+                          "PackedLinear: oneDNN {} matmul setup for [n_out={}, n_in={}]: {}",
+                          use_bf16 ? "bf16" : "f32", n_out, n_in, e.what());
+    }
+    return out;
+}
+
+PackedLinear::PackedLinear() = default;
+PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
+PackedLinear& PackedLinear::operator=(PackedLinear&&) noexcept = default;
+PackedLinear::~PackedLinear() = default;
+
+int64_t PackedLinear::n_in() const { return impl_ ? impl_->n_in : 0; }
+int64_t PackedLinear::n_out() const { return impl_ ? impl_->n_out : 0; }
+bool PackedLinear::is_bf16() const { return impl_ && impl_->bf16; }
+size_t PackedLinear::weight_bytes() const { return impl_ ? impl_->weights_md.get_size() : 0; }
+
+void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
+                           bool accumulate) const {
+    LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward on an empty PackedLinear");
+    if (m <= 0) return;
+    if (ldx == 0) ldx = impl_->n_in;
+    if (ldy == 0) ldy = impl_->n_out;
+    LAZYLLM_CHECK(ldx >= impl_->n_in && ldy >= impl_->n_out);
+    impl_->forward(x, m, y, ldx, ldy, accumulate);
+}
+
+namespace ref {
+
+void linear(const float* x, const float* w, const float* bias, float* y, int64_t m, int64_t n_out,
+            int64_t n_in) {
+    for (int64_t r = 0; r < m; ++r) {
+        for (int64_t o = 0; o < n_out; ++o) {
+            float acc = 0.0f;
+            for (int64_t i = 0; i < n_in; ++i) acc += x[r * n_in + i] * w[o * n_in + i];
+            y[r * n_out + o] = acc + (bias != nullptr ? bias[o] : 0.0f);
+        }
+    }
+}
+
+}  // namespace ref
+
+}  // namespace lazyllm::kernels

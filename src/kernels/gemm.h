@@ -1,0 +1,55 @@
+// Linear layers: y[m, n_out] = x[m, n_in] . W^T (+ bias), W stored [n_out, n_in] row-major
+// (GGUF ne[0] = n_in). Weights are converted once at load into the layout the GEMM wants:
+// bf16 packed by oneDNN (format_tag::any + reorder) where the CPU has AMX or AVX-512-BF16,
+// fp32 otherwise. The model never names the ISA: it passes a KernelContext.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "kernels/cpu.h"
+#include "lazyllm/result.h"
+
+namespace lazyllm::kernels {
+
+enum class GemmPrecision {
+    kAuto,  // bf16 when ctx.isa >= kAvx512 and the CPU has bf16 dot products, else fp32
+    kF32,   // exact reference-grade path
+    kBf16,
+};
+
+class PackedLinear {
+public:
+    // `w`: [n_out, n_in] fp32 (dequantized). `bias`: [n_out] or nullptr.
+    static Result<PackedLinear> create(const KernelContext& ctx, const float* w, int64_t n_out,
+                                       int64_t n_in, const float* bias = nullptr,
+                                       GemmPrecision precision = GemmPrecision::kAuto);
+    PackedLinear();
+    PackedLinear(PackedLinear&&) noexcept;
+    PackedLinear& operator=(PackedLinear&&) noexcept;
+    ~PackedLinear();
+
+    int64_t n_in() const;
+    int64_t n_out() const;
+    bool is_bf16() const;
+    size_t weight_bytes() const;
+
+    // x: [m, n_in] fp32 rows with leading dimension ldx (>= n_in);
+    // y: [m, n_out] fp32 with leading dimension ldy (>= n_out). accumulate: y += x W^T.
+    // Allocates nothing after the first call for a given m (primitives/scratch cached).
+    void forward(const float* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
+                 bool accumulate = false) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+namespace ref {
+// Plain triple loop, fp32 accumulation (the reference every fast path is tested against).
+void linear(const float* x, const float* w, const float* bias, float* y, int64_t m, int64_t n_out,
+            int64_t n_in);
+}  // namespace ref
+
+}  // namespace lazyllm::kernels

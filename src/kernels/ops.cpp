@@ -1,0 +1,156 @@
+// RoPE tables and the run-time dispatch of the row-wise operators: rows are split over
+// ctx.n_threads (OpenMP) when the block is big enough to pay for the fork, and each block goes
+// to the variant of ctx.isa (kAmx uses the AVX-512 code: these operators have no AMX form).
+#include "kernels/ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+#include "kernels/ops_isa.h"
+
+namespace lazyllm::kernels {
+
+RopeTable::RopeTable(int64_t n_ctx, int n_rot, float theta, const std::vector<float>& freq_factors)
+    : n_ctx_(n_ctx), n_rot_(n_rot) {
+    LAZYLLM_CHECK(n_ctx > 0 && n_rot > 0 && n_rot % 2 == 0);
+    const int half = n_rot / 2;
+    LAZYLLM_CHECK(freq_factors.empty() || static_cast<int>(freq_factors.size()) == half);
+    cos_.resize(static_cast<size_t>(n_ctx) * half);
+    sin_.resize(static_cast<size_t>(n_ctx) * half);
+    // Frequencies and angles in double, stored as float: pos * freq reaches ~8e3 rad at long
+    // context, where a float angle would already be off by ~5e-4 rad.
+    std::vector<double> freq(half);
+    for (int i = 0; i < half; ++i) {
+        freq[i] = std::pow(static_cast<double>(theta), -2.0 * i / n_rot);
+        if (!freq_factors.empty()) freq[i] /= freq_factors[i];  // Llama 3 rope scaling
+    }
+    for (int64_t p = 0; p < n_ctx; ++p) {
+        for (int i = 0; i < half; ++i) {
+            const double angle = static_cast<double>(p) * freq[i];
+            cos_[p * half + i] = static_cast<float>(std::cos(angle));
+            sin_[p * half + i] = static_cast<float>(std::sin(angle));
+        }
+    }
+}
+
+namespace {
+
+// Rows per OpenMP chunk so that a chunk carries at least ~16k elements of work.
+int64_t rows_per_chunk(int64_t row_elems) {
+    return std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, row_elems));
+}
+
+// Calls fn(row_begin, row_count) over [0, n_rows), in parallel when worthwhile.
+template <typename Fn>
+void for_row_blocks(const KernelContext& ctx, int64_t n_rows, int64_t row_elems, Fn&& fn) {
+    const int64_t chunk = rows_per_chunk(row_elems);
+    const int64_t n_chunks = (n_rows + chunk - 1) / chunk;
+    if (ctx.n_threads <= 1 || n_chunks <= 1) {
+        fn(int64_t{0}, n_rows);
+        return;
+    }
+#pragma omp parallel for num_threads(ctx.n_threads) schedule(static)
+    for (int64_t c = 0; c < n_chunks; ++c) {
+        const int64_t r0 = c * chunk;
+        fn(r0, std::min(chunk, n_rows - r0));
+    }
+}
+
+}  // namespace
+
+void rms_norm(const KernelContext& ctx, const float* x, const float* w, float* y, int64_t n_rows,
+              int64_t n, float eps) {
+    for_row_blocks(ctx, n_rows, n, [&](int64_t r0, int64_t rows) {
+        const float* xb = x + r0 * n;
+        float* yb = y + r0 * n;
+        switch (ctx.isa) {
+            case Isa::kAmx:
+            case Isa::kAvx512:
+                detail::rms_norm_avx512(xb, w, yb, rows, n, eps);
+                break;
+            case Isa::kAvx2:
+                detail::rms_norm_avx2(xb, w, yb, rows, n, eps);
+                break;
+            case Isa::kRef:
+                ref::rms_norm(xb, w, yb, rows, n, eps);
+                break;
+        }
+    });
+}
+
+void swiglu(const KernelContext& ctx, const float* gate_up, float* out, int64_t n_rows,
+            int64_t n_ff) {
+    for_row_blocks(ctx, n_rows, 2 * n_ff, [&](int64_t r0, int64_t rows) {
+        const float* gb = gate_up + r0 * 2 * n_ff;
+        float* ob = out + r0 * n_ff;
+        switch (ctx.isa) {
+            case Isa::kAmx:
+            case Isa::kAvx512:
+                detail::swiglu_avx512(gb, ob, rows, n_ff);
+                break;
+            case Isa::kAvx2:
+                detail::swiglu_avx2(gb, ob, rows, n_ff);
+                break;
+            case Isa::kRef:
+                ref::swiglu(gb, ob, rows, n_ff);
+                break;
+        }
+    });
+}
+
+void add_inplace(const KernelContext& ctx, float* x, const float* y, int64_t n) {
+    // One "row" of n elements split into pieces of 16k: the work is one pass over memory.
+    constexpr int64_t kPiece = int64_t{1} << 14;
+    for_row_blocks(ctx, (n + kPiece - 1) / kPiece, kPiece, [&](int64_t p0, int64_t pieces) {
+        const int64_t begin = p0 * kPiece;
+        const int64_t count = std::min(pieces * kPiece, n - begin);
+        switch (ctx.isa) {
+            case Isa::kAmx:
+            case Isa::kAvx512:
+                detail::add_inplace_avx512(x + begin, y + begin, count);
+                break;
+            case Isa::kAvx2:
+                detail::add_inplace_avx2(x + begin, y + begin, count);
+                break;
+            case Isa::kRef:
+                ref::add_inplace(x + begin, y + begin, count);
+                break;
+        }
+    });
+}
+
+void rope(const KernelContext& ctx, const RopeTable& table, RopeMode mode, float* x,
+          const int32_t* pos, int64_t n_rows, int64_t row_stride, int n_heads, int head_dim) {
+    LAZYLLM_CHECK(table.n_rot() <= head_dim);
+    for_row_blocks(
+        ctx, n_rows, static_cast<int64_t>(n_heads) * table.n_rot(), [&](int64_t r0, int64_t rows) {
+            float* xb = x + r0 * row_stride;
+            const int32_t* pb = pos + r0;
+            for (int64_t r = 0; r < rows; ++r) {
+                LAZYLLM_CHECK(pb[r] >= 0 && pb[r] < table.n_ctx());
+            }
+            switch (ctx.isa) {
+                case Isa::kAmx:
+                case Isa::kAvx512:
+                    detail::rope_avx512(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);
+                    break;
+                case Isa::kAvx2:
+                    detail::rope_avx2(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);
+                    break;
+                case Isa::kRef:
+                    ref::rope(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);
+                    break;
+            }
+        });
+}
+
+namespace ref {
+
+void add_inplace(float* x, const float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace ref
+
+}  // namespace lazyllm::kernels

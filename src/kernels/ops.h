@@ -1,0 +1,63 @@
+// Row-wise operators of the Llama-family forward: RMSNorm, RoPE, SwiGLU, residual add,
+// softmax-free helpers. Each has a scalar reference (namespace ref) and a vectorized variant
+// chosen by ctx.isa; the vectorized ones are tested against the reference.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu.h"
+
+namespace lazyllm::kernels {
+
+// y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w   (x, y: [n_rows, n], may alias)
+void rms_norm(const KernelContext& ctx, const float* x, const float* w, float* y, int64_t n_rows,
+              int64_t n, float eps);
+
+// out[r, i] = silu(gate_up[r, i]) * gate_up[r, n_ff + i]; gate_up: [n_rows, 2*n_ff],
+// out: [n_rows, n_ff]  (gate and up computed by one fused GEMM)
+void swiglu(const KernelContext& ctx, const float* gate_up, float* out, int64_t n_rows,
+            int64_t n_ff);
+
+// x[i] += y[i]
+void add_inplace(const KernelContext& ctx, float* x, const float* y, int64_t n);
+
+// RoPE rotation tables: cos/sin for every position below n_ctx and every rotated pair.
+// Pair frequency i: theta^(-2i/n_rot) / freq_factors[i] (Llama 3 scaling passes factors).
+enum class RopeMode {
+    kNorm,  // rotate adjacent pairs (x[2i], x[2i+1]): llama GGUFs (Q/K permuted by convert)
+    kNeox,  // rotate halves (x[i], x[i + n_rot/2]): qwen2, gemma
+};
+class RopeTable {
+public:
+    RopeTable() = default;
+    RopeTable(int64_t n_ctx, int n_rot, float theta, const std::vector<float>& freq_factors = {});
+    int n_rot() const { return n_rot_; }
+    int64_t n_ctx() const { return n_ctx_; }
+    const float* cos_row(int32_t pos) const {
+        return cos_.data() + static_cast<int64_t>(pos) * (n_rot_ / 2);
+    }
+    const float* sin_row(int32_t pos) const {
+        return sin_.data() + static_cast<int64_t>(pos) * (n_rot_ / 2);
+    }
+
+private:
+    int64_t n_ctx_ = 0;
+    int n_rot_ = 0;
+    std::vector<float> cos_, sin_;  // [n_ctx, n_rot/2]
+};
+
+// Rotates, in place, the first n_rot dims of each of n_heads heads of each row.
+// x: [n_rows, row_stride], head h at h*head_dim; pos: [n_rows], each < table.n_ctx().
+void rope(const KernelContext& ctx, const RopeTable& table, RopeMode mode, float* x,
+          const int32_t* pos, int64_t n_rows, int64_t row_stride, int n_heads, int head_dim);
+
+namespace ref {
+void rms_norm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);
+void swiglu(const float* gate_up, float* out, int64_t n_rows, int64_t n_ff);
+void add_inplace(float* x, const float* y, int64_t n);
+void rope(const RopeTable& table, RopeMode mode, float* x, const int32_t* pos, int64_t n_rows,
+          int64_t row_stride, int n_heads, int head_dim);
+}  // namespace ref
+
+}  // namespace lazyllm::kernels

@@ -1,0 +1,24 @@
+// Per-ISA entry points of the row-wise operators (internal; ops.cpp dispatches to them).
+// Each takes a block of rows; ops.cpp splits rows over threads.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/ops.h"
+
+namespace lazyllm::kernels::detail {
+
+#define LAZYLLM_OPS_DECLARE(suffix)                                                             \
+    void rms_norm_##suffix(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, \
+                           float eps);                                                          \
+    void swiglu_##suffix(const float* gate_up, float* out, int64_t n_rows, int64_t n_ff);       \
+    void add_inplace_##suffix(float* x, const float* y, int64_t n);                             \
+    void rope_##suffix(const RopeTable& table, RopeMode mode, float* x, const int32_t* pos,     \
+                       int64_t n_rows, int64_t row_stride, int n_heads, int head_dim);
+
+LAZYLLM_OPS_DECLARE(avx2)
+LAZYLLM_OPS_DECLARE(avx512)
+
+#undef LAZYLLM_OPS_DECLARE
+
+}  // namespace lazyllm::kernels::detail

@@ -1,0 +1,47 @@
+// ModelConfig: the hyper-parameters of a Llama-family model, read from GGUF metadata.
+// Plain data; derived sizes are const methods. A missing or invalid key fails with its name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/ops.h"
+#include "lazyllm/gguf.h"
+#include "lazyllm/result.h"
+
+namespace lazyllm {
+
+enum class Arch { kLlama, kQwen2 };
+
+struct ModelConfig {
+    std::string arch_name;  // general.architecture
+    Arch arch = Arch::kLlama;
+    std::string name;       // general.name (may be empty)
+    int n_layer = 0;
+    int n_embd = 0;
+    int n_head = 0;
+    int n_head_kv = 0;
+    int head_dim = 0;
+    int n_ff = 0;
+    int n_vocab = 0;
+    int n_ctx_train = 0;
+    int n_rot = 0;
+    float rope_theta = 10000.0f;
+    float rms_eps = 1e-5f;
+    kernels::RopeMode rope_mode = kernels::RopeMode::kNorm;
+    bool tied_embeddings = false;  // no output.weight: the LM head reuses token_embd
+    bool qkv_bias = false;         // qwen2
+
+    int n_embd_q() const { return n_head * head_dim; }
+    int n_embd_kv() const { return n_head_kv * head_dim; }
+    int n_qkv() const { return n_embd_q() + 2 * n_embd_kv(); }
+    // Multiply-adds x2 of the linear layers per token (LM head excluded).
+    double linear_flops_per_token() const {
+        const double per_layer = 2.0 * n_embd * (n_qkv() + n_embd_q()) + 2.0 * 3.0 * n_embd * n_ff;
+        return per_layer * n_layer;
+    }
+
+    static Result<ModelConfig> from_gguf(const GgufFile& gguf);
+};
+
+}  // namespace lazyllm

@@ -1,0 +1,175 @@
+// The Llama-family forward over a dense block of live rows (design.md 2): every kernel sees
+// dense rows; the only irregular step is gathering K/V of a pruned key set S.
+//   per layer: x = rmsnorm(h); [q|k|v] = x Wqkv^T; rope(q, k) at own positions;
+//              KV[il][pos] = k, v; a = attn(q, KV[il][S]); h += a Wo^T;
+//              x = rmsnorm(h); [g|u] = x Wgu^T; h += (silu(g) * u) Wdown^T
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "base/timer.h"
+#include "kernels/attention.h"
+#include "kernels/quant.h"
+#include "model/llama_model.h"
+
+namespace lazyllm {
+
+namespace {
+
+template <typename T>
+T* grow(std::vector<T>& v, int64_t n) {
+    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+    return v.data();
+}
+
+// Times a scope into a Profile when one is given.
+class OpTimer {
+public:
+    OpTimer(Profile* prof, OpKind kind, double flops = 0.0)
+        : prof_(prof), kind_(kind), flops_(flops), t0_(prof ? now_ns() : 0) {}
+    ~OpTimer() {
+        if (prof_) prof_->add(kind_, now_ns() - t0_, flops_);
+    }
+
+private:
+    Profile* prof_;
+    OpKind kind_;
+    double flops_;
+    int64_t t0_;
+};
+
+}  // namespace
+
+Status LlamaModel::embed(const int32_t* ids, int64_t n, float* h, Profile* prof) const {
+    OpTimer t(prof, OpKind::kEmbed);
+    const int64_t E = config_.n_embd;
+    for (int64_t i = 0; i < n; ++i) {
+        if (ids[i] < 0 || ids[i] >= config_.n_vocab) {
+            return make_error(ErrorCode::kOutOfRange, "token id {} at index {} is outside the vocabulary [0, {})",
+                              ids[i], i, config_.n_vocab);
+        }
+        const uint8_t* row = token_embd_ + static_cast<size_t>(ids[i]) * token_embd_row_bytes_;
+        LAZYLLM_TRY(kernels::dequantize_row_f32(opts_.ctx.isa, token_embd_type_, row, h + i * E, E));
+    }
+    return {};
+}
+
+void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch& s,
+                                Profile* prof) const {
+    const ModelConfig& c = config_;
+    const kernels::KernelContext& ctx = opts_.ctx;
+    const int64_t n = run.n_rows;
+    const int64_t E = c.n_embd, Q = c.n_embd_q(), KV = c.n_embd_kv(), F = c.n_ff;
+    const int64_t NQKV = c.n_qkv();
+    LAZYLLM_CHECK(n > 0 && run.n_keys >= 1 && run.il_begin >= 0 && run.il_end <= c.n_layer);
+    LAZYLLM_CHECK(run.n_keys <= kv.n_ctx());
+    LAZYLLM_DCHECK(run.key_pos != nullptr || run.pos[n - 1] < run.n_keys);
+
+    float* x = grow(s.x, n * E);             // [n, E]
+    float* qkv = grow(s.qkv, n * NQKV);      // [n, Q + 2 KV]
+    float* attn = grow(s.attn, n * Q);       // [n, Q]
+    float* gate_up = grow(s.gate_up, n * 2 * F);  // [n, 2F]
+    float* act = grow(s.act, n * F);         // [n, F]
+    const bool gathered = run.key_pos != nullptr;
+    const int32_t* key_pos = gathered ? run.key_pos : kv.iota();
+    if (gathered) {
+        grow(s.k_set, run.n_keys * KV);      // [n_keys, KV]
+        grow(s.v_set, run.n_keys * KV);
+    }
+    // Causal attention visits about half of the (query, key) pairs of a prefix.
+    const double attn_flops = 4.0 * static_cast<double>(n) * static_cast<double>(run.n_keys) *
+                              c.n_head * c.head_dim * (gathered ? 1.0 : 0.5);
+
+    for (int il = run.il_begin; il < run.il_end; ++il) {
+        const LayerWeights& L = layers_[il];
+        {
+            OpTimer t(prof, OpKind::kRmsNorm);
+            kernels::rms_norm(ctx, run.h, L.attn_norm.data(), x, n, E, c.rms_eps);
+        }
+        {
+            OpTimer t(prof, OpKind::kQkv, 2.0 * n * E * NQKV);
+            L.qkv.forward(x, n, qkv);
+        }
+        {
+            OpTimer t(prof, OpKind::kRope);
+            kernels::rope(ctx, rope_, c.rope_mode, qkv, run.pos, n, NQKV, c.n_head, c.head_dim);
+            kernels::rope(ctx, rope_, c.rope_mode, qkv + Q, run.pos, n, NQKV, c.n_head_kv, c.head_dim);
+        }
+        float* k_cache = kv.k(il);  // [n_ctx, KV]
+        float* v_cache = kv.v(il);
+        {
+            OpTimer t(prof, OpKind::kKvWrite);
+            for (int64_t i = 0; i < n; ++i) {
+                const float* row = qkv + i * NQKV;
+                std::memcpy(k_cache + static_cast<int64_t>(run.pos[i]) * KV, row + Q, KV * sizeof(float));
+                std::memcpy(v_cache + static_cast<int64_t>(run.pos[i]) * KV, row + Q + KV, KV * sizeof(float));
+            }
+        }
+        const float* k_src = k_cache;
+        const float* v_src = v_cache;
+        if (gathered) {
+            OpTimer t(prof, OpKind::kGather);
+            for (int64_t j = 0; j < run.n_keys; ++j) {
+                const int64_t p = key_pos[j];
+                std::memcpy(s.k_set.data() + j * KV, k_cache + p * KV, KV * sizeof(float));
+                std::memcpy(s.v_set.data() + j * KV, v_cache + p * KV, KV * sizeof(float));
+            }
+            k_src = s.k_set.data();
+            v_src = s.v_set.data();
+        }
+        kernels::AttentionArgs a;
+        a.q = qkv;
+        a.q_pos = run.pos;
+        a.n_q = n;
+        a.q_stride = NQKV;
+        a.k = k_src;
+        a.v = v_src;
+        a.kv_pos = key_pos;
+        a.n_kv = run.n_keys;
+        a.kv_stride = KV;
+        a.n_head = c.n_head;
+        a.n_head_kv = c.n_head_kv;
+        a.head_dim = c.head_dim;
+        a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        a.out = attn;
+        a.out_stride = Q;
+        {
+            OpTimer t(prof, OpKind::kAttention, attn_flops);
+            kernels::attention(ctx, a);
+        }
+        if (run.scores != nullptr && il == run.il_end - 1) {
+            OpTimer t(prof, OpKind::kScore);
+            kernels::attention_scores_head_mean(ctx, a, qkv + (n - 1) * NQKV, run.pos[n - 1],
+                                                run.scores);
+        }
+        {
+            OpTimer t(prof, OpKind::kAttnOut, 2.0 * n * Q * E);
+            L.wo.forward(attn, n, run.h, Q, E, /*accumulate=*/true);
+        }
+        {
+            OpTimer t(prof, OpKind::kRmsNorm);
+            kernels::rms_norm(ctx, run.h, L.ffn_norm.data(), x, n, E, c.rms_eps);
+        }
+        {
+            OpTimer t(prof, OpKind::kGateUp, 2.0 * n * E * 2 * F);
+            L.gate_up.forward(x, n, gate_up);
+        }
+        {
+            OpTimer t(prof, OpKind::kSwiglu);
+            kernels::swiglu(ctx, gate_up, act, n, F);
+        }
+        {
+            OpTimer t(prof, OpKind::kDown, 2.0 * n * F * E);
+            L.down.forward(act, n, run.h, F, E, /*accumulate=*/true);
+        }
+    }
+}
+
+void LlamaModel::logits(const float* h_row, float* out, ForwardScratch& s, Profile* prof) const {
+    OpTimer t(prof, OpKind::kLmHead, 2.0 * config_.n_embd * config_.n_vocab);
+    float* x = grow(s.logits_row, config_.n_embd);
+    kernels::rms_norm(opts_.ctx, h_row, output_norm_.data(), x, 1, config_.n_embd, config_.rms_eps);
+    lm_head_.forward(x, 1, out);
+}
+
+}  // namespace lazyllm

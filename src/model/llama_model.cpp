@@ -1,0 +1,160 @@
+// Loading: validate every tensor's shape against the config, dequantize once to fp32, and pack
+// into the GEMM's layout (bf16 on AMX/AVX-512-BF16). The token embedding stays quantized in the
+// mmap and is dequantized per looked-up row.
+#include "model/llama_model.h"
+
+#include <utility>
+
+#include "base/timer.h"
+#include "kernels/quant.h"
+#include "model/tensor_names.h"
+
+namespace lazyllm {
+
+namespace {
+
+Result<std::vector<float>> read_tensor_f32(const GgufFile& gguf, const std::string& name,
+                                           const std::vector<int64_t>& shape, kernels::Isa isa) {
+    const GgufTensorInfo* t = gguf.find_tensor(name);
+    if (t == nullptr) return make_error(ErrorCode::kNotFound, "missing tensor '{}'", name);
+    if (t->shape != shape) {
+        return make_error(ErrorCode::kCorrupt, "tensor '{}' has shape [{}], expected [{}]", name,
+                          fmt::join(t->shape, ", "), fmt::join(shape, ", "));
+    }
+    std::vector<float> out(t->n_elements());
+    Status st = kernels::dequantize_row_f32(isa, t->type, gguf.tensor_data(*t), out.data(),
+                                            static_cast<int64_t>(out.size()));
+    if (!st.ok()) return st.error().with_context(fmt::format("tensor '{}'", name));
+    return out;
+}
+
+// Concatenates row blocks [rows_i, n_in] into one [sum rows_i, n_in] matrix.
+std::vector<float> concat_rows(std::initializer_list<const std::vector<float>*> parts) {
+    size_t total = 0;
+    for (const auto* p : parts) total += p->size();
+    std::vector<float> out;
+    out.reserve(total);
+    for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
+    return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
+                                                     const ModelLoadOptions& opts) {
+    Timer timer;
+    std::unique_ptr<LlamaModel> m(new LlamaModel());
+    m->opts_ = opts;
+    {
+        auto g = GgufFile::open(path);
+        if (!g.ok()) return g.error();
+        m->gguf_ = std::move(g).value();
+    }
+    {
+        auto c = ModelConfig::from_gguf(m->gguf_);
+        if (!c.ok()) return c.error().with_context(path);
+        m->config_ = std::move(c).value();
+    }
+    Status st = m->load_weights();
+    if (!st.ok()) return st.error().with_context(path);
+    m->load_ms_ = timer.elapsed_ms();
+    return m;
+}
+
+Status LlamaModel::load_weights() {
+    const ModelConfig& c = config_;
+    const kernels::Isa isa = opts_.ctx.isa;
+    const int64_t E = c.n_embd, Q = c.n_embd_q(), KV = c.n_embd_kv(), F = c.n_ff;
+
+    // Rope frequency factors (Llama 3 scaling) come as a tensor when present.
+    std::vector<float> freq_factors;
+    if (gguf_.find_tensor(names::kRopeFreqs) != nullptr) {
+        LAZYLLM_ASSIGN_OR_RETURN(freq_factors, read_tensor_f32(gguf_, std::string(names::kRopeFreqs),
+                                                               {c.n_rot / 2}, isa));
+    }
+    rope_ = kernels::RopeTable(c.n_ctx_train, c.n_rot, c.rope_theta, freq_factors);
+
+    const GgufTensorInfo* embd = gguf_.find_tensor(names::kTokenEmbd);
+    if (embd->shape != std::vector<int64_t>{E, c.n_vocab}) {
+        return make_error(ErrorCode::kCorrupt, "tensor '{}' has shape [{}], expected [{}, {}]",
+                          names::kTokenEmbd, fmt::join(embd->shape, ", "), E, c.n_vocab);
+    }
+    auto traits = ggml_type_traits(static_cast<uint32_t>(embd->type));
+    if (!traits || !traits->dequantizable || E % traits->block_size != 0) {
+        return make_error(ErrorCode::kUnsupported, "tensor '{}' has unsupported type {}",
+                          names::kTokenEmbd, ggml_type_name(embd->type));
+    }
+    token_embd_ = gguf_.tensor_data(*embd);
+    token_embd_type_ = embd->type;
+    token_embd_row_bytes_ = static_cast<size_t>(E / traits->block_size) * traits->type_size;
+
+    auto pack = [&](const std::vector<float>& w, int64_t n_out, int64_t n_in,
+                    const float* bias) -> Result<kernels::PackedLinear> {
+        return kernels::PackedLinear::create(opts_.ctx, w.data(), n_out, n_in, bias, opts_.precision);
+    };
+
+    layers_.resize(c.n_layer);
+    for (int il = 0; il < c.n_layer; ++il) {
+        LayerWeights& L = layers_[il];
+        auto name = [&](std::string_view what) { return names::blk(il, what); };
+        LAZYLLM_ASSIGN_OR_RETURN(L.attn_norm, read_tensor_f32(gguf_, name(names::kAttnNorm), {E}, isa));
+        LAZYLLM_ASSIGN_OR_RETURN(L.ffn_norm, read_tensor_f32(gguf_, name(names::kFfnNorm), {E}, isa));
+        {
+            LAZYLLM_ASSIGN_OR_RETURN(auto wq, read_tensor_f32(gguf_, name(names::kAttnQ), {E, Q}, isa));
+            LAZYLLM_ASSIGN_OR_RETURN(auto wk, read_tensor_f32(gguf_, name(names::kAttnK), {E, KV}, isa));
+            LAZYLLM_ASSIGN_OR_RETURN(auto wv, read_tensor_f32(gguf_, name(names::kAttnV), {E, KV}, isa));
+            std::vector<float> bias;
+            if (c.qkv_bias) {
+                LAZYLLM_ASSIGN_OR_RETURN(auto bq, read_tensor_f32(gguf_, name(names::kAttnQBias), {Q}, isa));
+                LAZYLLM_ASSIGN_OR_RETURN(auto bk, read_tensor_f32(gguf_, name(names::kAttnKBias), {KV}, isa));
+                LAZYLLM_ASSIGN_OR_RETURN(auto bv, read_tensor_f32(gguf_, name(names::kAttnVBias), {KV}, isa));
+                bias = concat_rows({&bq, &bk, &bv});
+            }
+            const auto wqkv = concat_rows({&wq, &wk, &wv});
+            auto p = pack(wqkv, Q + 2 * KV, E, c.qkv_bias ? bias.data() : nullptr);
+            if (!p.ok()) return p.error().with_context(name("attn_qkv"));
+            L.qkv = std::move(p).value();
+        }
+        {
+            LAZYLLM_ASSIGN_OR_RETURN(auto wo, read_tensor_f32(gguf_, name(names::kAttnOutput), {Q, E}, isa));
+            auto p = pack(wo, E, Q, nullptr);
+            if (!p.ok()) return p.error().with_context(name(names::kAttnOutput));
+            L.wo = std::move(p).value();
+        }
+        {
+            LAZYLLM_ASSIGN_OR_RETURN(auto wg, read_tensor_f32(gguf_, name(names::kFfnGate), {E, F}, isa));
+            LAZYLLM_ASSIGN_OR_RETURN(auto wu, read_tensor_f32(gguf_, name(names::kFfnUp), {E, F}, isa));
+            auto p = pack(concat_rows({&wg, &wu}), 2 * F, E, nullptr);
+            if (!p.ok()) return p.error().with_context(name("ffn_gate_up"));
+            L.gate_up = std::move(p).value();
+        }
+        {
+            LAZYLLM_ASSIGN_OR_RETURN(auto wd, read_tensor_f32(gguf_, name(names::kFfnDown), {F, E}, isa));
+            auto p = pack(wd, E, F, nullptr);
+            if (!p.ok()) return p.error().with_context(name(names::kFfnDown));
+            L.down = std::move(p).value();
+        }
+    }
+    LAZYLLM_ASSIGN_OR_RETURN(output_norm_, read_tensor_f32(gguf_, std::string(names::kOutputNorm), {E}, isa));
+    {
+        const std::string head_name(c.tied_embeddings ? names::kTokenEmbd : names::kOutput);
+        LAZYLLM_ASSIGN_OR_RETURN(auto w, read_tensor_f32(gguf_, head_name, {E, c.n_vocab}, isa));
+        auto p = pack(w, c.n_vocab, E, nullptr);
+        if (!p.ok()) return p.error().with_context(head_name);
+        lm_head_ = std::move(p).value();
+    }
+    return {};
+}
+
+bool LlamaModel::gemm_bf16() const { return lm_head_.is_bf16(); }
+
+size_t LlamaModel::weight_bytes() const {
+    size_t total = lm_head_.weight_bytes() + output_norm_.size() * sizeof(float);
+    for (const auto& L : layers_) {
+        total += L.qkv.weight_bytes() + L.wo.weight_bytes() + L.gate_up.weight_bytes() +
+                 L.down.weight_bytes() + (L.attn_norm.size() + L.ffn_norm.size()) * sizeof(float);
+    }
+    return total;
+}
+
+}  // namespace lazyllm

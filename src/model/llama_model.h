@@ -1,0 +1,102 @@
+// The Llama-family model (llama: Llama 2/3, SmolLM2; qwen2: QKV biases): weights converted
+// once at load into the GEMM's layout, and a forward pass over a dense block of rows that each
+// carry an absolute position. The pruning runtime hands it any subset of tokens per stage;
+// the model knows nothing of pruning (design.md 2).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu.h"
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
+#include "lazyllm/gguf.h"
+#include "lazyllm/result.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/profile.h"
+
+namespace lazyllm {
+
+struct ModelLoadOptions {
+    kernels::KernelContext ctx;
+    kernels::GemmPrecision precision = kernels::GemmPrecision::kAuto;
+};
+
+struct LayerWeights {
+    std::vector<float> attn_norm;   // [n_embd]
+    std::vector<float> ffn_norm;    // [n_embd]
+    kernels::PackedLinear qkv;      // [n_qkv, n_embd]: q, k, v rows fused (+ qwen2 biases)
+    kernels::PackedLinear wo;       // [n_embd, n_embd_q]
+    kernels::PackedLinear gate_up;  // [2*n_ff, n_embd]: gate rows then up rows
+    kernels::PackedLinear down;     // [n_embd, n_ff]
+};
+
+// Working buffers of one forward, grown on demand and reused (no allocation in steady state).
+struct ForwardScratch {
+    std::vector<float> x;       // [n_rows, n_embd]   normed input
+    std::vector<float> qkv;     // [n_rows, n_qkv]
+    std::vector<float> attn;    // [n_rows, n_embd_q]
+    std::vector<float> gate_up; // [n_rows, 2*n_ff]
+    std::vector<float> act;     // [n_rows, n_ff]
+    std::vector<float> k_set;   // [n_keys, n_embd_kv] gathered keys of a pruned key set
+    std::vector<float> v_set;   // [n_keys, n_embd_kv]
+    std::vector<float> logits_row;  // [n_embd] normed last row
+};
+
+// One call runs layers [il_begin, il_end) over n_rows live rows.
+struct LayerRun {
+    float* h = nullptr;              // [n_rows, n_embd] hidden states, updated in place
+    const int32_t* pos = nullptr;    // [n_rows] absolute positions, strictly increasing
+    int64_t n_rows = 0;
+    // Key set S (sorted positions, includes every live row). nullptr: the contiguous prefix
+    // [0, n_keys), read straight from the cache with no gather.
+    const int32_t* key_pos = nullptr;
+    int64_t n_keys = 0;
+    int il_begin = 0;
+    int il_end = 0;
+    // If set: LazyLLM importance (head-mean softmax of the LAST live row's query over S) at
+    // layer il_end - 1, [n_keys].
+    float* scores = nullptr;
+};
+
+class LlamaModel {
+public:
+    static Result<std::unique_ptr<LlamaModel>> load(const std::string& path,
+                                                    const ModelLoadOptions& opts);
+
+    const ModelConfig& config() const { return config_; }
+    const GgufFile& gguf() const { return gguf_; }
+    const kernels::KernelContext& ctx() const { return opts_.ctx; }
+    bool gemm_bf16() const;
+    size_t weight_bytes() const;  // converted weights held in memory
+    double load_ms() const { return load_ms_; }
+
+    // h[i, :] = embedding of ids[i]  (h: [n, n_embd]); ids must be < n_vocab (checked).
+    Status embed(const int32_t* ids, int64_t n, float* h, Profile* prof = nullptr) const;
+    // Runs layers on the rows of `run`, writing KV[il][pos] for every live row.
+    void forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch& s,
+                        Profile* prof = nullptr) const;
+    // Final RMSNorm and LM head of one hidden row: logits [n_vocab].
+    void logits(const float* h_row, float* out, ForwardScratch& s, Profile* prof = nullptr) const;
+
+private:
+    LlamaModel() = default;
+    Status load_weights();
+
+    GgufFile gguf_;
+    ModelConfig config_;
+    ModelLoadOptions opts_;
+    kernels::RopeTable rope_;
+    std::vector<LayerWeights> layers_;
+    std::vector<float> output_norm_;  // [n_embd]
+    kernels::PackedLinear lm_head_;   // [n_vocab, n_embd]
+    const uint8_t* token_embd_ = nullptr;  // quantized rows in the mmap
+    GgmlType token_embd_type_ = GgmlType::F32;
+    size_t token_embd_row_bytes_ = 0;
+    double load_ms_ = 0.0;
+};
+
+}  // namespace lazyllm

@@ -1,0 +1,38 @@
+// Time per op kind, accumulated over a run (`--profile`). Filled only when a Profile is passed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace lazyllm {
+
+enum class OpKind {
+    kEmbed, kRmsNorm, kQkv, kRope, kKvWrite, kGather, kAttention, kAttnOut, kGateUp, kSwiglu,
+    kDown, kScore, kLmHead, kPrune, kCount
+};
+
+inline std::string_view op_kind_name(OpKind k) {
+    constexpr std::array<std::string_view, static_cast<size_t>(OpKind::kCount)> names = {
+        "embed", "rms_norm", "qkv_gemm", "rope", "kv_write", "kv_gather", "attention",
+        "attn_out_gemm", "gate_up_gemm", "swiglu", "down_gemm", "prune_score", "lm_head",
+        "prune_select"};
+    return names[static_cast<size_t>(k)];
+}
+
+struct Profile {
+    std::array<int64_t, static_cast<size_t>(OpKind::kCount)> ns{};
+    std::array<double, static_cast<size_t>(OpKind::kCount)> flops{};
+    void add(OpKind k, int64_t dt_ns, double fl = 0.0) {
+        ns[static_cast<size_t>(k)] += dt_ns;
+        flops[static_cast<size_t>(k)] += fl;
+    }
+    void merge(const Profile& o) {
+        for (size_t i = 0; i < ns.size(); ++i) {
+            ns[i] += o.ns[i];
+            flops[i] += o.flops[i];
+        }
+    }
+};
+
+}  // namespace lazyllm

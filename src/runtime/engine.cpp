@@ -1,0 +1,276 @@
+// Engine: model + tokenizer, and the generate loop (prefill step, then one decode step per
+// token) over a Session. Timing: TTFT runs from the start of prefill to the first sampled token.
+#include "lazyllm/engine.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "base/timer.h"
+#include "kernels/cpu.h"
+#include "model/llama_model.h"
+#include "prune/schedule.h"
+#include "prune/select.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "runtime/stop_strings.h"
+
+namespace lazyllm {
+
+struct Engine::Impl {
+    std::unique_ptr<LlamaModel> model;
+    Tokenizer tokenizer;
+    ModelSummary summary;
+    ChatFormat chat_format = ChatFormat::kChatMl;
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+const Tokenizer& Engine::tokenizer() const { return impl_->tokenizer; }
+const ModelSummary& Engine::summary() const { return impl_->summary; }
+
+Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
+    LAZYLLM_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::isa_from_env());
+    ModelLoadOptions mo;
+    mo.ctx.isa = isa;
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (opts.n_threads < 0) {
+        return make_error(ErrorCode::kInvalidArgument, "threads must be >= 0, got {}", opts.n_threads);
+    }
+    mo.ctx.n_threads = opts.n_threads > 0 ? opts.n_threads : hw;
+    if (opts.precision == "auto") {
+        mo.precision = kernels::GemmPrecision::kAuto;
+    } else if (opts.precision == "f32") {
+        mo.precision = kernels::GemmPrecision::kF32;
+    } else if (opts.precision == "bf16") {
+        mo.precision = kernels::GemmPrecision::kBf16;
+    } else {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "precision '{}' is not one of auto, f32, bf16", opts.precision);
+    }
+    // oneDNN and our kernels share OpenMP's pool.
+    omp_set_num_threads(mo.ctx.n_threads);
+
+    auto impl = std::make_unique<Impl>();
+    LAZYLLM_ASSIGN_OR_RETURN(impl->model, LlamaModel::load(opts.model_path, mo));
+    {
+        auto tok = Tokenizer::from_gguf(impl->model->gguf());
+        if (!tok.ok()) return tok.error().with_context(opts.model_path);
+        impl->tokenizer = std::move(tok).value();
+    }
+    impl->chat_format = detect_chat_format(impl->tokenizer, impl->model->config().arch_name);
+    LAZYLLM_ASSIGN_OR_RETURN(impl->summary, inspect(opts.model_path));
+    ModelSummary& s = impl->summary;
+    s.isa = std::string(kernels::isa_name(isa));
+    s.gemm = impl->model->gemm_bf16() ? "bf16" : "f32";
+    s.n_threads = mo.ctx.n_threads;
+    s.load_ms = impl->model->load_ms();
+    s.weight_bytes = impl->model->weight_bytes();
+    return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+Result<ModelSummary> Engine::inspect(const std::string& path) {
+    LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
+    auto config = ModelConfig::from_gguf(gguf);
+    if (!config.ok()) return config.error().with_context(path);
+    const ModelConfig& c = *config;
+    ModelSummary s;
+    s.path = path;
+    s.arch = c.arch_name;
+    s.name = c.name;
+    s.n_layer = c.n_layer;
+    s.n_embd = c.n_embd;
+    s.n_head = c.n_head;
+    s.n_head_kv = c.n_head_kv;
+    s.head_dim = c.head_dim;
+    s.n_ff = c.n_ff;
+    s.n_vocab = c.n_vocab;
+    s.n_ctx_train = c.n_ctx_train;
+    s.rope_theta = c.rope_theta;
+    s.rms_eps = c.rms_eps;
+    s.tied_embeddings = c.tied_embeddings;
+    s.file_bytes = gguf.file_size();
+    auto tok = Tokenizer::from_gguf(gguf);
+    if (!tok.ok()) return tok.error().with_context(path);
+    s.tokenizer = fmt::format("{} (pre: {})", tok->kind_name(), tok->pre().empty() ? "-" : tok->pre());
+    return s;
+}
+
+std::string Engine::chat_prompt(std::string_view user_message, std::string_view system) const {
+    std::vector<ChatMessage> msgs;
+    if (!system.empty()) msgs.push_back({"system", std::string(system)});
+    msgs.push_back({"user", std::string(user_message)});
+    return apply_chat_template(impl_->chat_format, msgs, true);
+}
+
+namespace {
+
+Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions& ro,
+                                       int64_t n_prompt) {
+    const ModelConfig& c = model.config();
+    SessionOptions so;
+    if (ro.n_ctx < 0) return make_error(ErrorCode::kInvalidArgument, "context size must be >= 0");
+    if (ro.max_new_tokens < 0) {
+        return make_error(ErrorCode::kInvalidArgument, "max new tokens must be >= 0, got {}",
+                          ro.max_new_tokens);
+    }
+    so.n_ctx = ro.n_ctx > 0 ? ro.n_ctx
+                            : std::min<int64_t>(c.n_ctx_train, n_prompt + std::max(1, ro.max_new_tokens));
+    if (n_prompt > so.n_ctx) {
+        return make_error(ErrorCode::kOutOfRange,
+                          "the prompt has {} tokens but the context holds {} (model context {}); "
+                          "shorten it or use middle truncation", n_prompt, so.n_ctx, c.n_ctx_train);
+    }
+    so.profile = ro.profile;
+    so.seed = ro.prune.seed;
+    LAZYLLM_ASSIGN_OR_RETURN(so.policy, prune::parse_policy(ro.prune.policy));
+    if (so.policy == prune::Policy::kFull) {
+        if (!ro.prune.layers.empty() || !ro.prune.keep.empty() || !ro.prune.schedule_file.empty()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "a schedule was given but the policy is 'full' (use --lazy or --policy)");
+        }
+        return so;
+    }
+    if (!ro.prune.schedule_file.empty()) {
+        if (!ro.prune.layers.empty() || !ro.prune.keep.empty()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "give either a schedule file or --lazy-layers/--lazy-keep, not both");
+        }
+        LAZYLLM_ASSIGN_OR_RETURN(so.schedule, prune::load_schedule_file(ro.prune.schedule_file, c.n_layer));
+    } else if (!ro.prune.layers.empty() || !ro.prune.keep.empty()) {
+        if (ro.prune.layers.empty() || ro.prune.keep.empty()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "--lazy-layers and --lazy-keep go together");
+        }
+        LAZYLLM_ASSIGN_OR_RETURN(so.schedule, prune::parse_schedule(ro.prune.layers, ro.prune.keep, c.n_layer));
+    } else {
+        so.schedule = prune::default_schedule(c.n_layer);
+    }
+    if (ro.prune.keep_first >= 0) so.schedule.keep_first = ro.prune.keep_first;
+    if (ro.prune.prune_decode >= 0) so.schedule.prune_decode = ro.prune.prune_decode != 0;
+    return so;
+}
+
+void fill_profile(const Profile& p, GenerateResult& r) {
+    for (size_t i = 0; i < p.ns.size(); ++i) {
+        if (p.ns[i] == 0) continue;
+        OpTime t;
+        t.op = std::string(op_kind_name(static_cast<OpKind>(i)));
+        t.ms = static_cast<double>(p.ns[i]) / 1e6;
+        t.gflops = p.flops[i] > 0 ? p.flops[i] / static_cast<double>(p.ns[i]) : 0.0;
+        r.profile.push_back(t);
+    }
+}
+
+}  // namespace
+
+Status Engine::validate(const RunOptions& opts) const {
+    LAZYLLM_TRY(lazyllm::validate(opts.sampling));
+    LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(*impl_->model, opts, 1));
+    so.n_ctx = 1;  // validates the schedule against the model without a real cache
+    auto session = Session::create(*impl_->model, so);
+    if (!session.ok()) return session.error();
+    return {};
+}
+
+Result<std::vector<float>> Engine::first_token_logits(std::span<const TokenId> prompt,
+                                                      const RunOptions& opts,
+                                                      double* fraction_computed) const {
+    if (prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "empty prompt");
+    RunOptions ro = opts;
+    ro.max_new_tokens = 1;
+    LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(*impl_->model, ro, static_cast<int64_t>(prompt.size())));
+    LAZYLLM_ASSIGN_OR_RETURN(Session session, Session::create(*impl_->model, so));
+    std::vector<float> logits(static_cast<size_t>(impl_->model->config().n_vocab));
+    LAZYLLM_TRY(session.step(prompt, logits.data()));
+    if (fraction_computed) *fraction_computed = session.prompt_fraction_computed();
+    return logits;
+}
+
+Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const RunOptions& opts,
+                                        const TextCallback& on_text) const {
+    if (prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "empty prompt");
+    LAZYLLM_TRY(lazyllm::validate(opts.sampling));
+    const LlamaModel& model = *impl_->model;
+    const Tokenizer& tok = impl_->tokenizer;
+    LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(model, opts, static_cast<int64_t>(prompt.size())));
+    LAZYLLM_ASSIGN_OR_RETURN(Session session, Session::create(model, so));
+
+    GenerateResult r;
+    r.n_prompt = static_cast<int64_t>(prompt.size());
+    r.policy = std::string(prune::policy_name(so.policy));
+    if (so.policy != prune::Policy::kFull) r.schedule = prune::to_string(so.schedule);
+    std::vector<float> logits(static_cast<size_t>(model.config().n_vocab));
+    Sampler sampler(opts.sampling);
+    StreamDecoder stream(tok);
+    StopStringMatcher stops(opts.stop);
+    std::vector<TokenId> history(prompt.begin(), prompt.end());
+
+    Timer total;
+    bool keep_going = true;
+    auto emit = [&](const std::string& piece) {
+        if (piece.empty() || !keep_going) return;
+        const std::string out = stops.push(piece);
+        r.text += out;
+        if (!out.empty() && on_text && !on_text(out)) {
+            keep_going = false;
+            r.stop_reason = "callback";
+        }
+        if (stops.matched()) {
+            keep_going = false;
+            r.stop_reason = "stop";
+        }
+    };
+
+    LAZYLLM_ASSIGN_OR_RETURN(StepStats prefill, session.step(prompt, logits.data()));
+    r.prefill_rows_per_layer = prefill.rows_per_layer;
+    r.prefill_fraction_computed = session.prompt_fraction_computed();
+    TokenId next = sampler.sample(logits, history);
+    r.ttft_ms = total.elapsed_ms();
+    r.prefill_tps = 1000.0 * static_cast<double>(r.n_prompt) / prefill.ms;
+
+    Timer decode;
+    while (true) {
+        if (opts.max_new_tokens == 0) {
+            r.stop_reason = "length";
+            break;
+        }
+        if (!opts.ignore_eos && tok.is_end_of_generation(next)) {
+            r.stop_reason = "eos";
+            break;
+        }
+        r.tokens.push_back(next);
+        history.push_back(next);
+        emit(stream.push(next));
+        if (!keep_going) break;
+        if (static_cast<int>(r.tokens.size()) >= opts.max_new_tokens) {
+            r.stop_reason = "length";
+            break;
+        }
+        if (session.n_past() >= session.n_ctx()) {
+            r.stop_reason = "context";
+            break;
+        }
+        const TokenId cur = next;
+        LAZYLLM_ASSIGN_OR_RETURN(StepStats st, session.step(std::span<const TokenId>(&cur, 1), logits.data()));
+        r.revivals_per_step.push_back(st.revived);
+        next = sampler.sample(logits, history);
+    }
+    if (keep_going) emit(stream.flush());
+    if (keep_going) {
+        const std::string rest = stops.flush();
+        r.text += rest;
+        if (!rest.empty() && on_text) on_text(rest);
+    }
+    r.n_gen = static_cast<int64_t>(r.tokens.size());
+    r.decode_ms = decode.elapsed_ms();
+    r.decode_tps = r.n_gen > 1 ? 1000.0 * static_cast<double>(r.n_gen - 1) / r.decode_ms : 0.0;
+    r.total_ms = total.elapsed_ms();
+    r.fraction_computed = session.prompt_fraction_computed();
+    if (opts.profile) fill_profile(session.profile(), r);
+    return r;
+}
+
+}  // namespace lazyllm

@@ -1,0 +1,367 @@
+// The step routine of design.md 1.3. One step, prefill or decode:
+//   S = context minus tokens a policy excluded for good; live = new tokens
+//   for each stage [start, end):
+//     at a boundary: cut S by the last token's scores from layer start-1 (or keep it, or apply
+//       a fixed exclusion); live tokens cut here park their hidden state in their Aux slot;
+//       tokens of S whose depth is `start` and are not live are revived from their Aux slot
+//     run layers [start, end) on the live rows, keys = KV[l][S]; depth of live rows = end
+// Invariant at each layer l: {t in S : d_t <= l} == live. Each (token, layer) pair is computed
+// at most once (gemfilter alone recomputes by definition: it re-runs the kept tokens).
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include "base/check.h"
+#include "base/timer.h"
+#include "prune/select.h"
+
+namespace lazyllm {
+
+namespace {
+
+enum class BoundaryMode {
+    kSelect,   // score and keep the top fraction (lazy; static and gemfilter at prefill)
+    kNone,     // keep S; only revive (lazy with --lazy-decode off)
+    kExclude,  // drop the tokens excluded at prefill (static in decode)
+};
+
+struct Boundary {
+    int layer;
+    BoundaryMode mode;
+    float keep;
+};
+
+}  // namespace
+
+Result<Session> Session::create(const LlamaModel& model, const SessionOptions& opts) {
+    const ModelConfig& c = model.config();
+    const int64_t n_ctx = opts.n_ctx > 0 ? opts.n_ctx : c.n_ctx_train;
+    if (n_ctx > c.n_ctx_train) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "context size {} exceeds the model's training context {}", n_ctx,
+                          c.n_ctx_train);
+    }
+    const prune::Schedule& sch = opts.schedule;
+    if (opts.policy != prune::Policy::kFull) {
+        if (sch.boundaries.empty() || sch.boundaries.size() != sch.keep.size()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "policy '{}' needs a schedule with as many keep fractions as boundary layers",
+                              prune::policy_name(opts.policy));
+        }
+        LAZYLLM_TRY(prune::validate_schedule(sch, c.n_layer));
+        if (sch.keep_first < 0) {
+            return make_error(ErrorCode::kInvalidArgument, "keep_first must be >= 0");
+        }
+    }
+    Session s;
+    s.model_ = &model;
+    s.opts_ = opts;
+    s.opts_.n_ctx = n_ctx;
+    s.kv_ = KvCache(c.n_layer, n_ctx, c.n_embd_kv());
+    s.depth_.assign(static_cast<size_t>(n_ctx), 0);
+    s.excluded_.assign(static_cast<size_t>(n_ctx), 0);
+    if (opts.policy == prune::Policy::kLazy) {
+        s.aux_.assign(static_cast<size_t>(n_ctx) * c.n_embd, 0.0f);
+        if (opts.check_invariants) s.aux_valid_.assign(static_cast<size_t>(n_ctx), 0);
+    }
+    if (opts.check_invariants) s.computed_.assign(static_cast<size_t>(n_ctx) * c.n_layer, 0);
+    s.tokens_.reserve(static_cast<size_t>(n_ctx));
+    return s;
+}
+
+double Session::prompt_fraction_computed() const {
+    if (n_prompt_ == 0) return 0.0;
+    return static_cast<double>(prompt_token_layers_) /
+           (static_cast<double>(n_prompt_) * model_->config().n_layer);
+}
+
+std::vector<int32_t> Session::select_at_boundary(const std::vector<int32_t>& S,
+                                                 const std::vector<float>& scores, float keep,
+                                                 int64_t n_total) const {
+    const int64_t n_keep = prune::keep_count(keep, n_total, static_cast<int64_t>(S.size()));
+    std::vector<int32_t> protect;
+    const int64_t n_first = std::min<int64_t>(opts_.schedule.keep_first, n_total);
+    protect.reserve(static_cast<size_t>(n_first) + 1);
+    for (int32_t p = 0; p < n_first; ++p) protect.push_back(p);
+    if (protect.empty() || protect.back() != n_total - 1) protect.push_back(static_cast<int32_t>(n_total - 1));
+    return prune::select_top(std::span<const float>(scores.data(), S.size()), S, n_keep, protect);
+}
+
+void Session::check_invariants(int layer, const std::vector<int32_t>& S,
+                               const std::vector<int32_t>& live, int64_t n_total) const {
+    // The current token is in S at every layer.
+    LAZYLLM_CHECK(!S.empty() && S.back() == n_total - 1);
+    LAZYLLM_CHECK(!live.empty() && live.back() == n_total - 1);
+    // {t in S : d_t <= layer} == live, and every live token sits exactly at depth `layer`.
+    size_t li = 0;
+    for (int32_t t : S) {
+        if (depth_[t] <= layer) {
+            LAZYLLM_CHECK_MSG(li < live.size() && live[li] == t, "token of S without KV is not live");
+            LAZYLLM_CHECK(depth_[t] == layer);
+            ++li;
+        }
+    }
+    LAZYLLM_CHECK_MSG(li == live.size(), "a live token is not in S");
+}
+
+Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) {
+    Timer timer;
+    const ModelConfig& c = model_->config();
+    const int L = c.n_layer;
+    const int64_t E = c.n_embd;
+    const int64_t m = static_cast<int64_t>(tokens.size());
+    if (m == 0) return make_error(ErrorCode::kInvalidArgument, "step with no tokens");
+    if (n_past_ + m > kv_.n_ctx()) {
+        return make_error(ErrorCode::kOutOfRange,
+                          "{} tokens after {} already in context exceed the context size {}", m,
+                          n_past_, kv_.n_ctx());
+    }
+    const bool prefill = n_past_ == 0;
+    const int64_t n_total = n_past_ + m;
+    const prune::Policy policy = opts_.policy;
+    const prune::Schedule& sch = opts_.schedule;
+    Profile* prof = opts_.profile ? &profile_ : nullptr;
+
+    StepStats st;
+    st.n_new = m;
+    st.rows_per_layer.assign(static_cast<size_t>(L), 0);
+
+    h_.resize(static_cast<size_t>(m * E));
+    LAZYLLM_TRY(model_->embed(tokens.data(), m, h_.data(), prof));
+    if (prefill) n_prompt_ = m;
+    for (int64_t i = 0; i < m; ++i) {
+        tokens_.push_back(tokens[i]);
+        depth_[n_past_ + i] = 0;
+    }
+
+    auto protected_pos = [&](int32_t p) {
+        return p == n_total - 1 || p < sch.keep_first;
+    };
+    auto run_stage = [&](int start, int end, float* scores) {
+        const bool contiguous = static_cast<int64_t>(S_.size()) == n_total;
+        LayerRun run;
+        run.h = h_.data();
+        run.pos = live_.data();
+        run.n_rows = static_cast<int64_t>(live_.size());
+        run.key_pos = contiguous ? nullptr : S_.data();
+        run.n_keys = static_cast<int64_t>(S_.size());
+        run.il_begin = start;
+        run.il_end = end;
+        run.scores = scores;
+        model_->forward_layers(run, kv_, scratch_, prof);
+        for (int32_t t : live_) {
+            if (!computed_.empty()) {
+                for (int l = start; l < end; ++l) {
+                    uint8_t& done = computed_[static_cast<size_t>(t) * L + l];
+                    LAZYLLM_CHECK_MSG(policy == prune::Policy::kGemFilter || done == 0,
+                                      "a (token, layer) pair was computed twice");
+                    done = 1;
+                }
+            }
+            depth_[t] = static_cast<int16_t>(end);
+            if (t < n_prompt_) prompt_token_layers_ += end - start;
+        }
+        for (int l = start; l < end; ++l) st.rows_per_layer[l] += static_cast<int32_t>(live_.size());
+        st.token_layers += static_cast<int64_t>(live_.size()) * (end - start);
+    };
+
+    // Candidate set and live rows at layer 0.
+    S_.clear();
+    live_.clear();
+    if (prefill && policy == prune::Policy::kRandom) {
+        // Random token drop (paper's baseline): prompt tokens dropped before inference, seeded.
+        const int64_t n_keep = prune::keep_count(sch.keep.front(), n_total, n_total);
+        std::vector<int32_t> droppable;
+        for (int32_t p = 0; p < n_total; ++p) {
+            if (!protected_pos(p)) droppable.push_back(p);
+        }
+        const int64_t n_protected = n_total - static_cast<int64_t>(droppable.size());
+        const int64_t n_drop = std::max<int64_t>(0, n_total - std::max(n_keep, n_protected));
+        std::mt19937_64 rng(opts_.seed);
+        for (int64_t i = 0; i < n_drop; ++i) {  // partial Fisher-Yates
+            const uint64_t span = droppable.size() - static_cast<uint64_t>(i);
+            const size_t j = static_cast<size_t>(i) + static_cast<size_t>(rng() % span);
+            std::swap(droppable[static_cast<size_t>(i)], droppable[j]);
+            excluded_[droppable[static_cast<size_t>(i)]] = 1;
+        }
+    }
+    // Random (from its prefill on) and gemfilter (after its prefill) exclude tokens at every layer.
+    const bool exclude_at_layer0 =
+        policy == prune::Policy::kRandom || (policy == prune::Policy::kGemFilter && !prefill);
+    for (int32_t p = 0; p < n_total; ++p) {
+        if (exclude_at_layer0 && excluded_[p]) continue;
+        S_.push_back(p);
+    }
+    {
+        // Rows of h_ are the new tokens; keep those still in S_ (random drops some).
+        std::vector<float>& hn = h_next_;
+        hn.resize(h_.size());
+        int64_t r = 0;
+        for (int64_t i = 0; i < m; ++i) {
+            const int32_t p = static_cast<int32_t>(n_past_ + i);
+            if (exclude_at_layer0 && excluded_[p]) continue;
+            live_.push_back(p);
+            std::memcpy(hn.data() + r * E, h_.data() + i * E, static_cast<size_t>(E) * sizeof(float));
+            ++r;
+        }
+        hn.resize(static_cast<size_t>(r * E));
+        std::swap(h_, hn);
+    }
+
+    // GemFilter (two passes): score at the first boundary, then run the whole model again on
+    // the kept tokens only, at their original positions.
+    if (prefill && policy == prune::Policy::kGemFilter) {
+        const int b = sch.boundaries.front();
+        scores_.resize(S_.size());
+        run_stage(0, b, scores_.data());
+        std::vector<int32_t> kept = select_at_boundary(S_, scores_, sch.keep.front(), n_total);
+        std::vector<uint8_t> keep_mask(static_cast<size_t>(n_total), 0);
+        for (int32_t t : kept) keep_mask[t] = 1;
+        for (int32_t p = 0; p < n_total; ++p) excluded_[p] = keep_mask[p] ? 0 : 1;
+        std::vector<int32_t> kept_ids;
+        kept_ids.reserve(kept.size());
+        for (int32_t t : kept) {
+            kept_ids.push_back(tokens_[t]);
+            depth_[t] = 0;
+        }
+        h_.resize(kept.size() * static_cast<size_t>(E));
+        LAZYLLM_TRY(model_->embed(kept_ids.data(), static_cast<int64_t>(kept.size()), h_.data(), prof));
+        S_ = kept;
+        live_ = kept;
+    }
+
+    // Stage plan.
+    std::vector<Boundary> bounds;
+    switch (policy) {
+        case prune::Policy::kFull:
+        case prune::Policy::kRandom:
+        case prune::Policy::kGemFilter:
+            break;
+        case prune::Policy::kLazy: {
+            const bool select = prefill || sch.prune_decode;
+            for (size_t j = 0; j < sch.boundaries.size(); ++j) {
+                bounds.push_back({sch.boundaries[j], select ? BoundaryMode::kSelect : BoundaryMode::kNone,
+                                  sch.keep[j]});
+            }
+            break;
+        }
+        case prune::Policy::kStatic:
+            // One cut at prefill from the first boundary's scores; pruned tokens never return.
+            bounds.push_back({sch.boundaries.front(),
+                              prefill ? BoundaryMode::kSelect : BoundaryMode::kExclude,
+                              sch.keep.front()});
+            break;
+    }
+
+    int start = 0;
+    for (size_t s = 0; s <= bounds.size(); ++s) {
+        const int end = s < bounds.size() ? bounds[s].layer : L;
+        if (s > 0) {
+            const Boundary& bd = bounds[s - 1];
+            std::vector<int32_t> kept;
+            {
+                Timer tsel;
+                if (bd.mode == BoundaryMode::kSelect) {
+                    kept = select_at_boundary(S_, scores_, bd.keep, n_total);
+                } else if (bd.mode == BoundaryMode::kExclude) {
+                    for (int32_t t : S_) {
+                        if (!excluded_[t]) kept.push_back(t);
+                    }
+                } else {
+                    kept = S_;
+                }
+                if (prof) prof->add(OpKind::kPrune, tsel.elapsed_ns());
+            }
+            if (policy == prune::Policy::kStatic && prefill) {
+                size_t k = 0;
+                for (int32_t t : S_) {
+                    if (k < kept.size() && kept[k] == t) {
+                        ++k;
+                    } else {
+                        excluded_[t] = 1;
+                    }
+                }
+            }
+            // New live set: tokens of the kept S at depth `start` (live ones carry on, others
+            // are revived from Aux); live tokens cut here park their state in Aux (lazy).
+            next_live_.clear();
+            h_next_.resize(0);
+            const int64_t revived_before = st.revived;
+            size_t li = 0;
+            auto take_row = [&](const float* src) {
+                const size_t off = h_next_.size();
+                h_next_.resize(off + static_cast<size_t>(E));
+                std::memcpy(h_next_.data() + off, src, static_cast<size_t>(E) * sizeof(float));
+            };
+            for (int32_t t : kept) {
+                while (li < live_.size() && live_[li] < t) {  // live but cut: park in Aux
+                    if (policy == prune::Policy::kLazy) {
+                        std::memcpy(aux_.data() + static_cast<size_t>(live_[li]) * E,
+                                    h_.data() + li * E, static_cast<size_t>(E) * sizeof(float));
+                        if (!aux_valid_.empty()) aux_valid_[live_[li]] = 1;
+                    }
+                    ++li;
+                }
+                const bool is_live = li < live_.size() && live_[li] == t;
+                if (is_live) {
+                    take_row(h_.data() + li * E);
+                    next_live_.push_back(t);
+                    ++li;
+                } else if (depth_[t] == start) {
+                    LAZYLLM_CHECK_MSG(policy == prune::Policy::kLazy, "revival outside lazy policy");
+                    if (!aux_valid_.empty()) {
+                        LAZYLLM_CHECK_MSG(aux_valid_[t], "revived token has no Aux slot");
+                        aux_valid_[t] = 0;
+                    }
+                    take_row(aux_.data() + static_cast<size_t>(t) * E);
+                    next_live_.push_back(t);
+                    ++st.revived;
+                }
+            }
+            for (; li < live_.size(); ++li) {
+                if (policy == prune::Policy::kLazy) {
+                    std::memcpy(aux_.data() + static_cast<size_t>(live_[li]) * E, h_.data() + li * E,
+                                static_cast<size_t>(E) * sizeof(float));
+                    if (!aux_valid_.empty()) aux_valid_[live_[li]] = 1;
+                }
+            }
+            if (opts_.on_boundary) {
+                BoundaryTrace tr;
+                tr.step = n_steps_;
+                tr.layer = start;
+                tr.S = S_;
+                if (bd.mode == BoundaryMode::kSelect) tr.scores.assign(scores_.begin(), scores_.begin() + static_cast<int64_t>(S_.size()));
+                tr.kept = kept;
+                tr.live = next_live_;
+                tr.revived = st.revived - revived_before;
+                opts_.on_boundary(tr);
+            }
+            S_.swap(kept);
+            live_.swap(next_live_);
+            h_.swap(h_next_);
+        }
+        if (opts_.check_invariants) check_invariants(start, S_, live_, n_total);
+        const bool score = s < bounds.size() && bounds[s].mode == BoundaryMode::kSelect;
+        if (score) scores_.resize(S_.size());
+        run_stage(start, end, score ? scores_.data() : nullptr);
+        start = end;
+    }
+    LAZYLLM_CHECK(!live_.empty() && live_.back() == n_total - 1);
+    model_->logits(h_.data() + (live_.size() - 1) * E, logits, scratch_, prof);
+    if (!aux_valid_.empty()) {
+        for (int64_t t = 0; t < n_total; ++t) {
+            const bool mid = depth_[t] > 0 && depth_[t] < L && !excluded_[t];
+            if (mid) LAZYLLM_CHECK_MSG(aux_valid_[t], "a token between 0 and L layers has no Aux slot");
+        }
+    }
+    n_past_ = n_total;
+    ++n_steps_;
+    total_token_layers_ += st.token_layers;
+    st.ms = timer.elapsed_ms();
+    return st;
+}
+
+}  // namespace lazyllm

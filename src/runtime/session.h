@@ -1,0 +1,108 @@
+// A generation session: KV cache, per-token depth and Aux slots, and the one step routine that
+// runs prefill and decode alike (design.md 1.3). Policies: full, lazy (LazyLLM), static,
+// random, gemfilter (design.md 1.5). The model knows nothing of pruning; this file decides
+// which rows each stage of layers runs on.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "lazyllm/result.h"
+#include "model/kv_cache.h"
+#include "model/llama_model.h"
+#include "model/profile.h"
+#include "prune/schedule.h"
+
+namespace lazyllm {
+
+// What happened at one stage boundary of one step (for tests, tracing and `--verbose`).
+struct BoundaryTrace {
+    int64_t step = 0;             // 0 = prefill
+    int layer = 0;                // the boundary: layers >= `layer` see the kept set
+    std::vector<int32_t> S;       // candidate set before the cut (sorted positions)
+    std::vector<float> scores;    // importance of S's tokens at layer-1 (empty if not scored)
+    std::vector<int32_t> kept;    // S after the cut
+    std::vector<int32_t> live;    // rows computed from `layer` on (kept tokens at depth `layer`)
+    int64_t revived = 0;          // of which revived from Aux slots
+};
+
+struct SessionOptions {
+    int64_t n_ctx = 0;  // 0: the model's training context
+    prune::Policy policy = prune::Policy::kFull;
+    prune::Schedule schedule;    // boundaries / keep fractions (ignored by kFull)
+    uint64_t seed = 1;           // kRandom's drop pattern
+    bool check_invariants = false;  // assert design.md 1.3's invariants at every stage (tests)
+    bool profile = false;
+    std::function<void(const BoundaryTrace&)> on_boundary;  // optional observer
+};
+
+// What one step did.
+struct StepStats {
+    int64_t n_new = 0;
+    std::vector<int32_t> rows_per_layer;  // [n_layer] live rows computed at each layer
+    int64_t token_layers = 0;             // (token, layer) pairs computed in this step
+    int64_t revived = 0;                  // tokens revived from Aux slots
+    double ms = 0.0;
+};
+
+class Session {
+public:
+    static Result<Session> create(const LlamaModel& model, const SessionOptions& opts);
+
+    // Appends `tokens` at the next positions and runs one step; `logits` ([n_vocab]) receives
+    // the last token's logits. Errors: empty input, context overflow, bad ids.
+    Result<StepStats> step(std::span<const int32_t> tokens, float* logits);
+
+    int64_t n_past() const { return n_past_; }
+    int64_t n_ctx() const { return kv_.n_ctx(); }
+    int64_t n_prompt() const { return n_prompt_; }  // tokens of the first step
+    const std::vector<int32_t>& tokens() const { return tokens_; }
+    // Depth d_t: number of layers holding token t's KV (design.md 1.3).
+    const std::vector<int16_t>& depth() const { return depth_; }
+    // (token, layer) pairs of prompt tokens computed so far / (n_prompt * n_layer): the paper's
+    // "% of prompt token computed" (Table 2), in [0, 1].
+    double prompt_fraction_computed() const;
+    int64_t total_token_layers() const { return total_token_layers_; }
+    const Profile& profile() const { return profile_; }
+    const KvCache& kv() const { return kv_; }
+    int64_t n_steps() const { return n_steps_; }
+    const SessionOptions& options() const { return opts_; }
+
+    Session(Session&&) = default;
+    Session& operator=(Session&&) = default;
+
+private:
+    Session() = default;
+    // One stage boundary of the candidate set: the positions kept (sorted).
+    std::vector<int32_t> select_at_boundary(const std::vector<int32_t>& S,
+                                            const std::vector<float>& scores, float keep,
+                                            int64_t n_total) const;
+    void check_invariants(int layer, const std::vector<int32_t>& S,
+                          const std::vector<int32_t>& live, int64_t n_total) const;
+
+    const LlamaModel* model_ = nullptr;
+    SessionOptions opts_;
+    KvCache kv_;
+    ForwardScratch scratch_;
+    Profile profile_;
+    std::vector<int32_t> tokens_;
+    int64_t n_past_ = 0;
+    int64_t n_prompt_ = 0;
+    int64_t n_steps_ = 0;
+    int64_t total_token_layers_ = 0;
+    int64_t prompt_token_layers_ = 0;  // (prompt token, layer) pairs computed
+    std::vector<int16_t> depth_;   // [n_ctx]
+    std::vector<float> aux_;       // [n_ctx, n_embd] hidden state entering layer depth_[t]
+    std::vector<uint8_t> aux_valid_;  // [n_ctx] (check_invariants only)
+    std::vector<uint8_t> computed_;   // [n_ctx, n_layer] (check_invariants only)
+    // Static / random / gemfilter: tokens cut for good at prefill (static: from its boundary
+    // layer on; random and gemfilter: at every layer).
+    std::vector<uint8_t> excluded_;  // [n_ctx]
+    // Per-step working buffers (reused).
+    std::vector<float> h_, h_next_, scores_;
+    std::vector<int32_t> live_, next_live_, S_;
+};
+
+}  // namespace lazyllm

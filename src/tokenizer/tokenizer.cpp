@@ -1,0 +1,318 @@
+// Tokenizer: vocabulary from GGUF, special-token splitting, and dispatch to the byte-level BPE
+// (with its pre-tokenizer) or SentencePiece model; decoding to pieces.
+//
+// Behaviour follows HF tokenizers and llama.cpp (llama-vocab.cpp), which agree on these points:
+// - Control (and unknown-type) token texts are split out of the input only with parse_special;
+//   user-defined tokens are always split out, since HF stores them as non-special added tokens
+//   that are matched in any input (tokenizers/src/tokenizer/added_vocabulary.rs) and llama.cpp's
+//   tokenizer_st_partition does the same. Matching is leftmost, then longest.
+// - SentencePiece text gets a leading space at the start and after every special token when
+//   add_space_prefix (default true), and decode() drops that one leading space again (HF's
+//   Strip(left=1) decoder), so decode(encode(s)) == s.
+// - decode() never cleans up spaces before punctuation (clean_up_tokenization_spaces): the
+//   output is exactly the bytes of the pieces.
+#include "lazyllm/tokenizer.h"
+
+#include <algorithm>
+#include <array>
+
+#include "base/check.h"
+#include "lazyllm/gguf.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/pretokenize.h"
+#include "tokenizer/spm.h"
+#include "tokenizer/unicode.h"
+#include "tokenizer/vocab.h"
+
+namespace lazyllm {
+
+using tokenizer::BpeModel;
+using tokenizer::Piece;
+using tokenizer::PreTokenizer;
+using tokenizer::PreTypeInfo;
+using tokenizer::SpmModel;
+using tokenizer::TokenType;
+using tokenizer::Vocab;
+
+namespace {
+
+constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
+
+// Token texts that end a turn or a document in the chat formats we know, beyond eos/eot/eom:
+// llama.cpp adds the same texts to its end-of-generation set (llama-vocab.cpp, load()).
+constexpr std::array<std::string_view, 9> kEndOfGenerationTexts = {
+    "<|eot_id|>",      "<|eom_id|>",    "<|im_end|>",
+    "<|end|>",         "<end_of_turn>", "<|endoftext|>",
+    "<|end_of_text|>", "<EOT>",         "<｜end▁of▁sentence｜>",
+};
+
+// Bytes of a byte-level BPE token: each code point of its text stands for one byte. A code
+// point outside the mapping (not produced by GPT-2's encoder) is kept as its UTF-8.
+std::string byte_level_piece(const tokenizer::ByteUnicodeMap& map, const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size();) {
+        uint32_t cp = 0;
+        const size_t n = tokenizer::decode_utf8(text, i, &cp);
+        if (n == 0) {  // invalid UTF-8 in the vocabulary: keep the byte
+            out += text[i++];
+            continue;
+        }
+        const int b = map.cp_to_byte(cp);
+        if (b >= 0) {
+            out += static_cast<char>(b);
+        } else {
+            out.append(text, i, n);
+        }
+        i += n;
+    }
+    return out;
+}
+
+std::string spm_piece(const Vocab& vocab, TokenId id) {
+    const std::string& text = vocab.tokens[id];
+    if (vocab.types[id] == TokenType::kByte) {
+        const int b = SpmModel::parse_byte_token(text);
+        if (b >= 0) return std::string(1, static_cast<char>(b));
+    }
+    if (vocab.types[id] == TokenType::kUserDefined) return text;
+    std::string out;
+    out.reserve(text.size());
+    for (size_t pos = 0; pos < text.size();) {
+        if (text.compare(pos, kSpaceMarker.size(), kSpaceMarker) == 0) {
+            out += ' ';
+            pos += kSpaceMarker.size();
+        } else {
+            out += text[pos++];
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+struct Tokenizer::Impl {
+    Vocab vocab;
+    TokenizerKind kind = TokenizerKind::kBpe;
+    std::string kind_name;
+    PreTypeInfo pre_info;
+    PreTokenizer pre;
+    std::optional<BpeModel> bpe;
+    std::optional<SpmModel> spm;
+    bool add_bos = false;
+    bool add_space_prefix = false;
+    std::vector<std::string> pieces;  // [n_vocab] output bytes (control tokens: their text)
+    std::vector<uint8_t> is_eog;      // [n_vocab]
+
+    // Splittable special tokens by first byte, longest first.
+    struct Special {
+        std::string_view text;
+        TokenId id;
+        bool control;  // needs parse_special
+    };
+    std::array<std::vector<Special>, 256> specials;
+
+    // Finds the leftmost-longest special token in text[from..); returns its position or npos.
+    size_t find_special(std::string_view text, size_t from, bool parse_special,
+                        const Special** found) const {
+        for (size_t i = from; i < text.size(); ++i) {
+            const auto& cands = specials[static_cast<uint8_t>(text[i])];
+            for (const Special& sp : cands) {
+                if (sp.control && !parse_special) continue;
+                if (text.compare(i, sp.text.size(), sp.text) == 0) {
+                    *found = &sp;
+                    return i;
+                }
+            }
+        }
+        return std::string_view::npos;
+    }
+
+    void encode_raw(std::string_view text, bool after_special, std::vector<TokenId>& out) const {
+        // Offsets inside the models are 32-bit: feed texts over 1 GiB in chunks, cut after a
+        // newline or space where there is one (a cut can change the tokens next to it).
+        constexpr size_t kMaxChunk = size_t{1} << 30;
+        while (text.size() > kMaxChunk) {
+            size_t cut = text.find_last_of("\n ", kMaxChunk - 1);
+            cut = cut == std::string_view::npos || cut == 0 ? kMaxChunk : cut + 1;
+            encode_chunk(text.substr(0, cut), after_special, out);
+            text.remove_prefix(cut);
+            after_special = false;
+        }
+        encode_chunk(text, after_special, out);
+    }
+
+    void encode_chunk(std::string_view text, bool after_special, std::vector<TokenId>& out) const {
+        if (spm) {
+            spm->encode(vocab, text, add_space_prefix && after_special, out);
+            return;
+        }
+        std::vector<Piece> parts;
+        pre.split(text, parts);
+        BpeModel::Scratch scratch;
+        for (const Piece& p : parts) {
+            bpe->encode_piece(vocab, text.substr(p.begin, p.end - p.begin), scratch, out);
+        }
+    }
+};
+
+Tokenizer::Tokenizer() = default;
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
+    auto impl = std::make_unique<Impl>();
+    LAZYLLM_ASSIGN_OR_RETURN(impl->vocab, tokenizer::load_vocab(gguf));
+    Vocab& v = impl->vocab;
+    const int32_t n_vocab = v.n_vocab();
+
+    if (v.model == "gpt2") {
+        impl->kind = TokenizerKind::kBpe;
+        impl->pre_info = tokenizer::pre_type_from_name(v.pre);
+        LAZYLLM_ASSIGN_OR_RETURN(impl->pre, PreTokenizer::create(impl->pre_info.type));
+        LAZYLLM_ASSIGN_OR_RETURN(auto bpe, BpeModel::create(v, impl->pre_info.ignore_merges));
+        impl->bpe.emplace(std::move(bpe));
+        impl->add_bos = v.add_bos.value_or(impl->pre_info.default_add_bos);
+        impl->add_space_prefix = false;  // byte-level BPE spells spaces itself
+        const std::string_view pre_name = tokenizer::pre_type_name(impl->pre_info.type);
+        impl->kind_name = impl->pre_info.known
+                              ? fmt::format("gpt2 ({})", pre_name)
+                              : fmt::format("gpt2 (gpt-2 regex; unknown pre '{}')", v.pre);
+    } else {
+        impl->kind = TokenizerKind::kSpm;
+        impl->spm.emplace(v);
+        impl->add_bos = v.add_bos.value_or(true);
+        impl->add_space_prefix = v.add_space_prefix.value_or(true);
+        impl->kind_name = "llama (spm)";
+    }
+    if (impl->add_bos && !v.bos) {
+        if (v.add_bos.value_or(false)) {
+            return make_error(ErrorCode::kCorrupt,
+                              "key 'tokenizer.ggml.add_bos_token' is true but there is no "
+                              "'tokenizer.ggml.bos_token_id'");
+        }
+        impl->add_bos = false;  // a default only: nothing to add
+    }
+
+    impl->pieces.resize(n_vocab);
+    tokenizer::ByteUnicodeMap byte_map;
+    for (TokenId id = 0; id < n_vocab; ++id) {
+        const TokenType t = v.types[id];
+        if (t == TokenType::kControl || t == TokenType::kUnknown) {
+            impl->pieces[id] = v.tokens[id];  // rendered only on request
+        } else if (impl->kind == TokenizerKind::kSpm) {
+            impl->pieces[id] = spm_piece(v, id);
+        } else if (t == TokenType::kUserDefined) {
+            impl->pieces[id] = v.tokens[id];
+        } else {
+            impl->pieces[id] = byte_level_piece(byte_map, v.tokens[id]);
+        }
+        if ((t == TokenType::kControl || t == TokenType::kUnknown ||
+             t == TokenType::kUserDefined) &&
+            !v.tokens[id].empty()) {
+            const auto first = static_cast<uint8_t>(v.tokens[id][0]);
+            impl->specials[first].push_back({v.tokens[id], id, t != TokenType::kUserDefined});
+        }
+    }
+    for (auto& cands : impl->specials) {
+        std::stable_sort(cands.begin(), cands.end(), [](const auto& a, const auto& b) {
+            return a.text.size() > b.text.size();
+        });
+    }
+
+    impl->is_eog.assign(n_vocab, 0);
+    for (const auto& id : {v.eos, v.eot, v.eom}) {
+        if (id) impl->is_eog[*id] = 1;
+    }
+    for (std::string_view text : kEndOfGenerationTexts) {
+        if (auto id = v.find(text)) impl->is_eog[*id] = 1;
+    }
+
+    Tokenizer tok;
+    tok.impl_ = std::move(impl);
+    return tok;
+}
+
+TokenizerKind Tokenizer::kind() const { return impl_ ? impl_->kind : TokenizerKind::kBpe; }
+std::string_view Tokenizer::kind_name() const {
+    return impl_ ? std::string_view(impl_->kind_name) : std::string_view();
+}
+std::string_view Tokenizer::pre() const {
+    return impl_ ? std::string_view(impl_->vocab.pre) : std::string_view();
+}
+int32_t Tokenizer::n_vocab() const { return impl_ ? impl_->vocab.n_vocab() : 0; }
+
+std::vector<TokenId> Tokenizer::encode(std::string_view text, bool parse_special,
+                                       std::optional<bool> add_bos) const {
+    LAZYLLM_CHECK_MSG(impl_ != nullptr, "encode on an empty Tokenizer");
+    const Impl& im = *impl_;
+    std::vector<TokenId> out;
+    out.reserve(text.size() / 3 + 2);
+    if (add_bos.value_or(im.add_bos) && im.vocab.bos) out.push_back(*im.vocab.bos);
+    bool after_special = true;  // the start counts as "after a special token" (SPM prefix)
+    size_t start = 0;
+    while (start < text.size()) {
+        const Impl::Special* sp = nullptr;
+        const size_t at = im.find_special(text, start, parse_special, &sp);
+        const size_t raw_end = at == std::string_view::npos ? text.size() : at;
+        if (raw_end > start) {
+            im.encode_raw(text.substr(start, raw_end - start), after_special, out);
+            after_special = false;
+        }
+        if (sp == nullptr) break;
+        out.push_back(sp->id);
+        after_special = true;
+        start = at + sp->text.size();
+    }
+    return out;
+}
+
+std::string Tokenizer::token_to_piece(TokenId id, bool render_special) const {
+    if (!impl_ || id < 0 || id >= impl_->vocab.n_vocab()) return std::string();
+    if (!render_special && impl_->vocab.is_control_like(id)) return std::string();
+    return impl_->pieces[id];
+}
+
+const std::string& Tokenizer::token_text(TokenId id) const {
+    static const std::string kEmpty;
+    if (!impl_ || id < 0 || id >= impl_->vocab.n_vocab()) return kEmpty;
+    return impl_->vocab.tokens[id];
+}
+
+std::string Tokenizer::decode(const std::vector<TokenId>& ids, bool render_special) const {
+    std::string out;
+    bool first = true;
+    for (TokenId id : ids) {
+        if (!impl_ || id < 0 || id >= impl_->vocab.n_vocab()) continue;
+        const bool control = impl_->vocab.is_control_like(id);
+        if (control && !render_special) continue;
+        const std::string& piece = impl_->pieces[id];
+        if (piece.empty()) continue;
+        if (first && !control && impl_->add_space_prefix && piece[0] == ' ') {
+            out.append(piece, 1);
+        } else {
+            out += piece;
+        }
+        first = false;
+    }
+    return out;
+}
+
+std::optional<TokenId> Tokenizer::bos() const { return impl_ ? impl_->vocab.bos : std::nullopt; }
+std::optional<TokenId> Tokenizer::eos() const { return impl_ ? impl_->vocab.eos : std::nullopt; }
+
+bool Tokenizer::is_end_of_generation(TokenId id) const {
+    return impl_ && id >= 0 && id < impl_->vocab.n_vocab() && impl_->is_eog[id] != 0;
+}
+
+std::optional<TokenId> Tokenizer::find_token(std::string_view text) const {
+    return impl_ ? impl_->vocab.find(text) : std::nullopt;
+}
+
+const std::string& Tokenizer::chat_template() const {
+    static const std::string kEmpty;
+    return impl_ ? impl_->vocab.chat_template : kEmpty;
+}
+
+}  // namespace lazyllm

@@ -1,0 +1,172 @@
+// PackedLinear (oneDNN) against ref::linear on ragged shapes, fp32 and (where the CPU has it)
+// bf16, with bias, accumulation and strided rows.
+//
+// Error bounds, per output y = sum_i x_i w_i (+ b):
+// - fp32: oneDNN sums in another order; |err| <= 1e-5 * sum_i |x_i w_i| (+ tiny absolute).
+// - bf16: x_i and w_i are each rounded to bf16 (relative error <= 2^-9 each, RNE), products
+//   and sums are fp32, so |err| <= (2 * 2^-9 + 2^-18) * sum_i |x_i w_i| + fp32 summation error
+//   ~= 2^-8 * sum_i |x_i w_i|; the test allows 1.1 * 2^-8 * sum_i |x_i w_i| + 1e-5.
+#include "kernels/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu.h"
+#include "kernels/gemm_convert.h"
+
+namespace lazyllm::kernels {
+namespace {
+
+bool cpu_has_bf16() {
+    const CpuFeatures f = detect_cpu_features();
+    return isa_supported(Isa::kAvx512, f) && f.avx512bf16;
+}
+
+KernelContext best_ctx() { return {best_isa(detect_cpu_features()), 2}; }
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+struct Case {
+    int64_t m, n_in, n_out;
+    bool bias, accumulate;
+    int64_t ldx_pad, ldy_pad;
+};
+
+void run_case(const Case& c, GemmPrecision precision, uint32_t seed) {
+    const int64_t ldx = c.n_in + c.ldx_pad, ldy = c.n_out + c.ldy_pad;
+    const auto w = random_vec(c.n_out * c.n_in, seed);
+    const auto b = random_vec(c.n_out, seed + 1);
+    const auto x = random_vec(c.m * ldx, seed + 2);
+    const auto y0 = random_vec(c.m * ldy, seed + 3);  // prior contents for accumulate
+    auto lin = PackedLinear::create(best_ctx(), w.data(), c.n_out, c.n_in,
+                                    c.bias ? b.data() : nullptr, precision);
+    ASSERT_TRUE(lin.ok()) << lin.error().message();
+    ASSERT_EQ(lin->is_bf16(), precision == GemmPrecision::kBf16);
+    ASSERT_EQ(lin->n_in(), c.n_in);
+    ASSERT_EQ(lin->n_out(), c.n_out);
+    std::vector<float> y = y0;
+    lin->forward(x.data(), c.m, y.data(), ldx, ldy, c.accumulate);
+
+    // Dense copy of x for the reference.
+    std::vector<float> xd(c.m * c.n_in), want(c.m * c.n_out);
+    for (int64_t r = 0; r < c.m; ++r) {
+        std::memcpy(xd.data() + r * c.n_in, x.data() + r * ldx, c.n_in * sizeof(float));
+    }
+    ref::linear(xd.data(), w.data(), c.bias ? b.data() : nullptr, want.data(), c.m, c.n_out,
+                c.n_in);
+    const bool bf16 = precision == GemmPrecision::kBf16;
+    const double rel = bf16 ? 1.1 * std::ldexp(1.0, -8) : 1e-5;
+    const double abs = bf16 ? 1e-5 : 1e-6;
+    for (int64_t r = 0; r < c.m; ++r) {
+        for (int64_t o = 0; o < ldy; ++o) {
+            const float got = y[r * ldy + o];
+            if (o >= c.n_out) {
+                ASSERT_EQ(got, y0[r * ldy + o]) << "wrote into the row padding";
+                continue;
+            }
+            double mag = c.bias ? std::fabs(b[o]) : 0.0;
+            for (int64_t i = 0; i < c.n_in; ++i) {
+                mag += std::fabs(static_cast<double>(xd[r * c.n_in + i]) * w[o * c.n_in + i]);
+            }
+            const double expect = want[r * c.n_out + o] + (c.accumulate ? y0[r * ldy + o] : 0.0);
+            ASSERT_NEAR(got, expect, rel * mag + abs)
+                << "m=" << c.m << " n_in=" << c.n_in << " n_out=" << c.n_out << " r=" << r
+                << " o=" << o << (bf16 ? " bf16" : " f32");
+        }
+    }
+}
+
+std::vector<Case> cases() {
+    std::vector<Case> out;
+    const int64_t dims[][2] = {{576, 960}, {37, 53}, {100, 7}, {1536, 40}};
+    for (const auto& d : dims) {
+        for (int64_t m : {1, 3, 17, 64, 300}) {
+            out.push_back({m, d[0], d[1], false, false, 0, 0});
+        }
+        out.push_back({17, d[0], d[1], true, false, 0, 0});
+        out.push_back({17, d[0], d[1], true, true, 0, 0});
+        out.push_back({3, d[0], d[1], false, true, 5, 3});  // strided, accumulate
+        out.push_back({64, d[0], d[1], true, false, 16, 1});
+    }
+    return out;
+}
+
+TEST(Gemm, F32MatchesRef) {
+    uint32_t seed = 1;
+    for (const Case& c : cases()) run_case(c, GemmPrecision::kF32, seed += 10);
+}
+
+TEST(Gemm, Bf16MatchesRefWithinRounding) {
+    if (!cpu_has_bf16()) GTEST_SKIP() << "no AVX-512-BF16";
+    uint32_t seed = 2;
+    for (const Case& c : cases()) run_case(c, GemmPrecision::kBf16, seed += 10);
+}
+
+TEST(Gemm, AutoPrecisionFollowsIsaAndCpu) {
+    const auto w = random_vec(16 * 8, 3);
+    auto ref_lin = PackedLinear::create({Isa::kRef, 1}, w.data(), 8, 16);
+    ASSERT_TRUE(ref_lin.ok());
+    EXPECT_FALSE(ref_lin->is_bf16());
+    auto best = PackedLinear::create(best_ctx(), w.data(), 8, 16);
+    ASSERT_TRUE(best.ok());
+    EXPECT_EQ(best->is_bf16(), cpu_has_bf16());
+    EXPECT_GT(best->weight_bytes(), 0u);
+    auto forced = PackedLinear::create(best_ctx(), w.data(), 8, 16, nullptr, GemmPrecision::kBf16);
+    EXPECT_EQ(forced.ok(), cpu_has_bf16());
+}
+
+TEST(Gemm, RejectsBadShapes) {
+    const float w = 1.0f;
+    EXPECT_FALSE(PackedLinear::create(best_ctx(), &w, 0, 1).ok());
+    EXPECT_FALSE(PackedLinear::create(best_ctx(), nullptr, 1, 1).ok());
+}
+
+TEST(Gemm, RepeatedShapesAndZeroRows) {
+    // Many m values through one layer (pruning makes m arbitrary): cached primitives must
+    // not mix shapes up.
+    const int64_t n_in = 64, n_out = 48;
+    const auto w = random_vec(n_out * n_in, 4);
+    auto lin = PackedLinear::create(best_ctx(), w.data(), n_out, n_in);
+    ASSERT_TRUE(lin.ok());
+    lin->forward(nullptr, 0, nullptr);  // m = 0 is a no-op
+    for (int64_t m : {5, 1, 5, 9, 2, 9, 1}) {
+        const auto x = random_vec(m * n_in, 5 + m);
+        std::vector<float> y(m * n_out), want(m * n_out);
+        lin->forward(x.data(), m, y.data());
+        ref::linear(x.data(), w.data(), nullptr, want.data(), m, n_out, n_in);
+        for (int64_t i = 0; i < m * n_out; ++i) ASSERT_NEAR(y[i], want[i], 0.1f) << m;
+    }
+}
+
+TEST(GemmConvert, Bf16RoundsToNearestEven) {
+    // Values exactly halfway between two bf16 numbers round to the even one.
+    std::vector<float> src = {1.0f,
+                              1.00390625f /* 1 + 2^-8: tie, down to 1 */,
+                              1.01171875f /* 1 + 3 * 2^-8: tie, up */,
+                              -2.5f,
+                              0.0f,
+                              65504.0f};
+    for (int i = 0; i < 40; ++i) src.push_back(std::sin(static_cast<float>(i)) * 1000.0f);
+    const int64_t n = static_cast<int64_t>(src.size());
+    std::vector<uint16_t> want(n), got(n, 0xffff);
+    detail::convert_rows_to_bf16_ref(src.data(), 1, n, n, want.data(), n);
+    EXPECT_EQ(want[1], 0x3f80);
+    EXPECT_EQ(want[2], 0x3f82);
+    if (cpu_has_bf16()) {
+        detail::convert_rows_to_bf16_avx512(src.data(), 1, n, n, got.data(), n);
+        EXPECT_EQ(got, want);
+    }
+}
+
+}  // namespace
+}  // namespace lazyllm::kernels

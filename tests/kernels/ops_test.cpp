@@ -1,0 +1,203 @@
+// Row-wise operators: every ISA variant the CPU supports against the scalar reference, on
+// ragged sizes, plus checks of the reference itself against closed forms.
+#include "kernels/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu.h"
+
+namespace lazyllm::kernels {
+namespace {
+
+std::vector<Isa> supported_isas() {
+    const CpuFeatures f = detect_cpu_features();
+    std::vector<Isa> out;
+    for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+        if (isa_supported(isa, f)) out.push_back(isa);
+    }
+    return out;
+}
+
+std::vector<float> random_vec(size_t n, float lo, float hi, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, float rel,
+                  float abs, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(got[i], want[i], abs + rel * std::fabs(want[i])) << what << " at " << i;
+    }
+}
+
+TEST(OpsRef, RmsNormClosedForm) {
+    const std::vector<float> x = {3.0f, 4.0f};
+    const std::vector<float> w = {1.0f, 2.0f};
+    std::vector<float> y(2);
+    ref::rms_norm(x.data(), w.data(), y.data(), 1, 2, 0.0f);
+    const float rms = std::sqrt(12.5f);
+    EXPECT_FLOAT_EQ(y[0], 3.0f / rms);
+    EXPECT_FLOAT_EQ(y[1], 2.0f * 4.0f / rms);
+}
+
+TEST(OpsRef, SwigluClosedForm) {
+    const std::vector<float> gu = {0.0f, 1.0f, -30.0f, 5.0f, 2.0f, 3.0f};  // gate | up
+    std::vector<float> out(3);
+    ref::swiglu(gu.data(), out.data(), 1, 3);
+    EXPECT_EQ(out[0], 0.0f);
+    EXPECT_NEAR(out[1], 1.0f / (1.0f + std::exp(-1.0f)) * 2.0f, 1e-6f);
+    EXPECT_NEAR(out[2], 0.0f, 1e-10f);
+}
+
+TEST(Ops, RmsNormMatchesRef) {
+    for (Isa isa : supported_isas()) {
+        for (int64_t n : {1, 7, 16, 31, 33, 576, 1000}) {
+            for (int threads : {1, 2}) {
+                const int64_t rows = n < 100 ? 37 : 70;  // enough rows to hit the threaded split
+                const auto x = random_vec(rows * n, -3.0f, 3.0f, 1 + n);
+                const auto w = random_vec(n, 0.5f, 1.5f, 2 + n);
+                std::vector<float> want(rows * n), got(rows * n);
+                ref::rms_norm(x.data(), w.data(), want.data(), rows, n, 1e-5f);
+                rms_norm({isa, threads}, x.data(), w.data(), got.data(), rows, n, 1e-5f);
+                expect_close(got, want, 1e-5f, 1e-6f,
+                             std::string(isa_name(isa)) + " n=" + std::to_string(n));
+                // In place (x and y alias).
+                std::vector<float> inplace = x;
+                rms_norm({isa, threads}, inplace.data(), w.data(), inplace.data(), rows, n, 1e-5f);
+                expect_close(inplace, want, 1e-5f, 1e-6f, "in place");
+            }
+        }
+    }
+}
+
+TEST(Ops, SwigluMatchesRef) {
+    for (Isa isa : supported_isas()) {
+        for (int64_t n_ff : {1, 15, 16, 33, 1536}) {
+            const int64_t rows = 13;
+            auto gu = random_vec(rows * 2 * n_ff, -12.0f, 12.0f, 3 + n_ff);
+            gu[0] = -100.0f;  // exp overflow side
+            gu[rows * 2 * n_ff - 1] = 100.0f;
+            std::vector<float> want(rows * n_ff), got(rows * n_ff);
+            ref::swiglu(gu.data(), want.data(), rows, n_ff);
+            swiglu({isa, 2}, gu.data(), got.data(), rows, n_ff);
+            expect_close(got, want, 1e-5f, 1e-6f,
+                         std::string(isa_name(isa)) + " n_ff=" + std::to_string(n_ff));
+        }
+    }
+}
+
+TEST(Ops, AddInplaceExact) {
+    for (Isa isa : supported_isas()) {
+        for (int64_t n : {0, 1, 17, 100003}) {
+            auto x = random_vec(n, -1.0f, 1.0f, 5);
+            const auto y = random_vec(n, -1.0f, 1.0f, 6);
+            std::vector<float> want = x;
+            for (int64_t i = 0; i < n; ++i) want[i] += y[i];
+            add_inplace({isa, 2}, x.data(), y.data(), n);
+            ASSERT_EQ(x, want) << isa_name(isa) << " n=" << n;
+        }
+    }
+}
+
+TEST(RopeTable, AnglesInDoubleAndFreqFactors) {
+    const int n_rot = 64;
+    const float theta = 10000.0f;
+    std::vector<float> factors(n_rot / 2, 1.0f);
+    factors[3] = 8.0f;
+    const RopeTable plain(8192, n_rot, theta);
+    const RopeTable scaled(8192, n_rot, theta, factors);
+    for (int32_t pos : {0, 1, 100, 8191}) {
+        for (int i : {0, 3, 31}) {
+            const double freq = std::pow(10000.0, -2.0 * i / n_rot);
+            EXPECT_FLOAT_EQ(plain.cos_row(pos)[i], static_cast<float>(std::cos(pos * freq)));
+            EXPECT_FLOAT_EQ(plain.sin_row(pos)[i], static_cast<float>(std::sin(pos * freq)));
+            const double f = i == 3 ? freq / 8.0 : freq;
+            EXPECT_FLOAT_EQ(scaled.sin_row(pos)[i], static_cast<float>(std::sin(pos * f)));
+        }
+    }
+}
+
+// Layout for the RoPE tests: rows of n_heads heads plus padding, so row_stride > n_heads * d.
+struct RopeCase {
+    int n_heads, head_dim, n_rot;
+};
+
+TEST(Ops, RopeMatchesRef) {
+    const RopeTable tables[] = {RopeTable(4096, 64, 10000.0f), RopeTable(4096, 32, 500000.0f),
+                                RopeTable(4096, 6, 10000.0f), RopeTable(4096, 128, 10000.0f)};
+    const RopeCase cases[] = {{9, 64, 64}, {3, 64, 32}, {2, 10, 6}, {4, 128, 128}};
+    for (Isa isa : supported_isas()) {
+        for (int c = 0; c < 4; ++c) {
+            const RopeCase& rc = cases[c];
+            for (RopeMode mode : {RopeMode::kNorm, RopeMode::kNeox}) {
+                const int64_t rows = 50;
+                const int64_t stride = static_cast<int64_t>(rc.n_heads) * rc.head_dim + 5;
+                const auto x0 = random_vec(rows * stride, -2.0f, 2.0f, 7 + c);
+                std::vector<int32_t> pos(rows);
+                std::mt19937 rng(c);
+                for (auto& p : pos) p = static_cast<int32_t>(rng() % 4096);
+                std::vector<float> want = x0, got = x0;
+                ref::rope(tables[c], mode, want.data(), pos.data(), rows, stride, rc.n_heads,
+                          rc.head_dim);
+                rope({isa, 2}, tables[c], mode, got.data(), pos.data(), rows, stride, rc.n_heads,
+                     rc.head_dim);
+                expect_close(got, want, 1e-5f, 1e-6f,
+                             std::string(isa_name(isa)) + " case " + std::to_string(c));
+                // Dims past n_rot and the row padding are untouched.
+                for (int64_t r = 0; r < rows; ++r) {
+                    for (int h = 0; h < rc.n_heads; ++h) {
+                        for (int d = rc.n_rot; d < rc.head_dim; ++d) {
+                            const int64_t i = r * stride + h * rc.head_dim + d;
+                            ASSERT_EQ(got[i], x0[i]);
+                        }
+                    }
+                    for (int64_t i = rc.n_heads * rc.head_dim; i < stride; ++i) {
+                        ASSERT_EQ(got[r * stride + i], x0[r * stride + i]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// kNorm on the converter's permuted layout equals kNeox (HF rotate_half) on the original one:
+// llama.cpp's convert_hf_to_gguf.py permutes Q/K rows so that original dims (i, i + d/2)
+// become adjacent (2i, 2i + 1).
+TEST(OpsRef, RopeNormIsNeoxOnPermutedDims) {
+    const int d = 64;
+    const RopeTable table(100, d, 10000.0f);
+    const auto orig = random_vec(d, -1.0f, 1.0f, 11);
+    std::vector<float> perm(d);
+    for (int i = 0; i < d / 2; ++i) {
+        perm[2 * i] = orig[i];
+        perm[2 * i + 1] = orig[i + d / 2];
+    }
+    std::vector<float> neox = orig;
+    const int32_t pos = 37;
+    ref::rope(table, RopeMode::kNeox, neox.data(), &pos, 1, d, 1, d);
+    ref::rope(table, RopeMode::kNorm, perm.data(), &pos, 1, d, 1, d);
+    for (int i = 0; i < d / 2; ++i) {
+        EXPECT_FLOAT_EQ(perm[2 * i], neox[i]);
+        EXPECT_FLOAT_EQ(perm[2 * i + 1], neox[i + d / 2]);
+    }
+    // Position 0 is the identity; rotations preserve each pair's norm.
+    std::vector<float> same = orig;
+    const int32_t zero = 0;
+    ref::rope(table, RopeMode::kNorm, same.data(), &zero, 1, d, 1, d);
+    EXPECT_EQ(same, orig);
+    for (int i = 0; i < d / 2; ++i) {
+        EXPECT_NEAR(std::hypot(neox[i], neox[i + d / 2]), std::hypot(orig[i], orig[i + d / 2]),
+                    1e-6f);
+    }
+}
+
+}  // namespace
+}  // namespace lazyllm::kernels

@@ -1,0 +1,155 @@
+// The default model (SmolLM2-135M-Instruct Q4_1) against HF transformers on the same GGUF
+// (tests/golden/logits_smollm2_135m_q4_1.json, made by scripts/golden_logits.py).
+//
+// Tolerances (docs/golden.md): transformers dequantizes the same Q4_1 blocks to fp32, so the fp32
+// path differs only by summation order and fp32 rounding: |logit diff| <= 5e-3 (1e-2 over the
+// 2,349-token prompt, where attention sums run longer), same top-1 everywhere, identical greedy
+// ids. The bf16 path rounds GEMM inputs to 8 mantissa bits: same top-1 wherever the reference's
+// top-1/top-2 gap exceeds 0.5, KL over the reference's top-20 below 0.02.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "model/llama_model.h"
+#include "runtime/session.h"
+#include "support/model_path.h"
+
+namespace lazyllm {
+namespace {
+
+nlohmann::json golden() {
+    std::ifstream in(std::string(LAZYLLM_TEST_GOLDEN_DIR) + "/logits_smollm2_135m_q4_1.json");
+    return nlohmann::json::parse(in);
+}
+
+std::unique_ptr<LlamaModel> load(const std::string& path, kernels::GemmPrecision precision) {
+    ModelLoadOptions o;
+    o.ctx.isa = kernels::isa_from_env().value();
+    o.ctx.n_threads = 2;
+    o.precision = precision;
+    auto m = LlamaModel::load(path, o);
+    EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
+    return m.ok() ? std::move(m).value() : nullptr;
+}
+
+// Logits of every checked position of one prompt, one forward over the whole prompt.
+std::map<int, std::vector<float>> checked_logits(const LlamaModel& m, const nlohmann::json& p) {
+    const ModelConfig& c = m.config();
+    const std::vector<int32_t> ids = p["ids"].get<std::vector<int32_t>>();
+    const int64_t n = static_cast<int64_t>(ids.size());
+    KvCache kv(c.n_layer, n, c.n_embd_kv());
+    ForwardScratch s;
+    std::vector<float> h(static_cast<size_t>(n) * c.n_embd);
+    std::vector<int32_t> pos(n);
+    std::iota(pos.begin(), pos.end(), 0);
+    EXPECT_TRUE(m.embed(ids.data(), n, h.data()).ok());
+    LayerRun run{h.data(), pos.data(), n, nullptr, n, 0, c.n_layer, nullptr};
+    m.forward_layers(run, kv, s);
+    std::map<int, std::vector<float>> out;
+    for (const auto& chk : p["checked"]) {
+        const int at = chk["pos"].get<int>();
+        std::vector<float> logits(c.n_vocab);
+        m.logits(h.data() + static_cast<size_t>(at) * c.n_embd, logits.data(), s);
+        out[at] = std::move(logits);
+    }
+    return out;
+}
+
+double logsumexp(const std::vector<float>& v) {
+    const double mx = *std::max_element(v.begin(), v.end());
+    double z = 0;
+    for (float x : v) z += std::exp(static_cast<double>(x) - mx);
+    return mx + std::log(z);
+}
+
+TEST(ModelGolden, F32LogitsMatchTransformers) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    auto m = load(path, kernels::GemmPrecision::kF32);
+    ASSERT_NE(m, nullptr);
+    const auto g = golden();
+    for (const auto& p : g["prompts"]) {
+        const double tol = p["n_tokens"].get<int>() > 1000 ? 1e-2 : 5e-3;
+        const auto got = checked_logits(*m, p);
+        double worst = 0;
+        for (const auto& chk : p["checked"]) {
+            const auto& logits = got.at(chk["pos"].get<int>());
+            const auto ids = chk["top_ids"].get<std::vector<int>>();
+            const auto want = chk["top_logits"].get<std::vector<double>>();
+            for (size_t k = 0; k < ids.size(); ++k) worst = std::max(worst, std::abs(logits[ids[k]] - want[k]));
+            EXPECT_EQ(std::max_element(logits.begin(), logits.end()) - logits.begin(), ids[0])
+                << p["name"] << " pos " << chk["pos"];
+            EXPECT_NEAR(logsumexp(logits), chk["logsumexp"].get<double>(), tol) << p["name"] << " pos " << chk["pos"];
+        }
+        EXPECT_LT(worst, tol) << p["name"] << ": max |logit - transformers| over the top-20";
+        std::printf("[%s] %d tokens: max |logit diff| %.2e\n", p["name"].get<std::string>().c_str(),
+                    p["n_tokens"].get<int>(), worst);
+    }
+}
+
+TEST(ModelGolden, Bf16AgreesOnTop1AndKl) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    if (!kernels::detect_cpu_features().avx512bf16) GTEST_SKIP() << "no bf16 GEMM on this CPU";
+    auto m = load(path, kernels::GemmPrecision::kBf16);
+    ASSERT_NE(m, nullptr);
+    ASSERT_TRUE(m->gemm_bf16());
+    const auto g = golden();
+    for (const auto& p : g["prompts"]) {
+        const auto got = checked_logits(*m, p);
+        double worst_kl = 0;
+        for (const auto& chk : p["checked"]) {
+            const auto& logits = got.at(chk["pos"].get<int>());
+            const auto ids = chk["top_ids"].get<std::vector<int>>();
+            const auto want = chk["top_logits"].get<std::vector<double>>();
+            const double lse_ref = chk["logsumexp"].get<double>();
+            const double lse = logsumexp(logits);
+            double kl = 0;  // KL(ref || ours) restricted to the reference's top-20
+            for (size_t k = 0; k < ids.size(); ++k) {
+                const double lp_ref = want[k] - lse_ref, lp = logits[ids[k]] - lse;
+                kl += std::exp(lp_ref) * (lp_ref - lp);
+            }
+            worst_kl = std::max(worst_kl, kl);
+            if (want[0] - want[1] > 0.5) {
+                EXPECT_EQ(std::max_element(logits.begin(), logits.end()) - logits.begin(), ids[0])
+                    << p["name"] << " pos " << chk["pos"];
+            }
+        }
+        EXPECT_LT(worst_kl, 0.02) << p["name"];
+        std::printf("[%s] bf16: max top-20 KL %.2e\n", p["name"].get<std::string>().c_str(), worst_kl);
+    }
+}
+
+TEST(ModelGolden, GreedyContinuationsMatchTransformers) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    auto m = load(path, kernels::GemmPrecision::kF32);
+    ASSERT_NE(m, nullptr);
+    const auto g = golden();
+    int checked = 0;
+    for (const auto& p : g["prompts"]) {
+        if (!p.contains("greedy") || p["greedy"].is_null()) continue;
+        const auto ids = p["ids"].get<std::vector<int32_t>>();
+        const auto want = p["greedy"]["ids"].get<std::vector<int32_t>>();
+        SessionOptions so;
+        so.n_ctx = static_cast<int64_t>(ids.size() + want.size() + 1);
+        auto s = Session::create(*m, so).value();
+        std::vector<float> logits(m->config().n_vocab);
+        ASSERT_TRUE(s.step(ids, logits.data()).ok());
+        std::vector<int32_t> got;
+        for (size_t i = 0; i < want.size(); ++i) {
+            const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            got.push_back(next);
+            if (i + 1 < want.size()) {
+                ASSERT_TRUE(s.step(std::span<const int32_t>(&next, 1), logits.data()).ok());
+            }
+        }
+        EXPECT_EQ(got, want) << p["name"];
+        ++checked;
+    }
+    EXPECT_GE(checked, 4);
+}
+
+}  // namespace
+}  // namespace lazyllm

@@ -1,0 +1,349 @@
+// The step routine (design.md 1.3) on tiny random models: keep fractions of 1.0 are the full
+// path bit for bit; the invariants hold over randomized schedules and multi-step generations;
+// a hand-worked case is checked set by set against a test-side model of the rules; and the
+// baseline policies (static, random, gemfilter) show their defining behaviour.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "model/llama_model.h"
+#include "prune/schedule.h"
+#include "runtime/session.h"
+#include "support/tiny_model.h"
+
+namespace lazyllm {
+namespace {
+
+std::unique_ptr<LlamaModel> tiny_model(int n_layer, const std::string& tag, uint64_t seed = 5) {
+    testing::TinyModelSpec spec;
+    spec.n_layer = n_layer;
+    spec.seed = seed;
+    spec.weight_scale = 0.2f;  // peaky attention, so scores differ clearly
+    const std::string path = ::testing::TempDir() + "lazyllm_session_" + tag + ".gguf";
+    EXPECT_TRUE(testing::write_tiny_model(spec, path).ok());
+    ModelLoadOptions o;
+    o.ctx.isa = kernels::isa_from_env().value();
+    o.ctx.n_threads = 2;
+    o.precision = kernels::GemmPrecision::kF32;
+    auto m = LlamaModel::load(path, o);
+    EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
+    return m.ok() ? std::move(m).value() : nullptr;
+}
+
+std::vector<int32_t> ids_for(int n, int n_vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> ids(n);
+    for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+    return ids;
+}
+
+int32_t argmax(const std::vector<float>& v) {
+    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// Prefill then greedy decode steps; returns every step's logits.
+std::vector<std::vector<float>> run_steps(Session& s, const std::vector<int32_t>& prompt, int n_decode,
+                                          int n_vocab) {
+    std::vector<std::vector<float>> out;
+    std::vector<float> logits(n_vocab);
+    EXPECT_TRUE(s.step(prompt, logits.data()).ok());
+    out.push_back(logits);
+    for (int i = 0; i < n_decode; ++i) {
+        const int32_t next = argmax(logits);
+        auto st = s.step(std::span<const int32_t>(&next, 1), logits.data());
+        EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message());
+        out.push_back(logits);
+    }
+    return out;
+}
+
+SessionOptions lazy_options(std::vector<int> layers, std::vector<float> keep, bool prune_decode = true) {
+    SessionOptions o;
+    o.n_ctx = 128;
+    o.policy = prune::Policy::kLazy;
+    o.schedule.boundaries = std::move(layers);
+    o.schedule.keep = std::move(keep);
+    o.schedule.prune_decode = prune_decode;
+    o.check_invariants = true;
+    return o;
+}
+
+TEST(SessionTest, KeepOneIsBitIdenticalToFull) {
+    auto model = tiny_model(6, "keep1");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    const auto prompt = ids_for(33, V, 1);
+    SessionOptions full;
+    full.n_ctx = 128;
+    auto a = Session::create(*model, full).value();
+    auto b = Session::create(*model, lazy_options({2, 4}, {1.0f, 1.0f})).value();
+    const auto la = run_steps(a, prompt, 5, V);
+    const auto lb = run_steps(b, prompt, 5, V);
+    ASSERT_EQ(la.size(), lb.size());
+    for (size_t i = 0; i < la.size(); ++i) {
+        ASSERT_EQ(0, std::memcmp(la[i].data(), lb[i].data(), la[i].size() * sizeof(float))) << "step " << i;
+    }
+    const int64_t n = a.n_past();
+    const int64_t row = model->config().n_embd_kv();
+    for (int il = 0; il < model->config().n_layer; ++il) {
+        ASSERT_EQ(0, std::memcmp(a.kv().k(il), b.kv().k(il), static_cast<size_t>(n * row) * sizeof(float)));
+        ASSERT_EQ(0, std::memcmp(a.kv().v(il), b.kv().v(il), static_cast<size_t>(n * row) * sizeof(float)));
+    }
+    EXPECT_DOUBLE_EQ(b.prompt_fraction_computed(), 1.0);
+}
+
+// Randomized schedules and generations with check_invariants on (a broken invariant aborts):
+// {t in S : d_t <= l} == live at each stage, Aux slot for every 0 < d_t < L, current token in S,
+// no (token, layer) pair computed twice; and total work never above full.
+TEST(SessionTest, InvariantsHoldOverRandomSchedules) {
+    auto model = tiny_model(8, "random_sched");
+    ASSERT_NE(model, nullptr);
+    const int L = model->config().n_layer;
+    const int V = model->config().n_vocab;
+    std::mt19937 rng(42);
+    for (int trial = 0; trial < 40; ++trial) {
+        const int n_bounds = 1 + static_cast<int>(rng() % 4);
+        std::set<int> layer_set;
+        while (static_cast<int>(layer_set.size()) < n_bounds) layer_set.insert(1 + static_cast<int>(rng() % (L - 1)));
+        std::vector<int> layers(layer_set.begin(), layer_set.end());
+        std::vector<float> keep;
+        float k = 1.0f;
+        for (int j = 0; j < n_bounds; ++j) {
+            k *= 0.3f + 0.7f * static_cast<float>(rng() % 1000) / 1000.0f;
+            keep.push_back(std::max(k, 0.01f));
+        }
+        auto opts = lazy_options(layers, keep, rng() % 3 != 0);
+        opts.schedule.keep_first = static_cast<int>(rng() % 3);
+        auto s = Session::create(*model, opts).value();
+        const int n_prompt = 2 + static_cast<int>(rng() % 50);
+        const int n_decode = 1 + static_cast<int>(rng() % 8);
+        run_steps(s, ids_for(n_prompt, V, trial), n_decode, V);
+        const int64_t n_total = n_prompt + n_decode;
+        EXPECT_LE(s.total_token_layers(), n_total * L);
+        for (int64_t t = 0; t < n_total; ++t) {
+            EXPECT_GE(s.depth()[t], 0);
+            EXPECT_LE(s.depth()[t], L);
+        }
+        EXPECT_EQ(s.depth()[n_total - 1], L) << "the current token reaches the last layer";
+        EXPECT_LE(s.prompt_fraction_computed(), 1.0);
+    }
+}
+
+// A test-side model of the rules (design.md 1.2-1.3), fed with the engine's scores, predicts
+// every boundary's kept set and live set and the final depths.
+struct RuleModel {
+    int L;
+    std::vector<int> bounds;
+    std::vector<float> keep;
+    std::vector<int> depth;
+
+    std::vector<int32_t> top(const std::vector<int32_t>& S, const std::vector<float>& scores, float k,
+                             int64_t n_total) const {
+        int64_t n_keep = static_cast<int64_t>(std::ceil(static_cast<double>(k) * static_cast<double>(n_total)));
+        n_keep = std::clamp<int64_t>(n_keep, 1, static_cast<int64_t>(S.size()));
+        std::vector<size_t> order(S.size());
+        std::iota(order.begin(), order.end(), 0);
+        const int32_t last = static_cast<int32_t>(n_total - 1);
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+            const bool la = S[a] == last, lb = S[b] == last;
+            if (la != lb) return la;
+            return scores[a] > scores[b];  // stable: lower position first on ties
+        });
+        std::vector<int32_t> kept;
+        for (int64_t i = 0; i < n_keep; ++i) kept.push_back(S[order[static_cast<size_t>(i)]]);
+        std::sort(kept.begin(), kept.end());
+        return kept;
+    }
+};
+
+TEST(SessionTest, HandWorkedPrefillAndTwoDecodeSteps) {
+    auto model = tiny_model(6, "hand");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    std::vector<BoundaryTrace> traces;
+    auto opts = lazy_options({2, 4}, {0.7f, 0.5f});
+    opts.on_boundary = [&](const BoundaryTrace& t) { traces.push_back(t); };
+    auto s = Session::create(*model, opts).value();
+    RuleModel rm{6, {2, 4}, {0.7f, 0.5f}, std::vector<int>(16, 0)};
+    std::vector<float> logits(V);
+    size_t bi = 0;  // next trace to check
+
+    auto check_step = [&](int64_t step, int64_t n_total, std::vector<int32_t> live,
+                          const std::vector<int>& expect_rows, const StepStats& st) {
+        // live: tokens of this step (prefill: all; decode: the new one)
+        for (int32_t t : live) rm.depth[t] = 0;
+        std::vector<int32_t> S(n_total);
+        std::iota(S.begin(), S.end(), 0);
+        int start = 0;
+        std::vector<int> rows(6, 0);
+        for (size_t j = 0; j <= rm.bounds.size(); ++j) {
+            const int end = j < rm.bounds.size() ? rm.bounds[j] : rm.L;
+            if (j > 0) {
+                const BoundaryTrace& tr = traces.at(bi++);
+                ASSERT_EQ(tr.step, step);
+                ASSERT_EQ(tr.layer, start);
+                ASSERT_EQ(tr.S, S) << "candidate set at layer " << start;
+                const auto kept = rm.top(S, tr.scores, rm.keep[j - 1], n_total);
+                ASSERT_EQ(tr.kept, kept) << "kept set at layer " << start;
+                std::vector<int32_t> next_live;
+                int64_t revived = 0;
+                for (int32_t t : kept) {
+                    if (rm.depth[t] == start) {
+                        next_live.push_back(t);
+                        if (std::find(live.begin(), live.end(), t) == live.end()) ++revived;
+                    }
+                }
+                ASSERT_EQ(tr.live, next_live) << "live set at layer " << start;
+                ASSERT_EQ(tr.revived, revived);
+                S = kept;
+                live = next_live;
+            }
+            for (int32_t t : live) rm.depth[t] = end;
+            for (int l = start; l < end; ++l) rows[l] = static_cast<int>(live.size());
+            start = end;
+        }
+        EXPECT_EQ(std::vector<int32_t>(rows.begin(), rows.end()), st.rows_per_layer);
+        if (!expect_rows.empty()) {
+            EXPECT_EQ(rows, expect_rows);
+        }
+        for (int64_t t = 0; t < n_total; ++t) EXPECT_EQ(s.depth()[t], rm.depth[t]) << "depth of token " << t;
+    };
+
+    const auto prompt = ids_for(10, V, 9);
+    auto st0 = s.step(prompt, logits.data()).value();
+    std::vector<int32_t> all(10);
+    std::iota(all.begin(), all.end(), 0);
+    // 10 tokens; keep ceil(0.7*10) = 7 after layer 2 and ceil(0.5*10) = 5 after layer 4.
+    check_step(0, 10, all, {10, 10, 7, 7, 5, 5}, st0);
+    EXPECT_EQ(st0.token_layers, 44);  // design.md's worked example: 44 of 60
+
+    for (int step = 1; step <= 2; ++step) {
+        const int32_t next = argmax(logits);
+        auto st = s.step(std::span<const int32_t>(&next, 1), logits.data()).value();
+        // 11 then 12 tokens: keep ceil(0.7 n) then ceil(0.5 n); rows depend on revivals.
+        check_step(step, 10 + step, {static_cast<int32_t>(9 + step)}, {}, st);
+        EXPECT_EQ(st.rows_per_layer[0], 1);
+        EXPECT_EQ(st.rows_per_layer[1], 1);
+    }
+    EXPECT_EQ(traces.size(), 6u);
+}
+
+TEST(SessionTest, DecodeOffRevivesEverythingOnce) {
+    auto model = tiny_model(6, "decode_off");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    auto s = Session::create(*model, lazy_options({2, 4}, {0.5f, 0.25f}, /*prune_decode=*/false)).value();
+    run_steps(s, ids_for(20, V, 4), 1, V);
+    // After the first decode step with no pruning every deferred token has resumed to the end.
+    for (int64_t t = 0; t < s.n_past(); ++t) EXPECT_EQ(s.depth()[t], 6) << t;
+    EXPECT_DOUBLE_EQ(s.prompt_fraction_computed(), 1.0);
+    EXPECT_EQ(s.total_token_layers(), 21 * 6) << "each (token, layer) pair exactly once";
+}
+
+TEST(SessionTest, StaticPrunesOnceAndNeverRevives) {
+    auto model = tiny_model(6, "static");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    SessionOptions o = lazy_options({2}, {0.5f});
+    o.policy = prune::Policy::kStatic;
+    std::vector<BoundaryTrace> traces;
+    o.on_boundary = [&](const BoundaryTrace& t) { traces.push_back(t); };
+    auto s = Session::create(*model, o).value();
+    run_steps(s, ids_for(16, V, 2), 4, V);
+    ASSERT_EQ(traces.size(), 5u);
+    const auto& pre = traces[0];
+    std::vector<int32_t> pruned;
+    std::set_difference(pre.S.begin(), pre.S.end(), pre.kept.begin(), pre.kept.end(), std::back_inserter(pruned));
+    EXPECT_EQ(pruned.size(), 8u);
+    for (size_t i = 1; i < traces.size(); ++i) {
+        EXPECT_TRUE(traces[i].scores.empty()) << "no re-scoring after prefill";
+        EXPECT_EQ(traces[i].revived, 0);
+        for (int32_t t : pruned) {
+            EXPECT_FALSE(std::binary_search(traces[i].kept.begin(), traces[i].kept.end(), t)) << "token " << t << " came back";
+        }
+    }
+    for (int32_t t : pruned) EXPECT_EQ(s.depth()[t], 2);
+}
+
+TEST(SessionTest, RandomDropsSeededTokensBeforeInference) {
+    auto model = tiny_model(4, "random");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    auto dropped = [&](uint64_t seed) {
+        SessionOptions o = lazy_options({1}, {0.5f});
+        o.policy = prune::Policy::kRandom;
+        o.seed = seed;
+        auto s = Session::create(*model, o).value();
+        run_steps(s, ids_for(30, V, 3), 3, V);
+        std::vector<int32_t> d;
+        for (int32_t t = 0; t < 30; ++t) {
+            if (s.depth()[t] == 0) d.push_back(t);
+            else EXPECT_EQ(s.depth()[t], 4);
+        }
+        EXPECT_DOUBLE_EQ(s.prompt_fraction_computed(), 15.0 / 30.0);
+        return d;
+    };
+    const auto a = dropped(1), b = dropped(1), c = dropped(2);
+    EXPECT_EQ(a.size(), 15u);
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, c);
+    EXPECT_FALSE(std::binary_search(a.begin(), a.end(), 29)) << "the last token is never dropped";
+}
+
+TEST(SessionTest, GemFilterRunsTheWholeModelOnKeptTokens) {
+    auto model = tiny_model(6, "gemfilter");
+    ASSERT_NE(model, nullptr);
+    const ModelConfig& c = model->config();
+    SessionOptions o = lazy_options({2}, {0.5f});
+    o.policy = prune::Policy::kGemFilter;
+    auto s = Session::create(*model, o).value();
+    const auto prompt = ids_for(24, c.n_vocab, 8);
+    std::vector<float> logits(c.n_vocab);
+    auto st = s.step(prompt, logits.data()).value();
+    std::vector<int32_t> kept;
+    for (int32_t t = 0; t < 24; ++t) {
+        if (s.depth()[t] == 6) kept.push_back(t);
+        else EXPECT_EQ(s.depth()[t], 2);
+    }
+    ASSERT_EQ(kept.size(), 12u);
+    EXPECT_EQ(st.rows_per_layer, (std::vector<int32_t>{36, 36, 12, 12, 12, 12}));
+    // Same logits as running the model on the kept tokens alone at their original positions.
+    std::vector<int32_t> kept_ids;
+    for (int32_t t : kept) kept_ids.push_back(prompt[t]);
+    KvCache kv(c.n_layer, 32, c.n_embd_kv());
+    ForwardScratch scratch;
+    std::vector<float> h(kept.size() * static_cast<size_t>(c.n_embd)), want(c.n_vocab);
+    ASSERT_TRUE(model->embed(kept_ids.data(), static_cast<int64_t>(kept.size()), h.data()).ok());
+    LayerRun run{h.data(), kept.data(), static_cast<int64_t>(kept.size()), kept.data(),
+                 static_cast<int64_t>(kept.size()), 0, c.n_layer, nullptr};
+    model->forward_layers(run, kv, scratch);
+    model->logits(h.data() + (kept.size() - 1) * c.n_embd, want.data(), scratch);
+    EXPECT_EQ(0, std::memcmp(want.data(), logits.data(), want.size() * sizeof(float)));
+}
+
+TEST(SessionTest, ErrorsAreClear) {
+    auto model = tiny_model(4, "errors");
+    ASSERT_NE(model, nullptr);
+    SessionOptions bad = lazy_options({3, 2}, {0.5f, 0.2f});
+    auto r = Session::create(*model, bad);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("boundary"), std::string::npos);
+    SessionOptions big;
+    big.n_ctx = 1 << 20;
+    EXPECT_FALSE(Session::create(*model, big).ok());
+    SessionOptions small;
+    small.n_ctx = 8;
+    auto s = Session::create(*model, small).value();
+    std::vector<float> logits(model->config().n_vocab);
+    auto over = s.step(ids_for(9, model->config().n_vocab, 1), logits.data());
+    ASSERT_FALSE(over.ok());
+    EXPECT_NE(over.error().message().find("context"), std::string::npos);
+    EXPECT_FALSE(s.step({}, logits.data()).ok());
+}
+
+}  // namespace
+}  // namespace lazyllm
