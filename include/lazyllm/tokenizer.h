@@ -32,9 +32,9 @@ public:
     std::string_view pre() const;         // tokenizer.ggml.pre, or "" when absent
     int32_t n_vocab() const;
 
-    // Encodes text. With parse_special, control/user-defined token texts in `text` become their
-    // ids; otherwise they are encoded as plain text. add_bos follows tokenizer.ggml.add_bos_token
-    // when unset.
+    // Encodes text. With parse_special, control token texts in `text` become their ids;
+    // otherwise they are encoded as plain text. User-defined tokens are always matched (as HF
+    // added tokens and llama.cpp do). add_bos follows tokenizer.ggml.add_bos_token when unset.
     std::vector<TokenId> encode(std::string_view text, bool parse_special = false,
                                 std::optional<bool> add_bos = std::nullopt) const;
     // Bytes of one token as it appears in the output (byte tokens give their single byte, which
@@ -58,7 +58,8 @@ private:
 };
 
 // Streams token pieces to text that is always whole UTF-8: bytes of an unfinished sequence are
-// held back until it completes (or flushed as U+FFFD when it cannot).
+// held back until it completes (or flushed as U+FFFD when it cannot). Unlike decode(), it keeps
+// SentencePiece's leading space, since a stream continues earlier text.
 class StreamDecoder {
 public:
     explicit StreamDecoder(const Tokenizer& tok) : tok_(&tok) {}

@@ -45,6 +45,10 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
     Timer timer;
     std::unique_ptr<LlamaModel> m(new LlamaModel());
     m->opts_ = opts;
+    // The fp32 path is fp32 end to end: AMX kernels (bf16 attention tiles) are left out.
+    if (opts.precision == kernels::GemmPrecision::kF32 && m->opts_.ctx.isa == kernels::Isa::kAmx) {
+        m->opts_.ctx.isa = kernels::Isa::kAvx512;
+    }
     {
         auto g = GgufFile::open(path);
         if (!g.ok()) return g.error();

@@ -31,6 +31,8 @@ struct RunArgs {
     bool profile = false;
     bool truncate_middle = false;
     bool compare = false;
+    CLI::Option* prompt_opt = nullptr;
+    CLI::Option* file_opt = nullptr;
 };
 
 double resident_mib() {
@@ -127,7 +129,7 @@ int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& i
 }
 
 int run_run(RunArgs& a) {
-    if (a.prompt.empty() == a.file.empty()) {
+    if ((a.prompt_opt->count() > 0) == (a.file_opt->count() > 0)) {
         return report(Error(ErrorCode::kInvalidArgument, "give exactly one of -p TEXT or -f FILE"));
     }
     std::string text = a.prompt;
@@ -229,8 +231,8 @@ int run_run(RunArgs& a) {
 Runner add_run(CLI::App& app) {
     auto a = std::make_shared<RunArgs>();
     add_engine_flags(app, a->engine);
-    app.add_option("-p,--prompt", a->prompt, "Prompt text");
-    app.add_option("-f,--file", a->file, "Read the prompt from a file");
+    a->prompt_opt = app.add_option("-p,--prompt", a->prompt, "Prompt text");
+    a->file_opt = app.add_option("-f,--file", a->file, "Read the prompt from a file");
     app.add_flag("--chat", a->chat, "Wrap the prompt in the model's chat template as a user message");
     app.add_option("--system", a->system, "System message (with --chat)");
     app.add_option("-n,--n-predict", a->n_predict, "Maximum new tokens (default 256)");

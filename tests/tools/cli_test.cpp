@@ -1,0 +1,144 @@
+// The `lazyllm` binary on bad input: clear messages naming the thing at fault, exit code 2 for
+// usage errors and 1 for bad files; never a crash. Uses tiny GGUF models (no network).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "support/model_path.h"
+#include "support/tiny_model.h"
+
+namespace {
+
+struct CliRun {
+    int rc = -1;
+    std::string out;  // stdout and stderr together
+};
+
+CliRun run(const std::string& args) {
+    CliRun r;
+    const std::string cmd = std::string(LAZYLLM_CLI) + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return r;
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    const int status = pclose(p);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+std::string tiny_model_file() {
+    static const std::string path = [] {
+        const std::string p = ::testing::TempDir() + "lazyllm_cli_tiny.gguf";
+        lazyllm::testing::TinyModelSpec spec;
+        spec.n_ctx = 64;
+        EXPECT_TRUE(lazyllm::testing::write_tiny_model(spec, p).ok());
+        return p;
+    }();
+    return path;
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+TEST(CliTest, HelpListsSubcommands) {
+    const CliRun r = run("--help");
+    EXPECT_EQ(r.rc, 0);
+    for (const char* sub : {"info", "tokenize", "run"}) EXPECT_TRUE(contains(r.out, sub)) << sub;
+}
+
+TEST(CliTest, UnknownFlagIsAUsageError) {
+    const CliRun r = run("run --no-such-flag");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "--no-such-flag")) << r.out;
+}
+
+TEST(CliTest, MissingModelFileIsNamed) {
+    const CliRun r = run("run -m /nonexistent/x.gguf -p hi");
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_TRUE(contains(r.out, "/nonexistent/x.gguf")) << r.out;
+}
+
+TEST(CliTest, EmptyPromptAndZeroTokensAreUsageErrors) {
+    const std::string m = tiny_model_file();
+    CliRun r = run("run -m " + m + " -p ''");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "empty")) << r.out;
+    r = run("run -m " + m + " -p hello -n 0");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "-n")) << r.out;
+    r = run("run -m " + m + " -p hello --top-p 1.5");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "top_p")) << r.out;
+    r = run("run -m " + m + " -p hello --lazy-layers 3,1 --lazy-keep 0.5,0.2");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    r = run("run -m " + m);
+    EXPECT_EQ(r.rc, 2) << r.out;
+}
+
+TEST(CliTest, PromptOverTheContextIsRefusedOrTruncatedOnRequest) {
+    const std::string m = tiny_model_file();
+    const std::string prompt_file = ::testing::TempDir() + "lazyllm_cli_long.txt";
+    {
+        std::ofstream f(prompt_file);
+        for (int i = 0; i < 200; ++i) f << "the quick brown fox ";
+    }
+    CliRun r = run("run -m " + m + " -f " + prompt_file + " -n 4");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "context")) << r.out;
+    r = run("run -m " + m + " -f " + prompt_file + " -n 4 --truncate-middle --json");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "truncated in the middle")) << r.out;
+    EXPECT_TRUE(contains(r.out, "\"n_prompt\": 60")) << r.out;
+}
+
+TEST(CliTest, RunJsonCarriesTheMetrics) {
+    const std::string m = tiny_model_file();
+    const CliRun r = run("run -m " + m + " -p 'hello world, hello world' -n 3 --ignore-eos --lazy "
+                      "--lazy-layers 1 --lazy-keep 0.5 --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    for (const char* key : {"\"ttft_ms\"", "\"pct_computed\"", "\"prefill_rows_per_layer\"",
+                            "\"revivals_per_step\"", "\"n_gen\": 3", "\"policy\": \"lazy\""}) {
+        EXPECT_TRUE(contains(r.out, key)) << key << "\n" << r.out;
+    }
+}
+
+TEST(CliTest, HostileModelFileGivesAnErrorNotACrash) {
+    const std::string m = tiny_model_file();
+    std::ifstream in(m, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string bad = ::testing::TempDir() + "lazyllm_cli_truncated.gguf";
+    {
+        std::ofstream out(bad, std::ios::binary);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+    }
+    for (const char* sub : {"info", "run -p hi -m"}) {
+        const CliRun r = run(std::string(sub) + " " + bad);
+        EXPECT_EQ(r.rc, 1) << sub << ": " << r.out;
+        EXPECT_TRUE(contains(r.out, "error")) << r.out;
+    }
+}
+
+TEST(CliTest, InfoAndTokenizeOnTinyModel) {
+    const std::string m = tiny_model_file();
+    CliRun r = run("info " + m + " --tensors");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "blk.0.attn_q.weight")) << r.out;
+    EXPECT_TRUE(contains(r.out, "layers")) << r.out;
+    r = run("tokenize " + m + " 'hello'");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "[")) << r.out;
+}
+
+TEST(ModelCliTest, DefaultModelAnswers) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    const CliRun r = run("run -m " + path + " --chat -p 'What is the capital of France?' -n 12");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "Paris")) << r.out;
+    EXPECT_TRUE(contains(r.out, "TTFT")) << r.out;
+}
+
+}  // namespace
