@@ -6,7 +6,9 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <oneapi/dnnl/dnnl.hpp>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 #include "kernels/cpu.h"
@@ -82,6 +84,41 @@ BENCHMARK(BM_LinearF32)
     ->ArgNames({"m", "n_in", "n_out"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+
+// Raw oneDNN bf16 matmul (bf16 activations already in memory, packed weights, f32 output):
+// the peak PackedLinear is measured against, in the same run and machine state.
+void BM_OneDnnRawBf16(benchmark::State& state) {
+    using dnnl::memory;
+    using Dt = memory::data_type;
+    using Tag = memory::format_tag;
+    const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    dnnl::stream strm(eng);
+    const memory::desc src_md({m, k}, Dt::bf16, Tag::ab);
+    const memory::desc dst_md({m, n}, Dt::f32, Tag::ab);
+    const dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(src_md, memory::desc({k, n}, Dt::bf16, Tag::any), dst_md), eng);
+    memory src(src_md, eng), wei(pd.weights_desc(), eng), dst(dst_md, eng);
+    // Random bf16 data (AMX power and clocks depend on the data; zeros would flatter it).
+    const auto x = random_vec(m * k, 2);
+    detail::convert_rows_to_bf16_ref(x.data(), m, k, k,
+                                     static_cast<uint16_t*>(src.get_data_handle()), k);
+    const auto w = random_vec(k * n, 1);
+    memory w_user(memory::desc({k, n}, Dt::f32, Tag::ab), eng, const_cast<float*>(w.data()));
+    dnnl::reorder(w_user, wei).execute(strm, w_user, wei);
+    const dnnl::matmul prim(pd);
+    const std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+    prim.execute(strm, args);
+    for (auto _ : state) {
+        prim.execute(strm, args);
+        strm.wait();
+    }
+    state.counters["GFLOPS"] =
+        benchmark::Counter(2.0 * m * k * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(pd.impl_info_str());
+}
+BENCHMARK(BM_OneDnnRawBf16)->Apply(model_shapes);
 
 // The fp32 -> bf16 activation conversion PackedLinear does before each bf16 GEMM.
 void BM_ConvertBf16(benchmark::State& state) {

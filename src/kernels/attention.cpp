@@ -4,7 +4,8 @@
 // Paths by ctx.isa:
 // - kAmx: bf16 AMX tiles (attention_amx.cpp) when the call has enough queries to pay for the
 //   one-off bf16 packing of K and V (prefill), else the AVX-512 fp32 kernel;
-// - kAvx512: the fp32 tile kernel (attention_avx512.cpp);
+// - kAvx512: the fp32 kernels (attention_avx512.cpp): queries in lanes for full tiles, keys
+//   in lanes for tiles with few real lanes (decode);
 // - kAvx2 / kRef, or a head_dim without a kernel: the reference, parallel over query rows.
 // Keys visible to a query are a prefix of the (sorted) key set, so each tile only scans keys
 // below its largest visible count: the causal half of the work, never the masked half.
@@ -12,11 +13,8 @@
 // (flash-decoding), so both threads work on a single query.
 #include "kernels/attention.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "base/check.h"
@@ -89,16 +87,6 @@ AttnTile make_tile(const AttentionArgs& a, const std::vector<int64_t>& n_vis, in
     return t;
 }
 
-// out = o / l for the tile's real lanes (zeros where no key was visible).
-void finalize(const AttentionArgs& a, const AttnTile& t, const AttnState& st) {
-    const int d = a.head_dim;
-    for (int lane = 0; lane < t.n_lanes; ++lane) {
-        float* out = a.out + t.row[lane] * a.out_stride + static_cast<int64_t>(t.head[lane]) * d;
-        const float inv = st.l[lane] > 0.0f ? 1.0f / st.l[lane] : 0.0f;
-        for (int c = 0; c < d; ++c) out[c] = st.o[c * kAttnLanes + lane] * inv;
-    }
-}
-
 // Merges key-split partial states into `dst` (FlashDecoding's log-sum-exp combination).
 void merge_states(const AttnState* parts, int n_parts, int head_dim, AttnState& dst) {
     for (int lane = 0; lane < kAttnLanes; ++lane) {
@@ -157,7 +145,7 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, TileFn&& tile_f
                     std::fill(st.l, st.l + kAttnLanes, 0.0f);
                     std::fill(o_buf, o_buf + d * kAttnLanes, 0.0f);
                 }
-                finalize(a, t, st);
+                detail::attention_finalize_avx512(a, t, st);
             }
         }
         return;
@@ -196,9 +184,9 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, TileFn&& tile_f
             AttnState merged;
             merged.o = o_buf;
             merge_states(parts.data() + task * n_split, static_cast<int>(n_split), d, merged);
-            finalize(a,
-                     make_tile(a, n_vis, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv),
-                     merged);
+            const AttnTile t =
+                make_tile(a, n_vis, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv);
+            detail::attention_finalize_avx512(a, t, merged);
         }
     }
 }
@@ -217,9 +205,14 @@ void attention(const KernelContext& ctx, const AttentionArgs& a) {
     const int group = a.n_head / a.n_head_kv;
     if (ctx.isa == Isa::kAmx && a.n_q * group >= kAmxMinQueryVectors &&
         detail::amx_attention_usable(a)) {
-        detail::AmxPackedKv packed;
-        detail::amx_pack_kv(ctx, a, packed);
-        run_tiles(ctx, a, [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
+        // Per calling thread and grow-only: a prefill runs this once per layer, and a fresh
+        // zero-filled copy of K and V each time costs page faults and a memset.
+        thread_local detail::AmxPackedKv packed_for_thread;
+        // A named reference: inside the lambda, the worker threads must see this thread's
+        // copy, not their own thread_local instance.
+        const detail::AmxPackedKv& packed = packed_for_thread;
+        detail::amx_pack_kv(ctx, a, packed_for_thread);
+        run_tiles(ctx, a, [&packed, &a](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
             detail::attention_tile_amx(a, packed, t, j0, j1, st);
         });
         return;
@@ -241,11 +234,26 @@ void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a
     std::fill(scores, scores + a.n_kv, 0.0f);
     if (n_vis == 0) return;
     const int group = a.n_head / a.n_head_kv;
-    std::vector<float> logits(n_vis);  // [n_vis] one head's logits (boundary layers only)
-    for (int h = 0; h < a.n_head; ++h) {
-        detail::head_logits_avx512(a, q_row + static_cast<int64_t>(h) * a.head_dim, h / group,
-                                   n_vis, logits.data());
-        detail::softmax_accumulate_avx512(logits.data(), n_vis, 1.0f / a.n_head, scores);
+    const int64_t d = a.head_dim;
+    std::vector<float> probs(a.n_head * n_vis);  // [n_head, n_vis] (boundary layers only)
+    const int64_t chunk = 1024;
+    const float n_heads = static_cast<float>(a.n_head);
+#pragma omp parallel num_threads(std::max(1, ctx.n_threads))
+    {
+#pragma omp for schedule(dynamic, 1)
+        for (int h = 0; h < a.n_head; ++h) {
+            detail::head_probs_avx512(a, q_row + h * d, h / group, n_vis, probs.data() + h * n_vis);
+        }
+        // Same order as the reference: sum over heads, then divide.
+#pragma omp for schedule(static)
+        for (int64_t j0 = 0; j0 < n_vis; j0 += chunk) {
+            const int64_t j1 = std::min(n_vis, j0 + chunk);
+            for (int h = 0; h < a.n_head; ++h) {
+                const float* p = probs.data() + h * n_vis;
+                for (int64_t j = j0; j < j1; ++j) scores[j] += p[j];
+            }
+            for (int64_t j = j0; j < j1; ++j) scores[j] /= n_heads;
+        }
     }
 }
 

@@ -99,9 +99,24 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
     const __m512i q_pos = _mm512_loadu_si512(t.pos);
     const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
     const uint16_t* k_head = packed.k.data() + t.kv_head * packed.n_kv_pad * D;
+    // V^T blocks of 32 keys: [D][32] each, contiguous (64-byte rows: a strided [D][n_kv]
+    // layout would put all 16 rows of a tile load in one L1 set at 4 KiB strides).
     const uint16_t* vt_head =
         packed.vt.data() + static_cast<int64_t>(t.kv_head) * D * packed.n_kv_pad;
-    const int64_t vt_stride = packed.n_kv_pad * 2;  // bytes
+
+    // S^T for the block at j0 into tmm4 (keys j0..j0+15) and tmm5 (keys j0+16..j0+31).
+    auto issue_qk = [&](int64_t j0) {
+        _tile_zero(4);
+        _tile_zero(5);
+        const uint16_t* k_blk = k_head + j0 * D;
+        for (int c = 0; c < kChunks; ++c) {
+            _tile_loadd(7, qb[c], 64);
+            _tile_loadd(6, k_blk + 32 * c, D * 2);
+            _tile_dpbf16ps(4, 6, 7);
+            _tile_loadd(6, k_blk + 16 * D + 32 * c, D * 2);
+            _tile_dpbf16ps(5, 6, 7);
+        }
+    };
 
     __m512 m_ref = _mm512_set1_ps(kAttnMaxInit);
     __m512 l = _mm512_setzero_ps();
@@ -113,36 +128,50 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
         _tile_zero(1);
         _tile_zero(2);
         _tile_zero(3);
-        for (int64_t j0 = j_begin; j0 < j_end; j0 += kKeyBlock) {
-            _tile_zero(4);
-            _tile_zero(5);
-            const uint16_t* k_blk = k_head + j0 * D;
-            for (int c = 0; c < kChunks; ++c) {
-                _tile_loadd(7, qb[c], 64);
-                _tile_loadd(6, k_blk + 32 * c, D * 2);
-                _tile_dpbf16ps(4, 6, 7);
-                _tile_loadd(6, k_blk + 16 * D + 32 * c, D * 2);
-                _tile_dpbf16ps(5, 6, 7);
-            }
+        if (j_begin < j_end) {
+            issue_qk(j_begin);
             _tile_stored(4, sbuf[0], 64);
             _tile_stored(5, sbuf[16], 64);
+        }
+        for (int64_t j0 = j_begin; j0 < j_end; j0 += kKeyBlock) {
+            // sbuf holds this block's S^T. The next block's Q.K^T runs on the tile unit while
+            // this block's softmax runs on the vector units.
+            const bool has_next = j0 + kKeyBlock < j_end;
+            if (has_next) issue_qk(j0 + kKeyBlock);
 
+            // One pass: P = 2^(S - m_ref), flagging lanes whose scores exceed m_ref + margin.
             const int nj = static_cast<int>(std::min<int64_t>(kKeyBlock, j_end - j0));
-            __m512 block_max = neg_inf;
             const bool mask = nj < kKeyBlock || j0 + kKeyBlock > t.n_vis_min;
-            for (int jj = 0; jj < kKeyBlock; ++jj) {
-                __m512 s = _mm512_load_ps(sbuf[jj]);
+            const __m512 limit = _mm512_add_ps(m_ref, _mm512_set1_ps(kRescaleLog2));
+            __mmask16 raise = 0;
+            __m512 p_sum = _mm512_setzero_ps();
+            for (int kk = 0; kk < kKeyBlock / 2; ++kk) {
+                __m512 s0 = _mm512_load_ps(sbuf[2 * kk]);
+                __m512 s1 = _mm512_load_ps(sbuf[2 * kk + 1]);
                 if (mask) {
-                    const int32_t kp = jj < nj ? a.kv_pos[j0 + jj] : INT32_MAX;
-                    s = _mm512_mask_mov_ps(
-                        neg_inf, _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp), q_pos), s);
-                    _mm512_store_ps(sbuf[jj], s);
+                    const int32_t kp0 = 2 * kk < nj ? a.kv_pos[j0 + 2 * kk] : INT32_MAX;
+                    const int32_t kp1 = 2 * kk + 1 < nj ? a.kv_pos[j0 + 2 * kk + 1] : INT32_MAX;
+                    s0 = _mm512_mask_mov_ps(
+                        neg_inf, _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp0), q_pos), s0);
+                    s1 = _mm512_mask_mov_ps(
+                        neg_inf, _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp1), q_pos), s1);
+                    _mm512_store_ps(sbuf[2 * kk], s0);
+                    _mm512_store_ps(sbuf[2 * kk + 1], s1);
                 }
-                block_max = _mm512_max_ps(block_max, s);
+                raise |= _mm512_cmp_ps_mask(s0, limit, _CMP_GT_OQ) |
+                         _mm512_cmp_ps_mask(s1, limit, _CMP_GT_OQ);
+                const __m512 p0 = simd512::exp2_bf16(_mm512_sub_ps(s0, m_ref));
+                const __m512 p1 = simd512::exp2_bf16(_mm512_sub_ps(s1, m_ref));
+                p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
+                _mm512_store_si512(pb[kk], interleave_bf16(p0, p1));
             }
-            const __mmask16 raise = _mm512_cmp_ps_mask(
-                block_max, _mm512_add_ps(m_ref, _mm512_set1_ps(kRescaleLog2)), _CMP_GT_OQ);
             if (raise != 0) {
+                // Rare (first block of a tile, or a jump in the scores): raise m_ref to the
+                // block max, rescale what was accumulated, and redo this block's P.
+                __m512 block_max = neg_inf;
+                for (int jj = 0; jj < kKeyBlock; ++jj) {
+                    block_max = _mm512_max_ps(block_max, _mm512_load_ps(sbuf[jj]));
+                }
                 const __m512 m_new = _mm512_max_ps(m_ref, block_max);
                 const __m512 alpha = simd512::exp2(_mm512_sub_ps(m_ref, m_new));
                 l = _mm512_mul_ps(l, alpha);
@@ -160,30 +189,36 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
                     _tile_loadd(2, obuf[32], 64);
                     _tile_loadd(3, obuf[48], 64);
                 }
+                p_sum = _mm512_setzero_ps();
+                for (int kk = 0; kk < kKeyBlock / 2; ++kk) {
+                    const __m512 p0 =
+                        simd512::exp2_bf16(_mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk]), m_ref));
+                    const __m512 p1 =
+                        simd512::exp2_bf16(_mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk + 1]), m_ref));
+                    p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
+                    _mm512_store_si512(pb[kk], interleave_bf16(p0, p1));
+                }
             }
             o_zero = false;
-            __m512 p_sum = _mm512_setzero_ps();
-            for (int kk = 0; kk < kKeyBlock / 2; ++kk) {
-                const __m512 p0 =
-                    simd512::exp2_bf16(_mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk]), m_ref));
-                const __m512 p1 =
-                    simd512::exp2_bf16(_mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk + 1]), m_ref));
-                p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
-                _mm512_store_si512(pb[kk], interleave_bf16(p0, p1));
-            }
             l = _mm512_add_ps(l, p_sum);
 
+            // Free tmm4-5 (next S^T to sbuf: this block's softmax is done with it), so that the
+            // V^T operands of P.V rotate over tmm4-6: a tile load into a register that a
+            // running TDPBF16PS still reads waits for it (tiles are not renamed).
+            if (has_next) {
+                _tile_stored(4, sbuf[0], 64);
+                _tile_stored(5, sbuf[16], 64);
+            }
             _tile_loadd(7, pb, 64);
-            const uint16_t* vt_blk =
-                vt_head + static_cast<int64_t>(64 * pass) * packed.n_kv_pad + j0;
-            _tile_loadd(6, vt_blk, vt_stride);
-            _tile_dpbf16ps(0, 6, 7);
-            _tile_loadd(6, vt_blk + 16 * packed.n_kv_pad, vt_stride);
-            _tile_dpbf16ps(1, 6, 7);
-            _tile_loadd(6, vt_blk + 32 * packed.n_kv_pad, vt_stride);
+            const uint16_t* vt_blk = vt_head + j0 * D + 64 * pass * kKeyBlock;
+            _tile_loadd(4, vt_blk, 64);
+            _tile_loadd(5, vt_blk + 16 * kKeyBlock, 64);
+            _tile_loadd(6, vt_blk + 32 * kKeyBlock, 64);
+            _tile_dpbf16ps(0, 4, 7);
+            _tile_dpbf16ps(1, 5, 7);
             _tile_dpbf16ps(2, 6, 7);
-            _tile_loadd(6, vt_blk + 48 * packed.n_kv_pad, vt_stride);
-            _tile_dpbf16ps(3, 6, 7);
+            _tile_loadd(4, vt_blk + 48 * kKeyBlock, 64);
+            _tile_dpbf16ps(3, 4, 7);
         }
         float* o_pass = st.o + 64 * pass * kAttnLanes;
         _tile_stored(0, o_pass, 64);
@@ -207,8 +242,10 @@ void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& 
     const int d = a.head_dim;
     const int64_t n_pad = (a.n_kv + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
     packed.n_kv_pad = n_pad;
-    packed.k.resize(static_cast<size_t>(a.n_head_kv) * n_pad * d);
-    packed.vt.resize(static_cast<size_t>(a.n_head_kv) * d * n_pad);
+    // Grow only (every element used below is written below).
+    const size_t size = static_cast<size_t>(a.n_head_kv) * n_pad * d;
+    if (packed.k.size() < size) packed.k.resize(size);
+    if (packed.vt.size() < size) packed.vt.resize(size);
     const int64_t blocks = n_pad / 16;
     // Each item: 16 keys of one KV head, all head dims.
 #pragma omp parallel for num_threads(std::max(1, ctx.n_threads)) schedule(static)
@@ -217,7 +254,9 @@ void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& 
         const int64_t j0 = (item % blocks) * 16;
         const int n_rows = static_cast<int>(std::min<int64_t>(16, a.n_kv - j0));
         uint16_t* k_dst = packed.k.data() + (g * n_pad + j0) * d;
-        uint16_t* vt_dst = packed.vt.data() + static_cast<int64_t>(g) * d * n_pad + j0;
+        // Block of 32 keys containing j0, then the 16-key half.
+        uint16_t* vt_dst = packed.vt.data() + static_cast<int64_t>(g) * d * n_pad +
+                           (j0 / kKeyBlock) * kKeyBlock * d + j0 % kKeyBlock;
         for (int c = 0; c < d; c += 16) {
             __m512 kr[16], vr[16];
             for (int jj = 0; jj < 16; ++jj) {
@@ -235,7 +274,7 @@ void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& 
             }
             simd512::transpose16x16(vr);
             for (int dd = 0; dd < 16; ++dd) {
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(vt_dst + (c + dd) * n_pad),
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(vt_dst + (c + dd) * kKeyBlock),
                                     reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(vr[dd])));
             }
         }

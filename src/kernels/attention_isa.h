@@ -46,11 +46,14 @@ bool avx512_attention_head_dim_supported(int head_dim);
 void attention_tile_avx512(const AttentionArgs& a, const AttnTile& t, int64_t j_begin,
                            int64_t j_end, AttnState& st);
 
+// out = o / l for the tile's real lanes (zeros where no key was visible).
+void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
+
 // bf16 copies of K and V^T for one attention call, laid out for AMX tile loads.
 struct AmxPackedKv {
     int64_t n_kv_pad = 0;      // n_kv rounded up to a multiple of 32 (zero padded)
     std::vector<uint16_t> k;   // [n_head_kv][n_kv_pad][head_dim] bf16
-    std::vector<uint16_t> vt;  // [n_head_kv][head_dim][n_kv_pad] bf16
+    std::vector<uint16_t> vt;  // [n_head_kv][n_kv_pad / 32][head_dim][32] bf16 (V^T blocks)
 };
 
 // True when the AMX kernel handles this shape and the OS granted AMX tile state.
@@ -60,10 +63,8 @@ void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& 
 void attention_tile_amx(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTile& t,
                         int64_t j_begin, int64_t j_end, AttnState& st);
 
-// logits[j] = scale * q . k_j (no masking) for one head; keys [0, n) of kv head g.
-void head_logits_avx512(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n,
-                        float* logits);
-// acc[j] += weight * softmax(logits)[j] for j < n (n >= 1); overwrites logits.
-void softmax_accumulate_avx512(float* logits, int64_t n, float weight, float* acc);
+// probs[j] = softmax_j(scale * q_head . k_j) over keys [0, n) of kv head `kv_head` (n >= 1).
+void head_probs_avx512(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n,
+                       float* probs);
 
 }  // namespace lazyllm::kernels::detail

@@ -85,6 +85,26 @@ private:
     bool changed_ = false;
 };
 
+// Activation scratch, per calling thread rather than per layer: 30 layers x 4 linears, each
+// holding scratch for 8k rows, would pin over 1 GB; one set per thread is bounded by the
+// largest layer (8k x 1536 bf16 = 25 MB).
+struct Scratch {
+    std::vector<uint16_t> src_bf16;  // [m, n_in] bf16 activations
+    std::vector<float> src_f32;      // [m, n_in] dense copy of strided fp32 activations
+    std::vector<float> dst_f32;      // [m, n_out] dense output when ldy > n_out
+};
+
+Scratch& thread_scratch() {
+    thread_local Scratch scratch;
+    return scratch;
+}
+
+template <typename T>
+T* grow(std::vector<T>& v, int64_t n) {
+    if (v.size() < static_cast<size_t>(n)) v.resize(n);
+    return v.data();
+}
+
 bool cpu_has_bf16_gemm() {
     const CpuFeatures f = detect_cpu_features();
     return isa_supported(Isa::kAvx512, f) && f.avx512bf16;
@@ -113,11 +133,8 @@ struct PackedLinear::Impl {
     std::vector<float> bias;  // [n_out] or empty
     memory bias_mem;
 
-    std::mutex mu;  // guards everything below (forward is const and may be called concurrently)
+    std::mutex mu;  // guards the cache and the stream (forward is const, may run concurrently)
     std::unordered_map<int64_t, Shape> shapes;  // key: m * 2 + accumulate
-    std::vector<uint16_t> src_bf16;             // [m, n_in] bf16 scratch
-    std::vector<float> src_f32;                 // [m, n_in] dense copy of strided fp32 input
-    std::vector<float> dst_f32;                 // [m, n_out] dense output when ldy > n_out
 
     Dt src_dt() const { return bf16 ? Dt::bf16 : Dt::f32; }
 
@@ -166,9 +183,7 @@ struct PackedLinear::Impl {
         }
     }
 
-    void convert_src(const float* x, int64_t m, int64_t ldx) {
-        if (src_bf16.size() < static_cast<size_t>(m * n_in)) src_bf16.resize(m * n_in);
-        uint16_t* dst = src_bf16.data();
+    void convert_src(const float* x, int64_t m, int64_t ldx, uint16_t* dst) {
         // Conversion is memory-bound; split rows over the threads for big blocks only.
         const int64_t chunk = 64;
         const int64_t n_chunks = (m + chunk - 1) / chunk;
@@ -184,24 +199,43 @@ struct PackedLinear::Impl {
     void forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy, bool accumulate) {
         std::lock_guard<std::mutex> lock(mu);
         OmpThreadScope threads(n_threads);
-
+        Scratch& scratch = thread_scratch();
         const void* src_ptr = x;
         if (bf16) {
-            convert_src(x, m, ldx);
-            src_ptr = src_bf16.data();
+            uint16_t* converted = grow(scratch.src_bf16, m * n_in);
+            convert_src(x, m, ldx, converted);
+            src_ptr = converted;
         } else if (ldx != n_in) {
-            if (src_f32.size() < static_cast<size_t>(m * n_in)) src_f32.resize(m * n_in);
+            float* dense = grow(scratch.src_f32, m * n_in);
             for (int64_t r = 0; r < m; ++r) {
-                std::memcpy(src_f32.data() + r * n_in, x + r * ldx, n_in * sizeof(float));
+                std::memcpy(dense + r * n_in, x + r * ldx, n_in * sizeof(float));
             }
-            src_ptr = src_f32.data();
+            src_ptr = dense;
         }
+        execute(src_ptr, m, y, ldy, accumulate, scratch);
+    }
+
+    void forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
+                      bool accumulate) {
+        std::lock_guard<std::mutex> lock(mu);
+        OmpThreadScope threads(n_threads);
+        Scratch& scratch = thread_scratch();
+        const void* src_ptr = x;
+        if (ldx != n_in) {
+            uint16_t* dense = grow(scratch.src_bf16, m * n_in);
+            for (int64_t r = 0; r < m; ++r) {
+                std::memcpy(dense + r * n_in, x + r * ldx, n_in * sizeof(uint16_t));
+            }
+            src_ptr = dense;
+        }
+        execute(src_ptr, m, y, ldy, accumulate, scratch);
+    }
+
+    // src: dense [m, n_in] in the primitive's data type. Called with `mu` held.
+    void execute(const void* src_ptr, int64_t m, float* y, int64_t ldy, bool accumulate,
+                 Scratch& scratch) {
         const bool dense_dst = ldy == n_out;
-        float* dst_ptr = y;
-        if (!dense_dst) {
-            if (dst_f32.size() < static_cast<size_t>(m * n_out)) dst_f32.resize(m * n_out);
-            dst_ptr = dst_f32.data();
-        }
+        float* dst_ptr = dense_dst ? y : grow(scratch.dst_f32, m * n_out);
 
         Shape& s = shape_for(m, accumulate && dense_dst);
         s.src.set_data_handle(const_cast<void*>(src_ptr));
@@ -213,7 +247,7 @@ struct PackedLinear::Impl {
 
         if (!dense_dst) {
             for (int64_t r = 0; r < m; ++r) {
-                const float* src_row = dst_f32.data() + r * n_out;
+                const float* src_row = dst_ptr + r * n_out;
                 float* y_row = y + r * ldy;
                 if (accumulate) {
                     for (int64_t c = 0; c < n_out; ++c) y_row[c] += src_row[c];
@@ -294,6 +328,17 @@ int64_t PackedLinear::n_in() const { return impl_ ? impl_->n_in : 0; }
 int64_t PackedLinear::n_out() const { return impl_ ? impl_->n_out : 0; }
 bool PackedLinear::is_bf16() const { return impl_ && impl_->bf16; }
 size_t PackedLinear::weight_bytes() const { return impl_ ? impl_->weights_md.get_size() : 0; }
+
+void PackedLinear::forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
+                                bool accumulate) const {
+    LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward_bf16 on an empty PackedLinear");
+    LAZYLLM_CHECK_MSG(impl_->bf16, "PackedLinear::forward_bf16 on an fp32 PackedLinear");
+    if (m <= 0) return;
+    if (ldx == 0) ldx = impl_->n_in;
+    if (ldy == 0) ldy = impl_->n_out;
+    LAZYLLM_CHECK(ldx >= impl_->n_in && ldy >= impl_->n_out);
+    impl_->forward_bf16(x, m, y, ldx, ldy, accumulate);
+}
 
 void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
                            bool accumulate) const {

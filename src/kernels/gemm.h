@@ -35,11 +35,21 @@ public:
     bool is_bf16() const;
     size_t weight_bytes() const;
 
-    // x: [m, n_in] fp32 rows with leading dimension ldx (>= n_in);
-    // y: [m, n_out] fp32 with leading dimension ldy (>= n_out). accumulate: y += x W^T.
-    // Allocates nothing after the first call for a given m (primitives/scratch cached).
+    // x: [m, n_in] fp32 rows with leading dimension ldx (>= n_in, 0 = n_in);
+    // y: [m, n_out] fp32 with leading dimension ldy (>= n_out, 0 = n_out); x and y must not
+    // overlap. accumulate: y += x W^T (+ bias). Allocates nothing after the first call for a
+    // given m (primitives/scratch cached per m; ldx/ldy > row length cost one extra copy).
+    // Runs on the ctx.n_threads given to create(): sets OpenMP's thread count for the
+    // calling thread for the duration of the call and restores it. Thread-safe (calls on one
+    // PackedLinear are serialized by a mutex).
     void forward(const float* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
                  bool accumulate = false) const;
+
+    // As forward(), with x already in bf16 (raw bits, [m, n_in], leading dimension ldx): for
+    // producers that write bf16 directly (rms_norm_bf16, swiglu_bf16), which saves the fp32
+    // round trip of the activations through memory. Only when is_bf16() (checked).
+    void forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
+                      bool accumulate = false) const;
 
 private:
     struct Impl;

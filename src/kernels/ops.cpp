@@ -99,6 +99,28 @@ void swiglu(const KernelContext& ctx, const float* gate_up, float* out, int64_t 
     });
 }
 
+void rms_norm_bf16(const KernelContext& ctx, const float* x, const float* w, uint16_t* y,
+                   int64_t n_rows, int64_t n, float eps) {
+    for_row_blocks(ctx, n_rows, n, [&](int64_t r0, int64_t rows) {
+        if (ctx.isa >= Isa::kAvx512) {
+            detail::rms_norm_bf16_avx512(x + r0 * n, w, y + r0 * n, rows, n, eps);
+        } else {
+            ref::rms_norm_bf16(x + r0 * n, w, y + r0 * n, rows, n, eps);
+        }
+    });
+}
+
+void swiglu_bf16(const KernelContext& ctx, const float* gate_up, uint16_t* out, int64_t n_rows,
+                 int64_t n_ff) {
+    for_row_blocks(ctx, n_rows, 2 * n_ff, [&](int64_t r0, int64_t rows) {
+        if (ctx.isa >= Isa::kAvx512) {
+            detail::swiglu_bf16_avx512(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+        } else {
+            ref::swiglu_bf16(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+        }
+    });
+}
+
 void add_inplace(const KernelContext& ctx, float* x, const float* y, int64_t n) {
     // One "row" of n elements split into pieces of 16k: the work is one pass over memory.
     constexpr int64_t kPiece = int64_t{1} << 14;

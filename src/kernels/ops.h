@@ -19,6 +19,13 @@ void rms_norm(const KernelContext& ctx, const float* x, const float* w, float* y
 void swiglu(const KernelContext& ctx, const float* gate_up, float* out, int64_t n_rows,
             int64_t n_ff);
 
+// rms_norm and swiglu writing bf16 (raw bits, round to nearest even) for
+// PackedLinear::forward_bf16. Same math in fp32; only the final store is rounded.
+void rms_norm_bf16(const KernelContext& ctx, const float* x, const float* w, uint16_t* y,
+                   int64_t n_rows, int64_t n, float eps);
+void swiglu_bf16(const KernelContext& ctx, const float* gate_up, uint16_t* out, int64_t n_rows,
+                 int64_t n_ff);
+
 // x[i] += y[i]
 void add_inplace(const KernelContext& ctx, float* x, const float* y, int64_t n);
 
@@ -56,6 +63,9 @@ namespace ref {
 void rms_norm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);
 void swiglu(const float* gate_up, float* out, int64_t n_rows, int64_t n_ff);
 void add_inplace(float* x, const float* y, int64_t n);
+void rms_norm_bf16(const float* x, const float* w, uint16_t* y, int64_t n_rows, int64_t n,
+                   float eps);
+void swiglu_bf16(const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_ff);
 void rope(const RopeTable& table, RopeMode mode, float* x, const int32_t* pos, int64_t n_rows,
           int64_t row_stride, int n_heads, int head_dim);
 }  // namespace ref

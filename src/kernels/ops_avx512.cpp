@@ -12,29 +12,54 @@ namespace lazyllm::kernels::detail {
 
 using simd512::tail_mask;
 
+namespace {
+
+// 1 / sqrt(mean(x^2) + eps) of one row.
+float rms_inv(const float* xr, int64_t n, float eps) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 a = _mm512_loadu_ps(xr + i), b = _mm512_loadu_ps(xr + i + 16);
+        acc0 = _mm512_fmadd_ps(a, a, acc0);
+        acc1 = _mm512_fmadd_ps(b, b, acc1);
+    }
+    for (; i < n; i += 16) {
+        const __m512 a = _mm512_maskz_loadu_ps(tail_mask(n - i), xr + i);
+        acc0 = _mm512_fmadd_ps(a, a, acc0);
+    }
+    const float sum_sq = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    return 1.0f / std::sqrt(sum_sq / static_cast<float>(n) + eps);
+}
+
+}  // namespace
+
 void rms_norm_avx512(const float* x, const float* w, float* y, int64_t n_rows, int64_t n,
                      float eps) {
     for (int64_t r = 0; r < n_rows; ++r) {
         const float* xr = x + r * n;
         float* yr = y + r * n;
-        __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-        int64_t i = 0;
-        for (; i + 32 <= n; i += 32) {
-            const __m512 a = _mm512_loadu_ps(xr + i), b = _mm512_loadu_ps(xr + i + 16);
-            acc0 = _mm512_fmadd_ps(a, a, acc0);
-            acc1 = _mm512_fmadd_ps(b, b, acc1);
-        }
-        for (; i < n; i += 16) {
-            const __m512 a = _mm512_maskz_loadu_ps(tail_mask(n - i), xr + i);
-            acc0 = _mm512_fmadd_ps(a, a, acc0);
-        }
-        const float sum_sq = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-        const __m512 inv = _mm512_set1_ps(1.0f / std::sqrt(sum_sq / static_cast<float>(n) + eps));
-        for (i = 0; i < n; i += 16) {
+        const __m512 inv = _mm512_set1_ps(rms_inv(xr, n, eps));
+        for (int64_t i = 0; i < n; i += 16) {
             const __mmask16 m = tail_mask(n - i);
             const __m512 v = _mm512_maskz_loadu_ps(m, xr + i);
             const __m512 g = _mm512_maskz_loadu_ps(m, w + i);
             _mm512_mask_storeu_ps(yr + i, m, _mm512_mul_ps(_mm512_mul_ps(v, inv), g));
+        }
+    }
+}
+
+void rms_norm_bf16_avx512(const float* x, const float* w, uint16_t* y, int64_t n_rows, int64_t n,
+                          float eps) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float* xr = x + r * n;
+        uint16_t* yr = y + r * n;
+        const __m512 inv = _mm512_set1_ps(rms_inv(xr, n, eps));
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 m = tail_mask(n - i);
+            const __m512 v = _mm512_maskz_loadu_ps(m, xr + i);
+            const __m512 g = _mm512_maskz_loadu_ps(m, w + i);
+            _mm256_mask_storeu_epi16(yr + i, m,
+                                     simd512::to_bf16(_mm512_mul_ps(_mm512_mul_ps(v, inv), g)));
         }
     }
 }
@@ -49,6 +74,21 @@ void swiglu_avx512(const float* gate_up, float* out, int64_t n_rows, int64_t n_f
             const __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
             const __m512 uv = _mm512_maskz_loadu_ps(m, u + i);
             _mm512_mask_storeu_ps(o + i, m, _mm512_mul_ps(simd512::silu(gv), uv));
+        }
+    }
+}
+
+void swiglu_bf16_avx512(const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_ff) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float* g = gate_up + r * 2 * n_ff;
+        const float* u = g + n_ff;
+        uint16_t* o = out + r * n_ff;
+        for (int64_t i = 0; i < n_ff; i += 16) {
+            const __mmask16 m = tail_mask(n_ff - i);
+            const __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
+            const __m512 uv = _mm512_maskz_loadu_ps(m, u + i);
+            _mm256_mask_storeu_epi16(o + i, m,
+                                     simd512::to_bf16(_mm512_mul_ps(simd512::silu(gv), uv)));
         }
     }
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/ops.h"
 
@@ -20,5 +21,18 @@ LAZYLLM_OPS_DECLARE(avx2)
 LAZYLLM_OPS_DECLARE(avx512)
 
 #undef LAZYLLM_OPS_DECLARE
+
+void rms_norm_bf16_avx512(const float* x, const float* w, uint16_t* y, int64_t n_rows, int64_t n,
+                          float eps);
+void swiglu_bf16_avx512(const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_ff);
+
+// fp32 -> bf16 bits, round to nearest even; NaN stays a quiet NaN.
+inline uint16_t round_to_bf16(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u | 0x400000u) >> 16);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return static_cast<uint16_t>(u >> 16);
+}
 
 }  // namespace lazyllm::kernels::detail

@@ -2,8 +2,10 @@
 // tested against. Formulas follow HF transformers' modeling_llama.py (LlamaRMSNorm, silu MLP,
 // rotary embedding) and llama.cpp's ggml_rope (GGML_ROPE_TYPE_NORM / NEOX pair layouts).
 #include <cmath>
+#include <vector>
 
 #include "kernels/ops.h"
+#include "kernels/ops_isa.h"
 
 namespace lazyllm::kernels::ref {
 
@@ -24,6 +26,23 @@ void swiglu(const float* gate_up, float* out, int64_t n_rows, int64_t n_ff) {
         const float* u = g + n_ff;
         float* o = out + r * n_ff;
         for (int64_t i = 0; i < n_ff; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    }
+}
+
+void rms_norm_bf16(const float* x, const float* w, uint16_t* y, int64_t n_rows, int64_t n,
+                   float eps) {
+    std::vector<float> row(n);  // [n] (reference only)
+    for (int64_t r = 0; r < n_rows; ++r) {
+        rms_norm(x + r * n, w, row.data(), 1, n, eps);
+        for (int64_t i = 0; i < n; ++i) y[r * n + i] = detail::round_to_bf16(row[i]);
+    }
+}
+
+void swiglu_bf16(const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_ff) {
+    std::vector<float> row(n_ff);  // [n_ff] (reference only)
+    for (int64_t r = 0; r < n_rows; ++r) {
+        swiglu(gate_up + r * 2 * n_ff, row.data(), 1, n_ff);
+        for (int64_t i = 0; i < n_ff; ++i) out[r * n_ff + i] = detail::round_to_bf16(row[i]);
     }
 }
 

@@ -25,18 +25,17 @@ inline __m512 exp2(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-// 2^x for x in [-inf, 8.5], relative error ~3e-6: enough for probabilities that are rounded to
-// bf16 next (2^-9). Degree-5 polynomial in r directly (coefficients ln2^k / k!).
+// 2^x for x <= 127 (and -inf), relative error < 8e-5: for probabilities that are rounded to
+// bf16 next (2^-9). Degree-3 polynomial for 2^r, r in [-0.5, 0.5], fitted for minimax relative
+// error (Lawson iteration).
 inline __m512 exp2_bf16(__m512 x) {
     x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
     const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 r = _mm512_sub_ps(x, n);
-    __m512 p = _mm512_set1_ps(1.3333558146428443e-3f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.618129107628477e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.550410866482158e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.402265069591007e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931471805599453e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512 p = _mm512_set1_ps(0.0551377745f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.2426083f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.693267222f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.999928425f));
     return _mm512_scalef_ps(p, n);
 }
 
@@ -74,10 +73,26 @@ inline void transpose16x16(__m512 r[16]) {
 // e^x = 2^(x log2 e).
 inline __m512 exp(__m512 x) { return exp2(_mm512_mul_ps(x, _mm512_set1_ps(1.4426950408889634f))); }
 
-// x / (1 + e^-x), written so that large |x| gives -0 / x without NaN.
+// x / (1 + e^-x). The division is a reciprocal estimate (VRCP14PS, 2^-14) refined by one
+// Newton step (~2^-23 relative), several times cheaper than VDIVPS. For x << 0, e^-x is clamped
+// at ~2^128 (finite), so the result is a tiny -0-ish value, never NaN.
 inline __m512 silu(__m512 x) {
-    const __m512 e = exp(_mm512_sub_ps(_mm512_setzero_ps(), x));
-    return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    const __m512 d =
+        _mm512_add_ps(_mm512_set1_ps(1.0f), exp(_mm512_sub_ps(_mm512_setzero_ps(), x)));
+    __m512 r = _mm512_rcp14_ps(d);
+    r = _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
+    return _mm512_mul_ps(x, r);
+}
+
+// 16 fp32 -> 16 bf16 bits, round to nearest even with integer ops (AVX-512F only: no
+// AVX-512-BF16 needed); NaN stays a quiet NaN. Bit-identical to detail::round_to_bf16.
+inline __m256i to_bf16(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x400000)));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
 }
 
 inline __mmask16 tail_mask(int64_t n_left) {

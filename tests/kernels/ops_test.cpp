@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -91,6 +92,52 @@ TEST(Ops, SwigluMatchesRef) {
             expect_close(got, want, 1e-5f, 1e-6f,
                          std::string(isa_name(isa)) + " n_ff=" + std::to_string(n_ff));
         }
+    }
+}
+
+float bf16_value(uint16_t h) {
+    const uint32_t u = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+// bf16 outputs: the fp32 math may differ from the reference in the last bits (sum order), so
+// the result is within half a bf16 step (2^-8 relative, 8 significant bits) of a value within
+// a few fp32 ulps of the reference; 2^-7 relative covers both.
+void expect_bf16_close(const std::vector<uint16_t>& got, const std::vector<float>& want,
+                       const std::string& what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(bf16_value(got[i]), want[i], std::ldexp(std::fabs(want[i]), -7) + 1e-30f)
+            << what << " at " << i;
+    }
+}
+
+TEST(Ops, Bf16OutputsMatchRef) {
+    for (Isa isa : supported_isas()) {
+        const int64_t rows = 41, n = 576, n_ff = 100;
+        const auto x = random_vec(rows * n, -3.0f, 3.0f, 21);
+        const auto w = random_vec(n, 0.5f, 1.5f, 22);
+        std::vector<float> want(rows * n);
+        ref::rms_norm(x.data(), w.data(), want.data(), rows, n, 1e-6f);
+        std::vector<uint16_t> got(rows * n), ref_bf16(rows * n);
+        rms_norm_bf16({isa, 2}, x.data(), w.data(), got.data(), rows, n, 1e-6f);
+        expect_bf16_close(got, want, std::string("rms_norm_bf16 ") + std::string(isa_name(isa)));
+        // The reference rounds its own fp32 result to nearest even: within half a step
+        // (relative 2^-8).
+        ref::rms_norm_bf16(x.data(), w.data(), ref_bf16.data(), rows, n, 1e-6f);
+        for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_LE(std::fabs(bf16_value(ref_bf16[i]) - want[i]),
+                      std::ldexp(std::fabs(want[i]), -8));
+        }
+
+        const auto gu = random_vec(rows * 2 * n_ff, -8.0f, 8.0f, 23);
+        std::vector<float> want_s(rows * n_ff);
+        ref::swiglu(gu.data(), want_s.data(), rows, n_ff);
+        std::vector<uint16_t> got_s(rows * n_ff);
+        swiglu_bf16({isa, 2}, gu.data(), got_s.data(), rows, n_ff);
+        expect_bf16_close(got_s, want_s, std::string("swiglu_bf16 ") + std::string(isa_name(isa)));
     }
 }
 

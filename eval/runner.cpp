@@ -1,0 +1,333 @@
+#include "eval/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/timer.h"
+#include "eval/sha256.h"
+
+namespace lazyllm::eval {
+
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): a bijective mixer, so distinct inputs stay distinct.
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+// FNV-1a 64: a stable hash of the task name (std::hash is not stable across libraries).
+uint64_t fnv1a(std::string_view s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : s) {
+        h ^= c;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+using RecordKey = std::tuple<std::string, std::string, std::string>;  // task, id, policy
+
+Status append_line(const std::string& path, const std::string& line) {
+    std::FILE* f = std::fopen(path.c_str(), "ab");
+    if (f == nullptr) return make_error(ErrorCode::kIo, "cannot append to '{}'", path);
+    const bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size() &&
+                    std::fputc('\n', f) != EOF && std::fflush(f) == 0;
+    std::fclose(f);
+    if (!ok) return make_error(ErrorCode::kIo, "cannot write to '{}'", path);
+    return {};
+}
+
+Status write_run_info(const Engine& engine, const RunnerOptions& opts, const std::string& path) {
+    const ModelSummary& s = engine.summary();
+    nlohmann::json j;
+    j["model"] = s.path;
+    j["model_name"] = s.name;
+    j["arch"] = s.arch;
+    j["n_layer"] = s.n_layer;
+    j["threads"] = s.n_threads;
+    j["isa"] = s.isa;
+    j["gemm"] = s.gemm;
+    std::vector<std::string> names;
+    for (const auto& p : opts.policies) names.push_back(p.name);
+    j["policies"] = names;
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    j["updated"] = buf;
+    const std::string text = j.dump(2) + "\n";
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) return make_error(ErrorCode::kIo, "cannot write '{}'", path);
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    std::fclose(f);
+    if (!ok) return make_error(ErrorCode::kIo, "cannot write '{}'", path);
+    return {};
+}
+
+RunOptions run_options(const Sample& sample, const PolicyRun& policy) {
+    RunOptions ro;
+    ro.max_new_tokens = std::max(1, sample.max_new_tokens);
+    ro.stop = sample.stop;
+    ro.prune = policy.prune;
+    ro.sampling.temperature = 0.0f;  // greedy, as LongBench and RULER score
+    ro.sampling.seed = 1;
+    return ro;
+}
+
+}  // namespace
+
+std::vector<std::string> default_tasks() {
+    return {"passkey", "niah_single", "niah_multikey", "niah_multivalue", "vt", "mdqa"};
+}
+
+std::vector<double> depth_grid(int n_depths) {
+    if (n_depths <= 0) return {};
+    if (n_depths == 1) return {0.5};
+    std::vector<double> d(static_cast<size_t>(n_depths));
+    for (int i = 0; i < n_depths; ++i) d[i] = static_cast<double>(i) / (n_depths - 1);
+    return d;
+}
+
+uint64_t sample_seed(uint64_t base, std::string_view task, int64_t length, int depth_index,
+                     int sample_index) {
+    uint64_t h = splitmix64(base);
+    h = splitmix64(h ^ fnv1a(task));
+    h = splitmix64(h ^ static_cast<uint64_t>(length));
+    h = splitmix64(h ^ static_cast<uint64_t>(depth_index));
+    h = splitmix64(h ^ static_cast<uint64_t>(sample_index));
+    return h;
+}
+
+Result<std::vector<Sample>> make_suite(const SuiteSpec& spec, const Tokenizer& tok) {
+    if (spec.samples_per_cell < 1) {
+        return make_error(ErrorCode::kInvalidArgument, "samples per cell must be >= 1, got {}",
+                          spec.samples_per_cell);
+    }
+    const std::vector<double> depths = depth_grid(spec.n_depths);
+    if (depths.empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "number of depths must be >= 1, got {}",
+                          spec.n_depths);
+    }
+    std::vector<Sample> out;
+    for (const std::string& task : spec.tasks) {
+        for (int64_t length : spec.lengths) {
+            for (size_t di = 0; di < depths.size(); ++di) {
+                for (int k = 0; k < spec.samples_per_cell; ++k) {
+                    const uint64_t seed =
+                        sample_seed(spec.seed, task, length, static_cast<int>(di), k);
+                    auto s = make_builtin(task, length, depths[di], seed, tok);
+                    if (!s.ok()) {
+                        return make_error(s.error().code(),
+                                          "task '{}' at length {} depth {:.2f}: {}", task, length,
+                                          depths[di], s.error().message());
+                    }
+                    out.push_back(std::move(s).value());
+                }
+            }
+        }
+    }
+    return out;
+}
+
+Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& names,
+                                                const PruneOptions& schedule) {
+    static constexpr std::string_view kKnown[] = {"full", "lazy", "static", "random",
+                                                  "gemfilter"};
+    std::vector<PolicyRun> runs;
+    std::set<std::string> seen;
+    for (const std::string& name : names) {
+        if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "unknown policy '{}' (full, lazy, static, random, gemfilter)", name);
+        }
+        if (!seen.insert(name).second) {
+            return make_error(ErrorCode::kInvalidArgument, "policy '{}' is listed twice", name);
+        }
+        PolicyRun r;
+        r.name = name;
+        if (name != "full") r.prune = schedule;
+        r.prune.policy = name;
+        r.prune.seed = schedule.seed;
+        if (name == "full") {
+            runs.insert(runs.begin(), std::move(r));
+        } else {
+            runs.push_back(std::move(r));
+        }
+    }
+    if (runs.empty()) return make_error(ErrorCode::kInvalidArgument, "no policies given");
+    return runs;
+}
+
+Result<PreparedPrompt> prepare_prompt(const Engine& engine, const Sample& sample) {
+    PreparedPrompt p;
+    p.text = sample.chat ? engine.chat_prompt(sample.prompt) : sample.prompt;
+    // Chat prompts carry the template's special tokens; plain prompts are plain text.
+    p.ids = engine.tokenizer().encode(p.text, /*parse_special=*/sample.chat);
+    if (p.ids.empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "sample {}/{} has an empty prompt",
+                          sample.task, sample.id);
+    }
+    const int64_t room = static_cast<int64_t>(engine.summary().n_ctx_train) -
+                         std::max(1, sample.max_new_tokens);
+    if (room < 2) {
+        return make_error(ErrorCode::kOutOfRange, "sample {}/{}: {} new tokens leave no room in "
+                          "the model's context of {}", sample.task, sample.id,
+                          sample.max_new_tokens, engine.summary().n_ctx_train);
+    }
+    if (static_cast<int64_t>(p.ids.size()) > room) {
+        // LongBench pred.py: tokenized_prompt[:half] + tokenized_prompt[-half:].
+        const int64_t half = room / 2;
+        std::vector<TokenId> cut(p.ids.begin(), p.ids.begin() + half);
+        cut.insert(cut.end(), p.ids.end() - (room - half), p.ids.end());
+        p.ids.swap(cut);
+        p.truncated = true;
+    }
+    return p;
+}
+
+Result<SampleRecord> evaluate_one(const Engine& engine, const Sample& sample,
+                                  const PreparedPrompt& prompt, const PolicyRun& policy) {
+    auto r = engine.generate(prompt.ids, run_options(sample, policy));
+    if (!r.ok()) {
+        return make_error(r.error().code(), "sample {}/{} under policy {}: {}", sample.task,
+                          sample.id, policy.name, r.error().message());
+    }
+    SampleRecord rec;
+    rec.task = sample.task;
+    rec.id = sample.id;
+    rec.prompt_sha256 = sha256_hex(prompt.text);
+    rec.length = sample.target_tokens;
+    rec.n_prompt = r->n_prompt;
+    rec.depth = sample.depth;
+    rec.policy = policy.name;
+    rec.schedule = r->schedule;
+    rec.metric = std::string(metric_name(sample.metric));
+    rec.prediction = r->text;
+    rec.answers = sample.answers;
+    rec.score = score(sample, r->text);
+    rec.ttft_ms = r->ttft_ms;
+    rec.pct_computed = 100.0 * r->fraction_computed;
+    rec.prefill_rows_per_layer = r->prefill_rows_per_layer;
+    rec.n_gen = r->n_gen;
+    rec.stop_reason = r->stop_reason;
+    rec.truncated = prompt.truncated;
+    return rec;
+}
+
+std::string format_duration(double seconds) {
+    const auto s = static_cast<int64_t>(std::max(0.0, seconds) + 0.5);
+    if (s < 60) return fmt::format("{}s", s);
+    if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+    return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
+
+Result<RunnerStats> run_eval(const Engine& engine, std::span<const Sample> samples,
+                             const RunnerOptions& opts) {
+    if (opts.policies.empty()) return make_error(ErrorCode::kInvalidArgument, "no policies given");
+    for (const PolicyRun& p : opts.policies) {
+        RunOptions ro;
+        ro.prune = p.prune;
+        if (auto st = engine.validate(ro); !st.ok()) {
+            return make_error(st.error().code(), "policy {}: {}", p.name, st.error().message());
+        }
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(opts.out_dir, ec);
+    if (ec) {
+        return make_error(ErrorCode::kIo, "cannot create results folder '{}': {}", opts.out_dir,
+                          ec.message());
+    }
+    const std::string records_path = opts.out_dir + "/samples.jsonl";
+    LAZYLLM_ASSIGN_OR_RETURN(RecordFile existing, read_records(records_path));
+    auto log = [&opts](const std::string& line) {
+        if (opts.log) opts.log(line);
+    };
+    for (const std::string& w : existing.warnings) log(w);
+    if (!existing.ends_with_newline) {
+        // A run killed mid-line: end that line so the next record starts on its own.
+        std::FILE* f = std::fopen(records_path.c_str(), "ab");
+        if (f == nullptr) return make_error(ErrorCode::kIo, "cannot append to '{}'", records_path);
+        std::fputc('\n', f);
+        std::fclose(f);
+    }
+    std::set<RecordKey> done;
+    for (const SampleRecord& r : existing.records) done.insert({r.task, r.id, r.policy});
+    LAZYLLM_TRY(write_run_info(engine, opts, opts.out_dir + "/run.json"));
+
+    const size_t n_samples = opts.limit > 0
+                                 ? std::min(samples.size(), static_cast<size_t>(opts.limit))
+                                 : samples.size();
+    RunnerStats stats;
+    stats.total = static_cast<int64_t>(n_samples * opts.policies.size());
+    for (size_t i = 0; i < n_samples; ++i) {
+        for (const PolicyRun& p : opts.policies) {
+            if (done.count({samples[i].task, samples[i].id, p.name})) ++stats.skipped;
+        }
+    }
+    const int64_t todo = stats.total - stats.skipped;
+    log(fmt::format("eval: {} samples x {} policies = {} runs, {} already in {}", n_samples,
+                    opts.policies.size(), stats.total, stats.skipped, records_path));
+    if (todo == 0) return stats;
+
+    if (opts.warmup && n_samples > 0) {
+        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt pp, prepare_prompt(engine, samples[0]));
+        pp.ids.resize(std::min<size_t>(pp.ids.size(), 256));
+        Sample warm = samples[0];
+        warm.max_new_tokens = 2;
+        for (const PolicyRun& p : opts.policies) {
+            auto w = engine.generate(pp.ids, run_options(warm, p));
+            if (!w.ok()) return make_error(w.error().code(), "warm-up: {}", w.error().message());
+        }
+    }
+
+    Timer timer;
+    for (size_t i = 0; i < n_samples; ++i) {
+        const Sample& s = samples[i];
+        std::vector<const PolicyRun*> pending;
+        for (const PolicyRun& p : opts.policies) {
+            if (!done.count({s.task, s.id, p.name})) pending.push_back(&p);
+        }
+        if (pending.empty()) continue;
+        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt pp, prepare_prompt(engine, s));
+        if (pp.truncated) {
+            log(fmt::format("eval: {}/{}: prompt cut in the middle to {} tokens to fit the context",
+                            s.task, s.id, pp.ids.size()));
+        }
+        double full_ttft = 0.0;
+        for (const PolicyRun* p : pending) {
+            LAZYLLM_ASSIGN_OR_RETURN(SampleRecord rec, evaluate_one(engine, s, pp, *p));
+            LAZYLLM_TRY(append_line(records_path, to_json_line(rec)));
+            done.insert({rec.task, rec.id, rec.policy});
+            ++stats.ran;
+            if (p->name == "full") full_ttft = rec.ttft_ms;
+            const double elapsed = timer.elapsed_ms() / 1000.0;
+            const double eta = elapsed / static_cast<double>(stats.ran) *
+                               static_cast<double>(todo - stats.ran);
+            const std::string speed =
+                full_ttft > 0.0 && p->name != "full"
+                    ? fmt::format(" ({:.2f}x)", full_ttft / std::max(rec.ttft_ms, 1e-9))
+                    : "";
+            log(fmt::format("eval: {}/{} done, {} elapsed, ETA {} | {} {} d={:.2f} {}: score "
+                            "{:.2f}, TTFT {:.0f} ms{}, {:.0f}% computed",
+                            stats.skipped + stats.ran, stats.total, format_duration(elapsed),
+                            format_duration(eta), s.task, s.target_tokens, s.depth, p->name,
+                            rec.score, rec.ttft_ms, speed, rec.pct_computed));
+        }
+    }
+    stats.elapsed_s = timer.elapsed_ms() / 1000.0;
+    return stats;
+}
+
+}  // namespace lazyllm::eval

@@ -1,0 +1,87 @@
+// `lazyllm eval`'s engine loop (design.md section 4): every sample under every policy, full
+// first and back to back so TTFT speedups compare like with like; one JSONL record appended per
+// (sample, policy) as soon as it is scored, so an interrupted run resumes where it stopped.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eval/record.h"
+#include "eval/task.h"
+#include "lazyllm/engine.h"
+
+namespace lazyllm::eval {
+
+// The reporting suite of built-in tasks: every task x length x depth x sample.
+struct SuiteSpec {
+    std::vector<std::string> tasks;
+    std::vector<int64_t> lengths;
+    int n_depths = 10;
+    int samples_per_cell = 1;
+    uint64_t seed = 1;
+};
+
+// passkey, niah_single, niah_multikey, niah_multivalue, vt, mdqa.
+std::vector<std::string> default_tasks();
+// n depths evenly spread over [0, 1] (both ends included); n == 1 gives {0.5}.
+std::vector<double> depth_grid(int n_depths);
+// The seed of one sample: a SplitMix64 mix of the base seed, task name, length, depth index and
+// sample index, so cells differ and every cell is reproducible on its own.
+uint64_t sample_seed(uint64_t base, std::string_view task, int64_t length, int depth_index,
+                     int sample_index);
+// Generates the suite in task, length, depth, sample order. Errors name the cell at fault.
+Result<std::vector<Sample>> make_suite(const SuiteSpec& spec, const Tokenizer& tok);
+
+struct PolicyRun {
+    std::string name;    // full | lazy | static | random | gemfilter
+    PruneOptions prune;  // prune.policy == name
+};
+// One run per name, in the given order but with "full" moved first. Non-full policies take the
+// schedule fields of `schedule` (layers, keep, schedule file, keep_first, prune_decode, seed);
+// full takes none. Errors for unknown or repeated names.
+Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& names,
+                                                const PruneOptions& schedule);
+
+struct PreparedPrompt {
+    std::string text;          // after chat wrapping
+    std::vector<TokenId> ids;  // after middle truncation
+    bool truncated = false;
+};
+// Chat-wraps the sample (engine.chat_prompt, encoded with parse_special) when sample.chat, else
+// encodes the text plainly; then, if the prompt and the sample's new tokens do not fit the
+// model's context, keeps the first and last halves of the room (LongBench's middle truncation).
+Result<PreparedPrompt> prepare_prompt(const Engine& engine, const Sample& sample);
+
+// Greedy generation of one prepared sample under one policy, scored.
+Result<SampleRecord> evaluate_one(const Engine& engine, const Sample& sample,
+                                  const PreparedPrompt& prompt, const PolicyRun& policy);
+
+struct RunnerOptions {
+    std::string out_dir;  // created if missing; holds samples.jsonl and run.json
+    std::vector<PolicyRun> policies;
+    int64_t limit = 0;    // only the first N samples; 0: all
+    bool warmup = true;   // one short generation per policy first, so the first sample's TTFT
+                          // does not carry page faults and kernel set-up
+    std::function<void(std::string_view)> log;  // progress lines (stderr in the CLI)
+};
+
+struct RunnerStats {
+    int64_t total = 0;    // (sample, policy) pairs in scope
+    int64_t skipped = 0;  // already in samples.jsonl
+    int64_t ran = 0;
+    double elapsed_s = 0.0;
+};
+
+// Runs every (sample, policy) pair not yet in out_dir/samples.jsonl, keyed by (task, id,
+// policy). Writes out_dir/run.json (model, threads, ISA, policies) for the reports.
+Result<RunnerStats> run_eval(const Engine& engine, std::span<const Sample> samples,
+                             const RunnerOptions& opts);
+
+// "45s", "4m10s", "1h02m".
+std::string format_duration(double seconds);
+
+}  // namespace lazyllm::eval

@@ -1,0 +1,293 @@
+#include "eval/tune.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+namespace lazyllm::eval {
+
+namespace {
+
+constexpr double kEps = 1e-9;
+
+// All increasing index subsets of size k of [0, n).
+void combinations(int n, int k, int start, std::vector<int>& cur,
+                  std::vector<std::vector<int>>& out) {
+    if (static_cast<int>(cur.size()) == k) {
+        out.push_back(cur);
+        return;
+    }
+    for (int i = start; i < n; ++i) {
+        cur.push_back(i);
+        combinations(n, k, i + 1, cur, out);
+        cur.pop_back();
+    }
+}
+
+std::vector<std::vector<int>> combinations(int n, int k) {
+    std::vector<std::vector<int>> out;
+    std::vector<int> cur;
+    if (k >= 0 && k <= n) combinations(n, k, 0, cur, out);
+    return out;
+}
+
+std::string describe(const prune::Schedule& s) { return prune::to_string(s); }
+
+}  // namespace
+
+std::vector<float> keep_profile(const prune::Schedule& schedule, int n_layer) {
+    std::vector<float> p(static_cast<size_t>(std::max(n_layer, 0)), 1.0f);
+    for (size_t j = 0; j < schedule.boundaries.size(); ++j) {
+        const int end = j + 1 < schedule.boundaries.size() ? schedule.boundaries[j + 1] : n_layer;
+        for (int l = std::max(schedule.boundaries[j], 0); l < std::min(end, n_layer); ++l) {
+            p[static_cast<size_t>(l)] = schedule.keep[j];
+        }
+    }
+    return p;
+}
+
+double predicted_cost(const prune::Schedule& schedule, int n_layer) {
+    if (n_layer <= 0) return 1.0;
+    double sum = 0.0;
+    for (float k : keep_profile(schedule, n_layer)) sum += k;
+    return sum / n_layer;
+}
+
+bool at_most_as_wide(const prune::Schedule& a, const prune::Schedule& b, int n_layer) {
+    const std::vector<float> pa = keep_profile(a, n_layer), pb = keep_profile(b, n_layer);
+    for (size_t l = 0; l < pa.size(); ++l) {
+        if (pa[l] > pb[l]) return false;
+    }
+    return true;
+}
+
+std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_layer) {
+    std::vector<TuneCandidate> out;
+    if (n_layer < 2) return out;
+    auto to_layer = [n_layer](double f) {
+        return std::clamp(static_cast<int>(std::lround(f * n_layer)), 1, n_layer - 1);
+    };
+    std::vector<float> keep = space.keep;
+    std::sort(keep.begin(), keep.end(), std::greater<>());
+    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+    std::erase_if(keep, [](float k) { return !(k > 0.0f && k <= 1.0f); });
+    std::vector<double> later = space.later_boundary;
+    std::sort(later.begin(), later.end());
+
+    std::map<std::pair<std::vector<int>, std::vector<float>>, bool> seen;
+    for (int nb = 1; nb <= space.max_boundaries; ++nb) {
+        const auto keep_sets = combinations(static_cast<int>(keep.size()), nb);
+        for (double f1 : space.first_boundary) {
+            std::vector<double> after;
+            for (double f : later) {
+                if (f > f1 + kEps && f < 1.0) after.push_back(f);
+            }
+            for (const auto& pick : combinations(static_cast<int>(after.size()), nb - 1)) {
+                std::vector<int> bounds = {to_layer(f1)};
+                bool increasing = true;
+                for (int i : pick) {
+                    const int b = to_layer(after[static_cast<size_t>(i)]);
+                    increasing = increasing && b > bounds.back();
+                    bounds.push_back(b);
+                }
+                if (!increasing) continue;
+                for (const auto& ks : keep_sets) {
+                    prune::Schedule s;
+                    s.boundaries = bounds;
+                    for (int i : ks) s.keep.push_back(keep[static_cast<size_t>(i)]);
+                    s.keep_first = space.keep_first;
+                    s.prune_decode = space.prune_decode;
+                    if (!seen.emplace(std::pair(s.boundaries, s.keep), true).second) continue;
+                    out.push_back({s, predicted_cost(s, n_layer)});
+                }
+            }
+        }
+    }
+    // Cheapest first; on equal cost fewer boundaries first, then by boundaries and keep.
+    std::sort(out.begin(), out.end(), [](const TuneCandidate& a, const TuneCandidate& b) {
+        const int64_t ca = std::llround(a.cost * 1e9), cb = std::llround(b.cost * 1e9);
+        if (ca != cb) return ca < cb;
+        const size_t na = a.schedule.boundaries.size(), nb = b.schedule.boundaries.size();
+        if (na != nb) return na < nb;
+        return std::tie(a.schedule.boundaries, a.schedule.keep) <
+               std::tie(b.schedule.boundaries, b.schedule.keep);
+    });
+    return out;
+}
+
+std::string layers_string(const prune::Schedule& s) {
+    return fmt::format("{}", fmt::join(s.boundaries, ","));
+}
+
+std::string keep_string(const prune::Schedule& s) {
+    std::string out;
+    for (size_t i = 0; i < s.keep.size(); ++i) out += fmt::format("{}{:g}", i ? "," : "", s.keep[i]);
+    return out;
+}
+
+Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
+                                 const std::vector<TuneCandidate>& candidates, int n_layer,
+                                 const TuneOptions& opts) {
+    auto log = [&opts](const std::string& s) {
+        if (opts.log) opts.log(s);
+    };
+    const int n = evaluator.n_samples();
+    if (n <= 0) return make_error(ErrorCode::kInvalidArgument, "the calibration suite is empty");
+    if (!(opts.target > 0.0 && opts.target <= 1.0)) {
+        return make_error(ErrorCode::kInvalidArgument, "target must be in (0, 1], got {}",
+                          opts.target);
+    }
+    if (opts.budget < 1) {
+        return make_error(ErrorCode::kInvalidArgument, "budget must be >= 1, got {}", opts.budget);
+    }
+    TuneResult result;
+    result.n_samples = n;
+    result.n_candidates = static_cast<int>(candidates.size());
+    double full_sum = 0.0;
+    for (int i = 0; i < n; ++i) {
+        LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, evaluator.evaluate(nullptr, i));
+        full_sum += r.score;
+        result.full_ttft_ms.push_back(r.ttft_ms);
+    }
+    result.full_score = full_sum / n;
+    const double needed = opts.target * full_sum;
+    log(fmt::format("tune: full scores {:.3f} on {} samples; a schedule needs >= {:.3f} ({} x "
+                    "full); {} candidates, budget {}",
+                    result.full_score, n, needed / n, opts.target, candidates.size(),
+                    opts.budget));
+    if (full_sum <= 0.0) {
+        log("tune: warning: full scores 0 on the calibration suite, so accuracy cannot constrain "
+            "the search (every candidate passes)");
+    }
+
+    // Runs samples [from, n) of a candidate, stopping once the outcome is certain unless
+    // `complete`.
+    auto run = [&](CandidateResult& c, int from, bool complete) -> Status {
+        for (int i = from; i < n; ++i) {
+            LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, evaluator.evaluate(&c.candidate.schedule, i));
+            ++c.n_evaluated;
+            c.score_sum += r.score;
+            c.ttft_ms_sum += r.ttft_ms;
+            c.pct_sum += r.pct_computed;
+            c.ttft_ms.push_back(r.ttft_ms);
+            const int remaining = n - 1 - i;
+            if (complete || remaining == 0) continue;
+            // Scores are in [0, 1]: the best the rest can add is `remaining`.
+            if (c.score_sum + remaining < needed - kEps || c.score_sum >= needed - kEps) {
+                c.stopped_early = true;
+                break;
+            }
+        }
+        c.passed = c.score_sum >= needed - kEps;
+        return {};
+    };
+
+    std::vector<bool> tried(candidates.size(), false);
+    std::vector<size_t> failed;
+    std::optional<size_t> best;
+    auto ruled_out = [&](size_t i) {
+        for (size_t f : failed) {
+            if (at_most_as_wide(candidates[i].schedule, candidates[f].schedule, n_layer)) return true;
+        }
+        return false;
+    };
+    for (int round = 0; round < opts.budget; ++round) {
+        std::vector<size_t> open;
+        for (size_t i = 0; i < candidates.size(); ++i) {
+            if (tried[i]) continue;
+            if (best && candidates[i].cost >= candidates[*best].cost - kEps) continue;
+            if (ruled_out(i)) continue;
+            open.push_back(i);
+        }
+        if (open.empty()) break;
+        const size_t pick = open[open.size() / 2];
+        tried[pick] = true;
+        CandidateResult c;
+        c.candidate = candidates[pick];
+        LAZYLLM_TRY(run(c, 0, false));
+        log(fmt::format("tune: [{}/{}] {} (predicted {:.1f}% computed): {} after {}/{} samples, "
+                        "score {:.2f}/{:.2f} needed; {} open",
+                        round + 1, opts.budget, describe(c.candidate.schedule),
+                        100.0 * c.candidate.cost, c.passed ? "pass" : "fail", c.n_evaluated, n,
+                        c.score_sum, needed, open.size() - 1));
+        if (c.passed) {
+            best = pick;
+        } else {
+            failed.push_back(pick);
+        }
+        result.evaluated.push_back(std::move(c));
+    }
+    for (size_t i = 0; i < candidates.size(); ++i) {
+        if (!tried[i] && ruled_out(i)) ++result.n_skipped;
+    }
+    if (!best) return result;
+
+    // Complete the winner on every sample for its score and TTFT.
+    auto it = std::find_if(result.evaluated.begin(), result.evaluated.end(),
+                           [&](const CandidateResult& c) {
+                               return c.passed && c.candidate.schedule.boundaries ==
+                                                      candidates[*best].schedule.boundaries &&
+                                      c.candidate.schedule.keep == candidates[*best].schedule.keep;
+                           });
+    CandidateResult winner = *it;
+    LAZYLLM_TRY(run(winner, winner.n_evaluated, true));
+    double sp = 0.0;
+    for (int i = 0; i < n; ++i) sp += result.full_ttft_ms[i] / std::max(winner.ttft_ms[i], 1e-9);
+    result.ttft_speedup = sp / n;
+    result.best = std::move(winner);
+    return result;
+}
+
+std::string tune_meta_json(const TuneResult& result, double target, std::string_view calibration) {
+    nlohmann::json j;
+    j["tool"] = "lazyllm tune";
+    j["calibration"] = std::string(calibration);
+    j["calibration_samples"] = result.n_samples;
+    j["target"] = target;
+    j["full_score"] = result.full_score;
+    if (result.best) {
+        j["score"] = result.best->mean_score();
+        j["ttft_speedup"] = result.ttft_speedup;
+        j["pct_computed"] = result.best->mean_pct_computed();
+        j["predicted_prefill_pct"] = 100.0 * result.best->candidate.cost;
+    }
+    j["candidates"] = result.n_candidates;
+    j["candidates_evaluated"] = result.evaluated.size();
+    return j.dump();
+}
+
+Result<EngineTuneEvaluator> EngineTuneEvaluator::create(const Engine& engine,
+                                                        std::vector<Sample> samples) {
+    std::vector<PreparedPrompt> prompts;
+    for (const Sample& s : samples) {
+        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt p, prepare_prompt(engine, s));
+        prompts.push_back(std::move(p));
+    }
+    return EngineTuneEvaluator(engine, std::move(samples), std::move(prompts));
+}
+
+Result<TuneSampleResult> EngineTuneEvaluator::evaluate(const prune::Schedule* schedule, int i) {
+    if (i < 0 || i >= n_samples()) {
+        return make_error(ErrorCode::kOutOfRange, "calibration sample {} of {}", i, n_samples());
+    }
+    PolicyRun policy;
+    policy.name = schedule ? "lazy" : "full";
+    policy.prune.policy = policy.name;
+    if (schedule) {
+        policy.prune.layers = layers_string(*schedule);
+        policy.prune.keep = keep_string(*schedule);
+        policy.prune.keep_first = schedule->keep_first;
+        policy.prune.prune_decode = schedule->prune_decode ? 1 : 0;
+    }
+    const size_t k = static_cast<size_t>(i);
+    LAZYLLM_ASSIGN_OR_RETURN(SampleRecord rec,
+                             evaluate_one(*engine_, samples_[k], prompts_[k], policy));
+    return TuneSampleResult{rec.score, rec.ttft_ms, rec.pct_computed};
+}
+
+}  // namespace lazyllm::eval

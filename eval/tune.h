@@ -1,0 +1,132 @@
+// `lazyllm tune` (design.md 1.4): search boundary layers and keep fractions for the cheapest
+// LazyLLM schedule whose score on a calibration suite stays >= target x full's score.
+//
+// Cost is the predicted fraction of prompt token-layers computed in prefill (deterministic, unlike
+// TTFT); the winner's TTFT is measured afterwards. The search leans on the paper's ablation
+// (Fu et al. 2024, Sec. 5): pruning later and keeping more never hurt accuracy, so a schedule
+// that keeps no more than a failed one at every layer is skipped as failed too. Candidates are
+// evaluated sample by sample and stopped as soon as the target is out of reach (or certain).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eval/runner.h"
+#include "prune/schedule.h"
+
+namespace lazyllm::eval {
+
+// Calibration prompts use seeds offset by this much from the reporting suites', so a schedule
+// is never tuned on the samples it is reported on.
+inline constexpr uint64_t kCalibrationSeedOffset = 1000000;
+
+struct TuneSpace {
+    std::vector<double> first_boundary = {0.1, 0.2, 0.3, 0.4, 0.5};  // depth fractions
+    std::vector<double> later_boundary = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
+    int max_boundaries = 3;
+    std::vector<float> keep = {0.7f, 0.5f, 0.35f, 0.25f, 0.15f, 0.1f};
+    int keep_first = 0;
+    bool prune_decode = true;
+};
+
+struct TuneCandidate {
+    prune::Schedule schedule;  // boundaries as layer indices
+    double cost = 1.0;         // predicted prefill fraction of prompt token-layers
+};
+
+// Keep fraction each layer runs at under a schedule ([n_layer]; 1 before the first boundary).
+std::vector<float> keep_profile(const prune::Schedule& schedule, int n_layer);
+// The mean of keep_profile: the prefill fraction computed, ignoring keep_first and the last token.
+double predicted_cost(const prune::Schedule& schedule, int n_layer);
+// True when `a` keeps no more tokens than `b` at every layer (a is at least as aggressive).
+bool at_most_as_wide(const prune::Schedule& a, const prune::Schedule& b, int n_layer);
+// Every schedule of the space for an n_layer model: 1..max_boundaries boundaries (the first from
+// first_boundary, later ones from later_boundary, strictly increasing after rounding to layers)
+// with strictly decreasing keep fractions; duplicates removed; sorted by cost (ties: fewer
+// boundaries, then boundaries, then keep), so the order is deterministic.
+std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_layer);
+
+struct TuneSampleResult {
+    double score = 0.0;  // in [0, 1]
+    double ttft_ms = 0.0;
+    double pct_computed = 100.0;
+};
+
+// What the search needs from the engine; tests inject a fake.
+class TuneEvaluator {
+public:
+    virtual ~TuneEvaluator() = default;
+    virtual int n_samples() const = 0;
+    // Sample i under `schedule` (lazy policy), or full prefill when schedule is null.
+    virtual Result<TuneSampleResult> evaluate(const prune::Schedule* schedule, int i) = 0;
+};
+
+struct TuneOptions {
+    double target = 0.99;  // of full's score
+    int budget = 24;       // candidates evaluated at most (full's run not counted)
+    std::function<void(std::string_view)> log;
+};
+
+struct CandidateResult {
+    TuneCandidate candidate;
+    bool passed = false;
+    bool stopped_early = false;  // rejected or accepted before the last sample
+    int n_evaluated = 0;
+    double score_sum = 0.0;
+    double ttft_ms_sum = 0.0;
+    double pct_sum = 0.0;
+    std::vector<double> ttft_ms;  // per evaluated sample
+    double mean_score() const { return n_evaluated ? score_sum / n_evaluated : 0.0; }
+    double mean_pct_computed() const { return n_evaluated ? pct_sum / n_evaluated : 0.0; }
+};
+
+struct TuneResult {
+    int n_samples = 0;
+    double full_score = 0.0;      // mean over the calibration samples
+    std::vector<double> full_ttft_ms;
+    int n_candidates = 0;         // in the space
+    int n_skipped = 0;            // skipped as at least as aggressive as a failed candidate
+    std::vector<CandidateResult> evaluated;  // in evaluation order
+    std::optional<CandidateResult> best;     // completed on every sample
+    double ttft_speedup = 0.0;    // mean over samples of full's TTFT / best's TTFT
+};
+
+// Bisection over the cost order: evaluate the median-cost candidate among those still open
+// (cheaper than the best so far and not ruled out by a failure); a pass bounds the cost from
+// above, a failure rules out every candidate at least as aggressive. Finds the cheapest passing
+// candidate when accuracy is monotone in the keep profile and the budget suffices.
+Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
+                                 const std::vector<TuneCandidate>& candidates, int n_layer,
+                                 const TuneOptions& opts);
+
+// The engine-backed evaluator: greedy generation of prepared samples, scored.
+class EngineTuneEvaluator : public TuneEvaluator {
+public:
+    // Prepares (chat-wraps, tokenizes) every sample once. A schedule's keep_first and
+    // prune_decode go to the engine with it.
+    static Result<EngineTuneEvaluator> create(const Engine& engine, std::vector<Sample> samples);
+    int n_samples() const override { return static_cast<int>(samples_.size()); }
+    Result<TuneSampleResult> evaluate(const prune::Schedule* schedule, int i) override;
+
+private:
+    EngineTuneEvaluator(const Engine& engine, std::vector<Sample> samples,
+                        std::vector<PreparedPrompt> prompts)
+        : engine_(&engine), samples_(std::move(samples)), prompts_(std::move(prompts)) {}
+    const Engine* engine_;
+    std::vector<Sample> samples_;
+    std::vector<PreparedPrompt> prompts_;
+};
+
+// The schedule file's "meta" object: score, full_score, target, ttft_speedup, pct_computed,
+// predicted_prefill_pct, candidates searched and evaluated, and the calibration suite.
+std::string tune_meta_json(const TuneResult& result, double target, std::string_view calibration);
+
+// "layers" and "keep" flag strings of a schedule ("8,18" / "0.5,0.25").
+std::string layers_string(const prune::Schedule& s);
+std::string keep_string(const prune::Schedule& s);
+
+}  // namespace lazyllm::eval

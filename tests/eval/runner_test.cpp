@@ -1,0 +1,323 @@
+// The eval runner on a tiny random model (accuracy ~0, but the machinery must work): records,
+// resumability, reports; plus SHA-256 test vectors and the fidelity math.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "eval/fidelity.h"
+#include "eval/record.h"
+#include "eval/report.h"
+#include "eval/runner.h"
+#include "eval/sha256.h"
+#include "support/tiny_model.h"
+
+namespace lazyllm::eval {
+namespace {
+
+// FIPS 180-4 examples (NIST CSRC "SHA256.pdf") and the empty string.
+TEST(Sha256Test, KnownVectors) {
+    EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
+              "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(Sha256Test, PaddingBoundaries) {
+    // 55, 56 and 64 bytes straddle the one/two final block boundary; hashes must all differ
+    // and be stable.
+    std::set<std::string> seen;
+    for (size_t n : {55u, 56u, 63u, 64u, 65u, 119u, 120u}) {
+        const std::string h = sha256_hex(std::string(n, 'x'));
+        EXPECT_EQ(h.size(), 64u);
+        EXPECT_EQ(h, sha256_hex(std::string(n, 'x')));
+        EXPECT_TRUE(seen.insert(h).second) << n;
+    }
+}
+
+TEST(FidelityMathTest, KlDivergence) {
+    const std::vector<float> a = {0.0f, 0.0f};
+    const std::vector<float> b = {std::log(3.0f), 0.0f};  // softmax (0.75, 0.25)
+    // KL((.5,.5) || (.75,.25)) = 0.5 ln(4/3).
+    EXPECT_NEAR(kl_divergence(a, b), 0.5 * std::log(4.0 / 3.0), 1e-6);
+    EXPECT_DOUBLE_EQ(kl_divergence(a, a), 0.0);
+    // Logits are shift invariant.
+    const std::vector<float> shifted = {5.0f + std::log(3.0f), 5.0f};
+    EXPECT_NEAR(kl_divergence(a, shifted), 0.5 * std::log(4.0 / 3.0), 1e-6);
+    EXPECT_GT(kl_divergence(b, a), 0.0);
+}
+
+TEST(FidelityMathTest, ArgmaxTiesToLowest) {
+    EXPECT_EQ(argmax(std::vector<float>{1.0f, 3.0f, 3.0f, 2.0f}), 1);
+    EXPECT_EQ(argmax(std::vector<float>{-1.0f}), 0);
+}
+
+TEST(FidelityMathTest, GreedyCommonPrefix) {
+    const std::vector<TokenId> a = {1, 2, 3, 4}, b = {1, 2, 9, 4}, c = {1, 2};
+    EXPECT_EQ(greedy_common_prefix(a, a, 4), 4);
+    EXPECT_EQ(greedy_common_prefix(a, b, 4), 2);
+    EXPECT_EQ(greedy_common_prefix(a, b, 1), 1);
+    EXPECT_EQ(greedy_common_prefix(a, c, 4), 2);  // c ended where a went on
+    EXPECT_EQ(greedy_common_prefix(c, c, 8), 8);  // both ended together: equal from then on
+}
+
+TEST(RunnerTest, DepthGridAndSeeds) {
+    EXPECT_EQ(depth_grid(1), std::vector<double>{0.5});
+    EXPECT_EQ(depth_grid(3), (std::vector<double>{0.0, 0.5, 1.0}));
+    EXPECT_TRUE(depth_grid(0).empty());
+    const uint64_t s = sample_seed(1, "passkey", 1024, 0, 0);
+    EXPECT_EQ(s, sample_seed(1, "passkey", 1024, 0, 0));
+    EXPECT_NE(s, sample_seed(1, "passkey", 1024, 1, 0));
+    EXPECT_NE(s, sample_seed(1, "passkey", 2048, 0, 0));
+    EXPECT_NE(s, sample_seed(1, "mdqa", 1024, 0, 0));
+    EXPECT_NE(s, sample_seed(2, "passkey", 1024, 0, 0));
+    EXPECT_NE(s, sample_seed(1, "passkey", 1024, 0, 1));
+}
+
+TEST(RunnerTest, PolicyRunsPutFullFirstAndCarryTheSchedule) {
+    PruneOptions sched;
+    sched.layers = "1";
+    sched.keep = "0.5";
+    sched.keep_first = 4;
+    auto runs = make_policy_runs({"lazy", "full", "static"}, sched);
+    ASSERT_TRUE(runs.ok()) << runs.error().message();
+    ASSERT_EQ(runs->size(), 3u);
+    EXPECT_EQ((*runs)[0].name, "full");
+    EXPECT_TRUE((*runs)[0].prune.layers.empty());
+    EXPECT_EQ((*runs)[0].prune.policy, "full");
+    EXPECT_EQ((*runs)[1].name, "lazy");
+    EXPECT_EQ((*runs)[1].prune.layers, "1");
+    EXPECT_EQ((*runs)[2].prune.policy, "static");
+    EXPECT_EQ((*runs)[2].prune.keep_first, 4);
+    EXPECT_FALSE(make_policy_runs({"lazy", "lazy"}, sched).ok());
+    auto bad = make_policy_runs({"fast"}, sched);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message().find("fast"), std::string::npos);
+}
+
+TEST(RecordTest, JsonLineRoundTrip) {
+    SampleRecord r;
+    r.task = "passkey";
+    r.id = "passkey-n1024-d0.500-s7";
+    r.prompt_sha256 = sha256_hex("x");
+    r.length = 1024;
+    r.n_prompt = 1019;
+    r.depth = 0.5;
+    r.policy = "lazy";
+    r.schedule = "layers=8,18 keep=0.5,0.25";
+    r.metric = "passkey";
+    r.prediction = "The key is \"4711\"\n";
+    r.answers = {"4711"};
+    r.score = 1.0;
+    r.ttft_ms = 123.5;
+    r.pct_computed = 61.25;
+    r.prefill_rows_per_layer = {1019, 1019, 510};
+    r.n_gen = 6;
+    r.stop_reason = "eos";
+    r.truncated = true;
+    const std::string line = to_json_line(r);
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+    auto back = parse_json_line(line);
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_EQ(back->id, r.id);
+    EXPECT_EQ(back->prediction, r.prediction);
+    EXPECT_EQ(back->answers, r.answers);
+    EXPECT_EQ(back->prefill_rows_per_layer, r.prefill_rows_per_layer);
+    EXPECT_DOUBLE_EQ(back->pct_computed, r.pct_computed);
+    EXPECT_EQ(back->length, 1024);
+    EXPECT_TRUE(back->truncated);
+    EXPECT_FALSE(parse_json_line("{\"task\": \"x\"}").ok());
+    EXPECT_FALSE(parse_json_line("{\"task\": \"x\", \"id\"").ok());
+}
+
+TEST(RecordTest, ReadSkipsACutLastLine) {
+    const std::string path = ::testing::TempDir() + "lazyllm_records_cut.jsonl";
+    SampleRecord r;
+    r.task = "t";
+    r.id = "1";
+    r.policy = "full";
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out << to_json_line(r) << "\n" << to_json_line(r).substr(0, 20);
+    }
+    auto f = read_records(path);
+    ASSERT_TRUE(f.ok());
+    EXPECT_EQ(f->records.size(), 1u);
+    EXPECT_EQ(f->warnings.size(), 1u);
+    EXPECT_FALSE(f->ends_with_newline);
+    auto missing = read_records(path + ".none");
+    ASSERT_TRUE(missing.ok());
+    EXPECT_TRUE(missing->records.empty());
+}
+
+class TinyRunnerTest : public ::testing::Test {
+protected:
+    static constexpr int kLayers = 4;
+
+    void SetUp() override {
+        testing::TinyModelSpec spec;
+        spec.n_layer = kLayers;
+        spec.n_ctx = 2048;
+        model_path_ = ::testing::TempDir() + "lazyllm_eval_runner_tiny.gguf";
+        ASSERT_TRUE(testing::write_tiny_model(spec, model_path_).ok());
+        EngineOptions eo;
+        eo.model_path = model_path_;
+        eo.n_threads = 2;
+        eo.precision = "f32";
+        auto e = Engine::load(eo);
+        ASSERT_TRUE(e.ok()) << e.error().message();
+        engine_ = std::move(e).value();
+        out_dir_ = ::testing::TempDir() + "lazyllm_eval_runner_" +
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        std::filesystem::remove_all(out_dir_);
+    }
+
+    std::vector<Sample> suite() {
+        SuiteSpec spec;
+        spec.tasks = {"passkey", "niah_single"};
+        spec.lengths = {700};
+        spec.n_depths = 2;
+        auto s = make_suite(spec, engine_->tokenizer());
+        EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
+        return s.ok() ? std::move(s).value() : std::vector<Sample>{};
+    }
+
+    RunnerOptions options() {
+        RunnerOptions o;
+        o.out_dir = out_dir_;
+        auto runs = make_policy_runs({"full", "lazy"}, PruneOptions{});
+        EXPECT_TRUE(runs.ok());
+        o.policies = *runs;
+        o.warmup = false;
+        return o;
+    }
+
+    static int count_lines(const std::string& path) {
+        std::ifstream in(path);
+        std::string line;
+        int n = 0;
+        while (std::getline(in, line)) n += line.empty() ? 0 : 1;
+        return n;
+    }
+
+    std::string model_path_, out_dir_;
+    std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(TinyRunnerTest, RecordsResumeAndReports) {
+    const std::vector<Sample> samples = suite();
+    ASSERT_EQ(samples.size(), 4u);  // 2 tasks x 1 length x 2 depths
+    auto stats = run_eval(*engine_, samples, options());
+    ASSERT_TRUE(stats.ok()) << stats.error().message();
+    EXPECT_EQ(stats->total, 8);
+    EXPECT_EQ(stats->ran, 8);
+    EXPECT_EQ(stats->skipped, 0);
+
+    const std::string path = out_dir_ + "/samples.jsonl";
+    EXPECT_EQ(count_lines(path), 8);
+    auto file = read_records(path);
+    ASSERT_TRUE(file.ok());
+    ASSERT_EQ(file->records.size(), 8u);
+    EXPECT_TRUE(file->warnings.empty());
+    std::map<std::string, std::string> sha_by_id;
+    for (const SampleRecord& r : file->records) {
+        EXPECT_EQ(r.length, 700);
+        EXPECT_GT(r.n_prompt, 600);
+        EXPECT_GT(r.ttft_ms, 0.0);
+        EXPECT_GE(r.score, 0.0);
+        EXPECT_LE(r.score, 1.0);
+        EXPECT_EQ(r.prompt_sha256.size(), 64u);
+        EXPECT_EQ(r.prefill_rows_per_layer.size(), static_cast<size_t>(kLayers));
+        EXPECT_TRUE(r.depth == 0.0 || r.depth == 1.0) << r.depth;
+        if (r.policy == "full") {
+            EXPECT_TRUE(r.schedule.empty());
+            EXPECT_DOUBLE_EQ(r.pct_computed, 100.0);
+        } else {
+            EXPECT_EQ(r.policy, "lazy");
+            EXPECT_FALSE(r.schedule.empty());
+            EXPECT_LT(r.pct_computed, 100.0);
+        }
+        // Both policies saw the very same prompt.
+        auto [it, fresh] = sha_by_id.emplace(r.id, r.prompt_sha256);
+        if (!fresh) {
+            EXPECT_EQ(it->second, r.prompt_sha256);
+        }
+    }
+    EXPECT_EQ(sha_by_id.size(), 4u);
+    // Full runs first for each sample.
+    EXPECT_EQ(file->records[0].policy, "full");
+    EXPECT_EQ(file->records[1].policy, "lazy");
+    EXPECT_EQ(file->records[0].id, file->records[1].id);
+
+    // Resuming adds nothing.
+    auto again = run_eval(*engine_, samples, options());
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->ran, 0);
+    EXPECT_EQ(again->skipped, 8);
+    EXPECT_EQ(count_lines(path), 8);
+
+    auto summary = write_reports(out_dir_);
+    ASSERT_TRUE(summary.ok()) << summary.error().message();
+    ASSERT_EQ(summary->overall.size(), 2u);
+    EXPECT_EQ(summary->overall[0].policy, "full");
+    EXPECT_EQ(summary->overall[0].n, 4);
+    EXPECT_DOUBLE_EQ(summary->overall[0].mean_speedup, 1.0);
+    EXPECT_EQ(summary->overall[1].n_speedup, 4);
+    EXPECT_TRUE(std::isfinite(summary->overall[1].mean_speedup));
+    EXPECT_EQ(summary->rows.size(), 4u);  // 2 tasks x 1 length x 2 policies
+    for (const char* f : {"summary.md", "summary.csv", "report.html", "run.json"}) {
+        EXPECT_TRUE(std::filesystem::exists(out_dir_ + "/" + f)) << f;
+    }
+    EXPECT_EQ(count_lines(out_dir_ + "/summary.csv"), 1 + 4 + 2);
+    std::ifstream html(out_dir_ + "/report.html");
+    std::stringstream ss;
+    ss << html.rdbuf();
+    EXPECT_NE(ss.str().find("<svg"), std::string::npos);
+    EXPECT_EQ(ss.str().find("<script"), std::string::npos);
+}
+
+TEST_F(TinyRunnerTest, LimitThenResumeCompletes) {
+    const std::vector<Sample> samples = suite();
+    RunnerOptions o = options();
+    o.limit = 1;
+    auto first = run_eval(*engine_, samples, o);
+    ASSERT_TRUE(first.ok()) << first.error().message();
+    EXPECT_EQ(first->ran, 2);
+    // A run killed mid-line leaves a partial record; the next run ends that line and goes on.
+    {
+        std::ofstream out(out_dir_ + "/samples.jsonl", std::ios::app | std::ios::binary);
+        out << "{\"task\": \"passkey\", \"id\"";
+    }
+    o.limit = 0;
+    auto rest = run_eval(*engine_, samples, o);
+    ASSERT_TRUE(rest.ok()) << rest.error().message();
+    EXPECT_EQ(rest->skipped, 2);
+    EXPECT_EQ(rest->ran, 6);
+    auto file = read_records(out_dir_ + "/samples.jsonl");
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ(file->records.size(), 8u);
+    EXPECT_EQ(file->warnings.size(), 1u);
+}
+
+TEST_F(TinyRunnerTest, BadPolicyScheduleFailsBeforeRunning) {
+    RunnerOptions o = options();
+    PruneOptions bad;
+    bad.layers = "9";  // a 4-layer model has boundaries 1..3
+    bad.keep = "0.5";
+    auto runs = make_policy_runs({"full", "lazy"}, bad);
+    ASSERT_TRUE(runs.ok());
+    o.policies = *runs;
+    auto r = run_eval(*engine_, suite(), o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("lazy"), std::string::npos) << r.error().message();
+    EXPECT_FALSE(std::filesystem::exists(out_dir_ + "/samples.jsonl"));
+}
+
+}  // namespace
+}  // namespace lazyllm::eval

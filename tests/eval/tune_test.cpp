@@ -1,0 +1,193 @@
+// The schedule search with a fake evaluator: the candidate space is well formed, the search
+// returns the cheapest candidate meeting the target (checked by brute force), rules out
+// candidates at least as aggressive as a failure, and stops evaluating a candidate early.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "eval/tune.h"
+
+namespace lazyllm::eval {
+namespace {
+
+constexpr int kLayers = 30;
+
+// Scores come from a predicate on the schedule: 1 when it holds, else `fail_score`; full
+// always scores 1. Counts every call.
+class FakeEvaluator : public TuneEvaluator {
+public:
+    FakeEvaluator(int n, std::function<bool(const prune::Schedule&)> ok, double fail_score = 0.0)
+        : n_(n), ok_(std::move(ok)), fail_score_(fail_score) {}
+    int n_samples() const override { return n_; }
+    Result<TuneSampleResult> evaluate(const prune::Schedule* s, int i) override {
+        ++calls;
+        if (s == nullptr) return TuneSampleResult{1.0, 100.0, 100.0};
+        calls_per_schedule[prune::to_string(*s)]++;
+        const double score = ok_(*s) ? 1.0 : (i == 0 ? 0.0 : fail_score_);
+        return TuneSampleResult{score, 100.0 * predicted_cost(*s, kLayers), 100.0};
+    }
+    int calls = 0;
+    std::map<std::string, int> calls_per_schedule;
+
+private:
+    int n_;
+    std::function<bool(const prune::Schedule&)> ok_;
+    double fail_score_;
+};
+
+TEST(TuneTest, CostAndProfile) {
+    prune::Schedule s;
+    s.boundaries = {10, 20};
+    s.keep = {0.5f, 0.25f};
+    const auto p = keep_profile(s, kLayers);
+    ASSERT_EQ(p.size(), 30u);
+    EXPECT_EQ(p[9], 1.0f);
+    EXPECT_EQ(p[10], 0.5f);
+    EXPECT_EQ(p[29], 0.25f);
+    EXPECT_NEAR(predicted_cost(s, kLayers), (10 + 5 + 2.5) / 30.0, 1e-9);
+    prune::Schedule later = s;
+    later.boundaries = {12, 20};
+    EXPECT_TRUE(at_most_as_wide(s, later, kLayers));
+    EXPECT_FALSE(at_most_as_wide(later, s, kLayers));
+    prune::Schedule one;
+    one.boundaries = {10};
+    one.keep = {0.5f};
+    EXPECT_TRUE(at_most_as_wide(s, one, kLayers));  // same until 20, then keeps less
+}
+
+TEST(TuneTest, CandidatesAreWellFormedAndSorted) {
+    const TuneSpace space;
+    const auto cands = enumerate_candidates(space, kLayers);
+    ASSERT_GT(cands.size(), 100u);
+    std::set<std::string> seen;
+    for (size_t i = 0; i < cands.size(); ++i) {
+        const prune::Schedule& s = cands[i].schedule;
+        ASSERT_TRUE(prune::validate_schedule(s, kLayers).ok()) << prune::to_string(s);
+        ASSERT_GE(s.boundaries.size(), 1u);
+        ASSERT_LE(s.boundaries.size(), 3u);
+        EXPECT_LE(s.boundaries[0], 15);  // first boundary from 0.1..0.5 of depth
+        for (size_t j = 1; j < s.keep.size(); ++j) {
+            EXPECT_LT(s.keep[j], s.keep[j - 1]);
+            EXPECT_GT(s.boundaries[j], s.boundaries[j - 1]);
+        }
+        EXPECT_NEAR(cands[i].cost, predicted_cost(s, kLayers), 1e-12);
+        if (i > 0) {
+            EXPECT_LE(cands[i - 1].cost, cands[i].cost + 1e-8);  // ties within rounding
+        }
+        EXPECT_TRUE(seen.insert(prune::to_string(s)).second) << "duplicate";
+    }
+    EXPECT_TRUE(enumerate_candidates(space, 1).empty());
+}
+
+// Monotone in the keep profile (the paper's ablation): pass iff the first boundary is at
+// layer >= 9 and the final keep is >= 0.25.
+bool monotone_ok(const prune::Schedule& s) {
+    return s.boundaries.front() >= 9 && s.keep.back() >= 0.25f;
+}
+
+TEST(TuneTest, FindsTheCheapestPassingCandidate) {
+    const auto cands = enumerate_candidates(TuneSpace{}, kLayers);
+    double want = std::numeric_limits<double>::infinity();
+    for (const auto& c : cands) {
+        if (monotone_ok(c.schedule)) want = std::min(want, c.cost);
+    }
+    ASSERT_TRUE(std::isfinite(want));
+
+    FakeEvaluator fake(5, monotone_ok);
+    TuneOptions opts;
+    opts.budget = 1000;
+    auto r = tune_schedule(fake, cands, kLayers, opts);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    ASSERT_TRUE(r->best.has_value());
+    EXPECT_NEAR(r->best->candidate.cost, want, 1e-12);
+    EXPECT_TRUE(monotone_ok(r->best->candidate.schedule));
+    EXPECT_DOUBLE_EQ(r->full_score, 1.0);
+    EXPECT_DOUBLE_EQ(r->best->mean_score(), 1.0);
+    EXPECT_EQ(r->best->n_evaluated, 5);  // completed on every sample
+    EXPECT_NEAR(r->ttft_speedup, 1.0 / want, 1e-9);
+    // Bisection with ruling-out needs far fewer evaluations than the space has candidates.
+    EXPECT_LT(r->evaluated.size(), cands.size() / 10);
+    EXPECT_GT(r->n_skipped, 0);
+    // Never evaluates a candidate at least as aggressive as one that already failed.
+    std::vector<prune::Schedule> failed;
+    for (const CandidateResult& c : r->evaluated) {
+        for (const auto& f : failed) {
+            EXPECT_FALSE(at_most_as_wide(c.candidate.schedule, f, kLayers))
+                << prune::to_string(c.candidate.schedule) << " after " << prune::to_string(f);
+        }
+        if (!c.passed) failed.push_back(c.candidate.schedule);
+    }
+}
+
+TEST(TuneTest, EarlyRejectionAndAcceptance) {
+    const auto cands = enumerate_candidates(TuneSpace{}, kLayers);
+    // 10 samples, target 0.99: one lost sample already rules a candidate out.
+    FakeEvaluator fake(10, monotone_ok);
+    TuneOptions opts;
+    opts.budget = 1000;
+    auto r = tune_schedule(fake, cands, kLayers, opts);
+    ASSERT_TRUE(r.ok());
+    int failures = 0;
+    for (const CandidateResult& c : r->evaluated) {
+        if (c.passed) {
+            // 9.9 needed: certain only after the 10th sample.
+            EXPECT_EQ(c.n_evaluated, 10);
+        } else {
+            ++failures;
+            EXPECT_TRUE(c.stopped_early);
+            EXPECT_EQ(c.n_evaluated, 1);  // sample 0 scores 0: out of reach at once
+        }
+    }
+    EXPECT_GT(failures, 0);
+
+    // With a low target a passing candidate is accepted before the last sample.
+    FakeEvaluator lenient(10, [](const prune::Schedule&) { return true; });
+    opts.target = 0.5;
+    auto r2 = tune_schedule(lenient, cands, kLayers, opts);
+    ASSERT_TRUE(r2.ok());
+    ASSERT_FALSE(r2->evaluated.empty());
+    EXPECT_TRUE(r2->evaluated.front().passed);
+    EXPECT_TRUE(r2->evaluated.front().stopped_early);
+    EXPECT_EQ(r2->evaluated.front().n_evaluated, 5);
+    // Everything passes, so the search walks down to the cheapest candidate of all.
+    ASSERT_TRUE(r2->best.has_value());
+    EXPECT_NEAR(r2->best->candidate.cost, cands.front().cost, 1e-12);
+}
+
+TEST(TuneTest, BudgetAndNoWinner) {
+    const auto cands = enumerate_candidates(TuneSpace{}, kLayers);
+    FakeEvaluator never(4, [](const prune::Schedule&) { return false; });
+    TuneOptions opts;
+    opts.budget = 3;
+    auto r = tune_schedule(never, cands, kLayers, opts);
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->best.has_value());
+    EXPECT_EQ(r->evaluated.size(), 3u);
+    EXPECT_EQ(never.calls, 4 + 3);  // full on 4 samples, then one sample per rejected candidate
+
+    FakeEvaluator fake(4, monotone_ok);
+    opts.target = 1.5;
+    EXPECT_FALSE(tune_schedule(fake, cands, kLayers, opts).ok());
+    opts.target = 0.99;
+    opts.budget = 0;
+    EXPECT_FALSE(tune_schedule(fake, cands, kLayers, opts).ok());
+}
+
+TEST(TuneTest, FlagStrings) {
+    prune::Schedule s;
+    s.boundaries = {3, 9, 18};
+    s.keep = {0.7f, 0.35f, 0.1f};
+    EXPECT_EQ(layers_string(s), "3,9,18");
+    EXPECT_EQ(keep_string(s), "0.7,0.35,0.1");
+    auto back = prune::parse_schedule(layers_string(s), keep_string(s), kLayers);
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back->boundaries, s.boundaries);
+    EXPECT_EQ(back->keep, s.keep);
+}
+
+}  // namespace
+}  // namespace lazyllm::eval

@@ -1,0 +1,169 @@
+// `lazyllm bench` end to end on a tiny random model: jsonl rows parse and carry llama-bench's
+// fields with sane values; markdown has the table; bad flags are usage errors (exit code 2).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/tiny_model.h"
+
+namespace {
+
+struct CliRun {
+    int rc = -1;
+    std::string out;  // stdout (and stderr when merged)
+};
+
+CliRun run(const std::string& args, bool merge_stderr = true) {
+    CliRun r;
+    const std::string cmd =
+        std::string(LAZYLLM_CLI) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return r;
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+    const int status = pclose(p);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+std::string tiny_model_file() {
+    static const std::string path = [] {
+        const std::string p = ::testing::TempDir() + "lazyllm_bench_tiny.gguf";
+        lazyllm::testing::TinyModelSpec spec;
+        spec.n_ctx = 128;
+        EXPECT_TRUE(lazyllm::testing::write_tiny_model(spec, p).ok());
+        return p;
+    }();
+    return path;
+}
+
+std::vector<nlohmann::json> parse_jsonl(const std::string& out) {
+    std::vector<nlohmann::json> rows;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        rows.push_back(nlohmann::json::parse(line));  // throws (fails the test) on bad JSON
+    }
+    return rows;
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+// -t 1: the tiny model needs no threads, and the test should not take the machine.
+const std::string kCommon = " -t 1 -r 1 --lazy-layers 1 --lazy-keep 0.5";
+
+TEST(BenchCliTest, JsonlRowsAreLlamaBenchCompatibleAndSane) {
+    const CliRun r = run("bench -m " + tiny_model_file() +
+                             " -p 32,64 -n 2 -o jsonl --policy full,lazy" + kCommon,
+                         /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const std::vector<nlohmann::json> rows = parse_jsonl(r.out);
+    // pp and tg rows for 2 lengths x 2 policies.
+    ASSERT_EQ(rows.size(), 8u) << r.out;
+    int n_pp = 0, n_tg = 0;
+    for (const nlohmann::json& j : rows) {
+        for (const char* key : {"model_filename", "model_type", "n_threads", "n_prompt", "n_gen", "avg_ns",
+                                "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "policy",
+                                "schedule", "pct_computed", "peak_gflops"}) {
+            ASSERT_TRUE(j.contains(key)) << key << " in " << j.dump();
+        }
+        EXPECT_EQ(j["n_threads"].get<int>(), 1);
+        EXPECT_GT(j["avg_ns"].get<int64_t>(), 0);
+        EXPECT_GT(j["avg_ts"].get<double>(), 0.0);
+        EXPECT_EQ(j["samples_ns"].size(), 1u);
+        EXPECT_EQ(j["samples_ts"].size(), 1u);
+        EXPECT_EQ(j["stddev_ns"].get<int64_t>(), 0);  // one repetition
+        EXPECT_GT(j["peak_gflops"].get<double>(), 0.0);
+        const double pct = j["pct_computed"].get<double>();
+        EXPECT_GT(pct, 0.0);
+        EXPECT_LE(pct, 100.0 + 1e-9);
+        const std::string policy = j["policy"].get<std::string>();
+        EXPECT_TRUE(policy == "full" || policy == "lazy") << policy;
+        if (j["n_gen"].get<int>() == 0) {
+            ++n_pp;
+            const int n_prompt = j["n_prompt"].get<int>();
+            EXPECT_TRUE(n_prompt == 32 || n_prompt == 64) << n_prompt;
+            EXPECT_GT(j["ttft_ms"].get<double>(), 0.0);
+            EXPECT_GE(j["ttft_stddev_ms"].get<double>(), 0.0);
+            EXPECT_GT(j["prefill_gflops"].get<double>(), 0.0);
+            const double speedup = j["speedup_vs_full"].get<double>();
+            if (policy == "full") {
+                EXPECT_DOUBLE_EQ(speedup, 1.0);
+                EXPECT_DOUBLE_EQ(pct, 100.0);
+            } else {
+                EXPECT_GT(speedup, 0.0);
+                EXPECT_LT(pct, 100.0);  // layer 1 of 2 keeps half the prompt
+                EXPECT_TRUE(contains(j["schedule"].get<std::string>(), "keep")) << j.dump();
+            }
+        } else {
+            ++n_tg;
+            EXPECT_EQ(j["n_gen"].get<int>(), 2);
+            EXPECT_EQ(j["n_prompt"].get<int>(), 0);
+            EXPECT_TRUE(j["n_depth"].get<int>() == 32 || j["n_depth"].get<int>() == 64);
+        }
+    }
+    EXPECT_EQ(n_pp, 4);
+    EXPECT_EQ(n_tg, 4);
+}
+
+TEST(BenchCliTest, MarkdownTableWithProfileAndPrefillOnly) {
+    const CliRun r = run("bench -m " + tiny_model_file() + " -p 48 -n 0 --policy full,lazy --profile" +
+                             kCommon, /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    for (const char* what : {"| model |", "pp48", "GEMM peak", "### profile: lazy pp48", "qkv_gemm",
+                             "lazy: "}) {
+        EXPECT_TRUE(contains(r.out, what)) << what << "\n" << r.out;
+    }
+    EXPECT_FALSE(contains(r.out, " @ d")) << r.out;  // -n 0: prefill only, no tg rows
+}
+
+TEST(BenchCliTest, ExportedPromptIdsFeedBackExactly) {
+    const std::string dir = ::testing::TempDir();
+    CliRun r = run("bench -m " + tiny_model_file() + " -p 40 --export-prompts " + dir + kCommon);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const std::string ids_file = dir + "/prompt-40.ids";
+    std::ifstream in(ids_file);
+    std::vector<long> ids;
+    for (long id; in >> id;) ids.push_back(id);
+    ASSERT_EQ(ids.size(), 40u);
+    // The built-in prompt ends in the question, whatever the length.
+    r = run("bench -m " + tiny_model_file() + " -p 50 -n 1 -o jsonl --policy full --prompt-ids " +
+                ids_file + kCommon, /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const std::vector<nlohmann::json> rows = parse_jsonl(r.out);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0]["n_prompt"].get<int>(), 50);  // 40 ids repeated to 50
+}
+
+TEST(BenchCliTest, BadFlagsAreUsageErrors) {
+    const std::string m = tiny_model_file();
+    for (const std::string& args : {
+             std::string("bench -m " + m + " --policy full,nosuch"),
+             std::string("bench -m " + m + " -p 0"),
+             std::string("bench -m " + m + " -p abc"),
+             std::string("bench -m " + m + " -r 0"),
+             std::string("bench -m " + m + " -n -1"),
+             std::string("bench -m " + m + " -o csv"),
+             std::string("bench -m " + m + " --no-such-flag"),
+             std::string("bench -m " + m + " --policy full,full"),
+             std::string("bench -m " + m + " -t 1 -p 4096"),  // over the tiny model's context
+             std::string("bench -m " + m + " -t 1 -p 32 --lazy-layers 5 --lazy-keep 0.5"),  // layer 5 of 2
+         }) {
+        const CliRun r = run(args);
+        EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+    }
+    const CliRun r = run("bench -m /nonexistent/x.gguf -p 32");
+    EXPECT_EQ(r.rc, 1) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,199 @@
+#include "cli/bench_report.h"
+
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace lazyllm::cli {
+
+namespace {
+
+std::string human_size(uint64_t b) {
+    if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1ull << 30));
+    return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1ull << 20));
+}
+
+std::string human_count(uint64_t n) {
+    const double v = static_cast<double>(n);
+    if (v >= 1e9) return fmt::format("{:.2f} B", v / 1e9);
+    if (v >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
+    return fmt::format("{:.2f} K", v / 1e3);
+}
+
+std::vector<double> samples_ts(const BenchRow& r) {
+    std::vector<double> ts;
+    for (double ns : r.samples_ns) ts.push_back(1e9 * static_cast<double>(r.n_tokens()) / ns);
+    return ts;
+}
+
+// Achieved GFLOP/s of each prefill: useful FLOPs over prefill time (GFLOP / ns * 1e9).
+std::vector<double> samples_gflops(const BenchRow& r) {
+    std::vector<double> g;
+    for (size_t i = 0; i < r.gflop.size() && i < r.samples_ns.size(); ++i) {
+        g.push_back(r.gflop[i] * 1e9 / r.samples_ns[i]);
+    }
+    return g;
+}
+
+std::string pm(const Stats& s, int decimals) {
+    return fmt::format("{:.{}f} ± {:.{}f}", s.mean, decimals, s.stddev, decimals);
+}
+
+}  // namespace
+
+std::string BenchRow::test_name() const {
+    if (is_prompt) return fmt::format("pp{}", n_prompt);
+    return fmt::format("tg{} @ d{}", n_gen, n_depth);
+}
+
+Stats stats(std::span<const double> v) {
+    Stats s;
+    if (v.empty()) return s;
+    for (double x : v) s.mean += x;
+    s.mean /= static_cast<double>(v.size());
+    if (v.size() < 2) return s;
+    double ss = 0.0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.stddev = std::sqrt(ss / static_cast<double>(v.size() - 1));
+    return s;
+}
+
+double prefill_gflop(const ModelSummary& s, int64_t n_prompt, std::span<const int32_t> rows_per_layer,
+                     double fraction) {
+    const double E = s.n_embd, F = s.n_ff, hd = s.head_dim;
+    const double q = static_cast<double>(s.n_head) * hd, kv = static_cast<double>(s.n_head_kv) * hd;
+    // Weights touched per token in one layer: Wq|Wk|Wv, Wo, Wgate|Wup, Wdown.
+    const double linear_per_row = 2.0 * (E * (q + 2.0 * kv) + q * E + E * 2.0 * F + F * E);
+    const double attn_per_pair = 4.0 * static_cast<double>(s.n_head) * hd;
+    const bool per_layer = static_cast<int>(rows_per_layer.size()) == s.n_layer;
+    double flops = 2.0 * E * s.n_vocab;  // LM head, last token only
+    for (int il = 0; il < s.n_layer; ++il) {
+        const double r = per_layer ? rows_per_layer[il] : fraction * static_cast<double>(n_prompt);
+        flops += linear_per_row * r + attn_per_pair * r * (r + 1.0) / 2.0;
+    }
+    return flops / 1e9;
+}
+
+void fill_speedups(std::vector<BenchRow>& rows) {
+    std::map<std::tuple<int, int64_t>, double> full_ttft;
+    for (const BenchRow& r : rows) {
+        if (r.is_prompt && r.policy == "full") full_ttft[{r.n_threads, r.n_prompt}] = stats(r.ttft_ms).mean;
+    }
+    for (BenchRow& r : rows) {
+        if (!r.is_prompt) continue;
+        auto it = full_ttft.find({r.n_threads, r.n_prompt});
+        const double mine = stats(r.ttft_ms).mean;
+        if (it != full_ttft.end() && mine > 0.0) r.speedup_vs_full = it->second / mine;
+    }
+}
+
+void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow>& rows) {
+    std::map<int, const BenchRow*> peaks;  // threads -> a row carrying the probe
+    for (const BenchRow& r : rows) peaks.emplace(r.n_threads, &r);
+    fmt::print(out, "model: {} ({}), prompt: {}\n", env.model_filename, env.model_type, env.prompt);
+    for (const auto& [t, r] : peaks) {
+        fmt::print(out, "GEMM peak, {} threads: {:.0f} GFLOP/s ({} on {}, 2048x576x1536 through "
+                   "PackedLinear)\n", t, r->peak_gflops, r->gemm, r->isa);
+    }
+    fmt::print(out, "\n| model | size | params | backend | threads | policy | test | t/s | TTFT ms "
+               "| speedup | % computed | GFLOP/s | % peak |\n");
+    fmt::print(out, "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: "
+               "| ---: | ---: |\n");
+    for (const BenchRow& r : rows) {
+        const std::string ts = pm(stats(samples_ts(r)), 2);
+        const double pct = stats(r.pct_computed).mean;
+        std::string ttft = "", speedup = "", gflops = "", peak = "";
+        if (r.is_prompt) {
+            ttft = pm(stats(r.ttft_ms), 1);
+            speedup = r.speedup_vs_full ? fmt::format("{:.2f}x", *r.speedup_vs_full) : "-";
+            const double g = stats(samples_gflops(r)).mean;
+            gflops = fmt::format("{:.0f}", g);
+            peak = r.peak_gflops > 0 ? fmt::format("{:.1f}%", 100.0 * g / r.peak_gflops) : "-";
+        }
+        fmt::print(out, "| {} | {} | {} | CPU {}/{} | {} | {} | {} | {} | {} | {} | {:.1f}% | {} "
+                   "| {} |\n", env.model_type, human_size(env.model_size),
+                   human_count(env.model_n_params), r.isa, r.gemm, r.n_threads, r.policy,
+                   r.test_name(), ts, ttft, speedup, pct, gflops, peak);
+    }
+    std::map<std::string, std::string> schedules;
+    for (const BenchRow& r : rows) {
+        if (!r.schedule.empty()) schedules.emplace(r.policy, r.schedule);
+    }
+    if (!schedules.empty()) fmt::print(out, "\n");
+    for (const auto& [policy, sched] : schedules) fmt::print(out, "{}: {}\n", policy, sched);
+    fmt::print(out, "\nt/s: pp = prompt tokens / prefill time, tg = decode steps / decode time "
+               "(mean ± stddev). TTFT: prefill + first sample. % computed: prompt (token, layer) "
+               "pairs computed (pp: after prefill, tg: at the end, with revivals). GFLOP/s: useful "
+               "prefill FLOPs / prefill time.\n");
+
+    for (const BenchRow& r : rows) {
+        if (r.profile.empty()) continue;
+        double total = 0.0;
+        for (const OpTime& o : r.profile) total += o.ms;
+        fmt::print(out, "\n### profile: {} {}, {} threads (one prefill-only run, {:.1f} ms)\n\n",
+                   r.policy, r.test_name(), r.n_threads, total);
+        fmt::print(out, "| op | ms | share | GFLOP/s |\n| --- | ---: | ---: | ---: |\n");
+        for (const OpTime& o : r.profile) {
+            fmt::print(out, "| {} | {:.2f} | {:.1f}% | {} |\n", o.op, o.ms, 100.0 * o.ms / total,
+                       o.gflops > 0 ? fmt::format("{:.0f}", o.gflops) : "");
+        }
+    }
+}
+
+void print_jsonl(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow>& rows) {
+    for (const BenchRow& r : rows) {
+        const std::vector<double> ts = samples_ts(r);
+        const Stats ns = stats(r.samples_ns), tss = stats(ts);
+        nlohmann::json j;
+        // llama-bench's fields (tools/llama-bench: test::get_fields), where they apply on a CPU.
+        j["build_commit"] = env.build_commit;
+        j["cpu_info"] = env.cpu_info;
+        j["backends"] = "CPU";
+        j["model_filename"] = env.model_filename;
+        j["model_type"] = env.model_type;
+        j["model_size"] = env.model_size;
+        j["model_n_params"] = env.model_n_params;
+        j["n_threads"] = r.n_threads;
+        j["n_prompt"] = r.is_prompt ? r.n_prompt : 0;
+        j["n_gen"] = r.is_prompt ? 0 : r.n_gen;
+        j["n_depth"] = r.is_prompt ? 0 : r.n_depth;
+        j["test_time"] = env.test_time;
+        j["avg_ns"] = static_cast<int64_t>(std::llround(ns.mean));
+        j["stddev_ns"] = static_cast<int64_t>(std::llround(ns.stddev));
+        j["avg_ts"] = tss.mean;
+        j["stddev_ts"] = tss.stddev;
+        std::vector<int64_t> samples_ns;
+        for (double v : r.samples_ns) samples_ns.push_back(std::llround(v));
+        j["samples_ns"] = samples_ns;
+        j["samples_ts"] = ts;
+        // lazyllm's.
+        j["test"] = r.test_name();
+        j["isa"] = r.isa;
+        j["gemm"] = r.gemm;
+        j["policy"] = r.policy;
+        j["schedule"] = r.schedule;
+        j["prompt"] = env.prompt;
+        j["pct_computed"] = stats(r.pct_computed).mean;
+        j["peak_gflops"] = r.peak_gflops;
+        if (r.is_prompt) {
+            const Stats t = stats(r.ttft_ms);
+            j["ttft_ms"] = t.mean;
+            j["ttft_stddev_ms"] = t.stddev;
+            j["ttft_samples_ms"] = r.ttft_ms;
+            j["speedup_vs_full"] = r.speedup_vs_full ? nlohmann::json(*r.speedup_vs_full) : nlohmann::json();
+            j["prefill_gflop"] = stats(r.gflop).mean;
+            j["prefill_gflops"] = stats(samples_gflops(r)).mean;
+            if (!r.profile.empty()) {
+                nlohmann::json p = nlohmann::json::array();
+                for (const OpTime& o : r.profile) p.push_back({{"op", o.op}, {"ms", o.ms}, {"gflops", o.gflops}});
+                j["profile"] = p;
+            }
+        }
+        fmt::print(out, "{}\n", j.dump());
+    }
+}
+
+}  // namespace lazyllm::cli

@@ -1,0 +1,66 @@
+// Results of `lazyllm bench`: llama-bench-style rows (pp<N>: prompt processing, tg<n>: text
+// generation after that prompt), their statistics, the FLOP count behind achieved GFLOP/s, and
+// the markdown and jsonl printers (jsonl keeps llama-bench's field names).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lazyllm/engine.h"
+
+namespace lazyllm::cli {
+
+// What every row shares.
+struct BenchEnv {
+    std::string build_commit;  // LAZYLLM_VERSION
+    std::string cpu_info;      // /proc/cpuinfo model name
+    std::string test_time;     // ISO 8601 UTC, start of the run
+    std::string model_filename, model_type;  // model_type: "llama 135M Q4_1"
+    uint64_t model_size = 0;      // file bytes
+    uint64_t model_n_params = 0;  // elements of all tensors
+    std::string prompt;           // "passkey (built-in)" or the file it came from
+};
+
+struct BenchRow {
+    bool is_prompt = true;  // pp row (prefill); false: tg row (decode)
+    int n_threads = 0;
+    std::string isa, gemm;
+    double peak_gflops = 0.0;  // GEMM probe for these threads
+    std::string policy, schedule;
+    int64_t n_prompt = 0, n_gen = 0;
+    int64_t n_depth = 0;  // tg rows: tokens already in the context (the prompt)
+    std::vector<double> samples_ns;    // one per repetition: prefill time (pp), decode time (tg)
+    std::vector<double> ttft_ms;       // pp rows
+    std::vector<double> pct_computed;  // pp: prompt token-layers after prefill; tg: at the end
+    std::vector<double> gflop;         // pp rows: useful GFLOP of each prefill
+    std::optional<double> speedup_vs_full;  // pp rows: mean TTFT(full) / mean TTFT(this)
+    std::vector<OpTime> profile;       // pp rows with --profile: one prefill-only run
+
+    int64_t n_tokens() const { return is_prompt ? n_prompt : n_gen; }
+    std::string test_name() const;  // "pp512", "tg32 @ d512"
+};
+
+struct Stats {
+    double mean = 0.0, stddev = 0.0;  // stddev over samples (n - 1); 0 for one sample
+};
+Stats stats(std::span<const double> v);
+
+// Useful prefill work in GFLOP: per computed (token, layer) the linear layers (2 FLOPs per
+// weight: QKV, output, gate/up, down), per layer causal attention over the r rows it computed
+// (QK^T and PV, 2 * 2 * head_dim FLOPs per head per (query, key) pair, r (r + 1) / 2 pairs),
+// and the LM head on the last token. `rows_per_layer`: GenerateResult::prefill_rows_per_layer;
+// when it does not match the model, every layer is taken to compute fraction * n_prompt rows.
+double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
+                     std::span<const int32_t> rows_per_layer, double fraction);
+
+// speedup_vs_full of every pp row that has a full row with the same threads and prompt.
+void fill_speedups(std::vector<BenchRow>& rows);
+
+void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow>& rows);
+void print_jsonl(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow>& rows);
+
+}  // namespace lazyllm::cli

@@ -1,0 +1,369 @@
+// lazyllm bench [-m MODEL] [-p 512,2048,4096] [-n 32] [-r 3] [-t 2] [--policy full,lazy]
+//               [schedule flags] [--precision P] [-o md|jsonl] [--profile]
+//               [--prompt-file FILE | --prompt-ids FILE] [--export-prompts DIR]
+// Prefill and decode speed in llama-bench's spirit: one warm-up run per configuration, then -r
+// timed repetitions; policies interleaved inside each repetition so machine noise falls on all
+// of them alike; pp<N> rows (prefill, with TTFT and speedup over full) and tg<n> rows (n greedy
+// decode steps after that prompt, end of sequence ignored). Progress goes to stderr.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "cli/bench_prompt.h"
+#include "cli/bench_report.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/options.h"
+#include "lazyllm/engine.h"
+#include "lazyllm/ggml_type.h"
+#include "lazyllm/gguf.h"
+#include "lazyllm/probe.h"
+
+namespace lazyllm::cli {
+
+namespace {
+
+struct BenchArgs {
+    std::string model;
+    std::vector<int> n_prompt{512, 2048, 4096};
+    int n_gen = 32;
+    int reps = 3;
+    std::vector<int> threads{0};
+    std::vector<std::string> policies{"full", "lazy"};
+    PruneFlags prune;  // schedule flags; the policy comes from the --policy list
+    std::string precision = "auto";
+    std::string output = "md";
+    bool profile = false;
+    std::string prompt_file, prompt_ids, export_dir;
+};
+
+std::string cpu_model_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            const size_t colon = line.find(':');
+            return colon == std::string::npos ? line : line.substr(colon + 2);
+        }
+    }
+    return "unknown";
+}
+
+std::string utc_now_iso8601() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+std::string short_count(uint64_t n) {
+    const double v = static_cast<double>(n);
+    if (v >= 1e9) return fmt::format("{:.1f}B", v / 1e9);
+    if (v >= 1e6) return fmt::format("{:.0f}M", v / 1e6);
+    return fmt::format("{:.0f}K", v / 1e3);
+}
+
+// llama-bench's model_type ("llama 135M Q4_1"): architecture, size, the weight type holding the
+// most elements among 2-D tensors.
+Status describe_model(const std::string& path, const std::string& arch, BenchEnv& env) {
+    LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
+    std::map<std::string, uint64_t> elements_by_type;
+    for (const GgufTensorInfo& t : gguf.tensors()) {
+        env.model_n_params += t.n_elements();
+        if (t.shape.size() >= 2) elements_by_type[std::string(ggml_type_name(t.type))] += t.n_elements();
+    }
+    std::string ftype = "?";
+    uint64_t most = 0;
+    for (const auto& [type, n] : elements_by_type) {
+        if (n > most) {
+            most = n;
+            ftype = type;
+        }
+    }
+    env.model_size = gguf.file_size();
+    env.model_filename = path;
+    env.model_type = fmt::format("{} {} {}", arch, short_count(env.model_n_params), ftype);
+    return {};
+}
+
+bool is_directory(const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Status check_args(const BenchArgs& a) {
+    if (a.n_prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "-p needs at least one prompt length");
+    if (a.policies.empty()) return make_error(ErrorCode::kInvalidArgument, "--policy needs at least one policy");
+    std::set<std::string> seen;
+    for (const std::string& p : a.policies) {
+        if (!seen.insert(p).second) {
+            return make_error(ErrorCode::kInvalidArgument, "--policy lists '{}' twice", p);
+        }
+    }
+    std::set<int> lengths(a.n_prompt.begin(), a.n_prompt.end());
+    if (lengths.size() != a.n_prompt.size()) {
+        return make_error(ErrorCode::kInvalidArgument, "-p lists a prompt length twice");
+    }
+    if (!a.prompt_file.empty() && !a.prompt_ids.empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "give at most one of --prompt-file and --prompt-ids");
+    }
+    if (!a.export_dir.empty() && !is_directory(a.export_dir)) {
+        return make_error(ErrorCode::kNotFound, "--export-prompts: '{}' is not a directory", a.export_dir);
+    }
+    return {};
+}
+
+// One RunOptions per policy: full ignores the schedule flags; the others share them.
+Result<std::map<std::string, RunOptions>> run_options(const BenchArgs& a) {
+    std::map<std::string, RunOptions> out;
+    for (const std::string& policy : a.policies) {
+        RunOptions ro;
+        ro.ignore_eos = true;             // exactly n decode steps, as llama-bench's tg
+        ro.sampling = SamplingParams{};   // greedy
+        ro.sampling.temperature = 0.0f;
+        if (policy != "full") {
+            PruneFlags f = a.prune;
+            f.lazy = false;
+            f.policy = policy;
+            LAZYLLM_ASSIGN_OR_RETURN(ro.prune, to_prune_options(f));
+        }
+        out.emplace(policy, ro);
+    }
+    return out;
+}
+
+// Prompt token ids per length, from the built-in passkey text, a text file or an id file.
+Result<std::map<int, std::vector<TokenId>>> make_prompts(const BenchArgs& a, const Engine& e,
+                                                         std::string& description) {
+    std::vector<TokenId> source;
+    if (!a.prompt_file.empty()) {
+        LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(a.prompt_file));
+        source = e.tokenizer().encode(text);
+        if (source.empty()) {
+            return make_error(ErrorCode::kInvalidArgument, "prompt file '{}' has no tokens", a.prompt_file);
+        }
+        description = a.prompt_file;
+    } else if (!a.prompt_ids.empty()) {
+        LAZYLLM_ASSIGN_OR_RETURN(source, read_token_ids(a.prompt_ids));
+        for (TokenId id : source) {
+            if (id >= e.summary().n_vocab) {
+                return make_error(ErrorCode::kInvalidArgument, "token id file '{}': id {} is outside the "
+                                  "vocabulary of {}", a.prompt_ids, id, e.summary().n_vocab);
+            }
+        }
+        description = a.prompt_ids;
+    } else {
+        description = "passkey (built-in)";
+    }
+    std::map<int, std::vector<TokenId>> prompts;
+    for (int n : a.n_prompt) {
+        prompts[n] = source.empty() ? passkey_prompt(e.tokenizer(), n) : fit_to_length(source, n);
+    }
+    return prompts;
+}
+
+// Decode steps that fit after a prompt of n tokens in the model's context (0: pp only).
+int decode_steps(const BenchArgs& a, const ModelSummary& s, int n) {
+    return n + a.n_gen + 1 <= s.n_ctx_train ? a.n_gen : 0;
+}
+
+struct Cell {
+    BenchRow pp, tg;
+};
+
+void record(Cell& c, const GenerateResult& r, const ModelSummary& s) {
+    c.pp.samples_ns.push_back(1e9 * static_cast<double>(r.n_prompt) / r.prefill_tps);
+    c.pp.ttft_ms.push_back(r.ttft_ms);
+    c.pp.pct_computed.push_back(100.0 * r.prefill_fraction_computed);
+    c.pp.gflop.push_back(prefill_gflop(s, r.n_prompt, r.prefill_rows_per_layer, r.prefill_fraction_computed));
+    c.pp.schedule = r.schedule;
+    c.tg.schedule = r.schedule;
+    if (r.n_gen > 1) {
+        c.tg.samples_ns.push_back(r.decode_ms * 1e6);
+        c.tg.pct_computed.push_back(100.0 * r.fraction_computed);
+    }
+}
+
+int run_bench(const BenchArgs& a) {
+    if (auto st = check_args(a); !st.ok()) return report(st.error());
+    auto opts = run_options(a);
+    if (!opts.ok()) return report(opts.error());
+    auto path = resolve_model_path(a.model);
+    if (!path.ok()) return report(path.error());
+
+    BenchEnv env;
+    env.build_commit = LAZYLLM_VERSION;
+    env.cpu_info = cpu_model_name();
+    env.test_time = utc_now_iso8601();
+    std::map<int, std::vector<TokenId>> prompts;
+    std::vector<BenchRow> rows;
+
+    const int n_runs = static_cast<int>(a.threads.size() * a.n_prompt.size() * a.policies.size()) * a.reps;
+    int run_index = 0;
+    for (size_t ti = 0; ti < a.threads.size(); ++ti) {
+        EngineOptions eo;
+        eo.model_path = *path;
+        eo.n_threads = a.threads[ti];
+        eo.precision = a.precision;
+        auto engine = Engine::load(eo);
+        if (!engine.ok()) return report(engine.error());
+        const Engine& e = **engine;
+        const ModelSummary& s = e.summary();
+        if (ti == 0) {
+            if (auto st = describe_model(*path, s.arch, env); !st.ok()) return report(st.error());
+            auto p = make_prompts(a, e, env.prompt);
+            if (!p.ok()) return report(p.error());
+            prompts = std::move(p).value();
+            for (const auto& [n, ids] : prompts) {
+                if (n > s.n_ctx_train) {
+                    return report(make_error(ErrorCode::kOutOfRange, "-p {} is over the model's context of {}",
+                                             n, s.n_ctx_train));
+                }
+                if (decode_steps(a, s, n) == 0 && a.n_gen > 0) {
+                    std::fprintf(stderr, "lazyllm bench: p=%d leaves no room for %d decode steps in the "
+                                 "context of %d: pp only\n", n, a.n_gen, s.n_ctx_train);
+                }
+            }
+            for (const auto& [policy, ro] : *opts) {
+                if (auto st = e.validate(ro); !st.ok()) {
+                    return report(st.error().with_context(fmt::format("--policy {}", policy)));
+                }
+            }
+            if (!a.export_dir.empty()) {
+                for (const auto& [n, ids] : prompts) {
+                    const std::string file = fmt::format("{}/prompt-{}.ids", a.export_dir, n);
+                    if (auto st = write_token_ids(file, ids); !st.ok()) return report(st.error());
+                    std::fprintf(stderr, "lazyllm bench: wrote %s\n", file.c_str());
+                }
+                return kExitOk;
+            }
+        }
+        auto peak = measure_gemm_peak(s.n_threads, a.precision);
+        if (!peak.ok()) return report(peak.error());
+        std::fprintf(stderr, "lazyllm bench: %s, %d threads, isa %s, gemm %s, GEMM peak %.0f GFLOP/s\n",
+                     s.path.c_str(), s.n_threads, s.isa.c_str(), s.gemm.c_str(), peak->gflops);
+
+        for (int n : a.n_prompt) {
+            const std::vector<TokenId>& ids = prompts.at(n);
+            const int steps = decode_steps(a, s, n);
+            std::map<std::string, Cell> cells;
+            for (const std::string& policy : a.policies) {
+                Cell& c = cells[policy];
+                for (BenchRow* r : {&c.pp, &c.tg}) {
+                    r->n_threads = s.n_threads;
+                    r->isa = s.isa;
+                    r->gemm = s.gemm;
+                    r->peak_gflops = peak->gflops;
+                    r->policy = policy;
+                    r->n_prompt = n;
+                    r->n_gen = steps;
+                    r->n_depth = n;
+                }
+                c.tg.is_prompt = false;
+                // Warm-up: page in weights, create the GEMM primitives for this policy's row
+                // counts, and one decode step.
+                RunOptions warm = opts->at(policy);
+                warm.max_new_tokens = steps > 0 ? 2 : 0;
+                std::fprintf(stderr, "warm-up %s p=%d t=%d\n", policy.c_str(), n, s.n_threads);
+                auto w = e.generate(ids, warm);
+                if (!w.ok()) return report(w.error());
+            }
+            for (int rep = 0; rep < a.reps; ++rep) {
+                for (const std::string& policy : a.policies) {
+                    RunOptions ro = opts->at(policy);
+                    // n decode steps: the first token comes from prefill, each later one from
+                    // one single-token step.
+                    ro.max_new_tokens = steps > 0 ? steps + 1 : 0;
+                    std::fprintf(stderr, "[%d/%d] %s p=%d t=%d rep %d/%d ...", ++run_index, n_runs,
+                                 policy.c_str(), n, s.n_threads, rep + 1, a.reps);
+                    std::fflush(stderr);
+                    auto r = e.generate(ids, ro);
+                    if (!r.ok()) {
+                        std::fprintf(stderr, "\n");
+                        return report(r.error());
+                    }
+                    std::fprintf(stderr, " TTFT %.1f ms, %.1f%% computed, decode %.1f tok/s\n", r->ttft_ms,
+                                 100.0 * r->prefill_fraction_computed, r->decode_tps);
+                    record(cells[policy], *r, s);
+                }
+            }
+            for (const std::string& policy : a.policies) {
+                Cell& c = cells[policy];
+                if (a.profile) {
+                    // Separate run so the op timers never touch the measured numbers.
+                    RunOptions ro = opts->at(policy);
+                    ro.max_new_tokens = 0;
+                    ro.profile = true;
+                    auto r = e.generate(ids, ro);
+                    if (!r.ok()) return report(r.error());
+                    c.pp.profile = r->profile;
+                }
+                rows.push_back(c.pp);
+            }
+            for (const std::string& policy : a.policies) {
+                if (steps > 0) rows.push_back(cells[policy].tg);
+            }
+        }
+    }
+    fill_speedups(rows);
+    if (a.output == "jsonl") {
+        print_jsonl(stdout, env, rows);
+    } else {
+        print_markdown(stdout, env, rows);
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+Runner add_bench(CLI::App& app) {
+    auto a = std::make_shared<BenchArgs>();
+    app.add_option("-m,--model", a->model, "GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched if missing)");
+    app.add_option("-p,--n-prompt", a->n_prompt, "Prompt lengths in tokens, comma-separated (default 512,2048,4096)")
+        ->delimiter(',')
+        ->check(CLI::PositiveNumber);
+    app.add_option("-n,--n-gen", a->n_gen, "Decode steps after each prompt (default 32; 0: prefill only)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("-r,--repetitions", a->reps, "Timed repetitions after one warm-up (default 3)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("-t,--threads", a->threads, "Thread counts, comma-separated (default: all cores)")
+        ->delimiter(',')
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--policy", a->policies, "Policies, comma-separated: full,lazy,static,random,gemfilter "
+                   "(default full,lazy)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"full", "lazy", "static", "random", "gemfilter"}));
+    // The schedule flags of `run` (cli/options.h), shared by every policy but full.
+    app.add_option("--lazy-layers", a->prune.layers,
+                   "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)");
+    app.add_option("--lazy-keep", a->prune.keep, "Cumulative keep fractions per boundary (0.5,0.25,0.1)");
+    app.add_option("--lazy-decode", a->prune.lazy_decode, "on: prune in decode steps too; off: only revive")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--lazy-keep-first", a->prune.keep_first, "Never prune the first N tokens")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--schedule", a->prune.schedule_file, "Schedule file (JSON, as written by `lazyllm tune`)");
+    app.add_option("--prune-seed", a->prune.seed, "Seed of the random policy (default 1)");
+    app.add_option("--precision", a->precision, "GEMM precision: auto (bf16 on AMX/AVX-512-BF16), f32, bf16")
+        ->check(CLI::IsMember({"auto", "f32", "bf16"}));
+    app.add_option("-o,--output", a->output, "Output format: md (default) or jsonl (llama-bench fields)")
+        ->check(CLI::IsMember({"md", "jsonl"}));
+    app.add_flag("--profile", a->profile, "Per-op time table per configuration (one extra prefill-only run)");
+    app.add_option("--prompt-file", a->prompt_file,
+                   "Prompt text, its tokens cut or repeated to each length (default: built-in passkey text)");
+    app.add_option("--prompt-ids", a->prompt_ids,
+                   "Prompt token ids (numbers separated by spaces or commas), cut or repeated to each length");
+    app.add_option("--export-prompts", a->export_dir,
+                   "Write the token ids of each prompt length to DIR/prompt-N.ids and exit");
+    return [a] { return run_bench(*a); };
+}
+
+}  // namespace lazyllm::cli

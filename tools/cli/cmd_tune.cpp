@@ -1,0 +1,189 @@
+// lazyllm tune [-m MODEL] [--target 0.99] [--budget N] [-o FILE]
+//   Searches boundary layers and keep fractions for the cheapest LazyLLM schedule whose score on
+//   a calibration suite (built-in tasks, seeds offset from the reporting suites') stays >= target
+//   x full's score, and writes it as a schedule file for run / bench / eval --schedule.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/options.h"
+#include "eval/tune.h"
+#include "lazyllm/engine.h"
+#include "prune/schedule.h"
+
+namespace lazyllm::cli {
+
+namespace {
+
+struct TuneArgs {
+    EngineFlags engine;
+    double target = 0.99;
+    int budget = 24;
+    std::string out = "schedule.json";
+    std::string tasks = "passkey,niah_single,mdqa";
+    std::string lengths = "2048";
+    int n_depths = 5;
+    uint64_t seed = 1;
+    std::string first = "0.1,0.2,0.3,0.4,0.5";
+    std::string later = "0.3,0.4,0.5,0.6,0.7,0.8,0.9";
+    std::string keep = "0.7,0.5,0.35,0.25,0.15,0.1";
+    int max_boundaries = 3;
+    int keep_first = 0;
+    std::string lazy_decode = "on";
+};
+
+std::vector<std::string> split(const std::string& s) {
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (pos <= s.size()) {
+        size_t end = s.find(',', pos);
+        if (end == std::string::npos) end = s.size();
+        std::string item = s.substr(pos, end - pos);
+        item.erase(0, item.find_first_not_of(' '));
+        item.erase(item.find_last_not_of(' ') + 1);
+        if (!item.empty()) out.push_back(item);
+        pos = end + 1;
+    }
+    return out;
+}
+
+template <typename T>
+Result<std::vector<T>> parse_numbers(const std::string& s, const char* flag, double lo, double hi) {
+    std::vector<T> out;
+    for (const std::string& item : split(s)) {
+        char* end = nullptr;
+        const double v = std::strtod(item.c_str(), &end);
+        if (end == item.c_str() || *end != '\0' || !(v >= lo && v <= hi)) {
+            return make_error(ErrorCode::kInvalidArgument, "{} item '{}' is not a number in [{}, {}]",
+                              flag, item, lo, hi);
+        }
+        out.push_back(static_cast<T>(v));
+    }
+    if (out.empty()) return make_error(ErrorCode::kInvalidArgument, "{} is empty", flag);
+    return out;
+}
+
+void log_line(std::string_view s) {
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(s.size()), s.data());
+}
+
+int run_tune(const TuneArgs& a) {
+    eval::TuneSpace space;
+    auto first = parse_numbers<double>(a.first, "--first-boundaries", 0.01, 0.99);
+    if (!first.ok()) return report(first.error());
+    auto later = parse_numbers<double>(a.later, "--later-boundaries", 0.01, 0.99);
+    if (!later.ok()) return report(later.error());
+    auto keep = parse_numbers<float>(a.keep, "--keep-grid", 0.001, 1.0);
+    if (!keep.ok()) return report(keep.error());
+    auto lengths = parse_numbers<int64_t>(a.lengths, "--lengths", 16, 1e9);
+    if (!lengths.ok()) return report(lengths.error());
+    if (a.max_boundaries < 1) {
+        return report(make_error(ErrorCode::kInvalidArgument, "--max-boundaries must be >= 1"));
+    }
+    space.first_boundary = *first;
+    space.later_boundary = *later;
+    space.keep = *keep;
+    space.max_boundaries = a.max_boundaries;
+    space.keep_first = a.keep_first;
+    space.prune_decode = a.lazy_decode == "on";
+
+    auto path = resolve_model_path(a.engine.model);
+    if (!path.ok()) return report(path.error());
+    EngineOptions eo;
+    eo.model_path = *path;
+    eo.n_threads = a.engine.threads;
+    eo.precision = a.engine.precision;
+    auto engine = Engine::load(eo);
+    if (!engine.ok()) return report(engine.error());
+    const Engine& e = **engine;
+    const int n_layer = e.summary().n_layer;
+
+    eval::SuiteSpec suite;
+    suite.tasks = split(a.tasks);
+    suite.lengths = *lengths;
+    suite.n_depths = a.n_depths;
+    suite.seed = a.seed + eval::kCalibrationSeedOffset;
+    auto samples = eval::make_suite(suite, e.tokenizer());
+    if (!samples.ok()) return report(samples.error());
+    const std::string calibration =
+        fmt::format("{} at {} tokens x {} depths, seed {} (reporting seed {} + {})",
+                    fmt::join(suite.tasks, ","), fmt::join(suite.lengths, ","), suite.n_depths,
+                    suite.seed, a.seed, eval::kCalibrationSeedOffset);
+    auto evaluator = eval::EngineTuneEvaluator::create(e, std::move(samples).value());
+    if (!evaluator.ok()) return report(evaluator.error());
+
+    const auto candidates = eval::enumerate_candidates(space, n_layer);
+    if (candidates.empty()) {
+        return report(make_error(ErrorCode::kInvalidArgument,
+                                 "the search space is empty for a {}-layer model", n_layer));
+    }
+    std::fprintf(stderr, "lazyllm: tuning for %s (%d layers): %s\n", e.summary().path.c_str(),
+                 n_layer, calibration.c_str());
+    eval::TuneOptions to;
+    to.target = a.target;
+    to.budget = a.budget;
+    to.log = log_line;
+    auto result = eval::tune_schedule(*evaluator, candidates, n_layer, to);
+    if (!result.ok()) return report(result.error());
+    if (!result->best) {
+        return report(make_error(ErrorCode::kNotFound,
+                                 "no schedule evaluated within the budget of {} keeps {} x full's "
+                                 "score {:.3f}; raise --budget, lower --target or widen the grids",
+                                 a.budget, a.target, result->full_score));
+    }
+    const eval::CandidateResult& best = *result->best;
+    prune::ScheduleFileInfo info;
+    info.model = e.summary().name;
+    info.n_layer = n_layer;
+    info.meta_json = eval::tune_meta_json(*result, a.target, calibration);
+    if (auto st = prune::save_schedule_file(a.out, best.candidate.schedule, info); !st.ok()) {
+        return report(st.error());
+    }
+    std::printf("schedule: %s\n", prune::to_string(best.candidate.schedule).c_str());
+    std::printf("score %.3f (full %.3f, target %.2f x full), TTFT speedup %.2fx, %.1f%% of prompt "
+                "token-layers computed (predicted prefill %.1f%%)\n",
+                best.mean_score(), result->full_score, a.target, result->ttft_speedup,
+                best.mean_pct_computed(), 100.0 * best.candidate.cost);
+    std::printf("%zu of %d candidates evaluated, %d ruled out by failures\nwritten: %s  (use: "
+                "lazyllm run --schedule %s ...)\n",
+                result->evaluated.size(), result->n_candidates, result->n_skipped, a.out.c_str(),
+                a.out.c_str());
+    return kExitOk;
+}
+
+}  // namespace
+
+Runner add_tune(CLI::App& app) {
+    auto a = std::make_shared<TuneArgs>();
+    add_engine_flags(app, a->engine);
+    app.add_option("--target", a->target, "Keep at least this fraction of full's score (default 0.99)")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--budget", a->budget, "Candidates evaluated at most (default 24)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("-o,--out", a->out, "Schedule file to write (default schedule.json)");
+    app.add_option("--tasks", a->tasks, "Calibration tasks (default passkey,niah_single,mdqa)");
+    app.add_option("--lengths", a->lengths, "Calibration prompt lengths (default 2048)");
+    app.add_option("--depths", a->n_depths, "Calibration needle depths (default 5)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--seed", a->seed,
+                   "Reporting-suite seed; calibration uses seed + 1000000 (default 1)");
+    app.add_option("--first-boundaries", a->first,
+                   "Grid of first-boundary depth fractions (default 0.1,...,0.5)");
+    app.add_option("--later-boundaries", a->later,
+                   "Grid of later-boundary depth fractions (default 0.3,...,0.9)");
+    app.add_option("--keep-grid", a->keep,
+                   "Grid of cumulative keep fractions (default 0.7,0.5,0.35,0.25,0.15,0.1)");
+    app.add_option("--max-boundaries", a->max_boundaries, "1 to N boundaries (default 3)");
+    app.add_option("--lazy-keep-first", a->keep_first, "Never prune the first N tokens (default 0)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--lazy-decode", a->lazy_decode, "on: prune in decode steps too (default on)")
+        ->check(CLI::IsMember({"on", "off"}));
+    return [a] { return run_tune(*a); };
+}
+
+}  // namespace lazyllm::cli
