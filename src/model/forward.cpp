@@ -3,6 +3,7 @@
 //   per layer: x = rmsnorm(h); [q|k|v] = x Wqkv^T; rope(q, k) at own positions;
 //              KV[il][pos] = k, v; a = attn(q, KV[il][S]); h += a Wo^T;
 //              x = rmsnorm(h); [g|u] = x Wgu^T; h += (silu(g) * u) Wdown^T
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -70,6 +71,10 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     float* attn = grow(s.attn, n * Q);       // [n, Q]
     float* gate_up = grow(s.gate_up, n * 2 * F);  // [n, 2F]
     float* act = grow(s.act, n * F);         // [n, F]
+    // bf16 GEMMs take bf16 activations written directly by RMSNorm / SwiGLU (no fp32 round
+    // trip through memory); the values are the same RNE roundings the GEMM would apply.
+    const bool bf16 = layers_[run.il_begin].qkv.is_bf16();
+    uint16_t* x16 = bf16 ? grow(s.x16, n * std::max(E, F)) : nullptr;  // [n, E] or [n, F]
     const bool gathered = run.key_pos != nullptr;
     const int32_t* key_pos = gathered ? run.key_pos : kv.iota();
     if (gathered) {
@@ -84,11 +89,19 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         const LayerWeights& L = layers_[il];
         {
             OpTimer t(prof, OpKind::kRmsNorm);
-            kernels::rms_norm(ctx, run.h, L.attn_norm.data(), x, n, E, c.rms_eps);
+            if (bf16) {
+                kernels::rms_norm_bf16(ctx, run.h, L.attn_norm.data(), x16, n, E, c.rms_eps);
+            } else {
+                kernels::rms_norm(ctx, run.h, L.attn_norm.data(), x, n, E, c.rms_eps);
+            }
         }
         {
             OpTimer t(prof, OpKind::kQkv, 2.0 * n * E * NQKV);
-            L.qkv.forward(x, n, qkv);
+            if (bf16) {
+                L.qkv.forward_bf16(x16, n, qkv);
+            } else {
+                L.qkv.forward(x, n, qkv);
+            }
         }
         {
             OpTimer t(prof, OpKind::kRope);
@@ -148,19 +161,35 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         }
         {
             OpTimer t(prof, OpKind::kRmsNorm);
-            kernels::rms_norm(ctx, run.h, L.ffn_norm.data(), x, n, E, c.rms_eps);
+            if (bf16) {
+                kernels::rms_norm_bf16(ctx, run.h, L.ffn_norm.data(), x16, n, E, c.rms_eps);
+            } else {
+                kernels::rms_norm(ctx, run.h, L.ffn_norm.data(), x, n, E, c.rms_eps);
+            }
         }
         {
             OpTimer t(prof, OpKind::kGateUp, 2.0 * n * E * 2 * F);
-            L.gate_up.forward(x, n, gate_up);
+            if (bf16) {
+                L.gate_up.forward_bf16(x16, n, gate_up);
+            } else {
+                L.gate_up.forward(x, n, gate_up);
+            }
         }
         {
             OpTimer t(prof, OpKind::kSwiglu);
-            kernels::swiglu(ctx, gate_up, act, n, F);
+            if (bf16) {
+                kernels::swiglu_bf16(ctx, gate_up, x16, n, F);
+            } else {
+                kernels::swiglu(ctx, gate_up, act, n, F);
+            }
         }
         {
             OpTimer t(prof, OpKind::kDown, 2.0 * n * F * E);
-            L.down.forward(act, n, run.h, F, E, /*accumulate=*/true);
+            if (bf16) {
+                L.down.forward_bf16(x16, n, run.h, F, E, /*accumulate=*/true);
+            } else {
+                L.down.forward(act, n, run.h, F, E, /*accumulate=*/true);
+            }
         }
     }
 }

@@ -95,7 +95,7 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
     for (const BenchRow& r : rows) peaks.emplace(r.n_threads, &r);
     fmt::print(out, "model: {} ({}), prompt: {}\n", env.model_filename, env.model_type, env.prompt);
     for (const auto& [t, r] : peaks) {
-        fmt::print(out, "GEMM peak, {} threads: {:.0f} GFLOP/s ({} on {}, 2048x576x1536 through "
+        fmt::print(out, "GEMM peak at t={}: {:.0f} GFLOP/s ({} on {}, 2048x576x1536 through "
                    "PackedLinear)\n", t, r->peak_gflops, r->gemm, r->isa);
     }
     fmt::print(out, "\n| model | size | params | backend | threads | policy | test | t/s | TTFT ms "
