@@ -13,6 +13,7 @@ using Runner = std::function<int()>;
 Runner add_info(CLI::App& app);
 Runner add_tokenize(CLI::App& app);
 Runner add_run(CLI::App& app);
+Runner add_bench(CLI::App& app);
 Runner add_eval(CLI::App& app);
 Runner add_tune(CLI::App& app);
 

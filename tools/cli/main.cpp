@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     add("info", "Show a GGUF model's architecture, hyper-parameters, tokenizer and tensors", add_info);
     add("tokenize", "Print the token ids of a text", add_tokenize);
     add("run", "Generate from a prompt (full or pruned prefill), streaming to stdout", add_run);
+    add("bench", "Prefill and decode speed per prompt length and policy (llama-bench style)", add_bench);
     add("eval", "Accuracy, TTFT speedup and % computed per pruning policy; --fidelity", add_eval);
     add("tune", "Search the fastest pruning schedule that keeps a target accuracy", add_tune);
     try {
