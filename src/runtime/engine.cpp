@@ -11,6 +11,7 @@
 #include "base/timer.h"
 #include "kernels/cpu.h"
 #include "model/llama_model.h"
+#include "prune/model_defaults.h"
 #include "prune/schedule.h"
 #include "prune/select.h"
 #include "runtime/sampler.h"
@@ -146,7 +147,7 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
         }
         LAZYLLM_ASSIGN_OR_RETURN(so.schedule, prune::parse_schedule(ro.prune.layers, ro.prune.keep, c.n_layer));
     } else {
-        so.schedule = prune::default_schedule(c.n_layer);
+        so.schedule = prune::model_default_schedule({c.arch_name, c.n_layer, c.n_embd, c.n_head, c.n_vocab});
     }
     if (ro.prune.keep_first >= 0) so.schedule.keep_first = ro.prune.keep_first;
     if (ro.prune.prune_decode >= 0) so.schedule.prune_decode = ro.prune.prune_decode != 0;

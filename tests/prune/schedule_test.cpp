@@ -1,3 +1,4 @@
+#include "prune/model_defaults.h"
 #include "prune/schedule.h"
 
 #include <gtest/gtest.h>
@@ -338,6 +339,28 @@ TEST(Policy, ParseAndName) {
     EXPECT_NE(bad.error().message().find("gemfilter"), std::string::npos);
     EXPECT_FALSE(parse_policy("").ok());
     EXPECT_FALSE(parse_policy("Lazy").ok());
+}
+
+}  // namespace
+}  // namespace lazyllm::prune
+
+namespace lazyllm::prune {
+namespace {
+
+TEST(ModelDefaults, SmolLM2HasItsMeasuredSchedule) {
+    std::string_view source;
+    const Schedule s = model_default_schedule({"llama", 30, 576, 9, 49152}, &source);
+    EXPECT_EQ(s.boundaries, (std::vector<int>{8, 18, 26}));
+    EXPECT_EQ(s.keep, (std::vector<float>{0.4f, 0.2f, 0.1f}));
+    EXPECT_NE(source, "generic");
+    EXPECT_TRUE(validate_schedule(s, 30).ok());
+}
+
+TEST(ModelDefaults, UnknownModelsGetTheGenericLayout) {
+    std::string_view source;
+    const Schedule s = model_default_schedule({"llama", 32, 4096, 32, 32000}, &source);
+    EXPECT_EQ(source, "generic");
+    EXPECT_EQ(s.boundaries, default_schedule(32).boundaries);
 }
 
 }  // namespace

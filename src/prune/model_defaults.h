@@ -1,0 +1,24 @@
+// Measured default schedules per model (design.md 1.4: the schedule is a tuned trade-off, per
+// model). Models without an entry get prune::default_schedule(n_layer), the paper's Fig. 7
+// layout (boundaries near 28/59/88% of depth).
+#pragma once
+
+#include <string_view>
+
+#include "prune/schedule.h"
+
+namespace lazyllm::prune {
+
+struct ModelShape {
+    std::string_view arch;  // general.architecture
+    int n_layer = 0;
+    int n_embd = 0;
+    int n_head = 0;
+    int n_vocab = 0;
+};
+
+// The measured schedule for a known model shape, else default_schedule(shape.n_layer).
+// `source` (optional) receives where it came from: a docs reference or "generic".
+Schedule model_default_schedule(const ModelShape& shape, std::string_view* source = nullptr);
+
+}  // namespace lazyllm::prune
