@@ -352,6 +352,7 @@ TEST(ModelDefaults, SmolLM2HasItsMeasuredSchedule) {
     const Schedule s = model_default_schedule({"llama", 30, 576, 9, 49152}, &source);
     EXPECT_EQ(s.boundaries, (std::vector<int>{8, 18, 26}));
     EXPECT_EQ(s.keep, (std::vector<float>{0.4f, 0.2f, 0.1f}));
+    EXPECT_EQ(s.keep_first, 40);
     EXPECT_NE(source, "generic");
     EXPECT_TRUE(validate_schedule(s, 30).ok());
 }
