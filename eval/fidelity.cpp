@@ -1,10 +1,10 @@
 #include "eval/fidelity.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/timer.h"
@@ -162,14 +162,16 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
     for (size_t i = 0; i < samples.size(); ++i) {
         LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt pp, prepare_prompt(engine, samples[i]));
         total_tokens += static_cast<double>(pp.ids.size());
-        LAZYLLM_ASSIGN_OR_RETURN(std::vector<float> full, engine.first_token_logits(pp.ids, full_ro));
+        LAZYLLM_ASSIGN_OR_RETURN(std::vector<float> full,
+                                 engine.first_token_logits(pp.ids, full_ro));
         const int full_top = argmax(full);
-        const bool greedy = opts.greedy_tokens > 0 && i % static_cast<size_t>(opts.greedy_every) == 0;
+        const bool greedy =
+            opts.greedy_tokens > 0 && i % static_cast<size_t>(opts.greedy_every) == 0;
         std::vector<TokenId> full_gen;
         if (greedy) {
-            LAZYLLM_ASSIGN_OR_RETURN(GenerateResult g,
-                                     engine.generate(pp.ids, greedy_options(PruneOptions{},
-                                                                            opts.greedy_tokens)));
+            LAZYLLM_ASSIGN_OR_RETURN(
+                GenerateResult g,
+                engine.generate(pp.ids, greedy_options(PruneOptions{}, opts.greedy_tokens)));
             full_gen = std::move(g.tokens);
         }
         for (size_t k = 0; k < policies.size(); ++k) {
@@ -184,8 +186,8 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
             m.pct = 100.0 * fraction;
             if (greedy) {
                 LAZYLLM_ASSIGN_OR_RETURN(
-                    GenerateResult g,
-                    engine.generate(pp.ids, greedy_options(policies[k]->prune, opts.greedy_tokens)));
+                    GenerateResult g, engine.generate(pp.ids, greedy_options(policies[k]->prune,
+                                                                             opts.greedy_tokens)));
                 schedules[k] = g.schedule;
                 const int same = greedy_common_prefix(full_gen, g.tokens, opts.greedy_tokens);
                 m.greedy = true;
@@ -195,8 +197,10 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
             measures[k].push_back(m);
         }
         const double elapsed = timer.elapsed_ms() / 1000.0;
-        log(fmt::format("fidelity: {}/{} prompts, {} elapsed, ETA {} | {} {} d={:.2f}: top-1 {}, "
-                        "KL {:.4f}", i + 1, samples.size(), format_duration(elapsed),
+        log(
+            fmt::format("fidelity: {}/{} prompts, {} elapsed, ETA {} | {} {} d={:.2f}: top-1 {}, "
+                        "KL {:.4f}",
+                        i + 1, samples.size(), format_duration(elapsed),
                         format_duration(elapsed / static_cast<double>(i + 1) *
                                         static_cast<double>(samples.size() - i - 1)),
                         samples[i].task, samples[i].target_tokens, samples[i].depth,
@@ -231,19 +235,20 @@ std::string fidelity_json(const FidelityReport& report) {
     j["seconds"] = report.seconds;
     nlohmann::json rows = nlohmann::json::array();
     for (const FidelityRow& r : report.rows) {
-        rows.push_back({{"policy", r.policy},
-                        {"schedule", r.schedule},
-                        {"length", r.length == 0 ? nlohmann::json("all") : nlohmann::json(r.length)},
-                        {"n_prompts", r.n_prompts},
-                        {"top1_agreement", r.top1_agreement},
-                        {"kl_mean", r.kl_mean},
-                        {"kl_median", r.kl_median},
-                        {"kl_p90", r.kl_p90},
-                        {"kl_max", r.kl_max},
-                        {"n_greedy", r.n_greedy},
-                        {"greedy_prefix_agreement", r.greedy_prefix},
-                        {"greedy_exact_match", r.greedy_exact},
-                        {"prefill_pct_computed", r.pct_computed}});
+        rows.push_back(
+            {{"policy", r.policy},
+             {"schedule", r.schedule},
+             {"length", r.length == 0 ? nlohmann::json("all") : nlohmann::json(r.length)},
+             {"n_prompts", r.n_prompts},
+             {"top1_agreement", r.top1_agreement},
+             {"kl_mean", r.kl_mean},
+             {"kl_median", r.kl_median},
+             {"kl_p90", r.kl_p90},
+             {"kl_max", r.kl_max},
+             {"n_greedy", r.n_greedy},
+             {"greedy_prefix_agreement", r.greedy_prefix},
+             {"greedy_exact_match", r.greedy_exact},
+             {"prefill_pct_computed", r.pct_computed}});
     }
     j["rows"] = rows;
     return j.dump(2) + "\n";
@@ -251,23 +256,26 @@ std::string fidelity_json(const FidelityReport& report) {
 
 std::string fidelity_table(const FidelityReport& report) {
     std::string t = fmt::format(
-        "fidelity vs full: {} prompts (mean {:.0f} tokens), greedy over {} tokens on {} of them, "
-        "{:.0f} s\n\n",
+        "fidelity vs full: {} prompts (mean {:.0f} tokens), greedy agreement over {} tokens on {} "
+        "of them, {:.0f} s\n\n",
         report.n_prompts, report.mean_prompt_tokens, report.greedy_tokens,
         report.rows.empty() ? 0 : report.rows.front().n_greedy, report.seconds);
     t += fmt::format("{:<10} {:>6} {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9}\n",
                      "policy", "length", "n", "top-1", "KL mean", "KL med", "KL p90", "KL max",
                      "greedy", "exact", "%computed");
+    auto pct = [](bool have, double v) { return have ? fmt::format("{:.1f}%", 100.0 * v) : "-"; };
     for (const FidelityRow& r : report.rows) {
-        t += fmt::format("{:<10} {:>6} {:>5} {:>6.1f}% {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} "
-                         "{:>7.1f}% {:>7.1f}% {:>8.1f}%\n",
-                         r.policy, r.length == 0 ? std::string("all") : std::to_string(r.length),
-                         r.n_prompts, 100.0 * r.top1_agreement, r.kl_mean, r.kl_median, r.kl_p90,
-                         r.kl_max, 100.0 * r.greedy_prefix, 100.0 * r.greedy_exact,
-                         r.pct_computed);
+        t += fmt::format(
+            "{:<10} {:>6} {:>5} {:>6.1f}% {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} "
+            "{:>8} {:>8} {:>8.1f}%\n",
+            r.policy, r.length == 0 ? std::string("all") : std::to_string(r.length), r.n_prompts,
+            100.0 * r.top1_agreement, r.kl_mean, r.kl_median, r.kl_p90, r.kl_max,
+            pct(r.n_greedy > 0, r.greedy_prefix), pct(r.n_greedy > 0, r.greedy_exact),
+            r.pct_computed);
     }
     for (const FidelityRow& r : report.rows) {
-        if (r.length == 0 && !r.schedule.empty()) t += fmt::format("\n{}: {}", r.policy, r.schedule);
+        if (r.length == 0 && !r.schedule.empty())
+            t += fmt::format("\n{}: {}", r.policy, r.schedule);
     }
     return t + "\n";
 }

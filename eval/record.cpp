@@ -1,11 +1,11 @@
 #include "eval/record.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace lazyllm::eval {
 
@@ -58,10 +58,9 @@ Result<SampleRecord> parse_json_line(std::string_view line) {
     };
     bool ok = get("task", r.task) && get("id", r.id) && get("policy", r.policy) &&
               get("prompt_sha256", r.prompt_sha256) && get("length", r.length) &&
-              get("n_prompt", r.n_prompt) && get("depth", r.depth) &&
-              get("schedule", r.schedule) && get("metric", r.metric) &&
-              get("prediction", r.prediction) && get("answers", r.answers) &&
-              get("score", r.score) && get("ttft_ms", r.ttft_ms) &&
+              get("n_prompt", r.n_prompt) && get("depth", r.depth) && get("schedule", r.schedule) &&
+              get("metric", r.metric) && get("prediction", r.prediction) &&
+              get("answers", r.answers) && get("score", r.score) && get("ttft_ms", r.ttft_ms) &&
               get("pct_computed", r.pct_computed) &&
               get("prefill_rows_per_layer", r.prefill_rows_per_layer) && get("n_gen", r.n_gen) &&
               get("stop_reason", r.stop_reason) && get("truncated", r.truncated);

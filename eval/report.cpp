@@ -1,17 +1,17 @@
 #include "eval/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <tuple>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 namespace lazyllm::eval {
 
@@ -40,8 +40,7 @@ struct Acc {
         s.mean_pct_computed = n ? pct / n : 0.0;
         s.mean_ttft_ms = n ? ttft / n : 0.0;
         s.n_speedup = n_speedup;
-        s.mean_speedup =
-            n_speedup ? speedup / n_speedup : std::numeric_limits<double>::quiet_NaN();
+        s.mean_speedup = n_speedup ? speedup / n_speedup : std::numeric_limits<double>::quiet_NaN();
         return s;
     }
 };
@@ -166,11 +165,12 @@ std::string summary_markdown(const Summary& summary, const ReportInfo& info) {
     std::string md = fmt::format("# {}\n\n", info.title);
     for (const auto& [k, v] : info.run) md += fmt::format("- {}: {}\n", k, v);
     if (!info.run.empty()) md += "\n";
-    md += "Score: mean over samples, in [0, 1]. TTFT speedup: mean over samples of full's TTFT "
-          "over the policy's on the same sample. % computed: prompt token-layers computed by the "
-          "end of generation.\n\n## Overall\n\n"
-          "| policy | n | score | TTFT speedup | % computed | TTFT ms |\n"
-          "|---|---:|---:|---:|---:|---:|\n";
+    md +=
+        "Score: mean over samples, in [0, 1]. TTFT speedup: mean over samples of full's TTFT "
+        "over the policy's on the same sample. % computed: prompt token-layers computed by the "
+        "end of generation.\n\n## Overall\n\n"
+        "| policy | n | score | TTFT speedup | % computed | TTFT ms |\n"
+        "|---|---:|---:|---:|---:|---:|\n";
     for (const SummaryRow& r : summary.overall) {
         md += fmt::format("| {} | {} | {:.3f} | {} | {:.1f} | {:.1f} |\n", r.policy, r.n,
                           r.mean_score, fmt_speedup(r.mean_speedup), r.mean_pct_computed,
@@ -187,24 +187,25 @@ std::string summary_markdown(const Summary& summary, const ReportInfo& info) {
             std::string line = fmt::format("| {} | {} |", task, length);
             bool any = false;
             for (const std::string& p : summary.policies) {
-                auto it = std::find_if(summary.rows.begin(), summary.rows.end(),
-                                       [&](const SummaryRow& r) {
-                                           return r.task == task && r.length == length &&
-                                                  r.policy == p;
-                                       });
+                auto it = std::find_if(
+                    summary.rows.begin(), summary.rows.end(), [&](const SummaryRow& r) {
+                        return r.task == task && r.length == length && r.policy == p;
+                    });
                 if (it == summary.rows.end()) {
                     line += " - |";
                     continue;
                 }
                 any = true;
-                line += fmt::format(" {:.3f} ({}) |", it->mean_score, fmt_speedup(it->mean_speedup));
+                line +=
+                    fmt::format(" {:.3f} ({}) |", it->mean_score, fmt_speedup(it->mean_speedup));
             }
             if (any) md += line + "\n";
         }
     }
-    md += "\n## By task, length and policy\n\n"
-          "| task | length | policy | n | score | TTFT speedup | % computed | TTFT ms |\n"
-          "|---|---:|---|---:|---:|---:|---:|---:|\n";
+    md +=
+        "\n## By task, length and policy\n\n"
+        "| task | length | policy | n | score | TTFT speedup | % computed | TTFT ms |\n"
+        "|---|---:|---|---:|---:|---:|---:|---:|\n";
     for (const SummaryRow& r : summary.rows) {
         md += fmt::format("| {} | {} | {} | {} | {:.3f} | {} | {:.1f} | {:.1f} |\n", r.task,
                           r.length, r.policy, r.n, r.mean_score, fmt_speedup(r.mean_speedup),
@@ -218,11 +219,11 @@ std::string summary_csv(const Summary& summary) {
         "task,length,policy,n,mean_score,mean_ttft_speedup,n_speedup,mean_pct_computed,"
         "mean_ttft_ms\n";
     auto line = [&csv](const SummaryRow& r, const std::string& length) {
-        csv += fmt::format("{},{},{},{},{:.6f},{},{},{:.4f},{:.3f}\n", csv_field(r.task), length,
-                           csv_field(r.policy), r.n, r.mean_score,
-                           std::isfinite(r.mean_speedup) ? fmt::format("{:.6f}", r.mean_speedup)
-                                                         : "",
-                           r.n_speedup, r.mean_pct_computed, r.mean_ttft_ms);
+        csv +=
+            fmt::format("{},{},{},{},{:.6f},{},{},{:.4f},{:.3f}\n", csv_field(r.task), length,
+                        csv_field(r.policy), r.n, r.mean_score,
+                        std::isfinite(r.mean_speedup) ? fmt::format("{:.6f}", r.mean_speedup) : "",
+                        r.n_speedup, r.mean_pct_computed, r.mean_ttft_ms);
     };
     for (const SummaryRow& r : summary.rows) line(r, std::to_string(r.length));
     for (const SummaryRow& r : summary.overall) line(r, "all");

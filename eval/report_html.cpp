@@ -1,13 +1,13 @@
 // report.html: the summary tables and three inline SVG plots (accuracy vs TTFT speedup,
 // retrieval accuracy by length and depth, rows kept per layer). No scripts, no network.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "eval/report.h"
 #include "eval/svg_plot.h"
@@ -27,9 +27,7 @@ th { background: #f4f4f4; } td.l, th.l { text-align: left; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 )";
 
-std::string speedup_cell(double v) {
-    return std::isfinite(v) ? fmt::format("{:.2f}x", v) : "-";
-}
+std::string speedup_cell(double v) { return std::isfinite(v) ? fmt::format("{:.2f}x", v) : "-"; }
 
 int policy_index(const Summary& s, const std::string& p) {
     auto it = std::find(s.policies.begin(), s.policies.end(), p);
@@ -42,28 +40,32 @@ std::string policy_label(const Summary& s, const std::string& p) {
 }
 
 std::string overall_table(const Summary& s) {
-    std::string h = "<table><tr><th class=\"l\">policy</th><th>n</th><th>score</th>"
-                    "<th>TTFT speedup</th><th>% computed</th><th>TTFT ms</th></tr>\n";
+    std::string h =
+        "<table><tr><th class=\"l\">policy</th><th>n</th><th>score</th>"
+        "<th>TTFT speedup</th><th>% computed</th><th>TTFT ms</th></tr>\n";
     for (const SummaryRow& r : s.overall) {
-        h += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{:.3f}</td><td>{}</td>"
-                         "<td>{:.1f}</td><td>{:.1f}</td></tr>\n",
-                         policy_label(s, r.policy), r.n, r.mean_score,
-                         speedup_cell(r.mean_speedup), r.mean_pct_computed, r.mean_ttft_ms);
+        h += fmt::format(
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.3f}</td><td>{}</td>"
+            "<td>{:.1f}</td><td>{:.1f}</td></tr>\n",
+            policy_label(s, r.policy), r.n, r.mean_score, speedup_cell(r.mean_speedup),
+            r.mean_pct_computed, r.mean_ttft_ms);
     }
     return h + "</table>\n";
 }
 
 std::string detail_table(const Summary& s) {
-    std::string h = "<table><tr><th class=\"l\">task</th><th>length</th><th class=\"l\">policy"
-                    "</th><th>n</th><th>score</th><th>TTFT speedup</th><th>% computed</th>"
-                    "<th>TTFT ms</th></tr>\n";
+    std::string h =
+        "<table><tr><th class=\"l\">task</th><th>length</th><th class=\"l\">policy"
+        "</th><th>n</th><th>score</th><th>TTFT speedup</th><th>% computed</th>"
+        "<th>TTFT ms</th></tr>\n";
     for (const SummaryRow& r : s.rows) {
-        h += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td>"
-                         "<td>{}</td><td style=\"background:{}\">{:.3f}</td><td>{}</td>"
-                         "<td>{:.1f}</td><td>{:.1f}</td></tr>\n",
-                         svg::escape(r.task), r.length, policy_label(s, r.policy), r.n,
-                         svg::score_color(r.mean_score), r.mean_score,
-                         speedup_cell(r.mean_speedup), r.mean_pct_computed, r.mean_ttft_ms);
+        h += fmt::format(
+            "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td>"
+            "<td>{}</td><td style=\"background:{}\">{:.3f}</td><td>{}</td>"
+            "<td>{:.1f}</td><td>{:.1f}</td></tr>\n",
+            svg::escape(r.task), r.length, policy_label(s, r.policy), r.n,
+            svg::score_color(r.mean_score), r.mean_score, speedup_cell(r.mean_speedup),
+            r.mean_pct_computed, r.mean_ttft_ms);
     }
     return h + "</table>\n";
 }
@@ -96,8 +98,8 @@ std::string accuracy_vs_speedup(const Summary& s, std::span<const SampleRecord> 
             const auto& [score, sp, n, n_sp] = it->second;
             tasks.x.push_back(sp / n_sp);
             tasks.y.push_back(score / n);
-            tasks.tips.push_back(fmt::format("{} {}: score {:.3f}, {:.2f}x", p, t, score / n,
-                                             sp / n_sp));
+            tasks.tips.push_back(
+                fmt::format("{} {}: score {:.3f}, {:.2f}x", p, t, score / n, sp / n_sp));
         }
         plot.series.push_back(std::move(tasks));
     }
@@ -135,7 +137,8 @@ std::string retrieval_section(const Summary& s, std::span<const SampleRecord> re
         lengths.insert(r.length);
         depths.insert(d);
     }
-    if (lengths.empty()) return "<p class=\"note\">No retrieval samples (with a needle depth).</p>\n";
+    if (lengths.empty())
+        return "<p class=\"note\">No retrieval samples (with a needle depth).</p>\n";
     const std::vector<int64_t> lens(lengths.begin(), lengths.end());
     svg::Plot pl, pd;
     pl.title = "Retrieval accuracy by length";
@@ -202,7 +205,6 @@ std::string rows_per_layer(const Summary& s, std::span<const SampleRecord> recs)
     plot.x.label = "layer";
     plot.y.label = "rows / prompt tokens";
     plot.y.min = 0.0;
-    plot.y.max = 1.05;
     plot.width = 760;
     for (const std::string& p : s.policies) {
         std::vector<double> sum;
@@ -231,6 +233,12 @@ std::string rows_per_layer(const Summary& s, std::span<const SampleRecord> recs)
         plot.series.push_back(std::move(ser));
     }
     if (plot.series.empty()) return "<p class=\"note\">No per-layer row counts recorded.</p>\n";
+    // GemFilter runs its first layers twice (selection pass, then the kept rows): above 1.
+    double top = 1.0;
+    for (const svg::Series& ser : plot.series) {
+        for (double y : ser.y) top = std::max(top, y);
+    }
+    plot.y.max = top;
     return svg::render(plot);
 }
 
@@ -245,10 +253,11 @@ std::string report_html(std::span<const SampleRecord> records, const Summary& su
     }
     const std::vector<double> speedups = ttft_speedups(recs);
 
-    std::string h = fmt::format("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                                "<title>{0}</title>\n<style>{1}</style></head><body>\n"
-                                "<h1>{0}</h1>\n",
-                                svg::escape(info.title), kStyle);
+    std::string h = fmt::format(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<title>{0}</title>\n<style>{1}</style></head><body>\n"
+        "<h1>{0}</h1>\n",
+        svg::escape(info.title), kStyle);
     if (!info.run.empty()) {
         h += "<table>";
         for (const auto& [k, v] : info.run) {
@@ -257,11 +266,12 @@ std::string report_html(std::span<const SampleRecord> records, const Summary& su
         }
         h += "</table>\n";
     }
-    h += fmt::format("<p class=\"note\">{} records, {} tasks, lengths {}. Score: mean over samples "
-                     "in [0, 1]. TTFT speedup: mean over samples of full's TTFT divided by the "
-                     "policy's on the same sample. % computed: prompt token-layers computed by the "
-                     "end of generation (paper Table 2).</p>\n",
-                     recs.size(), summary.tasks.size(), fmt::join(summary.lengths, ", "));
+    h += fmt::format(
+        "<p class=\"note\">{} records, {} tasks, lengths {}. Score: mean over samples "
+        "in [0, 1]. TTFT speedup: mean over samples of full's TTFT divided by the "
+        "policy's on the same sample. % computed: prompt token-layers computed by the "
+        "end of generation (paper Table 2).</p>\n",
+        recs.size(), summary.tasks.size(), fmt::join(summary.lengths, ", "));
     h += "<h2>Overall</h2>\n" + overall_table(summary);
     h += "<h2>Accuracy vs TTFT speedup</h2>\n" + accuracy_vs_speedup(summary, recs, speedups);
     h += "<h2>Retrieval by length and depth</h2>\n" + retrieval_section(summary, recs);

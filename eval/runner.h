@@ -63,9 +63,9 @@ Result<SampleRecord> evaluate_one(const Engine& engine, const Sample& sample,
 struct RunnerOptions {
     std::string out_dir;  // created if missing; holds samples.jsonl and run.json
     std::vector<PolicyRun> policies;
-    int64_t limit = 0;    // only the first N samples; 0: all
-    bool warmup = true;   // one short generation per policy first, so the first sample's TTFT
-                          // does not carry page faults and kernel set-up
+    int64_t limit = 0;   // only the first N samples; 0: all
+    bool warmup = true;  // one short generation per policy first, so the first sample's TTFT
+                         // does not carry page faults and kernel set-up
     std::function<void(std::string_view)> log;  // progress lines (stderr in the CLI)
 };
 

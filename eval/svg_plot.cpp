@@ -1,9 +1,9 @@
 #include "eval/svg_plot.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace lazyllm::eval::svg {
 
@@ -19,7 +19,9 @@ struct Range {
 Range make_range(const Axis& axis, const std::vector<Series>& series, bool is_x) {
     if (!axis.categories.empty()) {
         Range r{-0.5, static_cast<double>(axis.categories.size()) - 0.5, {}};
-        for (size_t i = 0; i < axis.categories.size(); ++i) r.ticks.push_back(static_cast<double>(i));
+        for (size_t i = 0; i < axis.categories.size(); ++i) {
+            r.ticks.push_back(static_cast<double>(i));
+        }
         return r;
     }
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
@@ -39,9 +41,13 @@ Range make_range(const Axis& axis, const std::vector<Series>& series, bool is_x)
         hi += pad;
     }
     Range r{lo, hi, nice_ticks(lo, hi, 6)};
-    // Widen free ends to the outer ticks so points never sit on the frame.
+    // Free ends widen to the outer ticks; then a small margin on both sides so markers at the
+    // extremes (a score of 1, a speedup of 1x) are not cut by the frame.
     if (std::isnan(axis.min) && !r.ticks.empty()) r.lo = std::min(r.lo, r.ticks.front());
     if (std::isnan(axis.max) && !r.ticks.empty()) r.hi = std::max(r.hi, r.ticks.back());
+    const double pad = 0.04 * (r.hi - r.lo);
+    r.lo -= pad;
+    r.hi += pad;
     return r;
 }
 
@@ -79,12 +85,23 @@ std::string escape(std::string_view s) {
     out.reserve(s.size());
     for (char c : s) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -132,39 +149,44 @@ std::string render(const Plot& plot) {
         if (t < xr.lo - 1e-9 || t > xr.hi + 1e-9) continue;
         const std::string label =
             plot.x.categories.empty() ? tick_label(t, xstep) : plot.x.categories[i];
-        s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" "
-                         "stroke=\"#e5e5e5\"/>\n<text x=\"{0:.1f}\" y=\"{3}\" "
-                         "text-anchor=\"middle\">{4}</text>\n",
-                         px(t), kMarginTop, kMarginTop + ph, kMarginTop + ph + 15, escape(label));
+        s += fmt::format(
+            "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" "
+            "stroke=\"#e5e5e5\"/>\n<text x=\"{0:.1f}\" y=\"{3}\" "
+            "text-anchor=\"middle\">{4}</text>\n",
+            px(t), kMarginTop, kMarginTop + ph, kMarginTop + ph + 15, escape(label));
     }
     const double ystep = yr.ticks.size() > 1 ? yr.ticks[1] - yr.ticks[0] : 1.0;
     for (double t : yr.ticks) {
         if (t < yr.lo - 1e-9 || t > yr.hi + 1e-9) continue;
-        s += fmt::format("<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" "
-                         "stroke=\"#e5e5e5\"/>\n<text x=\"{3}\" y=\"{4:.1f}\" "
-                         "text-anchor=\"end\">{5}</text>\n",
-                         py(t), kMarginLeft, kMarginLeft + pw, kMarginLeft - 5, py(t) + 4,
-                         tick_label(t, ystep));
+        s += fmt::format(
+            "<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" "
+            "stroke=\"#e5e5e5\"/>\n<text x=\"{3}\" y=\"{4:.1f}\" "
+            "text-anchor=\"end\">{5}</text>\n",
+            py(t), kMarginLeft, kMarginLeft + pw, kMarginLeft - 5, py(t) + 4, tick_label(t, ystep));
     }
-    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
-                     "stroke=\"#333\"/>\n",
-                     kMarginLeft, kMarginTop, pw, ph);
+    s += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
+        "stroke=\"#333\"/>\n",
+        kMarginLeft, kMarginTop, pw, ph);
     for (double xref : plot.x_refs) {
         if (xref < xr.lo || xref > xr.hi) continue;
-        s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" "
-                         "stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n",
-                         px(xref), kMarginTop, kMarginTop + ph);
+        s += fmt::format(
+            "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" "
+            "stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n",
+            px(xref), kMarginTop, kMarginTop + ph);
     }
     s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                      kMarginLeft + pw / 2.0, plot.height - 10, escape(plot.x.label));
-    s += fmt::format("<text transform=\"translate(14 {:.1f}) rotate(-90)\" "
-                     "text-anchor=\"middle\">{}</text>\n",
-                     kMarginTop + ph / 2.0, escape(plot.y.label));
+    s += fmt::format(
+        "<text transform=\"translate(14 {:.1f}) rotate(-90)\" "
+        "text-anchor=\"middle\">{}</text>\n",
+        kMarginTop + ph / 2.0, escape(plot.y.label));
 
     // Series, clipped to the frame.
-    s += fmt::format("<clipPath id=\"c{0}{1}\"><rect x=\"{2}\" y=\"{3}\" width=\"{4}\" "
-                     "height=\"{5}\"/></clipPath>\n<g clip-path=\"url(#c{0}{1})\">\n",
-                     plot.width, plot.height, kMarginLeft - 6, kMarginTop - 6, pw + 12, ph + 12);
+    s += fmt::format(
+        "<clipPath id=\"c{0}{1}\"><rect x=\"{2}\" y=\"{3}\" width=\"{4}\" "
+        "height=\"{5}\"/></clipPath>\n<g clip-path=\"url(#c{0}{1})\">\n",
+        plot.width, plot.height, kMarginLeft - 6, kMarginTop - 6, pw + 12, ph + 12);
     for (const Series& ser : plot.series) {
         const size_t n = std::min(ser.x.size(), ser.y.size());
         if (ser.line && n > 1) {
@@ -173,9 +195,10 @@ std::string render(const Plot& plot) {
                 if (!std::isfinite(ser.x[i]) || !std::isfinite(ser.y[i])) continue;
                 pts += fmt::format("{:.1f},{:.1f} ", px(ser.x[i]), py(ser.y[i]));
             }
-            s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" "
-                             "stroke-width=\"1.8\"/>\n",
-                             pts, ser.color);
+            s += fmt::format(
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" "
+                "stroke-width=\"1.8\"/>\n",
+                pts, ser.color);
         }
         for (size_t i = 0; i < n && ser.markers; ++i) {
             if (!std::isfinite(ser.x[i]) || !std::isfinite(ser.y[i])) continue;
@@ -183,18 +206,21 @@ std::string render(const Plot& plot) {
             const std::string tip =
                 i < ser.tips.size() ? "<title>" + escape(ser.tips[i]) + "</title>" : "";
             if (ser.diamond) {
-                s += fmt::format("<path d=\"M{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} "
-                                 "{:.1f}Z\" fill=\"{}\" stroke=\"white\">{}</path>\n",
-                                 cx, cy - r, cx + r, cy, cx, cy + r, cx - r, cy, ser.color, tip);
+                s += fmt::format(
+                    "<path d=\"M{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} "
+                    "{:.1f}Z\" fill=\"{}\" stroke=\"white\">{}</path>\n",
+                    cx, cy - r, cx + r, cy, cx, cy + r, cx - r, cy, ser.color, tip);
             } else {
-                s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\" "
-                                 "fill-opacity=\"0.85\">{}</circle>\n",
-                                 cx, cy, r, ser.color, tip);
+                s += fmt::format(
+                    "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\" "
+                    "fill-opacity=\"0.85\">{}</circle>\n",
+                    cx, cy, r, ser.color, tip);
             }
             if (ser.label_points && i < ser.tips.size()) {
-                s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\" "
-                                 "fill=\"{}\">{}</text>\n",
-                                 cx + r + 2, cy - r, ser.color, escape(ser.tips[i]));
+                s += fmt::format(
+                    "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\" "
+                    "fill=\"{}\">{}</text>\n",
+                    cx + r + 2, cy - r, ser.color, escape(ser.tips[i]));
             }
         }
     }
@@ -206,16 +232,16 @@ std::string render(const Plot& plot) {
         if (ser.name.empty()) continue;
         const int lx = kMarginLeft + pw + 12;
         if (ser.line) {
-            s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
-                             "stroke-width=\"1.8\"/>\n",
-                             lx, ly, lx + 18, ly, ser.color);
+            s += fmt::format(
+                "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                "stroke-width=\"1.8\"/>\n",
+                lx, ly, lx + 18, ly, ser.color);
         }
         if (ser.markers) {
             s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{}\"/>\n", lx + 9, ly,
                              ser.color);
         }
-        s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 24, ly + 4,
-                         escape(ser.name));
+        s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 24, ly + 4, escape(ser.name));
         ly += 16;
     }
     s += "</svg>\n";

@@ -17,7 +17,7 @@ struct Series {
     bool line = true;
     bool markers = true;
     double marker_r = 3.5;
-    bool diamond = false;      // diamond markers instead of circles
+    bool diamond = false;       // diamond markers instead of circles
     bool label_points = false;  // write tips[i] next to each point
 };
 

@@ -1,13 +1,14 @@
 #include "eval/tune.h"
 
-#include <algorithm>
-#include <cmath>
-#include <map>
-#include <tuple>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 namespace lazyllm::eval {
 
@@ -126,7 +127,8 @@ std::string layers_string(const prune::Schedule& s) {
 
 std::string keep_string(const prune::Schedule& s) {
     std::string out;
-    for (size_t i = 0; i < s.keep.size(); ++i) out += fmt::format("{}{:g}", i ? "," : "", s.keep[i]);
+    for (size_t i = 0; i < s.keep.size(); ++i)
+        out += fmt::format("{}{:g}", i ? "," : "", s.keep[i]);
     return out;
 }
 
@@ -152,31 +154,46 @@ Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
     for (int i = 0; i < n; ++i) {
         LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, evaluator.evaluate(nullptr, i));
         full_sum += r.score;
+        result.full_scores.push_back(r.score);
         result.full_ttft_ms.push_back(r.ttft_ms);
     }
     result.full_score = full_sum / n;
-    const double needed = opts.target * full_sum;
-    log(fmt::format("tune: full scores {:.3f} on {} samples; a schedule needs >= {:.3f} ({} x "
-                    "full); {} candidates, budget {}",
-                    result.full_score, n, needed / n, opts.target, candidates.size(),
-                    opts.budget));
-    if (full_sum <= 0.0) {
-        log("tune: warning: full scores 0 on the calibration suite, so accuracy cannot constrain "
-            "the search (every candidate passes)");
+    // Judged samples: those full scores > 0 on, best first (ties in suite order).
+    std::vector<int> judged;
+    for (int i = 0; i < n; ++i) {
+        if (result.full_scores[i] > 0.0) judged.push_back(i);
     }
+    std::stable_sort(judged.begin(), judged.end(),
+                     [&](int a, int b) { return result.full_scores[a] > result.full_scores[b]; });
+    if (judged.empty()) {
+        log("tune: warning: full scores 0 on every calibration sample, so accuracy cannot "
+            "constrain the search (every candidate passes)");
+        for (int i = 0; i < n; ++i) judged.push_back(i);
+    }
+    result.n_judged = static_cast<int>(judged.size());
+    const double needed = opts.target * full_sum;
+    log(fmt::format(
+        "tune: full scores {:.3f} on {} samples (per sample: {:.2g}); candidates are "
+        "judged on the {} full scores > 0 on and need >= {:.3f} of full's {:.3f} there; "
+        "{} candidates, budget {}",
+        result.full_score, n, fmt::join(result.full_scores, " "), judged.size(), needed, full_sum,
+        candidates.size(), opts.budget));
 
-    // Runs samples [from, n) of a candidate, stopping once the outcome is certain unless
-    // `complete`.
-    auto run = [&](CandidateResult& c, int from, bool complete) -> Status {
-        for (int i = from; i < n; ++i) {
-            LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, evaluator.evaluate(&c.candidate.schedule, i));
-            ++c.n_evaluated;
-            c.score_sum += r.score;
-            c.ttft_ms_sum += r.ttft_ms;
-            c.pct_sum += r.pct_computed;
-            c.ttft_ms.push_back(r.ttft_ms);
-            const int remaining = n - 1 - i;
-            if (complete || remaining == 0) continue;
+    auto eval_sample = [&](CandidateResult& c, int i) -> Status {
+        LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, evaluator.evaluate(&c.candidate.schedule, i));
+        ++c.n_evaluated;
+        c.score_sum += r.score;
+        c.pct_sum += r.pct_computed;
+        c.ttft_ms[static_cast<size_t>(i)] = r.ttft_ms;
+        return {};
+    };
+    // Judged samples in order, stopping once the outcome is certain.
+    auto judge = [&](CandidateResult& c) -> Status {
+        c.ttft_ms.assign(static_cast<size_t>(n), std::numeric_limits<double>::quiet_NaN());
+        for (size_t k = 0; k < judged.size(); ++k) {
+            LAZYLLM_TRY(eval_sample(c, judged[k]));
+            const auto remaining = static_cast<double>(judged.size() - 1 - k);
+            if (remaining == 0) break;
             // Scores are in [0, 1]: the best the rest can add is `remaining`.
             if (c.score_sum + remaining < needed - kEps || c.score_sum >= needed - kEps) {
                 c.stopped_early = true;
@@ -192,7 +209,8 @@ Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
     std::optional<size_t> best;
     auto ruled_out = [&](size_t i) {
         for (size_t f : failed) {
-            if (at_most_as_wide(candidates[i].schedule, candidates[f].schedule, n_layer)) return true;
+            if (at_most_as_wide(candidates[i].schedule, candidates[f].schedule, n_layer))
+                return true;
         }
         return false;
     };
@@ -209,12 +227,13 @@ Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
         tried[pick] = true;
         CandidateResult c;
         c.candidate = candidates[pick];
-        LAZYLLM_TRY(run(c, 0, false));
-        log(fmt::format("tune: [{}/{}] {} (predicted {:.1f}% computed): {} after {}/{} samples, "
-                        "score {:.2f}/{:.2f} needed; {} open",
+        LAZYLLM_TRY(judge(c));
+        log(
+            fmt::format("tune: [{}/{}] {} (predicted {:.1f}% computed): {} after {}/{} judged "
+                        "samples, score {:.2f} of {:.2f} needed; {} open",
                         round + 1, opts.budget, describe(c.candidate.schedule),
-                        100.0 * c.candidate.cost, c.passed ? "pass" : "fail", c.n_evaluated, n,
-                        c.score_sum, needed, open.size() - 1));
+                        100.0 * c.candidate.cost, c.passed ? "pass" : "fail", c.n_evaluated,
+                        judged.size(), c.score_sum, needed, open.size() - 1));
         if (c.passed) {
             best = pick;
         } else {
@@ -227,17 +246,22 @@ Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
     }
     if (!best) return result;
 
-    // Complete the winner on every sample for its score and TTFT.
-    auto it = std::find_if(result.evaluated.begin(), result.evaluated.end(),
-                           [&](const CandidateResult& c) {
-                               return c.passed && c.candidate.schedule.boundaries ==
-                                                      candidates[*best].schedule.boundaries &&
-                                      c.candidate.schedule.keep == candidates[*best].schedule.keep;
-                           });
+    // Complete the winner on every sample for its score, % computed and TTFT.
+    auto it = std::find_if(
+        result.evaluated.begin(), result.evaluated.end(), [&](const CandidateResult& c) {
+            return c.passed &&
+                   c.candidate.schedule.boundaries == candidates[*best].schedule.boundaries &&
+                   c.candidate.schedule.keep == candidates[*best].schedule.keep;
+        });
     CandidateResult winner = *it;
-    LAZYLLM_TRY(run(winner, winner.n_evaluated, true));
+    for (int i = 0; i < n; ++i) {
+        if (std::isnan(winner.ttft_ms[static_cast<size_t>(i)])) LAZYLLM_TRY(eval_sample(winner, i));
+    }
     double sp = 0.0;
-    for (int i = 0; i < n; ++i) sp += result.full_ttft_ms[i] / std::max(winner.ttft_ms[i], 1e-9);
+    for (int i = 0; i < n; ++i) {
+        sp += result.full_ttft_ms[static_cast<size_t>(i)] /
+              std::max(winner.ttft_ms[static_cast<size_t>(i)], 1e-9);
+    }
     result.ttft_speedup = sp / n;
     result.best = std::move(winner);
     return result;
@@ -248,6 +272,7 @@ std::string tune_meta_json(const TuneResult& result, double target, std::string_
     j["tool"] = "lazyllm tune";
     j["calibration"] = std::string(calibration);
     j["calibration_samples"] = result.n_samples;
+    j["judged_samples"] = result.n_judged;
     j["target"] = target;
     j["full_score"] = result.full_score;
     if (result.best) {

@@ -74,31 +74,39 @@ struct TuneOptions {
 struct CandidateResult {
     TuneCandidate candidate;
     bool passed = false;
-    bool stopped_early = false;  // rejected or accepted before the last sample
+    bool stopped_early = false;  // rejected or accepted before its last judged sample
     int n_evaluated = 0;
     double score_sum = 0.0;
-    double ttft_ms_sum = 0.0;
     double pct_sum = 0.0;
-    std::vector<double> ttft_ms;  // per evaluated sample
+    std::vector<double> ttft_ms;  // [n_samples], NaN where not evaluated
     double mean_score() const { return n_evaluated ? score_sum / n_evaluated : 0.0; }
     double mean_pct_computed() const { return n_evaluated ? pct_sum / n_evaluated : 0.0; }
 };
 
 struct TuneResult {
     int n_samples = 0;
-    double full_score = 0.0;      // mean over the calibration samples
-    std::vector<double> full_ttft_ms;
-    int n_candidates = 0;         // in the space
-    int n_skipped = 0;            // skipped as at least as aggressive as a failed candidate
+    int n_judged = 0;         // samples candidates are judged on (full scores > 0)
+    double full_score = 0.0;  // mean over the calibration samples
+    std::vector<double> full_scores, full_ttft_ms;  // [n_samples]
+    int n_candidates = 0;                           // in the space
+    int n_skipped = 0;  // skipped as at least as aggressive as a failed candidate
     std::vector<CandidateResult> evaluated;  // in evaluation order
     std::optional<CandidateResult> best;     // completed on every sample
-    double ttft_speedup = 0.0;    // mean over samples of full's TTFT / best's TTFT
+    double ttft_speedup = 0.0;               // mean over samples of full's TTFT / best's TTFT
 };
 
-// Bisection over the cost order: evaluate the median-cost candidate among those still open
-// (cheaper than the best so far and not ruled out by a failure); a pass bounds the cost from
-// above, a failure rules out every candidate at least as aggressive. Finds the cheapest passing
-// candidate when accuracy is monotone in the keep profile and the budget suffices.
+// Full runs on every sample first. Candidates are then judged on the samples full gets (partly)
+// right, best-scored first, so a candidate that loses what full knows is rejected after few
+// samples; samples full scores 0 on cannot tell schedules apart except by luck and are left out
+// (which makes the rule slightly stricter: no compensating a loss with a lucky win). A
+// candidate passes when its judged score sum reaches target x full's; it is stopped as soon as
+// that is certain or out of reach (each remaining sample adds at most 1).
+//
+// Search: bisection over the cost order. Evaluate the median-cost candidate among those still
+// open (cheaper than the best so far and not ruled out by a failure); a pass bounds the cost
+// from above, a failure rules out every candidate at least as aggressive. Finds the cheapest
+// passing candidate when accuracy is monotone in the keep profile and the budget suffices. The
+// winner is then run on every sample for its score, % computed and TTFT speedup.
 Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
                                  const std::vector<TuneCandidate>& candidates, int n_layer,
                                  const TuneOptions& opts);

@@ -12,10 +12,10 @@
 namespace lazyllm {
 
 struct GemmPeak {
-    double gflops = 0.0;     // best single-call throughput, 2 * m * n_in * n_out / time
+    double gflops = 0.0;  // best single-call throughput, 2 * m * n_in * n_out / time
     double mean_gflops = 0.0;
-    std::string precision;   // bf16 | f32: what the GEMM actually ran in
-    std::string isa;         // ref | avx2 | avx512 | amx
+    std::string precision;  // bf16 | f32: what the GEMM actually ran in
+    std::string isa;        // ref | avx2 | avx512 | amx
     int n_threads = 0;
     int64_t m = 0, n_in = 0, n_out = 0;
 };

@@ -41,17 +41,18 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
     } else if (precision == "bf16") {
         p = kernels::GemmPrecision::kBf16;
     } else if (precision != "auto") {
-        return make_error(ErrorCode::kInvalidArgument, "precision '{}' is not one of auto, f32, bf16",
-                          precision);
+        return make_error(ErrorCode::kInvalidArgument,
+                          "precision '{}' is not one of auto, f32, bf16", precision);
     }
     LAZYLLM_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::isa_from_env());
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const kernels::KernelContext ctx{isa, n_threads > 0 ? n_threads : hw};
     omp_set_num_threads(ctx.n_threads);
 
-    const std::vector<float> w = random_values(static_cast<size_t>(kOut * kIn), 1);  // [n_out, n_in]
-    const std::vector<float> x = random_values(static_cast<size_t>(kM * kIn), 2);    // [m, n_in]
-    std::vector<float> y(static_cast<size_t>(kM * kOut));                             // [m, n_out]
+    const std::vector<float> w =
+        random_values(static_cast<size_t>(kOut * kIn), 1);                         // [n_out, n_in]
+    const std::vector<float> x = random_values(static_cast<size_t>(kM * kIn), 2);  // [m, n_in]
+    std::vector<float> y(static_cast<size_t>(kM * kOut));                          // [m, n_out]
     LAZYLLM_ASSIGN_OR_RETURN(kernels::PackedLinear lin,
                              kernels::PackedLinear::create(ctx, w.data(), kOut, kIn, nullptr, p));
     lin.forward(x.data(), kM, y.data());  // creates and caches the primitive for this m

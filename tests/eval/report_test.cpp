@@ -1,4 +1,6 @@
 // Aggregation and report files from synthetic records whose means are worked out by hand.
+#include "eval/report.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,14 +9,13 @@
 #include <sstream>
 
 #include "eval/record.h"
-#include "eval/report.h"
 #include "eval/svg_plot.h"
 
 namespace lazyllm::eval {
 namespace {
 
-SampleRecord rec(std::string task, std::string id, int64_t length, std::string policy,
-                 double score, double ttft, double pct, double depth = -1.0) {
+SampleRecord rec(std::string task, std::string id, int64_t length, std::string policy, double score,
+                 double ttft, double pct, double depth = -1.0) {
     SampleRecord r;
     r.task = std::move(task);
     r.id = std::move(id);
@@ -45,8 +46,8 @@ std::vector<SampleRecord> records() {
     };
 }
 
-const SummaryRow* find(const std::vector<SummaryRow>& rows, const std::string& task,
-                       int64_t length, const std::string& policy) {
+const SummaryRow* find(const std::vector<SummaryRow>& rows, const std::string& task, int64_t length,
+                       const std::string& policy) {
     for (const SummaryRow& r : rows) {
         if (r.task == task && r.length == length && r.policy == policy) return &r;
     }
@@ -109,8 +110,7 @@ TEST(ReportTest, MarkdownAndCsv) {
     const std::string md = summary_markdown(s, info);
     EXPECT_NE(md.find("| lazy | 3 | 0.500 | 3.00x | 43.3 |"), std::string::npos) << md;
     EXPECT_NE(md.find("| static | 1 | 0.250 | - |"), std::string::npos) << md;
-    EXPECT_NE(md.find("| passkey | 1024 | 0.500 (1.00x) | 0.750 (3.00x) | - |"),
-              std::string::npos)
+    EXPECT_NE(md.find("| passkey | 1024 | 0.500 (1.00x) | 0.750 (3.00x) | - |"), std::string::npos)
         << md;
     EXPECT_NE(md.find("model: tiny.gguf"), std::string::npos);
 
@@ -145,7 +145,8 @@ TEST(ReportTest, HtmlIsSelfContained) {
     info.title = "eval <test>";
     const std::string html = report_html(recs, s, info);
     size_t n_svg = 0;
-    for (size_t p = html.find("<svg"); p != std::string::npos; p = html.find("<svg", p + 1)) ++n_svg;
+    for (size_t p = html.find("<svg"); p != std::string::npos; p = html.find("<svg", p + 1))
+        ++n_svg;
     EXPECT_GE(n_svg, 4u);  // speedup scatter, by length, by depth, rows per layer
     EXPECT_EQ(html.find("<script"), std::string::npos);
     EXPECT_EQ(html.find("https://"), std::string::npos);

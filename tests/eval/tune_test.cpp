@@ -1,15 +1,16 @@
 // The schedule search with a fake evaluator: the candidate space is well formed, the search
 // returns the cheapest candidate meeting the target (checked by brute force), rules out
 // candidates at least as aggressive as a failure, and stops evaluating a candidate early.
+#include "eval/tune.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
 #include <set>
-
-#include "eval/tune.h"
 
 namespace lazyllm::eval {
 namespace {
@@ -25,13 +26,17 @@ public:
     int n_samples() const override { return n_; }
     Result<TuneSampleResult> evaluate(const prune::Schedule* s, int i) override {
         ++calls;
-        if (s == nullptr) return TuneSampleResult{1.0, 100.0, 100.0};
-        calls_per_schedule[prune::to_string(*s)]++;
+        if (s == nullptr) {
+            const double f = i < static_cast<int>(full_scores.size()) ? full_scores[i] : 1.0;
+            return TuneSampleResult{f, 100.0, 100.0};
+        }
+        samples_seen.push_back(i);
         const double score = ok_(*s) ? 1.0 : (i == 0 ? 0.0 : fail_score_);
         return TuneSampleResult{score, 100.0 * predicted_cost(*s, kLayers), 100.0};
     }
     int calls = 0;
-    std::map<std::string, int> calls_per_schedule;
+    std::vector<double> full_scores;  // per sample; 1 where not given
+    std::vector<int> samples_seen;    // candidate evaluations, in order
 
 private:
     int n_;
@@ -156,6 +161,46 @@ TEST(TuneTest, EarlyRejectionAndAcceptance) {
     // Everything passes, so the search walks down to the cheapest candidate of all.
     ASSERT_TRUE(r2->best.has_value());
     EXPECT_NEAR(r2->best->candidate.cost, cands.front().cost, 1e-12);
+}
+
+TEST(TuneTest, JudgesOnSamplesFullGetsRightBestFirst) {
+    const auto cands = enumerate_candidates(TuneSpace{}, kLayers);
+    FakeEvaluator fake(6, monotone_ok);
+    fake.full_scores = {0.0, 0.5, 1.0, 0.0, 1.0, 0.25};
+    TuneOptions opts;
+    opts.budget = 1;
+    auto r = tune_schedule(fake, cands, kLayers, opts);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->n_judged, 4);
+    EXPECT_NEAR(r->full_score, 2.75 / 6.0, 1e-12);
+    ASSERT_EQ(r->evaluated.size(), 1u);
+    const CandidateResult& c = r->evaluated[0];
+    // Judged order: samples 2 and 4 (full 1.0), then 1 (0.5), then 5 (0.25).
+    const std::vector<int> order = {2, 4, 1, 5};
+    ASSERT_LE(c.n_evaluated, 4);
+    for (int k = 0; k < c.n_evaluated; ++k) EXPECT_EQ(fake.samples_seen[k], order[k]);
+    if (c.passed) {
+        // The winner is completed on every sample, the unjudged ones included.
+        ASSERT_TRUE(r->best.has_value());
+        EXPECT_EQ(r->best->n_evaluated, 6);
+        for (double t : r->best->ttft_ms) EXPECT_FALSE(std::isnan(t));
+    } else {
+        // A failing candidate scores 0: after one sample 0 + 3 >= 0.99 * 2.75 = 2.72 is still
+        // reachable; after two, 0 + 2 is not.
+        EXPECT_EQ(c.n_evaluated, 2);
+        EXPECT_TRUE(c.stopped_early);
+        EXPECT_FALSE(r->best.has_value());
+    }
+
+    FakeEvaluator lenient(6, [](const prune::Schedule&) { return true; });
+    lenient.full_scores = fake.full_scores;
+    auto r2 = tune_schedule(lenient, cands, kLayers, opts);
+    ASSERT_TRUE(r2.ok());
+    ASSERT_TRUE(r2->best.has_value());
+    EXPECT_EQ(r2->evaluated[0].n_evaluated, 3);  // 1 + 1 + 1 >= 2.72: accepted after three
+    EXPECT_EQ(r2->best->n_evaluated, 6);         // then completed, unjudged samples included
+    for (double t : r2->best->ttft_ms) EXPECT_FALSE(std::isnan(t));
+    EXPECT_DOUBLE_EQ(r2->best->mean_score(), 1.0);
 }
 
 TEST(TuneTest, BudgetAndNoWinner) {

@@ -6,11 +6,10 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "support/tiny_model.h"
 
@@ -57,24 +56,27 @@ std::vector<nlohmann::json> parse_jsonl(const std::string& out) {
     return rows;
 }
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool contains(const std::string& s, const std::string& what) {
+    return s.find(what) != std::string::npos;
+}
 
 // -t 1: the tiny model needs no threads, and the test should not take the machine.
 const std::string kCommon = " -t 1 -r 1 --lazy-layers 1 --lazy-keep 0.5";
 
 TEST(BenchCliTest, JsonlRowsAreLlamaBenchCompatibleAndSane) {
-    const CliRun r = run("bench -m " + tiny_model_file() +
-                             " -p 32,64 -n 2 -o jsonl --policy full,lazy" + kCommon,
-                         /*merge_stderr=*/false);
+    const CliRun r = run(
+        "bench -m " + tiny_model_file() + " -p 32,64 -n 2 -o jsonl --policy full,lazy" + kCommon,
+        /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     const std::vector<nlohmann::json> rows = parse_jsonl(r.out);
     // pp and tg rows for 2 lengths x 2 policies.
     ASSERT_EQ(rows.size(), 8u) << r.out;
     int n_pp = 0, n_tg = 0;
     for (const nlohmann::json& j : rows) {
-        for (const char* key : {"model_filename", "model_type", "n_threads", "n_prompt", "n_gen", "avg_ns",
-                                "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "policy",
-                                "schedule", "pct_computed", "peak_gflops"}) {
+        for (const char* key :
+             {"model_filename", "model_type", "n_threads", "n_prompt", "n_gen", "avg_ns",
+              "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "policy", "schedule",
+              "pct_computed", "peak_gflops"}) {
             ASSERT_TRUE(j.contains(key)) << key << " in " << j.dump();
         }
         EXPECT_EQ(j["n_threads"].get<int>(), 1);
@@ -117,11 +119,12 @@ TEST(BenchCliTest, JsonlRowsAreLlamaBenchCompatibleAndSane) {
 }
 
 TEST(BenchCliTest, MarkdownTableWithProfileAndPrefillOnly) {
-    const CliRun r = run("bench -m " + tiny_model_file() + " -p 48 -n 0 --policy full,lazy --profile" +
-                             kCommon, /*merge_stderr=*/false);
+    const CliRun r =
+        run("bench -m " + tiny_model_file() + " -p 48 -n 0 --policy full,lazy --profile" + kCommon,
+            /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
-    for (const char* what : {"| model |", "pp48", "GEMM peak", "### profile: lazy pp48", "qkv_gemm",
-                             "lazy: "}) {
+    for (const char* what :
+         {"| model |", "pp48", "GEMM peak", "### profile: lazy pp48", "qkv_gemm", "lazy: "}) {
         EXPECT_TRUE(contains(r.out, what)) << what << "\n" << r.out;
     }
     EXPECT_FALSE(contains(r.out, " @ d")) << r.out;  // -n 0: prefill only, no tg rows
@@ -138,7 +141,8 @@ TEST(BenchCliTest, ExportedPromptIdsFeedBackExactly) {
     ASSERT_EQ(ids.size(), 40u);
     // The built-in prompt ends in the question, whatever the length.
     r = run("bench -m " + tiny_model_file() + " -p 50 -n 1 -o jsonl --policy full --prompt-ids " +
-                ids_file + kCommon, /*merge_stderr=*/false);
+                ids_file + kCommon,
+            /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     const std::vector<nlohmann::json> rows = parse_jsonl(r.out);
     ASSERT_EQ(rows.size(), 2u);
@@ -149,15 +153,14 @@ TEST(BenchCliTest, BadFlagsAreUsageErrors) {
     const std::string m = tiny_model_file();
     for (const std::string& args : {
              std::string("bench -m " + m + " --policy full,nosuch"),
-             std::string("bench -m " + m + " -p 0"),
-             std::string("bench -m " + m + " -p abc"),
-             std::string("bench -m " + m + " -r 0"),
-             std::string("bench -m " + m + " -n -1"),
+             std::string("bench -m " + m + " -p 0"), std::string("bench -m " + m + " -p abc"),
+             std::string("bench -m " + m + " -r 0"), std::string("bench -m " + m + " -n -1"),
              std::string("bench -m " + m + " -o csv"),
              std::string("bench -m " + m + " --no-such-flag"),
              std::string("bench -m " + m + " --policy full,full"),
              std::string("bench -m " + m + " -t 1 -p 4096"),  // over the tiny model's context
-             std::string("bench -m " + m + " -t 1 -p 32 --lazy-layers 5 --lazy-keep 0.5"),  // layer 5 of 2
+             std::string("bench -m " + m +
+                         " -t 1 -p 32 --lazy-layers 5 --lazy-keep 0.5"),  // layer 5 of 2
          }) {
         const CliRun r = run(args);
         EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;

@@ -1,5 +1,8 @@
 #include "cli/bench_prompt.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -7,9 +10,6 @@
 #include <random>
 #include <sstream>
 #include <string_view>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace lazyllm::cli {
 
@@ -56,31 +56,42 @@ struct Slot {
 
 const std::vector<Slot>& slots() {
     static const std::vector<Slot> s = {
-        {"name", {"Maria", "Tom", "Aisha", "Kenji", "Lucia", "Omar", "Grace", "Pavel", "Nadia",
-                  "Samuel", "Ingrid", "Diego"}},
-        {"city", {"Lisbon", "Leeds", "Osaka", "Denver", "Lyon", "Krakow", "Porto", "Adelaide",
-                  "Bergen", "Austin", "Utrecht", "Halifax"}},
-        {"shop", {"bakery", "bookshop", "bicycle shop", "hardware store", "flower shop", "cafe",
-                  "repair shop", "pharmacy", "tea house", "record store"}},
-        {"place", {"harbour", "town hall", "central library", "old mill", "train station",
-                   "botanical garden", "market square", "river bridge", "city park", "castle"}},
-        {"committee", {"city council", "school board", "residents' association",
-                       "planning committee", "library trust", "harbour authority"}},
+        {"name",
+         {"Maria", "Tom", "Aisha", "Kenji", "Lucia", "Omar", "Grace", "Pavel", "Nadia", "Samuel",
+          "Ingrid", "Diego"}},
+        {"city",
+         {"Lisbon", "Leeds", "Osaka", "Denver", "Lyon", "Krakow", "Porto", "Adelaide", "Bergen",
+          "Austin", "Utrecht", "Halifax"}},
+        {"shop",
+         {"bakery", "bookshop", "bicycle shop", "hardware store", "flower shop", "cafe",
+          "repair shop", "pharmacy", "tea house", "record store"}},
+        {"place",
+         {"harbour", "town hall", "central library", "old mill", "train station",
+          "botanical garden", "market square", "river bridge", "city park", "castle"}},
+        {"committee",
+         {"city council", "school board", "residents' association", "planning committee",
+          "library trust", "harbour authority"}},
         {"weekday", {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}},
-        {"building", {"sports hall", "primary school", "fire station", "swimming pool",
-                      "community centre", "bus depot", "concert hall", "health clinic"}},
-        {"org", {"weather service", "statistics office", "university", "transport agency",
-                 "consumer council", "water board"}},
+        {"building",
+         {"sports hall", "primary school", "fire station", "swimming pool", "community centre",
+          "bus depot", "concert hall", "health clinic"}},
+        {"org",
+         {"weather service", "statistics office", "university", "transport agency",
+          "consumer council", "water board"}},
         {"season", {"spring", "summer", "autumn", "winter"}},
-        {"thing", {"clock", "piano", "lamp", "map", "bench", "telescope", "fountain", "bell",
-                   "printing press", "sailboat"}},
-        {"event", {"great flood", "harbour strike", "railway opening", "big fire", "first election",
-                   "bridge collapse"}},
+        {"thing",
+         {"clock", "piano", "lamp", "map", "bench", "telescope", "fountain", "bell",
+          "printing press", "sailboat"}},
+        {"event",
+         {"great flood", "harbour strike", "railway opening", "big fire", "first election",
+          "bridge collapse"}},
         {"crop", {"apples", "wheat", "potatoes", "barley", "grapes", "pears"}},
-        {"month", {"January", "February", "March", "April", "May", "June", "July", "August",
-                   "September", "October", "November", "December"}},
-        {"topic", {"old maps", "bird migration", "local architecture", "the history of printing",
-                   "early photography", "river ecology", "medieval trade", "clock making"}},
+        {"month",
+         {"January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December"}},
+        {"topic",
+         {"old maps", "bird migration", "local architecture", "the history of printing",
+          "early photography", "river ecology", "medieval trade", "clock making"}},
         {"adv", {"slightly", "much", "noticeably", "a little"}},
     };
     return s;
@@ -159,9 +170,9 @@ std::vector<TokenId> passkey_prompt(const Tokenizer& tok, int64_t n_tokens, uint
         chars *= 2;
     }
     const int64_t mid = n_hay / 2;
-    std::vector<TokenId> ids = concat({head, std::span<const TokenId>(hay.data(), mid), needle,
-                                       std::span<const TokenId>(hay.data() + mid, n_hay - mid),
-                                       question});
+    std::vector<TokenId> ids =
+        concat({head, std::span<const TokenId>(hay.data(), mid), needle,
+                std::span<const TokenId>(hay.data() + mid, n_hay - mid), question});
     if (static_cast<int64_t>(ids.size()) > n_tokens) ids.erase(ids.begin(), ids.end() - n_tokens);
     return ids;
 }
@@ -202,7 +213,9 @@ Result<std::vector<TokenId>> read_token_ids(const std::string& path) {
             cur = -1;
         }
     }
-    if (ids.empty()) return make_error(ErrorCode::kInvalidArgument, "token id file '{}' has no ids", path);
+    if (ids.empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "token id file '{}' has no ids", path);
+    }
     return ids;
 }
 

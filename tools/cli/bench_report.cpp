@@ -1,11 +1,11 @@
 #include "cli/bench_report.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <map>
-#include <tuple>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 namespace lazyllm::cli {
 
@@ -61,8 +61,8 @@ Stats stats(std::span<const double> v) {
     return s;
 }
 
-double prefill_gflop(const ModelSummary& s, int64_t n_prompt, std::span<const int32_t> rows_per_layer,
-                     double fraction) {
+double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
+                     std::span<const int32_t> rows_per_layer, double fraction) {
     const double E = s.n_embd, F = s.n_ff, hd = s.head_dim;
     const double q = static_cast<double>(s.n_head) * hd, kv = static_cast<double>(s.n_head_kv) * hd;
     // Weights touched per token in one layer: Wq|Wk|Wv, Wo, Wgate|Wup, Wdown.
@@ -80,7 +80,9 @@ double prefill_gflop(const ModelSummary& s, int64_t n_prompt, std::span<const in
 void fill_speedups(std::vector<BenchRow>& rows) {
     std::map<std::tuple<int, int64_t>, double> full_ttft;
     for (const BenchRow& r : rows) {
-        if (r.is_prompt && r.policy == "full") full_ttft[{r.n_threads, r.n_prompt}] = stats(r.ttft_ms).mean;
+        if (r.is_prompt && r.policy == "full") {
+            full_ttft[{r.n_threads, r.n_prompt}] = stats(r.ttft_ms).mean;
+        }
     }
     for (BenchRow& r : rows) {
         if (!r.is_prompt) continue;
@@ -95,12 +97,16 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
     for (const BenchRow& r : rows) peaks.emplace(r.n_threads, &r);
     fmt::print(out, "model: {} ({}), prompt: {}\n", env.model_filename, env.model_type, env.prompt);
     for (const auto& [t, r] : peaks) {
-        fmt::print(out, "GEMM peak at t={}: {:.0f} GFLOP/s ({} on {}, 2048x576x1536 through "
-                   "PackedLinear)\n", t, r->peak_gflops, r->gemm, r->isa);
+        fmt::print(out,
+                   "GEMM peak at t={}: {:.0f} GFLOP/s ({} on {}, 2048x576x1536 through "
+                   "PackedLinear)\n",
+                   t, r->peak_gflops, r->gemm, r->isa);
     }
-    fmt::print(out, "\n| model | size | params | backend | threads | policy | test | t/s | TTFT ms "
+    fmt::print(out,
+               "\n| model | size | params | backend | threads | policy | test | t/s | TTFT ms "
                "| speedup | % computed | GFLOP/s | % peak |\n");
-    fmt::print(out, "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: "
+    fmt::print(out,
+               "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: "
                "| ---: | ---: |\n");
     for (const BenchRow& r : rows) {
         const std::string ts = pm(stats(samples_ts(r)), 2);
@@ -113,10 +119,12 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
             gflops = fmt::format("{:.0f}", g);
             peak = r.peak_gflops > 0 ? fmt::format("{:.1f}%", 100.0 * g / r.peak_gflops) : "-";
         }
-        fmt::print(out, "| {} | {} | {} | CPU {}/{} | {} | {} | {} | {} | {} | {} | {:.1f}% | {} "
-                   "| {} |\n", env.model_type, human_size(env.model_size),
-                   human_count(env.model_n_params), r.isa, r.gemm, r.n_threads, r.policy,
-                   r.test_name(), ts, ttft, speedup, pct, gflops, peak);
+        fmt::print(out,
+                   "| {} | {} | {} | CPU {}/{} | {} | {} | {} | {} | {} | {} | {:.1f}% | {} "
+                   "| {} |\n",
+                   env.model_type, human_size(env.model_size), human_count(env.model_n_params),
+                   r.isa, r.gemm, r.n_threads, r.policy, r.test_name(), ts, ttft, speedup, pct,
+                   gflops, peak);
     }
     std::map<std::string, std::string> schedules;
     for (const BenchRow& r : rows) {
@@ -124,7 +132,8 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
     }
     if (!schedules.empty()) fmt::print(out, "\n");
     for (const auto& [policy, sched] : schedules) fmt::print(out, "{}: {}\n", policy, sched);
-    fmt::print(out, "\nt/s: pp = prompt tokens / prefill time, tg = decode steps / decode time "
+    fmt::print(out,
+               "\nt/s: pp = prompt tokens / prefill time, tg = decode steps / decode time "
                "(mean ± stddev). TTFT: prefill + first sample. % computed: prompt (token, layer) "
                "pairs computed (pp: after prefill, tg: at the end, with revivals). GFLOP/s: useful "
                "prefill FLOPs / prefill time.\n");
@@ -183,12 +192,15 @@ void print_jsonl(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow
             j["ttft_ms"] = t.mean;
             j["ttft_stddev_ms"] = t.stddev;
             j["ttft_samples_ms"] = r.ttft_ms;
-            j["speedup_vs_full"] = r.speedup_vs_full ? nlohmann::json(*r.speedup_vs_full) : nlohmann::json();
+            j["speedup_vs_full"] =
+                r.speedup_vs_full ? nlohmann::json(*r.speedup_vs_full) : nlohmann::json();
             j["prefill_gflop"] = stats(r.gflop).mean;
             j["prefill_gflops"] = stats(samples_gflops(r)).mean;
             if (!r.profile.empty()) {
                 nlohmann::json p = nlohmann::json::array();
-                for (const OpTime& o : r.profile) p.push_back({{"op", o.op}, {"ms", o.ms}, {"gflops", o.gflops}});
+                for (const OpTime& o : r.profile) {
+                    p.push_back({{"op", o.op}, {"ms", o.ms}, {"gflops", o.gflops}});
+                }
                 j["profile"] = p;
             }
         }

@@ -16,13 +16,13 @@ namespace lazyllm::cli {
 
 // What every row shares.
 struct BenchEnv {
-    std::string build_commit;  // LAZYLLM_VERSION
-    std::string cpu_info;      // /proc/cpuinfo model name
-    std::string test_time;     // ISO 8601 UTC, start of the run
+    std::string build_commit;                // LAZYLLM_VERSION
+    std::string cpu_info;                    // /proc/cpuinfo model name
+    std::string test_time;                   // ISO 8601 UTC, start of the run
     std::string model_filename, model_type;  // model_type: "llama 135M Q4_1"
-    uint64_t model_size = 0;      // file bytes
-    uint64_t model_n_params = 0;  // elements of all tensors
-    std::string prompt;           // "passkey (built-in)" or the file it came from
+    uint64_t model_size = 0;                 // file bytes
+    uint64_t model_n_params = 0;             // elements of all tensors
+    std::string prompt;                      // "passkey (built-in)" or the file it came from
 };
 
 struct BenchRow {
@@ -32,13 +32,13 @@ struct BenchRow {
     double peak_gflops = 0.0;  // GEMM probe for these threads
     std::string policy, schedule;
     int64_t n_prompt = 0, n_gen = 0;
-    int64_t n_depth = 0;  // tg rows: tokens already in the context (the prompt)
+    int64_t n_depth = 0;               // tg rows: tokens already in the context (the prompt)
     std::vector<double> samples_ns;    // one per repetition: prefill time (pp), decode time (tg)
     std::vector<double> ttft_ms;       // pp rows
     std::vector<double> pct_computed;  // pp: prompt token-layers after prefill; tg: at the end
     std::vector<double> gflop;         // pp rows: useful GFLOP of each prefill
     std::optional<double> speedup_vs_full;  // pp rows: mean TTFT(full) / mean TTFT(this)
-    std::vector<OpTime> profile;       // pp rows with --profile: one prefill-only run
+    std::vector<OpTime> profile;            // pp rows with --profile: one prefill-only run
 
     int64_t n_tokens() const { return is_prompt ? n_prompt : n_gen; }
     std::string test_name() const;  // "pp512", "tg32 @ d512"

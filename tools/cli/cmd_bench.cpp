@@ -5,6 +5,7 @@
 // timed repetitions; policies interleaved inside each repetition so machine noise falls on all
 // of them alike; pp<N> rows (prefill, with TTFT and speedup over full) and tg<n> rows (n greedy
 // decode steps after that prompt, end of sequence ignored). Progress goes to stderr.
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -13,8 +14,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "cli/bench_prompt.h"
 #include "cli/bench_report.h"
@@ -79,7 +78,9 @@ Status describe_model(const std::string& path, const std::string& arch, BenchEnv
     std::map<std::string, uint64_t> elements_by_type;
     for (const GgufTensorInfo& t : gguf.tensors()) {
         env.model_n_params += t.n_elements();
-        if (t.shape.size() >= 2) elements_by_type[std::string(ggml_type_name(t.type))] += t.n_elements();
+        if (t.shape.size() >= 2) {
+            elements_by_type[std::string(ggml_type_name(t.type))] += t.n_elements();
+        }
     }
     std::string ftype = "?";
     uint64_t most = 0;
@@ -101,8 +102,12 @@ bool is_directory(const std::string& p) {
 }
 
 Status check_args(const BenchArgs& a) {
-    if (a.n_prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "-p needs at least one prompt length");
-    if (a.policies.empty()) return make_error(ErrorCode::kInvalidArgument, "--policy needs at least one policy");
+    if (a.n_prompt.empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "-p needs at least one prompt length");
+    }
+    if (a.policies.empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "--policy needs at least one policy");
+    }
     std::set<std::string> seen;
     for (const std::string& p : a.policies) {
         if (!seen.insert(p).second) {
@@ -114,10 +119,12 @@ Status check_args(const BenchArgs& a) {
         return make_error(ErrorCode::kInvalidArgument, "-p lists a prompt length twice");
     }
     if (!a.prompt_file.empty() && !a.prompt_ids.empty()) {
-        return make_error(ErrorCode::kInvalidArgument, "give at most one of --prompt-file and --prompt-ids");
+        return make_error(ErrorCode::kInvalidArgument,
+                          "give at most one of --prompt-file and --prompt-ids");
     }
     if (!a.export_dir.empty() && !is_directory(a.export_dir)) {
-        return make_error(ErrorCode::kNotFound, "--export-prompts: '{}' is not a directory", a.export_dir);
+        return make_error(ErrorCode::kNotFound, "--export-prompts: '{}' is not a directory",
+                          a.export_dir);
     }
     return {};
 }
@@ -127,8 +134,8 @@ Result<std::map<std::string, RunOptions>> run_options(const BenchArgs& a) {
     std::map<std::string, RunOptions> out;
     for (const std::string& policy : a.policies) {
         RunOptions ro;
-        ro.ignore_eos = true;             // exactly n decode steps, as llama-bench's tg
-        ro.sampling = SamplingParams{};   // greedy
+        ro.ignore_eos = true;            // exactly n decode steps, as llama-bench's tg
+        ro.sampling = SamplingParams{};  // greedy
         ro.sampling.temperature = 0.0f;
         if (policy != "full") {
             PruneFlags f = a.prune;
@@ -149,15 +156,18 @@ Result<std::map<int, std::vector<TokenId>>> make_prompts(const BenchArgs& a, con
         LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(a.prompt_file));
         source = e.tokenizer().encode(text);
         if (source.empty()) {
-            return make_error(ErrorCode::kInvalidArgument, "prompt file '{}' has no tokens", a.prompt_file);
+            return make_error(ErrorCode::kInvalidArgument, "prompt file '{}' has no tokens",
+                              a.prompt_file);
         }
         description = a.prompt_file;
     } else if (!a.prompt_ids.empty()) {
         LAZYLLM_ASSIGN_OR_RETURN(source, read_token_ids(a.prompt_ids));
         for (TokenId id : source) {
             if (id >= e.summary().n_vocab) {
-                return make_error(ErrorCode::kInvalidArgument, "token id file '{}': id {} is outside the "
-                                  "vocabulary of {}", a.prompt_ids, id, e.summary().n_vocab);
+                return make_error(ErrorCode::kInvalidArgument,
+                                  "token id file '{}': id {} is outside the "
+                                  "vocabulary of {}",
+                                  a.prompt_ids, id, e.summary().n_vocab);
             }
         }
         description = a.prompt_ids;
@@ -184,7 +194,8 @@ void record(Cell& c, const GenerateResult& r, const ModelSummary& s) {
     c.pp.samples_ns.push_back(1e9 * static_cast<double>(r.n_prompt) / r.prefill_tps);
     c.pp.ttft_ms.push_back(r.ttft_ms);
     c.pp.pct_computed.push_back(100.0 * r.prefill_fraction_computed);
-    c.pp.gflop.push_back(prefill_gflop(s, r.n_prompt, r.prefill_rows_per_layer, r.prefill_fraction_computed));
+    c.pp.gflop.push_back(
+        prefill_gflop(s, r.n_prompt, r.prefill_rows_per_layer, r.prefill_fraction_computed));
     c.pp.schedule = r.schedule;
     c.tg.schedule = r.schedule;
     if (r.n_gen > 1) {
@@ -207,7 +218,8 @@ int run_bench(const BenchArgs& a) {
     std::map<int, std::vector<TokenId>> prompts;
     std::vector<BenchRow> rows;
 
-    const int n_runs = static_cast<int>(a.threads.size() * a.n_prompt.size() * a.policies.size()) * a.reps;
+    const int n_runs =
+        static_cast<int>(a.threads.size() * a.n_prompt.size() * a.policies.size()) * a.reps;
     int run_index = 0;
     for (size_t ti = 0; ti < a.threads.size(); ++ti) {
         EngineOptions eo;
@@ -225,12 +237,15 @@ int run_bench(const BenchArgs& a) {
             prompts = std::move(p).value();
             for (const auto& [n, ids] : prompts) {
                 if (n > s.n_ctx_train) {
-                    return report(make_error(ErrorCode::kOutOfRange, "-p {} is over the model's context of {}",
-                                             n, s.n_ctx_train));
+                    return report(make_error(ErrorCode::kOutOfRange,
+                                             "-p {} is over the model's context of {}", n,
+                                             s.n_ctx_train));
                 }
                 if (decode_steps(a, s, n) == 0 && a.n_gen > 0) {
-                    std::fprintf(stderr, "lazyllm bench: p=%d leaves no room for %d decode steps in the "
-                                 "context of %d: pp only\n", n, a.n_gen, s.n_ctx_train);
+                    std::fprintf(stderr,
+                                 "lazyllm bench: p=%d leaves no room for %d decode steps in the "
+                                 "context of %d: pp only\n",
+                                 n, a.n_gen, s.n_ctx_train);
                 }
             }
             for (const auto& [policy, ro] : *opts) {
@@ -249,7 +264,8 @@ int run_bench(const BenchArgs& a) {
         }
         auto peak = measure_gemm_peak(s.n_threads, a.precision);
         if (!peak.ok()) return report(peak.error());
-        std::fprintf(stderr, "lazyllm bench: %s, %d threads, isa %s, gemm %s, GEMM peak %.0f GFLOP/s\n",
+        std::fprintf(stderr,
+                     "lazyllm bench: %s, %d threads, isa %s, gemm %s, GEMM peak %.0f GFLOP/s\n",
                      s.path.c_str(), s.n_threads, s.isa.c_str(), s.gemm.c_str(), peak->gflops);
 
         for (int n : a.n_prompt) {
@@ -291,8 +307,8 @@ int run_bench(const BenchArgs& a) {
                         std::fprintf(stderr, "\n");
                         return report(r.error());
                     }
-                    std::fprintf(stderr, " TTFT %.1f ms, %.1f%% computed, decode %.1f tok/s\n", r->ttft_ms,
-                                 100.0 * r->prefill_fraction_computed, r->decode_tps);
+                    std::fprintf(stderr, " TTFT %.1f ms, %.1f%% computed, decode %.1f tok/s\n",
+                                 r->ttft_ms, 100.0 * r->prefill_fraction_computed, r->decode_tps);
                     record(cells[policy], *r, s);
                 }
             }
@@ -327,40 +343,53 @@ int run_bench(const BenchArgs& a) {
 
 Runner add_bench(CLI::App& app) {
     auto a = std::make_shared<BenchArgs>();
-    app.add_option("-m,--model", a->model, "GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched if missing)");
-    app.add_option("-p,--n-prompt", a->n_prompt, "Prompt lengths in tokens, comma-separated (default 512,2048,4096)")
+    app.add_option("-m,--model", a->model,
+                   "GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched if missing)");
+    app.add_option("-p,--n-prompt", a->n_prompt,
+                   "Prompt lengths in tokens, comma-separated (default 512,2048,4096)")
         ->delimiter(',')
         ->check(CLI::PositiveNumber);
-    app.add_option("-n,--n-gen", a->n_gen, "Decode steps after each prompt (default 32; 0: prefill only)")
+    app.add_option("-n,--n-gen", a->n_gen,
+                   "Decode steps after each prompt (default 32; 0: prefill only)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("-r,--repetitions", a->reps, "Timed repetitions after one warm-up (default 3)")
         ->check(CLI::PositiveNumber);
-    app.add_option("-t,--threads", a->threads, "Thread counts, comma-separated (default: all cores)")
+    app.add_option("-t,--threads", a->threads,
+                   "Thread counts, comma-separated (default: all cores)")
         ->delimiter(',')
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--policy", a->policies, "Policies, comma-separated: full,lazy,static,random,gemfilter "
+    app.add_option("--policy", a->policies,
+                   "Policies, comma-separated: full,lazy,static,random,gemfilter "
                    "(default full,lazy)")
         ->delimiter(',')
         ->check(CLI::IsMember({"full", "lazy", "static", "random", "gemfilter"}));
     // The schedule flags of `run` (cli/options.h), shared by every policy but full.
     app.add_option("--lazy-layers", a->prune.layers,
                    "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)");
-    app.add_option("--lazy-keep", a->prune.keep, "Cumulative keep fractions per boundary (0.5,0.25,0.1)");
-    app.add_option("--lazy-decode", a->prune.lazy_decode, "on: prune in decode steps too; off: only revive")
+    app.add_option("--lazy-keep", a->prune.keep,
+                   "Cumulative keep fractions per boundary (0.5,0.25,0.1)");
+    app.add_option("--lazy-decode", a->prune.lazy_decode,
+                   "on: prune in decode steps too; off: only revive")
         ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--lazy-keep-first", a->prune.keep_first, "Never prune the first N tokens")
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--schedule", a->prune.schedule_file, "Schedule file (JSON, as written by `lazyllm tune`)");
+    app.add_option("--schedule", a->prune.schedule_file,
+                   "Schedule file (JSON, as written by `lazyllm tune`)");
     app.add_option("--prune-seed", a->prune.seed, "Seed of the random policy (default 1)");
-    app.add_option("--precision", a->precision, "GEMM precision: auto (bf16 on AMX/AVX-512-BF16), f32, bf16")
+    app.add_option("--precision", a->precision,
+                   "GEMM precision: auto (bf16 on AMX/AVX-512-BF16), f32, bf16")
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
-    app.add_option("-o,--output", a->output, "Output format: md (default) or jsonl (llama-bench fields)")
+    app.add_option("-o,--output", a->output,
+                   "Output format: md (default) or jsonl (llama-bench fields)")
         ->check(CLI::IsMember({"md", "jsonl"}));
-    app.add_flag("--profile", a->profile, "Per-op time table per configuration (one extra prefill-only run)");
-    app.add_option("--prompt-file", a->prompt_file,
-                   "Prompt text, its tokens cut or repeated to each length (default: built-in passkey text)");
-    app.add_option("--prompt-ids", a->prompt_ids,
-                   "Prompt token ids (numbers separated by spaces or commas), cut or repeated to each length");
+    app.add_flag("--profile", a->profile,
+                 "Per-op time table per configuration (one extra prefill-only run)");
+    app.add_option(
+        "--prompt-file", a->prompt_file,
+        "Prompt text, its tokens cut or repeated to each length (default: built-in passkey text)");
+    app.add_option(
+        "--prompt-ids", a->prompt_ids,
+        "Prompt token ids (numbers separated by spaces or commas), cut or repeated to each length");
     app.add_option("--export-prompts", a->export_dir,
                    "Write the token ids of each prompt length to DIR/prompt-N.ids and exit");
     return [a] { return run_bench(*a); };

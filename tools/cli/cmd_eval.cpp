@@ -5,14 +5,16 @@
 // lazyllm eval --report-only DIR      rewrites the reports of an earlier run without running.
 // lazyllm eval --fidelity [--policies lazy]
 //   First-token top-1 agreement, KL(full || policy) and greedy agreement over a fixed prompt set.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -42,7 +44,7 @@ struct EvalArgs {
     std::string report_only;
     bool fidelity = false;
     int greedy_tokens = 32;
-    int greedy_every = 4;
+    int greedy_every = 6;
     CLI::Option* tasks_opt = nullptr;
     CLI::Option* lengths_opt = nullptr;
     CLI::Option* depths_opt = nullptr;
@@ -108,11 +110,11 @@ int print_reports(const std::string& dir) {
     std::printf("%-10s %6s %7s %13s %11s %9s\n", "policy", "n", "score", "TTFT speedup",
                 "% computed", "TTFT ms");
     for (const eval::SummaryRow& r : summary->overall) {
-        std::printf("%-10s %6lld %7.3f %13s %10.1f%% %9.1f\n", r.policy.c_str(),
-                    static_cast<long long>(r.n), r.mean_score,
-                    std::isfinite(r.mean_speedup) ? fmt::format("{:.2f}x", r.mean_speedup).c_str()
-                                                  : "-",
-                    r.mean_pct_computed, r.mean_ttft_ms);
+        std::printf(
+            "%-10s %6lld %7.3f %13s %10.1f%% %9.1f\n", r.policy.c_str(),
+            static_cast<long long>(r.n), r.mean_score,
+            std::isfinite(r.mean_speedup) ? fmt::format("{:.2f}x", r.mean_speedup).c_str() : "-",
+            r.mean_pct_computed, r.mean_ttft_ms);
     }
     std::printf("\nreports: %s/summary.md, %s/summary.csv, %s/report.html\n", dir.c_str(),
                 dir.c_str(), dir.c_str());
@@ -176,6 +178,14 @@ int run_eval_cmd(EvalArgs& a) {
     auto policies = eval::make_policy_runs(split_list(policy_list), *schedule);
     if (!policies.ok()) return report(policies.error());
 
+    const std::vector<std::string> known = eval::builtin_task_names();
+    for (const std::string& t : split_list(a.tasks)) {
+        if (std::find(known.begin(), known.end(), t) == known.end()) {
+            return report(make_error(ErrorCode::kInvalidArgument,
+                                     "--tasks: unknown built-in task '{}' (known: {})", t,
+                                     fmt::join(known, ", ")));
+        }
+    }
     auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
     const Engine& e = **engine;
@@ -216,12 +226,15 @@ int run_eval_cmd(EvalArgs& a) {
     auto stats = eval::run_eval(e, samples, ro);
     if (!stats.ok()) {
         const int rc = report(stats.error());
-        std::fprintf(stderr, "lazyllm: finished records are kept in %s/samples.jsonl; rerun the "
-                     "same command with -o %s to resume\n", ro.out_dir.c_str(), ro.out_dir.c_str());
+        std::fprintf(stderr,
+                     "lazyllm: finished records are kept in %s/samples.jsonl; rerun the "
+                     "same command with -o %s to resume\n",
+                     ro.out_dir.c_str(), ro.out_dir.c_str());
         return rc;
     }
     std::fprintf(stderr, "lazyllm: %lld runs in %s (%lld already done)\n",
-                 static_cast<long long>(stats->ran), eval::format_duration(stats->elapsed_s).c_str(),
+                 static_cast<long long>(stats->ran),
+                 eval::format_duration(stats->elapsed_s).c_str(),
                  static_cast<long long>(stats->skipped));
     return print_reports(ro.out_dir);
 }
@@ -248,7 +261,8 @@ Runner add_eval(CLI::App& app) {
     // --policies replaces the single-policy switches of `run`.
     app.remove_option(app.get_option("--lazy"));
     app.remove_option(app.get_option("--policy"));
-    app.add_option("--data", a->data, "LongBench JSONL file (repeatable)")->check(CLI::ExistingFile);
+    app.add_option("--data", a->data, "LongBench JSONL file (repeatable)")
+        ->check(CLI::ExistingFile);
     app.add_option("--max-len", a->max_len,
                    "LongBench: middle-truncate prompts to N tokens (default: the model's context "
                    "minus the sample's new tokens)")
@@ -266,7 +280,7 @@ Runner add_eval(CLI::App& app) {
                    "--fidelity: greedy tokens compared (default 32; 0 = off)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--greedy-every", a->greedy_every,
-                   "--fidelity: greedy comparison on every k-th prompt (default 4)")
+                   "--fidelity: greedy comparison on every k-th prompt (default 6)")
         ->check(CLI::PositiveNumber);
     return [a] { return run_eval_cmd(*a); };
 }

@@ -2,12 +2,12 @@
 //   Searches boundary layers and keep fractions for the cheapest LazyLLM schedule whose score on
 //   a calibration suite (built-in tasks, seeds offset from the reporting suites') stays >= target
 //   x full's score, and writes it as a schedule file for run / bench / eval --schedule.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -59,8 +59,8 @@ Result<std::vector<T>> parse_numbers(const std::string& s, const char* flag, dou
         char* end = nullptr;
         const double v = std::strtod(item.c_str(), &end);
         if (end == item.c_str() || *end != '\0' || !(v >= lo && v <= hi)) {
-            return make_error(ErrorCode::kInvalidArgument, "{} item '{}' is not a number in [{}, {}]",
-                              flag, item, lo, hi);
+            return make_error(ErrorCode::kInvalidArgument,
+                              "{} item '{}' is not a number in [{}, {}]", flag, item, lo, hi);
         }
         out.push_back(static_cast<T>(v));
     }
@@ -145,14 +145,16 @@ int run_tune(const TuneArgs& a) {
         return report(st.error());
     }
     std::printf("schedule: %s\n", prune::to_string(best.candidate.schedule).c_str());
-    std::printf("score %.3f (full %.3f, target %.2f x full), TTFT speedup %.2fx, %.1f%% of prompt "
-                "token-layers computed (predicted prefill %.1f%%)\n",
-                best.mean_score(), result->full_score, a.target, result->ttft_speedup,
-                best.mean_pct_computed(), 100.0 * best.candidate.cost);
-    std::printf("%zu of %d candidates evaluated, %d ruled out by failures\nwritten: %s  (use: "
-                "lazyllm run --schedule %s ...)\n",
-                result->evaluated.size(), result->n_candidates, result->n_skipped, a.out.c_str(),
-                a.out.c_str());
+    std::printf(
+        "score %.3f (full %.3f, target %.2f x full), TTFT speedup %.2fx, %.1f%% of prompt "
+        "token-layers computed (predicted prefill %.1f%%)\n",
+        best.mean_score(), result->full_score, a.target, result->ttft_speedup,
+        best.mean_pct_computed(), 100.0 * best.candidate.cost);
+    std::printf(
+        "%zu of %d candidates evaluated, %d ruled out by failures\nwritten: %s  (use: "
+        "lazyllm run --schedule %s ...)\n",
+        result->evaluated.size(), result->n_candidates, result->n_skipped, a.out.c_str(),
+        a.out.c_str());
     return kExitOk;
 }
 
@@ -161,7 +163,8 @@ int run_tune(const TuneArgs& a) {
 Runner add_tune(CLI::App& app) {
     auto a = std::make_shared<TuneArgs>();
     add_engine_flags(app, a->engine);
-    app.add_option("--target", a->target, "Keep at least this fraction of full's score (default 0.99)")
+    app.add_option("--target", a->target,
+                   "Keep at least this fraction of full's score (default 0.99)")
         ->check(CLI::Range(0.0, 1.0));
     app.add_option("--budget", a->budget, "Candidates evaluated at most (default 24)")
         ->check(CLI::PositiveNumber);
