@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOKENS=${1:-4000}
+# OpenMP workers that spin collapse when another process holds one of the 2 cores; sleeping
+# workers keep the timings sane on a shared machine (README, "How it works").
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 bash scripts/setup.sh
 echo "== build"

@@ -98,8 +98,8 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
     fmt::print(out, "model: {} ({}), prompt: {}\n", env.model_filename, env.model_type, env.prompt);
     for (const auto& [t, r] : peaks) {
         fmt::print(out,
-                   "GEMM peak at t={}: {:.0f} GFLOP/s ({} on {}, 2048x576x1536 through "
-                   "PackedLinear)\n",
+                   "GEMM peak at t={}: {:.0f} GFLOP/s ({} on {}: PackedLinear 2048x576x1536, "
+                   "best call of the probes before and after the runs)\n",
                    t, r->peak_gflops, r->gemm, r->isa);
     }
     fmt::print(out,
@@ -142,7 +142,7 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
         if (r.profile.empty()) continue;
         double total = 0.0;
         for (const OpTime& o : r.profile) total += o.ms;
-        fmt::print(out, "\n### profile: {} {}, {} threads (one prefill-only run, {:.1f} ms)\n\n",
+        fmt::print(out, "\n### profile: {} {}, t={} (one prefill-only run, {:.1f} ms)\n\n",
                    r.policy, r.test_name(), r.n_threads, total);
         fmt::print(out, "| op | ms | share | GFLOP/s |\n| --- | ---: | ---: | ---: |\n");
         for (const OpTime& o : r.profile) {

@@ -268,6 +268,7 @@ int run_bench(const BenchArgs& a) {
                      "lazyllm bench: %s, %d threads, isa %s, gemm %s, GEMM peak %.0f GFLOP/s\n",
                      s.path.c_str(), s.n_threads, s.isa.c_str(), s.gemm.c_str(), peak->gflops);
 
+        const size_t first_row = rows.size();
         for (int n : a.n_prompt) {
             const std::vector<TokenId>& ids = prompts.at(n);
             const int steps = decode_steps(a, s, n);
@@ -307,8 +308,10 @@ int run_bench(const BenchArgs& a) {
                         std::fprintf(stderr, "\n");
                         return report(r.error());
                     }
-                    std::fprintf(stderr, " TTFT %.1f ms, %.1f%% computed, decode %.1f tok/s\n",
-                                 r->ttft_ms, 100.0 * r->prefill_fraction_computed, r->decode_tps);
+                    std::fprintf(stderr, " TTFT %.1f ms, %.1f%% computed", r->ttft_ms,
+                                 100.0 * r->prefill_fraction_computed);
+                    if (steps > 0) std::fprintf(stderr, ", decode %.1f tok/s", r->decode_tps);
+                    std::fprintf(stderr, "\n");
                     record(cells[policy], *r, s);
                 }
             }
@@ -329,6 +332,12 @@ int run_bench(const BenchArgs& a) {
                 if (steps > 0) rows.push_back(cells[policy].tg);
             }
         }
+        // The probe again at the end: on a shared machine one short probe can land in a slow
+        // moment; the better of the two is the closer estimate of what the hardware gives.
+        auto peak_after = measure_gemm_peak(s.n_threads, a.precision);
+        if (!peak_after.ok()) return report(peak_after.error());
+        const double best_peak = std::max(peak->gflops, peak_after->gflops);
+        for (size_t i = first_row; i < rows.size(); ++i) rows[i].peak_gflops = best_peak;
     }
     fill_speedups(rows);
     if (a.output == "jsonl") {
