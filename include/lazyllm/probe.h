@@ -20,10 +20,11 @@ struct GemmPeak {
     int64_t m = 0, n_in = 0, n_out = 0;
 };
 
-// Times the engine's own linear layer (weights packed at load, fp32 activations in and out) on
-// y[2048, 1536] = x[2048, 576] . W^T, a SmolLM2-135M gate/up-sized prefill GEMM, after a
-// warm-up call. `precision`: auto | f32 | bf16, as EngineOptions::precision. Sets the OpenMP
-// thread count to `n_threads` (0: all cores), as Engine::load does. Takes well under a second.
+// Times the engine's own linear layer (weights packed at load) on
+// y[2048, 1536] = x[2048, 576] . W^T, a SmolLM2-135M gate/up-sized prefill GEMM, after a warm-up
+// call: bf16 activations in (as the model feeds its bf16 GEMMs) or fp32 on the fp32 path, fp32
+// out. `precision`: auto | f32 | bf16, as EngineOptions::precision. Sets the OpenMP thread
+// count to `n_threads` (0: all cores), as Engine::load does. Takes well under a second.
 Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision = "auto");
 
 }  // namespace lazyllm

@@ -165,8 +165,7 @@ Result<std::map<int, std::vector<TokenId>>> make_prompts(const BenchArgs& a, con
         for (TokenId id : source) {
             if (id >= e.summary().n_vocab) {
                 return make_error(ErrorCode::kInvalidArgument,
-                                  "token id file '{}': id {} is outside the "
-                                  "vocabulary of {}",
+                                  "token id file '{}': id {} is outside the vocabulary of {}",
                                   a.prompt_ids, id, e.summary().n_vocab);
             }
         }
