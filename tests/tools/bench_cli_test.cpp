@@ -12,26 +12,14 @@
 #include <vector>
 
 #include "support/tiny_model.h"
+#include "tools/cli_runner.h"
 
 namespace {
 
-struct CliRun {
-    int rc = -1;
-    std::string out;  // stdout (and stderr when merged)
-};
+using lazyllm::testing::CliRun;
 
 CliRun run(const std::string& args, bool merge_stderr = true) {
-    CliRun r;
-    const std::string cmd =
-        std::string(LAZYLLM_CLI) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    std::array<char, 4096> buf{};
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return r;
+    return lazyllm::testing::run_cli(args, merge_stderr);
 }
 
 std::string tiny_model_file() {

@@ -10,25 +10,14 @@
 
 #include "support/model_path.h"
 #include "support/tiny_model.h"
+#include "tools/cli_runner.h"
 
 namespace {
 
-struct CliRun {
-    int rc = -1;
-    std::string out;  // stdout and stderr together
-};
+using lazyllm::testing::CliRun;
 
-CliRun run(const std::string& args) {
-    CliRun r;
-    const std::string cmd = std::string(LAZYLLM_CLI) + " " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    std::array<char, 4096> buf{};
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return r;
+CliRun run(const std::string& args, bool merge_stderr = true) {
+    return lazyllm::testing::run_cli(args, merge_stderr);
 }
 
 std::string tiny_model_file() {

@@ -52,24 +52,10 @@ struct EvalArgs {
     CLI::Option* policies_opt = nullptr;
 };
 
-std::vector<std::string> split_list(const std::string& s) {
-    std::vector<std::string> out;
-    size_t pos = 0;
-    while (pos <= s.size()) {
-        size_t end = s.find(',', pos);
-        if (end == std::string::npos) end = s.size();
-        std::string item = s.substr(pos, end - pos);
-        item.erase(0, item.find_first_not_of(' '));
-        item.erase(item.find_last_not_of(' ') + 1);
-        if (!item.empty()) out.push_back(item);
-        pos = end + 1;
-    }
-    return out;
-}
 
 Result<std::vector<int64_t>> parse_lengths(const std::string& s) {
     std::vector<int64_t> out;
-    for (const std::string& item : split_list(s)) {
+    for (const std::string& item : split_comma_list(s)) {
         char* end = nullptr;
         const long long v = std::strtoll(item.c_str(), &end, 10);
         if (end == item.c_str() || *end != '\0' || v < 16) {
@@ -95,14 +81,6 @@ void log_line(std::string_view s) {
     std::fprintf(stderr, "%.*s\n", static_cast<int>(s.size()), s.data());
 }
 
-Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f) {
-    LAZYLLM_ASSIGN_OR_RETURN(std::string path, resolve_model_path(f.model));
-    EngineOptions eo;
-    eo.model_path = path;
-    eo.n_threads = f.threads;
-    eo.precision = f.precision;
-    return Engine::load(eo);
-}
 
 int print_reports(const std::string& dir) {
     auto summary = eval::write_reports(dir);
@@ -128,7 +106,7 @@ int run_fidelity_cmd(const EvalArgs& a, const Engine& e,
     fo.greedy_tokens = a.greedy_tokens;
     fo.greedy_every = a.greedy_every;
     fo.log = log_line;
-    if (a.tasks_opt->count() > 0) fo.tasks = split_list(a.tasks);
+    if (a.tasks_opt->count() > 0) fo.tasks = split_comma_list(a.tasks);
     if (a.lengths_opt->count() > 0) {
         auto l = parse_lengths(a.lengths);
         if (!l.ok()) return report(l.error());
@@ -175,11 +153,11 @@ int run_eval_cmd(EvalArgs& a) {
     if (!schedule.ok()) return report(schedule.error());
     std::string policy_list = a.policies;
     if (a.fidelity && a.policies_opt->count() == 0) policy_list = "lazy";
-    auto policies = eval::make_policy_runs(split_list(policy_list), *schedule);
+    auto policies = eval::make_policy_runs(split_comma_list(policy_list), *schedule);
     if (!policies.ok()) return report(policies.error());
 
     const std::vector<std::string> known = eval::builtin_task_names();
-    for (const std::string& t : split_list(a.tasks)) {
+    for (const std::string& t : split_comma_list(a.tasks)) {
         if (std::find(known.begin(), known.end(), t) == known.end()) {
             return report(make_error(ErrorCode::kInvalidArgument,
                                      "--tasks: unknown built-in task '{}' (known: {})", t,
@@ -199,7 +177,7 @@ int run_eval_cmd(EvalArgs& a) {
         auto lengths = parse_lengths(a.lengths);
         if (!lengths.ok()) return report(lengths.error());
         eval::SuiteSpec spec;
-        spec.tasks = split_list(a.tasks);
+        spec.tasks = split_comma_list(a.tasks);
         spec.lengths = *lengths;
         spec.n_depths = a.n_depths;
         spec.samples_per_cell = a.samples;

@@ -146,13 +146,7 @@ int run_run(RunArgs& a) {
     auto prune = to_prune_options(a.prune);
     if (!prune.ok()) return report(prune.error());
 
-    auto path = resolve_model_path(a.engine.model);
-    if (!path.ok()) return report(path.error());
-    EngineOptions eo;
-    eo.model_path = *path;
-    eo.n_threads = a.engine.threads;
-    eo.precision = a.engine.precision;
-    auto engine = Engine::load(eo);
+    auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
     const Engine& e = **engine;
     const ModelSummary& s = e.summary();

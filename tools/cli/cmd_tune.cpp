@@ -37,25 +37,11 @@ struct TuneArgs {
     std::string lazy_decode = "on";
 };
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    size_t pos = 0;
-    while (pos <= s.size()) {
-        size_t end = s.find(',', pos);
-        if (end == std::string::npos) end = s.size();
-        std::string item = s.substr(pos, end - pos);
-        item.erase(0, item.find_first_not_of(' '));
-        item.erase(item.find_last_not_of(' ') + 1);
-        if (!item.empty()) out.push_back(item);
-        pos = end + 1;
-    }
-    return out;
-}
 
 template <typename T>
 Result<std::vector<T>> parse_numbers(const std::string& s, const char* flag, double lo, double hi) {
     std::vector<T> out;
-    for (const std::string& item : split(s)) {
+    for (const std::string& item : split_comma_list(s)) {
         char* end = nullptr;
         const double v = std::strtod(item.c_str(), &end);
         if (end == item.c_str() || *end != '\0' || !(v >= lo && v <= hi)) {
@@ -92,19 +78,13 @@ int run_tune(const TuneArgs& a) {
     space.keep_first = a.keep_first;
     space.prune_decode = a.lazy_decode == "on";
 
-    auto path = resolve_model_path(a.engine.model);
-    if (!path.ok()) return report(path.error());
-    EngineOptions eo;
-    eo.model_path = *path;
-    eo.n_threads = a.engine.threads;
-    eo.precision = a.engine.precision;
-    auto engine = Engine::load(eo);
+    auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
     const Engine& e = **engine;
     const int n_layer = e.summary().n_layer;
 
     eval::SuiteSpec suite;
-    suite.tasks = split(a.tasks);
+    suite.tasks = split_comma_list(a.tasks);
     suite.lengths = *lengths;
     suite.n_depths = a.n_depths;
     suite.seed = a.seed + eval::kCalibrationSeedOffset;

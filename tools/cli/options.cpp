@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include "cli/common.h"
+
 namespace lazyllm::cli {
 
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
@@ -54,6 +56,30 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f) {
     p.prune_decode = f.lazy_decode.empty() ? -1 : (f.lazy_decode == "on" ? 1 : 0);
     p.seed = f.seed;
     return p;
+}
+
+Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f) {
+    LAZYLLM_ASSIGN_OR_RETURN(std::string path, resolve_model_path(f.model));
+    EngineOptions eo;
+    eo.model_path = path;
+    eo.n_threads = f.threads;
+    eo.precision = f.precision;
+    return Engine::load(eo);
+}
+
+std::vector<std::string> split_comma_list(const std::string& s) {
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (pos <= s.size()) {
+        size_t end = s.find(',', pos);
+        if (end == std::string::npos) end = s.size();
+        std::string item = s.substr(pos, end - pos);
+        item.erase(0, item.find_first_not_of(' '));
+        item.erase(item.find_last_not_of(' ') + 1);
+        if (!item.empty()) out.push_back(item);
+        pos = end + 1;
+    }
+    return out;
 }
 
 }  // namespace lazyllm::cli

@@ -29,4 +29,9 @@ void add_prune_flags(CLI::App& app, PruneFlags& f);
 // --lazy / --policy and the schedule flags into PruneOptions (errors for contradictions).
 Result<PruneOptions> to_prune_options(const PruneFlags& f);
 
+// Resolves -m (default model, fetched if missing) and loads the engine with -t / --precision.
+Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f);
+// "a, b,,c" -> {"a", "b", "c"}: comma list items, spaces trimmed, empty items dropped.
+std::vector<std::string> split_comma_list(const std::string& s);
+
 }  // namespace lazyllm::cli
