@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "tokenizer/unicode.h"
+
 namespace lazyllm::eval::text {
 namespace {
 
@@ -51,22 +53,9 @@ int utf8_step(std::string_view s, size_t pos, char32_t* cp) {
     return need + 1;
 }
 
+// UTF-8 encoding is the tokenizer's (src/tokenizer/unicode.h).
 void append_utf8(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
+    tokenizer::append_utf8(out, static_cast<uint32_t>(cp));
 }
 
 // Python's str.lower() for the blocks listed in text_util.h; appends 1 or 2 code points.
