@@ -20,6 +20,11 @@
 
 namespace lazyllm {
 
+namespace {
+ModelSummary make_summary(const std::string& path, const ModelConfig& c, const Tokenizer& tok,
+                          uint64_t file_bytes);
+}  // namespace
+
 struct Engine::Impl {
     std::unique_ptr<LlamaModel> model;
     Tokenizer tokenizer;
@@ -62,7 +67,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
         impl->tokenizer = std::move(tok).value();
     }
     impl->chat_format = detect_chat_format(impl->tokenizer, impl->model->config().arch_name);
-    LAZYLLM_ASSIGN_OR_RETURN(impl->summary, inspect(opts.model_path));
+    impl->summary = make_summary(opts.model_path, impl->model->config(), impl->tokenizer,
+                                 impl->model->gguf().file_size());
     ModelSummary& s = impl->summary;
     s.isa = std::string(kernels::isa_name(isa));
     s.gemm = impl->model->gemm_bf16() ? "bf16" : "f32";
@@ -72,11 +78,11 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
     return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
-Result<ModelSummary> Engine::inspect(const std::string& path) {
-    LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
-    auto config = ModelConfig::from_gguf(gguf);
-    if (!config.ok()) return config.error().with_context(path);
-    const ModelConfig& c = *config;
+namespace {
+
+// What info and run --verbose show, from a parsed config and tokenizer (no weights needed).
+ModelSummary make_summary(const std::string& path, const ModelConfig& c, const Tokenizer& tok,
+                          uint64_t file_bytes) {
     ModelSummary s;
     s.path = path;
     s.arch = c.arch_name;
@@ -92,11 +98,20 @@ Result<ModelSummary> Engine::inspect(const std::string& path) {
     s.rope_theta = c.rope_theta;
     s.rms_eps = c.rms_eps;
     s.tied_embeddings = c.tied_embeddings;
-    s.file_bytes = gguf.file_size();
+    s.file_bytes = file_bytes;
+    s.tokenizer = fmt::format("{} (pre: {})", tok.kind_name(), tok.pre().empty() ? "-" : tok.pre());
+    return s;
+}
+
+}  // namespace
+
+Result<ModelSummary> Engine::inspect(const std::string& path) {
+    LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
+    auto config = ModelConfig::from_gguf(gguf);
+    if (!config.ok()) return config.error().with_context(path);
     auto tok = Tokenizer::from_gguf(gguf);
     if (!tok.ok()) return tok.error().with_context(path);
-    s.tokenizer = fmt::format("{} (pre: {})", tok->kind_name(), tok->pre().empty() ? "-" : tok->pre());
-    return s;
+    return make_summary(path, *config, *tok, gguf.file_size());
 }
 
 std::string Engine::chat_prompt(std::string_view user_message, std::string_view system) const {
