@@ -22,9 +22,7 @@ TEST(ModelGguf, SmolLM2MetadataAndTensors) {
     const GgufFile& f = *opened;
     std::printf("[          ] opened %s (%.1f MB) in %.1f ms\n", path.c_str(), f.file_size() / 1e6,
                 ms);
-    // mmap and 49k-entry vocab arrays: well under 100 ms; the bound leaves room for a busy
-    // machine and sanitizer builds.
-    EXPECT_LT(ms, 500.0);
+    // Timing is reported, not asserted: speed is checked in benchmarks, never in timed tests.
 
     EXPECT_EQ(f.version(), 3u);
     EXPECT_EQ(f.alignment(), 32u);
