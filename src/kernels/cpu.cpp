@@ -36,6 +36,7 @@ CpuFeatures detect_cpu_features() {
     f.avx512bw = zmm_os && ((b >> 30) & 1);
     f.avx512vl = zmm_os && ((b >> 31) & 1);
     f.amx_bf16 = amx_os && ((d >> 22) & 1);
+    f.avx512vnni = zmm_os && ((c >> 11) & 1);  // CPUID.(7,0):ECX[11]
     f.amx_tile = amx_os && ((d >> 24) & 1);
     __cpuid_count(7, 1, a, b, c, d);
     f.avx512bf16 = zmm_os && ((a >> 5) & 1);

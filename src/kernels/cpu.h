@@ -15,6 +15,7 @@ struct CpuFeatures {
     bool avx2 = false, fma = false, f16c = false;
     bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
     bool avx512bf16 = false;
+    bool avx512vnni = false;  // vpdpbusd: u8 x s8 dot products (quantized GEMV)
     bool amx_tile = false, amx_bf16 = false;
 };
 
