@@ -146,6 +146,7 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
     spec.lengths = opts.lengths;
     spec.n_depths = opts.n_depths;
     spec.seed = opts.seed;
+    spec.max_prompt_tokens = engine.summary().n_ctx_train - kContextHeadroom;
     LAZYLLM_ASSIGN_OR_RETURN(std::vector<Sample> samples, make_suite(spec, engine.tokenizer()));
 
     FidelityReport report;

@@ -126,12 +126,16 @@ Result<std::vector<Sample>> make_suite(const SuiteSpec& spec, const Tokenizer& t
                 for (int k = 0; k < spec.samples_per_cell; ++k) {
                     const uint64_t seed =
                         sample_seed(spec.seed, task, length, static_cast<int>(di), k);
-                    auto s = make_builtin(task, length, depths[di], seed, tok);
+                    const int64_t n = spec.max_prompt_tokens > 0
+                                          ? std::min(length, spec.max_prompt_tokens)
+                                          : length;
+                    auto s = make_builtin(task, n, depths[di], seed, tok);
                     if (!s.ok()) {
                         return make_error(s.error().code(),
                                           "task '{}' at length {} depth {:.2f}: {}", task, length,
                                           depths[di], s.error().message());
                     }
+                    s->target_tokens = length;
                     out.push_back(std::move(s).value());
                 }
             }

@@ -23,7 +23,15 @@ struct SuiteSpec {
     int n_depths = 10;
     int samples_per_cell = 1;
     uint64_t seed = 1;
+    // If > 0: prompts are generated at most this long, so a length at the model's context
+    // still leaves room for the chat template and the answer (instead of being cut in the
+    // middle, needle and all). The cell keeps its requested length as its label.
+    int64_t max_prompt_tokens = 0;
 };
+
+// Room kept free at the model's context for the chat template and the answer: the suite's
+// prompts are sized to at most n_ctx - kContextHeadroom tokens.
+inline constexpr int64_t kContextHeadroom = 128;
 
 // passkey, niah_single, niah_multikey, niah_multivalue, vt, mdqa.
 std::vector<std::string> default_tasks();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "eval/haystack.h"
+#include "eval/runner.h"
 #include "eval/task.h"
 #include "eval/text_util.h"
 #include "tests/eval/test_tokenizers.h"
@@ -157,6 +158,30 @@ TEST(BuiltinTasks, LengthWithinTwoPercent) {
             EXPECT_LE(std::abs(t - n), n / 50) << task << " n=" << n << " got " << t;
             EXPECT_LE(t, n + n / 50) << task;
             EXPECT_EQ(s.target_tokens, n);
+        }
+    }
+}
+
+// A suite length at the model's context is generated shorter (room for the chat template and
+// the answer) but keeps its requested length as the cell label.
+TEST(BuiltinTasks, SuiteCapsPromptsBelowTheContext) {
+    const Tokenizer& tok = tiny_tokenizer();
+    SuiteSpec spec;
+    spec.tasks = {"passkey", "mdqa"};
+    spec.lengths = {1000, 2048};
+    spec.n_depths = 1;
+    spec.max_prompt_tokens = 1500;
+    auto suite = make_suite(spec, tok);
+    ASSERT_TRUE(suite.ok()) << suite.error().message();
+    ASSERT_EQ(suite->size(), 4u);
+    for (const Sample& s : *suite) {
+        const int64_t t = measured(s, tok);
+        if (s.target_tokens == 2048) {
+            EXPECT_LE(t, 1500 + 1500 / 50) << s.task;
+            EXPECT_GE(t, 1500 - 1500 / 50) << s.task;
+        } else {
+            EXPECT_EQ(s.target_tokens, 1000);
+            EXPECT_LE(std::abs(t - 1000), 1000 / 50) << s.task;
         }
     }
 }

@@ -182,6 +182,7 @@ int run_eval_cmd(EvalArgs& a) {
         spec.n_depths = a.n_depths;
         spec.samples_per_cell = a.samples;
         spec.seed = a.seed;
+        spec.max_prompt_tokens = s.n_ctx_train - eval::kContextHeadroom;
         auto suite = eval::make_suite(spec, e.tokenizer());
         if (!suite.ok()) return report(suite.error());
         samples = std::move(suite).value();

@@ -88,6 +88,7 @@ int run_tune(const TuneArgs& a) {
     suite.lengths = *lengths;
     suite.n_depths = a.n_depths;
     suite.seed = a.seed + eval::kCalibrationSeedOffset;
+    suite.max_prompt_tokens = e.summary().n_ctx_train - eval::kContextHeadroom;
     auto samples = eval::make_suite(suite, e.tokenizer());
     if (!samples.ok()) return report(samples.error());
     const std::string calibration =
