@@ -14,6 +14,7 @@
 #include "cli/options.h"
 #include "eval/tune.h"
 #include "lazyllm/engine.h"
+#include "prune/model_defaults.h"
 #include "prune/schedule.h"
 
 namespace lazyllm::cli {
@@ -25,15 +26,15 @@ struct TuneArgs {
     double target = 0.99;
     int budget = 24;
     std::string out = "schedule.json";
-    std::string tasks = "passkey,niah_single,mdqa";
+    std::string tasks = "passkey,niah_multivalue,vt,mdqa";
     std::string lengths = "2048";
     int n_depths = 5;
     uint64_t seed = 1;
     std::string first = "0.1,0.2,0.3,0.4,0.5";
     std::string later = "0.3,0.4,0.5,0.6,0.7,0.8,0.9";
-    std::string keep = "0.7,0.5,0.35,0.25,0.15,0.1";
+    std::string keep = "0.7,0.5,0.4,0.35,0.25,0.2,0.15,0.1";
     int max_boundaries = 3;
-    int keep_first = 0;
+    int keep_first = -1;  // -1: the model's default schedule's
     std::string lazy_decode = "on";
 };
 
@@ -75,13 +76,20 @@ int run_tune(const TuneArgs& a) {
     space.later_boundary = *later;
     space.keep = *keep;
     space.max_boundaries = a.max_boundaries;
-    space.keep_first = a.keep_first;
     space.prune_decode = a.lazy_decode == "on";
 
     auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
     const Engine& e = **engine;
     const int n_layer = e.summary().n_layer;
+    // The protected prefix is a property of the model's prompt format (its chat template's
+    // system turn), not something to trade for speed: take the model default's unless given.
+    const ModelSummary& ms = e.summary();
+    space.keep_first = a.keep_first >= 0
+                           ? a.keep_first
+                           : prune::model_default_schedule(
+                                 {ms.arch, ms.n_layer, ms.n_embd, ms.n_head, ms.n_vocab})
+                                 .keep_first;
 
     eval::SuiteSpec suite;
     suite.tasks = split_comma_list(a.tasks);
@@ -150,7 +158,7 @@ Runner add_tune(CLI::App& app) {
     app.add_option("--budget", a->budget, "Candidates evaluated at most (default 24)")
         ->check(CLI::PositiveNumber);
     app.add_option("-o,--out", a->out, "Schedule file to write (default schedule.json)");
-    app.add_option("--tasks", a->tasks, "Calibration tasks (default passkey,niah_single,mdqa)");
+    app.add_option("--tasks", a->tasks, "Calibration tasks (default passkey,niah_multivalue,vt,mdqa)");
     app.add_option("--lengths", a->lengths, "Calibration prompt lengths (default 2048)");
     app.add_option("--depths", a->n_depths, "Calibration needle depths (default 5)")
         ->check(CLI::PositiveNumber);
@@ -161,9 +169,10 @@ Runner add_tune(CLI::App& app) {
     app.add_option("--later-boundaries", a->later,
                    "Grid of later-boundary depth fractions (default 0.3,...,0.9)");
     app.add_option("--keep-grid", a->keep,
-                   "Grid of cumulative keep fractions (default 0.7,0.5,0.35,0.25,0.15,0.1)");
+                   "Grid of cumulative keep fractions (default 0.7,0.5,0.4,0.35,0.25,0.2,0.15,0.1)");
     app.add_option("--max-boundaries", a->max_boundaries, "1 to N boundaries (default 3)");
-    app.add_option("--lazy-keep-first", a->keep_first, "Never prune the first N tokens (default 0)")
+    app.add_option("--lazy-keep-first", a->keep_first,
+                   "Never prune the first N tokens (default: the model default schedule's)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--lazy-decode", a->lazy_decode, "on: prune in decode steps too (default on)")
         ->check(CLI::IsMember({"on", "off"}));

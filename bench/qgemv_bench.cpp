@@ -1,0 +1,175 @@
+// Quantized GEMV (QuantLinear) against PackedLinear (oneDNN bf16 on AMX, and fp32) at
+// SmolLM2-135M's decode shapes: fused q|k|v 960x576, wo 576x576, fused gate|up 3072x576,
+// down 576x1536 (Q4_1 in the default GGUF) and the tied LM head 49152x576 (token_embd, Q8_0).
+//
+// Args: m (activation rows), n_out, n_in, threads, cold. Counter GBps = bytes of packed weights
+// streamed per forward() / s (weight_bytes(): Q4_1 0.625 B/weight, Q8_0 1.0625, bf16 2,
+// fp32 4). cold = 1 cycles through enough copies of the layer (>= 64 MiB) that each call finds
+// its weights outside L2, as a decode step does (30 layers of ~2.6 MB each); cold = 0 repeats
+// one copy (weights hot in L2 where they fit).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu.h"
+#include "kernels/gemm.h"
+#include "kernels/qgemv.h"
+#include "kernels/quant.h"
+#include "kernels/quant_blocks.h"
+
+namespace lazyllm::kernels {
+namespace {
+
+constexpr size_t kColdBytes = size_t{64} << 20;
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+// Random GGML blocks with realistic scales (a trained model's are ~0.01-0.05): random quants,
+// fp16 d (and m for Q4_1). The data only has to be plausible; the kernel's speed does not
+// depend on the values.
+std::vector<uint8_t> random_blocks(GgmlType type, int64_t n, uint32_t seed) {
+    const quant::BlockShape shape = quant::block_shape(type);
+    std::vector<uint8_t> out(static_cast<size_t>(n / shape.elems) * shape.bytes);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> scale(0.01f, 0.05f);
+    for (size_t off = 0; off < out.size(); off += shape.bytes) {
+        uint8_t* blk = out.data() + off;
+        for (size_t i = 0; i < shape.bytes; ++i) blk[i] = static_cast<uint8_t>(rng());
+        const float d = scale(rng);
+        const uint16_t d16 = fp32_to_fp16(d);
+        std::memcpy(blk, &d16, 2);
+        if (type == GgmlType::Q4_1) {
+            const uint16_t m16 = fp32_to_fp16(-8.0f * d);
+            std::memcpy(blk + 2, &m16, 2);
+        }
+    }
+    return out;
+}
+
+struct Args {
+    int64_t m, n_out, n_in;
+    int threads;
+    bool cold;
+};
+
+Args args_of(const benchmark::State& state) {
+    return {state.range(0), state.range(1), state.range(2), static_cast<int>(state.range(3)),
+            state.range(4) != 0};
+}
+
+// Runs `layers[i % n]` forward per iteration; reports GBps of weights streamed.
+template <typename Layer>
+void run_layers(benchmark::State& state, const Args& a, const std::vector<Layer>& layers,
+                size_t bytes) {
+    const auto x = random_vec(static_cast<size_t>(a.m * a.n_in), 2);
+    std::vector<float> y(static_cast<size_t>(a.m * a.n_out));
+    for (const Layer& l : layers) l.forward(x.data(), a.m, y.data());  // warm-up, caches
+    size_t i = 0;
+    for (auto _ : state) {
+        layers[i].forward(x.data(), a.m, y.data());
+        i = i + 1 == layers.size() ? 0 : i + 1;
+        benchmark::DoNotOptimize(y.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["GBps"] = benchmark::Counter(static_cast<double>(bytes) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["MiB"] = static_cast<double>(bytes) / (1 << 20);
+}
+
+size_t copies_for(const Args& a, size_t bytes) {
+    return a.cold ? (kColdBytes + bytes - 1) / bytes : 1;
+}
+
+// The LM head (49152 rows) is Q8_0 in the default model; every other shape Q4_1.
+GgmlType model_type(int64_t n_out) { return n_out == 49152 ? GgmlType::Q8_0 : GgmlType::Q4_1; }
+
+void BM_QuantLinear(benchmark::State& state) {
+    const Args a = args_of(state);
+    const KernelContext ctx{best_isa(detect_cpu_features()), a.threads};
+    const GgmlType type = model_type(a.n_out);
+    const auto blocks = random_blocks(type, a.n_out * a.n_in, 1);
+    const QuantLinear::Part part{type, blocks.data(), a.n_out};
+    std::vector<QuantLinear> layers;
+    size_t n_copies = 1;
+    for (size_t c = 0; c < n_copies; ++c) {
+        auto lin = QuantLinear::create(ctx, {&part, 1}, a.n_in);
+        if (!lin.ok()) {
+            state.SkipWithError(lin.error().message().c_str());
+            return;
+        }
+        if (c == 0) n_copies = copies_for(a, lin->weight_bytes());
+        layers.push_back(std::move(lin).value());
+    }
+    state.SetLabel(std::string(ggml_type_name(type)) +
+                   (layers[0].uses_fast_path() ? " vnni" : " ref"));
+    run_layers(state, a, layers, layers[0].weight_bytes());
+}
+
+void run_packed(benchmark::State& state, GemmPrecision precision) {
+    const Args a = args_of(state);
+    const KernelContext ctx{best_isa(detect_cpu_features()), a.threads};
+    const auto w = random_vec(static_cast<size_t>(a.n_out * a.n_in), 1);
+    std::vector<PackedLinear> layers;
+    size_t n_copies = 1;
+    for (size_t c = 0; c < n_copies; ++c) {
+        auto lin = PackedLinear::create(ctx, w.data(), a.n_out, a.n_in, nullptr, precision);
+        if (!lin.ok()) {
+            state.SkipWithError(lin.error().message().c_str());
+            return;
+        }
+        if (c == 0) n_copies = copies_for(a, lin->weight_bytes());
+        layers.push_back(std::move(lin).value());
+    }
+    run_layers(state, a, layers, layers[0].weight_bytes());
+}
+
+void BM_PackedLinearBf16(benchmark::State& state) { run_packed(state, GemmPrecision::kBf16); }
+void BM_PackedLinearF32(benchmark::State& state) { run_packed(state, GemmPrecision::kF32); }
+
+constexpr int64_t kShapes[][2] = {{960, 576}, {576, 576}, {3072, 576}, {576, 1536}, {49152, 576}};
+
+// Decode rows m = 1..8 and beyond, to find where AMX overtakes the quantized GEMV.
+void decode_shapes(benchmark::internal::Benchmark* b) {
+    for (int64_t cold : {0, 1}) {
+        for (const auto& s : kShapes) {
+            for (int64_t m : {1, 2, 4, 8, 16, 32}) b->Args({m, s[0], s[1], 1, cold});
+        }
+    }
+    b->ArgNames({"m", "n_out", "n_in", "threads", "cold"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
+// fp32 only at m = 1 (the bandwidth floor it sets is 2x bf16's).
+void decode_shapes_m1(benchmark::internal::Benchmark* b) {
+    for (int64_t cold : {0, 1}) {
+        for (const auto& s : kShapes) b->Args({1, s[0], s[1], 1, cold});
+    }
+    b->ArgNames({"m", "n_out", "n_in", "threads", "cold"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
+// Two threads on the big shapes (decode runs on all cores).
+void two_threads(benchmark::internal::Benchmark* b) {
+    for (const auto& s : kShapes) b->Args({1, s[0], s[1], 2, 1});
+    b->ArgNames({"m", "n_out", "n_in", "threads", "cold"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
+BENCHMARK(BM_QuantLinear)->Apply(decode_shapes);
+BENCHMARK(BM_PackedLinearBf16)->Apply(decode_shapes);
+BENCHMARK(BM_PackedLinearF32)->Apply(decode_shapes_m1);
+BENCHMARK(BM_QuantLinear)->Apply(two_threads);
+BENCHMARK(BM_PackedLinearBf16)->Apply(two_threads);
+
+}  // namespace
+}  // namespace lazyllm::kernels

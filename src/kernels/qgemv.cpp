@@ -1,0 +1,468 @@
+// QuantLinear: validation, repacking GGML blocks into the interleaved layout of
+// qgemv_kernels.h, dispatch (AVX-512 VNNI or scalar reference, OpenMP over row groups), and the
+// scalar reference kernels themselves.
+#include "kernels/qgemv.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "base/check.h"
+#include "kernels/qgemv_kernels.h"
+#include "kernels/quant_blocks.h"
+
+namespace lazyllm::kernels {
+
+using qgemv::kBlock;
+using qgemv::kChunkBytes;
+using qgemv::kGroupRows;
+
+namespace {
+
+// How a GGML type is stored (qgemv_kernels.h, "Values").
+struct FormatSpec {
+    int bits;
+    bool has_min;
+    int32_t offset;
+};
+
+bool format_of(GgmlType type, FormatSpec* spec) {
+    switch (type) {
+        case GgmlType::Q4_0:
+            *spec = {4, false, 8};
+            return true;
+        case GgmlType::Q4_1:
+            *spec = {4, true, 0};
+            return true;
+        case GgmlType::Q5_0:
+            *spec = {8, false, 16};
+            return true;
+        case GgmlType::Q5_1:
+            *spec = {8, true, 0};
+            return true;
+        case GgmlType::Q8_0:
+            *spec = {8, false, 128};
+            return true;
+        default:
+            return false;
+    }
+}
+
+// One block of 32 weights as stored: unsigned quants u, fp16 scale and min (raw bits).
+struct UnpackedBlock {
+    uint8_t u[kBlock];
+    uint16_t d;
+    uint16_t m;
+};
+
+// GGML block -> UnpackedBlock (layouts: quant_blocks.h, after ggml-common.h).
+void unpack_block(GgmlType type, const uint8_t* src, UnpackedBlock* out) {
+    using namespace quant;  // NOLINT: block structs of this function's concern
+    out->m = 0;
+    switch (type) {
+        case GgmlType::Q4_0: {
+            BlockQ4_0 b;
+            std::memcpy(&b, src, sizeof(b));
+            out->d = b.d;
+            for (int j = 0; j < kBlock / 2; ++j) {
+                out->u[j] = b.qs[j] & 0x0F;
+                out->u[j + kBlock / 2] = b.qs[j] >> 4;
+            }
+            return;
+        }
+        case GgmlType::Q4_1: {
+            BlockQ4_1 b;
+            std::memcpy(&b, src, sizeof(b));
+            out->d = b.d;
+            out->m = b.m;
+            for (int j = 0; j < kBlock / 2; ++j) {
+                out->u[j] = b.qs[j] & 0x0F;
+                out->u[j + kBlock / 2] = b.qs[j] >> 4;
+            }
+            return;
+        }
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1: {
+            // Q5_0 and Q5_1 share the quant layout; Q5_1 has the min after d.
+            const bool has_min = type == GgmlType::Q5_1;
+            std::memcpy(&out->d, src, 2);
+            if (has_min) std::memcpy(&out->m, src + 2, 2);
+            const uint8_t* p = src + (has_min ? 4 : 2);
+            uint32_t qh;
+            std::memcpy(&qh, p, sizeof(qh));
+            const uint8_t* qs = p + 4;
+            for (int j = 0; j < kBlock / 2; ++j) {
+                out->u[j] = static_cast<uint8_t>((qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10));
+                out->u[j + kBlock / 2] =
+                    static_cast<uint8_t>((qs[j] >> 4) | ((qh >> (j + 12)) & 0x10));
+            }
+            return;
+        }
+        case GgmlType::Q8_0: {
+            BlockQ8_0 b;
+            std::memcpy(&b, src, sizeof(b));
+            out->d = b.d;
+            for (int j = 0; j < kBlock; ++j) out->u[j] = static_cast<uint8_t>(b.qs[j]) ^ 0x80u;
+            return;
+        }
+        default:
+            LAZYLLM_CHECK_MSG(false, "unpack_block: type without a QuantLinear format");
+    }
+}
+
+// fp32 -> Q8_0-as-stored (u = q + 128). As ggml's quantize_row_q8_0_ref, except that q is
+// rounded against the fp16-rounded scale actually stored, which removes the scale's rounding
+// from the error (the clamp covers a scale that rounded down).
+void quantize_block_q8_0(const float* x, UnpackedBlock* out) {
+    float amax = 0.0f;
+    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+    out->d = quant::fp32_to_fp16_scalar(amax / 127.0f);
+    out->m = 0;
+    const float d = quant::fp16_to_fp32_scalar(out->d);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < kBlock; ++j) {
+        const float q = std::clamp(std::nearbyint(x[j] * id), -127.0f, 127.0f);
+        out->u[j] = static_cast<uint8_t>(static_cast<int>(q) + 128);
+    }
+}
+
+// Writes lane `lane` of block `b` of a group (layout: qgemv_kernels.h).
+void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
+                const UnpackedBlock& blk) {
+    uint8_t* qs = group + b * w.qs_bytes();
+    if (w.bits == 4) {
+        for (int c = 0; c < 4; ++c) {
+            for (int j = 0; j < 4; ++j) {
+                qs[c * kChunkBytes + lane * 4 + j] =
+                    static_cast<uint8_t>(blk.u[8 * c + j] | (blk.u[8 * c + 4 + j] << 4));
+            }
+        }
+    } else {
+        for (int c = 0; c < 8; ++c) {
+            for (int j = 0; j < 4; ++j) qs[c * kChunkBytes + lane * 4 + j] = blk.u[4 * c + j];
+        }
+    }
+    auto* d = reinterpret_cast<uint16_t*>(group + w.n_blocks * w.qs_bytes());
+    d[b * kGroupRows + lane] = blk.d;
+    if (w.has_min) d[(w.n_blocks + b) * kGroupRows + lane] = blk.m;
+}
+
+struct AlignedFree {
+    void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// Work (groups x blocks x activation rows) below which a thread is not worth waking (a
+// parallel region costs ~1 us; the 2-thread bench on the shared 2-core VM is too noisy to tune
+// this finer); see forward().
+constexpr int64_t kMinWorkPerThread = 16 * 18;
+
+int resolve_threads(const KernelContext& ctx) {
+    return ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads();
+}
+
+// Activation scratch per calling thread (as PackedLinear's): bounded by the largest
+// m x n_in seen, shared by every layer.
+struct Scratch {
+    std::vector<int8_t> q;      // [m, n_in]
+    std::vector<float> d, s;    // [m, n_blocks]
+    std::vector<int32_t> corr;  // [m, n_blocks]
+};
+
+Scratch& thread_scratch() {
+    thread_local Scratch scratch;
+    return scratch;
+}
+
+template <typename T>
+T* grow(std::vector<T>& v, int64_t n) {
+    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+    return v.data();
+}
+
+}  // namespace
+
+struct QuantLinear::Impl {
+    qgemv::Weights w;
+    std::unique_ptr<uint8_t, AlignedFree> storage;  // w.data
+    size_t storage_bytes = 0;
+    std::vector<float> bias;  // [n_groups * 16] (zero padded) or empty
+    GgmlType type = GgmlType::Q8_0;
+    int32_t offset = 0;
+    int n_threads = 1;
+    bool fast = false;
+
+    // Allocates the packed layout and fills every group from `source(row, block, &blk)`, in
+    // parallel over groups. Padding rows get zero quants and scales (they produce 0).
+    template <typename Source>
+    Status pack(int64_t n_out, int64_t n_in, const FormatSpec& spec, Source&& source) {
+        w.n_in = n_in;
+        w.n_out = n_out;
+        w.n_blocks = n_in / kBlock;
+        w.n_groups = (n_out + kGroupRows - 1) / kGroupRows;
+        w.bits = spec.bits;
+        w.has_min = spec.has_min;
+        w.group_bytes = qgemv::group_bytes_for(spec.bits, spec.has_min, w.n_blocks);
+        offset = spec.offset;
+        storage_bytes = w.group_bytes * static_cast<size_t>(w.n_groups);
+        storage.reset(static_cast<uint8_t*>(std::aligned_alloc(kChunkBytes, storage_bytes)));
+        if (!storage) {
+            return make_error(ErrorCode::kInternal,
+                              "QuantLinear: cannot allocate {} bytes for [n_out={}, n_in={}]",
+                              storage_bytes, n_out, n_in);
+        }
+        std::memset(storage.get(), 0, storage_bytes);
+        w.data = storage.get();
+        const qgemv::Weights& cw = w;
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+        for (int64_t g = 0; g < cw.n_groups; ++g) {
+            uint8_t* group = storage.get() + static_cast<size_t>(g) * cw.group_bytes;
+            UnpackedBlock blk;
+            for (int lane = 0; lane < kGroupRows; ++lane) {
+                const int64_t row = g * kGroupRows + lane;
+                if (row >= n_out) break;
+                for (int64_t b = 0; b < cw.n_blocks; ++b) {
+                    source(row, b, &blk);
+                    store_lane(cw, group, b, lane, blk);
+                }
+            }
+        }
+        return {};
+    }
+
+    void set_bias(const float* b) {
+        if (b == nullptr) return;
+        bias.assign(static_cast<size_t>(w.n_groups * kGroupRows), 0.0f);
+        std::copy(b, b + w.n_out, bias.begin());
+    }
+};
+
+bool QuantLinear::has_fast_path(const KernelContext& ctx) {
+    const CpuFeatures f = detect_cpu_features();
+    return ctx.isa >= Isa::kAvx512 && isa_supported(Isa::kAvx512, f) && f.avx512vnni;
+}
+
+bool QuantLinear::supports(GgmlType type) {
+    FormatSpec spec;
+    return format_of(type, &spec);
+}
+
+Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<const Part> parts,
+                                        int64_t n_in, const float* bias) {
+    if (parts.empty()) {
+        return make_error(ErrorCode::kInvalidArgument, "QuantLinear: no weight parts");
+    }
+    const GgmlType type = parts[0].type;
+    FormatSpec spec;
+    if (!format_of(type, &spec)) {
+        return make_error(ErrorCode::kUnsupported,
+                          "QuantLinear: weight type {} is not taken directly (supported: Q4_0, "
+                          "Q4_1, Q5_0, Q5_1, Q8_0; use create_from_f32)",
+                          ggml_type_name(type));
+    }
+    int64_t n_out = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const Part& p = parts[i];
+        if (p.type != type) {
+            return make_error(ErrorCode::kUnsupported,
+                              "QuantLinear: part {} has type {} but part 0 has {} (parts must "
+                              "share one type)",
+                              i, ggml_type_name(p.type), ggml_type_name(type));
+        }
+        if (p.data == nullptr || p.n_out <= 0) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "QuantLinear: part {} ({}) has bad weight [n_out={}, n_in={}] "
+                              "(null={})",
+                              i, ggml_type_name(type), p.n_out, n_in, p.data == nullptr);
+        }
+        n_out += p.n_out;
+    }
+    if (n_in <= 0 || n_in % kBlock != 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "QuantLinear: {} weight [n_out={}, n_in={}]: n_in is not a positive "
+                          "multiple of {}",
+                          ggml_type_name(type), n_out, n_in, kBlock);
+    }
+
+    // Row -> (part, row within part), by a running table of where each part starts.
+    std::vector<int64_t> part_start(parts.size() + 1, 0);
+    for (size_t i = 0; i < parts.size(); ++i) part_start[i + 1] = part_start[i] + parts[i].n_out;
+    const size_t block_bytes = quant::block_shape(type).bytes;
+    const int64_t n_blocks = n_in / kBlock;
+    const auto source = [&](int64_t row, int64_t b, UnpackedBlock* blk) {
+        const size_t p =
+            std::upper_bound(part_start.begin(), part_start.end(), row) - part_start.begin() - 1;
+        const int64_t r = row - part_start[p];
+        unpack_block(type, parts[p].data + (r * n_blocks + b) * block_bytes, blk);
+    };
+
+    QuantLinear out;
+    out.impl_ = std::make_unique<Impl>();
+    Impl& im = *out.impl_;
+    im.type = type;
+    im.n_threads = resolve_threads(ctx);
+    im.fast = has_fast_path(ctx);
+    LAZYLLM_TRY(im.pack(n_out, n_in, spec, source));
+    im.set_bias(bias);
+    return out;
+}
+
+Result<QuantLinear> QuantLinear::create_from_f32(const KernelContext& ctx, const float* w,
+                                                 int64_t n_out, int64_t n_in, const float* bias) {
+    if (w == nullptr || n_out <= 0 || n_in <= 0 || n_in % kBlock != 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "QuantLinear: bad fp32 weight [n_out={}, n_in={}] (null={}; n_in must "
+                          "be a positive multiple of {})",
+                          n_out, n_in, w == nullptr, kBlock);
+    }
+    const auto source = [&](int64_t row, int64_t b, UnpackedBlock* blk) {
+        quantize_block_q8_0(w + row * n_in + b * kBlock, blk);
+    };
+    QuantLinear out;
+    out.impl_ = std::make_unique<Impl>();
+    Impl& im = *out.impl_;
+    im.type = GgmlType::Q8_0;
+    im.n_threads = resolve_threads(ctx);
+    im.fast = has_fast_path(ctx);
+    FormatSpec spec;
+    format_of(GgmlType::Q8_0, &spec);
+    LAZYLLM_TRY(im.pack(n_out, n_in, spec, source));
+    im.set_bias(bias);
+    return out;
+}
+
+QuantLinear::QuantLinear() = default;
+QuantLinear::QuantLinear(QuantLinear&&) noexcept = default;
+QuantLinear& QuantLinear::operator=(QuantLinear&&) noexcept = default;
+QuantLinear::~QuantLinear() = default;
+
+int64_t QuantLinear::n_in() const { return impl_ ? impl_->w.n_in : 0; }
+int64_t QuantLinear::n_out() const { return impl_ ? impl_->w.n_out : 0; }
+size_t QuantLinear::weight_bytes() const { return impl_ ? impl_->storage_bytes : 0; }
+GgmlType QuantLinear::type() const { return impl_ ? impl_->type : GgmlType::Q8_0; }
+bool QuantLinear::uses_fast_path() const { return impl_ && impl_->fast; }
+
+void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
+                          bool accumulate) const {
+    LAZYLLM_CHECK(impl_ != nullptr);
+    const Impl& im = *impl_;
+    const qgemv::Weights& w = im.w;
+    if (ldx == 0) ldx = w.n_in;
+    if (ldy == 0) ldy = w.n_out;
+    LAZYLLM_CHECK(ldx >= w.n_in && ldy >= w.n_out && m >= 0);
+    if (m == 0) return;
+
+    Scratch& s = thread_scratch();
+    const int64_t n_qblocks = m * w.n_blocks;
+    const qgemv::ActivationBuffers buf{grow(s.q, m * w.n_in), grow(s.d, n_qblocks),
+                                       grow(s.s, n_qblocks), grow(s.corr, n_qblocks)};
+    if (im.fast) {
+        qgemv::vnni::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
+    } else {
+        qgemv::ref::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
+    }
+    const qgemv::Activations a{m, buf.q, buf.d, buf.s, buf.corr};
+    const float* bias = im.bias.empty() ? nullptr : im.bias.data();
+    const auto run = [&](int64_t g0, int64_t g1) {
+        if (im.fast) {
+            qgemv::vnni::gemv(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        } else {
+            qgemv::ref::gemv(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        }
+    };
+    // A fork/join costs about a microsecond; a thread is only woken for at least
+    // kMinWorkPerThread group-block-rows (~1.5 us at ~19 cycles each).
+    const int64_t work = w.n_groups * w.n_blocks * m;
+    const int n_threads = static_cast<int>(std::clamp<int64_t>(
+        std::min<int64_t>(work / kMinWorkPerThread, w.n_groups), 1, im.n_threads));
+    if (n_threads <= 1) {
+        run(0, w.n_groups);
+        return;
+    }
+#pragma omp parallel num_threads(n_threads)
+    {
+        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        run(w.n_groups * t / nt, w.n_groups * (t + 1) / nt);
+    }
+}
+
+// ---- Scalar reference -------------------------------------------------------------------
+
+namespace qgemv::ref {
+
+void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
+                   const ActivationBuffers& out) {
+    const int64_t nb = n_in / kBlock;
+    for (int64_t r = 0; r < m; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+            const float* xb = x + r * ldx + b * kBlock;
+            int8_t* qb = out.q + (b * m + r) * kBlock;
+            float amax = 0.0f;
+            for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(xb[j]));
+            const float d = amax / 127.0f;
+            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            int32_t sum = 0;
+            for (int j = 0; j < kBlock; ++j) {
+                const int q = static_cast<int>(std::nearbyint(xb[j] * id));
+                qb[j] = static_cast<int8_t>(q);
+                sum += q;
+            }
+            out.d[b * m + r] = d;
+            out.s[b * m + r] = d * static_cast<float>(sum);
+            out.corr[b * m + r] = -offset * sum;
+        }
+    }
+}
+
+namespace {
+// Stored unsigned quant of element k of block b, lane `lane` (layout: qgemv_kernels.h).
+int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
+    const uint8_t* qs = w.group(g) + b * w.qs_bytes();
+    if (w.bits == 4) {
+        const int c = k / 8, j = k % 8;
+        const uint8_t byte = qs[c * kChunkBytes + lane * 4 + (j % 4)];
+        return j < 4 ? (byte & 0x0F) : (byte >> 4);
+    }
+    return qs[(k / 4) * kChunkBytes + lane * 4 + k % 4];
+}
+}  // namespace
+
+void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+          const float* bias, float* y, int64_t ldy, bool accumulate) {
+    const int64_t nb = w.n_blocks;
+    for (int64_t g = g0; g < g1; ++g) {
+        const uint16_t* dw = w.scales(g);
+        const uint16_t* mw = w.mins(g);
+        for (int lane = 0; lane < kGroupRows; ++lane) {
+            const int64_t n = g * kGroupRows + lane;
+            if (n >= w.n_out) break;
+            for (int64_t r = 0; r < m; ++r) {
+                float acc = 0.0f;
+                for (int64_t b = 0; b < nb; ++b) {
+                    int32_t isum = a.corr[b * m + r];
+                    for (int k = 0; k < kBlock; ++k) {
+                        isum += stored_quant(w, g, b, lane, k) * a.q[(b * m + r) * kBlock + k];
+                    }
+                    const float dd =
+                        quant::fp16_to_fp32_scalar(dw[b * kGroupRows + lane]) * a.d[b * m + r];
+                    acc = std::fma(static_cast<float>(isum), dd, acc);
+                    if (w.has_min) {
+                        acc = std::fma(quant::fp16_to_fp32_scalar(mw[b * kGroupRows + lane]),
+                                       a.s[b * m + r], acc);
+                    }
+                }
+                float out = acc;
+                if (bias != nullptr) out = out + bias[n];
+                float* yp = y + r * ldy + n;
+                *yp = accumulate ? out + *yp : out;
+            }
+        }
+    }
+}
+
+}  // namespace qgemv::ref
+
+}  // namespace lazyllm::kernels

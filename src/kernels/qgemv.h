@@ -1,0 +1,83 @@
+// Quantized linear layer for decode (few activation rows): y[m, n_out] = x[m, n_in] . W^T
+// (+ bias) with W kept in 4- or 8-bit GGML blocks, so a decode step streams ~0.6 bytes per
+// weight (Q4_1) instead of bf16's 2.
+//
+// The math is llama.cpp's q4_1 x q8_1 vec_dot (ggml-cpu/quants.c) done our own way: each
+// activation row is quantized once per forward() to int8 in blocks of 32 with an fp32 scale
+// d = amax / 127 (and the block sum, for the formats' offset or min term); each block's dot
+// product is an exact int32 sum, scaled by d_w * d_x in fp32. Weights are repacked at load so
+// that 16 output rows are interleaved per block: one AVX-512 VNNI vpdpbusd multiplies 4
+// weights of each of the 16 rows by the same 4 activations (broadcast), leaving one int32 lane
+// per output row, with no horizontal sums. For m > 1 the activation rows are looped inside
+// the weight loop, so the weights are streamed once for up to 8 rows.
+//
+// The model never names the ISA: it passes a KernelContext. Without VNNI (or with
+// ctx.isa < kAvx512) forward() runs the scalar reference, correct but slow; has_fast_path()
+// tells the model whether QuantLinear beats PackedLinear on this machine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "kernels/cpu.h"
+#include "lazyllm/ggml_type.h"
+#include "lazyllm/result.h"
+
+namespace lazyllm::kernels {
+
+class QuantLinear {
+public:
+    // One GGUF matrix: [n_out, n_in] row-major blocks (GGUF ne[0] = n_in) of `type`. Only read
+    // during create(): the weights are repacked into QuantLinear's own memory.
+    struct Part {
+        GgmlType type;
+        const uint8_t* data;
+        int64_t n_out;
+    };
+
+    // Stacks `parts` along n_out (fused q|k|v, gate|up); all parts must have one type (see
+    // supports()). n_in must be a multiple of 32. `bias`: [sum of n_out] or nullptr.
+    static Result<QuantLinear> create(const KernelContext& ctx, std::span<const Part> parts,
+                                      int64_t n_in, const float* bias = nullptr);
+    // Any weight type through fp32: `w` [n_out, n_in] is requantized to Q8_0 blocks (fp16
+    // scale per 32 weights, as ggml's quantize_row_q8_0), so every model gets an 8-bit decode
+    // path. n_in must be a multiple of 32.
+    static Result<QuantLinear> create_from_f32(const KernelContext& ctx, const float* w,
+                                               int64_t n_out, int64_t n_in,
+                                               const float* bias = nullptr);
+    // True when forward() runs the AVX-512 VNNI kernels for this context (CPU has VNNI and
+    // ctx.isa >= kAvx512); otherwise it runs the scalar reference.
+    static bool has_fast_path(const KernelContext& ctx);
+    // Types create() takes directly: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0.
+    static bool supports(GgmlType type);
+
+    QuantLinear();
+    QuantLinear(QuantLinear&&) noexcept;
+    QuantLinear& operator=(QuantLinear&&) noexcept;
+    ~QuantLinear();
+
+    int64_t n_in() const;
+    int64_t n_out() const;
+    // Bytes of packed weights (quants and scales, with the last group's padding rows), which
+    // is what one forward() streams.
+    size_t weight_bytes() const;
+    // The GGML type the weights are stored in (Q8_0 after create_from_f32).
+    GgmlType type() const;
+    bool uses_fast_path() const;
+
+    // As PackedLinear::forward. x: [m, n_in] fp32 rows with leading dimension ldx (>= n_in,
+    // 0 = n_in); y: [m, n_out] fp32 with leading dimension ldy (>= n_out, 0 = n_out); x and y
+    // must not overlap. accumulate: y += x W^T (+ bias). Runs on the ctx.n_threads given to
+    // create() (OpenMP over groups of 16 output rows). Thread-safe; the activation scratch is
+    // per calling thread and grows only, so steady-state calls allocate nothing.
+    void forward(const float* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
+                 bool accumulate = false) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lazyllm::kernels

@@ -1,0 +1,99 @@
+// Internal interface of QuantLinear (qgemv.h): the packed weight layout, the quantized
+// activations, and the two kernel sets that read them (scalar reference in qgemv.cpp,
+// AVX-512 VNNI in qgemv_vnni.cpp; the latter only after a run-time CPU check).
+//
+// Packed weights. Output rows are taken 16 at a time ("group"); a group's data is contiguous
+// and holds, for each of the n_blocks blocks of 32 inputs:
+//   qs   [n_blocks][qs_bytes]  unsigned quants, 4 per int32 lane, lane i = row g*16 + i
+//   d    [n_blocks][16]        fp16 scales
+//   m    [n_blocks][16]        fp16 mins (affine formats only)
+// 4-bit quants: 4 chunks of 64 bytes per block; byte 4*i + j of chunk c holds element
+// 8c + j of row i in its low nibble and element 8c + 4 + j in its high nibble (j < 4).
+// 8-bit quants: 8 chunks of 64 bytes; byte 4*i + j of chunk c is element 4c + j of row i.
+// So every 64-byte chunk (after masking out one nibble) is the u8 operand of one vpdpbusd
+// against 4 consecutive activations broadcast to all 16 lanes.
+//
+// Values. A weight is d * (u - offset) (+ m for affine formats), u the stored unsigned quant:
+// Q4_0 offset 8, Q4_1 0 + min, Q5_0 16 (u = 5-bit q), Q5_1 0 + min, Q8_0 128 (u = q + 128).
+// With activations a = d_x * qx, one block contributes
+//   d * d_x * (sum u * qx - offset * sum qx)  +  m * (d_x * sum qx)
+// where the int32 part is exact (|sum| < 2^24, so also exact in fp32).
+//
+// Float operations, identical in both kernel sets so their results are bit-identical:
+// per row and block, acc = fma(float(isum), d * d_x, acc), then for affine formats
+// acc = fma(m, s_x, acc) with s_x = d_x * float(sum qx); at the end
+// y = (acc + bias) + y_old (each term only when present).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace lazyllm::kernels::qgemv {
+
+constexpr int kGroupRows = 16;      // output rows per group: one zmm of int32 lanes
+constexpr int kBlock = 32;          // inputs per block, for weights and activations
+constexpr int kMaxRowsPerPass = 8;  // activation rows sharing one pass over a group
+constexpr int kChunkBytes = 64;
+
+struct Weights {
+    const uint8_t* data = nullptr;  // [n_groups][group_bytes], 64-byte aligned
+    int64_t n_in = 0;
+    int64_t n_out = 0;
+    int64_t n_groups = 0;
+    int64_t n_blocks = 0;  // n_in / 32
+    int bits = 4;          // 4 or 8 bits per stored quant
+    bool has_min = false;
+    size_t group_bytes = 0;  // multiple of 64
+
+    size_t qs_bytes() const { return bits == 4 ? 4 * kChunkBytes : 8 * kChunkBytes; }
+    const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g) * group_bytes; }
+    const uint16_t* scales(int64_t g) const {
+        return reinterpret_cast<const uint16_t*>(group(g) + n_blocks * qs_bytes());
+    }
+    const uint16_t* mins(int64_t g) const { return scales(g) + n_blocks * kGroupRows; }
+};
+
+// Bytes of one group in the layout above, rounded up to 64.
+inline size_t group_bytes_for(int bits, bool has_min, int64_t n_blocks) {
+    const size_t qs = bits == 4 ? 4 * kChunkBytes : 8 * kChunkBytes;
+    const size_t per_block = qs + (has_min ? 2 : 1) * kGroupRows * sizeof(uint16_t);
+    const size_t bytes = per_block * static_cast<size_t>(n_blocks);
+    return (bytes + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
+}
+
+// Quantized activation rows (one forward()), block-major so that the rows a kernel pass
+// reads for one block are adjacent.
+struct Activations {
+    int64_t m = 0;
+    const int8_t* q = nullptr;      // [n_blocks, m, 32] int8
+    const float* d = nullptr;       // [n_blocks, m] scale amax / 127 (0 for an all-zero block)
+    const float* s = nullptr;       // [n_blocks, m] d * float(sum q)
+    const int32_t* corr = nullptr;  // [n_blocks, m] -offset * sum q
+};
+
+struct ActivationBuffers {
+    int8_t* q;
+    float* d;
+    float* s;
+    int32_t* corr;
+};
+
+namespace ref {
+// x: [m, n_in] with leading dimension ldx; n_in a multiple of 32. Writes the layout of
+// Activations; q rounds x / d to nearest even (the default rounding mode, as vcvtps2dq).
+void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
+                   const ActivationBuffers& out);
+// y[r, n] for rows r < m and the output rows of groups [g0, g1). bias: [n_groups * 16] or
+// nullptr. y: leading dimension ldy.
+void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+          const float* bias, float* y, int64_t ldy, bool accumulate);
+}  // namespace ref
+
+namespace vnni {
+void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
+                   const ActivationBuffers& out);
+void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+          const float* bias, float* y, int64_t ldy, bool accumulate);
+}  // namespace vnni
+
+}  // namespace lazyllm::kernels::qgemv

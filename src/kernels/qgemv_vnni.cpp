@@ -1,0 +1,276 @@
+// AVX-512 VNNI kernels of QuantLinear (layout and float operations: qgemv_kernels.h). Entered
+// only when the CPU has AVX-512 F/BW/VL/DQ and VNNI (QuantLinear::has_fast_path).
+//
+// Inner step: vpdpbusd(acc, w_u8, x_s8 broadcast) adds, in each of 16 int32 lanes (one output
+// row each), the dot product of that row's 4 unsigned weights with the same 4 signed
+// activations. A block of 32 inputs is 8 such steps per activation row. The stored quants are
+// unsigned (Q4 nibbles 0..15, Q5 0..31, Q8 + 128), which is the operand order vpdpbusd wants;
+// the offset comes back through the int32 accumulator's initial value, -offset * sum(qx).
+// Products stay far from int32 overflow (|u| <= 255, |qx| <= 127: 32 * 255 * 127 < 2^20).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/qgemv_kernels.h"
+
+namespace lazyllm::kernels::qgemv::vnni {
+
+namespace {
+
+// 4 int8 activations broadcast to the 16 lanes (folds into vpdpbusd's m32bcst operand).
+inline __m512i bcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return _mm512_set1_epi32(v);
+}
+
+// A value the compiler must keep in a register: without this GCC folds the same 64-byte load
+// into both the and and the shift of a 4-bit chunk, doubling the loads (with the broadcasts
+// and prefetches, the load ports are nearly as busy as the vector ALUs here).
+inline __m512i in_register(__m512i v) {
+    __asm__("" : "+v"(v));
+    return v;
+}
+
+// Software prefetch, 4 KB ahead into L2, of every line of the stream. A decode step streams
+// all layers' weights (far more than L2) once per token, so the weights come from L3 or
+// DRAM; there the hardware prefetcher alone leaves bandwidth unused (measured on the 2-core
+// Sapphire Rapids VM: 10-11 GB/s without, 15-16 GB/s with). The price is ~20% when the
+// weights are already in L2 (bench/qgemv_bench.cpp, cold = 0 vs 1).
+constexpr int64_t kPrefetchBytes = 4096;
+
+// One pass: G consecutive groups (16 output rows each) x M activation rows (r0 .. r0 + M - 1),
+// over all blocks. The G groups share each activation broadcast and the M rows share each
+// weight load and unpack. At m = 1 a 4-bit group-block costs ~26 vector uops (8 and, 8
+// vpdpbusd, the fp16 scale conversions and 3 fp32 ops) for 512 multiply-adds: ~15-16 cycles
+// measured without prefetch, ~19 with.
+//
+// For M = 1 the 4-bit high nibbles are masked in place (v & 0xF0 = 16 q) into a second int32
+// accumulator that is divided by 16 (an exact arithmetic shift: every product is a multiple of
+// 16) at the end of the block: 2 ALU ops per chunk instead of 3, and two independent chains.
+// For M > 1 a shift per chunk is cheaper than a shift and an add per row.
+template <int kBits, bool kMin, int G, int M>
+void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const float* bias,
+          float* y, int64_t ldy, bool accumulate) {
+    constexpr bool kSplitHi = kBits == 4 && M == 1;
+    constexpr int64_t kQs = kBits == 4 ? 4 * kChunkBytes : 8 * kChunkBytes;
+    constexpr int64_t kBlockBytes = kQs + (kMin ? 2 : 1) * kGroupRows * 2;
+    const int64_t nb = w.n_blocks;
+    // Activations are block-major ([n_blocks][m] rows): the M rows of a block are adjacent,
+    // one pointer per array with constant offsets for the rows.
+    const int64_t m = a.m;
+    const int8_t* xq = a.q + r0 * kBlock;  // block b, row r at (b * m + r) * 32
+    const float* xd = a.d + r0;            // block b, row r at b * m + r
+    const float* xs = a.s + r0;
+    const int32_t* xc = a.corr + r0;
+    const uint8_t* qs[G];
+    const uint16_t* dw[G];
+    const uint16_t* mw[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+        qs[g] = w.group(g0 + g);
+        dw[g] = w.scales(g0 + g);
+        mw[g] = w.mins(g0 + g);
+    }
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    const __m512i nib_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
+
+    __m512 acc[G][M];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 8
+        for (int r = 0; r < M; ++r) acc[g][r] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+            const char* pf = reinterpret_cast<const char*>(qs[g]) + kPrefetchBytes;
+#pragma GCC unroll 9
+            for (int64_t l = 0; l < kBlockBytes; l += kChunkBytes) {
+                _mm_prefetch(pf + b * kBlockBytes + l, _MM_HINT_T1);
+            }
+        }
+        __m512i isum[G][M];
+        __m512i ihi[G][M];  // kSplitHi only: 16 x the high-nibble dot products
+#pragma GCC unroll 8
+        for (int r = 0; r < M; ++r) {
+            const __m512i c = _mm512_set1_epi32(xc[b * m + r]);
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                isum[g][r] = c;
+                if constexpr (kSplitHi) ihi[g][r] = _mm512_setzero_si512();
+            }
+        }
+        const int8_t* xb = xq + b * m * kBlock;
+        if constexpr (kBits == 4) {
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 4
+                for (int g = 0; g < G; ++g) {
+                    const __m512i v =
+                        in_register(_mm512_load_si512(qs[g] + b * kQs + c * kChunkBytes));
+                    const __m512i lo = _mm512_and_si512(v, nib);
+                    if constexpr (kSplitHi) {
+                        const __m512i hi = _mm512_and_si512(v, nib_hi);
+                        isum[g][0] = _mm512_dpbusd_epi32(isum[g][0], lo, bcast4(xb + 8 * c));
+                        ihi[g][0] = _mm512_dpbusd_epi32(ihi[g][0], hi, bcast4(xb + 8 * c + 4));
+                    } else {
+                        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+#pragma GCC unroll 8
+                        for (int r = 0; r < M; ++r) {
+                            const int8_t* xr = xb + r * kBlock + 8 * c;
+                            isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], lo, bcast4(xr));
+                            isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], hi, bcast4(xr + 4));
+                        }
+                    }
+                }
+            }
+        } else {
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; ++c) {
+#pragma GCC unroll 4
+                for (int g = 0; g < G; ++g) {
+                    const __m512i v = _mm512_load_si512(qs[g] + b * kQs + c * kChunkBytes);
+#pragma GCC unroll 8
+                    for (int r = 0; r < M; ++r) {
+                        isum[g][r] =
+                            _mm512_dpbusd_epi32(isum[g][r], v, bcast4(xb + r * kBlock + 4 * c));
+                    }
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+            const __m512 d = _mm512_cvtph_ps(
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(dw[g] + b * kGroupRows)));
+            __m512 mn = _mm512_setzero_ps();
+            if constexpr (kMin) {
+                mn = _mm512_cvtph_ps(
+                    _mm256_load_si256(reinterpret_cast<const __m256i*>(mw[g] + b * kGroupRows)));
+            }
+#pragma GCC unroll 8
+            for (int r = 0; r < M; ++r) {
+                __m512i t = isum[g][r];
+                if constexpr (kSplitHi) t = _mm512_add_epi32(t, _mm512_srai_epi32(ihi[g][r], 4));
+                const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(xd[b * m + r]));
+                acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), dd, acc[g][r]);
+                if constexpr (kMin) {
+                    acc[g][r] = _mm512_fmadd_ps(mn, _mm512_set1_ps(xs[b * m + r]), acc[g][r]);
+                }
+            }
+        }
+    }
+
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+        const int64_t n0 = (g0 + g) * kGroupRows;
+        const int64_t valid = std::min<int64_t>(kGroupRows, w.n_out - n0);
+        const auto mask = static_cast<__mmask16>((1u << valid) - 1u);
+        // The bias is padded to whole groups, so a full load is in bounds.
+        const __m512 bv = bias != nullptr ? _mm512_loadu_ps(bias + n0) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (int r = 0; r < M; ++r) {
+            __m512 out = acc[g][r];
+            if (bias != nullptr) out = _mm512_add_ps(out, bv);
+            float* yp = y + (r0 + r) * ldy + n0;
+            if (accumulate) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(mask, yp));
+            _mm512_mask_storeu_ps(yp, mask, out);
+        }
+    }
+}
+
+// Groups per pass for M rows: enough to share the broadcasts, few enough to keep the
+// G x M accumulators (plus temporaries) in the 32 zmm registers.
+constexpr int groups_per_pass(int64_t rows) { return rows == 1 ? 4 : rows <= 4 ? 2 : 1; }
+
+template <int kBits, bool kMin, int M>
+void pass_rows(const Weights& w, int64_t g, int64_t n_groups, const Activations& a, int64_t r0,
+               const float* bias, float* y, int64_t ldy, bool accumulate) {
+    constexpr int kG = groups_per_pass(M);
+    if (n_groups == kG) {
+        pass<kBits, kMin, kG, M>(w, g, a, r0, bias, y, ldy, accumulate);
+    } else {
+        pass<kBits, kMin, 1, M>(w, g, a, r0, bias, y, ldy, accumulate);
+    }
+}
+
+template <int kBits, bool kMin>
+void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+                 const float* bias, float* y, int64_t ldy, bool accumulate) {
+    for (int64_t g = g0; g < g1;) {
+        // Rows in passes of up to 8 over the same groups: the first pass reads the weights
+        // from memory, the next ones from L1 (a group tile is at most 2 x ~10 KB).
+        // n_groups is the tile of the first pass (m <= 4: one pass) where it fits, else 1.
+        const int64_t tile = groups_per_pass(std::min<int64_t>(kMaxRowsPerPass, m));
+        const int64_t n_groups = g + tile <= g1 ? tile : 1;
+        for (int64_t r0 = 0; r0 < m; r0 += kMaxRowsPerPass) {
+            switch (std::min<int64_t>(kMaxRowsPerPass, m - r0)) {
+#define LAZYLLM_QGEMV_CASE(M)                                                       \
+    case M:                                                                         \
+        pass_rows<kBits, kMin, M>(w, g, n_groups, a, r0, bias, y, ldy, accumulate); \
+        break;
+                LAZYLLM_QGEMV_CASE(1)
+                LAZYLLM_QGEMV_CASE(2)
+                LAZYLLM_QGEMV_CASE(3)
+                LAZYLLM_QGEMV_CASE(4)
+                LAZYLLM_QGEMV_CASE(5)
+                LAZYLLM_QGEMV_CASE(6)
+                LAZYLLM_QGEMV_CASE(7)
+                LAZYLLM_QGEMV_CASE(8)
+#undef LAZYLLM_QGEMV_CASE
+                default:
+                    break;
+            }
+        }
+        g += n_groups;
+    }
+}
+
+}  // namespace
+
+void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
+                   const ActivationBuffers& out) {
+    const int64_t nb = n_in / kBlock;
+    for (int64_t r = 0; r < m; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+            const float* xb = x + r * ldx + b * kBlock;
+            int8_t* qb = out.q + (b * m + r) * kBlock;
+            const __m512 v0 = _mm512_loadu_ps(xb);
+            const __m512 v1 = _mm512_loadu_ps(xb + 16);
+            const float amax =
+                _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+            const float d = amax / 127.0f;
+            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            const __m512 vid = _mm512_set1_ps(id);
+            // vcvtps2dq rounds to nearest even (MXCSR default), as the reference's nearbyint.
+            const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid));
+            const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(qb), _mm512_cvtepi32_epi8(q0));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + 16), _mm512_cvtepi32_epi8(q1));
+            const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            out.d[b * m + r] = d;
+            out.s[b * m + r] = d * static_cast<float>(sum);
+            out.corr[b * m + r] = -offset * sum;
+        }
+    }
+}
+
+void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+          const float* bias, float* y, int64_t ldy, bool accumulate) {
+    if (w.bits == 4) {
+        if (w.has_min) {
+            gemv_format<4, true>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        } else {
+            gemv_format<4, false>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        }
+    } else {
+        if (w.has_min) {
+            gemv_format<8, true>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        } else {
+            gemv_format<8, false>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        }
+    }
+}
+
+}  // namespace lazyllm::kernels::qgemv::vnni

@@ -1,0 +1,302 @@
+// QuantLinear (quantized GEMV): the AVX-512 VNNI kernels bit-identical to the scalar reference
+// on ragged shapes, strides, bias, accumulation and threads; the reference within the bound
+// of 8-bit activation quantization of an fp32 GEMV on the dequantized weights; error reporting.
+//
+// Error bound of the 8-bit activations. Each block of 32 activations is rounded to
+// q = round(x / d_x), d_x = amax_b / 127, so |x - d_x q| <= d_x / 2 = amax_b / 254 per element.
+// The int32 block dot products are exact and the fp32 scaling and accumulation add a relative
+// error of a few ulps, so with w the dequantized weights
+//   |y - sum_j w_j x_j| <= sum_b (amax_b / 254) * sum_{j in b} |w_j|  +  1e-5 * sum_j |w_j x_j|.
+// For uniform random x that is about 2 / 254 ~ 8e-3 of sum_j |w_j x_j| in the worst case (the
+// typical error is far smaller); a missing offset or min term is off by O(1).
+#include "kernels/qgemv.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu.h"
+#include "kernels/quant.h"
+#include "support/quantize_ref.h"
+
+namespace lazyllm::kernels {
+namespace {
+
+constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                               GgmlType::Q8_0};
+
+KernelContext fast_ctx(int n_threads) { return {best_isa(detect_cpu_features()), n_threads}; }
+constexpr KernelContext kRefCtx{Isa::kRef, 1};
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+// A random [n_out, n_in] matrix quantized to `type`, with its dequantized fp32 values.
+struct QuantMatrix {
+    std::vector<uint8_t> blocks;
+    std::vector<float> deq;  // [n_out, n_in]
+};
+
+QuantMatrix make_matrix(GgmlType type, int64_t n_out, int64_t n_in, uint32_t seed) {
+    // Shifted range so that the affine formats' mins are not all near -1.
+    const auto w = random_vec(n_out * n_in, seed, -0.7f, 1.0f);
+    QuantMatrix q;
+    q.blocks = testing::quantize_ref(type, w.data(), n_out * n_in);
+    q.deq.resize(w.size());
+    const Status s =
+        dequantize_row_f32(Isa::kRef, type, q.blocks.data(), q.deq.data(), n_out * n_in);
+    EXPECT_TRUE(s.ok()) << s.error().message();
+    return q;
+}
+
+// Activations with the awkward cases: an all-zero block (d_x = 0) and a row with a large
+// dynamic range.
+std::vector<float> make_x(int64_t m, int64_t ldx, int64_t n_in, uint32_t seed) {
+    auto x = random_vec(m * ldx, seed);
+    if (n_in >= 64) std::fill(x.begin(), x.begin() + 32, 0.0f);
+    if (m >= 2) {
+        for (int64_t i = 0; i < n_in; ++i) x[ldx + i] *= (i % 7 == 0) ? 30.0f : 0.01f;
+    }
+    return x;
+}
+
+struct Shape {
+    int64_t m, n_out, n_in, ldx_pad, ldy_pad;
+    bool bias, accumulate;
+};
+
+std::string describe(GgmlType type, const Shape& s, int n_threads) {
+    return std::string(ggml_type_name(type)) + " m=" + std::to_string(s.m) +
+           " n_out=" + std::to_string(s.n_out) + " n_in=" + std::to_string(s.n_in) + " ldx+" +
+           std::to_string(s.ldx_pad) + " ldy+" + std::to_string(s.ldy_pad) +
+           (s.bias ? " bias" : "") + (s.accumulate ? " acc" : "") +
+           " threads=" + std::to_string(n_threads);
+}
+
+std::vector<Shape> shapes() {
+    std::vector<Shape> out;
+    for (int64_t m : {1, 2, 3, 5, 8, 11}) {
+        out.push_back({m, 37, 96, 0, 0, false, false});
+        out.push_back({m, 16, 32, 3, 5, true, false});
+        out.push_back({m, 53, 64, 32, 1, true, true});
+        out.push_back({m, 7, 160, 0, 2, false, true});
+    }
+    out.push_back({4, 1000, 320, 0, 0, true, false});  // large enough to run on 2 threads
+    out.push_back({1, 1000, 320, 16, 3, false, true});
+    return out;
+}
+
+// Runs forward() on a copy of y0 (random, so the row padding can be checked untouched).
+std::vector<float> run(const QuantLinear& lin, const Shape& s, const std::vector<float>& x,
+                       const std::vector<float>& y0) {
+    std::vector<float> y = y0;
+    lin.forward(x.data(), s.m, y.data(), s.n_in + s.ldx_pad, s.n_out + s.ldy_pad, s.accumulate);
+    return y;
+}
+
+TEST(QuantLinear, FastPathMatchesReferenceBitExact) {
+    if (!QuantLinear::has_fast_path(fast_ctx(1))) GTEST_SKIP() << "no AVX-512 VNNI";
+    uint32_t seed = 100;
+    for (GgmlType type : kTypes) {
+        for (const Shape& s : shapes()) {
+            seed += 7;
+            const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
+            const auto bias = random_vec(s.n_out, seed + 1);
+            const int64_t ldx = s.n_in + s.ldx_pad, ldy = s.n_out + s.ldy_pad;
+            const auto x = make_x(s.m, ldx, s.n_in, seed + 2);
+            const auto y0 = random_vec(s.m * ldy, seed + 3);
+            const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
+            auto ref =
+                QuantLinear::create(kRefCtx, {&part, 1}, s.n_in, s.bias ? bias.data() : nullptr);
+            ASSERT_TRUE(ref.ok()) << ref.error().message();
+            ASSERT_FALSE(ref->uses_fast_path());
+            const auto want = run(*ref, s, x, y0);
+            for (int n_threads : {1, 2}) {
+                auto fast = QuantLinear::create(fast_ctx(n_threads), {&part, 1}, s.n_in,
+                                                s.bias ? bias.data() : nullptr);
+                ASSERT_TRUE(fast.ok()) << fast.error().message();
+                ASSERT_TRUE(fast->uses_fast_path());
+                const auto got = run(*fast, s, x, y0);
+                for (size_t i = 0; i < got.size(); ++i) {
+                    // Same integer sums and the same fp32 operations in the same order.
+                    ASSERT_EQ(got[i], want[i]) << describe(type, s, n_threads) << " at " << i;
+                }
+            }
+        }
+    }
+}
+
+// Checks y (from any QuantLinear over `w_deq`) against fp32 on the dequantized weights within
+// the activation-quantization bound of the file comment, plus `w_err` per element of weight
+// error (create_from_f32).
+void expect_near_fp32(const std::vector<float>& y, const std::vector<float>& y0,
+                      const std::vector<float>& x, const std::vector<float>& w,
+                      const std::vector<float>& bias, const Shape& s, float w_err_scale,
+                      const std::string& what) {
+    const int64_t ldx = s.n_in + s.ldx_pad, ldy = s.n_out + s.ldy_pad;
+    for (int64_t r = 0; r < s.m; ++r) {
+        for (int64_t o = 0; o < ldy; ++o) {
+            const size_t iy = static_cast<size_t>(r * ldy + o);
+            if (o >= s.n_out) {
+                ASSERT_EQ(y[iy], y0[iy]) << what << ": wrote into the row padding";
+                continue;
+            }
+            double want = 0.0, mag = 0.0, bound = 0.0;
+            for (int64_t b = 0; b < s.n_in / 32; ++b) {
+                double amax_x = 0.0, amax_w = 0.0, sum_w = 0.0, sum_x = 0.0;
+                for (int64_t j = b * 32; j < b * 32 + 32; ++j) {
+                    const double xj = x[r * ldx + j], wj = w[o * s.n_in + j];
+                    want += xj * wj;
+                    mag += std::fabs(xj * wj);
+                    amax_x = std::max(amax_x, std::fabs(xj));
+                    amax_w = std::max(amax_w, std::fabs(wj));
+                    sum_w += std::fabs(wj);
+                    sum_x += std::fabs(xj);
+                }
+                const double ex = amax_x / 254.0, ew = w_err_scale * amax_w / 254.0;
+                bound += ex * sum_w + ew * sum_x + 32.0 * ex * ew;
+            }
+            if (s.bias) want += bias[o];
+            if (s.accumulate) want += y0[iy];
+            const double tol = 1.01 * bound + 1e-5 * (mag + std::fabs(want)) + 1e-6;
+            ASSERT_NEAR(y[iy], want, tol) << what << " r=" << r << " o=" << o;
+        }
+    }
+}
+
+TEST(QuantLinear, MatchesFp32WithinActivationRounding) {
+    uint32_t seed = 500;
+    for (GgmlType type : kTypes) {
+        for (const Shape& s : shapes()) {
+            seed += 7;
+            const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
+            const auto bias = random_vec(s.n_out, seed + 1);
+            const auto x = make_x(s.m, s.n_in + s.ldx_pad, s.n_in, seed + 2);
+            const auto y0 = random_vec(s.m * (s.n_out + s.ldy_pad), seed + 3);
+            const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
+            // The fast path where there is one (bit-identical to the reference, tested above).
+            auto lin = QuantLinear::create(fast_ctx(2), {&part, 1}, s.n_in,
+                                           s.bias ? bias.data() : nullptr);
+            ASSERT_TRUE(lin.ok()) << lin.error().message();
+            EXPECT_EQ(lin->type(), type);
+            EXPECT_EQ(lin->n_in(), s.n_in);
+            EXPECT_EQ(lin->n_out(), s.n_out);
+            const auto y = run(*lin, s, x, y0);
+            expect_near_fp32(y, y0, x, wq.deq, bias, s, 0.0f, describe(type, s, 2));
+        }
+    }
+}
+
+// Q8_0 requantization: |w - w_q| <= amax_w / 254 per element (fp16 rounding of the scale is
+// absorbed by rounding q against the stored scale; 1.01 covers the clamp case).
+TEST(QuantLinear, FromF32WithinWeightAndActivationRounding) {
+    uint32_t seed = 900;
+    for (const Shape& s : shapes()) {
+        seed += 7;
+        const auto w = random_vec(s.n_out * s.n_in, seed);
+        const auto bias = random_vec(s.n_out, seed + 1);
+        const auto x = make_x(s.m, s.n_in + s.ldx_pad, s.n_in, seed + 2);
+        const auto y0 = random_vec(s.m * (s.n_out + s.ldy_pad), seed + 3);
+        for (const KernelContext& ctx : {kRefCtx, fast_ctx(2)}) {
+            auto lin = QuantLinear::create_from_f32(ctx, w.data(), s.n_out, s.n_in,
+                                                    s.bias ? bias.data() : nullptr);
+            ASSERT_TRUE(lin.ok()) << lin.error().message();
+            EXPECT_EQ(lin->type(), GgmlType::Q8_0);
+            const auto y = run(*lin, s, x, y0);
+            expect_near_fp32(y, y0, x, w, bias, s, 1.01f,
+                             "from_f32 " + describe(GgmlType::Q8_0, s, ctx.n_threads));
+        }
+    }
+}
+
+TEST(QuantLinear, StackedPartsEqualOneMatrix) {
+    const int64_t n_in = 128, rows[] = {40, 9, 23};
+    const int64_t n_out = rows[0] + rows[1] + rows[2];
+    const QuantMatrix all = make_matrix(GgmlType::Q4_1, n_out, n_in, 7);
+    const size_t row_bytes = static_cast<size_t>(n_in / 32) * 20;  // Q4_1: 20 bytes / block
+    std::vector<QuantLinear::Part> parts;
+    size_t offset = 0;
+    for (int64_t r : rows) {
+        parts.push_back({GgmlType::Q4_1, all.blocks.data() + offset, r});
+        offset += static_cast<size_t>(r) * row_bytes;
+    }
+    const auto bias = random_vec(n_out, 8);
+    const QuantLinear::Part whole{GgmlType::Q4_1, all.blocks.data(), n_out};
+    auto a = QuantLinear::create(fast_ctx(1), parts, n_in, bias.data());
+    auto b = QuantLinear::create(fast_ctx(1), {&whole, 1}, n_in, bias.data());
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->n_out(), n_out);
+    EXPECT_EQ(a->weight_bytes(), b->weight_bytes());
+    // 5 groups of 16 rows x 4 blocks x (256 + 32 + 32) bytes.
+    EXPECT_EQ(a->weight_bytes(), 5u * 4u * 320u);
+    const auto x = random_vec(3 * n_in, 9);
+    std::vector<float> ya(3 * n_out), yb(3 * n_out);
+    a->forward(x.data(), 3, ya.data());
+    b->forward(x.data(), 3, yb.data());
+    EXPECT_EQ(ya, yb);
+}
+
+TEST(QuantLinear, ZeroRowsIsANoOp) {
+    const QuantMatrix wq = make_matrix(GgmlType::Q8_0, 16, 32, 3);
+    const QuantLinear::Part part{GgmlType::Q8_0, wq.blocks.data(), 16};
+    auto lin = QuantLinear::create(fast_ctx(1), {&part, 1}, 32);
+    ASSERT_TRUE(lin.ok());
+    std::vector<float> y(16, 5.0f);
+    lin->forward(nullptr, 0, y.data());
+    EXPECT_EQ(y, std::vector<float>(16, 5.0f));
+}
+
+TEST(QuantLinear, SupportedTypes) {
+    for (GgmlType type : kTypes) EXPECT_TRUE(QuantLinear::supports(type)) << ggml_type_name(type);
+    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_K,
+                          GgmlType::Q6_K, GgmlType::Q8_1}) {
+        EXPECT_FALSE(QuantLinear::supports(type)) << ggml_type_name(type);
+    }
+    EXPECT_FALSE(QuantLinear::has_fast_path(kRefCtx));
+}
+
+void expect_error(const Result<QuantLinear>& r, ErrorCode code, const std::string& needle) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), code) << r.error().message();
+    EXPECT_NE(r.error().message().find(needle), std::string::npos)
+        << "'" << r.error().message() << "' lacks '" << needle << "'";
+}
+
+TEST(QuantLinear, RejectsBadInput) {
+    const std::vector<uint8_t> data(64 * 34 * 4, 0);
+    const KernelContext ctx = fast_ctx(1);
+    const QuantLinear::Part q4k{GgmlType::Q4_K, data.data(), 4};
+    expect_error(QuantLinear::create(ctx, {&q4k, 1}, 256), ErrorCode::kUnsupported, "Q4_K");
+    const QuantLinear::Part f32{GgmlType::F32, data.data(), 4};
+    expect_error(QuantLinear::create(ctx, {&f32, 1}, 32), ErrorCode::kUnsupported, "F32");
+    const QuantLinear::Part q8{GgmlType::Q8_0, data.data(), 4};
+    expect_error(QuantLinear::create(ctx, {&q8, 1}, 48), ErrorCode::kInvalidArgument, "n_in=48");
+    expect_error(QuantLinear::create(ctx, {&q8, 1}, 0), ErrorCode::kInvalidArgument, "n_in=0");
+    const QuantLinear::Part null_part{GgmlType::Q8_0, nullptr, 4};
+    expect_error(QuantLinear::create(ctx, {&null_part, 1}, 32), ErrorCode::kInvalidArgument,
+                 "null=true");
+    const QuantLinear::Part empty_part{GgmlType::Q8_0, data.data(), 0};
+    expect_error(QuantLinear::create(ctx, {&empty_part, 1}, 32), ErrorCode::kInvalidArgument,
+                 "n_out=0");
+    expect_error(QuantLinear::create(ctx, {}, 32), ErrorCode::kInvalidArgument, "no weight");
+    const QuantLinear::Part mixed[] = {q8, {GgmlType::Q4_0, data.data(), 4}};
+    expect_error(QuantLinear::create(ctx, mixed, 32), ErrorCode::kUnsupported, "Q4_0");
+    const std::vector<float> w(4 * 48, 1.0f);
+    expect_error(QuantLinear::create_from_f32(ctx, w.data(), 4, 48), ErrorCode::kInvalidArgument,
+                 "n_in=48");
+    expect_error(QuantLinear::create_from_f32(ctx, nullptr, 4, 32), ErrorCode::kInvalidArgument,
+                 "null=true");
+}
+
+}  // namespace
+}  // namespace lazyllm::kernels
