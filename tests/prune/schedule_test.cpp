@@ -347,12 +347,19 @@ TEST(Policy, ParseAndName) {
 namespace lazyllm::prune {
 namespace {
 
-TEST(ModelDefaults, SmolLM2HasItsMeasuredSchedule) {
+// The built-in default is the schedule `lazyllm tune` wrote, committed with its provenance.
+TEST(ModelDefaults, SmolLM2HasItsTunedSchedule) {
     std::string_view source;
     const Schedule s = model_default_schedule({"llama", 30, 576, 9, 49152}, &source);
-    EXPECT_EQ(s.boundaries, (std::vector<int>{8, 18, 26}));
-    EXPECT_EQ(s.keep, (std::vector<float>{0.4f, 0.2f, 0.1f}));
-    EXPECT_EQ(s.keep_first, 40);
+    auto tuned = load_schedule_file(std::string(LAZYLLM_SOURCE_DIR) +
+                                        "/schedules/smollm2-135m-instruct.json",
+                                    30);
+    ASSERT_TRUE(tuned.ok()) << tuned.error().message();
+    EXPECT_EQ(s.boundaries, tuned->boundaries);
+    EXPECT_EQ(s.keep, tuned->keep);
+    EXPECT_EQ(s.keep_first, tuned->keep_first);
+    EXPECT_EQ(s.prune_decode, tuned->prune_decode);
+    EXPECT_EQ(s.boundaries, (std::vector<int>{6, 15, 24}));
     EXPECT_NE(source, "generic");
     EXPECT_TRUE(validate_schedule(s, 30).ok());
 }
