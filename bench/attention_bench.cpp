@@ -1,10 +1,18 @@
 // Attention micro-benchmarks at SmolLM2-135M's shape (9 query heads, 3 KV heads, head_dim 64):
 // full causal prefill of n queries over n keys, and decode (1 query over n keys), for
-// n = 1k..8k, per kernel (ISA). GFLOPS counts the causal work actually needed:
-// 4 * head_dim * n_head * sum_i visible_i (Q.K^T and P.V, 2 flops per multiply-add).
+// n = 1k..8k, per kernel (ISA) and K/V element type (fp32, f16). GFLOPS counts the causal work
+// actually needed: 4 * head_dim * n_head * sum_i visible_i (Q.K^T and P.V, 2 flops per
+// multiply-add).
+//
+// BM_AttentionDecode is the decode step's streaming loop: K/V bytes read per second
+// (bytes_per_second: n rows of K and V, n_head_kv * head_dim elements each, per layer), with
+// the keys as the contiguous rows [0, n) or as n rows by index, a sorted random half of a
+// 2n-row cache (a pruned step reading its key set straight from the cache), over one layer's
+// cache (warm) or 30 layers' (a decode step: cold).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -12,42 +20,74 @@
 
 #include "kernels/attention.h"
 #include "kernels/cpu.h"
+#include "kernels/quant_blocks.h"
 
 namespace lazyllm::kernels {
 namespace {
 
 constexpr int kHead = 9, kHeadKv = 3, kHeadDim = 64;
+constexpr int64_t kRowElems = kHeadKv * kHeadDim;
 
 struct Buffers {
-    std::vector<float> q, k, v, out;
-    std::vector<int32_t> q_pos, kv_pos;
+    std::vector<float> q, k, v, out;  // k, v: fp32 caches (empty for f16)
+    std::vector<uint16_t> k16, v16;   // f16 caches
+    std::vector<int32_t> q_pos, kv_pos, kv_row;
+    int64_t layer_stride = 0;  // elements between the caches of consecutive layers
 };
 
-AttentionArgs make_args(Buffers& b, int64_t n_q, int64_t n_kv) {
-    std::mt19937 rng(1);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    auto fill = [&](std::vector<float>& x, size_t n) {
-        x.resize(n);
-        for (float& e : x) e = dist(rng);
+// n_q queries at the last positions over n_kv keys, K/V for n_layers layers (the args point at
+// layer 0). indexed: the keys are n_kv rows of a 2 * n_kv row cache (sorted random subset),
+// read through kv_row.
+AttentionArgs make_args(Buffers& b, int64_t n_q, int64_t n_kv, KvType type, bool indexed,
+                        int n_layers = 1) {
+    uint32_t state = 1;
+    auto next = [&state] {  // uniform in [-1, 1): an LCG, fast enough for 100M elements
+        state = state * 1664525u + 1013904223u;
+        return static_cast<float>(static_cast<int32_t>(state)) * 0x1p-31f;
     };
-    fill(b.q, n_q * kHead * kHeadDim);
-    fill(b.k, n_kv * kHeadKv * kHeadDim);
-    fill(b.v, n_kv * kHeadKv * kHeadDim);
+    const int64_t n_rows = indexed ? 2 * n_kv : n_kv;
+    const size_t n_elems = static_cast<size_t>(n_layers * n_rows * kRowElems);
+    b.q.resize(n_q * kHead * kHeadDim);
+    for (float& e : b.q) e = next();
+    if (type == KvType::kF16) {
+        b.k16.resize(n_elems);
+        b.v16.resize(n_elems);
+        for (size_t i = 0; i < n_elems; ++i) {
+            b.k16[i] = quant::fp32_to_fp16_scalar(next());
+            b.v16[i] = quant::fp32_to_fp16_scalar(next());
+        }
+    } else {
+        b.k.resize(n_elems);
+        b.v.resize(n_elems);
+        for (size_t i = 0; i < n_elems; ++i) {
+            b.k[i] = next();
+            b.v[i] = next();
+        }
+    }
+    b.layer_stride = n_rows * kRowElems;
     b.out.assign(n_q * kHead * kHeadDim, 0.0f);
-    b.kv_pos.resize(n_kv);
-    std::iota(b.kv_pos.begin(), b.kv_pos.end(), 0);
+    b.kv_row.resize(n_rows);
+    std::iota(b.kv_row.begin(), b.kv_row.end(), 0);
+    if (indexed) {
+        std::shuffle(b.kv_row.begin(), b.kv_row.end(), std::mt19937(1));
+        b.kv_row.resize(n_kv);
+        std::sort(b.kv_row.begin(), b.kv_row.end());
+    }
+    b.kv_pos = b.kv_row;  // the cache is position-addressed
     b.q_pos.resize(n_q);
-    std::iota(b.q_pos.begin(), b.q_pos.end(), static_cast<int32_t>(n_kv - n_q));
+    std::iota(b.q_pos.begin(), b.q_pos.end(), static_cast<int32_t>(b.kv_pos.back() + 1 - n_q));
     AttentionArgs a;
     a.q = b.q.data();
     a.q_pos = b.q_pos.data();
     a.n_q = n_q;
     a.q_stride = kHead * kHeadDim;
-    a.k = b.k.data();
-    a.v = b.v.data();
+    a.kv_type = type;
+    a.k = type == KvType::kF16 ? static_cast<const void*>(b.k16.data()) : b.k.data();
+    a.v = type == KvType::kF16 ? static_cast<const void*>(b.v16.data()) : b.v.data();
+    a.kv_row = indexed ? b.kv_row.data() : nullptr;
     a.kv_pos = b.kv_pos.data();
     a.n_kv = n_kv;
-    a.kv_stride = kHeadKv * kHeadDim;
+    a.kv_stride = kRowElems;
     a.n_head = kHead;
     a.n_head_kv = kHeadKv;
     a.head_dim = kHeadDim;
@@ -57,49 +97,92 @@ AttentionArgs make_args(Buffers& b, int64_t n_q, int64_t n_kv) {
     return a;
 }
 
-// args: n (context), decode (0: n queries over n keys, 1: one query over n keys).
-void run_attention(benchmark::State& state, Isa isa) {
+// The args of layer il (same queries and keys, that layer's K/V).
+AttentionArgs layer_args(const AttentionArgs& a0, const Buffers& b, int il) {
+    AttentionArgs a = a0;
+    const int64_t off = il * b.layer_stride * static_cast<int64_t>(kv_type_size(a0.kv_type));
+    a.k = static_cast<const char*>(a0.k) + off;
+    a.v = static_cast<const char*>(a0.v) + off;
+    return a;
+}
+
+double visible_pairs(const Buffers& b) {  // sum over queries of visible keys
+    double visible = 0.0;
+    for (int32_t p : b.q_pos) {
+        visible += static_cast<double>(std::upper_bound(b.kv_pos.begin(), b.kv_pos.end(), p) -
+                                       b.kv_pos.begin());
+    }
+    return visible;
+}
+
+// n_layers > 1: each iteration runs every layer's cache once, as a decode step does, so the
+// K/V come from beyond L2 (n_layers = 30, SmolLM2-135M's depth: 23-189 MB at 1k-8k keys).
+void run(benchmark::State& state, Isa isa, int64_t n_q, int64_t n_kv, KvType type, bool indexed,
+         int n_layers = 1) {
     if (!isa_supported(isa, detect_cpu_features())) {
         state.SkipWithError("ISA not supported by this CPU");
         return;
     }
-    const int64_t n = state.range(0);
-    const bool decode = state.range(1) != 0;
-    const int64_t n_q = decode ? 1 : n;
     Buffers b;
-    const AttentionArgs a = make_args(b, n_q, n);
+    const AttentionArgs a0 = make_args(b, n_q, n_kv, type, indexed, n_layers);
+    std::vector<AttentionArgs> layers;
+    for (int il = 0; il < n_layers; ++il) layers.push_back(layer_args(a0, b, il));
     const KernelContext ctx{isa, omp_get_max_threads()};
-    double visible = 0.0;  // sum over queries of visible keys
-    for (int64_t i = 0; i < n_q; ++i) visible += static_cast<double>(b.q_pos[i] + 1);
     for (auto _ : state) {
-        attention(ctx, a);
+        for (const AttentionArgs& a : layers) attention(ctx, a);
         benchmark::DoNotOptimize(b.out.data());
         benchmark::ClobberMemory();
     }
-    state.counters["GFLOPS"] = benchmark::Counter(4.0 * kHeadDim * kHead * visible * 1e-9,
-                                                  benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GFLOPS"] =
+        benchmark::Counter(4.0 * kHeadDim * kHead * visible_pairs(b) * n_layers * 1e-9,
+                           benchmark::Counter::kIsIterationInvariantRate);
     state.counters["threads"] = ctx.n_threads;
+    state.SetBytesProcessed(state.iterations() * n_layers * n_kv * 2 * kRowElems *
+                            static_cast<int64_t>(kv_type_size(type)));
+}
+
+// args: n (context), decode (0: n queries over n keys, 1: one query over n keys), f16.
+void run_attention(benchmark::State& state, Isa isa) {
+    const int64_t n = state.range(0);
+    const KvType type = state.range(2) != 0 ? KvType::kF16 : KvType::kF32;
+    run(state, isa, state.range(1) != 0 ? 1 : n, n, type, /*indexed=*/false);
 }
 
 void BM_AttentionAvx512(benchmark::State& state) { run_attention(state, Isa::kAvx512); }
 void BM_AttentionAmx(benchmark::State& state) { run_attention(state, Isa::kAmx); }
 
 void contexts(benchmark::internal::Benchmark* b) {
-    for (int decode : {0, 1}) {
-        for (int64_t n : {1024, 2048, 4096, 8192}) b->Args({n, decode});
+    for (int f16 : {0, 1}) {
+        for (int decode : {0, 1}) {
+            for (int64_t n : {1024, 2048, 4096, 8192}) b->Args({n, decode, f16});
+        }
     }
-    b->ArgNames({"n", "decode"});
+    b->ArgNames({"n", "decode", "f16"});
     b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 BENCHMARK(BM_AttentionAvx512)->Apply(contexts);
 BENCHMARK(BM_AttentionAmx)->Apply(contexts);
 
+// Decode (1 query): args n, f16, indexed, layers (1: one cache, warm in L2 for n <= 4k;
+// 30: a whole decode step's caches, streamed from L3 or DRAM).
+void BM_AttentionDecode(benchmark::State& state) {
+    run(state, best_isa(detect_cpu_features()), 1, state.range(0),
+        state.range(1) != 0 ? KvType::kF16 : KvType::kF32, state.range(2) != 0,
+        static_cast<int>(state.range(3)));
+}
+BENCHMARK(BM_AttentionDecode)
+    ->ArgsProduct({{1024, 2048, 4096, 8192}, {0, 1}, {0, 1}, {1, 30}})
+    ->ArgNames({"n", "f16", "indexed", "layers"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // LazyLLM importance scores (one query row, all heads) at a boundary layer.
 void BM_ScoresHeadMean(benchmark::State& state) {
     const int64_t n = state.range(0);
     Buffers b;
-    const AttentionArgs a = make_args(b, 1, n);
+    const AttentionArgs a =
+        make_args(b, 1, n, state.range(1) != 0 ? KvType::kF16 : KvType::kF32, false);
     const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads()};
     std::vector<float> scores(n);
     for (auto _ : state) {
@@ -107,7 +190,11 @@ void BM_ScoresHeadMean(benchmark::State& state) {
         benchmark::DoNotOptimize(scores.data());
     }
 }
-BENCHMARK(BM_ScoresHeadMean)->Arg(4096)->Arg(8192)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_ScoresHeadMean)
+    ->ArgsProduct({{4096, 8192}, {0, 1}})
+    ->ArgNames({"n", "f16"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace lazyllm::kernels

@@ -20,6 +20,9 @@ struct EngineOptions {
     std::string model_path;
     int n_threads = 0;              // 0: all cores
     std::string precision = "auto";  // auto | f32 | bf16 (GEMM weights and activations)
+    // Decode steps on the GGUF's own 4/8-bit blocks (AVX-512 VNNI); false: the GEMM weights.
+    // Never used with precision f32.
+    bool quantized_decode = true;
 };
 
 // What `lazyllm info` and `run --verbose` print.
@@ -32,6 +35,7 @@ struct ModelSummary {
     std::string tokenizer;  // e.g. "gpt2 (pre: smollm)"
     std::string isa;        // kernels in use: ref | avx2 | avx512 | amx
     std::string gemm;       // bf16 | f32
+    std::string decode;     // quant (QuantLinear, VNNI) | gemm (the prefill weights)
     int n_threads = 0;
     double load_ms = 0.0;
     uint64_t file_bytes = 0;

@@ -5,7 +5,10 @@
 // - kAmx: bf16 AMX tiles (attention_amx.cpp) when the call has enough queries to pay for the
 //   one-off bf16 packing of K and V (prefill), else the AVX-512 fp32 kernel;
 // - kAvx512: the fp32 kernels (attention_avx512.cpp): queries in lanes for full tiles, keys
-//   in lanes for tiles with few real lanes (decode);
+//   in lanes for tiles with few real lanes;
+// - decode (one tile of few lanes per KV head: a query row or two) on kAvx512 / kAmx: the
+//   keys-in-lanes kernel over the tiles of all KV heads at once, so each K/V row is read from
+//   memory once for all query heads, contiguously when the keys are a prefix;
 // - kAvx2 / kRef, or a head_dim without a kernel: the reference, parallel over query rows.
 // Keys visible to a query are a prefix of the (sorted) key set, so each tile only scans keys
 // below its largest visible count: the causal half of the work, never the masked half.
@@ -39,6 +42,7 @@ constexpr int64_t kMinSplitKeys = 256;
 
 void validate(const AttentionArgs& a) {
     LAZYLLM_CHECK(a.n_q >= 0 && a.n_kv >= 0);
+    LAZYLLM_CHECK(a.kv_type == KvType::kF32 || a.kv_type == KvType::kF16);
     LAZYLLM_CHECK(a.n_head > 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0);
     LAZYLLM_CHECK(a.head_dim > 0);
     LAZYLLM_CHECK(a.q_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
@@ -87,18 +91,21 @@ AttnTile make_tile(const AttentionArgs& a, const std::vector<int64_t>& n_vis, in
     return t;
 }
 
-// Merges key-split partial states into `dst` (FlashDecoding's log-sum-exp combination).
-void merge_states(const AttnState* parts, int n_parts, int head_dim, AttnState& dst) {
+// Merges key-split partial states parts[0], parts[stride], ... into `dst` (FlashDecoding's
+// log-sum-exp combination).
+void merge_states(const AttnState* parts, int n_parts, int64_t stride, int head_dim,
+                  AttnState& dst) {
     for (int lane = 0; lane < kAttnLanes; ++lane) {
         float m = detail::kAttnMaxInit;
-        for (int p = 0; p < n_parts; ++p) m = std::max(m, parts[p].m[lane]);
+        for (int p = 0; p < n_parts; ++p) m = std::max(m, parts[p * stride].m[lane]);
         float l = 0.0f;
         for (int c = 0; c < head_dim; ++c) dst.o[c * kAttnLanes + lane] = 0.0f;
         for (int p = 0; p < n_parts; ++p) {
-            const float w = std::exp2(parts[p].m[lane] - m);
-            l += w * parts[p].l[lane];
+            const AttnState& part = parts[p * stride];
+            const float w = std::exp2(part.m[lane] - m);
+            l += w * part.l[lane];
             for (int c = 0; c < head_dim; ++c) {
-                dst.o[c * kAttnLanes + lane] += w * parts[p].o[c * kAttnLanes + lane];
+                dst.o[c * kAttnLanes + lane] += w * part.o[c * kAttnLanes + lane];
             }
         }
         dst.m[lane] = m;
@@ -106,25 +113,106 @@ void merge_states(const AttnState* parts, int n_parts, int head_dim, AttnState& 
     }
 }
 
-template <typename TileFn>
-void run_tiles(const KernelContext& ctx, const AttentionArgs& a, TileFn&& tile_fn) {
+// Part `part` of [0, n) cut into n_split aligned chunks (the last ones may be empty).
+void split_range(int64_t n, int64_t n_split, int64_t part, int64_t& j0, int64_t& j1) {
+    const int64_t per = (n + n_split - 1) / n_split;
+    const int64_t step = (per + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
+    j0 = std::min(part * step, n);
+    j1 = std::min(j0 + step, n);
+}
+
+void clear_state(int head_dim, AttnState& st) {
+    std::fill(st.m, st.m + kAttnLanes, detail::kAttnMaxInit);
+    std::fill(st.l, st.l + kAttnLanes, 0.0f);
+    std::fill(st.o, st.o + head_dim * kAttnLanes, 0.0f);
+}
+
+// Number of key chunks for `n_tasks` independent tasks over up to max_vis keys: split only
+// when the tasks alone cannot keep the threads busy.
+int64_t key_splits(int n_threads, int64_t n_tasks, int64_t max_vis) {
+    if (n_threads <= 1 || n_tasks >= 2 * n_threads) return 1;
+    const int64_t want = (4 * n_threads + n_tasks - 1) / n_tasks;
+    return std::clamp<int64_t>(max_vis / kMinSplitKeys, 1, want);
+}
+
+// Scratch of one decode call: per (key chunk, KV head) a tile state. Grow-only, owned by the
+// calling thread (decode runs this once per layer and token).
+struct DecodeScratch {
+    std::vector<AttnTile> tiles;   // [n_head_kv]
+    std::vector<AttnState> parts;  // [n_split][n_head_kv]
+    std::vector<float> o;          // [n_split][n_head_kv][head_dim][16]
+};
+
+// Decode: one tile of few lanes per KV head, all over the same rows. Each work item runs the
+// tiles of every KV head over one chunk of keys (one pass over each K/V row); chunks are
+// merged per KV head.
+void run_decode(const KernelContext& ctx, const AttentionArgs& a,
+                const std::vector<int64_t>& n_vis) {
     const int n_threads = std::max(1, ctx.n_threads);
-    const int group = a.n_head / a.n_head_kv;
+    const int n_g = a.n_head_kv;
     const int d = a.head_dim;
+    thread_local DecodeScratch scratch_for_thread;
+    DecodeScratch& sc = scratch_for_thread;  // workers must see this thread's copy
+    sc.tiles.resize(n_g);
+    for (int g = 0; g < n_g; ++g) sc.tiles[g] = make_tile(a, n_vis, g, 0);
+    const int64_t n_keys = sc.tiles[0].n_vis_max;  // the same rows in every tile
+    const int64_t n_split = key_splits(n_threads, 1, n_keys);
+    sc.parts.resize(n_split * n_g);
+    const int64_t o_size = static_cast<int64_t>(d) * kAttnLanes;
+    if (static_cast<int64_t>(sc.o.size()) < n_split * n_g * o_size) {
+        sc.o.resize(n_split * n_g * o_size);
+    }
+    for (int64_t i = 0; i < n_split * n_g; ++i) sc.parts[i].o = sc.o.data() + i * o_size;
+    if (n_keys == 0) {
+        for (int g = 0; g < n_g; ++g) clear_state(d, sc.parts[g]);
+    } else if (n_split == 1) {
+        detail::attention_lanes_avx512(a, sc.tiles.data(), n_g, 0, n_keys, sc.parts.data());
+    } else {
+#pragma omp parallel for num_threads(static_cast<int>(std::min<int64_t>(n_threads, n_split))) \
+    schedule(dynamic, 1)
+        for (int64_t part = 0; part < n_split; ++part) {
+            int64_t j0 = 0, j1 = 0;
+            split_range(n_keys, n_split, part, j0, j1);
+            AttnState* states = sc.parts.data() + part * n_g;
+            if (j1 > j0) {
+                detail::attention_lanes_avx512(a, sc.tiles.data(), n_g, j0, j1, states);
+            } else {
+                for (int g = 0; g < n_g; ++g) clear_state(d, states[g]);
+            }
+        }
+    }
+    alignas(64) float o_buf[kMaxHeadDim * kAttnLanes];
+    for (int g = 0; g < n_g; ++g) {
+        if (n_split == 1) {
+            detail::attention_finalize_avx512(a, sc.tiles[g], sc.parts[g]);
+            continue;
+        }
+        AttnState merged;
+        merged.o = o_buf;
+        merge_states(sc.parts.data() + g, static_cast<int>(n_split), n_g, d, merged);
+        detail::attention_finalize_avx512(a, sc.tiles[g], merged);
+    }
+}
+
+std::vector<int64_t> visible_counts(const AttentionArgs& a) {
     std::vector<int64_t> n_vis(a.n_q);  // [n_q] visible key count of each query row
     for (int64_t i = 0; i < a.n_q; ++i) {
         n_vis[i] = std::upper_bound(a.kv_pos, a.kv_pos + a.n_kv, a.q_pos[i]) - a.kv_pos;
     }
+    return n_vis;
+}
+
+template <typename TileFn>
+void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vector<int64_t>& n_vis,
+               TileFn&& tile_fn) {
+    const int n_threads = std::max(1, ctx.n_threads);
+    const int group = a.n_head / a.n_head_kv;
+    const int d = a.head_dim;
     const int64_t tiles_per_head = (a.n_q * group + kAttnLanes - 1) / kAttnLanes;
     const int64_t n_tasks = tiles_per_head * a.n_head_kv;
     const int64_t max_vis = *std::max_element(n_vis.begin(), n_vis.end());
 
-    // Split along keys only when the tiles alone cannot keep the threads busy.
-    int64_t n_split = 1;
-    if (n_threads > 1 && n_tasks < 2 * n_threads) {
-        const int64_t want = (4 * n_threads + n_tasks - 1) / n_tasks;
-        n_split = std::clamp<int64_t>(max_vis / kMinSplitKeys, 1, want);
-    }
+    const int64_t n_split = key_splits(n_threads, n_tasks, max_vis);
 
     if (n_split == 1) {
         // Heaviest tiles first (queries usually come in position order, so the last tiles
@@ -165,17 +253,12 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, TileFn&& tile_f
                 make_tile(a, n_vis, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv);
             AttnState& st = parts[item];
             st.o = o_parts.data() + item * d * kAttnLanes;
-            // Aligned chunk boundaries over [0, n_vis_max).
-            const int64_t per = (t.n_vis_max + n_split - 1) / n_split;
-            const int64_t step = (per + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
-            const int64_t j0 = std::min(part * step, t.n_vis_max);
-            const int64_t j1 = std::min(j0 + step, t.n_vis_max);
+            int64_t j0 = 0, j1 = 0;
+            split_range(t.n_vis_max, n_split, part, j0, j1);
             if (j1 > j0) {
                 tile_fn(t, j0, j1, st);
             } else {
-                std::fill(st.m, st.m + kAttnLanes, detail::kAttnMaxInit);
-                std::fill(st.l, st.l + kAttnLanes, 0.0f);
-                std::fill(st.o, st.o + d * kAttnLanes, 0.0f);
+                clear_state(d, st);
             }
         }
 #pragma omp for schedule(static)
@@ -183,7 +266,7 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, TileFn&& tile_f
             alignas(64) float o_buf[kMaxHeadDim * kAttnLanes];
             AttnState merged;
             merged.o = o_buf;
-            merge_states(parts.data() + task * n_split, static_cast<int>(n_split), d, merged);
+            merge_states(parts.data() + task * n_split, static_cast<int>(n_split), 1, d, merged);
             const AttnTile t =
                 make_tile(a, n_vis, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv);
             detail::attention_finalize_avx512(a, t, merged);
@@ -203,6 +286,11 @@ void attention(const KernelContext& ctx, const AttentionArgs& a) {
         return;
     }
     const int group = a.n_head / a.n_head_kv;
+    const std::vector<int64_t> n_vis = visible_counts(a);
+    if (a.n_q * group <= detail::kAttnFewLanes) {
+        run_decode(ctx, a, n_vis);
+        return;
+    }
     if (ctx.isa == Isa::kAmx && a.n_q * group >= kAmxMinQueryVectors &&
         detail::amx_attention_usable(a)) {
         // Per calling thread and grow-only: a prefill runs this once per layer, and a fresh
@@ -212,12 +300,13 @@ void attention(const KernelContext& ctx, const AttentionArgs& a) {
         // copy, not their own thread_local instance.
         const detail::AmxPackedKv& packed = packed_for_thread;
         detail::amx_pack_kv(ctx, a, packed_for_thread);
-        run_tiles(ctx, a, [&packed, &a](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
-            detail::attention_tile_amx(a, packed, t, j0, j1, st);
-        });
+        run_tiles(ctx, a, n_vis,
+                  [&packed, &a](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
+                      detail::attention_tile_amx(a, packed, t, j0, j1, st);
+                  });
         return;
     }
-    run_tiles(ctx, a, [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
+    run_tiles(ctx, a, n_vis, [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
         detail::attention_tile_avx512(a, t, j0, j1, st);
     });
 }
@@ -254,6 +343,16 @@ void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a
             }
             for (int64_t j = j0; j < j1; ++j) scores[j] /= n_heads;
         }
+    }
+}
+
+void kv_store_rows(const KernelContext& ctx, KvType type, const float* src, int64_t src_stride,
+                   int64_t n_rows, int64_t width, const int32_t* rows, void* dst,
+                   int64_t dst_stride) {
+    if (ctx.isa >= Isa::kAvx512) {
+        detail::kv_store_rows_avx512(type, src, src_stride, n_rows, width, rows, dst, dst_stride);
+    } else {
+        ref::kv_store_rows(type, src, src_stride, n_rows, width, rows, dst, dst_stride);
     }
 }
 

@@ -1,24 +1,39 @@
 // Causal grouped-query attention by absolute position, over an arbitrary (sorted) key set, so
 // that pruned steps can attend to any subset of the context. Tiled (flash-style online
 // softmax): no [n_q, n_kv] buffer, so an 8k prompt needs O(tile) scratch per thread.
+//
+// K and V are read where they live: fp32 or IEEE half rows, either the first n_kv rows or the
+// rows named by kv_row (a pruned key set read straight from the position-addressed KV cache,
+// no gather). Arithmetic is fp32 on every path; half values are converted exactly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/cpu.h"
 
 namespace lazyllm::kernels {
 
+// Element type of K and V. kF16 (IEEE binary16, llama.cpp's default cache type) halves the
+// bytes a decode step streams; kF32 keeps the reference path exact.
+enum class KvType : uint8_t { kF32, kF16 };
+
+inline size_t kv_type_size(KvType t) { return t == KvType::kF16 ? 2 : 4; }
+
 struct AttentionArgs {
     const float* q = nullptr;        // [n_q, q_stride], head h at h*head_dim (RoPE applied)
     const int32_t* q_pos = nullptr;  // [n_q] absolute positions
     int64_t n_q = 0;
     int64_t q_stride = 0;
-    const float* k = nullptr;         // [n_kv, kv_stride], kv head g at g*head_dim (RoPE applied)
-    const float* v = nullptr;         // [n_kv, kv_stride]
+    // [rows, kv_stride] elements of kv_type, kv head g at g*head_dim (RoPE applied). Key j is
+    // row kv_row[j], or row j when kv_row is null.
+    const void* k = nullptr;
+    const void* v = nullptr;
+    KvType kv_type = KvType::kF32;
+    const int32_t* kv_row = nullptr;  // [n_kv] or null
     const int32_t* kv_pos = nullptr;  // [n_kv] absolute positions, strictly increasing
     int64_t n_kv = 0;
-    int64_t kv_stride = 0;
+    int64_t kv_stride = 0;  // in elements
     int n_head = 0;
     int n_head_kv = 0;  // n_head % n_head_kv == 0; query head h uses kv head h / (n_head/n_head_kv)
     int head_dim = 0;
@@ -37,10 +52,21 @@ void attention(const KernelContext& ctx, const AttentionArgs& args);
 void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& args,
                                 const float* q_row, int32_t q_pos, float* scores);
 
+// KV cache write: row i of src ([n_rows, width] fp32 at src_stride) goes to row rows[i] of dst
+// ([*, dst_stride] elements of `type`). f16 rounds to nearest even, with the same bits on
+// every path (F16C's VCVTPS2PH and the scalar conversion agree).
+void kv_store_rows(const KernelContext& ctx, KvType type, const float* src, int64_t src_stride,
+                   int64_t n_rows, int64_t width, const int32_t* rows, void* dst,
+                   int64_t dst_stride);
+
 namespace ref {
 void attention(const AttentionArgs& args);
 void attention_scores_head_mean(const AttentionArgs& args, const float* q_row, int32_t q_pos,
                                 float* scores);
+void kv_store_rows(KvType type, const float* src, int64_t src_stride, int64_t n_rows, int64_t width,
+                   const int32_t* rows, void* dst, int64_t dst_stride);
+// Key j's head_dim elements of kv head `kv_head` in `base` (a.k or a.v) as fp32: out [head_dim].
+void load_kv_row(const AttentionArgs& a, const void* base, int64_t j, int kv_head, float* out);
 }  // namespace ref
 
 }  // namespace lazyllm::kernels

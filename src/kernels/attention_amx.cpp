@@ -11,6 +11,7 @@
 // (the conditional rescaling of FlashAttention-4; exact in real arithmetic).
 // Tiles: tmm0-3 O^T (16 dims each), tmm4-5 S^T (16 keys each), tmm6 A operand, tmm7 B operand.
 // head_dim is processed in passes of 64 output dims (S recomputed per pass).
+// The packing reads K/V (fp32 or f16, at row j or kv_row[j]) once per call.
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -49,6 +50,11 @@ bool amx_permission() {
         return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
     }();
     return granted;
+}
+
+// 16 IEEE halves -> fp32 (exact).
+inline __m512 load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
 inline __m512i bf16_pairs(__m512 lo, __m512 hi) {
@@ -247,6 +253,7 @@ void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& 
     if (packed.k.size() < size) packed.k.resize(size);
     if (packed.vt.size() < size) packed.vt.resize(size);
     const int64_t blocks = n_pad / 16;
+    const bool f16 = a.kv_type == KvType::kF16;
     // Each item: 16 keys of one KV head, all head dims.
 #pragma omp parallel for num_threads(std::max(1, ctx.n_threads)) schedule(static)
     for (int64_t item = 0; item < a.n_head_kv * blocks; ++item) {
@@ -257,15 +264,22 @@ void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& 
         // Block of 32 keys containing j0, then the 16-key half.
         uint16_t* vt_dst = packed.vt.data() + static_cast<int64_t>(g) * d * n_pad +
                            (j0 / kKeyBlock) * kKeyBlock * d + j0 % kKeyBlock;
+        int64_t row_off[16];  // element offset of each key's head-g segment (K and V alike)
+        for (int jj = 0; jj < n_rows; ++jj) {
+            const int64_t row = a.kv_row != nullptr ? a.kv_row[j0 + jj] : j0 + jj;
+            row_off[jj] = row * a.kv_stride + static_cast<int64_t>(g) * d;
+        }
         for (int c = 0; c < d; c += 16) {
             __m512 kr[16], vr[16];
             for (int jj = 0; jj < 16; ++jj) {
-                if (jj < n_rows) {
-                    const int64_t off = (j0 + jj) * a.kv_stride + static_cast<int64_t>(g) * d + c;
-                    kr[jj] = _mm512_loadu_ps(a.k + off);
-                    vr[jj] = _mm512_loadu_ps(a.v + off);
-                } else {
+                if (jj >= n_rows) {
                     kr[jj] = vr[jj] = _mm512_setzero_ps();
+                } else if (f16) {
+                    kr[jj] = load_f16(static_cast<const uint16_t*>(a.k) + row_off[jj] + c);
+                    vr[jj] = load_f16(static_cast<const uint16_t*>(a.v) + row_off[jj] + c);
+                } else {
+                    kr[jj] = _mm512_loadu_ps(static_cast<const float*>(a.k) + row_off[jj] + c);
+                    vr[jj] = _mm512_loadu_ps(static_cast<const float*>(a.v) + row_off[jj] + c);
                 }
             }
             for (int jj = 0; jj < 16; ++jj) {

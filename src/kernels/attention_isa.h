@@ -6,6 +6,10 @@
 // one K/V load serves up to 16 queries even at n_q = 1 (GQA group of 3 -> 3 lanes). Scores
 // are computed transposed, S^T[key][lane], which makes the online softmax purely vertical
 // (per-lane max and sum, no horizontal reductions).
+//
+// Tiles with few real lanes (decode) use "keys in lanes" instead (attention_lanes_avx512),
+// and a decode step runs the tiles of every KV head together, so that each K/V row is
+// streamed from memory once, whole and in order, for all query heads.
 #pragma once
 
 #include <cstdint>
@@ -42,9 +46,16 @@ struct AttnState {
 
 // head_dim values the AVX-512 tile kernel is instantiated for (others use the reference).
 bool avx512_attention_head_dim_supported(int head_dim);
+// Tiles with at most this many real lanes run keys in lanes.
+constexpr int kAttnFewLanes = 6;
 // Keys [j_begin, j_end) of `a` for the tile; j_end <= t.n_vis_max. Initializes `st`.
 void attention_tile_avx512(const AttentionArgs& a, const AttnTile& t, int64_t j_begin,
                            int64_t j_end, AttnState& st);
+// Keys in lanes for n_tiles tiles of at most kAttnFewLanes lanes each, over the same keys
+// [j_begin, j_end): per block of 16 keys, the K/V rows of every tile's KV head are read (and
+// converted from f16) once. Initializes states[0..n_tiles).
+void attention_lanes_avx512(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,
+                            int64_t j_begin, int64_t j_end, AttnState* states);
 
 // out = o / l for the tile's real lanes (zeros where no key was visible).
 void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
@@ -66,5 +77,9 @@ void attention_tile_amx(const AttentionArgs& a, const AmxPackedKv& packed, const
 // probs[j] = softmax_j(scale * q_head . k_j) over keys [0, n) of kv head `kv_head` (n >= 1).
 void head_probs_avx512(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n,
                        float* probs);
+
+// kv_store_rows (attention.h) with F16C conversions.
+void kv_store_rows_avx512(KvType type, const float* src, int64_t src_stride, int64_t n_rows,
+                          int64_t width, const int32_t* rows, void* dst, int64_t dst_stride);
 
 }  // namespace lazyllm::kernels::detail

@@ -1,12 +1,14 @@
 // Reference attention: per (query, head), a straightforward two-pass softmax over the keys
-// whose position is <= the query's position. fp32 throughout. The definition the tiled
-// kernels are tested against.
+// whose position is <= the query's position. fp32 throughout (half K/V converted exactly).
+// The definition the tiled kernels are tested against.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/quant_blocks.h"
 
 namespace lazyllm::kernels::ref {
 
@@ -19,10 +21,9 @@ float dot(const float* a, const float* b, int n) {
 }
 
 // probs[j] = softmax_j(scale * q . k_j) over visible keys, 0 for the others.
-// Returns false when no key is visible.
+// Returns false when no key is visible. k_row: [head_dim] scratch.
 bool softmax_row(const AttentionArgs& a, const float* q_head, int32_t q_pos, int kv_head,
-                 float* probs) {
-    const int d = a.head_dim;
+                 float* probs, float* k_row) {
     float max_s = -std::numeric_limits<float>::infinity();
     bool any = false;
     for (int64_t j = 0; j < a.n_kv; ++j) {
@@ -30,8 +31,8 @@ bool softmax_row(const AttentionArgs& a, const float* q_head, int32_t q_pos, int
             probs[j] = 0.0f;
             continue;
         }
-        const float* k = a.k + j * a.kv_stride + static_cast<int64_t>(kv_head) * d;
-        probs[j] = dot(q_head, k, d) * a.scale;
+        load_kv_row(a, a.k, j, kv_head, k_row);
+        probs[j] = dot(q_head, k_row, a.head_dim) * a.scale;
         max_s = std::max(max_s, probs[j]);
         any = true;
     }
@@ -48,21 +49,33 @@ bool softmax_row(const AttentionArgs& a, const float* q_head, int32_t q_pos, int
 
 }  // namespace
 
+void load_kv_row(const AttentionArgs& a, const void* base, int64_t j, int kv_head, float* out) {
+    const int64_t row = a.kv_row != nullptr ? a.kv_row[j] : j;
+    const int64_t off = row * a.kv_stride + static_cast<int64_t>(kv_head) * a.head_dim;
+    if (a.kv_type == KvType::kF16) {
+        const uint16_t* src = static_cast<const uint16_t*>(base) + off;
+        for (int c = 0; c < a.head_dim; ++c) out[c] = quant::fp16_to_fp32_scalar(src[c]);
+    } else {
+        std::memcpy(out, static_cast<const float*>(base) + off, sizeof(float) * a.head_dim);
+    }
+}
+
 void attention(const AttentionArgs& a) {
     const int group = a.n_head / a.n_head_kv;
     const int d = a.head_dim;
     std::vector<float> probs(a.n_kv);  // [n_kv]
+    std::vector<float> row(d);         // [head_dim] one K or V row as fp32
     for (int64_t i = 0; i < a.n_q; ++i) {
         for (int h = 0; h < a.n_head; ++h) {
             const int g = h / group;
             const float* q = a.q + i * a.q_stride + static_cast<int64_t>(h) * d;
             float* out = a.out + i * a.out_stride + static_cast<int64_t>(h) * d;
             std::fill(out, out + d, 0.0f);
-            if (!softmax_row(a, q, a.q_pos[i], g, probs.data())) continue;
+            if (!softmax_row(a, q, a.q_pos[i], g, probs.data(), row.data())) continue;
             for (int64_t j = 0; j < a.n_kv; ++j) {
                 if (probs[j] == 0.0f) continue;
-                const float* v = a.v + j * a.kv_stride + static_cast<int64_t>(g) * d;
-                for (int c = 0; c < d; ++c) out[c] += probs[j] * v[c];
+                load_kv_row(a, a.v, j, g, row.data());
+                for (int c = 0; c < d; ++c) out[c] += probs[j] * row[c];
             }
         }
     }
@@ -71,14 +84,29 @@ void attention(const AttentionArgs& a) {
 void attention_scores_head_mean(const AttentionArgs& a, const float* q_row, int32_t q_pos,
                                 float* scores) {
     const int group = a.n_head / a.n_head_kv;
-    std::vector<float> probs(a.n_kv);  // [n_kv]
+    std::vector<float> probs(a.n_kv);    // [n_kv]
+    std::vector<float> row(a.head_dim);  // [head_dim]
     std::fill(scores, scores + a.n_kv, 0.0f);
     for (int h = 0; h < a.n_head; ++h) {
         const float* q = q_row + static_cast<int64_t>(h) * a.head_dim;
-        if (!softmax_row(a, q, q_pos, h / group, probs.data())) continue;
+        if (!softmax_row(a, q, q_pos, h / group, probs.data(), row.data())) continue;
         for (int64_t j = 0; j < a.n_kv; ++j) scores[j] += probs[j];
     }
     for (int64_t j = 0; j < a.n_kv; ++j) scores[j] /= static_cast<float>(a.n_head);
+}
+
+void kv_store_rows(KvType type, const float* src, int64_t src_stride, int64_t n_rows, int64_t width,
+                   const int32_t* rows, void* dst, int64_t dst_stride) {
+    for (int64_t i = 0; i < n_rows; ++i) {
+        const float* s = src + i * src_stride;
+        const int64_t off = static_cast<int64_t>(rows[i]) * dst_stride;
+        if (type == KvType::kF16) {
+            uint16_t* d = static_cast<uint16_t*>(dst) + off;
+            for (int64_t c = 0; c < width; ++c) d[c] = quant::fp32_to_fp16_scalar(s[c]);
+        } else {
+            std::memcpy(static_cast<float*>(dst) + off, s, sizeof(float) * width);
+        }
+    }
 }
 
 }  // namespace lazyllm::kernels::ref

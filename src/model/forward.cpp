@@ -1,11 +1,11 @@
 // The Llama-family forward over a dense block of live rows (design.md 2): every kernel sees
-// dense rows; the only irregular step is gathering K/V of a pruned key set S.
+// dense rows. The K/V of a pruned key set S are not gathered: attention reads rows S straight
+// from the position-addressed cache (kernels::AttentionArgs::kv_row).
 //   per layer: x = rmsnorm(h); [q|k|v] = x Wqkv^T; rope(q, k) at own positions;
-//              KV[il][pos] = k, v; a = attn(q, KV[il][S]); h += a Wo^T;
+//              KV[il][pos] = k, v (fp32 or f16); a = attn(q, KV[il][S]); h += a Wo^T;
 //              x = rmsnorm(h); [g|u] = x Wgu^T; h += (silu(g) * u) Wdown^T
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "base/check.h"
 #include "base/timer.h"
@@ -73,17 +73,17 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     float* act = grow(s.act, n * F);         // [n, F]
     // bf16 GEMMs take bf16 activations written directly by RMSNorm / SwiGLU (no fp32 round
     // trip through memory); the values are the same RNE roundings the GEMM would apply.
-    const bool bf16 = layers_[run.il_begin].qkv.is_bf16();
+    // A decode step (few rows) streams every weight once for little work: it uses the 4/8-bit
+    // QuantLinear copies (fp32 activations in, quantized per block inside), prefill the GEMMs.
+    const bool quant = quantized_decode_ && n <= kQuantMaxRows;
+    const bool bf16 = !quant && layers_[run.il_begin].qkv.is_bf16();
     uint16_t* x16 = bf16 ? grow(s.x16, n * std::max(E, F)) : nullptr;  // [n, E] or [n, F]
-    const bool gathered = run.key_pos != nullptr;
-    const int32_t* key_pos = gathered ? run.key_pos : kv.iota();
-    if (gathered) {
-        grow(s.k_set, run.n_keys * KV);      // [n_keys, KV]
-        grow(s.v_set, run.n_keys * KV);
-    }
+    // A key set S (pruned step) is read by row index; else keys are the prefix [0, n_keys).
+    const bool key_subset = run.key_pos != nullptr;
+    const int32_t* key_pos = key_subset ? run.key_pos : kv.iota();
     // Causal attention visits about half of the (query, key) pairs of a prefix.
     const double attn_flops = 4.0 * static_cast<double>(n) * static_cast<double>(run.n_keys) *
-                              c.n_head * c.head_dim * (gathered ? 1.0 : 0.5);
+                              c.n_head * c.head_dim * (key_subset ? 1.0 : 0.5);
 
     for (int il = run.il_begin; il < run.il_end; ++il) {
         const LayerWeights& L = layers_[il];
@@ -97,7 +97,9 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         }
         {
             OpTimer t(prof, OpKind::kQkv, 2.0 * n * E * NQKV);
-            if (bf16) {
+            if (quant) {
+                L.qkv_q.forward(x, n, qkv);
+            } else if (bf16) {
                 L.qkv.forward_bf16(x16, n, qkv);
             } else {
                 L.qkv.forward(x, n, qkv);
@@ -108,35 +110,22 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
             kernels::rope(ctx, rope_, c.rope_mode, qkv, run.pos, n, NQKV, c.n_head, c.head_dim);
             kernels::rope(ctx, rope_, c.rope_mode, qkv + Q, run.pos, n, NQKV, c.n_head_kv, c.head_dim);
         }
-        float* k_cache = kv.k(il);  // [n_ctx, KV]
-        float* v_cache = kv.v(il);
+        void* k_cache = kv.k(il);  // [n_ctx, KV] elements of kv.type()
+        void* v_cache = kv.v(il);
         {
             OpTimer t(prof, OpKind::kKvWrite);
-            for (int64_t i = 0; i < n; ++i) {
-                const float* row = qkv + i * NQKV;
-                std::memcpy(k_cache + static_cast<int64_t>(run.pos[i]) * KV, row + Q, KV * sizeof(float));
-                std::memcpy(v_cache + static_cast<int64_t>(run.pos[i]) * KV, row + Q + KV, KV * sizeof(float));
-            }
-        }
-        const float* k_src = k_cache;
-        const float* v_src = v_cache;
-        if (gathered) {
-            OpTimer t(prof, OpKind::kGather);
-            for (int64_t j = 0; j < run.n_keys; ++j) {
-                const int64_t p = key_pos[j];
-                std::memcpy(s.k_set.data() + j * KV, k_cache + p * KV, KV * sizeof(float));
-                std::memcpy(s.v_set.data() + j * KV, v_cache + p * KV, KV * sizeof(float));
-            }
-            k_src = s.k_set.data();
-            v_src = s.v_set.data();
+            kernels::kv_store_rows(ctx, kv.type(), qkv + Q, NQKV, n, KV, run.pos, k_cache, KV);
+            kernels::kv_store_rows(ctx, kv.type(), qkv + Q + KV, NQKV, n, KV, run.pos, v_cache, KV);
         }
         kernels::AttentionArgs a;
         a.q = qkv;
         a.q_pos = run.pos;
         a.n_q = n;
         a.q_stride = NQKV;
-        a.k = k_src;
-        a.v = v_src;
+        a.k = k_cache;
+        a.v = v_cache;
+        a.kv_type = kv.type();
+        a.kv_row = key_subset ? key_pos : nullptr;  // cache row = position
         a.kv_pos = key_pos;
         a.n_kv = run.n_keys;
         a.kv_stride = KV;
@@ -157,7 +146,11 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         }
         {
             OpTimer t(prof, OpKind::kAttnOut, 2.0 * n * Q * E);
-            L.wo.forward(attn, n, run.h, Q, E, /*accumulate=*/true);
+            if (quant) {
+                L.wo_q.forward(attn, n, run.h, Q, E, /*accumulate=*/true);
+            } else {
+                L.wo.forward(attn, n, run.h, Q, E, /*accumulate=*/true);
+            }
         }
         {
             OpTimer t(prof, OpKind::kRmsNorm);
@@ -169,7 +162,9 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         }
         {
             OpTimer t(prof, OpKind::kGateUp, 2.0 * n * E * 2 * F);
-            if (bf16) {
+            if (quant) {
+                L.gate_up_q.forward(x, n, gate_up);
+            } else if (bf16) {
                 L.gate_up.forward_bf16(x16, n, gate_up);
             } else {
                 L.gate_up.forward(x, n, gate_up);
@@ -185,7 +180,9 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         }
         {
             OpTimer t(prof, OpKind::kDown, 2.0 * n * F * E);
-            if (bf16) {
+            if (quant) {
+                L.down_q.forward(act, n, run.h, F, E, /*accumulate=*/true);
+            } else if (bf16) {
                 L.down.forward_bf16(x16, n, run.h, F, E, /*accumulate=*/true);
             } else {
                 L.down.forward(act, n, run.h, F, E, /*accumulate=*/true);
@@ -198,7 +195,11 @@ void LlamaModel::logits(const float* h_row, float* out, ForwardScratch& s, Profi
     OpTimer t(prof, OpKind::kLmHead, 2.0 * config_.n_embd * config_.n_vocab);
     float* x = grow(s.logits_row, config_.n_embd);
     kernels::rms_norm(opts_.ctx, h_row, output_norm_.data(), x, 1, config_.n_embd, config_.rms_eps);
-    lm_head_.forward(x, 1, out);
+    if (quantized_decode_) {
+        lm_head_q_.forward(x, 1, out);
+    } else {
+        lm_head_.forward(x, 1, out);
+    }
 }
 
 }  // namespace lazyllm

@@ -1,5 +1,6 @@
 // Loading: validate every tensor's shape against the config, dequantize once to fp32, and pack
-// into the GEMM's layout (bf16 on AMX/AVX-512-BF16). The token embedding stays quantized in the
+// into the GEMM's layout (bf16 on AMX/AVX-512-BF16); on VNNI machines also keep each matrix in
+// 4/8-bit blocks (QuantLinear) for decode steps. The token embedding stays quantized in the
 // mmap and is dequantized per looked-up row.
 #include "model/llama_model.h"
 
@@ -36,6 +37,26 @@ std::vector<float> concat_rows(std::initializer_list<const std::vector<float>*> 
     out.reserve(total);
     for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
     return out;
+}
+
+// The decode copy of one (possibly fused) matrix: straight from the GGUF's blocks when all
+// parts share a type QuantLinear takes, else requantized to Q8_0 from the fp32 rows `w`
+// (K-quants, mixed-type fusions, F16/F32 weights).
+Result<kernels::QuantLinear> make_quant(const kernels::KernelContext& ctx, const GgufFile& gguf,
+                                        std::initializer_list<std::string> names,
+                                        const std::vector<float>& w, int64_t n_in,
+                                        const float* bias) {
+    std::vector<kernels::QuantLinear::Part> parts;
+    bool direct = true;
+    for (const std::string& n : names) {
+        const GgufTensorInfo* t = gguf.find_tensor(n);  // present: read_tensor_f32 checked it
+        direct = direct && kernels::QuantLinear::supports(t->type) &&
+                 (parts.empty() || parts.front().type == t->type);
+        parts.push_back({t->type, gguf.tensor_data(*t), t->shape.size() > 1 ? t->shape[1] : 1});
+    }
+    const int64_t n_out = static_cast<int64_t>(w.size()) / n_in;
+    if (direct) return kernels::QuantLinear::create(ctx, parts, n_in, bias);
+    return kernels::QuantLinear::create_from_f32(ctx, w.data(), n_out, n_in, bias);
 }
 
 }  // namespace
@@ -97,6 +118,21 @@ Status LlamaModel::load_weights() {
         return kernels::PackedLinear::create(opts_.ctx, w.data(), n_out, n_in, bias, opts_.precision);
     };
 
+    // The quantized decode copies need whole 32-blocks along every n_in (n_embd, n_embd_q, n_ff)
+    // and VNNI; without them (or on the exact fp32 path) decode uses the GEMM weights.
+    quantized_decode_ = opts_.quantized_decode && opts_.precision != kernels::GemmPrecision::kF32 &&
+                        kernels::QuantLinear::has_fast_path(opts_.ctx) && E % 32 == 0 &&
+                        Q % 32 == 0 && F % 32 == 0;
+    auto quant = [&](std::initializer_list<std::string> tensors, const std::vector<float>& w,
+                     int64_t n_in, const float* bias,
+                     kernels::QuantLinear& out) -> Status {
+        if (!quantized_decode_) return {};
+        auto q = make_quant(opts_.ctx, gguf_, tensors, w, n_in, bias);
+        if (!q.ok()) return q.error();
+        out = std::move(q).value();
+        return {};
+    };
+
     layers_.resize(c.n_layer);
     for (int il = 0; il < c.n_layer; ++il) {
         LayerWeights& L = layers_[il];
@@ -118,25 +154,36 @@ Status LlamaModel::load_weights() {
             auto p = pack(wqkv, Q + 2 * KV, E, c.qkv_bias ? bias.data() : nullptr);
             if (!p.ok()) return p.error().with_context(name("attn_qkv"));
             L.qkv = std::move(p).value();
+            Status st = quant({name(names::kAttnQ), name(names::kAttnK), name(names::kAttnV)}, wqkv,
+                              E, c.qkv_bias ? bias.data() : nullptr, L.qkv_q);
+            if (!st.ok()) return st.error().with_context(name("attn_qkv"));
         }
         {
             LAZYLLM_ASSIGN_OR_RETURN(auto wo, read_tensor_f32(gguf_, name(names::kAttnOutput), {Q, E}, isa));
             auto p = pack(wo, E, Q, nullptr);
             if (!p.ok()) return p.error().with_context(name(names::kAttnOutput));
             L.wo = std::move(p).value();
+            Status st = quant({name(names::kAttnOutput)}, wo, Q, nullptr, L.wo_q);
+            if (!st.ok()) return st.error().with_context(name(names::kAttnOutput));
         }
         {
             LAZYLLM_ASSIGN_OR_RETURN(auto wg, read_tensor_f32(gguf_, name(names::kFfnGate), {E, F}, isa));
             LAZYLLM_ASSIGN_OR_RETURN(auto wu, read_tensor_f32(gguf_, name(names::kFfnUp), {E, F}, isa));
-            auto p = pack(concat_rows({&wg, &wu}), 2 * F, E, nullptr);
+            const auto wgu = concat_rows({&wg, &wu});
+            auto p = pack(wgu, 2 * F, E, nullptr);
             if (!p.ok()) return p.error().with_context(name("ffn_gate_up"));
             L.gate_up = std::move(p).value();
+            Status st = quant({name(names::kFfnGate), name(names::kFfnUp)}, wgu, E, nullptr,
+                              L.gate_up_q);
+            if (!st.ok()) return st.error().with_context(name("ffn_gate_up"));
         }
         {
             LAZYLLM_ASSIGN_OR_RETURN(auto wd, read_tensor_f32(gguf_, name(names::kFfnDown), {F, E}, isa));
             auto p = pack(wd, E, F, nullptr);
             if (!p.ok()) return p.error().with_context(name(names::kFfnDown));
             L.down = std::move(p).value();
+            Status st = quant({name(names::kFfnDown)}, wd, F, nullptr, L.down_q);
+            if (!st.ok()) return st.error().with_context(name(names::kFfnDown));
         }
     }
     LAZYLLM_ASSIGN_OR_RETURN(output_norm_, read_tensor_f32(gguf_, std::string(names::kOutputNorm), {E}, isa));
@@ -146,6 +193,8 @@ Status LlamaModel::load_weights() {
         auto p = pack(w, c.n_vocab, E, nullptr);
         if (!p.ok()) return p.error().with_context(head_name);
         lm_head_ = std::move(p).value();
+        Status st = quant({head_name}, w, E, nullptr, lm_head_q_);
+        if (!st.ok()) return st.error().with_context(head_name);
     }
     return {};
 }
@@ -154,9 +203,14 @@ bool LlamaModel::gemm_bf16() const { return lm_head_.is_bf16(); }
 
 size_t LlamaModel::weight_bytes() const {
     size_t total = lm_head_.weight_bytes() + output_norm_.size() * sizeof(float);
+    if (quantized_decode_) total += lm_head_q_.weight_bytes();
     for (const auto& L : layers_) {
         total += L.qkv.weight_bytes() + L.wo.weight_bytes() + L.gate_up.weight_bytes() +
                  L.down.weight_bytes() + (L.attn_norm.size() + L.ffn_norm.size()) * sizeof(float);
+        if (quantized_decode_) {
+            total += L.qkv_q.weight_bytes() + L.wo_q.weight_bytes() + L.gate_up_q.weight_bytes() +
+                     L.down_q.weight_bytes();
+        }
     }
     return total;
 }

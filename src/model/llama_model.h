@@ -12,6 +12,7 @@
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
+#include "kernels/qgemv.h"
 #include "lazyllm/gguf.h"
 #include "lazyllm/result.h"
 #include "model/config.h"
@@ -23,7 +24,16 @@ namespace lazyllm {
 struct ModelLoadOptions {
     kernels::KernelContext ctx;
     kernels::GemmPrecision precision = kernels::GemmPrecision::kAuto;
+    // Decode steps (few rows) through QuantLinear: integer dot products on the GGUF's own 4/8-bit
+    // blocks, where the CPU has AVX-512 VNNI. Never on the fp32 path, which stays exact.
+    bool quantized_decode = true;
 };
+
+// Rows up to which a forward uses the quantized weights: measured crossover against the AMX
+// GEMM with the weights coming from memory is above 32 rows for every shape of the default
+// model (bench/qgemv_bench.cpp), but within L2 it is about 3 rows for the small attention
+// matrices, 8 for down and 16 for gate/up; 8 covers decode and short revival steps.
+inline constexpr int64_t kQuantMaxRows = 8;
 
 struct LayerWeights {
     std::vector<float> attn_norm;   // [n_embd]
@@ -32,6 +42,9 @@ struct LayerWeights {
     kernels::PackedLinear wo;       // [n_embd, n_embd_q]
     kernels::PackedLinear gate_up;  // [2*n_ff, n_embd]: gate rows then up rows
     kernels::PackedLinear down;     // [n_embd, n_ff]
+    // The same four matrices as QuantLinear for steps of <= kQuantMaxRows rows (empty when
+    // LlamaModel::quantized_decode() is false).
+    kernels::QuantLinear qkv_q, wo_q, gate_up_q, down_q;
 };
 
 // Working buffers of one forward, grown on demand and reused (no allocation in steady state).
@@ -42,8 +55,6 @@ struct ForwardScratch {
     std::vector<float> attn;    // [n_rows, n_embd_q]
     std::vector<float> gate_up; // [n_rows, 2*n_ff]
     std::vector<float> act;     // [n_rows, n_ff]
-    std::vector<float> k_set;   // [n_keys, n_embd_kv] gathered keys of a pruned key set
-    std::vector<float> v_set;   // [n_keys, n_embd_kv]
     std::vector<float> logits_row;  // [n_embd] normed last row
 };
 
@@ -72,6 +83,8 @@ public:
     const GgufFile& gguf() const { return gguf_; }
     const kernels::KernelContext& ctx() const { return opts_.ctx; }
     bool gemm_bf16() const;
+    // Whether steps of <= kQuantMaxRows rows use the QuantLinear copies of the weights.
+    bool quantized_decode() const { return quantized_decode_; }
     size_t weight_bytes() const;  // converted weights held in memory
     double load_ms() const { return load_ms_; }
 
@@ -94,6 +107,8 @@ private:
     std::vector<LayerWeights> layers_;
     std::vector<float> output_norm_;  // [n_embd]
     kernels::PackedLinear lm_head_;   // [n_vocab, n_embd]
+    kernels::QuantLinear lm_head_q_;  // [n_vocab, n_embd] when quantized_decode_
+    bool quantized_decode_ = false;
     const uint8_t* token_embd_ = nullptr;  // quantized rows in the mmap
     GgmlType token_embd_type_ = GgmlType::F32;
     size_t token_embd_row_bytes_ = 0;

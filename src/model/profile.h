@@ -8,15 +8,14 @@
 namespace lazyllm {
 
 enum class OpKind {
-    kEmbed, kRmsNorm, kQkv, kRope, kKvWrite, kGather, kAttention, kAttnOut, kGateUp, kSwiglu,
-    kDown, kScore, kLmHead, kPrune, kCount
+    kEmbed, kRmsNorm, kQkv, kRope, kKvWrite, kAttention, kAttnOut, kGateUp, kSwiglu, kDown,
+    kScore, kLmHead, kPrune, kCount
 };
 
 inline std::string_view op_kind_name(OpKind k) {
     constexpr std::array<std::string_view, static_cast<size_t>(OpKind::kCount)> names = {
-        "embed", "rms_norm", "qkv_gemm", "rope", "kv_write", "kv_gather", "attention",
-        "attn_out_gemm", "gate_up_gemm", "swiglu", "down_gemm", "prune_score", "lm_head",
-        "prune_select"};
+        "embed", "rms_norm", "qkv_gemm", "rope", "kv_write", "attention", "attn_out_gemm",
+        "gate_up_gemm", "swiglu", "down_gemm", "prune_score", "lm_head", "prune_select"};
     return names[static_cast<size_t>(k)];
 }
 

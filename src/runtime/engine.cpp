@@ -56,6 +56,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
         return make_error(ErrorCode::kInvalidArgument,
                           "precision '{}' is not one of auto, f32, bf16", opts.precision);
     }
+    mo.quantized_decode = opts.quantized_decode;
     // oneDNN and our kernels share OpenMP's pool.
     omp_set_num_threads(mo.ctx.n_threads);
 
@@ -72,6 +73,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
     ModelSummary& s = impl->summary;
     s.isa = std::string(kernels::isa_name(isa));
     s.gemm = impl->model->gemm_bf16() ? "bf16" : "f32";
+    s.decode = impl->model->quantized_decode() ? "quant" : "gemm";
     s.n_threads = mo.ctx.n_threads;
     s.load_ms = impl->model->load_ms();
     s.weight_bytes = impl->model->weight_bytes();

@@ -1,34 +1,81 @@
-// Attention: the tiled kernels (AVX-512 fp32, AMX bf16) against the two-pass reference on
-// full causal prefixes, sparse key subsets (pruned steps), decode, GQA ratios 1/3/4; the
-// reference against closed forms; the LazyLLM head-mean scores.
+// Attention: the fast paths (AVX-512 fp32 tiles, keys-in-lanes decode, key-split, AMX bf16)
+// against the two-pass reference on full causal prefixes, sparse key subsets (pruned steps),
+// decode, GQA ratios 1/3/4, head_dim 64/80/128, for K/V in fp32 and f16, as dense rows or by
+// row index into a bigger cache; the reference against closed forms; the LazyLLM head-mean
+// scores; the KV cache write (f16 rounding identical on every path).
 #include "kernels/attention.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "kernels/cpu.h"
+#include "kernels/quant_blocks.h"
 
 namespace lazyllm::kernels {
 namespace {
 
 bool cpu_has(Isa isa) { return isa_supported(isa, detect_cpu_features()); }
 
-// Owns the buffers of one attention problem.
+// How K/V are stored: element type, and dense rows [0, n_kv) or rows by index.
+struct Layout {
+    KvType type = KvType::kF32;
+    bool indexed = false;
+};
+
+const Layout kLayouts[] = {
+    {KvType::kF32, false}, {KvType::kF32, true}, {KvType::kF16, false}, {KvType::kF16, true}};
+
+std::string layout_name(const Layout& l) {
+    return std::string(l.type == KvType::kF16 ? "f16" : "f32") + (l.indexed ? "/indexed" : "");
+}
+
+// Owns the buffers of one attention problem. k/v hold the fp32 values (already rounded to
+// f16 when the layout is f16); k16/v16 their half bits.
 struct Problem {
     std::vector<float> q, k, v, out;
-    std::vector<int32_t> q_pos, kv_pos;
+    std::vector<uint16_t> k16, v16;
+    std::vector<int32_t> q_pos, kv_pos, kv_row;
+    Layout layout;
     AttentionArgs args;
 };
 
-// Queries at q_pos, keys at kv_pos (sorted); strides padded to catch stride bugs.
+// Points args at this Problem's own buffers (after a copy or an edit of k/v).
+void rebind(Problem& p) {
+    AttentionArgs& a = p.args;
+    const bool f16 = p.layout.type == KvType::kF16;
+    if (f16) {
+        p.k16.resize(p.k.size());
+        p.v16.resize(p.v.size());
+        for (size_t i = 0; i < p.k.size(); ++i) {
+            p.k16[i] = quant::fp32_to_fp16_scalar(p.k[i]);
+            p.v16[i] = quant::fp32_to_fp16_scalar(p.v[i]);
+        }
+    }
+    a.q = p.q.data();
+    a.q_pos = p.q_pos.data();
+    a.k = f16 ? static_cast<const void*>(p.k16.data()) : p.k.data();
+    a.v = f16 ? static_cast<const void*>(p.v16.data()) : p.v.data();
+    a.kv_type = p.layout.type;
+    a.kv_row = p.layout.indexed ? p.kv_row.data() : nullptr;
+    a.kv_pos = p.kv_pos.data();
+    a.out = p.out.data();
+}
+
+// Queries at q_pos, keys at kv_pos (sorted); strides padded to catch stride bugs. Indexed
+// layouts put key j at row kv_row[j] of a cache three times larger (sorted random rows, not
+// the positions, so that rows and positions cannot be mixed up); the other rows hold garbage.
 Problem make_problem(std::vector<int32_t> q_pos, std::vector<int32_t> kv_pos, int n_head,
-                     int n_head_kv, int head_dim, uint32_t seed) {
+                     int n_head_kv, int head_dim, uint32_t seed, Layout layout = {}) {
     Problem p;
+    p.layout = layout;
     p.q_pos = std::move(q_pos);
     p.kv_pos = std::move(kv_pos);
     const int64_t n_q = static_cast<int64_t>(p.q_pos.size());
@@ -37,44 +84,63 @@ Problem make_problem(std::vector<int32_t> q_pos, std::vector<int32_t> kv_pos, in
     const int64_t kv_stride = static_cast<int64_t>(n_head_kv) * head_dim + 5;
     const int64_t out_stride = static_cast<int64_t>(n_head) * head_dim + 7;
     std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    const int64_t n_rows = layout.indexed ? 3 * n_kv + 1 : n_kv;
+    if (layout.indexed) {
+        p.kv_row.resize(n_rows);
+        std::iota(p.kv_row.begin(), p.kv_row.end(), 0);
+        std::shuffle(p.kv_row.begin(), p.kv_row.end(), rng);
+        p.kv_row.resize(n_kv);
+        std::sort(p.kv_row.begin(), p.kv_row.end());
+    }
+    // Uniform in [-1, 1) from a 32-bit LCG: cheap enough for caches of thousands of rows.
+    uint32_t state = seed * 2654435761u + 1;
     auto fill = [&](std::vector<float>& x, int64_t n) {
         x.resize(n);
-        for (float& e : x) e = dist(rng);
+        for (float& e : x) {
+            state = state * 1664525u + 1013904223u;
+            e = static_cast<float>(static_cast<int32_t>(state)) * 0x1p-31f;
+        }
     };
     fill(p.q, n_q * q_stride);
-    fill(p.k, std::max<int64_t>(1, n_kv * kv_stride));
-    fill(p.v, std::max<int64_t>(1, n_kv * kv_stride));
+    fill(p.k, std::max<int64_t>(1, n_rows * kv_stride));
+    fill(p.v, std::max<int64_t>(1, n_rows * kv_stride));
     // Scale queries up so that softmax rows are peaked, not near-uniform.
     for (float& e : p.q) e *= 4.0f;
+    if (layout.type == KvType::kF16) {
+        for (float& e : p.k) e = quant::fp16_to_fp32_scalar(quant::fp32_to_fp16_scalar(e));
+        for (float& e : p.v) e = quant::fp16_to_fp32_scalar(quant::fp32_to_fp16_scalar(e));
+    }
     p.out.assign(n_q * out_stride, -7.0f);
     AttentionArgs& a = p.args;
-    a.q = p.q.data();
-    a.q_pos = p.q_pos.data();
     a.n_q = n_q;
     a.q_stride = q_stride;
-    a.k = p.k.data();
-    a.v = p.v.data();
-    a.kv_pos = p.kv_pos.data();
     a.n_kv = n_kv;
     a.kv_stride = kv_stride;
     a.n_head = n_head;
     a.n_head_kv = n_head_kv;
     a.head_dim = head_dim;
     a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-    a.out = p.out.data();
     a.out_stride = out_stride;
+    rebind(p);
     return p;
 }
 
-// Points args at this Problem's own buffers (after a copy).
-void rebind(Problem& p) {
-    p.args.q = p.q.data();
-    p.args.q_pos = p.q_pos.data();
-    p.args.k = p.k.data();
-    p.args.v = p.v.data();
-    p.args.kv_pos = p.kv_pos.data();
-    p.args.out = p.out.data();
+// The same problem with K/V gathered into dense fp32 rows (the pre-index, pre-f16 form).
+Problem dense_f32(const Problem& src) {
+    Problem p = src;
+    p.layout = {};
+    if (src.layout.indexed) {
+        const int64_t stride = src.args.kv_stride;
+        p.k.assign(std::max<size_t>(1, src.kv_row.size() * stride), 0.0f);
+        p.v.assign(p.k.size(), 0.0f);
+        for (size_t j = 0; j < src.kv_row.size(); ++j) {
+            const int64_t r = src.kv_row[j];
+            std::copy_n(src.k.begin() + r * stride, stride, p.k.begin() + j * stride);
+            std::copy_n(src.v.begin() + r * stride, stride, p.v.begin() + j * stride);
+        }
+    }
+    rebind(p);
+    return p;
 }
 
 std::vector<int32_t> iota_pos(int32_t n) {
@@ -93,31 +159,37 @@ std::vector<int32_t> random_subset(int32_t range, int32_t size, uint32_t seed) {
     return all;
 }
 
-// Runs ref and the kernel of `isa`; compares the head_dim outputs of every (row, head).
-void check_against_ref(Problem p, Isa isa, int n_threads, float abs_tol, float mean_tol,
-                       const std::string& what) {
+// Runs ref once and the kernel of `isa` with each thread count; compares the head_dim outputs
+// of every (row, head).
+void check_against_ref(Problem p, Isa isa, std::initializer_list<int> thread_counts, float abs_tol,
+                       float mean_tol, const std::string& what_in) {
     rebind(p);
     Problem want = p;
     rebind(want);
     ref::attention(want.args);
-    attention({isa, n_threads}, p.args);
-    const AttentionArgs& a = p.args;
-    double err_sum = 0.0;
-    int64_t count = 0;
-    for (int64_t i = 0; i < a.n_q; ++i) {
-        for (int64_t c = 0; c < a.out_stride; ++c) {
-            const float w = want.out[i * a.out_stride + c];
-            const float g = p.out[i * a.out_stride + c];
-            if (c >= static_cast<int64_t>(a.n_head) * a.head_dim) {
-                ASSERT_EQ(g, -7.0f) << what << ": wrote into the row padding";
-                continue;
+    for (int n_threads : thread_counts) {
+        const std::string what =
+            what_in + " [" + layout_name(p.layout) + ", " + std::to_string(n_threads) + " threads]";
+        std::fill(p.out.begin(), p.out.end(), -7.0f);
+        attention({isa, n_threads}, p.args);
+        const AttentionArgs& a = p.args;
+        double err_sum = 0.0;
+        int64_t count = 0;
+        for (int64_t i = 0; i < a.n_q; ++i) {
+            for (int64_t c = 0; c < a.out_stride; ++c) {
+                const float w = want.out[i * a.out_stride + c];
+                const float g = p.out[i * a.out_stride + c];
+                if (c >= static_cast<int64_t>(a.n_head) * a.head_dim) {
+                    ASSERT_EQ(g, -7.0f) << what << ": wrote into the row padding";
+                    continue;
+                }
+                ASSERT_NEAR(g, w, abs_tol) << what << " row " << i << " col " << c;
+                err_sum += std::fabs(g - w);
+                ++count;
             }
-            ASSERT_NEAR(g, w, abs_tol) << what << " row " << i << " col " << c;
-            err_sum += std::fabs(g - w);
-            ++count;
         }
+        EXPECT_LE(err_sum / std::max<int64_t>(1, count), mean_tol) << what;
     }
-    EXPECT_LE(err_sum / std::max<int64_t>(1, count), mean_tol) << what;
 }
 
 constexpr float kFp32Tol = 2e-5f;  // outputs are convex combinations of values in [-1, 1]
@@ -147,71 +219,133 @@ TEST(AttentionRef, NoVisibleKeyGivesZeros) {
     for (int c = 0; c < 24; ++c) EXPECT_EQ(p.out[c], 0.0f);
 }
 
+// The reference reads f16 and indexed rows as exactly the fp32 values of dense rows.
+TEST(AttentionRef, F16AndIndexedRowsReadExactly) {
+    for (const Layout& l : kLayouts) {
+        Problem p =
+            make_problem(random_subset(500, 7, 3), random_subset(500, 120, 4), 6, 2, 16, 5, l);
+        Problem d = dense_f32(p);
+        ref::attention(p.args);
+        ref::attention(d.args);
+        EXPECT_EQ(p.out, d.out) << layout_name(l);
+    }
+}
+
 struct Shape {
     int n_head, n_head_kv, head_dim;
 };
 
-const Shape kShapes[] = {{4, 4, 64}, {9, 3, 64}, {8, 2, 64}, {4, 1, 128}, {6, 2, 80}};
+// GQA groups 1, 3, 4 and 3; head_dim 64, 128, 80.
+const Shape kShapes[] = {{4, 4, 64}, {9, 3, 64}, {8, 2, 64}, {4, 1, 128}, {8, 2, 128}, {6, 2, 80}};
+
+std::string shape_name(const Shape& s) {
+    return std::to_string(s.n_head) + "/" + std::to_string(s.n_head_kv) + "x" +
+           std::to_string(s.head_dim);
+}
 
 TEST(Attention, Avx512FullPrefixPrefill) {
     if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
-    for (const Shape& s : kShapes) {
-        for (int32_t n : {1, 15, 17, 100, 301}) {
-            check_against_ref(
-                make_problem(iota_pos(n), iota_pos(n), s.n_head, s.n_head_kv, s.head_dim, n),
-                Isa::kAvx512, 2, kFp32Tol, kFp32Tol,
-                "prefill n=" + std::to_string(n) + " d=" + std::to_string(s.head_dim));
+    for (const Layout& l : kLayouts) {
+        for (const Shape& s : kShapes) {
+            for (int32_t n : {1, 17, 150}) {
+                check_against_ref(
+                    make_problem(iota_pos(n), iota_pos(n), s.n_head, s.n_head_kv, s.head_dim, n, l),
+                    Isa::kAvx512, {2}, kFp32Tol, kFp32Tol,
+                    "prefill n=" + std::to_string(n) + " " + shape_name(s));
+            }
         }
     }
 }
 
 TEST(Attention, Avx512SparseKeysArbitraryQueries) {
     if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
-    for (const Shape& s : kShapes) {
-        for (uint32_t seed : {1u, 2u, 3u}) {
-            // A pruned step: 211 of 1000 positions kept; queries anywhere, some before the
-            // first key (zero output), unsorted.
-            std::vector<int32_t> kv = random_subset(1000, 211, seed);
-            std::vector<int32_t> q = random_subset(1000, 37, seed + 10);
-            std::shuffle(q.begin(), q.end(), std::mt19937(seed));
-            q.push_back(kv.front() > 0 ? kv.front() - 1 : 0);
-            check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, seed),
-                              Isa::kAvx512, 2, kFp32Tol, kFp32Tol,
-                              "sparse seed " + std::to_string(seed));
+    for (const Layout& l : kLayouts) {
+        for (const Shape& s : kShapes) {
+            for (uint32_t seed : {1u, 2u}) {
+                // A pruned step: 211 of 1000 positions kept; queries anywhere, some before the
+                // first key (zero output), unsorted.
+                std::vector<int32_t> kv = random_subset(1000, 211, seed);
+                std::vector<int32_t> q = random_subset(1000, 37, seed + 10);
+                std::shuffle(q.begin(), q.end(), std::mt19937(seed));
+                q.push_back(kv.front() > 0 ? kv.front() - 1 : 0);
+                check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, seed, l),
+                                  Isa::kAvx512, {2}, kFp32Tol, kFp32Tol,
+                                  "sparse seed " + std::to_string(seed) + " " + shape_name(s));
+            }
+        }
+    }
+}
+
+// Decode shapes: 1-3 query rows (a new token, plus revived ones) at the end of a long sparse
+// key set, so that one KV head's tile has 1-12 lanes: the all-heads keys-in-lanes path, the
+// 16-lane tile kernel, and the key split across threads.
+TEST(Attention, Avx512Decode) {
+    if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
+    for (const Layout& l : kLayouts) {
+        for (const Shape& s : kShapes) {
+            for (int n_q = 1; n_q <= 3; ++n_q) {
+                // Over 512 keys: two threads split them. Queries at the last keys: masks
+                // differ per row.
+                std::vector<int32_t> kv = random_subset(3000, 1100 + 37 * n_q, 4 + n_q);
+                std::vector<int32_t> q(kv.end() - n_q, kv.end());
+                check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, 5, l),
+                                  Isa::kAvx512, {1, 2}, kFp32Tol, kFp32Tol,
+                                  "decode n_q=" + std::to_string(n_q) + " " + shape_name(s));
+            }
         }
     }
 }
 
 TEST(Attention, Avx512DecodeSplitKeys) {
     if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
-    for (const Shape& s : kShapes) {
-        // One query over 3000 keys: few tiles, so the keys are split across threads.
-        for (int threads : {1, 2, 3}) {
+    for (const Layout& l : kLayouts) {
+        for (const Shape& s : {kShapes[1], kShapes[3]}) {
+            // One query over 3000 keys: few tiles, so the keys are split across threads
+            // (chunks of unequal count with 3 threads).
             check_against_ref(make_problem({5000}, random_subset(5000, 3000, 4), s.n_head,
-                                           s.n_head_kv, s.head_dim, 5),
-                              Isa::kAvx512, threads, kFp32Tol, kFp32Tol,
-                              "decode threads=" + std::to_string(threads));
+                                           s.n_head_kv, s.head_dim, 5, l),
+                              Isa::kAvx512, {3, 4}, kFp32Tol, kFp32Tol, "decode split");
+        }
+    }
+}
+
+// Indexed rows and f16 storage change only where the values come from: the fast kernels give
+// bit for bit the output of the same values stored as dense fp32 rows.
+TEST(Attention, Avx512IndexedF16EqualsDenseF32) {
+    if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
+    for (const Layout& l : kLayouts) {
+        for (int n_q : {1, 40}) {
+            std::vector<int32_t> kv = random_subset(3000, 900, 21);
+            std::vector<int32_t> q(kv.end() - n_q, kv.end());
+            Problem p = make_problem(q, kv, 9, 3, 64, 22, l);
+            Problem d = dense_f32(p);
+            attention({Isa::kAvx512, 2}, p.args);
+            attention({Isa::kAvx512, 2}, d.args);
+            EXPECT_EQ(p.out, d.out) << layout_name(l) << " n_q=" << n_q;
         }
     }
 }
 
 TEST(Attention, AmxPrefillAndSparse) {
     if (!cpu_has(Isa::kAmx)) GTEST_SKIP() << "no AMX";
-    for (const Shape& s : kShapes) {
-        // 200 queries are enough for the AMX path (>= 64 query vectors per KV head).
-        check_against_ref(
-            make_problem(iota_pos(200), iota_pos(200), s.n_head, s.n_head_kv, s.head_dim, 6),
-            Isa::kAmx, 2, kBf16Tol, kBf16MeanTol, "amx prefill");
-        std::vector<int32_t> kv = random_subset(3000, 777, 7);
-        std::vector<int32_t> q = random_subset(3000, 150, 8);
-        q.push_back(kv.front() > 0 ? kv.front() - 1 : 0);
-        check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, 9), Isa::kAmx, 2,
-                          kBf16Tol, kBf16MeanTol, "amx sparse");
+    for (const Layout& l : kLayouts) {
+        for (const Shape& s : kShapes) {
+            // 130 queries are enough for the AMX path (>= 64 query vectors per KV head).
+            check_against_ref(
+                make_problem(iota_pos(130), iota_pos(130), s.n_head, s.n_head_kv, s.head_dim, 6, l),
+                Isa::kAmx, {2}, kBf16Tol, kBf16MeanTol, "amx prefill " + shape_name(s));
+            std::vector<int32_t> kv = random_subset(2000, 400, 7);
+            std::vector<int32_t> q = random_subset(2000, 80, 8);
+            q.push_back(kv.front() > 0 ? kv.front() - 1 : 0);
+            check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, 9, l),
+                              Isa::kAmx, {1}, kBf16Tol, kBf16MeanTol,
+                              "amx sparse " + shape_name(s));
+        }
         // Few tiles over many keys with 4 threads: the key-split path with AMX tiles.
         std::vector<int32_t> q_late = iota_pos(64);
         for (int32_t& e : q_late) e += 3936;
-        check_against_ref(make_problem(q_late, random_subset(4000, 2500, 10), 1, 1, s.head_dim, 11),
-                          Isa::kAmx, 4, kBf16Tol, kBf16MeanTol, "amx split");
+        check_against_ref(make_problem(q_late, random_subset(4000, 2500, 10), 1, 1, 64, 11, l),
+                          Isa::kAmx, {4}, kBf16Tol, kBf16MeanTol, "amx split");
     }
 }
 
@@ -223,32 +357,53 @@ TEST(Attention, AmxLargeScoresRescale) {
         for (int c = 0; c < 64; ++c)
             p.k[j * p.args.kv_stride + c] *= 0.05f * static_cast<float>(j % 97);
     }
-    check_against_ref(p, Isa::kAmx, 2, kBf16Tol, kBf16MeanTol, "amx rescale");
+    check_against_ref(p, Isa::kAmx, {2}, kBf16Tol, kBf16MeanTol, "amx rescale");
+}
+
+TEST(Attention, Avx512DecodeLargeScoresRescale) {
+    if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
+    // Growing scores raise the keys-in-lanes kernel's reference max again and again.
+    for (const Layout& l : kLayouts) {
+        Problem p = make_problem({1999}, iota_pos(2000), 6, 2, 64, 13, l);
+        for (size_t i = 0; i < p.k.size(); ++i) {
+            const int64_t j = static_cast<int64_t>(i) / p.args.kv_stride;
+            p.k[i] *= 0.02f * static_cast<float>(j % 301);
+        }
+        check_against_ref(p, Isa::kAvx512, {1}, 1e-4f, kFp32Tol, "decode rescale");
+    }
 }
 
 TEST(Attention, RefIsaAndAvx2UseTheReference) {
-    Problem p = make_problem(iota_pos(40), iota_pos(40), 9, 3, 64, 13);
-    check_against_ref(p, Isa::kRef, 2, 0.0f, 0.0f, "ref isa");
+    for (const Layout& l : kLayouts) {
+        Problem p = make_problem(iota_pos(40), iota_pos(40), 9, 3, 64, 13, l);
+        check_against_ref(p, Isa::kRef, {2}, 0.0f, 0.0f, "ref isa");
+    }
 }
 
 TEST(AttentionScores, HeadMeanMatchesRefAndSumsToOne) {
     for (Isa isa : {Isa::kRef, Isa::kAvx512}) {
         if (!cpu_has(isa)) continue;
-        for (const Shape& s : kShapes) {
-            std::vector<int32_t> kv = random_subset(2000, 1500, 14);
-            Problem p = make_problem({kv[1000]}, kv, s.n_head, s.n_head_kv, s.head_dim, 15);
-            std::vector<float> want(kv.size()), got(kv.size(), -1.0f);
-            ref::attention_scores_head_mean(p.args, p.q.data(), kv[1000], want.data());
-            attention_scores_head_mean({isa, 2}, p.args, p.q.data(), kv[1000], got.data());
-            double sum = 0.0;
-            for (size_t j = 0; j < kv.size(); ++j) {
-                ASSERT_NEAR(got[j], want[j], 1e-5f * want[j] + 1e-9f) << j;
-                if (j > 1000) {
-                    ASSERT_EQ(got[j], 0.0f) << "invisible key " << j;
+        for (const Layout& l : kLayouts) {
+            for (const Shape& s : kShapes) {
+                std::vector<int32_t> kv = random_subset(2000, 1500, 14);
+                Problem p = make_problem({kv[1000]}, kv, s.n_head, s.n_head_kv, s.head_dim, 15, l);
+                std::vector<float> want(kv.size()), got(kv.size(), -1.0f), dense(kv.size());
+                ref::attention_scores_head_mean(p.args, p.q.data(), kv[1000], want.data());
+                attention_scores_head_mean({isa, 2}, p.args, p.q.data(), kv[1000], got.data());
+                // Same keys as dense fp32 rows: the same scores.
+                Problem d = dense_f32(p);
+                ref::attention_scores_head_mean(d.args, d.q.data(), kv[1000], dense.data());
+                ASSERT_EQ(want, dense) << layout_name(l);
+                double sum = 0.0;
+                for (size_t j = 0; j < kv.size(); ++j) {
+                    ASSERT_NEAR(got[j], want[j], 1e-5f * want[j] + 1e-9f) << j;
+                    if (j > 1000) {
+                        ASSERT_EQ(got[j], 0.0f) << "invisible key " << j;
+                    }
+                    sum += got[j];
                 }
-                sum += got[j];
+                EXPECT_NEAR(sum, 1.0, 1e-5) << layout_name(l);
             }
-            EXPECT_NEAR(sum, 1.0, 1e-5);
         }
     }
 }
@@ -267,6 +422,61 @@ TEST(AttentionScores, MatchesAttentionProbabilities) {
     for (int j = 0; j < n_kv; ++j) {
         const float mean = 0.5f * (p.out[j] + p.out[d + j]);
         EXPECT_NEAR(scores[j], mean, 1e-6f);
+    }
+}
+
+// The cache write: rows land at their row index, other rows untouched; f16 is the
+// round-to-nearest-even half of each value, identical on the reference and AVX-512 paths,
+// including ties, subnormals, overflow to inf, infinities and NaN.
+TEST(KvStore, RowsAndF16RoundingMatchOnEveryPath) {
+    const int64_t width = 37, src_stride = 41, dst_stride = 40, n_rows = 9;
+    std::vector<float> src(n_rows * src_stride);
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+    for (float& e : src) e = dist(rng);
+    const float specials[] = {65504.0f,
+                              65520.0f,
+                              1e6f,
+                              -1e6f,
+                              0x1p-24f,
+                              0x1.8p-24f,
+                              0x1p-26f,
+                              -0.0f,
+                              1.0f + 0x1p-11f,
+                              1.0f + 0x3p-11f,
+                              std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN(),
+                              6e-5f,
+                              3e-8f};
+    for (size_t i = 0; i < std::size(specials); ++i) src[i * 5] = specials[i];  // rows 0-1
+    const std::vector<int32_t> rows = {12, 0, 3, 7, 1, 15, 9, 4, 5};
+    for (KvType type : {KvType::kF32, KvType::kF16}) {
+        const size_t elem = kv_type_size(type);
+        const size_t bytes = 16 * dst_stride * elem;
+        std::vector<uint8_t> want(bytes, 0xab);  // untouched outside the written elements
+        for (int64_t i = 0; i < n_rows; ++i) {
+            for (int64_t c = 0; c < width; ++c) {
+                const float x = src[i * src_stride + c];
+                uint8_t* at = want.data() + (rows[i] * dst_stride + c) * elem;
+                if (type == KvType::kF32) {
+                    std::memcpy(at, &x, sizeof(x));
+                } else {
+                    const uint16_t h = quant::fp32_to_fp16_scalar(x);
+                    std::memcpy(at, &h, sizeof(h));
+                }
+            }
+        }
+        std::vector<uint8_t> got(bytes, 0xab);
+        ref::kv_store_rows(type, src.data(), src_stride, n_rows, width, rows.data(), got.data(),
+                           dst_stride);
+        EXPECT_EQ(got, want) << "ref, type " << static_cast<int>(type);
+        for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512}) {
+            if (!cpu_has(isa)) continue;
+            std::fill(got.begin(), got.end(), 0xab);
+            kv_store_rows({isa, 1}, type, src.data(), src_stride, n_rows, width, rows.data(),
+                          got.data(), dst_stride);
+            EXPECT_EQ(got, want) << "isa " << isa_name(isa) << " type " << static_cast<int>(type);
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "model/llama_model.h"
 #include "model/reference_forward.h"
@@ -17,6 +19,8 @@ struct Case {
     bool tied;
     kernels::GemmPrecision precision;
     int n_head, n_head_kv;
+    // KV cache element type; default: the one the session picks for the GEMM precision.
+    std::optional<kernels::KvType> kv_type = std::nullopt;
 };
 
 std::string temp_path(const std::string& tag) {
@@ -65,7 +69,8 @@ void check_against_reference(const Case& c, double tol) {
     testing::ReferenceForward ref(gguf);
     const auto want = ref.run(ids);  // [n, n_vocab]
 
-    KvCache kv(cfg.n_layer, 64, cfg.n_embd_kv());
+    KvCache kv(cfg.n_layer, 64, cfg.n_embd_kv(),
+               c.kv_type.value_or(kv_type_for_gemm(model->gemm_bf16())));
     ForwardScratch s;
     std::vector<float> h(static_cast<size_t>(n_prompt) * cfg.n_embd), logits(cfg.n_vocab);
     std::vector<int32_t> pos(n_prompt);
@@ -114,13 +119,64 @@ TEST(ForwardTest, LlamaTiedMhaF32MatchesReference) {
 TEST(ForwardTest, Qwen2BiasNeoxF32MatchesReference) {
     check_against_reference({"qwen2", false, kernels::GemmPrecision::kF32, 6, 2}, 2e-4);
 }
-// bf16 rounds GEMM inputs to 8 bits of mantissa (2^-9 relative): a few percent of the logit range.
+// An f16 KV cache with fp32 GEMMs: K and V rounded to 11 significant bits (2^-12 relative),
+// the only difference from the fp32 path.
+TEST(ForwardTest, F16KvCacheCloseToReference) {
+    check_against_reference(
+        {"llama", false, kernels::GemmPrecision::kF32, 4, 2, kernels::KvType::kF16}, 2e-3);
+}
+// bf16 rounds GEMM inputs to 8 bits of mantissa (2^-9 relative): a few percent of the logit
+// range. Its KV cache is f16.
 TEST(ForwardTest, LlamaBf16CloseToReference) {
     if (!kernels::isa_supported(kernels::Isa::kAvx512, kernels::detect_cpu_features()) ||
         !kernels::detect_cpu_features().avx512bf16) {
         GTEST_SKIP() << "no bf16 GEMM on this CPU";
     }
     check_against_reference({"llama", false, kernels::GemmPrecision::kBf16, 4, 2}, 5e-2);
+}
+
+// A key set given by row index (a pruned step reads S straight from the cache) that happens to
+// be the whole prefix gives bit for bit the prefix run, for both cache types and for prefill
+// and decode shapes.
+TEST(ForwardTest, IndexedKeySetEqualsPrefix) {
+    testing::TinyModelSpec spec;
+    spec.n_head = 6;
+    spec.n_head_kv = 2;
+    spec.n_embd = 16 * spec.n_head;
+    auto model = load(spec, temp_path("indexed"), kernels::GemmPrecision::kF32);
+    ASSERT_NE(model, nullptr);
+    const ModelConfig& cfg = model->config();
+    const int n = 30;
+    const auto ids = random_ids(n, cfg.n_vocab, 11);
+    std::vector<int32_t> pos(n);
+    std::iota(pos.begin(), pos.end(), 0);
+    for (kernels::KvType type : {kernels::KvType::kF32, kernels::KvType::kF16}) {
+        ForwardScratch s;
+        KvCache kv1(cfg.n_layer, 32, cfg.n_embd_kv(), type);
+        KvCache kv2(cfg.n_layer, 32, cfg.n_embd_kv(), type);
+        std::vector<float> h1(static_cast<size_t>(n) * cfg.n_embd), h2(h1.size());
+        ASSERT_TRUE(model->embed(ids.data(), n, h1.data()).ok());
+        h2 = h1;
+        // Prefill of n - 1 rows, then one decode row.
+        LayerRun a1{h1.data(), pos.data(), n - 1, nullptr, n - 1, 0, cfg.n_layer, nullptr};
+        LayerRun a2{h2.data(), pos.data(), n - 1, pos.data(), n - 1, 0, cfg.n_layer, nullptr};
+        model->forward_layers(a1, kv1, s);
+        model->forward_layers(a2, kv2, s);
+        const int64_t last = static_cast<int64_t>(n - 1) * cfg.n_embd;
+        const int32_t* p_last = pos.data() + n - 1;
+        LayerRun b1{h1.data() + last, p_last, 1, nullptr, n, 0, cfg.n_layer, nullptr};
+        LayerRun b2{h2.data() + last, p_last, 1, pos.data(), n, 0, cfg.n_layer, nullptr};
+        model->forward_layers(b1, kv1, s);
+        model->forward_layers(b2, kv2, s);
+        EXPECT_EQ(h1, h2) << "kv type " << static_cast<int>(type);
+        EXPECT_EQ(kv1.type(), type);
+        EXPECT_EQ(kv1.bytes(),
+                  2u * cfg.n_layer * 32 * cfg.n_embd_kv() * kernels::kv_type_size(type));
+        for (int il = 0; il < cfg.n_layer; ++il) {
+            EXPECT_EQ(0, std::memcmp(kv1.k(il), kv2.k(il), n * kv1.row_bytes()));
+            EXPECT_EQ(0, std::memcmp(kv1.v(il), kv2.v(il), n * kv1.row_bytes()));
+        }
+    }
 }
 
 // Rows handed over as any subset with their own positions: a block computed in two halves

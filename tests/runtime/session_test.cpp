@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <random>
@@ -18,7 +19,9 @@
 namespace lazyllm {
 namespace {
 
-std::unique_ptr<LlamaModel> tiny_model(int n_layer, const std::string& tag, uint64_t seed = 5) {
+std::unique_ptr<LlamaModel> tiny_model(
+    int n_layer, const std::string& tag, uint64_t seed = 5,
+    kernels::GemmPrecision precision = kernels::GemmPrecision::kF32) {
     testing::TinyModelSpec spec;
     spec.n_layer = n_layer;
     spec.seed = seed;
@@ -28,7 +31,7 @@ std::unique_ptr<LlamaModel> tiny_model(int n_layer, const std::string& tag, uint
     ModelLoadOptions o;
     o.ctx.isa = kernels::isa_from_env().value();
     o.ctx.n_threads = 2;
-    o.precision = kernels::GemmPrecision::kF32;
+    o.precision = precision;
     auto m = LlamaModel::load(path, o);
     EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
     return m.ok() ? std::move(m).value() : nullptr;
@@ -72,28 +75,39 @@ SessionOptions lazy_options(std::vector<int> layers, std::vector<float> keep, bo
     return o;
 }
 
+// Both cache types: fp32 (fp32 GEMMs) and f16 (bf16 GEMMs). The lazy session reads its key
+// set by row index, the full one the cache prefix: same values, same order, same bits.
 TEST(SessionTest, KeepOneIsBitIdenticalToFull) {
-    auto model = tiny_model(6, "keep1");
-    ASSERT_NE(model, nullptr);
-    const int V = model->config().n_vocab;
-    const auto prompt = ids_for(33, V, 1);
-    SessionOptions full;
-    full.n_ctx = 128;
-    auto a = Session::create(*model, full).value();
-    auto b = Session::create(*model, lazy_options({2, 4}, {1.0f, 1.0f})).value();
-    const auto la = run_steps(a, prompt, 5, V);
-    const auto lb = run_steps(b, prompt, 5, V);
-    ASSERT_EQ(la.size(), lb.size());
-    for (size_t i = 0; i < la.size(); ++i) {
-        ASSERT_EQ(0, std::memcmp(la[i].data(), lb[i].data(), la[i].size() * sizeof(float))) << "step " << i;
+    std::vector<kernels::GemmPrecision> precisions = {kernels::GemmPrecision::kF32};
+    if (kernels::detect_cpu_features().avx512bf16) {
+        precisions.push_back(kernels::GemmPrecision::kBf16);
     }
-    const int64_t n = a.n_past();
-    const int64_t row = model->config().n_embd_kv();
-    for (int il = 0; il < model->config().n_layer; ++il) {
-        ASSERT_EQ(0, std::memcmp(a.kv().k(il), b.kv().k(il), static_cast<size_t>(n * row) * sizeof(float)));
-        ASSERT_EQ(0, std::memcmp(a.kv().v(il), b.kv().v(il), static_cast<size_t>(n * row) * sizeof(float)));
+    for (kernels::GemmPrecision precision : precisions) {
+        auto model = tiny_model(6, "keep1", 5, precision);
+        ASSERT_NE(model, nullptr);
+        const kernels::KvType type = kv_type_for_gemm(model->gemm_bf16());
+        const int V = model->config().n_vocab;
+        const auto prompt = ids_for(33, V, 1);
+        SessionOptions full;
+        full.n_ctx = 128;
+        auto a = Session::create(*model, full).value();
+        auto b = Session::create(*model, lazy_options({2, 4}, {1.0f, 1.0f})).value();
+        ASSERT_EQ(a.kv().type(), type);
+        ASSERT_EQ(b.kv().type(), type);
+        const auto la = run_steps(a, prompt, 5, V);
+        const auto lb = run_steps(b, prompt, 5, V);
+        ASSERT_EQ(la.size(), lb.size());
+        for (size_t i = 0; i < la.size(); ++i) {
+            ASSERT_EQ(0, std::memcmp(la[i].data(), lb[i].data(), la[i].size() * sizeof(float)))
+                << "step " << i << ", kv type " << static_cast<int>(type);
+        }
+        const size_t bytes = static_cast<size_t>(a.n_past()) * a.kv().row_bytes();
+        for (int il = 0; il < model->config().n_layer; ++il) {
+            ASSERT_EQ(0, std::memcmp(a.kv().k(il), b.kv().k(il), bytes)) << "layer " << il;
+            ASSERT_EQ(0, std::memcmp(a.kv().v(il), b.kv().v(il), bytes)) << "layer " << il;
+        }
+        EXPECT_DOUBLE_EQ(b.prompt_fraction_computed(), 1.0);
     }
-    EXPECT_DOUBLE_EQ(b.prompt_fraction_computed(), 1.0);
 }
 
 // Randomized schedules and generations with check_invariants on (a broken invariant aborts):
@@ -314,7 +328,7 @@ TEST(SessionTest, GemFilterRunsTheWholeModelOnKeptTokens) {
     // Same logits as running the model on the kept tokens alone at their original positions.
     std::vector<int32_t> kept_ids;
     for (int32_t t : kept) kept_ids.push_back(prompt[t]);
-    KvCache kv(c.n_layer, 32, c.n_embd_kv());
+    KvCache kv(c.n_layer, 32, c.n_embd_kv(), kv_type_for_gemm(model->gemm_bf16()));
     ForwardScratch scratch;
     std::vector<float> h(kept.size() * static_cast<size_t>(c.n_embd)), want(c.n_vocab);
     ASSERT_TRUE(model->embed(kept_ids.data(), static_cast<int64_t>(kept.size()), h.data()).ok());

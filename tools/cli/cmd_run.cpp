@@ -66,6 +66,7 @@ nlohmann::json result_json(const GenerateResult& r, const ModelSummary& s) {
     j["threads"] = s.n_threads;
     j["isa"] = s.isa;
     j["gemm"] = s.gemm;
+    j["decode_weights"] = s.decode;
     if (!r.profile.empty()) {
         nlohmann::json p = nlohmann::json::array();
         for (const auto& o : r.profile) p.push_back({{"op", o.op}, {"ms", o.ms}, {"gflops", o.gflops}});
@@ -154,7 +155,8 @@ int run_run(RunArgs& a) {
         std::fprintf(stderr, "lazyllm: %s (%s, %d layers), loaded in %.0f ms, weights %.0f MiB, resident %.0f MiB\n",
                      s.path.c_str(), s.arch.c_str(), s.n_layer, s.load_ms,
                      static_cast<double>(s.weight_bytes) / (1 << 20), resident_mib());
-        std::fprintf(stderr, "lazyllm: isa %s, gemm %s, %d threads\n", s.isa.c_str(), s.gemm.c_str(), s.n_threads);
+        std::fprintf(stderr, "lazyllm: isa %s, gemm %s, decode weights %s, %d threads\n",
+                     s.isa.c_str(), s.gemm.c_str(), s.decode.c_str(), s.n_threads);
     }
 
     const std::string prompt_text = a.chat ? e.chat_prompt(text, a.system) : text;

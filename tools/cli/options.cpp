@@ -9,6 +9,10 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
     app.add_option("-t,--threads", f.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
     app.add_option("--precision", f.precision, "GEMM precision: auto (bf16 on AMX/AVX-512-BF16), f32, bf16")
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
+    app.add_option("--decode-weights", f.decode,
+                   "Weights of decode steps: quant (the GGUF's 4/8-bit blocks, AVX-512 VNNI; "
+                   "the default where the CPU has it) or gemm (the prefill GEMM's weights)")
+        ->check(CLI::IsMember({"quant", "gemm"}));
 }
 
 void add_sampling_flags(CLI::App& app, SamplingParams& s) {
@@ -64,6 +68,7 @@ Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f) {
     eo.model_path = path;
     eo.n_threads = f.threads;
     eo.precision = f.precision;
+    eo.quantized_decode = f.decode == "quant";
     return Engine::load(eo);
 }
 

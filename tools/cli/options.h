@@ -13,6 +13,7 @@ struct EngineFlags {
     std::string model;
     int threads = 0;
     std::string precision = "auto";
+    std::string decode = "quant";
 };
 void add_engine_flags(CLI::App& app, EngineFlags& f);
 
