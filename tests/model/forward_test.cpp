@@ -21,6 +21,7 @@ struct Case {
     int n_head, n_head_kv;
     // KV cache element type; default: the one the session picks for the GEMM precision.
     std::optional<kernels::KvType> kv_type = std::nullopt;
+    GgmlType weight_type = GgmlType::F32;  // 2-D weights of the tiny model
 };
 
 std::string temp_path(const std::string& tag) {
@@ -58,9 +59,17 @@ void check_against_reference(const Case& c, double tol) {
     spec.n_head = c.n_head;
     spec.n_head_kv = c.n_head_kv;
     spec.n_embd = 16 * c.n_head;
-    const std::string path = temp_path(c.arch + (c.tied ? "_tied" : "") + std::to_string(c.n_head_kv));
+    spec.weight_type = c.weight_type;
+    const std::string path = temp_path(c.arch + (c.tied ? "_tied" : "") + std::to_string(c.n_head_kv) +
+                                       std::string(ggml_type_name(c.weight_type)));
     auto model = load(spec, path, c.precision);
     ASSERT_NE(model, nullptr);
+    // The exact path never takes the int8 decode weights; the bf16 path does wherever VNNI is.
+    if (c.precision == kernels::GemmPrecision::kF32) {
+        EXPECT_FALSE(model->quantized_decode());
+    } else {
+        EXPECT_EQ(model->quantized_decode(), kernels::QuantLinear::has_fast_path(model->ctx()));
+    }
     const ModelConfig& cfg = model->config();
     const int n_prompt = 37, n_decode = 4, n = n_prompt + n_decode;
     const auto ids = random_ids(n, cfg.n_vocab, 7);
@@ -133,6 +142,19 @@ TEST(ForwardTest, LlamaBf16CloseToReference) {
         GTEST_SKIP() << "no bf16 GEMM on this CPU";
     }
     check_against_reference({"llama", false, kernels::GemmPrecision::kBf16, 4, 2}, 5e-2);
+}
+
+// Q4_1 weights (the default model's type): prefill through the bf16 GEMMs, decode steps and the
+// LM head through QuantLinear on the same 4-bit blocks with int8 activations. The reference
+// dequantizes the same blocks, so only activation rounding (bf16 / int8 per 32-block) differs.
+TEST(ForwardTest, Q41QuantizedDecodeCloseToReference) {
+    const kernels::CpuFeatures f = kernels::detect_cpu_features();
+    if (!kernels::isa_supported(kernels::Isa::kAvx512, f) || !f.avx512bf16) {
+        GTEST_SKIP() << "no bf16 GEMM on this CPU";
+    }
+    check_against_reference({"llama", false, kernels::GemmPrecision::kBf16, 4, 2, std::nullopt,
+                             GgmlType::Q4_1},
+                            5e-2);
 }
 
 // A key set given by row index (a pruned step reads S straight from the cache) that happens to

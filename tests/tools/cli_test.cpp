@@ -130,4 +130,20 @@ TEST(ModelCliTest, DefaultModelAnswers) {
     EXPECT_TRUE(contains(r.out, "TTFT")) << r.out;
 }
 
+// Decode on the GGUF's 4-bit blocks (where the CPU has VNNI) or on the prefill GEMM's weights:
+// both answer, and --json says which ran.
+TEST(ModelCliTest, DecodeWeightsFlag) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    const std::string q = " --chat -p 'What is the capital of France?' -n 12 --json";
+    const CliRun gemm = run("run -m " + path + q + " --decode-weights gemm");
+    ASSERT_EQ(gemm.rc, 0) << gemm.out;
+    EXPECT_TRUE(contains(gemm.out, "\"decode_weights\": \"gemm\"")) << gemm.out;
+    EXPECT_TRUE(contains(gemm.out, "Paris")) << gemm.out;
+    const CliRun quant = run("run -m " + path + q + " --decode-weights quant");
+    ASSERT_EQ(quant.rc, 0) << quant.out;
+    EXPECT_TRUE(contains(quant.out, "\"decode_weights\"")) << quant.out;
+    EXPECT_TRUE(contains(quant.out, "Paris")) << quant.out;
+    EXPECT_NE(run("run -m " + path + q + " --decode-weights int4").rc, 0);
+}
+
 }  // namespace
