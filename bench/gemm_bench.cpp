@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_convert.h"
@@ -18,13 +19,7 @@
 namespace lazyllm::kernels {
 namespace {
 
-std::vector<float> random_vec(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
+using bench::random_vec;
 
 // args: m, n_in, n_out.
 void run_linear(benchmark::State& state, GemmPrecision precision) {

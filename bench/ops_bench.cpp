@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
 
@@ -14,13 +15,7 @@ namespace {
 
 constexpr int64_t kRows = 4096, kEmbd = 576, kFf = 1536;
 
-std::vector<float> random_vec(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
+using bench::random_vec;
 
 bool usable(benchmark::State& state, Isa isa) {
     if (isa_supported(isa, detect_cpu_features())) return true;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemv.h"
@@ -26,13 +27,7 @@ namespace {
 
 constexpr size_t kColdBytes = size_t{64} << 20;
 
-std::vector<float> random_vec(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
+using bench::random_vec;
 
 // Random GGML blocks with realistic scales (a trained model's are ~0.01-0.05): random quants,
 // fp16 d (and m for Q4_1). The data only has to be plausible; the kernel's speed does not
