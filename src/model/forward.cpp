@@ -81,9 +81,17 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     // A key set S (pruned step) is read by row index; else keys are the prefix [0, n_keys).
     const bool key_subset = run.key_pos != nullptr;
     const int32_t* key_pos = key_subset ? run.key_pos : kv.iota();
-    // Causal attention visits about half of the (query, key) pairs of a prefix.
-    const double attn_flops = 4.0 * static_cast<double>(n) * static_cast<double>(run.n_keys) *
-                              c.n_head * c.head_dim * (key_subset ? 1.0 : 0.5);
+    // Attention FLOPs (profile only): QK^T and PV over the visible (query, key) pairs, i.e. the
+    // keys at or before each row's position: about half of a prefix, all of it in decode.
+    double attn_flops = 0.0;
+    if (prof != nullptr) {
+        double visible = 0.0;
+        for (int64_t i = 0; i < n; ++i) {
+            visible += static_cast<double>(
+                std::upper_bound(key_pos, key_pos + run.n_keys, run.pos[i]) - key_pos);
+        }
+        attn_flops = 4.0 * visible * c.n_head * c.head_dim;
+    }
 
     for (int il = run.il_begin; il < run.il_end; ++il) {
         const LayerWeights& L = layers_[il];
