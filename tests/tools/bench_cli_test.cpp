@@ -23,13 +23,7 @@ CliRun run(const std::string& args, bool merge_stderr = true) {
 }
 
 std::string tiny_model_file() {
-    static const std::string path = [] {
-        const std::string p = ::testing::TempDir() + "lazyllm_bench_tiny.gguf";
-        lazyllm::testing::TinyModelSpec spec;
-        spec.n_ctx = 128;
-        EXPECT_TRUE(lazyllm::testing::write_tiny_model(spec, p).ok());
-        return p;
-    }();
+    static const std::string path = lazyllm::testing::write_cli_tiny_model("lazyllm_bench_tiny.gguf", 128);
     return path;
 }
 

@@ -7,6 +7,10 @@
 #include <cstdio>
 #include <string>
 
+#include <gtest/gtest.h>
+
+#include "support/tiny_model.h"
+
 namespace lazyllm::testing {
 
 struct CliRun {
@@ -26,6 +30,16 @@ inline CliRun run_cli(const std::string& args, bool merge_stderr = true) {
     const int status = pclose(p);
     r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return r;
+}
+
+// Writes a tiny random llama model with context n_ctx into the test temp folder as `file` and
+// returns its path (callers keep it in a function-local static: written once per binary).
+inline std::string write_cli_tiny_model(const std::string& file, int n_ctx) {
+    const std::string p = ::testing::TempDir() + file;
+    TinyModelSpec spec;
+    spec.n_ctx = n_ctx;
+    EXPECT_TRUE(write_tiny_model(spec, p).ok());
+    return p;
 }
 
 }  // namespace lazyllm::testing

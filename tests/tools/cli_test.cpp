@@ -21,13 +21,7 @@ CliRun run(const std::string& args, bool merge_stderr = true) {
 }
 
 std::string tiny_model_file() {
-    static const std::string path = [] {
-        const std::string p = ::testing::TempDir() + "lazyllm_cli_tiny.gguf";
-        lazyllm::testing::TinyModelSpec spec;
-        spec.n_ctx = 64;
-        EXPECT_TRUE(lazyllm::testing::write_tiny_model(spec, p).ok());
-        return p;
-    }();
+    static const std::string path = lazyllm::testing::write_cli_tiny_model("lazyllm_cli_tiny.gguf", 64);
     return path;
 }
 
