@@ -59,6 +59,15 @@ void model_shapes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_LinearBf16)->Apply(model_shapes);
+
+// Pruned steps hand the GEMM arbitrary row counts (e.g. 0.35 x 4006 = 1403): the kernel's
+// speed must not depend on m being round.
+void odd_rows(benchmark::internal::Benchmark* b) {
+    for (int64_t m : {601, 608, 1344, 1392, 1403, 1408, 1434, 1472, 2805, 2816, 4000, 4006}) b->Args({m, 576, 3072});
+    b->ArgNames({"m", "n_in", "n_out"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_LinearBf16)->Apply(odd_rows);
 // The design note's reference shapes, for a like-for-like comparison with the raw oneDNN peak.
 BENCHMARK(BM_LinearBf16)
     ->Args({2048, 576, 1536})
