@@ -36,6 +36,7 @@ struct ModelSummary {
     std::string isa;        // kernels in use: ref | avx2 | avx512 | amx
     std::string gemm;       // bf16 | f32
     std::string decode;     // quant (QuantLinear, VNNI) | gemm (the prefill weights)
+    int default_keep_first = 0;  // tokens the model's default pruning schedule never prunes
     int n_threads = 0;
     double load_ms = 0.0;
     uint64_t file_bytes = 0;

@@ -23,6 +23,11 @@ namespace lazyllm {
 namespace {
 ModelSummary make_summary(const std::string& path, const ModelConfig& c, const Tokenizer& tok,
                           uint64_t file_bytes);
+
+// The schedule `--lazy` uses when none is given (src/prune/model_defaults.cpp).
+prune::Schedule default_schedule(const ModelConfig& c) {
+    return prune::model_default_schedule({c.arch_name, c.n_layer, c.n_embd, c.n_head, c.n_vocab});
+}
 }  // namespace
 
 struct Engine::Impl {
@@ -74,6 +79,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
     s.isa = std::string(kernels::isa_name(isa));
     s.gemm = impl->model->gemm_bf16() ? "bf16" : "f32";
     s.decode = impl->model->quantized_decode() ? "quant" : "gemm";
+    s.default_keep_first = default_schedule(impl->model->config()).keep_first;
     s.n_threads = mo.ctx.n_threads;
     s.load_ms = impl->model->load_ms();
     s.weight_bytes = impl->model->weight_bytes();
@@ -164,7 +170,7 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
         }
         LAZYLLM_ASSIGN_OR_RETURN(so.schedule, prune::parse_schedule(ro.prune.layers, ro.prune.keep, c.n_layer));
     } else {
-        so.schedule = prune::model_default_schedule({c.arch_name, c.n_layer, c.n_embd, c.n_head, c.n_vocab});
+        so.schedule = default_schedule(c);
     }
     if (ro.prune.keep_first >= 0) so.schedule.keep_first = ro.prune.keep_first;
     if (ro.prune.prune_decode >= 0) so.schedule.prune_decode = ro.prune.prune_decode != 0;

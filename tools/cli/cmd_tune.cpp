@@ -14,7 +14,6 @@
 #include "cli/options.h"
 #include "eval/tune.h"
 #include "lazyllm/engine.h"
-#include "prune/model_defaults.h"
 #include "prune/schedule.h"
 
 namespace lazyllm::cli {
@@ -84,12 +83,7 @@ int run_tune(const TuneArgs& a) {
     const int n_layer = e.summary().n_layer;
     // The protected prefix is a property of the model's prompt format (its chat template's
     // system turn), not something to trade for speed: take the model default's unless given.
-    const ModelSummary& ms = e.summary();
-    space.keep_first = a.keep_first >= 0
-                           ? a.keep_first
-                           : prune::model_default_schedule(
-                                 {ms.arch, ms.n_layer, ms.n_embd, ms.n_head, ms.n_vocab})
-                                 .keep_first;
+    space.keep_first = a.keep_first >= 0 ? a.keep_first : e.summary().default_keep_first;
 
     eval::SuiteSpec suite;
     suite.tasks = split_comma_list(a.tasks);
