@@ -1,9 +1,11 @@
-// GEMM micro-benchmarks at SmolLM2-135M's linear-layer shapes (PackedLinear on oneDNN).
+// GEMM micro-benchmarks at SmolLM2-135M's linear-layer shapes (PackedLinear: our AMX kernel
+// or oneDNN; BM_LinearBf16In compares the two on the model's bf16 path).
 // Counter GFLOPS = 2 * m * n_in * n_out per second / 1e9. Reference points measured on this
 // machine kind (2 cores, Sapphire Rapids, oneDNN 2.6.3 bf16 on AMX, raw matmul without our
 // fp32->bf16 conversion): 3.6 TFLOP/s at 2048x1536x576, 4.6 TFLOP/s at 4096x576x576
 // (design.md section 3). Threads: all OpenMP threads (OMP_NUM_THREADS to change).
 #include <benchmark/benchmark.h>
+#include <cstdlib>
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -88,6 +90,64 @@ BENCHMARK(BM_LinearF32)
     ->ArgNames({"m", "n_in", "n_out"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+
+// The model's path: bf16 activations in (written by RMSNorm / SwiGLU), per backend (0 = oneDNN,
+// 1 = our AMX kernel; LAZYLLM_GEMM picks it at create()), output stage 0 = store fp32,
+// 1 = accumulate fp32 (attn_out, down), 2 = SwiGLU to bf16 (gate|up, the shape n_out = 2 n_ff).
+// args: m, n_in, n_out, backend, stage.
+void BM_LinearBf16In(benchmark::State& state) {
+    const int64_t m = state.range(0), n_in = state.range(1), n_out = state.range(2);
+    const bool amx = state.range(3) == 1;
+    const int stage = static_cast<int>(state.range(4));
+    const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads()};
+    const auto w = random_vec(n_out * n_in, 1);
+    const auto xf = random_vec(m * n_in, 2);
+    std::vector<uint16_t> x(m * n_in);
+    detail::convert_rows_to_bf16_ref(xf.data(), m, n_in, n_in, x.data(), n_in);
+    std::vector<float> y(m * n_out);
+    std::vector<uint16_t> act(m * n_out / 2);
+    setenv("LAZYLLM_GEMM", amx ? "amx" : "onednn", 1);
+    auto lin = PackedLinear::create(ctx, w.data(), n_out, n_in, nullptr, GemmPrecision::kBf16,
+                                    stage == 2 ? GemmLayout::kSwiGlu : GemmLayout::kPlain);
+    unsetenv("LAZYLLM_GEMM");
+    if (!lin.ok()) {
+        state.SkipWithError(lin.error().message().c_str());
+        return;
+    }
+    if (amx && lin->backend() != GemmBackend::kAmx) {
+        state.SkipWithError("AMX GEMM backend not available here");
+        return;
+    }
+    auto run = [&] {
+        if (stage == 2) {
+            lin->forward_swiglu_bf16(x.data(), m, act.data());
+        } else {
+            lin->forward_bf16(x.data(), m, y.data(), 0, 0, stage == 1);
+        }
+    };
+    run();
+    for (auto _ : state) {
+        run();
+        benchmark::DoNotOptimize(y.data());
+        benchmark::DoNotOptimize(act.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["GFLOPS"] = benchmark::Counter(2.0 * m * n_in * n_out * 1e-9,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["threads"] = ctx.n_threads;
+}
+void model_stages(benchmark::internal::Benchmark* b) {
+    // {n_in, n_out, stage}: qkv, attn_out (+= h), gate|up with SwiGLU, down (+= h).
+    const int64_t shapes[][3] = {{576, 960, 0}, {576, 576, 1}, {576, 3072, 2}, {1536, 576, 1}};
+    for (int64_t m : {613, 1403, 4096}) {
+        for (const auto& s : shapes) {
+            for (int64_t backend : {0, 1}) b->Args({m, s[0], s[1], backend, s[2]});
+        }
+    }
+    b->ArgNames({"m", "n_in", "n_out", "amx", "stage"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_LinearBf16In)->Apply(model_stages);
 
 // Raw oneDNN bf16 matmul (bf16 activations already in memory, packed weights, f32 output):
 // the peak PackedLinear is measured against, in the same run and machine state.

@@ -224,8 +224,8 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
             st.o = o_buf;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t idx = 0; idx < n_tasks; ++idx) {
-                const int64_t tile_idx = tiles_per_head - 1 - idx / a.n_head_kv;
-                const int g = static_cast<int>(idx % a.n_head_kv);
+                const int64_t tile_idx = tiles_per_head - 1 - idx % tiles_per_head;
+                const int g = static_cast<int>(idx / tiles_per_head);
                 const AttnTile t = make_tile(a, n_vis, g, tile_idx);
                 if (t.n_vis_max > 0) {
                     tile_fn(t, int64_t{0}, t.n_vis_max, st);

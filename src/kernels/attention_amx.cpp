@@ -13,13 +13,12 @@
 // head_dim is processed in passes of 64 output dims (S recomputed per pass).
 // The packing reads K/V (fp32 or f16, at row j or kv_row[j]) once per call.
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
 
+#include "kernels/amx_tiles.h"
 #include "kernels/attention_isa.h"
 #include "kernels/ops_simd_avx512.h"
 
@@ -30,27 +29,6 @@ namespace {
 constexpr int kKeyBlock = 32;
 constexpr float kRescaleLog2 = 8.0f;
 constexpr int kMaxHeadDimAmx = 256;
-
-struct alignas(64) TileConfig {
-    uint8_t palette_id = 1;
-    uint8_t start_row = 0;
-    uint8_t reserved[14] = {};
-    uint16_t colsb[16] = {};
-    uint8_t rows[16] = {};
-};
-
-// Linux hands out AMX tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM,
-// Documentation/arch/x86/xstate.rst); oneDNN does the same. Asked once per process.
-bool amx_permission() {
-    static const bool granted = [] {
-        const CpuFeatures f = detect_cpu_features();
-        if (!f.amx_tile || !f.amx_bf16 || !f.avx512bf16) return false;
-        constexpr long kArchReqXcompPerm = 0x1023;
-        constexpr long kXfeatureXtiledata = 18;
-        return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-    }();
-    return granted;
-}
 
 // 16 IEEE halves -> fp32 (exact).
 inline __m512 load_f16(const uint16_t* p) {
@@ -95,12 +73,8 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
         for (int kk = 0; kk < 16; ++kk) _mm512_store_ps(qb[c][kk], r[kk]);
     }
 
-    TileConfig cfg;
-    for (int i = 0; i < 8; ++i) {
-        cfg.rows[i] = 16;
-        cfg.colsb[i] = 64;
-    }
-    _tile_loadconfig(&cfg);
+    const TileConfig cfg = full_tile_config();
+    LAZYLLM_TILE_LOADCONFIG(cfg);
 
     const __m512i q_pos = _mm512_loadu_si512(t.pos);
     const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());

@@ -1,4 +1,6 @@
-// PackedLinear on oneDNN matmul: weights packed once (format_tag::any chosen by the primitive,
+// PackedLinear: our own AMX kernel (gemm_amx.h) where it applies, else oneDNN matmul.
+//
+// The oneDNN backend: weights packed once (format_tag::any chosen by the primitive,
 // one reorder), primitives cached per row count m (oneDNN primitives are shape-specific; with
 // DNNL_RUNTIME_DIM_VAL for M oneDNN 2.6.3 falls back to its reference kernel, measured).
 //
@@ -29,7 +31,9 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/gemm_convert.h"
+#include "kernels/ops.h"
 
 namespace lazyllm::kernels {
 
@@ -92,6 +96,7 @@ struct Scratch {
     std::vector<uint16_t> src_bf16;  // [m, n_in] bf16 activations
     std::vector<float> src_f32;      // [m, n_in] dense copy of strided fp32 activations
     std::vector<float> dst_f32;      // [m, n_out] dense output when ldy > n_out
+    std::vector<float> gate_up;      // [m, n_out] fp32 gate/up for the unfused SwiGLU path
 };
 
 Scratch& thread_scratch() {
@@ -103,6 +108,22 @@ template <typename T>
 T* grow(std::vector<T>& v, int64_t n) {
     if (v.size() < static_cast<size_t>(n)) v.resize(n);
     return v.data();
+}
+
+struct FreeDeleter {
+    void operator()(uint16_t* p) const { std::free(p); }
+};
+
+// LAZYLLM_GEMM: auto (default) or amx pick our AMX kernel where it applies; onednn keeps
+// every GEMM on oneDNN (for comparisons).
+Result<bool> gemm_env_allows_amx() {
+    const char* v = std::getenv("LAZYLLM_GEMM");
+    if (v == nullptr || std::strcmp(v, "auto") == 0 || std::strcmp(v, "amx") == 0 || *v == '\0') {
+        return true;
+    }
+    if (std::strcmp(v, "onednn") == 0) return false;
+    return make_error(ErrorCode::kInvalidArgument,
+                      "LAZYLLM_GEMM={}: expected auto, amx or onednn", v);
 }
 
 bool cpu_has_bf16_gemm() {
@@ -126,6 +147,17 @@ struct PackedLinear::Impl {
     int64_t n_in = 0, n_out = 0;
     bool bf16 = false;
     int n_threads = 1;
+    KernelContext ctx;
+    GemmLayout layout = GemmLayout::kPlain;
+    GemmBackend backend = GemmBackend::kOneDnn;
+
+    // AMX backend: packed weights, bias in packed column order, and for kSwiGlu the W row of
+    // each packed column (empty: identity).
+    std::unique_ptr<uint16_t, FreeDeleter> amx_w;
+    std::vector<float> amx_bias;
+    std::vector<int64_t> amx_col_row;
+
+    // oneDNN backend.
     dnnl::engine engine;
     dnnl::stream stream;
     memory::desc weights_md;  // packed layout chosen by oneDNN
@@ -231,6 +263,47 @@ struct PackedLinear::Impl {
         execute(src_ptr, m, y, ldy, accumulate, scratch);
     }
 
+    // AMX backend. x: bf16 [m, n_in] with leading dimension ldx.
+    void amx_run(const uint16_t* x, int64_t m, int64_t ldx, detail::AmxGemmOut out, float* y,
+                 int64_t ldy, uint16_t* y16, int64_t ldy16) const {
+        detail::AmxGemmArgs a;
+        a.x = x;
+        a.ldx = ldx;
+        a.m = m;
+        a.w = amx_w.get();
+        a.n_in = n_in;
+        a.n_out = n_out;
+        a.bias = amx_bias.empty() ? nullptr : amx_bias.data();
+        a.out = out;
+        a.y = y;
+        a.ldy = ldy;
+        a.y16 = y16;
+        a.ldy16 = ldy16;
+        detail::amx_gemm(a, n_threads);
+    }
+
+    void amx_forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
+                          bool accumulate) const {
+        using detail::AmxGemmOut;
+        if (amx_col_row.empty()) {
+            amx_run(x, m, ldx, accumulate ? AmxGemmOut::kAccumulate : AmxGemmOut::kStore, y, ldy,
+                    nullptr, 0);
+            return;
+        }
+        // kSwiGlu layout asked for plain outputs: run in packed column order, then put each
+        // column back where W had it.
+        float* tmp = grow(thread_scratch().dst_f32, m * n_out);
+        amx_run(x, m, ldx, AmxGemmOut::kStore, tmp, n_out, nullptr, 0);
+        for (int64_t r = 0; r < m; ++r) {
+            const float* src = tmp + r * n_out;
+            float* dst = y + r * ldy;
+            for (int64_t j = 0; j < n_out; ++j) {
+                const int64_t c = amx_col_row[j];
+                dst[c] = accumulate ? dst[c] + src[j] : src[j];
+            }
+        }
+    }
+
     // src: dense [m, n_in] in the primitive's data type. Called with `mu` held.
     void execute(const void* src_ptr, int64_t m, float* y, int64_t ldy, bool accumulate,
                  Scratch& scratch) {
@@ -261,7 +334,7 @@ struct PackedLinear::Impl {
 
 Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float* w, int64_t n_out,
                                           int64_t n_in, const float* bias,
-                                          GemmPrecision precision) {
+                                          GemmPrecision precision, GemmLayout layout) {
     if (w == nullptr || n_out <= 0 || n_in <= 0) {
         return make_error(ErrorCode::kInvalidArgument,
                           "PackedLinear: bad weight [n_out={}, n_in={}] (null={})", n_out, n_in,
@@ -287,6 +360,13 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
             break;
     }
 
+    if (layout == GemmLayout::kSwiGlu && n_out % 2 != 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "PackedLinear: SwiGLU layout needs [gate; up] rows, got n_out={}", n_out);
+    }
+    auto amx_allowed = gemm_env_allows_amx();
+    if (!amx_allowed.ok()) return amx_allowed.error();
+
     PackedLinear out;
     out.impl_ = std::make_unique<Impl>();
     Impl& im = *out.impl_;
@@ -294,6 +374,31 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
     im.n_out = n_out;
     im.bf16 = use_bf16;
     im.n_threads = ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads();
+    im.ctx = KernelContext{ctx.isa, im.n_threads};
+    im.layout = layout;
+
+    if (use_bf16 && ctx.isa >= Isa::kAmx && amx_allowed.value() &&
+        detail::amx_gemm_usable(n_in, n_out)) {
+        im.backend = GemmBackend::kAmx;
+        const size_t bytes = detail::amx_gemm_packed_elems(n_in, n_out) * sizeof(uint16_t);
+        im.amx_w.reset(static_cast<uint16_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+        if (!im.amx_w) {
+            return make_error(ErrorCode::kInternal, "PackedLinear: out of memory packing "
+                              "[n_out={}, n_in={}] ({} bytes)", n_out, n_in, bytes);
+        }
+        if (layout == GemmLayout::kSwiGlu) {
+            im.amx_col_row.resize(n_out);
+            detail::amx_gemm_swiglu_order(n_out / 2, im.amx_col_row.data());
+        }
+        const int64_t* order = im.amx_col_row.empty() ? nullptr : im.amx_col_row.data();
+        detail::amx_gemm_pack(w, n_in, n_out, order, im.amx_w.get());
+        if (bias != nullptr) {
+            im.amx_bias.resize(n_out);
+            for (int64_t j = 0; j < n_out; ++j) im.amx_bias[j] = bias[order ? order[j] : j];
+        }
+        return out;
+    }
+
     if (bias != nullptr) im.bias.assign(bias, bias + n_out);
     OmpThreadScope threads(im.n_threads);
     try {
@@ -327,7 +432,16 @@ PackedLinear::~PackedLinear() = default;
 int64_t PackedLinear::n_in() const { return impl_ ? impl_->n_in : 0; }
 int64_t PackedLinear::n_out() const { return impl_ ? impl_->n_out : 0; }
 bool PackedLinear::is_bf16() const { return impl_ && impl_->bf16; }
-size_t PackedLinear::weight_bytes() const { return impl_ ? impl_->weights_md.get_size() : 0; }
+GemmBackend PackedLinear::backend() const {
+    return impl_ ? impl_->backend : GemmBackend::kOneDnn;
+}
+size_t PackedLinear::weight_bytes() const {
+    if (!impl_) return 0;
+    if (impl_->backend == GemmBackend::kAmx) {
+        return detail::amx_gemm_packed_elems(impl_->n_in, impl_->n_out) * sizeof(uint16_t);
+    }
+    return impl_->weights_md.get_size();
+}
 
 namespace {
 
@@ -359,9 +473,39 @@ void PackedLinear::forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t 
     if (ldx == 0) ldx = impl_->n_in;
     if (ldy == 0) ldy = impl_->n_out;
     LAZYLLM_CHECK(ldx >= impl_->n_in && ldy >= impl_->n_out);
+    if (impl_->backend == GemmBackend::kAmx) {
+        impl_->amx_forward_bf16(x, m, y, ldx, ldy, accumulate);
+        return;
+    }
     run_aligned(x, m, y, ldx, ldy, [&](const uint16_t* xs, int64_t ms, float* ys) {
         impl_->forward_bf16(xs, ms, ys, ldx, ldy, accumulate);
     });
+}
+
+void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* act, int64_t ldx,
+                                       int64_t ld_act) const {
+    LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward_swiglu_bf16 on an empty PackedLinear");
+    LAZYLLM_CHECK_MSG(impl_->bf16, "PackedLinear::forward_swiglu_bf16 on an fp32 PackedLinear");
+    LAZYLLM_CHECK_MSG(impl_->layout == GemmLayout::kSwiGlu,
+                      "PackedLinear::forward_swiglu_bf16 needs GemmLayout::kSwiGlu");
+    if (m <= 0) return;
+    const int64_t n_ff = impl_->n_out / 2;
+    if (ldx == 0) ldx = impl_->n_in;
+    if (ld_act == 0) ld_act = n_ff;
+    LAZYLLM_CHECK(ldx >= impl_->n_in && ld_act >= n_ff);
+    if (impl_->backend == GemmBackend::kAmx) {
+        impl_->amx_run(x, m, ldx, detail::AmxGemmOut::kSwiGlu, nullptr, 0, act, ld_act);
+        return;
+    }
+    float* gate_up = grow(thread_scratch().gate_up, m * impl_->n_out);
+    forward_bf16(x, m, gate_up, ldx, impl_->n_out);
+    if (ld_act == n_ff) {
+        swiglu_bf16(impl_->ctx, gate_up, act, m, n_ff);
+        return;
+    }
+    for (int64_t r = 0; r < m; ++r) {
+        swiglu_bf16(impl_->ctx, gate_up + r * impl_->n_out, act + r * ld_act, 1, n_ff);
+    }
 }
 
 void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
@@ -371,6 +515,12 @@ void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int
     if (ldx == 0) ldx = impl_->n_in;
     if (ldy == 0) ldy = impl_->n_out;
     LAZYLLM_CHECK(ldx >= impl_->n_in && ldy >= impl_->n_out);
+    if (impl_->backend == GemmBackend::kAmx) {
+        uint16_t* x16 = grow(thread_scratch().src_bf16, m * impl_->n_in);
+        impl_->convert_src(x, m, ldx, x16);
+        impl_->amx_forward_bf16(x16, m, y, impl_->n_in, ldy, accumulate);
+        return;
+    }
     run_aligned(x, m, y, ldx, ldy, [&](const float* xs, int64_t ms, float* ys) {
         impl_->forward(xs, ms, ys, ldx, ldy, accumulate);
     });

@@ -1,7 +1,12 @@
 // Linear layers: y[m, n_out] = x[m, n_in] . W^T (+ bias), W stored [n_out, n_in] row-major
 // (GGUF ne[0] = n_in). Weights are converted once at load into the layout the GEMM wants:
-// bf16 packed by oneDNN (format_tag::any + reorder) where the CPU has AMX or AVX-512-BF16,
-// fp32 otherwise. The model never names the ISA: it passes a KernelContext.
+// - bf16 for our own AMX kernel (gemm_amx.h) where the CPU has AMX and n_in, n_out are
+//   multiples of 32: fused output stages (accumulate, bias, SwiGLU), any row count and row
+//   stride without copies;
+// - bf16 packed by oneDNN (format_tag::any + reorder) for other shapes on CPUs with AMX or
+//   AVX-512-BF16, or everywhere when LAZYLLM_GEMM=onednn (for comparisons);
+// - fp32 (oneDNN) otherwise.
+// The model never names the ISA: it passes a KernelContext.
 #pragma once
 
 #include <cstddef>
@@ -19,12 +24,23 @@ enum class GemmPrecision {
     kBf16,
 };
 
+enum class GemmLayout {
+    kPlain,
+    // w = [gate rows; up rows] ([2 n_ff, n_in]) of a SwiGLU FFN: enables forward_swiglu_bf16
+    // as one fused GEMM on the AMX kernel. forward() and forward_bf16() still return the
+    // [gate | up] columns in order.
+    kSwiGlu,
+};
+
+enum class GemmBackend { kOneDnn, kAmx };
+
 class PackedLinear {
 public:
     // `w`: [n_out, n_in] fp32 (dequantized). `bias`: [n_out] or nullptr.
     static Result<PackedLinear> create(const KernelContext& ctx, const float* w, int64_t n_out,
                                        int64_t n_in, const float* bias = nullptr,
-                                       GemmPrecision precision = GemmPrecision::kAuto);
+                                       GemmPrecision precision = GemmPrecision::kAuto,
+                                       GemmLayout layout = GemmLayout::kPlain);
     PackedLinear();
     PackedLinear(PackedLinear&&) noexcept;
     PackedLinear& operator=(PackedLinear&&) noexcept;
@@ -33,6 +49,7 @@ public:
     int64_t n_in() const;
     int64_t n_out() const;
     bool is_bf16() const;
+    GemmBackend backend() const;
     size_t weight_bytes() const;
 
     // x: [m, n_in] fp32 rows with leading dimension ldx (>= n_in, 0 = n_in);
@@ -50,6 +67,13 @@ public:
     // round trip of the activations through memory. Only when is_bf16() (checked).
     void forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
                       bool accumulate = false) const;
+
+    // act[m, n_out / 2] = bf16(silu(x W_gate^T) * (x W_up^T)) for a kSwiGlu-layout linear
+    // with x in bf16 (leading dimensions ldx, ld_act; 0 = dense). One fused GEMM on the AMX
+    // backend; GEMM + swiglu_bf16 otherwise (same result up to fp32 summation order). Only
+    // when is_bf16() (checked). x and act must not overlap.
+    void forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* act, int64_t ldx = 0,
+                             int64_t ld_act = 0) const;
 
 private:
     struct Impl;

@@ -69,15 +69,17 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     float* x = grow(s.x, n * E);             // [n, E]
     float* qkv = grow(s.qkv, n * NQKV);      // [n, Q + 2 KV]
     float* attn = grow(s.attn, n * Q);       // [n, Q]
-    float* gate_up = grow(s.gate_up, n * 2 * F);  // [n, 2F]
-    float* act = grow(s.act, n * F);         // [n, F]
     // bf16 GEMMs take bf16 activations written directly by RMSNorm / SwiGLU (no fp32 round
     // trip through memory); the values are the same RNE roundings the GEMM would apply.
     // A decode step (few rows) streams every weight once for little work: it uses the 4/8-bit
     // QuantLinear copies (fp32 activations in, quantized per block inside), prefill the GEMMs.
     const bool quant = quantized_decode_ && n <= kQuantMaxRows;
     const bool bf16 = !quant && layers_[run.il_begin].qkv.is_bf16();
-    uint16_t* x16 = bf16 ? grow(s.x16, n * std::max(E, F)) : nullptr;  // [n, E] or [n, F]
+    uint16_t* x16 = bf16 ? grow(s.x16, n * E) : nullptr;      // [n, E]
+    uint16_t* act16 = bf16 ? grow(s.act16, n * F) : nullptr;  // [n, F]
+    // fp32 FFN buffers only where the FFN runs in fp32 (quantized decode, fp32 GEMMs).
+    float* gate_up = bf16 ? nullptr : grow(s.gate_up, n * 2 * F);  // [n, 2F]
+    float* act = bf16 ? nullptr : grow(s.act, n * F);              // [n, F]
     // A key set S (pruned step) is read by row index; else keys are the prefix [0, n_keys).
     const bool key_subset = run.key_pos != nullptr;
     const int32_t* key_pos = key_subset ? run.key_pos : kv.iota();
@@ -168,30 +170,29 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
                 kernels::rms_norm(ctx, run.h, L.ffn_norm.data(), x, n, E, c.rms_eps);
             }
         }
-        {
+        if (bf16) {
+            // One GEMM with SwiGLU fused into its output stage on the AMX backend (the fp32
+            // gate/up rows are never written); GEMM + swiglu_bf16 inside on the others.
             OpTimer t(prof, OpKind::kGateUp, 2.0 * n * E * 2 * F);
-            if (quant) {
-                L.gate_up_q.forward(x, n, gate_up);
-            } else if (bf16) {
-                L.gate_up.forward_bf16(x16, n, gate_up);
-            } else {
-                L.gate_up.forward(x, n, gate_up);
+            L.gate_up.forward_swiglu_bf16(x16, n, act16);
+        } else {
+            {
+                OpTimer t(prof, OpKind::kGateUp, 2.0 * n * E * 2 * F);
+                if (quant) {
+                    L.gate_up_q.forward(x, n, gate_up);
+                } else {
+                    L.gate_up.forward(x, n, gate_up);
+                }
             }
-        }
-        {
             OpTimer t(prof, OpKind::kSwiglu);
-            if (bf16) {
-                kernels::swiglu_bf16(ctx, gate_up, x16, n, F);
-            } else {
-                kernels::swiglu(ctx, gate_up, act, n, F);
-            }
+            kernels::swiglu(ctx, gate_up, act, n, F);
         }
         {
             OpTimer t(prof, OpKind::kDown, 2.0 * n * F * E);
             if (quant) {
                 L.down_q.forward(act, n, run.h, F, E, /*accumulate=*/true);
             } else if (bf16) {
-                L.down.forward_bf16(x16, n, run.h, F, E, /*accumulate=*/true);
+                L.down.forward_bf16(act16, n, run.h, F, E, /*accumulate=*/true);
             } else {
                 L.down.forward(act, n, run.h, F, E, /*accumulate=*/true);
             }

@@ -113,9 +113,11 @@ Status LlamaModel::load_weights() {
     token_embd_type_ = embd->type;
     token_embd_row_bytes_ = static_cast<size_t>(E / traits->block_size) * traits->type_size;
 
-    auto pack = [&](const std::vector<float>& w, int64_t n_out, int64_t n_in,
-                    const float* bias) -> Result<kernels::PackedLinear> {
-        return kernels::PackedLinear::create(opts_.ctx, w.data(), n_out, n_in, bias, opts_.precision);
+    auto pack = [&](const std::vector<float>& w, int64_t n_out, int64_t n_in, const float* bias,
+                    kernels::GemmLayout layout =
+                        kernels::GemmLayout::kPlain) -> Result<kernels::PackedLinear> {
+        return kernels::PackedLinear::create(opts_.ctx, w.data(), n_out, n_in, bias,
+                                             opts_.precision, layout);
     };
 
     // The quantized decode copies need whole 32-blocks along every n_in (n_embd, n_embd_q, n_ff)
@@ -170,7 +172,7 @@ Status LlamaModel::load_weights() {
             LAZYLLM_ASSIGN_OR_RETURN(auto wg, read_tensor_f32(gguf_, name(names::kFfnGate), {E, F}, isa));
             LAZYLLM_ASSIGN_OR_RETURN(auto wu, read_tensor_f32(gguf_, name(names::kFfnUp), {E, F}, isa));
             const auto wgu = concat_rows({&wg, &wu});
-            auto p = pack(wgu, 2 * F, E, nullptr);
+            auto p = pack(wgu, 2 * F, E, nullptr, kernels::GemmLayout::kSwiGlu);
             if (!p.ok()) return p.error().with_context(name("ffn_gate_up"));
             L.gate_up = std::move(p).value();
             Status st = quant({name(names::kFfnGate), name(names::kFfnUp)}, wgu, E, nullptr,

@@ -50,7 +50,8 @@ struct LayerWeights {
 // Working buffers of one forward, grown on demand and reused (no allocation in steady state).
 struct ForwardScratch {
     std::vector<float> x;       // [n_rows, n_embd]   normed input (fp32 GEMM path)
-    std::vector<uint16_t> x16;  // [n_rows, max(n_embd, n_ff)] bf16 GEMM input (bf16 path)
+    std::vector<uint16_t> x16;  // [n_rows, n_embd] bf16 GEMM input (bf16 path)
+    std::vector<uint16_t> act16;  // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
     std::vector<float> qkv;     // [n_rows, n_qkv]
     std::vector<float> attn;    // [n_rows, n_embd_q]
     std::vector<float> gate_up; // [n_rows, 2*n_ff]

@@ -1,5 +1,6 @@
-// PackedLinear (oneDNN) against ref::linear on ragged shapes, fp32 and (where the CPU has it)
-// bf16, with bias, accumulation and strided rows.
+// PackedLinear against ref::linear on ragged shapes, fp32 and (where the CPU has it) bf16 on
+// both backends (our AMX kernel where the shape fits it, oneDNN), with bias, accumulation and
+// strided rows; the SwiGLU layout against GEMM + swiglu_bf16; backend selection.
 //
 // Error bounds, per output y = sum_i x_i w_i (+ b):
 // - fp32: oneDNN sums in another order; |err| <= 1e-5 * sum_i |x_i w_i| (+ tiny absolute).
@@ -21,6 +22,7 @@
 
 #include "kernels/cpu.h"
 #include "kernels/gemm_convert.h"
+#include "kernels/ops.h"
 
 namespace lazyllm::kernels {
 namespace {
@@ -31,6 +33,21 @@ bool cpu_has_bf16() {
 }
 
 KernelContext best_ctx() { return {best_isa(detect_cpu_features()), 2}; }
+
+// Sets LAZYLLM_GEMM for one scope (PackedLinear::create reads it).
+class GemmEnv {
+public:
+    explicit GemmEnv(const char* value) { setenv("LAZYLLM_GEMM", value, 1); }
+    ~GemmEnv() { unsetenv("LAZYLLM_GEMM"); }
+    GemmEnv(const GemmEnv&) = delete;
+    GemmEnv& operator=(const GemmEnv&) = delete;
+};
+
+bool amx_gemm_here() {
+    const float w[32 * 32] = {};
+    auto lin = PackedLinear::create(best_ctx(), w, 32, 32, nullptr, GemmPrecision::kAuto);
+    return lin.ok() && lin->backend() == GemmBackend::kAmx;
+}
 
 std::vector<float> random_vec(size_t n, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -100,7 +117,8 @@ void run_case(const Case& c, GemmPrecision precision, uint32_t seed) {
 
 std::vector<Case> cases() {
     std::vector<Case> out;
-    const int64_t dims[][2] = {{576, 960}, {37, 53}, {100, 7}, {1536, 40}};
+    // 576 x 960 and 64 x 96 fit the AMX kernel (multiples of 32); the others run on oneDNN.
+    const int64_t dims[][2] = {{576, 960}, {64, 96}, {37, 53}, {100, 7}, {1536, 40}};
     for (const auto& d : dims) {
         for (int64_t m : {1, 3, 17, 64, 300}) {
             out.push_back({m, d[0], d[1], false, false, 0, 0});
@@ -124,6 +142,105 @@ TEST(Gemm, Bf16MatchesRefWithinRounding) {
     if (!cpu_has_bf16()) GTEST_SKIP() << "no AVX-512-BF16";
     uint32_t seed = 2;
     for (const Case& c : cases()) run_case(c, GemmPrecision::kBf16, seed += 10);
+}
+
+TEST(Gemm, Bf16OnOneDnnMatchesRefWithinRounding) {
+    if (!cpu_has_bf16()) GTEST_SKIP() << "no AVX-512-BF16";
+    GemmEnv env("onednn");
+    uint32_t seed = 3;
+    for (const Case& c : cases()) run_case(c, GemmPrecision::kBf16, seed += 10);
+}
+
+TEST(Gemm, BackendFollowsShapeCpuAndEnv) {
+    if (!amx_gemm_here()) GTEST_SKIP() << "no AMX GEMM on this CPU";
+    const auto w = random_vec(96 * 64, 11);
+    auto amx = PackedLinear::create(best_ctx(), w.data(), 96, 64);
+    ASSERT_TRUE(amx.ok());
+    EXPECT_EQ(amx->backend(), GemmBackend::kAmx);
+    EXPECT_EQ(amx->weight_bytes(), 96u * 64u * 2u);
+    auto ragged = PackedLinear::create(best_ctx(), w.data(), 95, 64);  // n_out % 32 != 0
+    ASSERT_TRUE(ragged.ok());
+    EXPECT_EQ(ragged->backend(), GemmBackend::kOneDnn);
+    auto f32 = PackedLinear::create(best_ctx(), w.data(), 96, 64, nullptr, GemmPrecision::kF32);
+    ASSERT_TRUE(f32.ok());
+    EXPECT_EQ(f32->backend(), GemmBackend::kOneDnn);
+    {
+        GemmEnv env("onednn");
+        auto forced = PackedLinear::create(best_ctx(), w.data(), 96, 64);
+        ASSERT_TRUE(forced.ok());
+        EXPECT_EQ(forced->backend(), GemmBackend::kOneDnn);
+    }
+    {
+        GemmEnv env("cublas");
+        auto bad = PackedLinear::create(best_ctx(), w.data(), 96, 64);
+        ASSERT_FALSE(bad.ok());
+        EXPECT_NE(bad.error().message().find("LAZYLLM_GEMM=cublas"), std::string::npos)
+            << bad.error().message();
+    }
+}
+
+// forward_swiglu_bf16 against GEMM + swiglu_bf16 on a plain-layout linear (same bf16 inputs,
+// fp32 sums in another order: the bf16 outputs may differ by an ulp or two), on both
+// backends, with strided input and output rows; forward() on the SwiGLU layout keeps W's
+// column order.
+void run_swiglu_case(int64_t m, int64_t n_in, int64_t n_ff, bool with_bias, uint32_t seed) {
+    const int64_t ldx = n_in + 8, ld_act = n_ff + 5;
+    const auto w = random_vec(2 * n_ff * n_in, seed);
+    const auto b = random_vec(2 * n_ff, seed + 1);
+    const auto xf = random_vec(m * ldx, seed + 2);
+    std::vector<uint16_t> x(m * ldx);
+    detail::convert_rows_to_bf16_ref(xf.data(), m, n_in, ldx, x.data(), ldx);
+    const float* bias = with_bias ? b.data() : nullptr;
+    auto fused = PackedLinear::create(best_ctx(), w.data(), 2 * n_ff, n_in, bias,
+                                      GemmPrecision::kBf16, GemmLayout::kSwiGlu);
+    auto plain = PackedLinear::create(best_ctx(), w.data(), 2 * n_ff, n_in, bias,
+                                      GemmPrecision::kBf16, GemmLayout::kPlain);
+    ASSERT_TRUE(fused.ok() && plain.ok());
+    std::vector<float> gu(m * 2 * n_ff), gu_fused(m * 2 * n_ff);
+    plain->forward_bf16(x.data(), m, gu.data(), ldx);
+    fused->forward_bf16(x.data(), m, gu_fused.data(), ldx);
+    ASSERT_EQ(gu_fused, gu) << "SwiGLU layout changed forward_bf16's columns";
+    std::vector<uint16_t> want(m * n_ff), got(m * ld_act, 0x7777);
+    swiglu_bf16(best_ctx(), gu.data(), want.data(), m, n_ff);
+    fused->forward_swiglu_bf16(x.data(), m, got.data(), ldx, ld_act);
+    auto to_f = [](uint16_t h) {
+        const uint32_t u = static_cast<uint32_t>(h) << 16;
+        float f;
+        std::memcpy(&f, &u, sizeof(f));
+        return f;
+    };
+    for (int64_t r = 0; r < m; ++r) {
+        for (int64_t i = 0; i < ld_act; ++i) {
+            if (i >= n_ff) {
+                ASSERT_EQ(got[r * ld_act + i], 0x7777) << "wrote into the row padding";
+                continue;
+            }
+            const float e = to_f(want[r * n_ff + i]), g = to_f(got[r * ld_act + i]);
+            ASSERT_NEAR(g, e, std::ldexp(std::fabs(e), -7) + 1e-6f)
+                << "m=" << m << " n_ff=" << n_ff << " r=" << r << " i=" << i;
+        }
+    }
+}
+
+TEST(Gemm, SwiGluLayoutMatchesGemmThenSwiglu) {
+    if (!cpu_has_bf16()) GTEST_SKIP() << "no AVX-512-BF16";
+    for (const char* backend : {"auto", "onednn"}) {
+        GemmEnv env(backend);
+        uint32_t seed = 40;
+        for (int64_t m : {1, 9, 32, 133}) {
+            run_swiglu_case(m, 64, 48, false, seed += 10);   // 2 n_ff = 96: AMX-able
+            run_swiglu_case(m, 576, 96, true, seed += 10);
+            run_swiglu_case(m, 40, 20, m % 2 == 1, seed += 10);  // oneDNN + swiglu_bf16
+        }
+    }
+}
+
+TEST(Gemm, SwiGluLayoutNeedsGateAndUpRows) {
+    const auto w = random_vec(63 * 32, 12);
+    auto odd = PackedLinear::create(best_ctx(), w.data(), 63, 32, nullptr, GemmPrecision::kAuto,
+                                    GemmLayout::kSwiGlu);
+    ASSERT_FALSE(odd.ok());
+    EXPECT_NE(odd.error().message().find("n_out=63"), std::string::npos);
 }
 
 TEST(Gemm, AutoPrecisionFollowsIsaAndCpu) {

@@ -1,0 +1,62 @@
+// Our own AMX bf16 GEMM for the linear layers (used by PackedLinear where it applies).
+//
+// y[m, n_out] = x[m, n_in] . W^T with x bf16 row-major (any leading dimension) and W packed
+// once into AMX B-tiles. The output stage is fused: store or accumulate fp32 (the residual
+// add of attn_out and down), plus bias, or SwiGLU straight to bf16 (gate and up computed by
+// one GEMM whose packed columns interleave gate and up 16 at a time, so each 32-column
+// micro-tile holds 16 gate and the matching 16 up outputs: the fp32 [m, 2 n_ff] gate/up
+// buffer is never written).
+//
+// Packed layout, 32 columns per panel, 32 k per chunk, two 16-column halves:
+//   w_packed[((p * n_chunks + c) * 2 + h) * 512 + kk * 32 + i * 2 + e]
+//     = bf16(W[col_row(32 p + 16 h + i)][32 c + 2 kk + e])
+// (the VNNI pair layout TDPBF16PS takes as its B operand, 1 KiB per tile).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace lazyllm::kernels::detail {
+
+constexpr int64_t kAmxGemmPanel = 32;  // packed columns per panel
+constexpr int64_t kAmxGemmChunk = 32;  // reduction depth per tile step
+
+// The shape fits the kernel (n_in and n_out multiples of 32) and the CPU has AMX bf16 with
+// the kernel's permission to use it.
+bool amx_gemm_usable(int64_t n_in, int64_t n_out);
+
+size_t amx_gemm_packed_elems(int64_t n_in, int64_t n_out);
+
+// w: [n_out, n_in] fp32 row-major. Packed column j holds W row `row_of_col[j]` (nullptr:
+// row j). Rounds to nearest even, like convert_rows_to_bf16.
+void amx_gemm_pack(const float* w, int64_t n_in, int64_t n_out, const int64_t* row_of_col,
+                   uint16_t* w_packed);
+
+// The column order that makes a fused [gate | up] weight ([2 n_ff, n_in], gate rows first)
+// run with AmxGemmOut::kSwiGlu: out[j] for j in [0, 2 n_ff). n_ff must be a multiple of 16.
+void amx_gemm_swiglu_order(int64_t n_ff, int64_t* row_of_col);
+
+enum class AmxGemmOut {
+    kStore,       // y = x W^T + bias
+    kAccumulate,  // y += x W^T + bias
+    kSwiGlu,      // y16[r, 16 p + i] = bf16(silu(g) * u), g = col 32 p + i, u = col 32 p + 16 + i
+};
+
+struct AmxGemmArgs {
+    const uint16_t* x = nullptr;  // [m, n_in] bf16 bits, leading dimension ldx
+    int64_t ldx = 0;
+    int64_t m = 0;
+    const uint16_t* w = nullptr;  // packed by amx_gemm_pack
+    int64_t n_in = 0, n_out = 0;
+    const float* bias = nullptr;  // [n_out] in packed column order, or nullptr
+    AmxGemmOut out = AmxGemmOut::kStore;
+    float* y = nullptr;  // kStore / kAccumulate: [m, n_out] fp32, leading dimension ldy
+    int64_t ldy = 0;
+    uint16_t* y16 = nullptr;  // kSwiGlu: [m, n_out / 2] bf16 bits, leading dimension ldy16
+    int64_t ldy16 = 0;
+};
+
+// Runs on n_threads OpenMP threads. Requires amx_gemm_usable(n_in, n_out).
+void amx_gemm(const AmxGemmArgs& a, int n_threads);
+
+}  // namespace lazyllm::kernels::detail
