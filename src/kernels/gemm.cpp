@@ -114,11 +114,13 @@ struct FreeDeleter {
     void operator()(uint16_t* p) const { std::free(p); }
 };
 
-// LAZYLLM_GEMM: auto (default) or amx pick our AMX kernel where it applies; onednn keeps
-// every GEMM on oneDNN (for comparisons).
+// LAZYLLM_GEMM: auto (default) or amx run our AMX kernel on every GEMM it fits; onednn keeps
+// them all on oneDNN (for comparisons). Measured end to end at 4k tokens, 2 threads: full
+// prefill 1664-1735 ms (auto) against 1895-2022 ms (onednn), lazy 854-936 against 992-1000;
+// running only the fused SwiGLU GEMM on our kernel measured within noise of all of them.
 Result<bool> gemm_env_allows_amx() {
     const char* v = std::getenv("LAZYLLM_GEMM");
-    if (v == nullptr || std::strcmp(v, "auto") == 0 || std::strcmp(v, "amx") == 0 || *v == '\0') {
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0 || std::strcmp(v, "amx") == 0) {
         return true;
     }
     if (std::strcmp(v, "onednn") == 0) return false;
@@ -364,8 +366,9 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
         return make_error(ErrorCode::kInvalidArgument,
                           "PackedLinear: SwiGLU layout needs [gate; up] rows, got n_out={}", n_out);
     }
-    auto amx_allowed = gemm_env_allows_amx();
-    if (!amx_allowed.ok()) return amx_allowed.error();
+    auto amx_env = gemm_env_allows_amx();
+    if (!amx_env.ok()) return amx_env.error();
+    const bool amx_allowed = amx_env.value();
 
     PackedLinear out;
     out.impl_ = std::make_unique<Impl>();
@@ -377,7 +380,7 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
     im.ctx = KernelContext{ctx.isa, im.n_threads};
     im.layout = layout;
 
-    if (use_bf16 && ctx.isa >= Isa::kAmx && amx_allowed.value() &&
+    if (use_bf16 && ctx.isa >= Isa::kAmx && amx_allowed &&
         detail::amx_gemm_usable(n_in, n_out)) {
         im.backend = GemmBackend::kAmx;
         const size_t bytes = detail::amx_gemm_packed_elems(n_in, n_out) * sizeof(uint16_t);
