@@ -15,7 +15,9 @@
 
 #include "bench/bench_util.h"
 #include "kernels/cpu.h"
+#include "kernels/amx_tiles.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/gemm_convert.h"
 
 namespace lazyllm::kernels {
@@ -148,6 +150,28 @@ void model_stages(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 BENCHMARK(BM_LinearBf16In)->Apply(model_stages);
+
+// The AMX tile unit's ceiling on this machine: TDPBF16PS on register-resident tiles, on every
+// OpenMP thread (no memory traffic, so no GEMM reaches it).
+void BM_AmxTdpPeak(benchmark::State& state) {
+    if (!detail::amx_permission()) {
+        state.SkipWithError("no AMX bf16 here");
+        return;
+    }
+    const int n_threads = omp_get_max_threads();
+    constexpr int64_t kIters = 200000;
+    double flops = 0.0;
+    for (auto _ : state) {
+        double done = 0.0;
+#pragma omp parallel num_threads(n_threads) reduction(+ : done)
+        done += detail::amx_tdp_loop(kIters);
+        flops = done;
+    }
+    state.counters["GFLOPS"] =
+        benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["threads"] = n_threads;
+}
+BENCHMARK(BM_AmxTdpPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Raw oneDNN bf16 matmul (bf16 activations already in memory, packed weights, f32 output):
 // the peak PackedLinear is measured against, in the same run and machine state.

@@ -243,4 +243,25 @@ void amx_gemm(const AmxGemmArgs& a, int n_threads) {
     }
 }
 
+double amx_tdp_loop(int64_t iters) {
+    const TileConfig cfg = full_tile_config();
+    LAZYLLM_TILE_LOADCONFIG(cfg);
+    alignas(64) static const uint16_t kZeros[512] = {};  // the values do not matter
+    _tile_loadd(4, kZeros, 64);
+    _tile_loadd(5, kZeros, 64);
+    _tile_loadd(6, kZeros, 64);
+    _tile_loadd(7, kZeros, 64);
+    zero_acc();
+    for (int64_t i = 0; i < iters; ++i) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    alignas(64) float sink[16][16];
+    _tile_stored(0, sink, 64);
+    _tile_release();
+    return static_cast<double>(iters) * 4 * 16 * 16 * 32 * 2 + 0.0 * sink[0][0];
+}
+
 }  // namespace lazyllm::kernels::detail

@@ -59,4 +59,9 @@ struct AmxGemmArgs {
 // Runs on n_threads OpenMP threads. Requires amx_gemm_usable(n_in, n_out).
 void amx_gemm(const AmxGemmArgs& a, int n_threads);
 
+// The tile unit's ceiling, for benchmarks: `iters` rounds of four independent TDPBF16PS on
+// operands that stay in tile registers (no memory traffic). Returns the FLOPs done
+// (iters * 4 * 16 * 16 * 32 * 2). Requires amx_permission().
+double amx_tdp_loop(int64_t iters);
+
 }  // namespace lazyllm::kernels::detail

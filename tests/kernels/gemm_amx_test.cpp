@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/amx_tiles.h"
+#include "support/random.h"
 
 namespace lazyllm::kernels::detail {
 namespace {
@@ -28,13 +29,7 @@ namespace {
 #define SKIP_WITHOUT_AMX() \
     if (!amx_permission()) GTEST_SKIP() << "no AMX bf16 (or no tile permission from the OS)"
 
-std::vector<float> random_vec(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
+using test::random_vec;
 
 uint16_t bf16_rne(float f) {  // finite values only
     const uint32_t u = std::bit_cast<uint32_t>(f);

@@ -23,6 +23,7 @@
 #include "kernels/cpu.h"
 #include "kernels/gemm_convert.h"
 #include "kernels/ops.h"
+#include "support/random.h"
 
 namespace lazyllm::kernels {
 namespace {
@@ -49,13 +50,7 @@ bool amx_gemm_here() {
     return lin.ok() && lin->backend() == GemmBackend::kAmx;
 }
 
-std::vector<float> random_vec(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
+using test::random_vec;
 
 struct Case {
     int64_t m, n_in, n_out;

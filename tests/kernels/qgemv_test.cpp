@@ -22,6 +22,7 @@
 
 #include "kernels/cpu.h"
 #include "kernels/quant.h"
+#include "support/random.h"
 #include "support/quantize_ref.h"
 
 namespace lazyllm::kernels {
@@ -33,13 +34,7 @@ constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, G
 KernelContext fast_ctx(int n_threads) { return {best_isa(detect_cpu_features()), n_threads}; }
 constexpr KernelContext kRefCtx{Isa::kRef, 1};
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
+using test::random_vec;
 
 // A random [n_out, n_in] matrix quantized to `type`, with its dequantized fp32 values.
 struct QuantMatrix {
