@@ -146,9 +146,9 @@ void pack_rows(const AmxGemmArgs& a, int64_t r0, int64_t rows, uint16_t* dst) {
 }
 
 // One work item: rows [r0, r1) x panels [p0, p1). The reduction runs in k blocks of
-// kBlockChunks chunks so that one panel's weights and one micro-tile's x for a block
-// (2 x 32 x 32 x kBlockChunks bytes) fit in L1 together. Partial sums between blocks live in
-// y itself (plain store/accumulate) or in a per-thread buffer.
+// kBlockChunks chunks (n_in = 576 in one block, which measured best even though a panel and
+// a micro-tile's x then no longer fit L1 together; n_in = 1536 in three). Partial sums
+// between blocks live in y itself (plain store/accumulate) or in a per-thread buffer.
 void run_item(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t p1) {
     const int64_t n_chunks = a.n_in / kAmxGemmChunk;
     const int64_t n_kb = (n_chunks + kBlockChunks - 1) / kBlockChunks;
@@ -179,13 +179,14 @@ void run_item(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t 
                 const int64_t rows = std::min(kRows, r1 - r);
                 const uint16_t* xt = scratch.xpack.data() + (t * n_chunks + c0) * kChunkElems;
                 // Where this micro-tile's partial sums live between k blocks.
-                float* part;
-                int64_t part_ld_b;
+                // (Unused, and the buffer unallocated, with one k block outside y.)
+                float* part = nullptr;
+                int64_t part_ld_b = 0;
                 const bool in_y = direct && rows == kRows;
                 if (in_y) {
                     part = a.y + r * a.ldy + p * kAmxGemmPanel;
                     part_ld_b = a.ldy * static_cast<int64_t>(sizeof(float));
-                } else {
+                } else if (n_kb > 1) {
                     part = scratch.acc.data() + t * kRows * acc_ld + (p - p0) * kAmxGemmPanel;
                     part_ld_b = acc_ld * static_cast<int64_t>(sizeof(float));
                 }
