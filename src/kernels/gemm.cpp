@@ -115,9 +115,10 @@ struct FreeDeleter {
 };
 
 // LAZYLLM_GEMM: auto (default) or amx run our AMX kernel on every GEMM it fits; onednn keeps
-// them all on oneDNN (for comparisons). Measured end to end at 4k tokens, 2 threads: full
-// prefill 1664-1735 ms (auto) against 1895-2022 ms (onednn), lazy 854-936 against 992-1000;
-// running only the fused SwiGLU GEMM on our kernel measured within noise of all of them.
+// them all on oneDNN (for comparisons). Measured end to end at 4k tokens, 2 threads
+// (docs/benchmarks.md): full prefill 1690-1732 ms on our kernel against 1895-2022 ms on
+// oneDNN, lazy 854-865 against 992-1000; our kernel on the fused SwiGLU GEMM only measured
+// 1664-1735 and 874-936, so every GEMM it fits goes to it.
 Result<bool> gemm_env_allows_amx() {
     const char* v = std::getenv("LAZYLLM_GEMM");
     if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0 || std::strcmp(v, "amx") == 0) {
