@@ -66,18 +66,19 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     LAZYLLM_CHECK(run.n_keys <= kv.n_ctx());
     LAZYLLM_DCHECK(run.key_pos != nullptr || run.pos[n - 1] < run.n_keys);
 
-    float* x = grow(s.x, n * E);             // [n, E]
     float* qkv = grow(s.qkv, n * NQKV);      // [n, Q + 2 KV]
     float* attn = grow(s.attn, n * Q);       // [n, Q]
-    // bf16 GEMMs take bf16 activations written directly by RMSNorm / SwiGLU (no fp32 round
-    // trip through memory); the values are the same RNE roundings the GEMM would apply.
+    // bf16 GEMMs take bf16 activations written directly by RMSNorm and by the gate|up GEMM's
+    // fused SwiGLU (no fp32 round trip through memory); the values are the same RNE roundings
+    // the GEMM would apply.
     // A decode step (few rows) streams every weight once for little work: it uses the 4/8-bit
     // QuantLinear copies (fp32 activations in, quantized per block inside), prefill the GEMMs.
     const bool quant = quantized_decode_ && n <= kQuantMaxRows;
     const bool bf16 = !quant && layers_[run.il_begin].qkv.is_bf16();
     uint16_t* x16 = bf16 ? grow(s.x16, n * E) : nullptr;      // [n, E]
     uint16_t* act16 = bf16 ? grow(s.act16, n * F) : nullptr;  // [n, F]
-    // fp32 FFN buffers only where the FFN runs in fp32 (quantized decode, fp32 GEMMs).
+    // fp32 activation buffers only where the GEMMs take fp32 (quantized decode, fp32 GEMMs).
+    float* x = bf16 ? nullptr : grow(s.x, n * E);                   // [n, E]
     float* gate_up = bf16 ? nullptr : grow(s.gate_up, n * 2 * F);  // [n, 2F]
     float* act = bf16 ? nullptr : grow(s.act, n * F);              // [n, F]
     // A key set S (pruned step) is read by row index; else keys are the prefix [0, n_keys).

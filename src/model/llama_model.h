@@ -49,7 +49,7 @@ struct LayerWeights {
 
 // Working buffers of one forward, grown on demand and reused (no allocation in steady state).
 struct ForwardScratch {
-    std::vector<float> x;       // [n_rows, n_embd]   normed input (fp32 GEMM path)
+    std::vector<float> x;       // [n_rows, n_embd]   normed input (fp32 GEMMs, quantized decode)
     std::vector<uint16_t> x16;  // [n_rows, n_embd] bf16 GEMM input (bf16 path)
     std::vector<uint16_t> act16;  // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
     std::vector<float> qkv;     // [n_rows, n_qkv]
