@@ -84,17 +84,24 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
     const uint16_t* vt_head =
         packed.vt.data() + static_cast<int64_t>(t.kv_head) * D * packed.n_kv_pad;
 
-    // S^T for the block at j0 into tmm4 (keys j0..j0+15) and tmm5 (keys j0+16..j0+31).
-    auto issue_qk = [&](int64_t j0) {
-        _tile_zero(4);
-        _tile_zero(5);
+    // Step i of Q.K^T for the block at j0: S^T into tmm4 (keys j0..j0+15) and tmm5 (keys
+    // j0+16..j0+31).
+    constexpr int kQkSteps = 2 + 5 * kChunks;
+    auto qk_step = [&](int64_t j0, int i) {
         const uint16_t* k_blk = k_head + j0 * D;
-        for (int c = 0; c < kChunks; ++c) {
-            _tile_loadd(7, qb[c], 64);
-            _tile_loadd(6, k_blk + 32 * c, D * 2);
-            _tile_dpbf16ps(4, 6, 7);
-            _tile_loadd(6, k_blk + 16 * D + 32 * c, D * 2);
-            _tile_dpbf16ps(5, 6, 7);
+        if (i == 0) {
+            _tile_zero(4);
+        } else if (i == 1) {
+            _tile_zero(5);
+        } else {
+            const int c = (i - 2) / 5;
+            switch ((i - 2) % 5) {
+                case 0: _tile_loadd(7, qb[c], 64); break;
+                case 1: _tile_loadd(6, k_blk + 32 * c, D * 2); break;
+                case 2: _tile_dpbf16ps(4, 6, 7); break;
+                case 3: _tile_loadd(6, k_blk + 16 * D + 32 * c, D * 2); break;
+                default: _tile_dpbf16ps(5, 6, 7); break;
+            }
         }
     };
 
@@ -109,15 +116,20 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
         _tile_zero(2);
         _tile_zero(3);
         if (j_begin < j_end) {
-            issue_qk(j_begin);
+            for (int i = 0; i < kQkSteps; ++i) qk_step(j_begin, i);
             _tile_stored(4, sbuf[0], 64);
             _tile_stored(5, sbuf[16], 64);
         }
         for (int64_t j0 = j_begin; j0 < j_end; j0 += kKeyBlock) {
             // sbuf holds this block's S^T. The next block's Q.K^T runs on the tile unit while
-            // this block's softmax runs on the vector units.
+            // this block's softmax runs on the vector units: its tile instructions are issued
+            // a few at a time between the softmax rows. Issued back to back, one that waits
+            // for a tile register (a load into tmm6 or tmm7 while a TDPBF16PS still reads it)
+            // stalls the front end, and the vector work behind it with it (measured: with the
+            // block's Q.K^T issued in one go, tile and vector time added up).
             const bool has_next = j0 + kKeyBlock < j_end;
-            if (has_next) issue_qk(j0 + kKeyBlock);
+            const int n_steps = has_next ? kQkSteps : 0;
+            int step = 0;
 
             // One pass: P = 2^(S - m_ref), flagging lanes whose scores exceed m_ref + margin.
             const int nj = static_cast<int>(std::min<int64_t>(kKeyBlock, j_end - j0));
@@ -125,7 +137,11 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
             const __m512 limit = _mm512_add_ps(m_ref, _mm512_set1_ps(kRescaleLog2));
             __mmask16 raise = 0;
             __m512 p_sum = _mm512_setzero_ps();
+#pragma GCC unroll 16
             for (int kk = 0; kk < kKeyBlock / 2; ++kk) {
+                for (; step < n_steps && step * (kKeyBlock / 2) < kk * n_steps; ++step) {
+                    qk_step(j0 + kKeyBlock, step);
+                }
                 __m512 s0 = _mm512_load_ps(sbuf[2 * kk]);
                 __m512 s1 = _mm512_load_ps(sbuf[2 * kk + 1]);
                 if (mask) {
@@ -145,6 +161,7 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
                 p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
                 _mm512_store_si512(pb[kk], interleave_bf16(p0, p1));
             }
+            for (; step < n_steps; ++step) qk_step(j0 + kKeyBlock, step);
             if (raise != 0) {
                 // Rare (first block of a tile, or a jump in the scores): raise m_ref to the
                 // block max, rescale what was accumulated, and redo this block's P.

@@ -1,0 +1,79 @@
+// The AVX-512 vector math (ops_simd_avx512.h) against std::exp2. This file is compiled with
+// the AVX-512 flags; every test skips on CPUs without AVX-512.
+#include <immintrin.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu.h"
+#include "kernels/ops_simd_avx512.h"
+
+namespace lazyllm::kernels {
+namespace {
+
+bool has_avx512() { return isa_supported(Isa::kAvx512, detect_cpu_features()); }
+
+// f applied to xs, 16 lanes at a time (xs.size() a multiple of 16).
+template <typename F>
+std::vector<float> map16(const std::vector<float>& xs, F f) {
+    std::vector<float> out(xs.size());
+    for (size_t i = 0; i < xs.size(); i += 16) {
+        _mm512_storeu_ps(out.data() + i, f(_mm512_loadu_ps(xs.data() + i)));
+    }
+    return out;
+}
+
+// A dense grid over the softmax range [-150, 8], with integers and values just around them.
+std::vector<float> grid() {
+    std::vector<float> xs;
+    for (float x = -150.0f; x <= 8.0f; x += 1.0f / 64) xs.push_back(x);
+    for (int n = -149; n <= 8; ++n) {
+        xs.push_back(std::nextafter(static_cast<float>(n), -1e9f));
+        xs.push_back(std::nextafter(static_cast<float>(n), 1e9f));
+    }
+    while (xs.size() % 16 != 0) xs.push_back(0.0f);
+    return xs;
+}
+
+void expect_relative(const std::vector<float>& xs, const std::vector<float>& got, double tol,
+                     const char* what) {
+    int bad = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+        const double want = std::exp2(static_cast<double>(xs[i]));
+        // Below 2^-126 the result is subnormal or flushed: an absolute bound there.
+        const double err = want < 0x1p-126 ? std::fabs(got[i] - want) / 0x1p-126
+                                           : std::fabs(got[i] - want) / want;
+        if (!(err <= tol) && bad++ < 5) {
+            ADD_FAILURE() << what << " x=" << xs[i] << " got " << got[i] << " want " << want;
+        }
+    }
+    EXPECT_EQ(bad, 0) << what;
+}
+
+TEST(Simd512, Exp2Bf16RelativeError) {
+    if (!has_avx512()) GTEST_SKIP() << "no AVX-512";
+    const std::vector<float> xs = grid();
+    expect_relative(xs, map16(xs, [](__m512 x) { return simd512::exp2_bf16(x); }), 1e-4,
+                    "exp2_bf16");
+}
+
+TEST(Simd512, Exp2RelativeError) {
+    if (!has_avx512()) GTEST_SKIP() << "no AVX-512";
+    const std::vector<float> xs = grid();
+    expect_relative(xs, map16(xs, [](__m512 x) { return simd512::exp2(x); }), 1e-6, "exp2");
+}
+
+TEST(Simd512, MaskedInputsGiveZero) {
+    if (!has_avx512()) GTEST_SKIP() << "no AVX-512";
+    std::vector<float> xs(16, -std::numeric_limits<float>::infinity());
+    xs[1] = -1e30f;
+    xs[2] = -161.0f;
+    for (float v : map16(xs, [](__m512 x) { return simd512::exp2_bf16(x); })) EXPECT_EQ(v, 0.0f);
+    for (float v : map16(xs, [](__m512 x) { return simd512::exp2(x); })) EXPECT_EQ(v, 0.0f);
+}
+
+}  // namespace
+}  // namespace lazyllm::kernels
