@@ -230,8 +230,7 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
                 if (t.n_vis_max > 0) {
                     tile_fn(t, int64_t{0}, t.n_vis_max, st);
                 } else {
-                    std::fill(st.l, st.l + kAttnLanes, 0.0f);
-                    std::fill(o_buf, o_buf + d * kAttnLanes, 0.0f);
+                    clear_state(d, st);
                 }
                 detail::attention_finalize_avx512(a, t, st);
             }

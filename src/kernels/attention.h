@@ -42,6 +42,11 @@ struct AttentionArgs {
     int64_t out_stride = 0;
 };
 
+// The cache row of key j (see AttentionArgs::kv_row).
+inline int64_t kv_row_of(const AttentionArgs& a, int64_t j) {
+    return a.kv_row != nullptr ? a.kv_row[j] : j;
+}
+
 // Key j is visible to query i iff kv_pos[j] <= q_pos[i]. A query with no visible key gets
 // zeros (cannot happen when a token attends to itself).
 void attention(const KernelContext& ctx, const AttentionArgs& args);

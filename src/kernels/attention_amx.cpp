@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
 
 #include "kernels/amx_tiles.h"
 #include "kernels/attention_isa.h"
@@ -29,11 +28,6 @@ namespace {
 constexpr int kKeyBlock = 32;
 constexpr float kRescaleLog2 = 8.0f;
 constexpr int kMaxHeadDimAmx = 256;
-
-// 16 IEEE halves -> fp32 (exact).
-inline __m512 load_f16(const uint16_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
 
 inline __m512i bf16_pairs(__m512 lo, __m512 hi) {
     return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
@@ -87,6 +81,7 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
     // Step i of Q.K^T for the block at j0: S^T into tmm4 (keys j0..j0+15) and tmm5 (keys
     // j0+16..j0+31).
     constexpr int kQkSteps = 2 + 5 * kChunks;
+    constexpr int kRows = kKeyBlock / 2;  // softmax rows per block (key pairs)
     auto qk_step = [&](int64_t j0, int i) {
         const uint16_t* k_blk = k_head + j0 * D;
         if (i == 0) {
@@ -128,8 +123,6 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
             // stalls the front end, and the vector work behind it with it (measured: with the
             // block's Q.K^T issued in one go, tile and vector time added up).
             const bool has_next = j0 + kKeyBlock < j_end;
-            const int n_steps = has_next ? kQkSteps : 0;
-            int step = 0;
 
             // One pass: P = 2^(S - m_ref), flagging lanes whose scores exceed m_ref + margin.
             const int nj = static_cast<int>(std::min<int64_t>(kKeyBlock, j_end - j0));
@@ -138,10 +131,7 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
             __mmask16 raise = 0;
             __m512 p_sum = _mm512_setzero_ps();
 #pragma GCC unroll 16
-            for (int kk = 0; kk < kKeyBlock / 2; ++kk) {
-                for (; step < n_steps && step * (kKeyBlock / 2) < kk * n_steps; ++step) {
-                    qk_step(j0 + kKeyBlock, step);
-                }
+            for (int kk = 0; kk < kRows; ++kk) {
                 __m512 s0 = _mm512_load_ps(sbuf[2 * kk]);
                 __m512 s1 = _mm512_load_ps(sbuf[2 * kk + 1]);
                 if (mask) {
@@ -160,8 +150,15 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
                 const __m512 p1 = simd512::exp2_bf16(_mm512_sub_ps(s1, m_ref));
                 p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
                 _mm512_store_si512(pb[kk], interleave_bf16(p0, p1));
+                // After row kk, steps [ceil(kk n / rows), ceil((kk + 1) n / rows)) of the
+                // next block's n = kQkSteps: all of them by the last row.
+                if (has_next) {
+                    for (int i = (kk * kQkSteps + kRows - 1) / kRows;
+                         i < ((kk + 1) * kQkSteps + kRows - 1) / kRows; ++i) {
+                        qk_step(j0 + kKeyBlock, i);
+                    }
+                }
             }
-            for (; step < n_steps; ++step) qk_step(j0 + kKeyBlock, step);
             if (raise != 0) {
                 // Rare (first block of a tile, or a jump in the scores): raise m_ref to the
                 // block max, rescale what was accumulated, and redo this block's P.
@@ -187,7 +184,7 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
                     _tile_loadd(3, obuf[48], 64);
                 }
                 p_sum = _mm512_setzero_ps();
-                for (int kk = 0; kk < kKeyBlock / 2; ++kk) {
+                for (int kk = 0; kk < kRows; ++kk) {
                     const __m512 p0 =
                         simd512::exp2_bf16(_mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk]), m_ref));
                     const __m512 p1 =
@@ -257,7 +254,7 @@ void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& 
                            (j0 / kKeyBlock) * kKeyBlock * d + j0 % kKeyBlock;
         int64_t row_off[16];  // element offset of each key's head-g segment (K and V alike)
         for (int jj = 0; jj < n_rows; ++jj) {
-            const int64_t row = a.kv_row != nullptr ? a.kv_row[j0 + jj] : j0 + jj;
+            const int64_t row = kv_row_of(a, j0 + jj);
             row_off[jj] = row * a.kv_stride + static_cast<int64_t>(g) * d;
         }
         for (int c = 0; c < d; c += 16) {
@@ -266,8 +263,8 @@ void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& 
                 if (jj >= n_rows) {
                     kr[jj] = vr[jj] = _mm512_setzero_ps();
                 } else if (f16) {
-                    kr[jj] = load_f16(static_cast<const uint16_t*>(a.k) + row_off[jj] + c);
-                    vr[jj] = load_f16(static_cast<const uint16_t*>(a.v) + row_off[jj] + c);
+                    kr[jj] = simd512::load_f16(static_cast<const uint16_t*>(a.k) + row_off[jj] + c);
+                    vr[jj] = simd512::load_f16(static_cast<const uint16_t*>(a.v) + row_off[jj] + c);
                 } else {
                     kr[jj] = _mm512_loadu_ps(static_cast<const float*>(a.k) + row_off[jj] + c);
                     vr[jj] = _mm512_loadu_ps(static_cast<const float*>(a.v) + row_off[jj] + c);

@@ -31,15 +31,9 @@ constexpr int64_t kPrefetchKeys = 64;
 // (a horizontal max, an exp2, a pass over O) is rare (as in attention_amx.cpp).
 constexpr float kRescaleLog2 = 8.0f;
 
-inline int64_t row_of(const AttentionArgs& a, int64_t j) {
-    return a.kv_row != nullptr ? a.kv_row[j] : j;
-}
-
 // 16 fp32 values from 16 elements of type T.
 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-inline __m512 load16(const uint16_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
+inline __m512 load16(const uint16_t* p) { return simd512::load_f16(p); }
 inline __m512 load16_masked(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 inline __m512 load16_masked(const uint16_t* p, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
@@ -52,7 +46,7 @@ template <int D, typename T>
 inline void block_rows(const AttentionArgs& a, const T* head_base, int64_t j0, int nj, float* buf,
                        const float* rows[kKeyBlock]) {
     for (int jj = 0; jj < nj; ++jj) {
-        const T* src = head_base + row_of(a, j0 + jj) * a.kv_stride;
+        const T* src = head_base + kv_row_of(a, j0 + jj) * a.kv_stride;
         if constexpr (std::is_same_v<T, float>) {
             rows[jj] = src;
         } else {
@@ -119,7 +113,7 @@ void tile_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int
         const int nj = static_cast<int>(std::min<int64_t>(kKeyBlock, j_end - j0));
         // Gather the block as fp32; rows past the range repeat the last one and are masked.
         for (int jj = 0; jj < kKeyBlock; ++jj) {
-            const int64_t off = row_of(a, j0 + std::min(jj, nj - 1)) * a.kv_stride;
+            const int64_t off = kv_row_of(a, j0 + std::min(jj, nj - 1)) * a.kv_stride;
             for (int c = 0; c < D; c += 16) {
                 _mm512_store_ps(kb + jj * D + c, load16(k_head + off + c));
                 _mm512_store_ps(vb + jj * D + c, load16(v_head + off + c));
@@ -252,7 +246,7 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
             _mm512_mask_loadu_epi32(_mm512_set1_epi32(INT32_MAX), valid, a.kv_pos + j0);
         const int64_t jp_end = std::min(j_end, j0 + kPrefetchKeys + kKeyBlock);
         for (int64_t jp = j0 + kPrefetchKeys; jp < jp_end; ++jp) {
-            const int64_t off = row_of(a, jp) * a.kv_stride + pf_offset;
+            const int64_t off = kv_row_of(a, jp) * a.kv_stride + pf_offset;
             const char* k_row = reinterpret_cast<const char*>(k_base + off);
             const char* v_row = reinterpret_cast<const char*>(v_base + off);
             for (int64_t b = 0; b < pf_bytes; b += 64) {
@@ -390,7 +384,7 @@ void head_probs(const AttentionArgs& a, const float* q_head, int kv_head, int64_
         for (int jj = 0; jj < 16; ++jj) {
             acc[jj] = _mm512_setzero_ps();
             if (jj >= nj) continue;
-            const T* k = k_head + row_of(a, j0 + jj) * a.kv_stride;
+            const T* k = k_head + kv_row_of(a, j0 + jj) * a.kv_stride;
             for (int c = 0; c < d; c += 16) {
                 const __mmask16 mask = simd512::tail_mask(d - c);
                 acc[jj] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, q_head + c),

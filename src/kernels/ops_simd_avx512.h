@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace lazyllm::kernels::simd512 {
 
 // 2^x for x in [-inf, 128): x = n + r, n = round(x), |r| <= 0.5, 2^r by a degree-7 Taylor
@@ -82,6 +84,11 @@ inline __m512 silu(__m512 x) {
     __m512 r = _mm512_rcp14_ps(d);
     r = _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
     return _mm512_mul_ps(x, r);
+}
+
+// 16 IEEE halves -> 16 fp32 (exact).
+inline __m512 load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
 // 16 fp32 -> 16 bf16 bits, round to nearest even with integer ops (AVX-512F only: no
