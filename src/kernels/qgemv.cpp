@@ -59,49 +59,42 @@ struct UnpackedBlock {
     uint16_t m;
 };
 
+// The 4- and 5-bit formats: qs[j] holds element j in its low nibble and element j + 16 in its
+// high one; the 5-bit formats add bit j of qh as bit 4 of element j (the 4-bit ones have no qh,
+// read as 0), and the affine ones (Q4_1, Q5_1) a min after d. Block: quant::BlockQ{4,5}_{0,1}.
+template <typename Block>
+void unpack_nibbles(const uint8_t* src, UnpackedBlock* out) {
+    constexpr bool kHasMin = requires(const Block& b) { b.m; };
+    constexpr bool kHasHigh = requires(const Block& b) { b.qh; };
+    Block b;
+    std::memcpy(&b, src, sizeof(b));
+    out->d = b.d;
+    if constexpr (kHasMin) out->m = b.m;
+    uint32_t qh = 0;
+    if constexpr (kHasHigh) std::memcpy(&qh, b.qh, sizeof(qh));
+    for (int j = 0; j < kBlock / 2; ++j) {
+        out->u[j] = static_cast<uint8_t>((b.qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10));
+        out->u[j + kBlock / 2] = static_cast<uint8_t>((b.qs[j] >> 4) | ((qh >> (j + 12)) & 0x10));
+    }
+}
+
 // GGML block -> UnpackedBlock (layouts: quant_blocks.h, after ggml-common.h).
 void unpack_block(GgmlType type, const uint8_t* src, UnpackedBlock* out) {
     using namespace quant;  // NOLINT: block structs of this function's concern
     out->m = 0;
     switch (type) {
-        case GgmlType::Q4_0: {
-            BlockQ4_0 b;
-            std::memcpy(&b, src, sizeof(b));
-            out->d = b.d;
-            for (int j = 0; j < kBlock / 2; ++j) {
-                out->u[j] = b.qs[j] & 0x0F;
-                out->u[j + kBlock / 2] = b.qs[j] >> 4;
-            }
+        case GgmlType::Q4_0:
+            unpack_nibbles<BlockQ4_0>(src, out);
             return;
-        }
-        case GgmlType::Q4_1: {
-            BlockQ4_1 b;
-            std::memcpy(&b, src, sizeof(b));
-            out->d = b.d;
-            out->m = b.m;
-            for (int j = 0; j < kBlock / 2; ++j) {
-                out->u[j] = b.qs[j] & 0x0F;
-                out->u[j + kBlock / 2] = b.qs[j] >> 4;
-            }
+        case GgmlType::Q4_1:
+            unpack_nibbles<BlockQ4_1>(src, out);
             return;
-        }
         case GgmlType::Q5_0:
-        case GgmlType::Q5_1: {
-            // Q5_0 and Q5_1 share the quant layout; Q5_1 has the min after d.
-            const bool has_min = type == GgmlType::Q5_1;
-            std::memcpy(&out->d, src, 2);
-            if (has_min) std::memcpy(&out->m, src + 2, 2);
-            const uint8_t* p = src + (has_min ? 4 : 2);
-            uint32_t qh;
-            std::memcpy(&qh, p, sizeof(qh));
-            const uint8_t* qs = p + 4;
-            for (int j = 0; j < kBlock / 2; ++j) {
-                out->u[j] = static_cast<uint8_t>((qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10));
-                out->u[j + kBlock / 2] =
-                    static_cast<uint8_t>((qs[j] >> 4) | ((qh >> (j + 12)) & 0x10));
-            }
+            unpack_nibbles<BlockQ5_0>(src, out);
             return;
-        }
+        case GgmlType::Q5_1:
+            unpack_nibbles<BlockQ5_1>(src, out);
+            return;
         case GgmlType::Q8_0: {
             BlockQ8_0 b;
             std::memcpy(&b, src, sizeof(b));
@@ -187,13 +180,32 @@ T* grow(std::vector<T>& v, int64_t n) {
 
 struct QuantLinear::Impl {
     qgemv::Weights w;
-    std::unique_ptr<uint8_t, AlignedFree> storage;  // w.data
-    size_t storage_bytes = 0;
-    std::vector<float> bias;  // [n_groups * 16] (zero padded) or empty
+    std::unique_ptr<uint8_t, AlignedFree> storage;  // w.data: [n_groups][group_bytes]
+    std::vector<float> bias;                        // [n_groups * 16] (zero padded) or empty
     GgmlType type = GgmlType::Q8_0;
     int32_t offset = 0;
     int n_threads = 1;
     bool fast = false;
+
+    size_t storage_bytes() const { return w.group_bytes * static_cast<size_t>(w.n_groups); }
+
+    // The setup shared by create() and create_from_f32(), which validate their own input and
+    // differ only in where the blocks come from (see pack()). `type` has a FormatSpec.
+    template <typename Source>
+    static Result<QuantLinear> build(const KernelContext& ctx, GgmlType type, int64_t n_out,
+                                     int64_t n_in, const float* bias, Source&& source) {
+        FormatSpec spec;
+        LAZYLLM_CHECK(format_of(type, &spec));
+        QuantLinear out;
+        out.impl_ = std::make_unique<Impl>();
+        Impl& im = *out.impl_;
+        im.type = type;
+        im.n_threads = resolve_threads(ctx);
+        im.fast = has_fast_path(ctx);
+        LAZYLLM_TRY(im.pack(n_out, n_in, spec, source));
+        im.set_bias(bias);
+        return out;
+    }
 
     // Allocates the packed layout and fills every group from `source(row, block, &blk)`, in
     // parallel over groups. Padding rows get zero quants and scales (they produce 0).
@@ -207,14 +219,14 @@ struct QuantLinear::Impl {
         w.has_min = spec.has_min;
         w.group_bytes = qgemv::group_bytes_for(spec.bits, spec.has_min, w.n_blocks);
         offset = spec.offset;
-        storage_bytes = w.group_bytes * static_cast<size_t>(w.n_groups);
-        storage.reset(static_cast<uint8_t*>(std::aligned_alloc(kChunkBytes, storage_bytes)));
+        const size_t bytes = storage_bytes();
+        storage.reset(static_cast<uint8_t*>(std::aligned_alloc(kChunkBytes, bytes)));
         if (!storage) {
             return make_error(ErrorCode::kInternal,
                               "QuantLinear: cannot allocate {} bytes for [n_out={}, n_in={}]",
-                              storage_bytes, n_out, n_in);
+                              bytes, n_out, n_in);
         }
-        std::memset(storage.get(), 0, storage_bytes);
+        std::memset(storage.get(), 0, bytes);
         w.data = storage.get();
         const qgemv::Weights& cw = w;
 #pragma omp parallel for num_threads(n_threads) schedule(static)
@@ -256,8 +268,7 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
         return make_error(ErrorCode::kInvalidArgument, "QuantLinear: no weight parts");
     }
     const GgmlType type = parts[0].type;
-    FormatSpec spec;
-    if (!format_of(type, &spec)) {
+    if (!supports(type)) {
         return make_error(ErrorCode::kUnsupported,
                           "QuantLinear: weight type {} is not taken directly (supported: Q4_0, "
                           "Q4_1, Q5_0, Q5_1, Q8_0; use create_from_f32)",
@@ -298,16 +309,7 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
         const int64_t r = row - part_start[p];
         unpack_block(type, parts[p].data + (r * n_blocks + b) * block_bytes, blk);
     };
-
-    QuantLinear out;
-    out.impl_ = std::make_unique<Impl>();
-    Impl& im = *out.impl_;
-    im.type = type;
-    im.n_threads = resolve_threads(ctx);
-    im.fast = has_fast_path(ctx);
-    LAZYLLM_TRY(im.pack(n_out, n_in, spec, source));
-    im.set_bias(bias);
-    return out;
+    return Impl::build(ctx, type, n_out, n_in, bias, source);
 }
 
 Result<QuantLinear> QuantLinear::create_from_f32(const KernelContext& ctx, const float* w,
@@ -321,17 +323,7 @@ Result<QuantLinear> QuantLinear::create_from_f32(const KernelContext& ctx, const
     const auto source = [&](int64_t row, int64_t b, UnpackedBlock* blk) {
         quantize_block_q8_0(w + row * n_in + b * kBlock, blk);
     };
-    QuantLinear out;
-    out.impl_ = std::make_unique<Impl>();
-    Impl& im = *out.impl_;
-    im.type = GgmlType::Q8_0;
-    im.n_threads = resolve_threads(ctx);
-    im.fast = has_fast_path(ctx);
-    FormatSpec spec;
-    format_of(GgmlType::Q8_0, &spec);
-    LAZYLLM_TRY(im.pack(n_out, n_in, spec, source));
-    im.set_bias(bias);
-    return out;
+    return Impl::build(ctx, GgmlType::Q8_0, n_out, n_in, bias, source);
 }
 
 QuantLinear::QuantLinear() = default;
@@ -341,7 +333,7 @@ QuantLinear::~QuantLinear() = default;
 
 int64_t QuantLinear::n_in() const { return impl_ ? impl_->w.n_in : 0; }
 int64_t QuantLinear::n_out() const { return impl_ ? impl_->w.n_out : 0; }
-size_t QuantLinear::weight_bytes() const { return impl_ ? impl_->storage_bytes : 0; }
+size_t QuantLinear::weight_bytes() const { return impl_ ? impl_->storage_bytes() : 0; }
 GgmlType QuantLinear::type() const { return impl_ ? impl_->type : GgmlType::Q8_0; }
 bool QuantLinear::uses_fast_path() const { return impl_ && impl_->fast; }
 

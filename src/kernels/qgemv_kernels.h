@@ -35,6 +35,9 @@ constexpr int kBlock = 32;          // inputs per block, for weights and activat
 constexpr int kMaxRowsPerPass = 8;  // activation rows sharing one pass over a group
 constexpr int kChunkBytes = 64;
 
+// Bytes of one block's quants for one group (qs above): 4 or 8 chunks.
+constexpr size_t qs_bytes_for(int bits) { return bits == 4 ? 4 * kChunkBytes : 8 * kChunkBytes; }
+
 struct Weights {
     const uint8_t* data = nullptr;  // [n_groups][group_bytes], 64-byte aligned
     int64_t n_in = 0;
@@ -45,7 +48,7 @@ struct Weights {
     bool has_min = false;
     size_t group_bytes = 0;  // multiple of 64
 
-    size_t qs_bytes() const { return bits == 4 ? 4 * kChunkBytes : 8 * kChunkBytes; }
+    size_t qs_bytes() const { return qs_bytes_for(bits); }
     const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g) * group_bytes; }
     const uint16_t* scales(int64_t g) const {
         return reinterpret_cast<const uint16_t*>(group(g) + n_blocks * qs_bytes());
@@ -55,8 +58,7 @@ struct Weights {
 
 // Bytes of one group in the layout above, rounded up to 64.
 inline size_t group_bytes_for(int bits, bool has_min, int64_t n_blocks) {
-    const size_t qs = bits == 4 ? 4 * kChunkBytes : 8 * kChunkBytes;
-    const size_t per_block = qs + (has_min ? 2 : 1) * kGroupRows * sizeof(uint16_t);
+    const size_t per_block = qs_bytes_for(bits) + (has_min ? 2 : 1) * kGroupRows * sizeof(uint16_t);
     const size_t bytes = per_block * static_cast<size_t>(n_blocks);
     return (bytes + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
 }

@@ -54,7 +54,7 @@ template <int kBits, bool kMin, int G, int M>
 void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate) {
     constexpr bool kSplitHi = kBits == 4 && M == 1;
-    constexpr int64_t kQs = kBits == 4 ? 4 * kChunkBytes : 8 * kChunkBytes;
+    constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
     constexpr int64_t kBlockBytes = kQs + (kMin ? 2 : 1) * kGroupRows * 2;
     const int64_t nb = w.n_blocks;
     // Activations are block-major ([n_blocks][m] rows): the M rows of a block are adjacent,
@@ -198,11 +198,11 @@ void pass_rows(const Weights& w, int64_t g, int64_t n_groups, const Activations&
 template <int kBits, bool kMin>
 void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
+    // Rows in passes of up to 8 over the same groups: the first pass reads the weights from
+    // memory, the next ones from L1 (a group tile is at most 2 x ~10 KB). n_groups is the tile
+    // of the first pass (m <= 4: one pass) where it fits, else 1.
+    const int64_t tile = groups_per_pass(std::min<int64_t>(kMaxRowsPerPass, m));
     for (int64_t g = g0; g < g1;) {
-        // Rows in passes of up to 8 over the same groups: the first pass reads the weights
-        // from memory, the next ones from L1 (a group tile is at most 2 x ~10 KB).
-        // n_groups is the tile of the first pass (m <= 4: one pass) where it fits, else 1.
-        const int64_t tile = groups_per_pass(std::min<int64_t>(kMaxRowsPerPass, m));
         const int64_t n_groups = g + tile <= g1 ? tile : 1;
         for (int64_t r0 = 0; r0 < m; r0 += kMaxRowsPerPass) {
             switch (std::min<int64_t>(kMaxRowsPerPass, m - r0)) {

@@ -68,6 +68,9 @@ std::vector<float> make_x(int64_t m, int64_t ldx, int64_t n_in, uint32_t seed) {
 struct Shape {
     int64_t m, n_out, n_in, ldx_pad, ldy_pad;
     bool bias, accumulate;
+
+    int64_t ldx() const { return n_in + ldx_pad; }
+    int64_t ldy() const { return n_out + ldy_pad; }
 };
 
 std::string describe(GgmlType type, const Shape& s, int n_threads) {
@@ -95,7 +98,7 @@ std::vector<Shape> shapes() {
 std::vector<float> run(const QuantLinear& lin, const Shape& s, const std::vector<float>& x,
                        const std::vector<float>& y0) {
     std::vector<float> y = y0;
-    lin.forward(x.data(), s.m, y.data(), s.n_in + s.ldx_pad, s.n_out + s.ldy_pad, s.accumulate);
+    lin.forward(x.data(), s.m, y.data(), s.ldx(), s.ldy(), s.accumulate);
     return y;
 }
 
@@ -107,9 +110,8 @@ TEST(QuantLinear, FastPathMatchesReferenceBitExact) {
             seed += 7;
             const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
             const auto bias = random_vec(s.n_out, seed + 1);
-            const int64_t ldx = s.n_in + s.ldx_pad, ldy = s.n_out + s.ldy_pad;
-            const auto x = make_x(s.m, ldx, s.n_in, seed + 2);
-            const auto y0 = random_vec(s.m * ldy, seed + 3);
+            const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
+            const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
             const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
             auto ref =
                 QuantLinear::create(kRefCtx, {&part, 1}, s.n_in, s.bias ? bias.data() : nullptr);
@@ -138,7 +140,7 @@ void expect_near_fp32(const std::vector<float>& y, const std::vector<float>& y0,
                       const std::vector<float>& x, const std::vector<float>& w,
                       const std::vector<float>& bias, const Shape& s, float w_err_scale,
                       const std::string& what) {
-    const int64_t ldx = s.n_in + s.ldx_pad, ldy = s.n_out + s.ldy_pad;
+    const int64_t ldx = s.ldx(), ldy = s.ldy();
     for (int64_t r = 0; r < s.m; ++r) {
         for (int64_t o = 0; o < ldy; ++o) {
             const size_t iy = static_cast<size_t>(r * ldy + o);
@@ -176,8 +178,8 @@ TEST(QuantLinear, MatchesFp32WithinActivationRounding) {
             seed += 7;
             const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
             const auto bias = random_vec(s.n_out, seed + 1);
-            const auto x = make_x(s.m, s.n_in + s.ldx_pad, s.n_in, seed + 2);
-            const auto y0 = random_vec(s.m * (s.n_out + s.ldy_pad), seed + 3);
+            const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
+            const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
             const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
             // The fast path where there is one (bit-identical to the reference, tested above).
             auto lin = QuantLinear::create(fast_ctx(2), {&part, 1}, s.n_in,
@@ -200,8 +202,8 @@ TEST(QuantLinear, FromF32WithinWeightAndActivationRounding) {
         seed += 7;
         const auto w = random_vec(s.n_out * s.n_in, seed);
         const auto bias = random_vec(s.n_out, seed + 1);
-        const auto x = make_x(s.m, s.n_in + s.ldx_pad, s.n_in, seed + 2);
-        const auto y0 = random_vec(s.m * (s.n_out + s.ldy_pad), seed + 3);
+        const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
+        const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
         for (const KernelContext& ctx : {kRefCtx, fast_ctx(2)}) {
             auto lin = QuantLinear::create_from_f32(ctx, w.data(), s.n_out, s.n_in,
                                                     s.bias ? bias.data() : nullptr);
