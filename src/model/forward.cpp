@@ -82,8 +82,7 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     float* gate_up = bf16 ? nullptr : grow(s.gate_up, n * 2 * F);  // [n, 2F]
     float* act = bf16 ? nullptr : grow(s.act, n * F);              // [n, F]
     // A key set S (pruned step) is read by row index; else keys are the prefix [0, n_keys).
-    const bool key_subset = run.key_pos != nullptr;
-    const int32_t* key_pos = key_subset ? run.key_pos : kv.iota();
+    const int32_t* key_pos = run.key_pos != nullptr ? run.key_pos : kv.iota();
     // Attention FLOPs (profile only): QK^T and PV over the visible (query, key) pairs, i.e. the
     // keys at or before each row's position: about half of a prefix, all of it in decode.
     double attn_flops = 0.0;
@@ -136,7 +135,7 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         a.k = k_cache;
         a.v = v_cache;
         a.kv_type = kv.type();
-        a.kv_row = key_subset ? key_pos : nullptr;  // cache row = position
+        a.kv_row = run.key_pos;  // cache row = position; null for the prefix (row j)
         a.kv_pos = key_pos;
         a.n_kv = run.n_keys;
         a.kv_stride = KV;

@@ -49,10 +49,11 @@ Result<kernels::QuantLinear> make_quant(const kernels::KernelContext& ctx, const
     std::vector<kernels::QuantLinear::Part> parts;
     bool direct = true;
     for (const std::string& n : names) {
-        const GgufTensorInfo* t = gguf.find_tensor(n);  // present: read_tensor_f32 checked it
+        // Present and 2-D [n_in, n_out]: read_tensor_f32 checked it against the config.
+        const GgufTensorInfo* t = gguf.find_tensor(n);
         direct = direct && kernels::QuantLinear::supports(t->type) &&
                  (parts.empty() || parts.front().type == t->type);
-        parts.push_back({t->type, gguf.tensor_data(*t), t->shape.size() > 1 ? t->shape[1] : 1});
+        parts.push_back({t->type, gguf.tensor_data(*t), t->shape[1]});
     }
     const int64_t n_out = static_cast<int64_t>(w.size()) / n_in;
     if (direct) return kernels::QuantLinear::create(ctx, parts, n_in, bias);
@@ -125,12 +126,13 @@ Status LlamaModel::load_weights() {
     quantized_decode_ = opts_.quantized_decode && opts_.precision != kernels::GemmPrecision::kF32 &&
                         kernels::QuantLinear::has_fast_path(opts_.ctx) && E % 32 == 0 &&
                         Q % 32 == 0 && F % 32 == 0;
-    auto quant = [&](std::initializer_list<std::string> tensors, const std::vector<float>& w,
-                     int64_t n_in, const float* bias,
+    // Errors carry `what`, the (fused) matrix's name, as context.
+    auto quant = [&](std::string_view what, std::initializer_list<std::string> tensors,
+                     const std::vector<float>& w, int64_t n_in, const float* bias,
                      kernels::QuantLinear& out) -> Status {
         if (!quantized_decode_) return {};
         auto q = make_quant(opts_.ctx, gguf_, tensors, w, n_in, bias);
-        if (!q.ok()) return q.error();
+        if (!q.ok()) return q.error().with_context(std::string(what));
         out = std::move(q).value();
         return {};
     };
@@ -156,17 +158,17 @@ Status LlamaModel::load_weights() {
             auto p = pack(wqkv, Q + 2 * KV, E, c.qkv_bias ? bias.data() : nullptr);
             if (!p.ok()) return p.error().with_context(name("attn_qkv"));
             L.qkv = std::move(p).value();
-            Status st = quant({name(names::kAttnQ), name(names::kAttnK), name(names::kAttnV)}, wqkv,
-                              E, c.qkv_bias ? bias.data() : nullptr, L.qkv_q);
-            if (!st.ok()) return st.error().with_context(name("attn_qkv"));
+            LAZYLLM_TRY(quant(name("attn_qkv"),
+                              {name(names::kAttnQ), name(names::kAttnK), name(names::kAttnV)}, wqkv,
+                              E, c.qkv_bias ? bias.data() : nullptr, L.qkv_q));
         }
         {
             LAZYLLM_ASSIGN_OR_RETURN(auto wo, read_tensor_f32(gguf_, name(names::kAttnOutput), {Q, E}, isa));
             auto p = pack(wo, E, Q, nullptr);
             if (!p.ok()) return p.error().with_context(name(names::kAttnOutput));
             L.wo = std::move(p).value();
-            Status st = quant({name(names::kAttnOutput)}, wo, Q, nullptr, L.wo_q);
-            if (!st.ok()) return st.error().with_context(name(names::kAttnOutput));
+            LAZYLLM_TRY(quant(name(names::kAttnOutput), {name(names::kAttnOutput)}, wo, Q, nullptr,
+                              L.wo_q));
         }
         {
             LAZYLLM_ASSIGN_OR_RETURN(auto wg, read_tensor_f32(gguf_, name(names::kFfnGate), {E, F}, isa));
@@ -175,17 +177,16 @@ Status LlamaModel::load_weights() {
             auto p = pack(wgu, 2 * F, E, nullptr, kernels::GemmLayout::kSwiGlu);
             if (!p.ok()) return p.error().with_context(name("ffn_gate_up"));
             L.gate_up = std::move(p).value();
-            Status st = quant({name(names::kFfnGate), name(names::kFfnUp)}, wgu, E, nullptr,
-                              L.gate_up_q);
-            if (!st.ok()) return st.error().with_context(name("ffn_gate_up"));
+            LAZYLLM_TRY(quant(name("ffn_gate_up"), {name(names::kFfnGate), name(names::kFfnUp)},
+                              wgu, E, nullptr, L.gate_up_q));
         }
         {
             LAZYLLM_ASSIGN_OR_RETURN(auto wd, read_tensor_f32(gguf_, name(names::kFfnDown), {F, E}, isa));
             auto p = pack(wd, E, F, nullptr);
             if (!p.ok()) return p.error().with_context(name(names::kFfnDown));
             L.down = std::move(p).value();
-            Status st = quant({name(names::kFfnDown)}, wd, F, nullptr, L.down_q);
-            if (!st.ok()) return st.error().with_context(name(names::kFfnDown));
+            LAZYLLM_TRY(
+                quant(name(names::kFfnDown), {name(names::kFfnDown)}, wd, F, nullptr, L.down_q));
         }
     }
     LAZYLLM_ASSIGN_OR_RETURN(output_norm_, read_tensor_f32(gguf_, std::string(names::kOutputNorm), {E}, isa));
@@ -195,8 +196,7 @@ Status LlamaModel::load_weights() {
         auto p = pack(w, c.n_vocab, E, nullptr);
         if (!p.ok()) return p.error().with_context(head_name);
         lm_head_ = std::move(p).value();
-        Status st = quant({head_name}, w, E, nullptr, lm_head_q_);
-        if (!st.ok()) return st.error().with_context(head_name);
+        LAZYLLM_TRY(quant(head_name, {head_name}, w, E, nullptr, lm_head_q_));
     }
     return {};
 }
@@ -204,15 +204,14 @@ Status LlamaModel::load_weights() {
 bool LlamaModel::gemm_bf16() const { return lm_head_.is_bf16(); }
 
 size_t LlamaModel::weight_bytes() const {
-    size_t total = lm_head_.weight_bytes() + output_norm_.size() * sizeof(float);
-    if (quantized_decode_) total += lm_head_q_.weight_bytes();
+    // The QuantLinear copies count 0 bytes when empty (no quantized decode).
+    size_t total = lm_head_.weight_bytes() + lm_head_q_.weight_bytes() +
+                   output_norm_.size() * sizeof(float);
     for (const auto& L : layers_) {
         total += L.qkv.weight_bytes() + L.wo.weight_bytes() + L.gate_up.weight_bytes() +
                  L.down.weight_bytes() + (L.attn_norm.size() + L.ffn_norm.size()) * sizeof(float);
-        if (quantized_decode_) {
-            total += L.qkv_q.weight_bytes() + L.wo_q.weight_bytes() + L.gate_up_q.weight_bytes() +
-                     L.down_q.weight_bytes();
-        }
+        total += L.qkv_q.weight_bytes() + L.wo_q.weight_bytes() + L.gate_up_q.weight_bytes() +
+                 L.down_q.weight_bytes();
     }
     return total;
 }

@@ -9,6 +9,7 @@
 
 #include "model/llama_model.h"
 #include "model/reference_forward.h"
+#include "support/cpu.h"
 #include "support/tiny_model.h"
 
 namespace lazyllm {
@@ -137,10 +138,7 @@ TEST(ForwardTest, F16KvCacheCloseToReference) {
 // bf16 rounds GEMM inputs to 8 bits of mantissa (2^-9 relative): a few percent of the logit
 // range. Its KV cache is f16.
 TEST(ForwardTest, LlamaBf16CloseToReference) {
-    if (!kernels::isa_supported(kernels::Isa::kAvx512, kernels::detect_cpu_features()) ||
-        !kernels::detect_cpu_features().avx512bf16) {
-        GTEST_SKIP() << "no bf16 GEMM on this CPU";
-    }
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
     check_against_reference({"llama", false, kernels::GemmPrecision::kBf16, 4, 2}, 5e-2);
 }
 
@@ -148,10 +146,7 @@ TEST(ForwardTest, LlamaBf16CloseToReference) {
 // LM head through QuantLinear on the same 4-bit blocks with int8 activations. The reference
 // dequantizes the same blocks, so only activation rounding (bf16 / int8 per 32-block) differs.
 TEST(ForwardTest, Q41QuantizedDecodeCloseToReference) {
-    const kernels::CpuFeatures f = kernels::detect_cpu_features();
-    if (!kernels::isa_supported(kernels::Isa::kAvx512, f) || !f.avx512bf16) {
-        GTEST_SKIP() << "no bf16 GEMM on this CPU";
-    }
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
     check_against_reference({"llama", false, kernels::GemmPrecision::kBf16, 4, 2, std::nullopt,
                              GgmlType::Q4_1},
                             5e-2);

@@ -14,6 +14,7 @@
 #include "model/llama_model.h"
 #include "prune/schedule.h"
 #include "runtime/session.h"
+#include "support/cpu.h"
 #include "support/tiny_model.h"
 
 namespace lazyllm {
@@ -79,9 +80,7 @@ SessionOptions lazy_options(std::vector<int> layers, std::vector<float> keep, bo
 // set by row index, the full one the cache prefix: same values, same order, same bits.
 TEST(SessionTest, KeepOneIsBitIdenticalToFull) {
     std::vector<kernels::GemmPrecision> precisions = {kernels::GemmPrecision::kF32};
-    if (kernels::detect_cpu_features().avx512bf16) {
-        precisions.push_back(kernels::GemmPrecision::kBf16);
-    }
+    if (testing::cpu_has_bf16_gemm()) precisions.push_back(kernels::GemmPrecision::kBf16);
     for (kernels::GemmPrecision precision : precisions) {
         auto model = tiny_model(6, "keep1", 5, precision);
         ASSERT_NE(model, nullptr);
