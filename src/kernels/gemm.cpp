@@ -70,6 +70,13 @@ constexpr int64_t kPackRows = 256;
 // Bound on cached primitives per layer; pruning makes m arbitrary, so the map is cleared
 // when it grows past this (oneDNN's own cache still makes the re-creation cheap).
 constexpr size_t kMaxCachedShapes = 256;
+// oneDNN 2.6's AMX matmul is up to 5x slower for some row counts: y[m, 3072] = x[m, 576] W^T
+// took 17.7 ms for m = 1403 and 9.4 ms for 1392, against 3.4 ms for 1408 and 4.3 ms for 1344
+// (2 threads, bench/gemm_bench.cpp odd_rows; docs/benchmarks.md "Ragged row counts");
+// multiples of 64 were fast in every case tried. Pruned steps produce arbitrary counts
+// (0.35 x 4006 = 1403), so execute() runs a ragged m > 64 as a block of a multiple of 64 rows
+// plus a tail of < 64 rows.
+constexpr int64_t kRowAlign = 64;
 
 // Sets the OpenMP thread count for this thread's parallel regions for one scope.
 class OmpThreadScope {
@@ -149,8 +156,7 @@ struct PackedLinear::Impl {
 
     int64_t n_in = 0, n_out = 0;
     bool bf16 = false;
-    int n_threads = 1;
-    KernelContext ctx;
+    KernelContext ctx;  // n_threads resolved at create() (> 0)
     GemmLayout layout = GemmLayout::kPlain;
     GemmBackend backend = GemmBackend::kOneDnn;
 
@@ -222,7 +228,7 @@ struct PackedLinear::Impl {
         // Conversion is memory-bound; split rows over the threads for big blocks only.
         const int64_t chunk = 64;
         const int64_t n_chunks = (m + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_chunks > 1)
+#pragma omp parallel for num_threads(ctx.n_threads) schedule(static) if (n_chunks > 1)
         for (int64_t c = 0; c < n_chunks; ++c) {
             const int64_t r0 = c * chunk;
             const int64_t rows = std::min(chunk, m - r0);
@@ -233,7 +239,7 @@ struct PackedLinear::Impl {
 
     void forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy, bool accumulate) {
         std::lock_guard<std::mutex> lock(mu);
-        OmpThreadScope threads(n_threads);
+        OmpThreadScope threads(ctx.n_threads);
         Scratch& scratch = thread_scratch();
         const void* src_ptr = x;
         if (bf16) {
@@ -253,7 +259,7 @@ struct PackedLinear::Impl {
     void forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
                       bool accumulate) {
         std::lock_guard<std::mutex> lock(mu);
-        OmpThreadScope threads(n_threads);
+        OmpThreadScope threads(ctx.n_threads);
         Scratch& scratch = thread_scratch();
         const void* src_ptr = x;
         if (ldx != n_in) {
@@ -282,7 +288,7 @@ struct PackedLinear::Impl {
         a.ldy = ldy;
         a.y16 = y16;
         a.ldy16 = ldy16;
-        detail::amx_gemm(a, n_threads);
+        detail::amx_gemm(a, ctx.n_threads);
     }
 
     void amx_forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
@@ -307,19 +313,34 @@ struct PackedLinear::Impl {
         }
     }
 
-    // src: dense [m, n_in] in the primitive's data type. Called with `mu` held.
-    void execute(const void* src_ptr, int64_t m, float* y, int64_t ldy, bool accumulate,
-                 Scratch& scratch) {
-        const bool dense_dst = ldy == n_out;
-        float* dst_ptr = dense_dst ? y : grow(scratch.dst_f32, m * n_out);
-
-        Shape& s = shape_for(m, accumulate && dense_dst);
+    // Runs the primitive for m rows: src dense [m, n_in], dst dense [m, n_out] (sum post-op
+    // when accumulate). Called with `mu` held.
+    void run_primitive(const void* src_ptr, int64_t m, float* dst_ptr, bool accumulate) {
+        Shape& s = shape_for(m, accumulate);
         s.src.set_data_handle(const_cast<void*>(src_ptr));
         s.dst.set_data_handle(dst_ptr);
         const dnnl_status_t st =
             dnnl_primitive_execute(s.prim.get(), stream.get(), s.n_args, s.args.data());
         LAZYLLM_CHECK_MSG(st == dnnl_success, "oneDNN matmul execute failed");
         stream.wait();
+    }
+
+    // src: dense [m, n_in] in the primitive's data type. Called with `mu` held.
+    void execute(const void* src_ptr, int64_t m, float* y, int64_t ldy, bool accumulate,
+                 Scratch& scratch) {
+        const bool dense_dst = ldy == n_out;
+        float* dst_ptr = dense_dst ? y : grow(scratch.dst_f32, m * n_out);  // [m, n_out]
+
+        // A ragged m runs as an aligned block plus a tail (kRowAlign). One primitive at a
+        // time: shape_for() may clear the cache, which would free an earlier Shape.
+        const int64_t tail = m > kRowAlign ? m % kRowAlign : 0;
+        const int64_t m_main = m - tail;
+        run_primitive(src_ptr, m_main, dst_ptr, accumulate && dense_dst);
+        if (tail > 0) {
+            const size_t src_row_bytes = n_in * (bf16 ? sizeof(uint16_t) : sizeof(float));
+            run_primitive(static_cast<const char*>(src_ptr) + m_main * src_row_bytes, tail,
+                          dst_ptr + m_main * n_out, accumulate && dense_dst);
+        }
 
         if (!dense_dst) {
             for (int64_t r = 0; r < m; ++r) {
@@ -377,8 +398,7 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
     im.n_in = n_in;
     im.n_out = n_out;
     im.bf16 = use_bf16;
-    im.n_threads = ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads();
-    im.ctx = KernelContext{ctx.isa, im.n_threads};
+    im.ctx = KernelContext{ctx.isa, ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads()};
     im.layout = layout;
 
     if (use_bf16 && ctx.isa >= Isa::kAmx && amx_allowed &&
@@ -404,7 +424,7 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
     }
 
     if (bias != nullptr) im.bias.assign(bias, bias + n_out);
-    OmpThreadScope threads(im.n_threads);
+    OmpThreadScope threads(im.ctx.n_threads);
     try {
         im.engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
         im.stream = dnnl::stream(im.engine);
@@ -447,28 +467,6 @@ size_t PackedLinear::weight_bytes() const {
     return impl_->weights_md.get_size();
 }
 
-namespace {
-
-// oneDNN 2.6's AMX matmul is up to 5x slower for some row counts: y[m, 3072] = x[m, 576] W^T
-// took 17.7 ms for m = 1403 and 9.4 ms for 1392, against 3.4 ms for 1408 and 4.3 ms for 1344
-// (2 threads, bench/gemm_bench.cpp odd_rows); multiples of 64 were fast in every case tried.
-// Pruned steps produce arbitrary counts (0.35 x 4006 = 1403), so a ragged m runs as a block of
-// a multiple of 64 rows plus a tail of < 64 rows.
-constexpr int64_t kRowAlign = 64;
-
-template <typename T, typename Run>
-void run_aligned(const T* x, int64_t m, float* y, int64_t ldx, int64_t ldy, Run&& run) {
-    const int64_t tail = m > kRowAlign ? m % kRowAlign : 0;
-    if (tail == 0) {
-        run(x, m, y);
-        return;
-    }
-    run(x, m - tail, y);
-    run(x + (m - tail) * ldx, tail, y + (m - tail) * ldy);
-}
-
-}  // namespace
-
 void PackedLinear::forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
                                 bool accumulate) const {
     LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward_bf16 on an empty PackedLinear");
@@ -481,9 +479,7 @@ void PackedLinear::forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t 
         impl_->amx_forward_bf16(x, m, y, ldx, ldy, accumulate);
         return;
     }
-    run_aligned(x, m, y, ldx, ldy, [&](const uint16_t* xs, int64_t ms, float* ys) {
-        impl_->forward_bf16(xs, ms, ys, ldx, ldy, accumulate);
-    });
+    impl_->forward_bf16(x, m, y, ldx, ldy, accumulate);
 }
 
 void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* act, int64_t ldx,
@@ -525,9 +521,7 @@ void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int
         impl_->amx_forward_bf16(x16, m, y, impl_->n_in, ldy, accumulate);
         return;
     }
-    run_aligned(x, m, y, ldx, ldy, [&](const float* xs, int64_t ms, float* ys) {
-        impl_->forward(xs, ms, ys, ldx, ldy, accumulate);
-    });
+    impl_->forward(x, m, y, ldx, ldy, accumulate);
 }
 
 namespace ref {

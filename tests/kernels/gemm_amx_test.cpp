@@ -14,13 +14,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "kernels/amx_tiles.h"
+#include "kernels/quant_blocks.h"
 #include "support/random.h"
 
 namespace lazyllm::kernels::detail {
@@ -31,12 +31,8 @@ namespace {
 
 using test::random_vec;
 
-uint16_t bf16_rne(float f) {  // finite values only
-    const uint32_t u = std::bit_cast<uint32_t>(f);
-    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-float bf16_to_f(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+using quant::bf16_to_fp32_scalar;
+using quant::fp32_to_bf16_scalar;
 
 double bf16_ulp(double v) { return v == 0.0 ? 0.0 : std::ldexp(1.0, std::ilogb(v) - 7); }
 
@@ -54,11 +50,16 @@ struct Problem {
         : m(m_), n_in(n_in_), n_out(n_out_), ldx(n_in_ + ldx_pad), roc(std::move(roc_)) {
         const auto xf = random_vec(m * ldx, seed);
         x.assign(m * ldx, 0x7fc0);  // quiet NaN in the padding
-        for (int64_t r = 0; r < m; ++r)
-            for (int64_t k = 0; k < n_in; ++k) x[r * ldx + k] = bf16_rne(xf[r * ldx + k]);
+        for (int64_t r = 0; r < m; ++r) {
+            for (int64_t k = 0; k < n_in; ++k) {
+                x[r * ldx + k] = fp32_to_bf16_scalar(xf[r * ldx + k]);
+            }
+        }
         w = random_vec(n_out * n_in, seed + 1);
         wr.resize(w.size());
-        for (size_t i = 0; i < w.size(); ++i) wr[i] = bf16_to_f(bf16_rne(w[i]));
+        for (size_t i = 0; i < w.size(); ++i) {
+            wr[i] = bf16_to_fp32_scalar(fp32_to_bf16_scalar(w[i]));
+        }
         packed.assign(amx_gemm_packed_elems(n_in, n_out), 0);
         amx_gemm_pack(w.data(), n_in, n_out, roc.empty() ? nullptr : roc.data(), packed.data());
     }
@@ -66,7 +67,8 @@ struct Problem {
     void dot(int64_t r, int64_t row, double* s, double* mag) const {
         *s = *mag = 0.0;
         for (int64_t k = 0; k < n_in; ++k) {
-            const double p = static_cast<double>(bf16_to_f(x[r * ldx + k])) * wr[row * n_in + k];
+            const double p =
+                static_cast<double>(bf16_to_fp32_scalar(x[r * ldx + k])) * wr[row * n_in + k];
             *s += p;
             *mag += std::fabs(p);
         }
@@ -127,14 +129,15 @@ void run_swiglu(const Case& c, uint32_t seed) {
                 ASSERT_EQ(bits, 0xbeef) << "wrote into the row padding, r=" << r << " f=" << f;
                 continue;
             }
-            const double got = bf16_to_f(bits);
+            const double got = bf16_to_fp32_scalar(bits);
             double g, u, mg, mu;
             pr.dot(r, f, &g, &mg);
             pr.dot(r, n_ff + f, &u, &mu);
             if (c.bias) g += bias_rows[f], u += bias_rows[n_ff + f];
             const double eg = 1e-4 * (mg + 1.0) + 1e-5, eu = 1e-4 * (mu + 1.0) + 1e-5;
             const float sg = silu_f(static_cast<float>(g));
-            const double want = bf16_to_f(bf16_rne(sg * static_cast<float>(u)));
+            const double want =
+                bf16_to_fp32_scalar(fp32_to_bf16_scalar(sg * static_cast<float>(u)));
             const double tol =
                 2 * bf16_ulp(want) + 1.1 * std::fabs(u) * eg + std::fabs(sg) * eu + eg * eu;
             ASSERT_NEAR(got, want, tol)
@@ -142,7 +145,7 @@ void run_swiglu(const Case& c, uint32_t seed) {
                 << " threads=" << c.threads << " bias=" << c.bias << " r=" << r << " f=" << f;
             const int64_t p = f / 16, i = f % 16;
             const float kg = gu[r * n_out + 32 * p + i], ku = gu[r * n_out + 32 * p + 16 + i];
-            const double own = bf16_to_f(bf16_rne(silu_f(kg) * ku));
+            const double own = bf16_to_fp32_scalar(fp32_to_bf16_scalar(silu_f(kg) * ku));
             ASSERT_LE(std::fabs(got - own), bf16_ulp(std::max(std::fabs(own), std::fabs(got))))
                 << "vs silu(g) * u on the kernel's own g, u: m=" << m << " n_ff=" << n_ff
                 << " r=" << r << " f=" << f << " got=" << got << " want=" << own;
@@ -211,8 +214,8 @@ TEST(GemmAmx, PackFollowsDocumentedLayoutAndRoundsToNearestEven) {
         for (int64_t k = 0; k < n_in; ++k) {
             const int64_t at =
                 ((p * n_chunks + k / 32) * 2 + h) * 512 + (k % 32) / 2 * 32 + i * 2 + k % 2;
-            ASSERT_EQ(natural[at], bf16_rne(w[j * n_in + k])) << "j=" << j << " k=" << k;
-            ASSERT_EQ(reversed[at], bf16_rne(w[(n_out - 1 - j) * n_in + k]))
+            ASSERT_EQ(natural[at], fp32_to_bf16_scalar(w[j * n_in + k])) << "j=" << j << " k=" << k;
+            ASSERT_EQ(reversed[at], fp32_to_bf16_scalar(w[(n_out - 1 - j) * n_in + k]))
                 << "j=" << j << " k=" << k;
         }
     }

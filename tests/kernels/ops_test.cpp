@@ -5,11 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
 #include "kernels/cpu.h"
+#include "kernels/quant_blocks.h"
+#include "support/random.h"
 
 namespace lazyllm::kernels {
 namespace {
@@ -23,13 +24,7 @@ std::vector<Isa> supported_isas() {
     return out;
 }
 
-std::vector<float> random_vec(size_t n, float lo, float hi, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(rng);
-    return v;
-}
+using test::random_vec;
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, float rel,
                   float abs, const std::string& what) {
@@ -63,8 +58,8 @@ TEST(Ops, RmsNormMatchesRef) {
         for (int64_t n : {1, 7, 16, 31, 33, 576, 1000}) {
             for (int threads : {1, 2}) {
                 const int64_t rows = n < 100 ? 37 : 70;  // enough rows to hit the threaded split
-                const auto x = random_vec(rows * n, -3.0f, 3.0f, 1 + n);
-                const auto w = random_vec(n, 0.5f, 1.5f, 2 + n);
+                const auto x = random_vec(rows * n, 1 + n, -3.0f, 3.0f);
+                const auto w = random_vec(n, 2 + n, 0.5f, 1.5f);
                 std::vector<float> want(rows * n), got(rows * n);
                 ref::rms_norm(x.data(), w.data(), want.data(), rows, n, 1e-5f);
                 rms_norm({isa, threads}, x.data(), w.data(), got.data(), rows, n, 1e-5f);
@@ -83,7 +78,7 @@ TEST(Ops, SwigluMatchesRef) {
     for (Isa isa : supported_isas()) {
         for (int64_t n_ff : {1, 15, 16, 33, 1536}) {
             const int64_t rows = 13;
-            auto gu = random_vec(rows * 2 * n_ff, -12.0f, 12.0f, 3 + n_ff);
+            auto gu = random_vec(rows * 2 * n_ff, 3 + n_ff, -12.0f, 12.0f);
             gu[0] = -100.0f;  // exp overflow side
             gu[rows * 2 * n_ff - 1] = 100.0f;
             std::vector<float> want(rows * n_ff), got(rows * n_ff);
@@ -95,13 +90,6 @@ TEST(Ops, SwigluMatchesRef) {
     }
 }
 
-float bf16_value(uint16_t h) {
-    const uint32_t u = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
 // bf16 outputs: the fp32 math may differ from the reference in the last bits (sum order), so
 // the result is within half a bf16 step (2^-8 relative, 8 significant bits) of a value within
 // a few fp32 ulps of the reference; 2^-7 relative covers both.
@@ -109,7 +97,8 @@ void expect_bf16_close(const std::vector<uint16_t>& got, const std::vector<float
                        const std::string& what) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
-        ASSERT_NEAR(bf16_value(got[i]), want[i], std::ldexp(std::fabs(want[i]), -7) + 1e-30f)
+        ASSERT_NEAR(quant::bf16_to_fp32_scalar(got[i]), want[i],
+                    std::ldexp(std::fabs(want[i]), -7) + 1e-30f)
             << what << " at " << i;
     }
 }
@@ -117,8 +106,8 @@ void expect_bf16_close(const std::vector<uint16_t>& got, const std::vector<float
 TEST(Ops, Bf16OutputsMatchRef) {
     for (Isa isa : supported_isas()) {
         const int64_t rows = 41, n = 576, n_ff = 100;
-        const auto x = random_vec(rows * n, -3.0f, 3.0f, 21);
-        const auto w = random_vec(n, 0.5f, 1.5f, 22);
+        const auto x = random_vec(rows * n, 21, -3.0f, 3.0f);
+        const auto w = random_vec(n, 22, 0.5f, 1.5f);
         std::vector<float> want(rows * n);
         ref::rms_norm(x.data(), w.data(), want.data(), rows, n, 1e-6f);
         std::vector<uint16_t> got(rows * n), ref_bf16(rows * n);
@@ -128,11 +117,11 @@ TEST(Ops, Bf16OutputsMatchRef) {
         // (relative 2^-8).
         ref::rms_norm_bf16(x.data(), w.data(), ref_bf16.data(), rows, n, 1e-6f);
         for (size_t i = 0; i < want.size(); ++i) {
-            ASSERT_LE(std::fabs(bf16_value(ref_bf16[i]) - want[i]),
+            ASSERT_LE(std::fabs(quant::bf16_to_fp32_scalar(ref_bf16[i]) - want[i]),
                       std::ldexp(std::fabs(want[i]), -8));
         }
 
-        const auto gu = random_vec(rows * 2 * n_ff, -8.0f, 8.0f, 23);
+        const auto gu = random_vec(rows * 2 * n_ff, 23, -8.0f, 8.0f);
         std::vector<float> want_s(rows * n_ff);
         ref::swiglu(gu.data(), want_s.data(), rows, n_ff);
         std::vector<uint16_t> got_s(rows * n_ff);
@@ -144,8 +133,8 @@ TEST(Ops, Bf16OutputsMatchRef) {
 TEST(Ops, AddInplaceExact) {
     for (Isa isa : supported_isas()) {
         for (int64_t n : {0, 1, 17, 100003}) {
-            auto x = random_vec(n, -1.0f, 1.0f, 5);
-            const auto y = random_vec(n, -1.0f, 1.0f, 6);
+            auto x = random_vec(n, 5, -1.0f, 1.0f);
+            const auto y = random_vec(n, 6, -1.0f, 1.0f);
             std::vector<float> want = x;
             for (int64_t i = 0; i < n; ++i) want[i] += y[i];
             add_inplace({isa, 2}, x.data(), y.data(), n);
@@ -187,7 +176,7 @@ TEST(Ops, RopeMatchesRef) {
             for (RopeMode mode : {RopeMode::kNorm, RopeMode::kNeox}) {
                 const int64_t rows = 50;
                 const int64_t stride = static_cast<int64_t>(rc.n_heads) * rc.head_dim + 5;
-                const auto x0 = random_vec(rows * stride, -2.0f, 2.0f, 7 + c);
+                const auto x0 = random_vec(rows * stride, 7 + c, -2.0f, 2.0f);
                 std::vector<int32_t> pos(rows);
                 std::mt19937 rng(c);
                 for (auto& p : pos) p = static_cast<int32_t>(rng() % 4096);
@@ -221,7 +210,7 @@ TEST(Ops, RopeMatchesRef) {
 TEST(OpsRef, RopeNormIsNeoxOnPermutedDims) {
     const int d = 64;
     const RopeTable table(100, d, 10000.0f);
-    const auto orig = random_vec(d, -1.0f, 1.0f, 11);
+    const auto orig = random_vec(d, 11, -1.0f, 1.0f);
     std::vector<float> perm(d);
     for (int i = 0; i < d / 2; ++i) {
         perm[2 * i] = orig[i];
