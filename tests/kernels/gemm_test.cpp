@@ -23,15 +23,12 @@
 #include "kernels/cpu.h"
 #include "kernels/gemm_convert.h"
 #include "kernels/ops.h"
+#include "kernels/quant_blocks.h"
+#include "support/cpu.h"
 #include "support/random.h"
 
 namespace lazyllm::kernels {
 namespace {
-
-bool cpu_has_bf16() {
-    const CpuFeatures f = detect_cpu_features();
-    return isa_supported(Isa::kAvx512, f) && f.avx512bf16;
-}
 
 KernelContext best_ctx() { return {best_isa(detect_cpu_features()), 2}; }
 
@@ -134,13 +131,13 @@ TEST(Gemm, F32MatchesRef) {
 }
 
 TEST(Gemm, Bf16MatchesRefWithinRounding) {
-    if (!cpu_has_bf16()) GTEST_SKIP() << "no AVX-512-BF16";
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no AVX-512-BF16";
     uint32_t seed = 2;
     for (const Case& c : cases()) run_case(c, GemmPrecision::kBf16, seed += 10);
 }
 
 TEST(Gemm, Bf16OnOneDnnMatchesRefWithinRounding) {
-    if (!cpu_has_bf16()) GTEST_SKIP() << "no AVX-512-BF16";
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no AVX-512-BF16";
     GemmEnv env("onednn");
     uint32_t seed = 3;
     for (const Case& c : cases()) run_case(c, GemmPrecision::kBf16, seed += 10);
@@ -198,19 +195,14 @@ void run_swiglu_case(int64_t m, int64_t n_in, int64_t n_ff, bool with_bias, uint
     std::vector<uint16_t> want(m * n_ff), got(m * ld_act, 0x7777);
     swiglu_bf16(best_ctx(), gu.data(), want.data(), m, n_ff);
     fused->forward_swiglu_bf16(x.data(), m, got.data(), ldx, ld_act);
-    auto to_f = [](uint16_t h) {
-        const uint32_t u = static_cast<uint32_t>(h) << 16;
-        float f;
-        std::memcpy(&f, &u, sizeof(f));
-        return f;
-    };
     for (int64_t r = 0; r < m; ++r) {
         for (int64_t i = 0; i < ld_act; ++i) {
             if (i >= n_ff) {
                 ASSERT_EQ(got[r * ld_act + i], 0x7777) << "wrote into the row padding";
                 continue;
             }
-            const float e = to_f(want[r * n_ff + i]), g = to_f(got[r * ld_act + i]);
+            const float e = quant::bf16_to_fp32_scalar(want[r * n_ff + i]);
+            const float g = quant::bf16_to_fp32_scalar(got[r * ld_act + i]);
             ASSERT_NEAR(g, e, std::ldexp(std::fabs(e), -7) + 1e-6f)
                 << "m=" << m << " n_ff=" << n_ff << " r=" << r << " i=" << i;
         }
@@ -218,7 +210,7 @@ void run_swiglu_case(int64_t m, int64_t n_in, int64_t n_ff, bool with_bias, uint
 }
 
 TEST(Gemm, SwiGluLayoutMatchesGemmThenSwiglu) {
-    if (!cpu_has_bf16()) GTEST_SKIP() << "no AVX-512-BF16";
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no AVX-512-BF16";
     for (const char* backend : {"auto", "onednn"}) {
         GemmEnv env(backend);
         uint32_t seed = 40;
@@ -245,10 +237,10 @@ TEST(Gemm, AutoPrecisionFollowsIsaAndCpu) {
     EXPECT_FALSE(ref_lin->is_bf16());
     auto best = PackedLinear::create(best_ctx(), w.data(), 8, 16);
     ASSERT_TRUE(best.ok());
-    EXPECT_EQ(best->is_bf16(), cpu_has_bf16());
+    EXPECT_EQ(best->is_bf16(), testing::cpu_has_bf16_gemm());
     EXPECT_GT(best->weight_bytes(), 0u);
     auto forced = PackedLinear::create(best_ctx(), w.data(), 8, 16, nullptr, GemmPrecision::kBf16);
-    EXPECT_EQ(forced.ok(), cpu_has_bf16());
+    EXPECT_EQ(forced.ok(), testing::cpu_has_bf16_gemm());
 }
 
 TEST(Gemm, RejectsBadShapes) {
@@ -275,7 +267,7 @@ TEST(Gemm, RepeatedShapesAndZeroRows) {
 }
 
 TEST(Gemm, ForwardBf16EqualsForwardOnConvertedInput) {
-    if (!cpu_has_bf16()) GTEST_SKIP() << "no AVX-512-BF16";
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no AVX-512-BF16";
     const int64_t m = 137, n_in = 576, n_out = 96, ldx = n_in + 8;  // 128 + a tail of 9
     const auto w = random_vec(n_out * n_in, 6);
     const auto b = random_vec(n_out, 7);
@@ -307,7 +299,7 @@ TEST(GemmConvert, Bf16RoundsToNearestEven) {
     detail::convert_rows_to_bf16_ref(src.data(), 1, n, n, want.data(), n);
     EXPECT_EQ(want[1], 0x3f80);
     EXPECT_EQ(want[2], 0x3f82);
-    if (cpu_has_bf16()) {
+    if (testing::cpu_has_bf16_gemm()) {
         detail::convert_rows_to_bf16_avx512(src.data(), 1, n, n, got.data(), n);
         EXPECT_EQ(got, want);
     }

@@ -17,6 +17,7 @@
 
 #include "model/llama_model.h"
 #include "runtime/session.h"
+#include "support/cpu.h"
 #include "support/model_path.h"
 
 namespace lazyllm {
@@ -93,7 +94,7 @@ TEST(ModelGolden, F32LogitsMatchTransformers) {
 
 TEST(ModelGolden, Bf16AgreesOnTop1AndKl) {
     LAZYLLM_MODEL_OR_SKIP(path);
-    if (!kernels::detect_cpu_features().avx512bf16) GTEST_SKIP() << "no bf16 GEMM on this CPU";
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
     auto m = load(path, kernels::GemmPrecision::kBf16);
     ASSERT_NE(m, nullptr);
     ASSERT_TRUE(m->gemm_bf16());
