@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/scratch.h"
 #include "kernels/gemm_amx.h"
 #include "kernels/gemm_convert.h"
 #include "kernels/ops.h"
@@ -110,16 +111,6 @@ Scratch& thread_scratch() {
     thread_local Scratch scratch;
     return scratch;
 }
-
-template <typename T>
-T* grow(std::vector<T>& v, int64_t n) {
-    if (v.size() < static_cast<size_t>(n)) v.resize(n);
-    return v.data();
-}
-
-struct FreeDeleter {
-    void operator()(uint16_t* p) const { std::free(p); }
-};
 
 // LAZYLLM_GEMM: auto (default) or amx run our AMX kernel on every GEMM it fits; onednn keeps
 // them all on oneDNN (for comparisons). Measured end to end at 4k tokens, 2 threads

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/scratch.h"
 #include "kernels/amx_tiles.h"
 #include "kernels/gemm_amx.h"
 #include "kernels/ops_simd_avx512.h"
@@ -158,14 +159,9 @@ void run_item(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t 
     const int64_t n_tiles = (rows_all + kRows - 1) / kRows;
     ThreadScratch& scratch = thread_scratch();
 
-    const size_t pack_elems = static_cast<size_t>(n_tiles * n_chunks * kChunkElems);
-    if (scratch.xpack.size() < pack_elems) scratch.xpack.resize(pack_elems);
-    pack_rows(a, r0, rows_all, scratch.xpack.data());
+    pack_rows(a, r0, rows_all, grow(scratch.xpack, n_tiles * n_chunks * kChunkElems));
     const int64_t acc_ld = (p1 - p0) * kAmxGemmPanel;
-    if (n_kb > 1) {
-        const size_t need = static_cast<size_t>(n_tiles * kRows * acc_ld);
-        if (scratch.acc.size() < need) scratch.acc.resize(need);
-    }
+    if (n_kb > 1) grow(scratch.acc, n_tiles * kRows * acc_ld);
 
     alignas(64) float cbuf[kRows][kRows];
     for (int64_t kb = 0; kb < n_kb; ++kb) {

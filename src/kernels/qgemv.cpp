@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/scratch.h"
 #include "kernels/qgemv_kernels.h"
 #include "kernels/quant_blocks.h"
 
@@ -144,10 +145,6 @@ void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
     if (w.has_min) d[(w.n_blocks + b) * kGroupRows + lane] = blk.m;
 }
 
-struct AlignedFree {
-    void operator()(uint8_t* p) const { std::free(p); }
-};
-
 // Work (groups x blocks x activation rows) below which a thread is not worth waking (a
 // parallel region costs ~1 us; the 2-thread bench on the shared 2-core VM is too noisy to tune
 // this finer); see forward().
@@ -170,17 +167,11 @@ Scratch& thread_scratch() {
     return scratch;
 }
 
-template <typename T>
-T* grow(std::vector<T>& v, int64_t n) {
-    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
-    return v.data();
-}
-
 }  // namespace
 
 struct QuantLinear::Impl {
     qgemv::Weights w;
-    std::unique_ptr<uint8_t, AlignedFree> storage;  // w.data: [n_groups][group_bytes]
+    std::unique_ptr<uint8_t, FreeDeleter> storage;  // w.data: [n_groups][group_bytes]
     std::vector<float> bias;                        // [n_groups * 16] (zero padded) or empty
     GgmlType type = GgmlType::Q8_0;
     int32_t offset = 0;

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "base/scratch.h"
 #include "base/timer.h"
 #include "kernels/attention.h"
 #include "kernels/quant.h"
@@ -16,12 +17,6 @@
 namespace lazyllm {
 
 namespace {
-
-template <typename T>
-T* grow(std::vector<T>& v, int64_t n) {
-    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-    return v.data();
-}
 
 // Times a scope into a Profile when one is given.
 class OpTimer {
