@@ -8,9 +8,10 @@
 // Work items: a block of kBlockRows rows times all panels (times a group of panels when there
 // are too few row blocks for the threads). An item first copies its rows into A-tile order
 // (pack_rows), then walks the panels; within a panel the weights stay in L1 across the
-// item's row micro-tiles, and the next micro-tile's operand is prefetched into L1 a chunk at
-// a time (tile loads that miss L1 stall the tile unit: prefetching took the kernel from about
-// 390 to 500 GFLOP/s at m = 4096, n_in = 576, n_out = 960 on one thread).
+// item's row micro-tiles. No software prefetch: the hardware prefetchers keep up with the
+// packed operands, and prefetching the next micro-tile into L1 (which an earlier version did)
+// evicted the current one: removing it took the model's four GEMM stages at m = 1403 and 4096
+// from 1.25-1.46 to 1.36-1.77 TFLOP/s on two threads (docs/benchmarks.md, session 5).
 //
 // Output stage: plain fp32 store or accumulate with full row tiles goes tile-to-memory (the
 // accumulate case starts the accumulators from y); bias, SwiGLU and a short last micro-tile
@@ -40,13 +41,10 @@ constexpr int64_t kBlockRows = 128;    // rows per work item
 constexpr int64_t kBlockChunks = 18;   // k chunks per block
 
 // Tiles 0-3 += x[32 rows] . panel over nc chunks; xt: packed x (pack_rows), bp: packed W.
-// pf: the next micro-tile's operand (same layout), prefetched into L1 a chunk at a time.
-inline void micro_tile(const uint16_t* xt, const uint16_t* bp, int64_t nc, const uint16_t* pf) {
+inline void micro_tile(const uint16_t* xt, const uint16_t* bp, int64_t nc) {
     for (int64_t c = 0; c < nc; ++c) {
         const uint16_t* x = xt + c * kChunkElems;
         const uint16_t* b = bp + c * kChunkElems;
-        const char* pfc = reinterpret_cast<const char*>(pf + c * kChunkElems);
-        for (int l = 0; l < 32; ++l) _mm_prefetch(pfc + 64 * l, _MM_HINT_T0);
         _tile_loadd(4, x, 64);
         _tile_loadd(6, b, 64);
         _tile_dpbf16ps(0, 4, 6);
@@ -191,11 +189,7 @@ void run_item(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t 
                 } else {
                     zero_acc();
                 }
-                const uint16_t* pf =
-                    t + 1 < n_tiles ? xt + n_chunks * kChunkElems
-                                    : (p + 1 < p1 ? bp + n_chunks * kChunkElems
-                                                  : scratch.xpack.data() + c0 * kChunkElems);
-                micro_tile(xt, bp, nc, pf);
+                micro_tile(xt, bp, nc);
                 if (!last || in_y) {
                     store_acc(part, part_ld_b);
                 } else {
