@@ -11,7 +11,7 @@
 // item's row micro-tiles. No software prefetch: the hardware prefetchers keep up with the
 // packed operands, and prefetching the next micro-tile into L1 (which an earlier version did)
 // evicted the current one: removing it took the model's four GEMM stages at m = 1403 and 4096
-// from 1.25-1.46 to 1.36-1.77 TFLOP/s on two threads (docs/benchmarks.md, session 5).
+// from 1.18-1.46 to 1.41-1.77 TFLOP/s on two threads (docs/benchmarks.md, session 5).
 //
 // Output stage: plain fp32 store or accumulate with full row tiles goes tile-to-memory (the
 // accumulate case starts the accumulators from y); bias, SwiGLU and a short last micro-tile
@@ -36,7 +36,8 @@ constexpr int64_t kRows = 32;           // micro-tile rows
 constexpr int64_t kTileElems = 512;     // one packed B tile: 16 pairs x 16 columns x 2
 constexpr int64_t kChunkElems = 1024;   // the two B tiles of one panel and k chunk
 // Measured at n_in = 576 and 1536, m = 4096, 1 thread (rows 64..1024, chunks 4..18 tried):
-// 128 rows and 18 chunks (no k blocking at n_in = 576) were best or within noise of it.
+// 128 rows and 18 chunks (no k blocking at n_in = 576) were best or within noise of it
+// (256 and 512 rows again within noise after the prefetch was dropped, session 5).
 constexpr int64_t kBlockRows = 128;    // rows per work item
 constexpr int64_t kBlockChunks = 18;   // k chunks per block
 
