@@ -14,6 +14,7 @@
 // below its largest visible count: the causal half of the work, never the masked half.
 // Few tiles with many keys (decode) are also split along the keys and merged
 // (flash-decoding), so both threads work on a single query.
+// The fast kernels run with denormals flushed (fp_env.h): masked scores underflow in exp2.
 #include "kernels/attention.h"
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 
 #include "base/check.h"
 #include "kernels/attention_isa.h"
+#include "kernels/fp_env.h"
 
 namespace lazyllm::kernels {
 
@@ -163,6 +165,7 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a,
         sc.o.resize(n_split * n_g * o_size);
     }
     for (int64_t i = 0; i < n_split * n_g; ++i) sc.parts[i].o = sc.o.data() + i * o_size;
+    const ScopedFlushDenormals ftz;  // this thread; each worker below sets its own
     if (n_keys == 0) {
         for (int g = 0; g < n_g; ++g) clear_state(d, sc.parts[g]);
     } else if (n_split == 1) {
@@ -171,6 +174,7 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a,
 #pragma omp parallel for num_threads(static_cast<int>(std::min<int64_t>(n_threads, n_split))) \
     schedule(dynamic, 1)
         for (int64_t part = 0; part < n_split; ++part) {
+            const ScopedFlushDenormals worker_ftz;
             int64_t j0 = 0, j1 = 0;
             split_range(n_keys, n_split, part, j0, j1);
             AttnState* states = sc.parts.data() + part * n_g;
@@ -219,6 +223,7 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
         // see the most keys) for a better dynamic schedule.
 #pragma omp parallel num_threads(n_threads)
         {
+            const ScopedFlushDenormals ftz;
             alignas(64) float o_buf[kMaxHeadDim * kAttnLanes];
             AttnState st;
             st.o = o_buf;
@@ -244,6 +249,7 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
     std::vector<AttnState> parts(n_items);
 #pragma omp parallel num_threads(n_threads)
     {
+        const ScopedFlushDenormals ftz;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t item = 0; item < n_items; ++item) {
             const int64_t task = item / n_split;

@@ -6,6 +6,8 @@
 #include "kernels/attention.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "kernels/cpu.h"
+#include "kernels/fp_env.h"
 #include "kernels/quant_blocks.h"
 
 namespace lazyllm::kernels {
@@ -370,6 +373,44 @@ TEST(Attention, Avx512DecodeLargeScoresRescale) {
             p.k[i] *= 0.02f * static_cast<float>(j % 301);
         }
         check_against_ref(p, Isa::kAvx512, {1}, 1e-4f, kFp32Tol, "decode rescale");
+    }
+}
+
+TEST(FpEnv, ScopedFlushDenormalsFlushesAndRestores) {
+    const unsigned before = _mm_getcsr();
+    volatile float tiny = 1e-40f;  // a denormal
+    volatile float one = 1.0f;
+    {
+        const ScopedFlushDenormals ftz;
+        EXPECT_EQ(_mm_getcsr() & 0x8040u, 0x8040u);
+        EXPECT_EQ(tiny * one, 0.0f);  // DAZ: the denormal input reads as zero
+    }
+    EXPECT_EQ(_mm_getcsr(), before);
+    EXPECT_GT(tiny * one, 0.0f);
+}
+
+// The fast kernels flush denormals (masked scores underflow in exp2) on the calling thread
+// and on each worker, and must leave both as they found them.
+TEST(Attention, FastPathsRestoreTheFloatingPointEnvironment) {
+    std::vector<Problem> problems;
+    problems.push_back(make_problem(iota_pos(130), iota_pos(130), 6, 2, 64, 21));      // prefill
+    problems.push_back(make_problem({1999}, iota_pos(2000), 6, 2, 64, 22));            // decode
+    std::vector<int32_t> q_late = iota_pos(64);
+    for (int32_t& e : q_late) e += 3936;
+    problems.push_back(make_problem(q_late, random_subset(4000, 2500, 23), 1, 1, 64, 24));  // split
+    for (Isa isa : {Isa::kAvx512, Isa::kAmx}) {
+        if (!cpu_has(isa)) continue;
+        for (Problem& p : problems) {
+            const unsigned before = _mm_getcsr();
+            attention({isa, 2}, p.args);
+            EXPECT_EQ(_mm_getcsr(), before) << "calling thread, isa " << static_cast<int>(isa);
+            std::vector<unsigned> worker(2, 0xFFFFFFFFu);
+#pragma omp parallel num_threads(2)
+            worker[omp_get_thread_num()] = _mm_getcsr();
+            for (unsigned csr : worker) {
+                EXPECT_EQ(csr & 0x8040u, before & 0x8040u) << "worker, isa " << static_cast<int>(isa);
+            }
+        }
     }
 }
 
