@@ -28,6 +28,10 @@ namespace {
 constexpr int kKeyBlock = 32;
 constexpr float kRescaleLog2 = 8.0f;
 constexpr int kMaxHeadDimAmx = 256;
+// Masked scores: finite, so that exp2_bf16_finite needs no clamp, and far enough below
+// kAttnMaxInit that 2^(masked - m) is 0 even before a lane has seen a visible key.
+constexpr float kMaskedScore = -3e30f;
+static_assert(kMaskedScore < 2.0f * kAttnMaxInit);
 
 inline __m512i bf16_pairs(__m512 lo, __m512 hi) {
     return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
@@ -72,6 +76,7 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
 
     const __m512i q_pos = _mm512_loadu_si512(t.pos);
     const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+    const __m512 masked = _mm512_set1_ps(kMaskedScore);
     const uint16_t* k_head = packed.k.data() + t.kv_head * packed.n_kv_pad * D;
     // V^T blocks of 32 keys: [D][32] each, contiguous (64-byte rows: a strided [D][n_kv]
     // layout would put all 16 rows of a tile load in one L1 set at 4 KiB strides).
@@ -124,11 +129,12 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
             // block's Q.K^T issued in one go, tile and vector time added up).
             const bool has_next = j0 + kKeyBlock < j_end;
 
-            // One pass: P = 2^(S - m_ref), flagging lanes whose scores exceed m_ref + margin.
+            // One pass: P = 2^(S - m_ref), and the block max that says whether a lane's scores
+            // exceed m_ref + margin (one vmaxps per row, one compare per block).
             const int nj = static_cast<int>(std::min<int64_t>(kKeyBlock, j_end - j0));
             const bool mask = nj < kKeyBlock || j0 + kKeyBlock > t.n_vis_min;
             const __m512 limit = _mm512_add_ps(m_ref, _mm512_set1_ps(kRescaleLog2));
-            __mmask16 raise = 0;
+            __m512 s_max = neg_inf;  // compared with limit once, after the rows
             __m512 p_sum = _mm512_setzero_ps();
 #pragma GCC unroll 16
             for (int kk = 0; kk < kRows; ++kk) {
@@ -138,16 +144,15 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
                     const int32_t kp0 = 2 * kk < nj ? a.kv_pos[j0 + 2 * kk] : INT32_MAX;
                     const int32_t kp1 = 2 * kk + 1 < nj ? a.kv_pos[j0 + 2 * kk + 1] : INT32_MAX;
                     s0 = _mm512_mask_mov_ps(
-                        neg_inf, _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp0), q_pos), s0);
+                        masked, _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp0), q_pos), s0);
                     s1 = _mm512_mask_mov_ps(
-                        neg_inf, _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp1), q_pos), s1);
+                        masked, _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp1), q_pos), s1);
                     _mm512_store_ps(sbuf[2 * kk], s0);
                     _mm512_store_ps(sbuf[2 * kk + 1], s1);
                 }
-                raise |= _mm512_cmp_ps_mask(s0, limit, _CMP_GT_OQ) |
-                         _mm512_cmp_ps_mask(s1, limit, _CMP_GT_OQ);
-                const __m512 p0 = simd512::exp2_bf16(_mm512_sub_ps(s0, m_ref));
-                const __m512 p1 = simd512::exp2_bf16(_mm512_sub_ps(s1, m_ref));
+                s_max = _mm512_max_ps(s_max, _mm512_max_ps(s0, s1));
+                const __m512 p0 = simd512::exp2_bf16_finite(_mm512_sub_ps(s0, m_ref));
+                const __m512 p1 = simd512::exp2_bf16_finite(_mm512_sub_ps(s1, m_ref));
                 p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
                 _mm512_store_si512(pb[kk], interleave_bf16(p0, p1));
                 // After row kk, steps [ceil(kk n / rows), ceil((kk + 1) n / rows)) of the
@@ -159,14 +164,10 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
                     }
                 }
             }
-            if (raise != 0) {
+            if (_mm512_cmp_ps_mask(s_max, limit, _CMP_GT_OQ) != 0) {
                 // Rare (first block of a tile, or a jump in the scores): raise m_ref to the
                 // block max, rescale what was accumulated, and redo this block's P.
-                __m512 block_max = neg_inf;
-                for (int jj = 0; jj < kKeyBlock; ++jj) {
-                    block_max = _mm512_max_ps(block_max, _mm512_load_ps(sbuf[jj]));
-                }
-                const __m512 m_new = _mm512_max_ps(m_ref, block_max);
+                const __m512 m_new = _mm512_max_ps(m_ref, s_max);
                 const __m512 alpha = simd512::exp2(_mm512_sub_ps(m_ref, m_new));
                 l = _mm512_mul_ps(l, alpha);
                 m_ref = m_new;
@@ -185,10 +186,10 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
                 }
                 p_sum = _mm512_setzero_ps();
                 for (int kk = 0; kk < kRows; ++kk) {
-                    const __m512 p0 =
-                        simd512::exp2_bf16(_mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk]), m_ref));
-                    const __m512 p1 =
-                        simd512::exp2_bf16(_mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk + 1]), m_ref));
+                    const __m512 p0 = simd512::exp2_bf16_finite(
+                        _mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk]), m_ref));
+                    const __m512 p1 = simd512::exp2_bf16_finite(
+                        _mm512_sub_ps(_mm512_load_ps(sbuf[2 * kk + 1]), m_ref));
                     p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
                     _mm512_store_si512(pb[kk], interleave_bf16(p0, p1));
                 }

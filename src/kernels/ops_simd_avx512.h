@@ -27,11 +27,11 @@ inline __m512 exp2(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-// 2^x for x <= 127 (and -inf), relative error < 8e-5: for probabilities that are rounded to
-// bf16 next (2^-9). Degree-3 polynomial for 2^r, r in [-0.5, 0.5], fitted for minimax relative
-// error (Lawson iteration).
-inline __m512 exp2_bf16(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
+// 2^x for finite x <= 127, relative error < 8e-5: for probabilities that are rounded to bf16
+// next (2^-9). Degree-3 polynomial for 2^r, r in [-0.5, 0.5], fitted for minimax relative
+// error (Lawson iteration). No clamp: a very negative x (the attention kernel masks scores
+// with -3e30) gives 0, as roundscale keeps it and scalef underflows; -inf would give NaN.
+inline __m512 exp2_bf16_finite(__m512 x) {
     const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 r = _mm512_sub_ps(x, n);
     __m512 p = _mm512_set1_ps(0.0551377745f);
@@ -39,6 +39,11 @@ inline __m512 exp2_bf16(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.693267222f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.999928425f));
     return _mm512_scalef_ps(p, n);
+}
+
+// exp2_bf16_finite for x <= 127 and -inf (clamped to -160 first).
+inline __m512 exp2_bf16(__m512 x) {
+    return exp2_bf16_finite(_mm512_max_ps(x, _mm512_set1_ps(-160.0f)));
 }
 
 // Transposes a 16x16 block of 32-bit elements held in 16 registers (row i -> register i).

@@ -58,6 +58,8 @@ TEST(Simd512, Exp2Bf16RelativeError) {
     const std::vector<float> xs = grid();
     expect_relative(xs, map16(xs, [](__m512 x) { return simd512::exp2_bf16(x); }), 1e-4,
                     "exp2_bf16");
+    expect_relative(xs, map16(xs, [](__m512 x) { return simd512::exp2_bf16_finite(x); }), 1e-4,
+                    "exp2_bf16_finite");
 }
 
 TEST(Simd512, Exp2RelativeError) {
@@ -73,6 +75,14 @@ TEST(Simd512, MaskedInputsGiveZero) {
     xs[2] = -161.0f;
     for (float v : map16(xs, [](__m512 x) { return simd512::exp2_bf16(x); })) EXPECT_EQ(v, 0.0f);
     for (float v : map16(xs, [](__m512 x) { return simd512::exp2(x); })) EXPECT_EQ(v, 0.0f);
+    // The finite variant: the attention kernel's masked score minus any running max.
+    std::vector<float> finite(16, -3e30f);
+    finite[1] = -2e30f;
+    finite[2] = -161.0f;
+    finite[3] = -1e6f;
+    for (float v : map16(finite, [](__m512 x) { return simd512::exp2_bf16_finite(x); })) {
+        EXPECT_EQ(v, 0.0f);
+    }
 }
 
 }  // namespace
