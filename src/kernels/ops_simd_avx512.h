@@ -41,11 +41,6 @@ inline __m512 exp2_bf16_finite(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-// exp2_bf16_finite for x <= 127 and -inf (clamped to -160 first).
-inline __m512 exp2_bf16(__m512 x) {
-    return exp2_bf16_finite(_mm512_max_ps(x, _mm512_set1_ps(-160.0f)));
-}
-
 // Transposes a 16x16 block of 32-bit elements held in 16 registers (row i -> register i).
 // GCC 12 warns about the intrinsics' internal _mm512_undefined_ps() here (GCC bug 105593).
 #pragma GCC diagnostic push
