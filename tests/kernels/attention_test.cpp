@@ -402,10 +402,10 @@ TEST(Attention, FastPathsRestoreTheFloatingPointEnvironment) {
         if (!cpu_has(isa)) continue;
         for (Problem& p : problems) {
             const unsigned before = _mm_getcsr();
-            attention({isa, 2}, p.args);
+            attention({isa, 4}, p.args);  // 4 threads: the 4-tile problem splits its keys
             EXPECT_EQ(_mm_getcsr(), before) << "calling thread, isa " << static_cast<int>(isa);
-            std::vector<unsigned> worker(2, 0xFFFFFFFFu);
-#pragma omp parallel num_threads(2)
+            std::vector<unsigned> worker(4, 0xFFFFFFFFu);
+#pragma omp parallel num_threads(4)
             worker[omp_get_thread_num()] = _mm_getcsr();
             for (unsigned csr : worker) {
                 EXPECT_EQ(csr & 0x8040u, before & 0x8040u) << "worker, isa " << static_cast<int>(isa);
