@@ -103,6 +103,8 @@ std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_la
                     for (int i : ks) s.keep.push_back(keep[static_cast<size_t>(i)]);
                     s.keep_first = space.keep_first;
                     s.prune_decode = space.prune_decode;
+                    s.score_layers = space.score_layers;
+                    s.score_pool = space.score_pool;
                     if (!seen.emplace(std::pair(s.boundaries, s.keep), true).second) continue;
                     out.push_back({s, predicted_cost(s, n_layer)});
                 }
@@ -308,6 +310,8 @@ Result<TuneSampleResult> EngineTuneEvaluator::evaluate(const prune::Schedule* sc
         policy.prune.keep = keep_string(*schedule);
         policy.prune.keep_first = schedule->keep_first;
         policy.prune.prune_decode = schedule->prune_decode ? 1 : 0;
+        policy.prune.score_layers = schedule->score_layers;
+        policy.prune.score_pool = schedule->score_pool;
     }
     const size_t k = static_cast<size_t>(i);
     LAZYLLM_ASSIGN_OR_RETURN(SampleRecord rec,

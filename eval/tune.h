@@ -31,6 +31,8 @@ struct TuneSpace {
     std::vector<float> keep = {0.7f, 0.5f, 0.35f, 0.25f, 0.15f, 0.1f};
     int keep_first = 0;
     bool prune_decode = true;
+    int score_layers = 1;  // score shaping, the same for every candidate (prune::Schedule)
+    int score_pool = 1;
 };
 
 struct TuneCandidate {

@@ -37,6 +37,8 @@ struct ModelSummary {
     std::string gemm;       // bf16 | f32
     std::string decode;     // quant (QuantLinear, VNNI) | gemm (the prefill weights)
     int default_keep_first = 0;  // tokens the model's default pruning schedule never prunes
+    int default_score_layers = 1;  // the model default schedule's score shaping (prune::Schedule)
+    int default_score_pool = 1;
     int n_threads = 0;
     double load_ms = 0.0;
     uint64_t file_bytes = 0;
@@ -50,6 +52,8 @@ struct PruneOptions {
     std::string schedule_file;    // JSON schedule (written by `lazyllm tune`)
     int keep_first = -1;          // protect the first N tokens; -1: the schedule's value
     int prune_decode = -1;        // 1/0: prune in decode steps; -1: the schedule's value
+    int score_layers = -1;        // layers summed into a boundary's scores; -1: the schedule's
+    int score_pool = -1;          // score max-pool window (odd); -1: the schedule's value
     uint64_t seed = 1;            // random policy
 };
 

@@ -76,6 +76,10 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     float* x = bf16 ? nullptr : grow(s.x, n * E);                   // [n, E]
     float* gate_up = bf16 ? nullptr : grow(s.gate_up, n * 2 * F);  // [n, 2F]
     float* act = bf16 ? nullptr : grow(s.act, n * F);              // [n, F]
+    // Scores (LazyLLM boundary): summed over layers [score_begin, il_end).
+    LAZYLLM_CHECK(run.score_layers >= 1);
+    const int score_begin = std::max(run.il_begin, run.il_end - run.score_layers);
+    if (run.scores != nullptr && score_begin < run.il_end - 1) grow(s.score_row, run.n_keys);
     // A key set S (pruned step) is read by row index; else keys are the prefix [0, n_keys).
     const int32_t* key_pos = run.key_pos != nullptr ? run.key_pos : kv.iota();
     // Attention FLOPs (profile only): QK^T and PV over the visible (query, key) pairs, i.e. the
@@ -144,10 +148,14 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
             OpTimer t(prof, OpKind::kAttention, attn_flops);
             kernels::attention(ctx, a);
         }
-        if (run.scores != nullptr && il == run.il_end - 1) {
+        if (run.scores != nullptr && il >= score_begin) {
             OpTimer t(prof, OpKind::kScore);
-            kernels::attention_scores_head_mean(ctx, a, qkv + (n - 1) * NQKV, run.pos[n - 1],
-                                                run.scores);
+            // The first scored layer writes run.scores, later ones add to it.
+            float* dst = il == score_begin ? run.scores : s.score_row.data();
+            kernels::attention_scores_head_mean(ctx, a, qkv + (n - 1) * NQKV, run.pos[n - 1], dst);
+            if (dst != run.scores) {
+                for (int64_t j = 0; j < run.n_keys; ++j) run.scores[j] += dst[j];
+            }
         }
         {
             OpTimer t(prof, OpKind::kAttnOut, 2.0 * n * Q * E);

@@ -57,6 +57,7 @@ struct ForwardScratch {
     std::vector<float> gate_up; // [n_rows, 2*n_ff]
     std::vector<float> act;     // [n_rows, n_ff]
     std::vector<float> logits_row;  // [n_embd] normed last row
+    std::vector<float> score_row;   // [n_keys] one layer's scores when LayerRun sums several
 };
 
 // One call runs layers [il_begin, il_end) over n_rows live rows.
@@ -71,8 +72,10 @@ struct LayerRun {
     int il_begin = 0;
     int il_end = 0;
     // If set: LazyLLM importance (head-mean softmax of the LAST live row's query over S) at
-    // layer il_end - 1, [n_keys].
+    // layer il_end - 1, [n_keys]; with score_layers > 1, its sum over layers
+    // [max(il_begin, il_end - score_layers), il_end).
     float* scores = nullptr;
+    int score_layers = 1;
 };
 
 class LlamaModel {

@@ -152,6 +152,16 @@ Status validate_schedule(const Schedule& schedule, int n_layer) {
         return make_error(ErrorCode::kInvalidArgument, "keep_first must be >= 0, got {}",
                           schedule.keep_first);
     }
+    if (schedule.score_layers < 1 || schedule.score_layers > kMaxScoreLayers) {
+        return make_error(ErrorCode::kInvalidArgument, "score_layers must be in [1, {}], got {}",
+                          kMaxScoreLayers, schedule.score_layers);
+    }
+    if (schedule.score_pool < 1 || schedule.score_pool > kMaxScorePool ||
+        schedule.score_pool % 2 == 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "score_pool must be an odd number in [1, {}], got {}", kMaxScorePool,
+                          schedule.score_pool);
+    }
     return {};
 }
 
@@ -235,6 +245,8 @@ std::string to_string(const Schedule& schedule) {
     }
     if (schedule.keep_first != 0) out += fmt::format(" keep_first={}", schedule.keep_first);
     if (!schedule.prune_decode) out += " prune_decode=false";
+    if (schedule.score_layers != 1) out += fmt::format(" score_layers={}", schedule.score_layers);
+    if (schedule.score_pool != 1) out += fmt::format(" score_pool={}", schedule.score_pool);
     return out;
 }
 
@@ -271,8 +283,9 @@ Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
     if (!doc.is_object()) {
         return file_error(path, make_error(ErrorCode::kCorrupt, "top level must be an object"));
     }
-    constexpr std::array<std::string_view, 8> kKeys = {
-        "version", "model", "n_layer", "layers", "keep", "keep_first", "prune_decode", "meta"};
+    constexpr std::array<std::string_view, 10> kKeys = {
+        "version",      "model",      "n_layer", "layers", "keep", "keep_first", "prune_decode",
+        "score_layers", "score_pool", "meta"};
     for (const auto& [key, value] : doc.items()) {
         if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
             return file_error(path, make_error(ErrorCode::kInvalidArgument,
@@ -352,6 +365,13 @@ Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
         if (!r.ok()) return file_error(path, r.error());
         schedule.keep_first = *r;
     }
+    for (const auto& [key, field] : {std::pair{"score_layers", &schedule.score_layers},
+                                      std::pair{"score_pool", &schedule.score_pool}}) {
+        if (!doc.contains(key)) continue;
+        auto r = get_int(key, 1);
+        if (!r.ok()) return file_error(path, r.error());
+        *field = *r;
+    }
     if (doc.contains("prune_decode")) {
         if (!doc["prune_decode"].is_boolean()) {
             return file_error(path, make_error(ErrorCode::kInvalidArgument,
@@ -416,6 +436,8 @@ Status save_schedule_file(const std::string& path, const Schedule& schedule,
     for (float k : schedule.keep) doc["keep"].push_back(float_for_json(k));
     doc["keep_first"] = schedule.keep_first;
     doc["prune_decode"] = schedule.prune_decode;
+    doc["score_layers"] = schedule.score_layers;
+    doc["score_pool"] = schedule.score_pool;
     doc["meta"] = std::move(meta);
 
     const std::string tmp = path + ".tmp";

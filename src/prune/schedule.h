@@ -20,7 +20,18 @@ struct Schedule {
     std::vector<float> keep;
     int keep_first = 0;        // the first N positions are never pruned (attention sinks)
     bool prune_decode = true;  // also prune in decode steps, not only in prefill
+    // Score shaping (not in the paper, docs/lazyllm.md; 1 and 1 are the paper's Eq. 1):
+    // score_layers: a token's score is the sum of the last token's head-mean attention to it over
+    // the last score_layers layers before the boundary (within the stage, never before its first
+    // layer). score_pool (odd): each candidate's score becomes the max over the candidates within
+    // score_pool / 2 positions of it, so a kept token keeps its neighbours (SnapKV's pooling).
+    int score_layers = 1;
+    int score_pool = 1;
 };
+
+// Largest accepted score_layers and score_pool.
+inline constexpr int kMaxScoreLayers = 64;
+inline constexpr int kMaxScorePool = 255;
 
 // Checks a schedule against the rules above for a model of n_layer layers. Errors
 // (kInvalidArgument) name the entry at fault and the rule.
@@ -30,11 +41,12 @@ Status validate_schedule(const Schedule& schedule, int n_layer);
 // fractions ("0.28,0.59,0.88"); the list is fractions iff any item contains '.'. A fraction f must
 // be in (0, 1) and maps to layer round(f * n_layer), which must lie in [1, n_layer - 1]. `keep` is
 // a comma list of fractions in (0, 1], non-increasing, one per layer. Spaces around items are
-// allowed. keep_first and prune_decode keep their defaults.
+// allowed. keep_first, prune_decode, score_layers and score_pool keep their defaults.
 Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, int n_layer);
 
-// "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N" and " prune_decode=false" appended
-// only when they differ from the defaults. For logs and --json.
+// "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N", " prune_decode=false",
+// " score_layers=N" and " score_pool=N" appended only when they differ from the defaults. For logs
+// and --json.
 std::string to_string(const Schedule& schedule);
 
 // The shipped default: boundaries at 28/59/88% of depth (the paper's Llama 2 7B analysis figure,
@@ -46,7 +58,8 @@ Schedule default_schedule(int n_layer);
 
 // Schedule file (JSON):
 //   {"version": 1, "model": "...", "n_layer": 30, "layers": [8, 18, 26],
-//    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "prune_decode": true, "meta": {...}}
+//    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "prune_decode": true, "score_layers": 1,
+//    "score_pool": 1, "meta": {...}}
 // Only "layers" and "keep" are required; "meta" is a free-form object (score, speedup,
 // calibration set...). Unknown top-level keys are errors, so a misspelled key is not ignored.
 struct ScheduleFileInfo {

@@ -66,6 +66,37 @@ void select_top(std::span<const float> scores, std::span<const int32_t> position
     std::sort(kept.begin(), kept.end());
 }
 
+void pool_scores(std::span<const float> scores, std::span<const int32_t> positions, int window,
+                 std::vector<float>& out) {
+    LAZYLLM_CHECK(scores.size() == positions.size());
+    LAZYLLM_CHECK(window >= 1 && window % 2 == 1);
+    const size_t n = scores.size();
+    out.resize(n);
+    auto value = [&](size_t j) {
+        const float s = scores[j];
+        return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s;
+    };
+    if (window == 1) {
+        for (size_t i = 0; i < n; ++i) out[i] = value(i);
+        return;
+    }
+    const int64_t r = window / 2;
+    // Sliding window over positions [p_i - r, p_i + r]: `hi` is one past the last candidate in
+    // range, `dq` holds indices in [lo, hi) with decreasing values (the front is the max).
+    std::vector<size_t> dq(n);  // a ring is not needed: indices only move forward
+    size_t head = 0, tail = 0, hi = 0;
+    for (size_t i = 0; i < n; ++i) {
+        LAZYLLM_CHECK(i == 0 || positions[i] > positions[i - 1]);
+        while (hi < n && static_cast<int64_t>(positions[hi]) <= positions[i] + r) {
+            const float v = value(hi);
+            while (tail > head && value(dq[tail - 1]) <= v) --tail;
+            dq[tail++] = hi++;
+        }
+        while (static_cast<int64_t>(positions[dq[head]]) < positions[i] - r) ++head;
+        out[i] = value(dq[head]);
+    }
+}
+
 std::vector<int32_t> select_top(std::span<const float> scores, std::span<const int32_t> positions,
                                 int64_t n_keep, std::span<const int32_t> protected_positions) {
     SelectScratch scratch;

@@ -79,7 +79,10 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
     s.isa = std::string(kernels::isa_name(isa));
     s.gemm = impl->model->gemm_bf16() ? "bf16" : "f32";
     s.decode = impl->model->quantized_decode() ? "quant" : "gemm";
-    s.default_keep_first = default_schedule(impl->model->config()).keep_first;
+    const prune::Schedule dflt = default_schedule(impl->model->config());
+    s.default_keep_first = dflt.keep_first;
+    s.default_score_layers = dflt.score_layers;
+    s.default_score_pool = dflt.score_pool;
     s.n_threads = mo.ctx.n_threads;
     s.load_ms = impl->model->load_ms();
     s.weight_bytes = impl->model->weight_bytes();
@@ -174,6 +177,8 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
     }
     if (ro.prune.keep_first >= 0) so.schedule.keep_first = ro.prune.keep_first;
     if (ro.prune.prune_decode >= 0) so.schedule.prune_decode = ro.prune.prune_decode != 0;
+    if (ro.prune.score_layers >= 0) so.schedule.score_layers = ro.prune.score_layers;
+    if (ro.prune.score_pool >= 0) so.schedule.score_pool = ro.prune.score_pool;
     return so;
 }
 

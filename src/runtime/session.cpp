@@ -79,8 +79,13 @@ double Session::prompt_fraction_computed() const {
 }
 
 std::vector<int32_t> Session::select_at_boundary(const std::vector<int32_t>& S,
-                                                 const std::vector<float>& scores, float keep,
-                                                 int64_t n_total) const {
+                                                 std::vector<float>& scores, float keep,
+                                                 int64_t n_total) {
+    if (opts_.schedule.score_pool > 1) {
+        prune::pool_scores(std::span<const float>(scores.data(), S.size()), S,
+                           opts_.schedule.score_pool, pooled_);
+        scores.swap(pooled_);
+    }
     const int64_t n_keep = prune::keep_count(keep, n_total, static_cast<int64_t>(S.size()));
     std::vector<int32_t> protect;
     const int64_t n_first = std::min<int64_t>(opts_.schedule.keep_first, n_total);
@@ -151,6 +156,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
         run.il_begin = start;
         run.il_end = end;
         run.scores = scores;
+        run.score_layers = sch.score_layers;
         model_->forward_layers(run, kv_, scratch_, prof);
         for (int32_t t : live_) {
             if (!computed_.empty()) {

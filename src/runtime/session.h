@@ -22,7 +22,7 @@ struct BoundaryTrace {
     int64_t step = 0;             // 0 = prefill
     int layer = 0;                // the boundary: layers >= `layer` see the kept set
     std::vector<int32_t> S;       // candidate set before the cut (sorted positions)
-    std::vector<float> scores;    // importance of S's tokens at layer-1 (empty if not scored)
+    std::vector<float> scores;    // importance of S's tokens, as selected on (empty if not scored)
     std::vector<int32_t> kept;    // S after the cut
     std::vector<int32_t> live;    // rows computed from `layer` on (kept tokens at depth `layer`)
     int64_t revived = 0;          // of which revived from Aux slots
@@ -75,10 +75,11 @@ public:
 
 private:
     Session() = default;
-    // One stage boundary of the candidate set: the positions kept (sorted).
+    // One stage boundary of the candidate set: the positions kept (sorted). With the schedule's
+    // score_pool > 1, `scores` ([|S|]) is replaced by its pooled values, the ones selected on.
     std::vector<int32_t> select_at_boundary(const std::vector<int32_t>& S,
-                                            const std::vector<float>& scores, float keep,
-                                            int64_t n_total) const;
+                                            std::vector<float>& scores, float keep,
+                                            int64_t n_total);
     void check_invariants(int layer, const std::vector<int32_t>& S,
                           const std::vector<int32_t>& live, int64_t n_total) const;
 
@@ -101,7 +102,7 @@ private:
     // layer on; random and gemfilter: at every layer).
     std::vector<uint8_t> excluded_;  // [n_ctx]
     // Per-step working buffers (reused).
-    std::vector<float> h_, h_next_, scores_;
+    std::vector<float> h_, h_next_, scores_, pooled_;
     std::vector<int32_t> live_, next_live_, S_;
 };
 

@@ -65,13 +65,20 @@ TEST(TuneTest, CostAndProfile) {
 }
 
 TEST(TuneTest, CandidatesAreWellFormedAndSorted) {
-    const TuneSpace space;
+    TuneSpace space;
+    space.keep_first = 7;
+    space.score_layers = 3;
+    space.score_pool = 11;
     const auto cands = enumerate_candidates(space, kLayers);
     ASSERT_GT(cands.size(), 100u);
     std::set<std::string> seen;
     for (size_t i = 0; i < cands.size(); ++i) {
         const prune::Schedule& s = cands[i].schedule;
         ASSERT_TRUE(prune::validate_schedule(s, kLayers).ok()) << prune::to_string(s);
+        // The space's fixed parts go to every candidate.
+        EXPECT_EQ(s.keep_first, 7);
+        EXPECT_EQ(s.score_layers, 3);
+        EXPECT_EQ(s.score_pool, 11);
         ASSERT_GE(s.boundaries.size(), 1u);
         ASSERT_LE(s.boundaries.size(), 3u);
         EXPECT_LE(s.boundaries[0], 15);  // first boundary from 0.1..0.5 of depth

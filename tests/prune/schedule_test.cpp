@@ -132,6 +132,10 @@ TEST(ScheduleToString, Format) {
     s.keep_first = 4;
     s.prune_decode = false;
     EXPECT_EQ(to_string(s), "layers=9,19,28 keep=0.5,0.25,0.1 keep_first=4 prune_decode=false");
+    s.score_layers = 3;
+    s.score_pool = 11;
+    EXPECT_EQ(to_string(s), "layers=9,19,28 keep=0.5,0.25,0.1 keep_first=4 prune_decode=false "
+                            "score_layers=3 score_pool=11");
     EXPECT_EQ(to_string(Schedule{}), "layers= keep=");
 }
 
@@ -175,6 +179,34 @@ TEST(ValidateSchedule, NamesTheEntry) {
     EXPECT_TRUE(validate_schedule(Schedule{}, 10).ok());  // no boundaries: nothing is pruned
 }
 
+TEST(ValidateSchedule, ScoreShaping) {
+    Schedule s;
+    s.boundaries = {3, 7};
+    s.keep = {0.5f, 0.4f};
+    s.score_layers = 3;
+    s.score_pool = 11;
+    EXPECT_TRUE(validate_schedule(s, 10).ok());
+    s.score_layers = kMaxScoreLayers;
+    s.score_pool = kMaxScorePool;
+    EXPECT_TRUE(validate_schedule(s, 10).ok());
+    struct Case {
+        int layers, pool;
+        const char* needle;
+    };
+    for (const Case& c : {Case{0, 1, "score_layers must be in [1, 64], got 0"},
+                          Case{kMaxScoreLayers + 1, 1, "score_layers"},
+                          Case{1, 0, "score_pool must be an odd number in [1, 255], got 0"},
+                          Case{1, 4, "got 4"}, Case{1, -3, "got -3"},
+                          Case{1, kMaxScorePool + 2, "score_pool"}}) {
+        s.score_layers = c.layers;
+        s.score_pool = c.pool;
+        Status st = validate_schedule(s, 10);
+        ASSERT_FALSE(st.ok()) << c.layers << " " << c.pool;
+        EXPECT_EQ(st.error().code(), ErrorCode::kInvalidArgument);
+        EXPECT_NE(st.error().message().find(c.needle), std::string::npos) << st.error().message();
+    }
+}
+
 class ScheduleFileTest : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -201,6 +233,8 @@ TEST_F(ScheduleFileTest, RoundTrip) {
     s.keep = {0.5f, 0.25f, 0.1f};
     s.keep_first = 4;
     s.prune_decode = false;
+    s.score_layers = 3;
+    s.score_pool = 7;
     ScheduleFileInfo info;
     info.model = "SmolLM2-135M-Instruct";
     info.n_layer = 30;
@@ -216,6 +250,8 @@ TEST_F(ScheduleFileTest, RoundTrip) {
     EXPECT_EQ(r->schedule.keep, s.keep);  // exact floats
     EXPECT_EQ(r->schedule.keep_first, 4);
     EXPECT_FALSE(r->schedule.prune_decode);
+    EXPECT_EQ(r->schedule.score_layers, 3);
+    EXPECT_EQ(r->schedule.score_pool, 7);
     EXPECT_EQ(r->info.model, info.model);
     EXPECT_EQ(r->info.n_layer, 30);
     nlohmann::json meta = nlohmann::json::parse(r->info.meta_json);
@@ -242,6 +278,8 @@ TEST_F(ScheduleFileTest, MinimalFileUsesDefaults) {
     EXPECT_EQ(r->schedule.boundaries, (std::vector<int>{3, 5}));
     EXPECT_EQ(r->schedule.keep_first, 0);
     EXPECT_TRUE(r->schedule.prune_decode);
+    EXPECT_EQ(r->schedule.score_layers, 1);  // the paper's score
+    EXPECT_EQ(r->schedule.score_pool, 1);
     EXPECT_EQ(r->info.n_layer, 0);
     EXPECT_EQ(r->info.meta_json, "{}");
 }
@@ -285,6 +323,12 @@ TEST_F(ScheduleFileTest, BadFiles) {
         {R"({"layers": [3], "keep": [0.5], "prune_decode": 1})", ErrorCode::kInvalidArgument,
          "prune_decode"},
         {R"({"layers": [3], "keep": [0.5], "meta": []})", ErrorCode::kInvalidArgument, "meta"},
+        {R"({"layers": [3], "keep": [0.5], "score_pool": 4})", ErrorCode::kInvalidArgument,
+         "score_pool must be an odd number"},
+        {R"({"layers": [3], "keep": [0.5], "score_pool": 1.5})", ErrorCode::kInvalidArgument,
+         "\"score_pool\" must be an integer"},
+        {R"({"layers": [3], "keep": [0.5], "score_layers": 0})", ErrorCode::kInvalidArgument,
+         "\"score_layers\" must be an integer >= 1"},
         {R"({"layers": [3], "keep": [0.5], "n_layer": "8"})", ErrorCode::kInvalidArgument,
          "n_layer"},
     };
@@ -359,7 +403,11 @@ TEST(ModelDefaults, SmolLM2HasItsTunedSchedule) {
     EXPECT_EQ(s.keep, tuned->keep);
     EXPECT_EQ(s.keep_first, tuned->keep_first);
     EXPECT_EQ(s.prune_decode, tuned->prune_decode);
-    EXPECT_EQ(s.boundaries, (std::vector<int>{6, 15, 24}));
+    EXPECT_EQ(s.score_layers, tuned->score_layers);
+    EXPECT_EQ(s.score_pool, tuned->score_pool);
+    EXPECT_EQ(s.boundaries, (std::vector<int>{9, 18, 21}));
+    EXPECT_EQ(s.score_layers, 3);
+    EXPECT_EQ(s.score_pool, 11);
     EXPECT_NE(source, "generic");
     EXPECT_TRUE(validate_schedule(s, 30).ok());
 }
@@ -369,6 +417,8 @@ TEST(ModelDefaults, UnknownModelsGetTheGenericLayout) {
     const Schedule s = model_default_schedule({"llama", 32, 4096, 32, 32000}, &source);
     EXPECT_EQ(source, "generic");
     EXPECT_EQ(s.boundaries, default_schedule(32).boundaries);
+    EXPECT_EQ(s.score_layers, 1);  // the paper's score where nothing was measured
+    EXPECT_EQ(s.score_pool, 1);
 }
 
 }  // namespace

@@ -180,5 +180,52 @@ TEST(KeepCount, FloatFractionsDoNotRoundUpSpuriously) {
     }
 }
 
+// Brute force: the max over every candidate within window / 2 positions.
+std::vector<float> reference_pool(const std::vector<float>& scores,
+                                  const std::vector<int32_t>& positions, int window) {
+    const float ninf = -std::numeric_limits<float>::infinity();
+    std::vector<float> out(scores.size(), ninf);
+    for (size_t i = 0; i < scores.size(); ++i) {
+        for (size_t j = 0; j < scores.size(); ++j) {
+            if (std::abs(positions[j] - positions[i]) > window / 2) continue;
+            out[i] = std::max(out[i], std::isnan(scores[j]) ? ninf : scores[j]);
+        }
+    }
+    return out;
+}
+
+TEST(PoolScores, HandCase) {
+    // Positions with a gap: 10 and 13 are 3 apart, out of reach of a window of 5 (radius 2).
+    const std::vector<int32_t> pos = {0, 1, 2, 3, 10, 13, 14};
+    const std::vector<float> sc = {0.1f, 0.0f, 0.0f, 0.5f, 0.2f, 0.0f, 0.3f};
+    std::vector<float> out;
+    pool_scores(sc, pos, 5, out);
+    EXPECT_EQ(out, (std::vector<float>{0.1f, 0.5f, 0.5f, 0.5f, 0.2f, 0.3f, 0.3f}));
+    pool_scores(sc, pos, 1, out);
+    EXPECT_EQ(out, sc);
+    pool_scores({}, {}, 7, out);
+    EXPECT_TRUE(out.empty());
+}
+
+TEST(PoolScores, MatchesBruteForce) {
+    std::mt19937 rng(11);
+    for (int trial = 0; trial < 300; ++trial) {
+        const int n = 1 + static_cast<int>(rng() % 60);
+        std::vector<int32_t> pos;
+        int32_t p = static_cast<int32_t>(rng() % 5);
+        for (int i = 0; i < n; ++i) {
+            pos.push_back(p);
+            p += 1 + static_cast<int32_t>(rng() % (trial % 2 ? 1 : 6));  // dense, or with gaps
+        }
+        std::vector<float> sc(static_cast<size_t>(n));
+        for (float& x : sc) x = static_cast<float>(rng() % 8) / 8.0f;  // many ties
+        if (trial % 5 == 0) sc[rng() % sc.size()] = std::numeric_limits<float>::quiet_NaN();
+        const int window = 1 + 2 * static_cast<int>(rng() % 8);
+        std::vector<float> out;
+        pool_scores(sc, pos, window, out);
+        EXPECT_EQ(out, reference_pool(sc, pos, window)) << "trial " << trial << " window " << window;
+    }
+}
+
 }  // namespace
 }  // namespace lazyllm::prune

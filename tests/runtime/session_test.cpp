@@ -13,6 +13,7 @@
 
 #include "model/llama_model.h"
 #include "prune/schedule.h"
+#include "prune/select.h"
 #include "runtime/session.h"
 #include "support/cpu.h"
 #include "support/tiny_model.h"
@@ -131,6 +132,8 @@ TEST(SessionTest, InvariantsHoldOverRandomSchedules) {
         }
         auto opts = lazy_options(layers, keep, rng() % 3 != 0);
         opts.schedule.keep_first = static_cast<int>(rng() % 3);
+        opts.schedule.score_layers = 1 + static_cast<int>(rng() % 3);
+        opts.schedule.score_pool = 1 + 2 * static_cast<int>(rng() % 3);
         auto s = Session::create(*model, opts).value();
         const int n_prompt = 2 + static_cast<int>(rng() % 50);
         const int n_decode = 1 + static_cast<int>(rng() % 8);
@@ -243,6 +246,64 @@ TEST(SessionTest, HandWorkedPrefillAndTwoDecodeSteps) {
         EXPECT_EQ(st.rows_per_layer[1], 1);
     }
     EXPECT_EQ(traces.size(), 6u);
+}
+
+// Score shaping (prune::Schedule::score_layers / score_pool). With keep 1.0 nothing is cut, so
+// every run computes the same hidden states and a boundary at layer b traces layer b-1's scores.
+std::vector<BoundaryTrace> prefill_traces(const LlamaModel& model, std::vector<int> layers,
+                                          std::vector<float> keep, int score_layers,
+                                          int score_pool, const std::vector<int32_t>& prompt) {
+    std::vector<BoundaryTrace> traces;
+    auto opts = lazy_options(std::move(layers), std::move(keep));
+    opts.schedule.score_layers = score_layers;
+    opts.schedule.score_pool = score_pool;
+    opts.on_boundary = [&](const BoundaryTrace& t) { traces.push_back(t); };
+    auto s = Session::create(model, opts).value();
+    std::vector<float> logits(model.config().n_vocab);
+    EXPECT_TRUE(s.step(prompt, logits.data()).ok());
+    return traces;
+}
+
+TEST(SessionTest, ScoreLayersSumTheLayersBeforeTheBoundaryWithinTheStage) {
+    auto model = tiny_model(6, "score_layers");
+    ASSERT_NE(model, nullptr);
+    const auto prompt = ids_for(12, model->config().n_vocab, 3);
+    // Layers 1, 2, 3 one by one (boundaries 2, 3, 4 trace layers 1, 2, 3).
+    const auto each = prefill_traces(*model, {2, 3, 4}, {1.0f, 1.0f, 1.0f}, 1, 1, prompt);
+    ASSERT_EQ(each.size(), 3u);
+    const size_t n = each[0].scores.size();
+    ASSERT_EQ(n, 12u);
+    // One boundary at 4 summing 3 layers: layers 1 + 2 + 3.
+    const auto sum3 = prefill_traces(*model, {4}, {1.0f}, 3, 1, prompt);
+    ASSERT_EQ(sum3.size(), 1u);
+    // Boundaries 2 and 4 summing 3 layers: the stage [2, 4) has two, so layers 2 + 3 at 4.
+    const auto stage = prefill_traces(*model, {2, 4}, {1.0f, 1.0f}, 3, 1, prompt);
+    ASSERT_EQ(stage.size(), 2u);
+    for (size_t j = 0; j < n; ++j) {
+        const float l1 = each[0].scores[j], l2 = each[1].scores[j], l3 = each[2].scores[j];
+        EXPECT_FLOAT_EQ(sum3[0].scores[j], (l1 + l2) + l3) << j;
+        EXPECT_FLOAT_EQ(stage[1].scores[j], l2 + l3) << j;
+    }
+    // A layer's scores are a distribution over S (the head mean of softmaxes); the sum is not.
+    double total = 0.0;
+    for (float x : sum3[0].scores) total += x;
+    EXPECT_NEAR(total, 3.0, 1e-4);
+}
+
+TEST(SessionTest, ScorePoolSelectsOnPooledScores) {
+    auto model = tiny_model(6, "score_pool");
+    ASSERT_NE(model, nullptr);
+    const auto prompt = ids_for(20, model->config().n_vocab, 4);
+    const auto raw = prefill_traces(*model, {3}, {1.0f}, 1, 1, prompt);
+    const auto pooled = prefill_traces(*model, {3}, {0.4f}, 1, 5, prompt);
+    ASSERT_EQ(raw.size(), 1u);
+    ASSERT_EQ(pooled.size(), 1u);
+    std::vector<float> expect;
+    prune::pool_scores(raw[0].scores, raw[0].S, 5, expect);
+    EXPECT_EQ(pooled[0].scores, expect);
+    EXPECT_NE(pooled[0].scores, raw[0].scores);  // the pooling changed something
+    const std::vector<int32_t> last = {19};
+    EXPECT_EQ(pooled[0].kept, prune::select_top(expect, pooled[0].S, 8, last));
 }
 
 TEST(SessionTest, DecodeOffRevivesEverythingOnce) {

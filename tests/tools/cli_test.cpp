@@ -89,6 +89,20 @@ TEST(CliTest, RunJsonCarriesTheMetrics) {
     }
 }
 
+TEST(CliTest, ScoreShapingFlagsReachTheScheduleOrNameTheFault) {
+    const std::string m = tiny_model_file();
+    CliRun r = run("run -m " + m + " -p 'hello world, hello world' -n 2 --ignore-eos "
+                   "--lazy-layers 1 --lazy-keep 0.5 --lazy-score-layers 2 --lazy-score-pool 3 --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "score_layers=2 score_pool=3")) << r.out;
+    r = run("run -m " + m + " -p hello -n 2 --lazy-layers 1 --lazy-keep 0.5 --lazy-score-pool 4");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "score_pool must be an odd number")) << r.out;
+    r = run("run -m " + m + " -p hello --lazy-score-layers 0");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "--lazy-score-layers")) << r.out;
+}
+
 TEST(CliTest, HostileModelFileGivesAnErrorNotACrash) {
     const std::string m = tiny_model_file();
     std::ifstream in(m, std::ios::binary);

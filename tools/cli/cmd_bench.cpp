@@ -381,6 +381,7 @@ Runner add_bench(CLI::App& app) {
         ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--lazy-keep-first", a->prune.keep_first, "Never prune the first N tokens")
         ->check(CLI::NonNegativeNumber);
+    add_score_flags(app, a->prune.score_layers, a->prune.score_pool);
     app.add_option("--schedule", a->prune.schedule_file,
                    "Schedule file (JSON, as written by `lazyllm tune`)");
     app.add_option("--prune-seed", a->prune.seed, "Seed of the random policy (default 1)");

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/options.h"
+#include "prune/schedule.h"
 #include "eval/tune.h"
 #include "lazyllm/engine.h"
 #include "prune/schedule.h"
@@ -34,6 +35,7 @@ struct TuneArgs {
     std::string keep = "0.7,0.5,0.4,0.35,0.25,0.2,0.15,0.1";
     int max_boundaries = 3;
     int keep_first = -1;  // -1: the model's default schedule's
+    int score_layers = -1, score_pool = -1;  // -1: the model's default schedule's
     std::string lazy_decode = "on";
 };
 
@@ -84,6 +86,9 @@ int run_tune(const TuneArgs& a) {
     // The protected prefix is a property of the model's prompt format (its chat template's
     // system turn), not something to trade for speed: take the model default's unless given.
     space.keep_first = a.keep_first >= 0 ? a.keep_first : e.summary().default_keep_first;
+    // So is the score shaping: the search is over boundaries and keep fractions.
+    space.score_layers = a.score_layers >= 0 ? a.score_layers : e.summary().default_score_layers;
+    space.score_pool = a.score_pool >= 0 ? a.score_pool : e.summary().default_score_pool;
 
     eval::SuiteSpec suite;
     suite.tasks = split_comma_list(a.tasks);
@@ -168,6 +173,13 @@ Runner add_tune(CLI::App& app) {
     app.add_option("--lazy-keep-first", a->keep_first,
                    "Never prune the first N tokens (default: the model default schedule's)")
         ->check(CLI::NonNegativeNumber);
+    app.add_option("--lazy-score-layers", a->score_layers,
+                   "Layers summed into each boundary's scores (default: the model default "
+                   "schedule's)")
+        ->check(CLI::Range(1, prune::kMaxScoreLayers));
+    app.add_option("--lazy-score-pool", a->score_pool,
+                   "Score max-pool window, odd (default: the model default schedule's)")
+        ->check(CLI::Range(1, prune::kMaxScorePool));
     app.add_option("--lazy-decode", a->lazy_decode, "on: prune in decode steps too (default on)")
         ->check(CLI::IsMember({"on", "off"}));
     return [a] { return run_tune(*a); };

@@ -1,6 +1,7 @@
 #include "cli/options.h"
 
 #include "cli/common.h"
+#include "prune/schedule.h"
 
 namespace lazyllm::cli {
 
@@ -25,6 +26,17 @@ void add_sampling_flags(CLI::App& app, SamplingParams& s) {
     app.add_option("--seed", s.seed, "Sampling seed, 0 = random (default 0)");
 }
 
+void add_score_flags(CLI::App& app, int& score_layers, int& score_pool) {
+    app.add_option("--lazy-score-layers", score_layers,
+                   "Sum the last token's attention over the last N layers before each boundary "
+                   "(1: the paper's score; default: the schedule's)")
+        ->check(CLI::Range(1, prune::kMaxScoreLayers));
+    app.add_option("--lazy-score-pool", score_pool,
+                   "Max-pool scores over a window of N positions, odd (1: off; default: the "
+                   "schedule's)")
+        ->check(CLI::Range(1, prune::kMaxScorePool));
+}
+
 void add_prune_flags(CLI::App& app, PruneFlags& f) {
     app.add_flag("--lazy", f.lazy, "LazyLLM dynamic pruning with the model's default schedule");
     app.add_option("--policy", f.policy, "full | lazy | static | random | gemfilter (default full; lazy with --lazy)")
@@ -36,6 +48,7 @@ void add_prune_flags(CLI::App& app, PruneFlags& f) {
         ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--lazy-keep-first", f.keep_first, "Never prune the first N tokens")
         ->check(CLI::NonNegativeNumber);
+    add_score_flags(app, f.score_layers, f.score_pool);
     app.add_option("--schedule", f.schedule_file, "Schedule file (JSON, as written by `lazyllm tune`)");
     app.add_option("--prune-seed", f.seed, "Seed of the random policy (default 1)");
 }
@@ -50,13 +63,15 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f) {
     } else if (f.lazy) {
         p.policy = "lazy";
     } else if (!f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty() || !f.lazy_decode.empty() ||
-               f.keep_first >= 0) {
+               f.keep_first >= 0 || f.score_layers >= 0 || f.score_pool >= 0) {
         p.policy = "lazy";  // schedule flags imply --lazy
     }
     p.layers = f.layers;
     p.keep = f.keep;
     p.schedule_file = f.schedule_file;
     p.keep_first = f.keep_first;
+    p.score_layers = f.score_layers;
+    p.score_pool = f.score_pool;
     p.prune_decode = f.lazy_decode.empty() ? -1 : (f.lazy_decode == "on" ? 1 : 0);
     p.seed = f.seed;
     return p;

@@ -24,9 +24,12 @@ struct PruneFlags {
     std::string policy;
     std::string layers, keep, schedule_file, lazy_decode;
     int keep_first = -1;
+    int score_layers = -1, score_pool = -1;
     uint64_t seed = 1;
 };
 void add_prune_flags(CLI::App& app, PruneFlags& f);
+// --lazy-score-layers / --lazy-score-pool (prune::Schedule's score shaping); -1 when not given.
+void add_score_flags(CLI::App& app, int& score_layers, int& score_pool);
 // --lazy / --policy and the schedule flags into PruneOptions (errors for contradictions).
 Result<PruneOptions> to_prune_options(const PruneFlags& f);
 
