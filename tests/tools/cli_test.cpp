@@ -27,6 +27,13 @@ std::string tiny_model_file() {
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
+// `args` is refused as a usage error (exit 2) whose message holds `needle`.
+void expect_usage_error(const std::string& args, const std::string& needle) {
+    const CliRun r = run(args);
+    EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, needle)) << args << "\n" << r.out;
+}
+
 TEST(CliTest, HelpListsSubcommands) {
     const CliRun r = run("--help");
     EXPECT_EQ(r.rc, 0);
@@ -47,18 +54,12 @@ TEST(CliTest, MissingModelFileIsNamed) {
 
 TEST(CliTest, EmptyPromptAndZeroTokensAreUsageErrors) {
     const std::string m = tiny_model_file();
-    CliRun r = run("run -m " + m + " -p ''");
-    EXPECT_EQ(r.rc, 2) << r.out;
-    EXPECT_TRUE(contains(r.out, "empty")) << r.out;
-    r = run("run -m " + m + " -p hello -n 0");
-    EXPECT_EQ(r.rc, 2) << r.out;
-    EXPECT_TRUE(contains(r.out, "-n")) << r.out;
-    r = run("run -m " + m + " -p hello --top-p 1.5");
-    EXPECT_EQ(r.rc, 2) << r.out;
-    EXPECT_TRUE(contains(r.out, "top_p")) << r.out;
-    r = run("run -m " + m + " -p hello --lazy-layers 3,1 --lazy-keep 0.5,0.2");
-    EXPECT_EQ(r.rc, 2) << r.out;
-    r = run("run -m " + m);
+    expect_usage_error("run -m " + m + " -p ''", "empty");
+    expect_usage_error("run -m " + m + " -p hello -n 0", "-n");
+    expect_usage_error("run -m " + m + " -p hello --top-p 1.5", "top_p");
+    expect_usage_error("run -m " + m + " -p hello -n 2 --lazy-layers 3,1 --lazy-keep 0.5,0.2",
+                       "allows at most 1 boundaries");
+    CliRun r = run("run -m " + m);
     EXPECT_EQ(r.rc, 2) << r.out;
 }
 
@@ -95,12 +96,9 @@ TEST(CliTest, ScoreShapingFlagsReachTheScheduleOrNameTheFault) {
                    "--lazy-layers 1 --lazy-keep 0.5 --lazy-score-layers 2 --lazy-score-pool 3 --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "score_layers=2 score_pool=3")) << r.out;
-    r = run("run -m " + m + " -p hello -n 2 --lazy-layers 1 --lazy-keep 0.5 --lazy-score-pool 4");
-    EXPECT_EQ(r.rc, 2) << r.out;
-    EXPECT_TRUE(contains(r.out, "score_pool must be an odd number")) << r.out;
-    r = run("run -m " + m + " -p hello --lazy-score-layers 0");
-    EXPECT_EQ(r.rc, 2) << r.out;
-    EXPECT_TRUE(contains(r.out, "--lazy-score-layers")) << r.out;
+    expect_usage_error("run -m " + m + " -p hello -n 2 --lazy-layers 1 --lazy-keep 0.5 --lazy-score-pool 4",
+                       "score_pool must be an odd number");
+    expect_usage_error("run -m " + m + " -p hello --lazy-score-layers 0", "--lazy-score-layers");
 }
 
 TEST(CliTest, HostileModelFileGivesAnErrorNotACrash) {
