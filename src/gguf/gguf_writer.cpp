@@ -2,6 +2,7 @@
 // to the alignment, tensor data each padded to the alignment (as llama.cpp's gguf.cpp writes
 // it). Misuse (wrong data size, duplicate tensor name) is a programming error: CHECK.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
@@ -169,10 +170,18 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
 
 Status GgufWriter::write(const std::string& path) const {
     std::vector<uint8_t> bytes = to_bytes();
-    std::string tmp = path + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A temporary name of its own (mkstemp), so that two writers of the same path never write
+    // into one file: each renames a complete file into place, the last one wins.
+    std::string tmp = path + ".tmp.XXXXXX";
+    int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
     if (fd < 0) {
         return make_error(ErrorCode::kIo, "cannot create '{}': {}", tmp, std::strerror(errno));
+    }
+    if (::fchmod(fd, 0644) != 0) {
+        int e = errno;
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return make_error(ErrorCode::kIo, "cannot chmod '{}': {}", tmp, std::strerror(e));
     }
     size_t done = 0;
     while (done < bytes.size()) {

@@ -2,7 +2,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <iterator>
+#include <thread>
+#include <vector>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -277,6 +281,40 @@ TEST(GgufRoundTrip, EveryValueTypeVersion2) {
     check_every_value_type(f);
 }
 
+// Writers of one path at the same time (tests in parallel processes share fixture files): each
+// renames a complete file into place, so a reader never sees a truncated one.
+TEST(GgufRoundTrip, ConcurrentWritersOfOnePathLeaveACompleteFile) {
+    auto dir = std::filesystem::temp_directory_path() /
+               ("lazyllm_gguf_concurrent_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "m.gguf").string();
+    GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.add_tensor("x", GgmlType::F32, {256, 64}, random_bytes(256 * 64 * 4, 5));
+    const size_t size = w.to_bytes().size();
+    std::atomic<bool> ok{true};
+    std::vector<std::thread> writers;
+    for (int t = 0; t < 3; ++t) {
+        writers.emplace_back([&] {
+            for (int i = 0; i < 20; ++i) ok = ok && w.write(path).ok();
+        });
+    }
+    int reads = 0;
+    for (int i = 0; i < 200 && reads < 50; ++i) {
+        if (!std::filesystem::exists(path)) continue;
+        auto f = GgufFile::open(path);
+        ASSERT_TRUE(f.ok()) << f.error().message();
+        EXPECT_EQ(f->file_size(), size);
+        ++reads;
+    }
+    for (auto& t : writers) t.join();
+    EXPECT_TRUE(ok);
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
+                            std::filesystem::directory_iterator()),
+              1);  // no temporary left behind
+    std::filesystem::remove_all(dir);
+}
+
 TEST(GgufRoundTrip, FileWriteAndOpen) {
     auto dir = std::filesystem::temp_directory_path() /
                ("lazyllm_gguf_test_" + std::to_string(::getpid()));
@@ -286,7 +324,10 @@ TEST(GgufRoundTrip, FileWriteAndOpen) {
     w.set_string("general.architecture", "llama");
     w.add_tensor("x", GgmlType::F16, {4, 2}, random_bytes(16, 3));
     ASSERT_TRUE(w.write(path).ok());
-    EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+    // Only the file itself is left: no temporary.
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
+                            std::filesystem::directory_iterator()),
+              1);
     auto f = GgufFile::open(path);
     ASSERT_TRUE(f.ok()) << f.error().message();
     EXPECT_EQ(f->path(), path);
