@@ -17,13 +17,13 @@ struct Entry {
 // SmolLM2-135M (30 layers, d 576, 9 heads, vocab 49152): schedules/smollm2-135m-instruct.json,
 // the output of
 //   lazyllm tune --tasks passkey --lengths 2048,4096,8192 --depths 8   (docs/evaluation.md)
-// the cheapest of 23 schedules searched that kept every passkey full got right (predicted 40.5%
-// of prefill token-layers), with the score summed over 3 layers and max-pooled over 11
-// positions (docs/lazyllm.md); with the paper's one-layer score the same search found nothing
-// cheaper than 53.5% that kept the keys. On the multi-needle calibration suite (passkey, niah_multivalue, vt, mdqa) no schedule
-// up to 65.5% computed keeps 99% of full's score on this 135M model, so the single-needle suite
-// decides. The first 40 tokens (the chat template's system turn) are protected: without it
-// chat-wrapped multi-document QA scored 0 (docs/lazyllm.md).
+// the cheapest of 23 schedules searched that kept every passkey full got right (predicted 40.5% of
+// prefill token-layers), with the score summed over 3 layers and max-pooled over 11 positions
+// (docs/lazyllm.md); with the paper's one-layer score the same search found nothing cheaper than
+// 53.5% that kept the keys. On the multi-needle calibration suite (passkey, niah_multivalue, vt,
+// mdqa) no schedule up to 65.5% computed keeps 99% of full's score on this 135M model, so the
+// single-needle suite decides. The first 40 tokens (the chat template's system turn) are
+// protected: without it chat-wrapped multi-document QA scored 0 (docs/lazyllm.md).
 constexpr Entry kEntries[] = {
     {{"llama", 30, 576, 9, 49152}, {9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 3, 11,
      "lazyllm tune --tasks passkey --lengths 2048,4096,8192 --depths 8 (docs/evaluation.md)"},

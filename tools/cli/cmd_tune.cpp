@@ -173,13 +173,7 @@ Runner add_tune(CLI::App& app) {
     app.add_option("--lazy-keep-first", a->keep_first,
                    "Never prune the first N tokens (default: the model default schedule's)")
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--lazy-score-layers", a->score_layers,
-                   "Layers summed into each boundary's scores (default: the model default "
-                   "schedule's)")
-        ->check(CLI::Range(1, prune::kMaxScoreLayers));
-    app.add_option("--lazy-score-pool", a->score_pool,
-                   "Score max-pool window, odd (default: the model default schedule's)")
-        ->check(CLI::Range(1, prune::kMaxScorePool));
+    add_score_flags(app, a->score_layers, a->score_pool, "the model default schedule's");
     app.add_option("--lazy-decode", a->lazy_decode, "on: prune in decode steps too (default on)")
         ->check(CLI::IsMember({"on", "off"}));
     return [a] { return run_tune(*a); };

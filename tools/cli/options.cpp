@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include <fmt/format.h>
+
 #include "cli/common.h"
 #include "prune/schedule.h"
 
@@ -26,14 +28,17 @@ void add_sampling_flags(CLI::App& app, SamplingParams& s) {
     app.add_option("--seed", s.seed, "Sampling seed, 0 = random (default 0)");
 }
 
-void add_score_flags(CLI::App& app, int& score_layers, int& score_pool) {
+void add_score_flags(CLI::App& app, int& score_layers, int& score_pool,
+                     std::string_view default_is) {
     app.add_option("--lazy-score-layers", score_layers,
-                   "Sum the last token's attention over the last N layers before each boundary "
-                   "(1: the paper's score; default: the schedule's)")
+                   fmt::format("Sum the last token's attention over the last N layers before each "
+                               "boundary (1: the paper's score; default: {})",
+                               default_is))
         ->check(CLI::Range(1, prune::kMaxScoreLayers));
     app.add_option("--lazy-score-pool", score_pool,
-                   "Max-pool scores over a window of N positions, odd (1: off; default: the "
-                   "schedule's)")
+                   fmt::format("Max-pool scores over a window of N positions, odd (1: off; "
+                               "default: {})",
+                               default_is))
         ->check(CLI::Range(1, prune::kMaxScorePool));
 }
 

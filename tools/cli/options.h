@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -29,7 +30,9 @@ struct PruneFlags {
 };
 void add_prune_flags(CLI::App& app, PruneFlags& f);
 // --lazy-score-layers / --lazy-score-pool (prune::Schedule's score shaping); -1 when not given.
-void add_score_flags(CLI::App& app, int& score_layers, int& score_pool);
+// `default_is` names what an absent flag means, for --help.
+void add_score_flags(CLI::App& app, int& score_layers, int& score_pool,
+                     std::string_view default_is = "the schedule's");
 // --lazy / --policy and the schedule flags into PruneOptions (errors for contradictions).
 Result<PruneOptions> to_prune_options(const PruneFlags& f);
 
