@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/scratch.h"
 #include "bench/bench_util.h"
 #include "kernels/cpu.h"
 #include "kernels/amx_tiles.h"
@@ -31,7 +32,7 @@ void run_linear(benchmark::State& state, GemmPrecision precision) {
     const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads()};
     const auto w = random_vec(n_out * n_in, 1);
     const auto x = random_vec(m * n_in, 2);
-    std::vector<float> y(m * n_out);
+    AlignedVector<float> y(m * n_out);
     auto lin = PackedLinear::create(ctx, w.data(), n_out, n_in, nullptr, precision);
     if (!lin.ok()) {
         state.SkipWithError(lin.error().message().c_str());
@@ -106,7 +107,7 @@ void BM_LinearBf16In(benchmark::State& state) {
     const auto xf = random_vec(m * n_in, 2);
     std::vector<uint16_t> x(m * n_in);
     detail::convert_rows_to_bf16_ref(xf.data(), m, n_in, n_in, x.data(), n_in);
-    std::vector<float> y(m * n_out);
+    AlignedVector<float> y(m * n_out);
     std::vector<uint16_t> act(m * n_out / 2);
     setenv("LAZYLLM_GEMM", amx ? "amx" : "onednn", 1);
     auto lin = PackedLinear::create(ctx, w.data(), n_out, n_in, nullptr, GemmPrecision::kBf16,

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/scratch.h"
 #include "kernels/attention.h"
 
 namespace lazyllm::kernels::detail {
@@ -63,8 +64,8 @@ void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const 
 // bf16 copies of K and V^T for one attention call, laid out for AMX tile loads.
 struct AmxPackedKv {
     int64_t n_kv_pad = 0;      // n_kv rounded up to a multiple of 32 (zero padded)
-    std::vector<uint16_t> k;   // [n_head_kv][n_kv_pad][head_dim] bf16
-    std::vector<uint16_t> vt;  // [n_head_kv][n_kv_pad / 32][head_dim][32] bf16 (V^T blocks)
+    AlignedVector<uint16_t> k;   // [n_head_kv][n_kv_pad][head_dim] bf16
+    AlignedVector<uint16_t> vt;  // [n_head_kv][n_kv_pad / 32][head_dim][32] bf16 (V^T blocks)
 };
 
 // True when the AMX kernel handles this shape and the OS granted AMX tile state.

@@ -111,8 +111,8 @@ void epilogue(const AmxGemmArgs& a, const float (*cbuf)[kRows], int64_t r, int64
 }
 
 struct ThreadScratch {
-    std::vector<uint16_t> xpack;  // the item's x rows in A-tile order (pack_rows)
-    std::vector<float> acc;       // [rows, panels * 32] partial sums between k blocks
+    AlignedVector<uint16_t> xpack;  // the item's x rows in A-tile order (pack_rows)
+    AlignedVector<float> acc;       // [rows, panels * 32] partial sums between k blocks
 };
 
 ThreadScratch& thread_scratch() {

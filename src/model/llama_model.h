@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/scratch.h"
+
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
@@ -48,16 +50,18 @@ struct LayerWeights {
 };
 
 // Working buffers of one forward, grown on demand and reused (no allocation in steady state).
+// Cache-line aligned (base/scratch.h): the AMX GEMM stores and accumulates its output rows
+// with tile instructions.
 struct ForwardScratch {
-    std::vector<float> x;       // [n_rows, n_embd]   normed input (fp32 GEMMs, quantized decode)
-    std::vector<uint16_t> x16;  // [n_rows, n_embd] bf16 GEMM input (bf16 path)
-    std::vector<uint16_t> act16;  // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
-    std::vector<float> qkv;     // [n_rows, n_qkv]
-    std::vector<float> attn;    // [n_rows, n_embd_q]
-    std::vector<float> gate_up; // [n_rows, 2*n_ff]
-    std::vector<float> act;     // [n_rows, n_ff]
-    std::vector<float> logits_row;  // [n_embd] normed last row
-    std::vector<float> score_row;   // [n_keys] one layer's scores when LayerRun sums several
+    AlignedVector<float> x;       // [n_rows, n_embd]   normed input (fp32 GEMMs, quantized decode)
+    AlignedVector<uint16_t> x16;  // [n_rows, n_embd] bf16 GEMM input (bf16 path)
+    AlignedVector<uint16_t> act16;  // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
+    AlignedVector<float> qkv;     // [n_rows, n_qkv]
+    AlignedVector<float> attn;    // [n_rows, n_embd_q]
+    AlignedVector<float> gate_up; // [n_rows, 2*n_ff]
+    AlignedVector<float> act;     // [n_rows, n_ff]
+    AlignedVector<float> logits_row;  // [n_embd] normed last row
+    AlignedVector<float> score_row;   // [n_keys] one layer's scores when LayerRun sums several
 };
 
 // One call runs layers [il_begin, il_end) over n_rows live rows.

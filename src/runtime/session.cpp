@@ -203,7 +203,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
     }
     {
         // Rows of h_ are the new tokens; keep those still in S_ (random drops some).
-        std::vector<float>& hn = h_next_;
+        AlignedVector<float>& hn = h_next_;
         hn.resize(h_.size());
         int64_t r = 0;
         for (int64_t i = 0; i < m; ++i) {

@@ -1,0 +1,50 @@
+#include "base/scratch.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+
+namespace lazyllm {
+namespace {
+
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kCacheLine == 0; }
+
+// Sizes on both sides of glibc's mmap threshold (128 KiB): a plain std::vector above it sits
+// 16 bytes past a page boundary.
+TEST(AlignedVectorTest, DataIsCacheLineAlignedAtEverySize) {
+    for (size_t n : {1u, 3u, 17u, 1000u, 40000u, 300000u, 5000000u}) {
+        AlignedVector<float> f(n);
+        AlignedVector<uint16_t> h(n);
+        EXPECT_TRUE(aligned(f.data())) << n;
+        EXPECT_TRUE(aligned(h.data())) << n;
+    }
+}
+
+TEST(AlignedVectorTest, GrowKeepsContentsAndAlignment) {
+    AlignedVector<int32_t> v(10);
+    std::iota(v.begin(), v.end(), 0);
+    int32_t* p = grow(v, 100000);
+    ASSERT_EQ(v.size(), 100000u);
+    EXPECT_TRUE(aligned(p));
+    for (int32_t i = 0; i < 10; ++i) EXPECT_EQ(p[i], i);
+    for (size_t i = 10; i < v.size(); ++i) ASSERT_EQ(v[i], 0) << i;  // value-initialized
+    EXPECT_EQ(grow(v, 5), p);  // never shrinks, never moves when big enough
+    EXPECT_EQ(v.size(), 100000u);
+}
+
+TEST(AlignedVectorTest, CopySwapAndRefusedSize) {
+    AlignedVector<float> a(1000, 1.5f);
+    AlignedVector<float> b = a;
+    EXPECT_TRUE(aligned(b.data()));
+    EXPECT_EQ(a, b);
+    AlignedVector<float> c(7, 2.0f);
+    std::swap(a, c);
+    EXPECT_EQ(a.size(), 7u);
+    EXPECT_EQ(c.size(), 1000u);
+    AlignedAllocator<double> alloc;
+    EXPECT_THROW((void)alloc.allocate(SIZE_MAX / 4), std::bad_array_new_length);
+}
+
+}  // namespace
+}  // namespace lazyllm
