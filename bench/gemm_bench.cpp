@@ -105,7 +105,7 @@ void BM_LinearBf16In(benchmark::State& state) {
     const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads()};
     const auto w = random_vec(n_out * n_in, 1);
     const auto xf = random_vec(m * n_in, 2);
-    std::vector<uint16_t> x(m * n_in);
+    AlignedVector<uint16_t> x(m * n_in);
     detail::convert_rows_to_bf16_ref(xf.data(), m, n_in, n_in, x.data(), n_in);
     AlignedVector<float> y(m * n_out);
     std::vector<uint16_t> act(m * n_out / 2);
