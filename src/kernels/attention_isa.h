@@ -63,7 +63,7 @@ void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const 
 
 // bf16 copies of K and V^T for one attention call, laid out for AMX tile loads.
 struct AmxPackedKv {
-    int64_t n_kv_pad = 0;      // n_kv rounded up to a multiple of 32 (zero padded)
+    int64_t n_kv_pad = 0;        // n_kv rounded up to a multiple of 32 (zero padded)
     AlignedVector<uint16_t> k;   // [n_head_kv][n_kv_pad][head_dim] bf16
     AlignedVector<uint16_t> vt;  // [n_head_kv][n_kv_pad / 32][head_dim][32] bf16 (V^T blocks)
 };

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "base/scratch.h"
-
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
@@ -53,13 +52,13 @@ struct LayerWeights {
 // Cache-line aligned (base/scratch.h): the AMX GEMM stores and accumulates its output rows
 // with tile instructions.
 struct ForwardScratch {
-    AlignedVector<float> x;       // [n_rows, n_embd]   normed input (fp32 GEMMs, quantized decode)
-    AlignedVector<uint16_t> x16;  // [n_rows, n_embd] bf16 GEMM input (bf16 path)
-    AlignedVector<uint16_t> act16;  // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
-    AlignedVector<float> qkv;     // [n_rows, n_qkv]
-    AlignedVector<float> attn;    // [n_rows, n_embd_q]
-    AlignedVector<float> gate_up; // [n_rows, 2*n_ff]
-    AlignedVector<float> act;     // [n_rows, n_ff]
+    AlignedVector<float> x;           // [n_rows, n_embd] normed input (fp32 GEMMs, quantized steps)
+    AlignedVector<uint16_t> x16;      // [n_rows, n_embd] bf16 GEMM input (bf16 path)
+    AlignedVector<uint16_t> act16;    // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
+    AlignedVector<float> qkv;         // [n_rows, n_qkv]
+    AlignedVector<float> attn;        // [n_rows, n_embd_q]
+    AlignedVector<float> gate_up;     // [n_rows, 2*n_ff]
+    AlignedVector<float> act;         // [n_rows, n_ff]
     AlignedVector<float> logits_row;  // [n_embd] normed last row
     AlignedVector<float> score_row;   // [n_keys] one layer's scores when LayerRun sums several
 };
