@@ -25,6 +25,7 @@
 #include "kernels/attention_isa.h"
 #include "kernels/fp_env.h"
 
+
 namespace lazyllm::kernels {
 
 namespace {
@@ -41,6 +42,10 @@ constexpr int64_t kAmxMinQueryVectors = 64;
 // setup.
 constexpr int64_t kSplitAlign = 64;
 constexpr int64_t kMinSplitKeys = 256;
+// L2 blocking of the AMX prefill (run_tiles_amx_chunked): tiles per group, and the bytes of
+// bf16 K and V^T per key chunk.
+constexpr int kAmxGroupTiles = 16;
+constexpr int64_t kAmxChunkBytes = 512 * 1024;
 
 void validate(const AttentionArgs& a) {
     LAZYLLM_CHECK(a.n_q >= 0 && a.n_kv >= 0);
@@ -279,6 +284,63 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
     }
 }
 
+// AMX prefill over long key ranges, blocked for L2: a group of kAmxGroupTiles consecutive
+// tiles of one KV head walks the keys in chunks, and every tile of the group takes a chunk
+// before the next chunk starts (attention_tile_amx resumes its state), so each chunk's bf16
+// K and V^T come from L2 for all of the group's tiles instead of from L3 for each tile.
+// Heaviest groups first, dynamic schedule, as run_tiles.
+void run_tiles_amx_chunked(const KernelContext& ctx, const AttentionArgs& a,
+                           const std::vector<int64_t>& n_vis, const detail::AmxPackedKv& packed,
+                           int64_t chunk_keys) {
+    const int n_threads = std::max(1, ctx.n_threads);
+    const int group = a.n_head / a.n_head_kv;
+    const int d = a.head_dim;
+    const int64_t tiles_per_head = (a.n_q * group + kAttnLanes - 1) / kAttnLanes;
+    const int64_t groups_per_head = (tiles_per_head + kAmxGroupTiles - 1) / kAmxGroupTiles;
+    const int64_t n_tasks = groups_per_head * a.n_head_kv;
+#pragma omp parallel num_threads(n_threads)
+    {
+        const ScopedFlushDenormals ftz;
+        AlignedVector<float> o_buf(static_cast<size_t>(kAmxGroupTiles) * d * kAttnLanes);
+        AttnTile tiles[kAmxGroupTiles];
+        AttnState states[kAmxGroupTiles];
+        for (int k = 0; k < kAmxGroupTiles; ++k) states[k].o = o_buf.data() + k * d * kAttnLanes;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t idx = 0; idx < n_tasks; ++idx) {
+            const int g = static_cast<int>(idx / groups_per_head);
+            const int64_t first = (groups_per_head - 1 - idx % groups_per_head) * kAmxGroupTiles;
+            const int n_tiles =
+                static_cast<int>(std::min<int64_t>(kAmxGroupTiles, tiles_per_head - first));
+            int64_t n_keys = 0;
+            for (int k = 0; k < n_tiles; ++k) {
+                tiles[k] = make_tile(a, n_vis, g, first + k);
+                n_keys = std::max(n_keys, tiles[k].n_vis_max);
+            }
+            for (int64_t j0 = 0; j0 < n_keys; j0 += chunk_keys) {
+                for (int k = 0; k < n_tiles; ++k) {
+                    const int64_t j1 = std::min(j0 + chunk_keys, tiles[k].n_vis_max);
+                    if (j0 < j1) {
+                        detail::attention_tile_amx(a, packed, tiles[k], j0, j1, states[k],
+                                                   /*resume=*/j0 > 0);
+                    }
+                }
+            }
+            for (int k = 0; k < n_tiles; ++k) {
+                if (tiles[k].n_vis_max == 0) clear_state(d, states[k]);
+                detail::attention_finalize_avx512(a, tiles[k], states[k]);
+            }
+        }
+    }
+}
+
+// Keys per chunk of run_tiles_amx_chunked: K and V^T of a chunk (4 * head_dim bytes a key)
+// fill a quarter of a 2 MiB L2; a multiple of the AMX key block. (256 KiB, 512 KiB and 1 MiB
+// measured alike at 8k keys, all 10-15% faster than no chunking on one thread.)
+int64_t amx_chunk_keys(int head_dim) {
+    return std::max<int64_t>(kSplitAlign,
+                             kAmxChunkBytes / (4 * head_dim) / kSplitAlign * kSplitAlign);
+}
+
 }  // namespace
 
 void attention(const KernelContext& ctx, const AttentionArgs& a) {
@@ -305,6 +367,13 @@ void attention(const KernelContext& ctx, const AttentionArgs& a) {
         // copy, not their own thread_local instance.
         const detail::AmxPackedKv& packed = packed_for_thread;
         detail::amx_pack_kv(ctx, a, packed_for_thread);
+        const int64_t chunk_keys = amx_chunk_keys(a.head_dim);
+        const int64_t max_vis = *std::max_element(n_vis.begin(), n_vis.end());
+        const int64_t n_tasks = (a.n_q * group + kAttnLanes - 1) / kAttnLanes * a.n_head_kv;
+        if (max_vis > chunk_keys && key_splits(ctx.n_threads, n_tasks, max_vis) == 1) {
+            run_tiles_amx_chunked(ctx, a, n_vis, packed, chunk_keys);
+            return;
+        }
         run_tiles(ctx, a, n_vis,
                   [&packed, &a](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
                       detail::attention_tile_amx(a, packed, t, j0, j1, st);

@@ -71,9 +71,10 @@ struct AmxPackedKv {
 // True when the AMX kernel handles this shape and the OS granted AMX tile state.
 bool amx_attention_usable(const AttentionArgs& a);
 void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& packed);
-// Keys [j_begin, j_end), j_begin a multiple of 32.
+// Keys [j_begin, j_end), j_begin a multiple of 32. Initializes `st`, or with `resume`
+// continues it: st then holds this tile's state over keys before j_begin (an earlier call).
 void attention_tile_amx(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTile& t,
-                        int64_t j_begin, int64_t j_end, AttnState& st);
+                        int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
 
 // probs[j] = softmax_j(scale * q_head . k_j) over keys [0, n) of kv head `kv_head` (n >= 1).
 void head_probs_avx512(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n,

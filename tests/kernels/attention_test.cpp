@@ -363,6 +363,42 @@ TEST(Attention, AmxLargeScoresRescale) {
     check_against_ref(p, Isa::kAmx, {2}, kBf16Tol, kBf16MeanTol, "amx rescale");
 }
 
+// Prefill over more keys than one L2 chunk of the AMX driver (2048 keys at head_dim 64,
+// 1024 at 128) with enough tiles for the chunked path: each tile resumes its state chunk by
+// chunk. Dense and sparse keys, every layout.
+TEST(Attention, AmxKeyChunksMatchReference) {
+    if (!cpu_has(Isa::kAmx)) GTEST_SKIP() << "no AMX";
+    for (const Layout& l : kLayouts) {
+        for (int d : {64, 128}) {
+            std::vector<int32_t> q(150);
+            std::iota(q.begin(), q.end(), 2450);
+            check_against_ref(make_problem(q, iota_pos(2600), 4, 1, d, 14, l), Isa::kAmx, {1, 2},
+                              kBf16Tol, kBf16MeanTol, "amx chunks dense d=" + std::to_string(d));
+            check_against_ref(make_problem(random_subset(7000, 100, 15),
+                                           random_subset(7000, 2700, 16), 8, 2, d, 17, l),
+                              Isa::kAmx, {2}, kBf16Tol, kBf16MeanTol,
+                              "amx chunks sparse d=" + std::to_string(d));
+        }
+    }
+}
+
+// Keys whose scores jump far above everything before them, at the first block of a later
+// chunk (where a resumed call must rescale the O it was handed) and inside one.
+TEST(Attention, AmxKeyChunksRescaleResumedState) {
+    if (!cpu_has(Isa::kAmx)) GTEST_SKIP() << "no AMX";
+    for (int d : {64, 128}) {
+        std::vector<int32_t> q(150);
+        std::iota(q.begin(), q.end(), 2450);
+        Problem p = make_problem(q, iota_pos(2600), 4, 1, d, 18);
+        for (int64_t i = 0; i < p.args.n_q; ++i) {
+            for (int h = 0; h < p.args.n_head; ++h) p.q[i * p.args.q_stride + h * d] = 4.0f;
+        }
+        for (int64_t j : {1029, 2053, 2300}) p.k[j * p.args.kv_stride] = 40.0f;
+        check_against_ref(p, Isa::kAmx, {1, 2}, kBf16Tol, kBf16MeanTol,
+                          "amx chunk rescale d=" + std::to_string(d));
+    }
+}
+
 TEST(Attention, Avx512DecodeLargeScoresRescale) {
     if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
     // Growing scores raise the keys-in-lanes kernel's reference max again and again.
