@@ -3,7 +3,9 @@
 //
 // Paths by ctx.isa:
 // - kAmx: bf16 AMX tiles (attention_amx.cpp) when the call has enough queries to pay for the
-//   one-off bf16 packing of K and V (prefill), else the AVX-512 fp32 kernel;
+//   one-off bf16 packing of K and V (prefill), else the AVX-512 fp32 kernel; tiles that see
+//   more keys than fit a quarter of L2 take them in chunks, 16 tiles per chunk
+//   (run_tiles_amx_chunked);
 // - kAvx512: the fp32 kernels (attention_avx512.cpp): queries in lanes for full tiles, keys
 //   in lanes for tiles with few real lanes;
 // - decode (one tile of few lanes per KV head: a query row or two) on kAvx512 / kAmx: the

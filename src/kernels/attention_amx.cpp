@@ -9,6 +9,7 @@
 // reference max m_ref that is only raised (and O^T rescaled through memory) when a block's max
 // exceeds it by more than kRescaleLog2, so P <= 2^kRescaleLog2 always and the rescale is rare
 // (the conditional rescaling of FlashAttention-4; exact in real arithmetic).
+// The tile unit runs one block ahead and one behind the softmax (next S^T, previous P.V).
 // Tiles: tmm0-3 O^T (16 dims each), tmm4-5 S^T (16 keys each), tmm6 A operand, tmm7 B operand.
 // head_dim is processed in passes of 64 output dims (S recomputed per pass).
 // The packing reads K/V (fp32 or f16, at row j or kv_row[j]) once per call.
