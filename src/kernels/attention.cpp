@@ -26,6 +26,7 @@
 #include "base/check.h"
 #include "kernels/attention_isa.h"
 #include "kernels/fp_env.h"
+#include "kernels/gemm_convert.h"
 
 
 namespace lazyllm::kernels {
@@ -56,6 +57,7 @@ void validate(const AttentionArgs& a) {
     LAZYLLM_CHECK(a.head_dim > 0);
     LAZYLLM_CHECK(a.q_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
     LAZYLLM_CHECK(a.out_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
+    LAZYLLM_CHECK(a.out != nullptr || a.out16 != nullptr);
     LAZYLLM_CHECK(a.n_kv == 0 || a.kv_stride >= static_cast<int64_t>(a.n_head_kv) * a.head_dim);
 #ifndef NDEBUG
     for (int64_t j = 1; j < a.n_kv; ++j) LAZYLLM_CHECK(a.kv_pos[j - 1] < a.kv_pos[j]);
@@ -70,9 +72,21 @@ void run_ref_parallel(const KernelContext& ctx, const AttentionArgs& a) {
         AttentionArgs sub = a;
         sub.q = a.q + c * chunk * a.q_stride;
         sub.q_pos = a.q_pos + c * chunk;
-        sub.out = a.out + c * chunk * a.out_stride;
         sub.n_q = std::min(chunk, a.n_q - c * chunk);
+        if (a.out16 == nullptr) {
+            sub.out = a.out + c * chunk * a.out_stride;
+            ref::attention(sub);
+            continue;
+        }
+        // bf16 output: the chunk in fp32, then rounded as the GEMMs round their input.
+        const int64_t width = static_cast<int64_t>(a.n_head) * a.head_dim;
+        std::vector<float> rows(static_cast<size_t>(sub.n_q * width));
+        sub.out = rows.data();
+        sub.out_stride = width;
+        sub.out16 = nullptr;
         ref::attention(sub);
+        detail::convert_rows_to_bf16_ref(rows.data(), sub.n_q, width, width,
+                                         a.out16 + c * chunk * a.out_stride, a.out_stride);
     }
 }
 

@@ -40,6 +40,9 @@ struct AttentionArgs {
     float scale = 0.0f;    // usually 1/sqrt(head_dim)
     float* out = nullptr;  // [n_q, out_stride], head h at h*head_dim
     int64_t out_stride = 0;
+    // If set, the output goes here instead, as bf16 bits rounded to nearest even (the values
+    // the bf16 GEMMs would round `out` to), same layout and stride; `out` is not written.
+    uint16_t* out16 = nullptr;
 };
 
 // The cache row of key j (see AttentionArgs::kv_row).

@@ -62,16 +62,17 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     LAZYLLM_DCHECK(run.key_pos != nullptr || run.pos[n - 1] < run.n_keys);
 
     float* qkv = grow(s.qkv, n * NQKV);      // [n, Q + 2 KV]
-    float* attn = grow(s.attn, n * Q);       // [n, Q]
-    // bf16 GEMMs take bf16 activations written directly by RMSNorm and by the gate|up GEMM's
-    // fused SwiGLU (no fp32 round trip through memory); the values are the same RNE roundings
-    // the GEMM would apply.
+    // bf16 GEMMs take bf16 activations written directly by RMSNorm, by attention and by the
+    // gate|up GEMM's fused SwiGLU (no fp32 round trip through memory); the values are the same
+    // RNE roundings the GEMM would apply.
     // A decode step (few rows) streams every weight once for little work: it uses the 4/8-bit
     // QuantLinear copies (fp32 activations in, quantized per block inside), prefill the GEMMs.
     const bool quant = quantized_decode_ && n <= kQuantMaxRows;
     const bool bf16 = !quant && layers_[run.il_begin].qkv.is_bf16();
     uint16_t* x16 = bf16 ? grow(s.x16, n * E) : nullptr;      // [n, E]
     uint16_t* act16 = bf16 ? grow(s.act16, n * F) : nullptr;  // [n, F]
+    uint16_t* attn16 = bf16 ? grow(s.attn16, n * Q) : nullptr;  // [n, Q]
+    float* attn = bf16 ? nullptr : grow(s.attn, n * Q);          // [n, Q]
     // fp32 activation buffers only where the GEMMs take fp32 (quantized decode, fp32 GEMMs).
     float* x = bf16 ? nullptr : grow(s.x, n * E);                   // [n, E]
     float* gate_up = bf16 ? nullptr : grow(s.gate_up, n * 2 * F);  // [n, 2F]
@@ -143,6 +144,7 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         a.head_dim = c.head_dim;
         a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
         a.out = attn;
+        a.out16 = attn16;
         a.out_stride = Q;
         {
             OpTimer t(prof, OpKind::kAttention, attn_flops);
@@ -161,6 +163,8 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
             OpTimer t(prof, OpKind::kAttnOut, 2.0 * n * Q * E);
             if (quant) {
                 L.wo_q.forward(attn, n, run.h, Q, E, /*accumulate=*/true);
+            } else if (bf16) {
+                L.wo.forward_bf16(attn16, n, run.h, Q, E, /*accumulate=*/true);
             } else {
                 L.wo.forward(attn, n, run.h, Q, E, /*accumulate=*/true);
             }

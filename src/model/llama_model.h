@@ -56,7 +56,8 @@ struct ForwardScratch {
     AlignedVector<uint16_t> x16;      // [n_rows, n_embd] bf16 GEMM input (bf16 path)
     AlignedVector<uint16_t> act16;    // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
     AlignedVector<float> qkv;         // [n_rows, n_qkv]
-    AlignedVector<float> attn;        // [n_rows, n_embd_q]
+    AlignedVector<float> attn;        // [n_rows, n_embd_q] attention output (fp32 GEMMs)
+    AlignedVector<uint16_t> attn16;   // [n_rows, n_embd_q] attention output in bf16 (bf16 path)
     AlignedVector<float> gate_up;     // [n_rows, 2*n_ff]
     AlignedVector<float> act;         // [n_rows, n_ff]
     AlignedVector<float> logits_row;  // [n_embd] normed last row

@@ -20,6 +20,7 @@
 
 #include "kernels/cpu.h"
 #include "kernels/fp_env.h"
+#include "kernels/gemm_convert.h"
 #include "kernels/quant_blocks.h"
 
 namespace lazyllm::kernels {
@@ -396,6 +397,41 @@ TEST(Attention, AmxKeyChunksRescaleResumedState) {
         for (int64_t j : {1029, 2053, 2300}) p.k[j * p.args.kv_stride] = 40.0f;
         check_against_ref(p, Isa::kAmx, {1, 2}, kBf16Tol, kBf16MeanTol,
                           "amx chunk rescale d=" + std::to_string(d));
+    }
+}
+
+// out16 (the bf16 path's output) holds exactly the bf16 rounding of what the same call writes
+// to out, on every path: reference, AVX-512 tiles and decode, AMX tiles, key split and key
+// chunks; the row padding is left alone.
+TEST(Attention, Bf16OutputIsTheRoundedFp32Output) {
+    std::vector<Problem> problems;
+    problems.push_back(make_problem(iota_pos(130), iota_pos(130), 6, 2, 64, 31));  // tiles
+    problems.push_back(make_problem({1999}, iota_pos(2000), 6, 2, 64, 32));        // decode
+    std::vector<int32_t> q_late = iota_pos(64);
+    for (int32_t& e : q_late) e += 3936;
+    problems.push_back(make_problem(q_late, random_subset(4000, 2500, 33), 1, 1, 64, 34));  // split
+    std::vector<int32_t> q_long(150);
+    std::iota(q_long.begin(), q_long.end(), 2450);
+    problems.push_back(make_problem(q_long, iota_pos(2600), 4, 1, 64, 35));  // AMX key chunks
+    problems.push_back(make_problem(iota_pos(40), iota_pos(40), 4, 2, 80, 36));  // no fast kernel
+    for (Isa isa : {Isa::kRef, Isa::kAvx512, Isa::kAmx}) {
+        if (!cpu_has(isa)) continue;
+        for (size_t k = 0; k < problems.size(); ++k) {
+            Problem& p = problems[k];
+            rebind(p);
+            const AttentionArgs& a = p.args;
+            const int64_t width = static_cast<int64_t>(a.n_head) * a.head_dim;
+            attention({isa, 2}, p.args);
+            std::vector<uint16_t> want(static_cast<size_t>(a.n_q * a.out_stride), 0xBEEF);
+            detail::convert_rows_to_bf16_ref(p.out.data(), a.n_q, width, a.out_stride, want.data(),
+                                             a.out_stride);
+            std::vector<uint16_t> got(want.size(), 0xBEEF);
+            AttentionArgs b = p.args;
+            b.out = nullptr;
+            b.out16 = got.data();
+            attention({isa, 2}, b);
+            EXPECT_EQ(got, want) << "problem " << k << ", isa " << static_cast<int>(isa);
+        }
     }
 }
 
