@@ -264,8 +264,9 @@ struct PackedLinear::Impl {
     }
 
     // AMX backend. x: bf16 [m, n_in] with leading dimension ldx.
-    void amx_run(const uint16_t* x, int64_t m, int64_t ldx, detail::AmxGemmOut out, float* y,
-                 int64_t ldy, uint16_t* y16, int64_t ldy16) const {
+    bool amx_run(const uint16_t* x, int64_t m, int64_t ldx, detail::AmxGemmOut out, float* y,
+                 int64_t ldy, uint16_t* y16, int64_t ldy16,
+                 const RowsDone* done = nullptr) const {
         detail::AmxGemmArgs a;
         a.x = x;
         a.ldx = ldx;
@@ -279,16 +280,19 @@ struct PackedLinear::Impl {
         a.ldy = ldy;
         a.y16 = y16;
         a.ldy16 = ldy16;
-        detail::amx_gemm(a, ctx.n_threads);
+        if (done != nullptr) {
+            a.rows_done = done->fn;
+            a.rows_ctx = done->ctx;
+        }
+        return detail::amx_gemm(a, ctx.n_threads);
     }
 
-    void amx_forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
-                          bool accumulate) const {
+    bool amx_forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
+                          bool accumulate, const RowsDone* done) const {
         using detail::AmxGemmOut;
         if (amx_col_row.empty()) {
-            amx_run(x, m, ldx, accumulate ? AmxGemmOut::kAccumulate : AmxGemmOut::kStore, y, ldy,
-                    nullptr, 0);
-            return;
+            return amx_run(x, m, ldx, accumulate ? AmxGemmOut::kAccumulate : AmxGemmOut::kStore,
+                           y, ldy, nullptr, 0, done);
         }
         // kSwiGlu layout asked for plain outputs: run in packed column order, then put each
         // column back where W had it.
@@ -302,6 +306,7 @@ struct PackedLinear::Impl {
                 dst[c] = accumulate ? dst[c] + src[j] : src[j];
             }
         }
+        return false;  // `done` not called: these rows are final only after the loop above
     }
 
     // Runs the primitive for m rows: src dense [m, n_in], dst dense [m, n_out] (sum post-op
@@ -458,19 +463,19 @@ size_t PackedLinear::weight_bytes() const {
     return impl_->weights_md.get_size();
 }
 
-void PackedLinear::forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
-                                bool accumulate) const {
+bool PackedLinear::forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
+                                bool accumulate, const RowsDone* done) const {
     LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward_bf16 on an empty PackedLinear");
     LAZYLLM_CHECK_MSG(impl_->bf16, "PackedLinear::forward_bf16 on an fp32 PackedLinear");
-    if (m <= 0) return;
+    if (m <= 0) return false;
     if (ldx == 0) ldx = impl_->n_in;
     if (ldy == 0) ldy = impl_->n_out;
     LAZYLLM_CHECK(ldx >= impl_->n_in && ldy >= impl_->n_out);
     if (impl_->backend == GemmBackend::kAmx) {
-        impl_->amx_forward_bf16(x, m, y, ldx, ldy, accumulate);
-        return;
+        return impl_->amx_forward_bf16(x, m, y, ldx, ldy, accumulate, done);
     }
     impl_->forward_bf16(x, m, y, ldx, ldy, accumulate);
+    return false;
 }
 
 void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* act, int64_t ldx,
@@ -509,7 +514,7 @@ void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int
     if (impl_->backend == GemmBackend::kAmx) {
         uint16_t* x16 = grow(thread_scratch().src_bf16, m * impl_->n_in);
         impl_->convert_src(x, m, ldx, x16);
-        impl_->amx_forward_bf16(x16, m, y, impl_->n_in, ldy, accumulate);
+        impl_->amx_forward_bf16(x16, m, y, impl_->n_in, ldy, accumulate, nullptr);
         return;
     }
     impl_->forward(x, m, y, ldx, ldy, accumulate);

@@ -34,6 +34,14 @@ enum class GemmLayout {
 
 enum class GemmBackend { kOneDnn, kAmx };
 
+// A hook for work on output rows while they are still in cache: fn(ctx, r0, r1) runs on the
+// GEMM thread that produced rows [r0, r1), once they are final. It must touch only those
+// rows' data (it runs concurrently for disjoint row ranges) and open no parallel region.
+struct RowsDone {
+    void (*fn)(void* ctx, int64_t r0, int64_t r1) = nullptr;
+    void* ctx = nullptr;
+};
+
 class PackedLinear {
 public:
     // `w`: [n_out, n_in] fp32 (dequantized). `bias`: [n_out] or nullptr.
@@ -65,8 +73,11 @@ public:
     // As forward(), with x already in bf16 (raw bits, [m, n_in], leading dimension ldx): for
     // producers that write bf16 directly (rms_norm_bf16, swiglu_bf16), which saves the fp32
     // round trip of the activations through memory. Only when is_bf16() (checked).
-    void forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
-                      bool accumulate = false) const;
+    // With `done`, returns true when done->fn was called for every row of [0, m) (the AMX
+    // backend, when its work items span all output columns); false when it was called for
+    // none, and the caller must do that work on the rows itself.
+    bool forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
+                      bool accumulate = false, const RowsDone* done = nullptr) const;
 
     // act[m, n_out / 2] = bf16(silu(x W_gate^T) * (x W_up^T)) for a kSwiGlu-layout linear
     // with x in bf16 (leading dimensions ldx, ld_act; 0 = dense). One fused GEMM on the AMX

@@ -204,8 +204,8 @@ void run_item(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t 
 
 }  // namespace
 
-void amx_gemm(const AmxGemmArgs& a, int n_threads) {
-    if (a.m <= 0) return;
+bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
+    if (a.m <= 0) return false;
     const int64_t n_panels = a.n_out / kAmxGemmPanel;
     const int64_t n_row_blocks = (a.m + kBlockRows - 1) / kBlockRows;
     // An item is a row block times all panels (x packed once, weights streamed), unless
@@ -216,6 +216,7 @@ void amx_gemm(const AmxGemmArgs& a, int n_threads) {
     const int64_t group = (n_panels + n_groups - 1) / n_groups;
     const int64_t n_items = n_groups * n_row_blocks;
     const int threads = static_cast<int>(std::min<int64_t>(std::max(1, n_threads), n_items));
+    const bool rows_done = a.rows_done != nullptr && n_groups == 1;
 
 #pragma omp parallel num_threads(threads)
     {
@@ -230,9 +231,11 @@ void amx_gemm(const AmxGemmArgs& a, int n_threads) {
             const int64_t p0 = g * group;
             const int64_t p1 = std::min(n_panels, p0 + group);
             if (p0 < p1) run_item(a, r0, r1, p0, p1);
+            if (rows_done) a.rows_done(a.rows_ctx, r0, r1);
         }
         _tile_release();
     }
+    return rows_done;
 }
 
 double amx_tdp_loop(int64_t iters) {

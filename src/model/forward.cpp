@@ -34,6 +34,49 @@ private:
     int64_t t0_;
 };
 
+// Row work fused into the bf16 AMX GEMMs (kernels::RowsDone): run by the GEMM thread on the
+// row block it just finished, while the rows are in its cache, on one thread each.
+struct QkvRows {  // after qkv: RoPE on q and k, then k and v into the cache
+    kernels::KernelContext ctx;
+    const kernels::RopeTable* rope = nullptr;
+    kernels::RopeMode mode = kernels::RopeMode::kNorm;
+    float* qkv = nullptr;
+    int64_t n_qkv = 0, n_q = 0, n_kv = 0;
+    const int32_t* pos = nullptr;
+    int n_head = 0, n_head_kv = 0, head_dim = 0;
+    kernels::KvType kv_type = kernels::KvType::kF32;
+    void* k_cache = nullptr;
+    void* v_cache = nullptr;
+};
+
+void qkv_rows(void* p, int64_t r0, int64_t r1) {
+    const QkvRows& c = *static_cast<const QkvRows*>(p);
+    const int64_t n = r1 - r0;
+    float* rows = c.qkv + r0 * c.n_qkv;
+    const int32_t* pos = c.pos + r0;
+    kernels::rope(c.ctx, *c.rope, c.mode, rows, pos, n, c.n_qkv, c.n_head, c.head_dim);
+    kernels::rope(c.ctx, *c.rope, c.mode, rows + c.n_q, pos, n, c.n_qkv, c.n_head_kv, c.head_dim);
+    kernels::kv_store_rows(c.ctx, c.kv_type, rows + c.n_q, c.n_qkv, n, c.n_kv, pos, c.k_cache,
+                           c.n_kv);
+    kernels::kv_store_rows(c.ctx, c.kv_type, rows + c.n_q + c.n_kv, c.n_qkv, n, c.n_kv, pos,
+                           c.v_cache, c.n_kv);
+}
+
+struct NormRows {  // after a GEMM that accumulates into h: the next GEMM's bf16 input
+    kernels::KernelContext ctx;
+    const float* h = nullptr;
+    const float* w = nullptr;
+    uint16_t* x16 = nullptr;
+    int64_t n_embd = 0;
+    float eps = 0.0f;
+};
+
+void norm_rows(void* p, int64_t r0, int64_t r1) {
+    const NormRows& c = *static_cast<const NormRows*>(p);
+    kernels::rms_norm_bf16(c.ctx, c.h + r0 * c.n_embd, c.w, c.x16 + r0 * c.n_embd, r1 - r0,
+                           c.n_embd, c.eps);
+}
+
 }  // namespace
 
 Status LlamaModel::embed(const int32_t* ids, int64_t n, float* h, Profile* prof) const {
@@ -95,9 +138,39 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         attn_flops = 4.0 * visible * c.n_head * c.head_dim;
     }
 
+    // bf16 path: the GEMMs' row hooks do the row-local work that follows them (RoPE and the
+    // K/V store after qkv, the FFN norm after attn_out, the next layer's attention norm after
+    // down) when the AMX kernel can (forward_bf16 says); else the passes below do it. Either
+    // way the same kernels run on the same rows, so results do not change. Their time then
+    // counts in the GEMM's profile entry.
+    kernels::KernelContext ctx1 = ctx;
+    ctx1.n_threads = 1;
+    QkvRows qkv_hook;
+    qkv_hook.ctx = ctx1;
+    qkv_hook.rope = &rope_;
+    qkv_hook.mode = c.rope_mode;
+    qkv_hook.qkv = qkv;
+    qkv_hook.n_qkv = NQKV;
+    qkv_hook.n_q = Q;
+    qkv_hook.n_kv = KV;
+    qkv_hook.pos = run.pos;
+    qkv_hook.n_head = c.n_head;
+    qkv_hook.n_head_kv = c.n_head_kv;
+    qkv_hook.head_dim = c.head_dim;
+    qkv_hook.kv_type = kv.type();
+    NormRows norm_hook;
+    norm_hook.ctx = ctx1;
+    norm_hook.h = run.h;
+    norm_hook.x16 = x16;
+    norm_hook.n_embd = E;
+    norm_hook.eps = c.rms_eps;
+    const kernels::RowsDone qkv_done{&qkv_rows, &qkv_hook};
+    const kernels::RowsDone norm_done{&norm_rows, &norm_hook};
+    bool x16_ready = false;  // x16 = rmsnorm(h) for this layer's attention (the down hook)
+
     for (int il = run.il_begin; il < run.il_end; ++il) {
         const LayerWeights& L = layers_[il];
-        {
+        if (!x16_ready) {
             OpTimer t(prof, OpKind::kRmsNorm);
             if (bf16) {
                 kernels::rms_norm_bf16(ctx, run.h, L.attn_norm.data(), x16, n, E, c.rms_eps);
@@ -105,24 +178,28 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
                 kernels::rms_norm(ctx, run.h, L.attn_norm.data(), x, n, E, c.rms_eps);
             }
         }
+        void* k_cache = kv.k(il);  // [n_ctx, KV] elements of kv.type()
+        void* v_cache = kv.v(il);
+        bool qkv_hooked = false;  // RoPE and the K/V store done by the qkv GEMM's row hook
         {
             OpTimer t(prof, OpKind::kQkv, 2.0 * n * E * NQKV);
             if (quant) {
                 L.qkv_q.forward(x, n, qkv);
             } else if (bf16) {
-                L.qkv.forward_bf16(x16, n, qkv);
+                qkv_hook.k_cache = k_cache;
+                qkv_hook.v_cache = v_cache;
+                qkv_hooked = L.qkv.forward_bf16(x16, n, qkv, 0, 0, false, &qkv_done);
             } else {
                 L.qkv.forward(x, n, qkv);
             }
         }
-        {
-            OpTimer t(prof, OpKind::kRope);
-            kernels::rope(ctx, rope_, c.rope_mode, qkv, run.pos, n, NQKV, c.n_head, c.head_dim);
-            kernels::rope(ctx, rope_, c.rope_mode, qkv + Q, run.pos, n, NQKV, c.n_head_kv, c.head_dim);
-        }
-        void* k_cache = kv.k(il);  // [n_ctx, KV] elements of kv.type()
-        void* v_cache = kv.v(il);
-        {
+        if (!qkv_hooked) {
+            {
+                OpTimer t(prof, OpKind::kRope);
+                kernels::rope(ctx, rope_, c.rope_mode, qkv, run.pos, n, NQKV, c.n_head, c.head_dim);
+                kernels::rope(ctx, rope_, c.rope_mode, qkv + Q, run.pos, n, NQKV, c.n_head_kv,
+                              c.head_dim);
+            }
             OpTimer t(prof, OpKind::kKvWrite);
             kernels::kv_store_rows(ctx, kv.type(), qkv + Q, NQKV, n, KV, run.pos, k_cache, KV);
             kernels::kv_store_rows(ctx, kv.type(), qkv + Q + KV, NQKV, n, KV, run.pos, v_cache, KV);
@@ -159,17 +236,20 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
                 for (int64_t j = 0; j < run.n_keys; ++j) run.scores[j] += dst[j];
             }
         }
+        bool ffn_norm_hooked = false;  // x16 = rmsnorm(h, ffn_norm) done by wo's row hook
         {
             OpTimer t(prof, OpKind::kAttnOut, 2.0 * n * Q * E);
             if (quant) {
                 L.wo_q.forward(attn, n, run.h, Q, E, /*accumulate=*/true);
             } else if (bf16) {
-                L.wo.forward_bf16(attn16, n, run.h, Q, E, /*accumulate=*/true);
+                norm_hook.w = L.ffn_norm.data();
+                ffn_norm_hooked =
+                    L.wo.forward_bf16(attn16, n, run.h, Q, E, /*accumulate=*/true, &norm_done);
             } else {
                 L.wo.forward(attn, n, run.h, Q, E, /*accumulate=*/true);
             }
         }
-        {
+        if (!ffn_norm_hooked) {
             OpTimer t(prof, OpKind::kRmsNorm);
             if (bf16) {
                 kernels::rms_norm_bf16(ctx, run.h, L.ffn_norm.data(), x16, n, E, c.rms_eps);
@@ -199,7 +279,11 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
             if (quant) {
                 L.down_q.forward(act, n, run.h, F, E, /*accumulate=*/true);
             } else if (bf16) {
-                L.down.forward_bf16(act16, n, run.h, F, E, /*accumulate=*/true);
+                // The next layer's attention norm, if this call runs it.
+                const bool next = il + 1 < run.il_end;
+                if (next) norm_hook.w = layers_[il + 1].attn_norm.data();
+                x16_ready = L.down.forward_bf16(act16, n, run.h, F, E, /*accumulate=*/true,
+                                                next ? &norm_done : nullptr);
             } else {
                 L.down.forward(act, n, run.h, F, E, /*accumulate=*/true);
             }

@@ -17,6 +17,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -283,6 +285,70 @@ TEST(Gemm, ForwardBf16EqualsForwardOnConvertedInput) {
     EXPECT_EQ(got, want);
     lin->forward_bf16(xb.data(), m, got_acc.data(), ldx, 0, /*accumulate=*/true);
     for (int64_t i = 0; i < m * n_out; ++i) ASSERT_FLOAT_EQ(got_acc[i], want[i] + 1.0f) << i;
+}
+
+// RowsDone: on the AMX backend with whole-row work items, fn sees every row exactly once,
+// already final (equal to the hook-less result), and forward_bf16 says so; with few rows
+// (work items split across columns) and on oneDNN it is never called and forward_bf16 says
+// that too. Plain store and accumulate.
+struct RowLog {
+    const float* y = nullptr;   // the GEMM's output
+    const float* want = nullptr;  // the hook-less result
+    int64_t n_out = 0;
+    std::vector<int> seen;       // calls per row
+    std::vector<int> final_ok;   // the row equalled `want` when the hook saw it
+};
+
+void log_rows(void* p, int64_t r0, int64_t r1) {
+    RowLog& log = *static_cast<RowLog*>(p);
+    for (int64_t r = r0; r < r1; ++r) {
+        ++log.seen[r];  // rows are disjoint across threads
+        log.final_ok[r] = std::memcmp(log.y + r * log.n_out, log.want + r * log.n_out,
+                                      sizeof(float) * log.n_out) == 0;
+    }
+}
+
+TEST(Gemm, RowsDoneHookSeesEachFinalRowOnce) {
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no AVX-512-BF16";
+    const int64_t n_in = 64, n_out = 96;
+    const auto w = random_vec(n_out * n_in, 21);
+    for (const char* backend : {"auto", "onednn"}) {
+        std::unique_ptr<GemmEnv> env;
+        if (std::string(backend) == "onednn") env = std::make_unique<GemmEnv>("onednn");
+        auto lin = PackedLinear::create(best_ctx(), w.data(), n_out, n_in, nullptr,
+                                        GemmPrecision::kBf16);
+        ASSERT_TRUE(lin.ok());
+        const bool amx = lin->backend() == GemmBackend::kAmx;
+        for (int64_t m : {int64_t{40}, int64_t{1000}}) {
+            for (bool accumulate : {false, true}) {
+                const auto xf = random_vec(m * n_in, 22);
+                std::vector<uint16_t> x(m * n_in);
+                detail::convert_rows_to_bf16_ref(xf.data(), m, n_in, n_in, x.data(), n_in);
+                std::vector<float> want(m * n_out, 0.5f), got(m * n_out, 0.5f);
+                EXPECT_FALSE(lin->forward_bf16(x.data(), m, want.data(), 0, 0, accumulate));
+                RowLog log;
+                log.y = got.data();
+                log.want = want.data();
+                log.n_out = n_out;
+                log.seen.assign(m, 0);
+                log.final_ok.assign(m, 0);
+                const RowsDone done{&log_rows, &log};
+                const bool called =
+                    lin->forward_bf16(x.data(), m, got.data(), 0, 0, accumulate, &done);
+                const std::string what = std::string(backend) + " m=" + std::to_string(m) +
+                                         (accumulate ? " accumulate" : " store");
+                EXPECT_EQ(got, want) << what;
+                // Whole-row items need at least 2 row blocks (128 rows) per thread.
+                EXPECT_EQ(called, amx && m == 1000) << what;
+                for (int64_t r = 0; r < m; ++r) {
+                    ASSERT_EQ(log.seen[r], called ? 1 : 0) << what << " row " << r;
+                    if (called) {
+                        ASSERT_TRUE(log.final_ok[r]) << what << " row " << r;
+                    }
+                }
+            }
+        }
+    }
 }
 
 TEST(GemmConvert, Bf16RoundsToNearestEven) {
