@@ -28,7 +28,6 @@
 #include "kernels/fp_env.h"
 #include "kernels/gemm_convert.h"
 
-
 namespace lazyllm::kernels {
 
 namespace {
@@ -317,10 +316,11 @@ void run_tiles_amx_chunked(const KernelContext& ctx, const AttentionArgs& a,
 #pragma omp parallel num_threads(n_threads)
     {
         const ScopedFlushDenormals ftz;
-        AlignedVector<float> o_buf(static_cast<size_t>(kAmxGroupTiles) * d * kAttnLanes);
+        thread_local AlignedVector<float> o_for_thread;  // grow-only: once per thread, not call
+        float* o_buf = grow(o_for_thread, static_cast<int64_t>(kAmxGroupTiles) * d * kAttnLanes);
         AttnTile tiles[kAmxGroupTiles];
         AttnState states[kAmxGroupTiles];
-        for (int k = 0; k < kAmxGroupTiles; ++k) states[k].o = o_buf.data() + k * d * kAttnLanes;
+        for (int k = 0; k < kAmxGroupTiles; ++k) states[k].o = o_buf + k * d * kAttnLanes;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t idx = 0; idx < n_tasks; ++idx) {
             const int g = static_cast<int>(idx / groups_per_head);

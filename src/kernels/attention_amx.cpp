@@ -10,7 +10,8 @@
 // exceeds it by more than kRescaleLog2, so P <= 2^kRescaleLog2 always and the rescale is rare
 // (the conditional rescaling of FlashAttention-4; exact in real arithmetic).
 // The tile unit runs one block ahead and one behind the softmax (next S^T, previous P.V).
-// Tiles: tmm0-3 O^T (16 dims each), tmm4-5 S^T (16 keys each), tmm6 A operand, tmm7 B operand.
+// Tiles: tmm0-3 O^T (16 dims each); tmm4-5 S^T (16 keys each) in Q.K^T; tmm6 its A operand
+// (K), tmm7 its B operand (Q^T); in P.V the V^T operands rotate over tmm4-6 and P^T is tmm7.
 // head_dim is processed in passes of 64 output dims (S recomputed per pass).
 // The packing reads K/V (fp32 or f16, at row j or kv_row[j]) once per call.
 #include <immintrin.h>
@@ -173,7 +174,8 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
             const bool has_next = j0 + kKeyBlock < j_end;
             const bool has_prev = j0 > j_begin;  // a P.V of this call is in flight
             float (*s_cur)[kAttnLanes] = sbuf[cur];
-            const uint16_t* vt_prev = vt_head + (j0 - kKeyBlock) * D + vt_pass;
+            const uint16_t* vt_prev =
+                has_prev ? vt_head + (j0 - kKeyBlock) * D + vt_pass : nullptr;
             auto pipeline_step = [&](int i) {
                 if (i < kQkSteps) {
                     if (has_next) qk_step(j0 + kKeyBlock, i);

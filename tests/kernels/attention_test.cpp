@@ -409,7 +409,8 @@ TEST(Attention, Bf16OutputIsTheRoundedFp32Output) {
     problems.push_back(make_problem({1999}, iota_pos(2000), 6, 2, 64, 32));        // decode
     std::vector<int32_t> q_late = iota_pos(64);
     for (int32_t& e : q_late) e += 3936;
-    problems.push_back(make_problem(q_late, random_subset(4000, 2500, 33), 1, 1, 64, 34));  // split
+    // 4 tiles on 4 threads: the keys are split across threads, the partial states merged.
+    problems.push_back(make_problem(q_late, random_subset(4000, 2500, 33), 1, 1, 64, 34));
     std::vector<int32_t> q_long(150);
     std::iota(q_long.begin(), q_long.end(), 2450);
     problems.push_back(make_problem(q_long, iota_pos(2600), 4, 1, 64, 35));  // AMX key chunks
@@ -421,7 +422,7 @@ TEST(Attention, Bf16OutputIsTheRoundedFp32Output) {
             rebind(p);
             const AttentionArgs& a = p.args;
             const int64_t width = static_cast<int64_t>(a.n_head) * a.head_dim;
-            attention({isa, 2}, p.args);
+            attention({isa, 4}, p.args);
             std::vector<uint16_t> want(static_cast<size_t>(a.n_q * a.out_stride), 0xBEEF);
             detail::convert_rows_to_bf16_ref(p.out.data(), a.n_q, width, a.out_stride, want.data(),
                                              a.out_stride);
@@ -429,7 +430,7 @@ TEST(Attention, Bf16OutputIsTheRoundedFp32Output) {
             AttentionArgs b = p.args;
             b.out = nullptr;
             b.out16 = got.data();
-            attention({isa, 2}, b);
+            attention({isa, 4}, b);
             EXPECT_EQ(got, want) << "problem " << k << ", isa " << static_cast<int>(isa);
         }
     }

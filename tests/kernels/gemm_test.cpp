@@ -18,8 +18,8 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu.h"

@@ -30,11 +30,11 @@ std::string temp_path(const std::string& tag) {
 }
 
 std::unique_ptr<LlamaModel> load(const testing::TinyModelSpec& spec, const std::string& path,
-                                 kernels::GemmPrecision precision) {
+                                 kernels::GemmPrecision precision, int n_threads = 2) {
     EXPECT_TRUE(testing::write_tiny_model(spec, path).ok());
     ModelLoadOptions o;
     o.ctx.isa = kernels::isa_from_env().value();
-    o.ctx.n_threads = 2;
+    o.ctx.n_threads = n_threads;
     o.precision = precision;
     auto m = LlamaModel::load(path, o);
     EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
@@ -219,6 +219,55 @@ TEST(ForwardTest, SplitBlockEqualsWholeBlock) {
     LayerRun b{h2.data() + 12 * cfg.n_embd, pos.data() + 12, n - 12, nullptr, n, 0, cfg.n_layer, nullptr};
     model->forward_layers(b, kv2, s);
     for (size_t i = 0; i < h1.size(); ++i) ASSERT_NEAR(h1[i], h2[i], 1e-4f * (1.0f + std::abs(h1[i]))) << i;
+}
+
+// The bf16 path's row hooks (RoPE and the K/V store in the qkv GEMM, the norms in the attn_out
+// and down GEMMs) against the separate passes, bit for bit. 300 rows are 3 AMX row blocks: one
+// thread runs whole-row work items (hooks on), two split the columns instead (hooks off); the
+// GEMMs' results do not depend on that split. Then the hooked run in two layer ranges (the
+// next layer's norm is not carried across forward_layers calls), for llama (RoPE pairs) and
+// qwen2 (NeoX RoPE, q/k/v biases).
+TEST(ForwardTest, Bf16RowHooksEqualSeparatePasses) {
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
+    for (const char* arch : {"llama", "qwen2"}) {
+        testing::TinyModelSpec spec;
+        spec.arch = arch;
+        spec.n_layer = 3;
+        spec.n_ctx = 512;
+        const std::string tag = std::string("hooks_") + arch;
+        auto one = load(spec, temp_path(tag + "1"), kernels::GemmPrecision::kBf16, 1);
+        auto two = load(spec, temp_path(tag + "2"), kernels::GemmPrecision::kBf16, 2);
+        ASSERT_NE(one, nullptr);
+        ASSERT_NE(two, nullptr);
+        const ModelConfig& cfg = one->config();
+        const int n = 300;
+        const auto ids = random_ids(n, cfg.n_vocab, 5);
+        std::vector<int32_t> pos(n);
+        std::iota(pos.begin(), pos.end(), 0);
+        const kernels::KvType type = kv_type_for_gemm(true);
+        KvCache kv1(cfg.n_layer, n, cfg.n_embd_kv(), type);
+        KvCache kv2(cfg.n_layer, n, cfg.n_embd_kv(), type);
+        KvCache kv3(cfg.n_layer, n, cfg.n_embd_kv(), type);
+        std::vector<float> h1(static_cast<size_t>(n) * cfg.n_embd);
+        ASSERT_TRUE(one->embed(ids.data(), n, h1.data()).ok());
+        std::vector<float> h2 = h1, h3 = h1;
+        ForwardScratch s1, s2, s3;
+        LayerRun r1{h1.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
+        LayerRun r2{h2.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
+        one->forward_layers(r1, kv1, s1);
+        two->forward_layers(r2, kv2, s2);
+        EXPECT_EQ(h1, h2) << arch;
+        LayerRun a{h3.data(), pos.data(), n, nullptr, n, 0, 1, nullptr};
+        LayerRun b{h3.data(), pos.data(), n, nullptr, n, 1, cfg.n_layer, nullptr};
+        one->forward_layers(a, kv3, s3);
+        one->forward_layers(b, kv3, s3);
+        EXPECT_EQ(h1, h3) << arch;
+        for (int il = 0; il < cfg.n_layer; ++il) {
+            EXPECT_EQ(0, std::memcmp(kv1.k(il), kv2.k(il), n * kv1.row_bytes())) << arch << il;
+            EXPECT_EQ(0, std::memcmp(kv1.v(il), kv2.v(il), n * kv1.row_bytes())) << arch << il;
+            EXPECT_EQ(0, std::memcmp(kv1.k(il), kv3.k(il), n * kv1.row_bytes())) << arch << il;
+        }
+    }
 }
 
 TEST(ForwardTest, LoadErrorsNameTheProblem) {
