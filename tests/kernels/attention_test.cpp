@@ -400,20 +400,28 @@ TEST(Attention, AmxKeyChunksRescaleResumedState) {
     }
 }
 
+// One problem per fast path, run on 4 threads: prefill tiles, decode, key split (4 tiles on 4
+// threads: keys split across threads, partial states merged), AMX key chunks (more keys than
+// one L2 chunk).
+std::vector<Problem> path_problems(uint32_t seed) {
+    std::vector<Problem> problems;
+    problems.push_back(make_problem(iota_pos(130), iota_pos(130), 6, 2, 64, seed));
+    problems.push_back(make_problem({1999}, iota_pos(2000), 6, 2, 64, seed + 1));
+    std::vector<int32_t> q_late = iota_pos(64);
+    for (int32_t& e : q_late) e += 3936;
+    problems.push_back(
+        make_problem(q_late, random_subset(4000, 2500, seed + 2), 1, 1, 64, seed + 3));
+    std::vector<int32_t> q_long(150);
+    std::iota(q_long.begin(), q_long.end(), 2450);
+    problems.push_back(make_problem(q_long, iota_pos(2600), 4, 1, 64, seed + 4));
+    return problems;
+}
+
 // out16 (the bf16 path's output) holds exactly the bf16 rounding of what the same call writes
 // to out, on every path: reference, AVX-512 tiles and decode, AMX tiles, key split and key
 // chunks; the row padding is left alone.
 TEST(Attention, Bf16OutputIsTheRoundedFp32Output) {
-    std::vector<Problem> problems;
-    problems.push_back(make_problem(iota_pos(130), iota_pos(130), 6, 2, 64, 31));  // tiles
-    problems.push_back(make_problem({1999}, iota_pos(2000), 6, 2, 64, 32));        // decode
-    std::vector<int32_t> q_late = iota_pos(64);
-    for (int32_t& e : q_late) e += 3936;
-    // 4 tiles on 4 threads: the keys are split across threads, the partial states merged.
-    problems.push_back(make_problem(q_late, random_subset(4000, 2500, 33), 1, 1, 64, 34));
-    std::vector<int32_t> q_long(150);
-    std::iota(q_long.begin(), q_long.end(), 2450);
-    problems.push_back(make_problem(q_long, iota_pos(2600), 4, 1, 64, 35));  // AMX key chunks
+    std::vector<Problem> problems = path_problems(31);
     problems.push_back(make_problem(iota_pos(40), iota_pos(40), 4, 2, 80, 36));  // no fast kernel
     for (Isa isa : {Isa::kRef, Isa::kAvx512, Isa::kAmx}) {
         if (!cpu_has(isa)) continue;
@@ -465,23 +473,19 @@ TEST(FpEnv, ScopedFlushDenormalsFlushesAndRestores) {
 // The fast kernels flush denormals (masked scores underflow in exp2) on the calling thread
 // and on each worker, and must leave both as they found them.
 TEST(Attention, FastPathsRestoreTheFloatingPointEnvironment) {
-    std::vector<Problem> problems;
-    problems.push_back(make_problem(iota_pos(130), iota_pos(130), 6, 2, 64, 21));      // prefill
-    problems.push_back(make_problem({1999}, iota_pos(2000), 6, 2, 64, 22));            // decode
-    std::vector<int32_t> q_late = iota_pos(64);
-    for (int32_t& e : q_late) e += 3936;
-    problems.push_back(make_problem(q_late, random_subset(4000, 2500, 23), 1, 1, 64, 24));  // split
+    std::vector<Problem> problems = path_problems(21);
     for (Isa isa : {Isa::kAvx512, Isa::kAmx}) {
         if (!cpu_has(isa)) continue;
         for (Problem& p : problems) {
             const unsigned before = _mm_getcsr();
-            attention({isa, 4}, p.args);  // 4 threads: the 4-tile problem splits its keys
+            attention({isa, 4}, p.args);
             EXPECT_EQ(_mm_getcsr(), before) << "calling thread, isa " << static_cast<int>(isa);
             std::vector<unsigned> worker(4, 0xFFFFFFFFu);
 #pragma omp parallel num_threads(4)
             worker[omp_get_thread_num()] = _mm_getcsr();
             for (unsigned csr : worker) {
-                EXPECT_EQ(csr & 0x8040u, before & 0x8040u) << "worker, isa " << static_cast<int>(isa);
+                EXPECT_EQ(csr & 0x8040u, before & 0x8040u)
+                    << "worker, isa " << static_cast<int>(isa);
             }
         }
     }
