@@ -451,23 +451,6 @@ void attention_lanes_avx512(const AttentionArgs& a, const AttnTile* tiles, int n
     }
 }
 
-namespace {
-
-// bf16 bits of x, rounded to nearest even, NaN kept quiet: convert_rows_to_bf16_ref's rule in
-// AVX-512F integer ops (AVX-512 machines need not have AVX-512-BF16).
-inline __m256i bf16_rne(__m512 x) {
-    const __m512i u = _mm512_castps_si512(x);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
-        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-    return _mm512_cvtepi32_epi16(r);
-}
-
-}  // namespace
-
 void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const AttnState& st) {
     const int d = a.head_dim;  // a multiple of 16 (checked by the driver)
     alignas(64) float inv[kAttnLanes];
@@ -483,7 +466,8 @@ void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const 
                 t.row[lane] * a.out_stride + static_cast<int64_t>(t.head[lane]) * d + c;
             const __m512 o = _mm512_mul_ps(r[lane], _mm512_set1_ps(inv[lane]));
             if (a.out16 != nullptr) {
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.out16 + off), bf16_rne(o));
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.out16 + off),
+                                    simd512::to_bf16(o));
             } else {
                 _mm512_storeu_ps(a.out + off, o);
             }
