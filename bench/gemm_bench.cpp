@@ -142,7 +142,7 @@ void BM_LinearBf16In(benchmark::State& state) {
 void model_stages(benchmark::internal::Benchmark* b) {
     // {n_in, n_out, stage}: qkv, attn_out (+= h), gate|up with SwiGLU, down (+= h).
     const int64_t shapes[][3] = {{576, 960, 0}, {576, 576, 1}, {576, 3072, 2}, {1536, 576, 1}};
-    for (int64_t m : {613, 1403, 4096, 8192}) {
+    for (int64_t m : {410, 613, 819, 1403, 4096, 8192}) {
         for (const auto& s : shapes) {
             for (int64_t backend : {0, 1}) b->Args({m, s[0], s[1], backend, s[2]});
         }

@@ -5,8 +5,8 @@
 // loaded straight from the activations with their row stride) in tiles 4-5, B operands
 // (packed weights) in tiles 6-7: four TDPBF16PS per four tile loads per 32-deep k step.
 //
-// Work items: a block of kBlockRows rows times all panels (times a group of panels when there
-// are too few row blocks for the threads). An item first copies its rows into A-tile order
+// Work items: a block of rows times all panels (times a group of panels when there are too
+// few rows for the threads). An item first copies its rows into A-tile order
 // (pack_rows), then walks the panels; within a panel the weights stay in L1 across the
 // item's row micro-tiles. No software prefetch: the hardware prefetchers keep up with the
 // packed operands, and prefetching the next micro-tile into L1 (which an earlier version did)
@@ -35,11 +35,19 @@ namespace {
 constexpr int64_t kRows = 32;           // micro-tile rows
 constexpr int64_t kTileElems = 512;     // one packed B tile: 16 pairs x 16 columns x 2
 constexpr int64_t kChunkElems = 1024;   // the two B tiles of one panel and k chunk
-// Measured at n_in = 576 and 1536, m = 4096, 1 thread (rows 64..1024, chunks 4..18 tried):
-// 128 rows and 18 chunks (no k blocking at n_in = 576) were best or within noise of it
-// (256 and 512 rows again within noise after the prefetch was dropped, session 5).
-constexpr int64_t kBlockRows = 128;    // rows per work item
+// Rows per work item: as many as fit kBlockBytes of bf16 x (512 rows at n_in = 576, 192 at
+// 1536). Each item streams all of the weights once, so bigger blocks read them fewer times.
+// In isolation (weights hot in cache, m = 4096, 1 thread) 64 to 1024 rows measured the same;
+// in the model, where a layer's weights come from memory, fixed 128-row blocks lost 10-20%
+// (session 10: full prefill of 820 tokens 120-125 -> 108-115 ms, gate_up 1.7-1.8 -> 2.1-2.25
+// TFLOP/s; 384 KiB to 1 MiB measured the same). 18 chunks per k block: no k blocking at
+// n_in = 576, which measured best (session 4).
+constexpr int64_t kBlockBytes = 576 * 1024;
 constexpr int64_t kBlockChunks = 18;   // k chunks per block
+// Below this many rows per thread the panels are split across threads, not the rows. Full
+// prefill on two threads (session 10): 103 rows 27.2-27.8 ms split by rows, 23.8-24.3 by
+// panels; 205 rows 35.3-37.1 and 35.5-35.6; 410 rows 58.6-60.2 by rows, 62.5-64.1 by panels.
+constexpr int64_t kMinRowsPerThread = 128;
 
 // Tiles 0-3 += x[32 rows] . panel over nc chunks; xt: packed x (pack_rows), bp: packed W.
 inline void micro_tile(const uint16_t* xt, const uint16_t* bp, int64_t nc) {
@@ -207,15 +215,25 @@ void run_item(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t 
 bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
     if (a.m <= 0) return false;
     const int64_t n_panels = a.n_out / kAmxGemmPanel;
-    const int64_t n_row_blocks = (a.m + kBlockRows - 1) / kBlockRows;
-    // An item is a row block times all panels (x packed once, weights streamed), unless
-    // there are too few row blocks to keep every thread busy: then panels are split too.
-    const int64_t want_items = 2 * std::max(1, n_threads);
+    const int64_t n_micro = (a.m + kRows - 1) / kRows;
+    const int64_t nt = std::max(1, n_threads);
+    const int64_t block_rows =
+        std::max<int64_t>(kRows, kBlockBytes / (2 * a.n_in) / kRows * kRows);
+    int64_t n_row_blocks = (a.m + block_rows - 1) / block_rows;
+    // With kMinRowsPerThread rows or more per thread, the rows are split: ceil(m / block_rows)
+    // blocks rounded up to a multiple of the threads, the micro-tiles shared out evenly
+    // (fixed 128-row blocks split 615 rows 384 / 231 on two threads). With fewer, streaming
+    // the weights costs more than the tile work, and each thread takes a share of the panels
+    // for all the rows instead (weights read once in all, not once per thread).
+    const bool split_rows = a.m >= kMinRowsPerThread * nt;
+    if (split_rows) n_row_blocks = std::min(n_micro, (n_row_blocks + nt - 1) / nt * nt);
     const int64_t n_groups =
-        std::min(n_panels, std::max<int64_t>(1, (want_items + n_row_blocks - 1) / n_row_blocks));
+        split_rows ? 1
+                   : std::min(n_panels,
+                              std::max<int64_t>(1, (2 * nt + n_row_blocks - 1) / n_row_blocks));
     const int64_t group = (n_panels + n_groups - 1) / n_groups;
     const int64_t n_items = n_groups * n_row_blocks;
-    const int threads = static_cast<int>(std::min<int64_t>(std::max(1, n_threads), n_items));
+    const int threads = static_cast<int>(std::min<int64_t>(nt, n_items));
     const bool rows_done = a.rows_done != nullptr && n_groups == 1;
 
 #pragma omp parallel num_threads(threads)
@@ -226,8 +244,8 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
         for (int64_t item = 0; item < n_items; ++item) {
             const int64_t rb = item / n_groups;
             const int64_t g = item % n_groups;
-            const int64_t r0 = rb * kBlockRows;
-            const int64_t r1 = std::min(a.m, r0 + kBlockRows);
+            const int64_t r0 = rb * n_micro / n_row_blocks * kRows;
+            const int64_t r1 = std::min(a.m, (rb + 1) * n_micro / n_row_blocks * kRows);
             const int64_t p0 = g * group;
             const int64_t p1 = std::min(n_panels, p0 + group);
             if (p0 < p1) run_item(a, r0, r1, p0, p1);
