@@ -50,18 +50,19 @@ struct LayerWeights {
 
 // Working buffers of one forward, grown on demand and reused (no allocation in steady state).
 // Cache-line aligned (base/scratch.h): the AMX GEMM stores and accumulates its output rows
-// with tile instructions.
+// with tile instructions. Not zeroed when grown: every op writes its output rows before the
+// next one reads them.
 struct ForwardScratch {
-    AlignedVector<float> x;           // [n_rows, n_embd] normed input (fp32 GEMMs, quantized steps)
-    AlignedVector<uint16_t> x16;      // [n_rows, n_embd] bf16 GEMM input (bf16 path)
-    AlignedVector<uint16_t> act16;    // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
-    AlignedVector<float> qkv;         // [n_rows, n_qkv]
-    AlignedVector<float> attn;        // [n_rows, n_embd_q] attention output (fp32 GEMMs)
-    AlignedVector<uint16_t> attn16;   // [n_rows, n_embd_q] attention output in bf16 (bf16 path)
-    AlignedVector<float> gate_up;     // [n_rows, 2*n_ff]
-    AlignedVector<float> act;         // [n_rows, n_ff]
-    AlignedVector<float> logits_row;  // [n_embd] normed last row
-    AlignedVector<float> score_row;   // [n_keys] one layer's scores when LayerRun sums several
+    ScratchVector<float> x;           // [n_rows, n_embd] normed input (fp32 GEMMs, quantized steps)
+    ScratchVector<uint16_t> x16;      // [n_rows, n_embd] bf16 GEMM input (bf16 path)
+    ScratchVector<uint16_t> act16;    // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
+    ScratchVector<float> qkv;         // [n_rows, n_qkv]
+    ScratchVector<float> attn;        // [n_rows, n_embd_q] attention output (fp32 GEMMs)
+    ScratchVector<uint16_t> attn16;   // [n_rows, n_embd_q] attention output in bf16 (bf16 path)
+    ScratchVector<float> gate_up;     // [n_rows, 2*n_ff]
+    ScratchVector<float> act;         // [n_rows, n_ff]
+    ScratchVector<float> logits_row;  // [n_embd] normed last row
+    ScratchVector<float> score_row;   // [n_keys] one layer's scores when LayerRun sums several
 };
 
 // One call runs layers [il_begin, il_end) over n_rows live rows.

@@ -202,19 +202,19 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
         S_.push_back(p);
     }
     {
-        // Rows of h_ are the new tokens; keep those still in S_ (random drops some).
-        AlignedVector<float>& hn = h_next_;
-        hn.resize(h_.size());
+        // Rows of h_ are the new tokens; keep those still in S_ (random drops some), compacted
+        // in place (row r <= i; no copy at all when none is dropped).
         int64_t r = 0;
         for (int64_t i = 0; i < m; ++i) {
             const int32_t p = static_cast<int32_t>(n_past_ + i);
             if (exclude_at_layer0 && excluded_[p]) continue;
             live_.push_back(p);
-            std::memcpy(hn.data() + r * E, h_.data() + i * E, static_cast<size_t>(E) * sizeof(float));
+            if (r != i) {
+                std::memcpy(h_.data() + r * E, h_.data() + i * E, static_cast<size_t>(E) * sizeof(float));
+            }
             ++r;
         }
-        hn.resize(static_cast<size_t>(r * E));
-        std::swap(h_, hn);
+        h_.resize(static_cast<size_t>(r * E));
     }
 
     // GemFilter (two passes): score at the first boundary, then run the whole model again on

@@ -102,7 +102,7 @@ private:
     // layer on; random and gemfilter: at every layer).
     std::vector<uint8_t> excluded_;  // [n_ctx]
     // Per-step working buffers (reused).
-    AlignedVector<float> h_, h_next_;  // GEMM outputs accumulate into h_ (tile loads/stores)
+    ScratchVector<float> h_, h_next_;  // GEMM outputs accumulate into h_ (tile loads/stores)
     std::vector<float> scores_, pooled_;
     std::vector<int32_t> live_, next_live_, S_;
 };

@@ -46,5 +46,35 @@ TEST(AlignedVectorTest, CopySwapAndRefusedSize) {
     EXPECT_THROW((void)alloc.allocate(SIZE_MAX / 4), std::bad_array_new_length);
 }
 
+TEST(ScratchVectorTest, AlignedAndGrowKeepsContents) {
+    for (size_t n : {1u, 17u, 40000u, 300000u, 5000000u}) {
+        ScratchVector<float> f(n, 2.5f);  // an explicit value is still written
+        EXPECT_TRUE(aligned(f.data())) << n;
+        EXPECT_EQ(f.front(), 2.5f);
+        EXPECT_EQ(f.back(), 2.5f);
+    }
+    ScratchVector<int32_t> v(10, 0);
+    std::iota(v.begin(), v.end(), 0);
+    int32_t* p = grow(v, 100000);
+    EXPECT_TRUE(aligned(p));
+    for (int32_t i = 0; i < 10; ++i) EXPECT_EQ(p[i], i);
+    EXPECT_EQ(grow(v, 5), p);
+}
+
+// Growing within the capacity does not write the new elements (that is the point: no pass
+// over the memory). unsigned char, whose indeterminate values may be read.
+TEST(ScratchVectorTest, ResizeDoesNotZero) {
+    ScratchVector<unsigned char> v(4096, 0x5a);
+    const unsigned char* p = v.data();
+    v.resize(16);
+    v.resize(4096);
+    ASSERT_EQ(v.data(), p);
+    for (size_t i = 16; i < v.size(); ++i) ASSERT_EQ(v[i], 0x5a) << i;
+    AlignedVector<unsigned char> z(4096, 0x5a);  // the value-initializing kind, for contrast
+    z.resize(16);
+    z.resize(4096);
+    EXPECT_EQ(z[100], 0);
+}
+
 }  // namespace
 }  // namespace lazyllm
