@@ -2,13 +2,20 @@
 //
 // Micro-tile: 32 rows x 32 columns in tiles 0-3 (0: rows 0-15 x cols 0-15, 1: rows 0-15 x
 // cols 16-31, 2: rows 16-31 x cols 0-15, 3: rows 16-31 x cols 16-31); A operands (x rows,
-// loaded straight from the activations with their row stride) in tiles 4-5, B operands
+// copied into tile order by pack_rows) in tiles 4-5, B operands
 // (packed weights) in tiles 6-7: four TDPBF16PS per four tile loads per 32-deep k step.
 //
 // Work items: a block of rows times all panels (times a group of panels when there are too
-// few rows for the threads). An item first copies its rows into A-tile order
-// (pack_rows), then walks the panels; within a panel the weights stay in L1 across the
-// item's row micro-tiles. No software prefetch: the hardware prefetchers keep up with the
+// few rows for the threads). Two loop orders inside an item:
+// - panel by panel (run_item): the item first copies its rows into A-tile order (pack_rows),
+//   then walks the panels; within a panel the weights stay in L1 across the item's row
+//   micro-tiles. For big weights (gate|up) and several k blocks (down).
+// - micro-tile by micro-tile (run_item_by_rows): all panels of 32 rows, then the next 32,
+//   the weights read from L2. For weights that fit L2 (qkv, attn_out): each micro-tile's
+//   output rows are final together, so the row hook runs on them in cache instead of on a
+//   block whose output went out to memory. At 8k: qkv 252-272 -> 185-188 ms, attn_out
+//   118-121 -> 100-105 ms; at 4k 77-79 -> 61-66 and 47-48 -> 41-44; within noise at 512 to 2k.
+// No software prefetch: the hardware prefetchers keep up with the
 // packed operands, and prefetching the next micro-tile into L1 (which an earlier version did)
 // evicted the current one: removing it took the model's four GEMM stages at m = 1403 and 4096
 // from 1.18-1.46 to 1.41-1.77 TFLOP/s on two threads (docs/benchmarks.md, session 5).
@@ -48,6 +55,9 @@ constexpr int64_t kBlockChunks = 18;   // k chunks per block
 // prefill on two threads (session 10): 103 rows 27.2-27.8 ms split by rows, 23.8-24.3 by
 // panels; 205 rows 35.3-37.1 and 35.5-35.6; 410 rows 58.6-60.2 by rows, 62.5-64.1 by panels.
 constexpr int64_t kMinRowsPerThread = 128;
+// Packed weights up to this size (a work item's panels) stay in L2 and run micro-tile by
+// micro-tile (run_item_by_rows): qkv (1.1 MB) and attn_out (0.66 MB) on SmolLM2-135M.
+constexpr int64_t kHotWeightBytes = 1280 * 1024;
 
 // Tiles 0-3 += x[32 rows] . panel over nc chunks; xt: packed x (pack_rows), bp: packed W.
 inline void micro_tile(const uint16_t* xt, const uint16_t* bp, int64_t nc) {
@@ -210,6 +220,43 @@ void run_item(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t 
     }
 }
 
+// One work item micro-tile by micro-tile: all panels of one micro-tile before the next, so its
+// 32 output rows are final together and the row hook (if `hook`) runs on them while they are
+// still in L1/L2. For one k block and weights that stay in L2 (kHotWeightBytes): the panels
+// are then read from L2 once per micro-tile, as run_item reads x, and the output is not
+// written out to memory between the GEMM and the hook.
+void run_item_by_rows(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
+                      bool hook) {
+    const int64_t n_chunks = a.n_in / kAmxGemmChunk;
+    const bool direct = a.bias == nullptr && a.out != AmxGemmOut::kSwiGlu;
+    const bool accumulate = a.out == AmxGemmOut::kAccumulate;
+    uint16_t* xt = grow(thread_scratch().xpack, n_chunks * kChunkElems);
+    const int64_t ld_b = a.ldy * static_cast<int64_t>(sizeof(float));
+    alignas(64) float cbuf[kRows][kRows];
+    for (int64_t r = r0; r < r1; r += kRows) {
+        const int64_t rows = std::min(kRows, r1 - r);
+        pack_rows(a, r, rows, xt);
+        const bool in_y = direct && rows == kRows;
+        for (int64_t p = p0; p < p1; ++p) {
+            const uint16_t* bp = a.w + p * n_chunks * kChunkElems;
+            float* part = in_y ? a.y + r * a.ldy + p * kAmxGemmPanel : nullptr;
+            if (in_y && accumulate) {
+                load_acc(part, ld_b);
+            } else {
+                zero_acc();
+            }
+            micro_tile(xt, bp, n_chunks);
+            if (in_y) {
+                store_acc(part, ld_b);
+            } else {
+                store_acc(&cbuf[0][0], kRows * sizeof(float));
+                epilogue(a, cbuf, r, rows, p);
+            }
+        }
+        if (hook) a.rows_done(a.rows_ctx, r, r + rows);
+    }
+}
+
 }  // namespace
 
 bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
@@ -235,6 +282,9 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
     const int64_t n_items = n_groups * n_row_blocks;
     const int threads = static_cast<int>(std::min<int64_t>(nt, n_items));
     const bool rows_done = a.rows_done != nullptr && n_groups == 1;
+    const int64_t n_chunks = a.n_in / kAmxGemmChunk;
+    const bool by_rows = n_chunks <= kBlockChunks &&
+                         group * n_chunks * kChunkElems * 2 <= kHotWeightBytes;
 
 #pragma omp parallel num_threads(threads)
     {
@@ -248,8 +298,12 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
             const int64_t r1 = std::min(a.m, (rb + 1) * n_micro / n_row_blocks * kRows);
             const int64_t p0 = g * group;
             const int64_t p1 = std::min(n_panels, p0 + group);
-            if (p0 < p1) run_item(a, r0, r1, p0, p1);
-            if (rows_done) a.rows_done(a.rows_ctx, r0, r1);
+            if (by_rows) {
+                if (p0 < p1) run_item_by_rows(a, r0, r1, p0, p1, rows_done);
+            } else {
+                if (p0 < p1) run_item(a, r0, r1, p0, p1);
+                if (rows_done) a.rows_done(a.rows_ctx, r0, r1);
+            }
         }
         _tile_release();
     }

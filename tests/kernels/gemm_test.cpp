@@ -128,6 +128,11 @@ std::vector<Case> cases() {
     // 10-11 micro-tiles, the last one short (gemm_amx.cpp).
     out.push_back({1300, 576, 96, false, false, 0, 0});
     out.push_back({1300, 576, 96, true, true, 16, 1});
+    // AMX weights too big for the micro-tile-by-micro-tile order (over 1.25 MiB packed), and
+    // three k blocks (n_in = 1536): both run panel by panel.
+    out.push_back({300, 576, 1152, true, true, 16, 1});
+    out.push_back({300, 1536, 64, false, true, 0, 0});
+    out.push_back({700, 1536, 64, true, false, 8, 3});
     return out;
 }
 
@@ -314,43 +319,49 @@ void log_rows(void* p, int64_t r0, int64_t r1) {
 
 TEST(Gemm, RowsDoneHookSeesEachFinalRowOnce) {
     if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no AVX-512-BF16";
-    const int64_t n_in = 64, n_out = 96;
-    const auto w = random_vec(n_out * n_in, 21);
-    for (const char* backend : {"auto", "onednn"}) {
-        std::unique_ptr<GemmEnv> env;
-        if (std::string(backend) == "onednn") env = std::make_unique<GemmEnv>("onednn");
-        auto lin = PackedLinear::create(best_ctx(), w.data(), n_out, n_in, nullptr,
-                                        GemmPrecision::kBf16);
-        ASSERT_TRUE(lin.ok());
-        const bool amx = lin->backend() == GemmBackend::kAmx;
-        // 2 threads (best_ctx): below 256 rows the panels are split; from 256 on, whole-row
-        // items; 10000 rows at n_in = 64 run as 4 row blocks of 78-79 micro-tiles, the last
-        // one short.
-        for (int64_t m : {int64_t{40}, int64_t{255}, int64_t{256}, int64_t{1000}, int64_t{10000}}) {
-            for (bool accumulate : {false, true}) {
-                const auto xf = random_vec(m * n_in, 22);
-                std::vector<uint16_t> x(m * n_in);
-                detail::convert_rows_to_bf16_ref(xf.data(), m, n_in, n_in, x.data(), n_in);
-                std::vector<float> want(m * n_out, 0.5f), got(m * n_out, 0.5f);
-                EXPECT_FALSE(lin->forward_bf16(x.data(), m, want.data(), 0, 0, accumulate));
-                RowLog log;
-                log.y = got.data();
-                log.want = want.data();
-                log.n_out = n_out;
-                log.seen.assign(m, 0);
-                log.final_ok.assign(m, 0);
-                const RowsDone done{&log_rows, &log};
-                const bool called =
-                    lin->forward_bf16(x.data(), m, got.data(), 0, 0, accumulate, &done);
-                const std::string what = std::string(backend) + " m=" + std::to_string(m) +
-                                         (accumulate ? " accumulate" : " store");
-                EXPECT_EQ(got, want) << what;
-                // Whole-row items need at least 128 rows per thread (gemm_amx.cpp).
-                EXPECT_EQ(called, amx && m >= 256) << what;
-                for (int64_t r = 0; r < m; ++r) {
-                    ASSERT_EQ(log.seen[r], called ? 1 : 0) << what << " row " << r;
-                    if (called) {
-                        ASSERT_TRUE(log.final_ok[r]) << what << " row " << r;
+    // 64 -> 96: weights hot in L2, micro-tile by micro-tile (the hook per 32 rows);
+    // 1536 -> 64: three k blocks, panel by panel (the hook per row block).
+    for (const auto& [n_in, n_out] : {std::pair<int64_t, int64_t>{64, 96}, {1536, 64}}) {
+        const auto w = random_vec(n_out * n_in, 21);
+        for (const char* backend : {"auto", "onednn"}) {
+            std::unique_ptr<GemmEnv> env;
+            if (std::string(backend) == "onednn") env = std::make_unique<GemmEnv>("onednn");
+            auto lin = PackedLinear::create(best_ctx(), w.data(), n_out, n_in, nullptr,
+                                            GemmPrecision::kBf16);
+            ASSERT_TRUE(lin.ok());
+            const bool amx = lin->backend() == GemmBackend::kAmx;
+            // 2 threads (best_ctx): below 256 rows the panels are split; from 256 on, whole-row
+            // items; 10000 rows at n_in = 64 run as 4 row blocks of 78-79 micro-tiles, the last
+            // one short; 1000 rows at n_in = 1536 as 6 blocks of 192 rows or less.
+            for (int64_t m :
+                 {int64_t{40}, int64_t{255}, int64_t{256}, int64_t{1000}, int64_t{10000}}) {
+                if (n_in == 1536 && m == 10000) continue;
+                for (bool accumulate : {false, true}) {
+                    const auto xf = random_vec(m * n_in, 22);
+                    std::vector<uint16_t> x(m * n_in);
+                    detail::convert_rows_to_bf16_ref(xf.data(), m, n_in, n_in, x.data(), n_in);
+                    std::vector<float> want(m * n_out, 0.5f), got(m * n_out, 0.5f);
+                    EXPECT_FALSE(lin->forward_bf16(x.data(), m, want.data(), 0, 0, accumulate));
+                    RowLog log;
+                    log.y = got.data();
+                    log.want = want.data();
+                    log.n_out = n_out;
+                    log.seen.assign(m, 0);
+                    log.final_ok.assign(m, 0);
+                    const RowsDone done{&log_rows, &log};
+                    const bool called =
+                        lin->forward_bf16(x.data(), m, got.data(), 0, 0, accumulate, &done);
+                    const std::string what =
+                        std::string(backend) + " n_in=" + std::to_string(n_in) +
+                        " m=" + std::to_string(m) + (accumulate ? " accumulate" : " store");
+                    EXPECT_EQ(got, want) << what;
+                    // Whole-row items need at least 128 rows per thread (gemm_amx.cpp).
+                    EXPECT_EQ(called, amx && m >= 256) << what;
+                    for (int64_t r = 0; r < m; ++r) {
+                        ASSERT_EQ(log.seen[r], called ? 1 : 0) << what << " row " << r;
+                        if (called) {
+                            ASSERT_TRUE(log.final_ok[r]) << what << " row " << r;
+                        }
                     }
                 }
             }
