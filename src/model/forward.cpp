@@ -128,14 +128,17 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     const int32_t* key_pos = run.key_pos != nullptr ? run.key_pos : kv.iota();
     // Attention FLOPs (profile only): QK^T and PV over the visible (query, key) pairs, i.e. the
     // keys at or before each row's position: about half of a prefix, all of it in decode.
-    double attn_flops = 0.0;
+    // The narrowed last layer (run.last_row_out) counts the last row's pairs only.
+    double attn_flops = 0.0, attn_flops_last_row = 0.0;
     if (prof != nullptr) {
-        double visible = 0.0;
+        double visible = 0.0, row = 0.0;
         for (int64_t i = 0; i < n; ++i) {
-            visible += static_cast<double>(
+            row = static_cast<double>(
                 std::upper_bound(key_pos, key_pos + run.n_keys, run.pos[i]) - key_pos);
+            visible += row;
         }
         attn_flops = 4.0 * visible * c.n_head * c.head_dim;
+        attn_flops_last_row = 4.0 * row * c.n_head * c.head_dim;
     }
 
     // bf16 path: the GEMMs' row hooks do the row-local work that follows them (RoPE and the
@@ -204,10 +207,16 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
             kernels::kv_store_rows(ctx, kv.type(), qkv + Q, NQKV, n, KV, run.pos, k_cache, KV);
             kernels::kv_store_rows(ctx, kv.type(), qkv + Q + KV, NQKV, n, KV, run.pos, v_cache, KV);
         }
+        // From here on the layer's rows are [r_o, n): all of them, or the last one alone in
+        // the narrowed last layer (K/V of every row are stored above).
+        const bool narrow = run.last_row_out && il == c.n_layer - 1 && n > 1;
+        const int64_t r_o = narrow ? n - 1 : 0;
+        const int64_t n_o = n - r_o;
+        float* h_o = run.h + r_o * E;
         kernels::AttentionArgs a;
-        a.q = qkv;
-        a.q_pos = run.pos;
-        a.n_q = n;
+        a.q = qkv + r_o * NQKV;
+        a.q_pos = run.pos + r_o;
+        a.n_q = n_o;
         a.q_stride = NQKV;
         a.k = k_cache;
         a.v = v_cache;
@@ -224,7 +233,7 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         a.out16 = attn16;
         a.out_stride = Q;
         {
-            OpTimer t(prof, OpKind::kAttention, attn_flops);
+            OpTimer t(prof, OpKind::kAttention, narrow ? attn_flops_last_row : attn_flops);
             kernels::attention(ctx, a);
         }
         if (run.scores != nullptr && il >= score_begin) {
@@ -238,54 +247,55 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         }
         bool ffn_norm_hooked = false;  // x16 = rmsnorm(h, ffn_norm) done by wo's row hook
         {
-            OpTimer t(prof, OpKind::kAttnOut, 2.0 * n * Q * E);
+            OpTimer t(prof, OpKind::kAttnOut, 2.0 * n_o * Q * E);
             if (quant) {
-                L.wo_q.forward(attn, n, run.h, Q, E, /*accumulate=*/true);
+                L.wo_q.forward(attn, n_o, h_o, Q, E, /*accumulate=*/true);
             } else if (bf16) {
+                norm_hook.h = h_o;
                 norm_hook.w = L.ffn_norm.data();
                 ffn_norm_hooked =
-                    L.wo.forward_bf16(attn16, n, run.h, Q, E, /*accumulate=*/true, &norm_done);
+                    L.wo.forward_bf16(attn16, n_o, h_o, Q, E, /*accumulate=*/true, &norm_done);
             } else {
-                L.wo.forward(attn, n, run.h, Q, E, /*accumulate=*/true);
+                L.wo.forward(attn, n_o, h_o, Q, E, /*accumulate=*/true);
             }
         }
         if (!ffn_norm_hooked) {
             OpTimer t(prof, OpKind::kRmsNorm);
             if (bf16) {
-                kernels::rms_norm_bf16(ctx, run.h, L.ffn_norm.data(), x16, n, E, c.rms_eps);
+                kernels::rms_norm_bf16(ctx, h_o, L.ffn_norm.data(), x16, n_o, E, c.rms_eps);
             } else {
-                kernels::rms_norm(ctx, run.h, L.ffn_norm.data(), x, n, E, c.rms_eps);
+                kernels::rms_norm(ctx, h_o, L.ffn_norm.data(), x, n_o, E, c.rms_eps);
             }
         }
         if (bf16) {
             // One GEMM with SwiGLU fused into its output stage on the AMX backend (the fp32
             // gate/up rows are never written); GEMM + swiglu_bf16 inside on the others.
-            OpTimer t(prof, OpKind::kGateUp, 2.0 * n * E * 2 * F);
-            L.gate_up.forward_swiglu_bf16(x16, n, act16);
+            OpTimer t(prof, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
+            L.gate_up.forward_swiglu_bf16(x16, n_o, act16);
         } else {
             {
-                OpTimer t(prof, OpKind::kGateUp, 2.0 * n * E * 2 * F);
+                OpTimer t(prof, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
                 if (quant) {
-                    L.gate_up_q.forward(x, n, gate_up);
+                    L.gate_up_q.forward(x, n_o, gate_up);
                 } else {
-                    L.gate_up.forward(x, n, gate_up);
+                    L.gate_up.forward(x, n_o, gate_up);
                 }
             }
             OpTimer t(prof, OpKind::kSwiglu);
-            kernels::swiglu(ctx, gate_up, act, n, F);
+            kernels::swiglu(ctx, gate_up, act, n_o, F);
         }
         {
-            OpTimer t(prof, OpKind::kDown, 2.0 * n * F * E);
+            OpTimer t(prof, OpKind::kDown, 2.0 * n_o * F * E);
             if (quant) {
-                L.down_q.forward(act, n, run.h, F, E, /*accumulate=*/true);
+                L.down_q.forward(act, n_o, h_o, F, E, /*accumulate=*/true);
             } else if (bf16) {
                 // The next layer's attention norm, if this call runs it.
                 const bool next = il + 1 < run.il_end;
                 if (next) norm_hook.w = layers_[il + 1].attn_norm.data();
-                x16_ready = L.down.forward_bf16(act16, n, run.h, F, E, /*accumulate=*/true,
+                x16_ready = L.down.forward_bf16(act16, n_o, h_o, F, E, /*accumulate=*/true,
                                                 next ? &norm_done : nullptr);
             } else {
-                L.down.forward(act, n, run.h, F, E, /*accumulate=*/true);
+                L.down.forward(act, n_o, h_o, F, E, /*accumulate=*/true);
             }
         }
     }

@@ -157,6 +157,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
         run.il_end = end;
         run.scores = scores;
         run.score_layers = sch.score_layers;
+        run.last_row_out = end == L;  // the step's only output: the last row's logits
         model_->forward_layers(run, kv_, scratch_, prof);
         for (int32_t t : live_) {
             if (!computed_.empty()) {

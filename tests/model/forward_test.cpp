@@ -270,6 +270,63 @@ TEST(ForwardTest, Bf16RowHooksEqualSeparatePasses) {
     }
 }
 
+// LayerRun::last_row_out: the last layer stores every row's K/V (bit for bit those of the
+// whole layer) and leaves the other rows' h at that layer's input (bit for bit a run that
+// stops one layer earlier), while the last row's h matches the whole layer's. 5 rows take
+// the quantized decode weights where VNNI is (bf16), 300 rows the AMX GEMMs.
+TEST(ForwardTest, LastRowOutComputesOnlyTheLastRow) {
+    std::vector<kernels::GemmPrecision> precisions = {kernels::GemmPrecision::kF32};
+    if (testing::cpu_has_bf16_gemm()) precisions.push_back(kernels::GemmPrecision::kBf16);
+    for (const kernels::GemmPrecision precision : precisions) {
+        const bool bf16 = precision == kernels::GemmPrecision::kBf16;
+        testing::TinyModelSpec spec;
+        spec.n_layer = 3;
+        spec.n_ctx = 512;
+        auto model = load(spec, temp_path(std::string("last_row_") + (bf16 ? "bf16" : "f32")),
+                          precision);
+        ASSERT_NE(model, nullptr);
+        const ModelConfig& cfg = model->config();
+        const int64_t E = cfg.n_embd;
+        for (const int n : {5, 37, 300}) {
+            const std::string what = std::string(bf16 ? "bf16" : "f32") + " n=" + std::to_string(n);
+            const auto ids = random_ids(n, cfg.n_vocab, 11);
+            std::vector<int32_t> pos(n);
+            std::iota(pos.begin(), pos.end(), 0);
+            const kernels::KvType type = kv_type_for_gemm(model->gemm_bf16());
+            KvCache kv_all(cfg.n_layer, n, cfg.n_embd_kv(), type);
+            KvCache kv_last(cfg.n_layer, n, cfg.n_embd_kv(), type);
+            KvCache kv_prefix(cfg.n_layer, n, cfg.n_embd_kv(), type);
+            std::vector<float> h_all(static_cast<size_t>(n) * E);
+            ASSERT_TRUE(model->embed(ids.data(), n, h_all.data()).ok());
+            std::vector<float> h_last = h_all, h_prefix = h_all;
+            ForwardScratch s;
+            LayerRun all{h_all.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
+            model->forward_layers(all, kv_all, s);
+            LayerRun last = all;
+            last.h = h_last.data();
+            last.last_row_out = true;
+            model->forward_layers(last, kv_last, s);
+            LayerRun prefix = all;
+            prefix.h = h_prefix.data();
+            prefix.il_end = cfg.n_layer - 1;
+            model->forward_layers(prefix, kv_prefix, s);
+
+            for (int il = 0; il < cfg.n_layer; ++il) {
+                EXPECT_EQ(0, std::memcmp(kv_all.k(il), kv_last.k(il), n * kv_all.row_bytes())) << what << " layer " << il;
+                EXPECT_EQ(0, std::memcmp(kv_all.v(il), kv_last.v(il), n * kv_all.row_bytes())) << what << " layer " << il;
+            }
+            EXPECT_EQ(0, std::memcmp(h_last.data(), h_prefix.data(), sizeof(float) * (n - 1) * E)) << what;
+            EXPECT_NE(0, std::memcmp(h_last.data() + (n - 1) * E, h_prefix.data() + (n - 1) * E, sizeof(float) * E)) << what;
+            // One query row may take another attention path than many (rounding only).
+            const float tol = bf16 ? 2e-2f : 1e-4f;
+            for (int64_t i = 0; i < E; ++i) {
+                const float want = h_all[(n - 1) * E + i];
+                ASSERT_NEAR(h_last[(n - 1) * E + i], want, tol * (1.0f + std::abs(want))) << what << " " << i;
+            }
+        }
+    }
+}
+
 TEST(ForwardTest, LoadErrorsNameTheProblem) {
     ModelLoadOptions o;
     o.ctx.isa = kernels::Isa::kRef;

@@ -70,9 +70,16 @@ double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
     const double attn_per_pair = 4.0 * static_cast<double>(s.n_head) * hd;
     const bool per_layer = static_cast<int>(rows_per_layer.size()) == s.n_layer;
     double flops = 2.0 * E * s.n_vocab;  // LM head, last token only
+    const double qkv_per_row = 2.0 * E * (q + 2.0 * kv);
     for (int il = 0; il < s.n_layer; ++il) {
         const double r = per_layer ? rows_per_layer[il] : fraction * static_cast<double>(n_prompt);
-        flops += linear_per_row * r + attn_per_pair * r * (r + 1.0) / 2.0;
+        if (il == s.n_layer - 1) {
+            // The last layer: K/V for every row, the rest for the last row alone
+            // (LayerRun::last_row_out).
+            flops += qkv_per_row * r + (linear_per_row - qkv_per_row) + attn_per_pair * r;
+        } else {
+            flops += linear_per_row * r + attn_per_pair * r * (r + 1.0) / 2.0;
+        }
     }
     return flops / 1e9;
 }
