@@ -1,7 +1,8 @@
 // Scratch buffers kept across calls: grown, never shrunk, so that steady-state calls (every
 // layer of every step) allocate nothing.
 //
-// Buffers that AMX tiles load from or store to are AlignedVector: cache-line aligned. A plain
+// Buffers that AMX tiles load from or store to are AlignedVector, or ScratchVector where every
+// user writes before reading (no zeroing on growth): cache-line aligned. A plain
 // std::vector of more than 128 KiB comes from mmap at 16 bytes past a page boundary, so each
 // 64-byte tile row straddles two cache lines: measured on this machine, that halves the rate
 // of a tile sequence (the attention block: 370 vs 190 cycles, one thread, docs/benchmarks.md).

@@ -2,8 +2,8 @@
 //
 // Micro-tile: 32 rows x 32 columns in tiles 0-3 (0: rows 0-15 x cols 0-15, 1: rows 0-15 x
 // cols 16-31, 2: rows 16-31 x cols 0-15, 3: rows 16-31 x cols 16-31); A operands (x rows,
-// copied into tile order by pack_rows) in tiles 4-5, B operands
-// (packed weights) in tiles 6-7: four TDPBF16PS per four tile loads per 32-deep k step.
+// copied into tile order by pack_rows) in tiles 4-5, B operands (packed weights) in tiles
+// 6-7: four TDPBF16PS per four tile loads per 32-deep k step.
 //
 // Work items: a block of rows times all panels (times a group of panels when there are too
 // few rows for the threads). Two loop orders inside an item:
@@ -15,10 +15,10 @@
 //   output rows are final together, so the row hook runs on them in cache instead of on a
 //   block whose output went out to memory. At 8k: qkv 252-272 -> 185-188 ms, attn_out
 //   118-121 -> 100-105 ms; at 4k 77-79 -> 61-66 and 47-48 -> 41-44; within noise at 512 to 2k.
-// No software prefetch: the hardware prefetchers keep up with the
-// packed operands, and prefetching the next micro-tile into L1 (which an earlier version did)
-// evicted the current one: removing it took the model's four GEMM stages at m = 1403 and 4096
-// from 1.18-1.46 to 1.41-1.77 TFLOP/s on two threads (docs/benchmarks.md, session 5).
+// No software prefetch: the hardware prefetchers keep up with the packed operands, and
+// prefetching the next micro-tile into L1 (which an earlier version did) evicted the current
+// one: removing it took the model's four GEMM stages at m = 1403 and 4096 from 1.18-1.46 to
+// 1.41-1.77 TFLOP/s on two threads (docs/benchmarks.md, session 5).
 //
 // Output stage: plain fp32 store or accumulate with full row tiles goes tile-to-memory (the
 // accumulate case starts the accumulators from y); bias, SwiGLU and a short last micro-tile
@@ -264,8 +264,7 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
     const int64_t n_panels = a.n_out / kAmxGemmPanel;
     const int64_t n_micro = (a.m + kRows - 1) / kRows;
     const int64_t nt = std::max(1, n_threads);
-    const int64_t block_rows =
-        std::max<int64_t>(kRows, kBlockBytes / (2 * a.n_in) / kRows * kRows);
+    const int64_t block_rows = std::max<int64_t>(kRows, kBlockBytes / (2 * a.n_in) / kRows * kRows);
     int64_t n_row_blocks = (a.m + block_rows - 1) / block_rows;
     // With kMinRowsPerThread rows or more per thread, the rows are split: ceil(m / block_rows)
     // blocks rounded up to a multiple of the threads, the micro-tiles shared out evenly
@@ -275,16 +274,16 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
     const bool split_rows = a.m >= kMinRowsPerThread * nt;
     if (split_rows) n_row_blocks = std::min(n_micro, (n_row_blocks + nt - 1) / nt * nt);
     const int64_t n_groups =
-        split_rows ? 1
-                   : std::min(n_panels,
-                              std::max<int64_t>(1, (2 * nt + n_row_blocks - 1) / n_row_blocks));
+        split_rows
+            ? 1
+            : std::min(n_panels, std::max<int64_t>(1, (2 * nt + n_row_blocks - 1) / n_row_blocks));
     const int64_t group = (n_panels + n_groups - 1) / n_groups;
     const int64_t n_items = n_groups * n_row_blocks;
     const int threads = static_cast<int>(std::min<int64_t>(nt, n_items));
     const bool rows_done = a.rows_done != nullptr && n_groups == 1;
     const int64_t n_chunks = a.n_in / kAmxGemmChunk;
-    const bool by_rows = n_chunks <= kBlockChunks &&
-                         group * n_chunks * kChunkElems * 2 <= kHotWeightBytes;
+    const bool by_rows =
+        n_chunks <= kBlockChunks && group * n_chunks * kChunkElems * 2 <= kHotWeightBytes;
 
 #pragma omp parallel num_threads(threads)
     {

@@ -55,14 +55,15 @@ struct AmxGemmArgs {
     uint16_t* y16 = nullptr;  // kSwiGlu: [m, n_out / 2] bf16 bits, leading dimension ldy16
     int64_t ldy16 = 0;
     // If set: called as rows_done(rows_ctx, r0, r1) by the thread that computed rows
-    // [r0, r1) of the output once they are final, while they are still in its cache; only
-    // when every work item spans all output columns (amx_gemm says whether it did).
+    // [r0, r1) of the output once they are final, while they are still in its cache (per
+    // 32-row micro-tile or per row block, depending on the loop order); only when every work
+    // item spans all output columns (amx_gemm says whether it did).
     void (*rows_done)(void* ctx, int64_t r0, int64_t r1) = nullptr;
     void* rows_ctx = nullptr;
 };
 
 // Runs on n_threads OpenMP threads. Requires amx_gemm_usable(n_in, n_out). Returns true when
-// a.rows_done was called, once, for every row block of [0, m) (false: for none of them).
+// a.rows_done was called on disjoint ranges covering [0, m), each row once (false: never).
 bool amx_gemm(const AmxGemmArgs& a, int n_threads);
 
 // The tile unit's ceiling, for benchmarks: `iters` rounds of four independent TDPBF16PS on

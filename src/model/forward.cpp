@@ -35,7 +35,7 @@ private:
 };
 
 // Row work fused into the bf16 AMX GEMMs (kernels::RowsDone): run by the GEMM thread on the
-// row block it just finished, while the rows are in its cache, on one thread each.
+// rows it just finished, while they are in its cache, on one thread each.
 struct QkvRows {  // after qkv: RoPE on q and k, then k and v into the cache
     kernels::KernelContext ctx;
     const kernels::RopeTable* rope = nullptr;
@@ -133,8 +133,8 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     if (prof != nullptr) {
         double visible = 0.0, row = 0.0;
         for (int64_t i = 0; i < n; ++i) {
-            row = static_cast<double>(
-                std::upper_bound(key_pos, key_pos + run.n_keys, run.pos[i]) - key_pos);
+            row = static_cast<double>(std::upper_bound(key_pos, key_pos + run.n_keys, run.pos[i]) -
+                                      key_pos);
             visible += row;
         }
         attn_flops = 4.0 * visible * c.n_head * c.head_dim;

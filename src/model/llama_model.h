@@ -81,9 +81,9 @@ struct LayerRun {
     // [max(il_begin, il_end - score_layers), il_end).
     float* scores = nullptr;
     int score_layers = 1;
-    // If set and the run ends at the model's last layer: that layer stores the K/V of every
-    // row but runs attention, Wo and the FFN for the last row only (the other rows' h are
-    // left at the layer's input). For a step whose only output is the last row's logits:
+    // If set and the run ends at the model's last layer: that layer runs QKV on every row and
+    // stores their K/V, but attention, Wo and the FFN for the last row only (the other rows'
+    // h are left at the layer's input). For a step whose only output is the last row's logits:
     // the skipped work is useless there (llama.cpp skips it the same way).
     bool last_row_out = false;
 };

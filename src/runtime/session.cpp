@@ -211,7 +211,8 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
             if (exclude_at_layer0 && excluded_[p]) continue;
             live_.push_back(p);
             if (r != i) {
-                std::memcpy(h_.data() + r * E, h_.data() + i * E, static_cast<size_t>(E) * sizeof(float));
+                std::memcpy(h_.data() + r * E, h_.data() + i * E,
+                            static_cast<size_t>(E) * sizeof(float));
             }
             ++r;
         }

@@ -41,7 +41,9 @@ struct SessionOptions {
 // What one step did.
 struct StepStats {
     int64_t n_new = 0;
-    std::vector<int32_t> rows_per_layer;  // [n_layer] live rows computed at each layer
+    // [n_layer] live rows computed at each layer (their K/V; at the last layer attention and
+    // the FFN run for the last row only, LayerRun::last_row_out)
+    std::vector<int32_t> rows_per_layer;
     int64_t token_layers = 0;             // (token, layer) pairs computed in this step
     int64_t revived = 0;                  // tokens revived from Aux slots
     double ms = 0.0;

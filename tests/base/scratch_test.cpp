@@ -62,7 +62,8 @@ TEST(ScratchVectorTest, AlignedAndGrowKeepsContents) {
 }
 
 // Growing within the capacity does not write the new elements (that is the point: no pass
-// over the memory). unsigned char, whose indeterminate values may be read.
+// over the memory). unsigned char, whose indeterminate values may be read; that they still
+// hold the old bytes is what libstdc++ and glibc do, not a language guarantee.
 TEST(ScratchVectorTest, ResizeDoesNotZero) {
     ScratchVector<unsigned char> v(4096, 0x5a);
     const unsigned char* p = v.data();

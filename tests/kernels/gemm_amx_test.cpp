@@ -1,9 +1,9 @@
 // The internal AMX bf16 GEMM (gemm_amx.h): shape checks, the packed weight layout (bit-exact,
 // round to nearest even), the SwiGLU column order, and amx_gemm against a double reference on
-// ragged m (1 .. 300, short last micro-tiles and row blocks), n_in 32 / 64 / 576 / 1536 (three
-// k blocks), n_out 32 / 96 / 960, 1-3 threads, strided x / y / y16 (padding never read or
-// written), kStore / kAccumulate / kSwiGlu with and without a bias in packed column order,
-// permuted packed columns, m = 0, and identical results for any thread count.
+// ragged m (1 .. 300, short last micro-tiles; 700 .. 1300, several row blocks), n_in 32 / 64 /
+// 576 / 1536 (three k blocks), n_out 32 / 64 / 96 / 320 / 960, 1-3 threads, strided x / y / y16
+// (padding never read or written), kStore / kAccumulate / kSwiGlu with and without a bias in packed
+// column order, permuted packed columns, m = 0, and identical results for any thread count.
 //
 // Error bounds: x and W are rounded to bf16 as the kernel does, so the reference differs only
 // in the fp32 accumulation order: |err| <= 1e-4 * (sum_k |x_k w_k| + |bias| + |y0|) + 1e-5.
@@ -284,7 +284,12 @@ TEST(GemmAmx, PermutedPackedColumnsPermuteOutputs) {
 
 TEST(GemmAmx, ResultsDoNotDependOnThreadCount) {
     SKIP_WITHOUT_AMX();
-    for (Case c : {Case{300, 576, 320}, Case{129, 64, 96, 1, true, kAcc}, Case{1, 576, 960}}) {
+    // 700 and 1300 rows at n_in = 576 split by rows on 2 and 3 threads (blocks of up to 512
+    // rows, their count rounded up to a multiple of the threads: 22 micro-tiles in 3 blocks
+    // of 7, 7 and 8); 1000 rows at n_in = 1536 in blocks of up to 192 rows, panel by panel.
+    for (Case c : {Case{300, 576, 320}, Case{129, 64, 96, 1, true, kAcc}, Case{1, 576, 960},
+                   Case{700, 576, 96}, Case{1300, 576, 64, 1, true, kAcc},
+                   Case{1000, 1536, 64, 1, false, kAcc}}) {
         std::vector<float> y1, yt;
         run(c, 400, &y1);
         for (int t : {2, 3}) {

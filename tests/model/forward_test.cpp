@@ -222,11 +222,12 @@ TEST(ForwardTest, SplitBlockEqualsWholeBlock) {
 }
 
 // The bf16 path's row hooks (RoPE and the K/V store in the qkv GEMM, the norms in the attn_out
-// and down GEMMs) against the separate passes, bit for bit. 300 rows are 3 AMX row blocks: one
-// thread runs whole-row work items (hooks on), two split the columns instead (hooks off); the
-// GEMMs' results do not depend on that split. Then the hooked run in two layer ranges (the
-// next layer's norm is not carried across forward_layers calls), for llama (RoPE pairs) and
-// qwen2 (NeoX RoPE, q/k/v biases).
+// and down GEMMs) against the separate passes, bit for bit. At 300 rows one thread runs
+// whole-row work items (hooks on); three threads would get fewer than 128 rows each and split
+// the columns instead (hooks off: the profile shows separate RoPE passes); the GEMMs' results
+// do not depend on that split. Then the hooked run in two layer ranges (the next layer's norm
+// is not carried across forward_layers calls), for llama (RoPE pairs) and qwen2 (NeoX RoPE,
+// q/k/v biases).
 TEST(ForwardTest, Bf16RowHooksEqualSeparatePasses) {
     if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
     for (const char* arch : {"llama", "qwen2"}) {
@@ -236,7 +237,7 @@ TEST(ForwardTest, Bf16RowHooksEqualSeparatePasses) {
         spec.n_ctx = 512;
         const std::string tag = std::string("hooks_") + arch;
         auto one = load(spec, temp_path(tag + "1"), kernels::GemmPrecision::kBf16, 1);
-        auto two = load(spec, temp_path(tag + "2"), kernels::GemmPrecision::kBf16, 2);
+        auto two = load(spec, temp_path(tag + "2"), kernels::GemmPrecision::kBf16, 3);
         ASSERT_NE(one, nullptr);
         ASSERT_NE(two, nullptr);
         const ModelConfig& cfg = one->config();
@@ -254,8 +255,11 @@ TEST(ForwardTest, Bf16RowHooksEqualSeparatePasses) {
         ForwardScratch s1, s2, s3;
         LayerRun r1{h1.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
         LayerRun r2{h2.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
-        one->forward_layers(r1, kv1, s1);
-        two->forward_layers(r2, kv2, s2);
+        Profile p1, p2;
+        one->forward_layers(r1, kv1, s1, &p1);
+        two->forward_layers(r2, kv2, s2, &p2);
+        EXPECT_EQ(p1.ns[static_cast<size_t>(OpKind::kRope)], 0) << arch << ": hooks on";
+        EXPECT_GT(p2.ns[static_cast<size_t>(OpKind::kRope)], 0) << arch << ": hooks off";
         EXPECT_EQ(h1, h2) << arch;
         LayerRun a{h3.data(), pos.data(), n, nullptr, n, 0, 1, nullptr};
         LayerRun b{h3.data(), pos.data(), n, nullptr, n, 1, cfg.n_layer, nullptr};
@@ -282,8 +286,8 @@ TEST(ForwardTest, LastRowOutComputesOnlyTheLastRow) {
         testing::TinyModelSpec spec;
         spec.n_layer = 3;
         spec.n_ctx = 512;
-        auto model = load(spec, temp_path(std::string("last_row_") + (bf16 ? "bf16" : "f32")),
-                          precision);
+        auto model =
+            load(spec, temp_path(std::string("last_row_") + (bf16 ? "bf16" : "f32")), precision);
         ASSERT_NE(model, nullptr);
         const ModelConfig& cfg = model->config();
         const int64_t E = cfg.n_embd;
@@ -312,16 +316,22 @@ TEST(ForwardTest, LastRowOutComputesOnlyTheLastRow) {
             model->forward_layers(prefix, kv_prefix, s);
 
             for (int il = 0; il < cfg.n_layer; ++il) {
-                EXPECT_EQ(0, std::memcmp(kv_all.k(il), kv_last.k(il), n * kv_all.row_bytes())) << what << " layer " << il;
-                EXPECT_EQ(0, std::memcmp(kv_all.v(il), kv_last.v(il), n * kv_all.row_bytes())) << what << " layer " << il;
+                EXPECT_EQ(0, std::memcmp(kv_all.k(il), kv_last.k(il), n * kv_all.row_bytes()))
+                    << what << " layer " << il;
+                EXPECT_EQ(0, std::memcmp(kv_all.v(il), kv_last.v(il), n * kv_all.row_bytes()))
+                    << what << " layer " << il;
             }
-            EXPECT_EQ(0, std::memcmp(h_last.data(), h_prefix.data(), sizeof(float) * (n - 1) * E)) << what;
-            EXPECT_NE(0, std::memcmp(h_last.data() + (n - 1) * E, h_prefix.data() + (n - 1) * E, sizeof(float) * E)) << what;
+            EXPECT_EQ(0, std::memcmp(h_last.data(), h_prefix.data(), sizeof(float) * (n - 1) * E))
+                << what;
+            EXPECT_NE(0, std::memcmp(h_last.data() + (n - 1) * E, h_prefix.data() + (n - 1) * E,
+                                     sizeof(float) * E))
+                << what;
             // One query row may take another attention path than many (rounding only).
             const float tol = bf16 ? 2e-2f : 1e-4f;
             for (int64_t i = 0; i < E; ++i) {
                 const float want = h_all[(n - 1) * E + i];
-                ASSERT_NEAR(h_last[(n - 1) * E + i], want, tol * (1.0f + std::abs(want))) << what << " " << i;
+                ASSERT_NEAR(h_last[(n - 1) * E + i], want, tol * (1.0f + std::abs(want)))
+                    << what << " " << i;
             }
         }
     }

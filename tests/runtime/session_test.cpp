@@ -399,6 +399,56 @@ TEST(SessionTest, GemFilterRunsTheWholeModelOnKeptTokens) {
     EXPECT_EQ(0, std::memcmp(want.data(), logits.data(), want.size() * sizeof(float)));
 }
 
+// A step's last layer runs Wo, the FFN and attention for the last row only (its only output
+// is that row's logits), and QKV for every row (the K/V cache needs them): the profile's
+// FLOP counts say which rows each op ran on. Full and lazy, prefill and a decode step.
+TEST(SessionTest, LastLayerRunsTheLastRowOnly) {
+    auto model = tiny_model(4, "last_row");
+    ASSERT_NE(model, nullptr);
+    const ModelConfig& c = model->config();
+    const double E = c.n_embd, Q = c.n_embd_q(), F = c.n_ff, QKV = c.n_qkv();
+    const int V = c.n_vocab;
+    const auto prompt = ids_for(40, V, 3);
+    SessionOptions full;
+    full.n_ctx = 128;
+    full.profile = true;
+    SessionOptions lazy = lazy_options({2}, {0.5f});
+    lazy.profile = true;
+    for (const SessionOptions& o : {full, lazy}) {
+        auto s = Session::create(*model, o).value();
+        std::vector<float> logits(V);
+        auto st = s.step(prompt, logits.data());
+        ASSERT_TRUE(st.ok());
+        // Rows per layer, and the rows that ran Wo / FFN: all but the last layer's.
+        double rows = 0.0, rows_out = 0.0;
+        for (int il = 0; il < c.n_layer; ++il) {
+            rows += st->rows_per_layer[il];
+            rows_out += il + 1 < c.n_layer ? st->rows_per_layer[il] : 1.0;
+        }
+        const auto flops = [&](OpKind k) { return s.profile().flops[static_cast<size_t>(k)]; };
+        const std::string what = prune::policy_name(o.policy).data();
+        EXPECT_DOUBLE_EQ(flops(OpKind::kQkv), 2.0 * E * QKV * rows) << what;
+        EXPECT_DOUBLE_EQ(flops(OpKind::kAttnOut), 2.0 * Q * E * rows_out) << what;
+        EXPECT_DOUBLE_EQ(flops(OpKind::kDown), 2.0 * F * E * rows_out) << what;
+        EXPECT_GT(st->rows_per_layer[c.n_layer - 1], 1);
+        // The last row's logits equal a forward that runs every row of every layer.
+        if (o.policy == prune::Policy::kFull) {
+            std::vector<float> h(prompt.size() * c.n_embd), want(V);
+            KvCache kv(c.n_layer, 128, c.n_embd_kv(), kv_type_for_gemm(model->gemm_bf16()));
+            ForwardScratch scratch;
+            std::vector<int32_t> pos(prompt.size());
+            std::iota(pos.begin(), pos.end(), 0);
+            ASSERT_TRUE(model->embed(prompt.data(), 40, h.data()).ok());
+            LayerRun run{h.data(), pos.data(), 40, nullptr, 40, 0, c.n_layer, nullptr};
+            model->forward_layers(run, kv, scratch);
+            model->logits(h.data() + 39 * c.n_embd, want.data(), scratch);
+            for (int t = 0; t < V; ++t) {
+                ASSERT_NEAR(logits[t], want[t], 1e-4f * (1.0f + std::abs(want[t]))) << t;
+            }
+        }
+    }
+}
+
 TEST(SessionTest, ErrorsAreClear) {
     auto model = tiny_model(4, "errors");
     ASSERT_NE(model, nullptr);

@@ -83,6 +83,15 @@ TEST(BenchCliTest, JsonlRowsAreLlamaBenchCompatibleAndSane) {
             EXPECT_GT(j["prefill_gflops"].get<double>(), 0.0);
             const double speedup = j["speedup_vs_full"].get<double>();
             if (policy == "full") {
+                // The tiny model (TinyModelSpec defaults): 2 layers, d 64, 4 heads of 16, 2 KV
+                // heads, n_ff 128, 300 tokens. Layer 0 runs every row; the last layer QKV on
+                // every row, attention over n pairs, Wo and the FFN on the last row.
+                const double n = n_prompt, E = 64, q = 64, kv = 32, F = 128, V = 300;
+                const double qkv = 2 * E * (q + 2 * kv), rest = 2 * (q * E + E * 2 * F + F * E);
+                const double pair = 4 * 4 * 16;
+                const double want = 2 * E * V + (qkv + rest) * n + pair * n * (n + 1) / 2 +
+                                    qkv * n + rest + pair * n;
+                EXPECT_NEAR(j["prefill_gflop"].get<double>(), want * 1e-9, 1e-15) << n_prompt;
                 EXPECT_DOUBLE_EQ(speedup, 1.0);
                 EXPECT_DOUBLE_EQ(pct, 100.0);
             } else {

@@ -74,8 +74,8 @@ double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
     for (int il = 0; il < s.n_layer; ++il) {
         const double r = per_layer ? rows_per_layer[il] : fraction * static_cast<double>(n_prompt);
         if (il == s.n_layer - 1) {
-            // The last layer: K/V for every row, the rest for the last row alone
-            // (LayerRun::last_row_out).
+            // The last layer: QKV for every row (the K/V cache needs them), attention, Wo and
+            // the FFN for the last row alone (LayerRun::last_row_out).
             flops += qkv_per_row * r + (linear_per_row - qkv_per_row) + attn_per_pair * r;
         } else {
             flops += linear_per_row * r + attn_per_pair * r * (r + 1.0) / 2.0;

@@ -52,8 +52,10 @@ Stats stats(std::span<const double> v);
 // Useful prefill work in GFLOP: per computed (token, layer) the linear layers (2 FLOPs per
 // weight: QKV, output, gate/up, down), per layer causal attention over the r rows it computed
 // (QK^T and PV, 2 * 2 * head_dim FLOPs per head per (query, key) pair, r (r + 1) / 2 pairs),
-// and the LM head on the last token. `rows_per_layer`: GenerateResult::prefill_rows_per_layer;
-// when it does not match the model, every layer is taken to compute fraction * n_prompt rows.
+// and the LM head on the last token. The last layer runs QKV on its r rows but attention (r
+// pairs), Wo and the FFN on the last row only (LayerRun::last_row_out).
+// `rows_per_layer`: GenerateResult::prefill_rows_per_layer; when it does not match the model,
+// every layer is taken to compute fraction * n_prompt rows.
 double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
                      std::span<const int32_t> rows_per_layer, double fraction);
 
