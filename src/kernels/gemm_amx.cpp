@@ -163,6 +163,26 @@ void pack_rows(const AmxGemmArgs& a, int64_t r0, int64_t rows, uint16_t* dst) {
     }
 }
 
+// One micro-tile (rows [r, r + rows)) times panel p over nc chunks: the accumulators start
+// at zero (`fresh`) or from `part`; they go back to `part` (row stride part_ld_b bytes), or,
+// when `finish`, through cbuf to the vector output stage.
+inline void micro_step(const AmxGemmArgs& a, const uint16_t* xt, const uint16_t* bp, int64_t nc,
+                       int64_t r, int64_t rows, int64_t p, float* part, int64_t part_ld_b,
+                       bool fresh, bool finish, float (*cbuf)[kRows]) {
+    if (fresh) {
+        zero_acc();
+    } else {
+        load_acc(part, part_ld_b);
+    }
+    micro_tile(xt, bp, nc);
+    if (finish) {
+        store_acc(&cbuf[0][0], kRows * sizeof(float));
+        epilogue(a, cbuf, r, rows, p);
+    } else {
+        store_acc(part, part_ld_b);
+    }
+}
+
 // One work item: rows [r0, r1) x panels [p0, p1). The reduction runs in k blocks of
 // kBlockChunks chunks (n_in = 576 in one block, which measured best even though a panel and
 // a micro-tile's x then no longer fit L1 together; n_in = 1536 in three). Partial sums
@@ -203,18 +223,8 @@ void run_item(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t 
                     part = scratch.acc.data() + t * kRows * acc_ld + (p - p0) * kAmxGemmPanel;
                     part_ld_b = acc_ld * static_cast<int64_t>(sizeof(float));
                 }
-                if (!first || (in_y && accumulate)) {
-                    load_acc(part, part_ld_b);
-                } else {
-                    zero_acc();
-                }
-                micro_tile(xt, bp, nc);
-                if (!last || in_y) {
-                    store_acc(part, part_ld_b);
-                } else {
-                    store_acc(&cbuf[0][0], kRows * sizeof(float));
-                    epilogue(a, cbuf, r, rows, p);
-                }
+                micro_step(a, xt, bp, nc, r, rows, p, part, part_ld_b,
+                           first && !(in_y && accumulate), last && !in_y, cbuf);
             }
         }
     }
@@ -240,18 +250,8 @@ void run_item_by_rows(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, 
         for (int64_t p = p0; p < p1; ++p) {
             const uint16_t* bp = a.w + p * n_chunks * kChunkElems;
             float* part = in_y ? a.y + r * a.ldy + p * kAmxGemmPanel : nullptr;
-            if (in_y && accumulate) {
-                load_acc(part, ld_b);
-            } else {
-                zero_acc();
-            }
-            micro_tile(xt, bp, n_chunks);
-            if (in_y) {
-                store_acc(part, ld_b);
-            } else {
-                store_acc(&cbuf[0][0], kRows * sizeof(float));
-                epilogue(a, cbuf, r, rows, p);
-            }
+            micro_step(a, xt, bp, n_chunks, r, rows, p, part, ld_b, !(in_y && accumulate), !in_y,
+                       cbuf);
         }
         if (hook) a.rows_done(a.rows_ctx, r, r + rows);
     }
