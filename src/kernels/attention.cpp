@@ -89,6 +89,11 @@ void run_ref_parallel(const KernelContext& ctx, const AttentionArgs& a) {
     }
 }
 
+// Tiles per KV head: its (row, head-in-group) pairs, kAttnLanes to a tile.
+int64_t tiles_per_head(const AttentionArgs& a) {
+    return (a.n_q * (a.n_head / a.n_head_kv) + kAttnLanes - 1) / kAttnLanes;
+}
+
 // Tile `tile_idx` of KV head g: flattened (row, head-in-group) pairs [16 * tile_idx, +16).
 AttnTile make_tile(const AttentionArgs& a, const std::vector<int64_t>& n_vis, int g,
                    int64_t tile_idx) {
@@ -230,10 +235,9 @@ template <typename TileFn>
 void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vector<int64_t>& n_vis,
                TileFn&& tile_fn) {
     const int n_threads = std::max(1, ctx.n_threads);
-    const int group = a.n_head / a.n_head_kv;
     const int d = a.head_dim;
-    const int64_t tiles_per_head = (a.n_q * group + kAttnLanes - 1) / kAttnLanes;
-    const int64_t n_tasks = tiles_per_head * a.n_head_kv;
+    const int64_t n_head_tiles = tiles_per_head(a);
+    const int64_t n_tasks = n_head_tiles * a.n_head_kv;
     const int64_t max_vis = *std::max_element(n_vis.begin(), n_vis.end());
 
     const int64_t n_split = key_splits(n_threads, n_tasks, max_vis);
@@ -249,8 +253,8 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
             st.o = o_buf;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t idx = 0; idx < n_tasks; ++idx) {
-                const int64_t tile_idx = tiles_per_head - 1 - idx % tiles_per_head;
-                const int g = static_cast<int>(idx / tiles_per_head);
+                const int64_t tile_idx = n_head_tiles - 1 - idx % n_head_tiles;
+                const int g = static_cast<int>(idx / n_head_tiles);
                 const AttnTile t = make_tile(a, n_vis, g, tile_idx);
                 if (t.n_vis_max > 0) {
                     tile_fn(t, int64_t{0}, t.n_vis_max, st);
@@ -308,10 +312,9 @@ void run_tiles_amx_chunked(const KernelContext& ctx, const AttentionArgs& a,
                            const std::vector<int64_t>& n_vis, const detail::AmxPackedKv& packed,
                            int64_t chunk_keys) {
     const int n_threads = std::max(1, ctx.n_threads);
-    const int group = a.n_head / a.n_head_kv;
     const int d = a.head_dim;
-    const int64_t tiles_per_head = (a.n_q * group + kAttnLanes - 1) / kAttnLanes;
-    const int64_t groups_per_head = (tiles_per_head + kAmxGroupTiles - 1) / kAmxGroupTiles;
+    const int64_t n_head_tiles = tiles_per_head(a);
+    const int64_t groups_per_head = (n_head_tiles + kAmxGroupTiles - 1) / kAmxGroupTiles;
     const int64_t n_tasks = groups_per_head * a.n_head_kv;
 #pragma omp parallel num_threads(n_threads)
     {
@@ -326,7 +329,7 @@ void run_tiles_amx_chunked(const KernelContext& ctx, const AttentionArgs& a,
             const int g = static_cast<int>(idx / groups_per_head);
             const int64_t first = (groups_per_head - 1 - idx % groups_per_head) * kAmxGroupTiles;
             const int n_tiles =
-                static_cast<int>(std::min<int64_t>(kAmxGroupTiles, tiles_per_head - first));
+                static_cast<int>(std::min<int64_t>(kAmxGroupTiles, n_head_tiles - first));
             int64_t n_keys = 0;
             for (int k = 0; k < n_tiles; ++k) {
                 tiles[k] = make_tile(a, n_vis, g, first + k);
@@ -385,7 +388,7 @@ void attention(const KernelContext& ctx, const AttentionArgs& a) {
         detail::amx_pack_kv(ctx, a, packed_for_thread);
         const int64_t chunk_keys = amx_chunk_keys(a.head_dim);
         const int64_t max_vis = *std::max_element(n_vis.begin(), n_vis.end());
-        const int64_t n_tasks = (a.n_q * group + kAttnLanes - 1) / kAttnLanes * a.n_head_kv;
+        const int64_t n_tasks = tiles_per_head(a) * a.n_head_kv;
         if (max_vis > chunk_keys && key_splits(ctx.n_threads, n_tasks, max_vis) == 1) {
             run_tiles_amx_chunked(ctx, a, n_vis, packed, chunk_keys);
             return;
