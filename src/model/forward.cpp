@@ -103,23 +103,33 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     LAZYLLM_CHECK(n > 0 && run.n_keys >= 1 && run.il_begin >= 0 && run.il_end <= c.n_layer);
     LAZYLLM_CHECK(run.n_keys <= kv.n_ctx());
     LAZYLLM_DCHECK(run.key_pos != nullptr || run.pos[n - 1] < run.n_keys);
+    LAZYLLM_CHECK_MSG(!(run.cut && run.last_row_out && run.il_end == c.n_layer),
+                      "a run that ends at the last layer cannot also cut its rows");
 
-    float* qkv = grow(s.qkv, n * NQKV);      // [n, Q + 2 KV]
+    float* qkv = grow(s.qkv, n * NQKV);  // [n, Q + 2 KV]
     // bf16 GEMMs take bf16 activations written directly by RMSNorm, by attention and by the
     // gate|up GEMM's fused SwiGLU (no fp32 round trip through memory); the values are the same
     // RNE roundings the GEMM would apply.
     // A decode step (few rows) streams every weight once for little work: it uses the 4/8-bit
     // QuantLinear copies (fp32 activations in, quantized per block inside), prefill the GEMMs.
-    const bool quant = quantized_decode_ && n <= kQuantMaxRows;
-    const bool bf16 = !quant && layers_[run.il_begin].qkv.is_bf16();
-    uint16_t* x16 = bf16 ? grow(s.x16, n * E) : nullptr;      // [n, E]
-    uint16_t* act16 = bf16 ? grow(s.act16, n * F) : nullptr;  // [n, F]
-    uint16_t* attn16 = bf16 ? grow(s.attn16, n * Q) : nullptr;  // [n, Q]
-    float* attn = bf16 ? nullptr : grow(s.attn, n * Q);          // [n, Q]
-    // fp32 activation buffers only where the GEMMs take fp32 (quantized decode, fp32 GEMMs).
-    float* x = bf16 ? nullptr : grow(s.x, n * E);                   // [n, E]
-    float* gate_up = bf16 ? nullptr : grow(s.gate_up, n * 2 * F);  // [n, 2F]
-    float* act = bf16 ? nullptr : grow(s.act, n * F);              // [n, F]
+    // The rows after a cut (LayerRun::cut) may outnumber the run's (revived rows join a decode
+    // step's new token): the path and buffers are then chosen again for the larger count.
+    bool quant = false, bf16 = false;
+    uint16_t *x16 = nullptr, *act16 = nullptr, *attn16 = nullptr;
+    float *x = nullptr, *attn = nullptr, *gate_up = nullptr, *act = nullptr;
+    auto prepare = [&](int64_t rows) {
+        quant = quantized_decode_ && rows <= kQuantMaxRows;
+        bf16 = !quant && layers_[run.il_begin].qkv.is_bf16();
+        x16 = bf16 ? grow(s.x16, rows * E) : nullptr;        // [rows, E]
+        act16 = bf16 ? grow(s.act16, rows * F) : nullptr;    // [rows, F]
+        attn16 = bf16 ? grow(s.attn16, rows * Q) : nullptr;  // [rows, Q]
+        attn = bf16 ? nullptr : grow(s.attn, rows * Q);      // [rows, Q]
+        // fp32 activation buffers only where the GEMMs take fp32 (quantized decode, fp32 GEMMs).
+        x = bf16 ? nullptr : grow(s.x, rows * E);                  // [rows, E]
+        gate_up = bf16 ? nullptr : grow(s.gate_up, rows * 2 * F);  // [rows, 2F]
+        act = bf16 ? nullptr : grow(s.act, rows * F);              // [rows, F]
+    };
+    prepare(n);
     // Scores (LazyLLM boundary): summed over layers [score_begin, il_end).
     LAZYLLM_CHECK(run.score_layers >= 1);
     const int score_begin = std::max(run.il_begin, run.il_end - run.score_layers);
@@ -128,18 +138,15 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     const int32_t* key_pos = run.key_pos != nullptr ? run.key_pos : kv.iota();
     // Attention FLOPs (profile only): QK^T and PV over the visible (query, key) pairs, i.e. the
     // keys at or before each row's position: about half of a prefix, all of it in decode.
-    // The narrowed last layer (run.last_row_out) counts the last row's pairs only.
-    double attn_flops = 0.0, attn_flops_last_row = 0.0;
-    if (prof != nullptr) {
-        double visible = 0.0, row = 0.0;
-        for (int64_t i = 0; i < n; ++i) {
-            row = static_cast<double>(std::upper_bound(key_pos, key_pos + run.n_keys, run.pos[i]) -
-                                      key_pos);
-            visible += row;
+    auto attention_flops = [&](const int32_t* pos, int64_t rows) {
+        double visible = 0.0;
+        for (int64_t i = 0; prof != nullptr && i < rows; ++i) {
+            visible += static_cast<double>(std::upper_bound(key_pos, key_pos + run.n_keys, pos[i]) -
+                                           key_pos);
         }
-        attn_flops = 4.0 * visible * c.n_head * c.head_dim;
-        attn_flops_last_row = 4.0 * row * c.n_head * c.head_dim;
-    }
+        return 4.0 * visible * c.n_head * c.head_dim;
+    };
+    const double attn_flops = attention_flops(run.pos, n);
 
     // bf16 path: the GEMMs' row hooks do the row-local work that follows them (RoPE and the
     // K/V store after qkv, the FFN norm after attn_out, the next layer's attention norm after
@@ -163,8 +170,6 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     qkv_hook.kv_type = kv.type();
     NormRows norm_hook;
     norm_hook.ctx = ctx1;
-    norm_hook.h = run.h;
-    norm_hook.x16 = x16;
     norm_hook.n_embd = E;
     norm_hook.eps = c.rms_eps;
     const kernels::RowsDone qkv_done{&qkv_rows, &qkv_hook};
@@ -207,17 +212,7 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
             kernels::kv_store_rows(ctx, kv.type(), qkv + Q, NQKV, n, KV, run.pos, k_cache, KV);
             kernels::kv_store_rows(ctx, kv.type(), qkv + Q + KV, NQKV, n, KV, run.pos, v_cache, KV);
         }
-        // From here on the layer's rows are [r_o, n): all of them, or the last one alone in
-        // the narrowed last layer (K/V of every row are stored above).
-        const bool narrow = run.last_row_out && il == c.n_layer - 1 && n > 1;
-        const int64_t r_o = narrow ? n - 1 : 0;
-        const int64_t n_o = n - r_o;
-        float* h_o = run.h + r_o * E;
         kernels::AttentionArgs a;
-        a.q = qkv + r_o * NQKV;
-        a.q_pos = run.pos + r_o;
-        a.n_q = n_o;
-        a.q_stride = NQKV;
         a.k = k_cache;
         a.v = v_cache;
         a.kv_type = kv.type();
@@ -229,13 +224,13 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
         a.n_head_kv = c.n_head_kv;
         a.head_dim = c.head_dim;
         a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        a.q = qkv;
+        a.q_pos = run.pos;
+        a.n_q = n;
+        a.q_stride = NQKV;
         a.out = attn;
         a.out16 = attn16;
         a.out_stride = Q;
-        {
-            OpTimer t(prof, OpKind::kAttention, narrow ? attn_flops_last_row : attn_flops);
-            kernels::attention(ctx, a);
-        }
         if (run.scores != nullptr && il >= score_begin) {
             OpTimer t(prof, OpKind::kScore);
             // The first scored layer writes run.scores, later ones add to it.
@@ -245,13 +240,40 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
                 for (int64_t j = 0; j < run.n_keys; ++j) run.scores[j] += dst[j];
             }
         }
+        // The rows that go on through attention, Wo and the FFN: all of them; the last one
+        // alone in the narrowed last layer; or those the cut picks at the run's last layer
+        // (K/V of every row are stored above either way).
+        TailRows o{run.h, qkv, NQKV, run.pos, n};
+        double o_flops = attn_flops;
+        if (run.cut && il == run.il_end - 1) {
+            o = run.cut(qkv, NQKV);
+            LAZYLLM_CHECK(o.n_rows > 0 && o.h != nullptr && o.q != nullptr && o.pos != nullptr);
+            if (o.n_rows > n) prepare(o.n_rows);
+            o_flops = attention_flops(o.pos, o.n_rows);
+        } else if (run.last_row_out && il == c.n_layer - 1 && n > 1) {
+            o = TailRows{run.h + (n - 1) * E, qkv + (n - 1) * NQKV, NQKV, run.pos + n - 1, 1};
+            o_flops = attention_flops(o.pos, 1);
+        }
+        const int64_t n_o = o.n_rows;
+        float* h_o = o.h;
+        a.q = o.q;
+        a.q_pos = o.pos;
+        a.n_q = n_o;
+        a.q_stride = o.q_stride;
+        a.out = attn;  // chosen again if the cut grew the rows
+        a.out16 = attn16;
+        {
+            OpTimer t(prof, OpKind::kAttention, o_flops);
+            kernels::attention(ctx, a);
+        }
         bool ffn_norm_hooked = false;  // x16 = rmsnorm(h, ffn_norm) done by wo's row hook
+        norm_hook.h = h_o;
+        norm_hook.x16 = x16;
         {
             OpTimer t(prof, OpKind::kAttnOut, 2.0 * n_o * Q * E);
             if (quant) {
                 L.wo_q.forward(attn, n_o, h_o, Q, E, /*accumulate=*/true);
             } else if (bf16) {
-                norm_hook.h = h_o;
                 norm_hook.w = L.ffn_norm.data();
                 ffn_norm_hooked =
                     L.wo.forward_bf16(attn16, n_o, h_o, Q, E, /*accumulate=*/true, &norm_done);

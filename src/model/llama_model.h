@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,22 @@ struct ForwardScratch {
     ScratchVector<float> score_row;   // [n_keys] one layer's scores when LayerRun sums several
 };
 
+// Rows that run a layer's attention, Wo and FFN once its K/V are stored (LayerRun::cut):
+// h [n_rows, n_embd] their hidden states at the layer's input, updated in place to its output;
+// q [n_rows, q_stride] their queries at that layer (RoPE applied); pos [n_rows] their absolute
+// positions, strictly increasing. Buffers owned by the caller.
+struct TailRows {
+    float* h = nullptr;
+    const float* q = nullptr;
+    int64_t q_stride = 0;
+    const int32_t* pos = nullptr;
+    int64_t n_rows = 0;
+};
+
+// LayerRun::cut: called with the run's rows' q|k|v at its last layer ([n_rows, qkv_stride], q
+// in the first n_embd_q columns, RoPE applied), the rows' h still at that layer's input.
+using RowCut = std::function<TailRows(const float* qkv, int64_t qkv_stride)>;
+
 // One call runs layers [il_begin, il_end) over n_rows live rows.
 struct LayerRun {
     float* h = nullptr;              // [n_rows, n_embd] hidden states, updated in place
@@ -86,6 +103,13 @@ struct LayerRun {
     // h are left at the layer's input). For a step whose only output is the last row's logits:
     // the skipped work is useless there (llama.cpp skips it the same way).
     bool last_row_out = false;
+    // If set: at layer il_end - 1, once the K/V of every row are stored and `scores` is final,
+    // the rest of that layer (attention over the same keys, Wo, FFN) runs on the rows this
+    // returns instead: some of the run's rows and any others with a stored K/V and query at
+    // that layer (LazyLLM's boundary: the rows about to be cut only need their K/V here, and
+    // revived rows finish the layer they stopped in; runtime/session.cpp). The run's own h
+    // rows are left at that layer's input. Not with last_row_out at the model's last layer.
+    RowCut cut = nullptr;
 };
 
 class LlamaModel {

@@ -255,6 +255,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
 
     LAZYLLM_ASSIGN_OR_RETURN(StepStats prefill, session.step(prompt, logits.data()));
     r.prefill_rows_per_layer = prefill.rows_per_layer;
+    r.prefill_tail_rows_per_layer = prefill.tail_rows_per_layer;
     r.prefill_fraction_computed = session.prompt_fraction_computed();
     TokenId next = sampler.sample(logits, history);
     r.ttft_ms = total.elapsed_ms();

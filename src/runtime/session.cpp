@@ -1,10 +1,12 @@
 // The step routine of design.md 1.3. One step, prefill or decode:
 //   S = context minus tokens a policy excluded for good; live = new tokens
 //   for each stage [start, end):
-//     at a boundary: cut S by the last token's scores from layer start-1 (or keep it, or apply
-//       a fixed exclusion); live tokens cut here park their hidden state in their Aux slot;
-//       tokens of S whose depth is `start` and are not live are revived from their Aux slot
 //     run layers [start, end) on the live rows, keys = KV[l][S]; depth of live rows = end
+//     if a boundary follows, inside layer end-1, once its K/V are stored and the last token's
+//       scores are known: cut S by them (or keep it, or apply a fixed exclusion); live tokens
+//       cut here park their state (layer end-1's input and query) in their Aux slot and skip
+//       the rest of the layer; tokens of the kept S at depth `end` that are not live are
+//       revived from their Aux slot and finish layer end-1 with the kept live rows
 // Invariant at each layer l: {t in S : d_t <= l} == live. Each (token, layer) pair is computed
 // at most once (gemfilter alone recomputes by definition: it re-runs the kept tokens).
 #include "runtime/session.h"
@@ -65,6 +67,7 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
     s.excluded_.assign(static_cast<size_t>(n_ctx), 0);
     if (opts.policy == prune::Policy::kLazy) {
         s.aux_.assign(static_cast<size_t>(n_ctx) * c.n_embd, 0.0f);
+        s.aux_q_.assign(static_cast<size_t>(n_ctx) * c.n_embd_q(), 0.0f);
         if (opts.check_invariants) s.aux_valid_.assign(static_cast<size_t>(n_ctx), 0);
     }
     if (opts.check_invariants) s.computed_.assign(static_cast<size_t>(n_ctx) * c.n_layer, 0);
@@ -133,6 +136,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
     StepStats st;
     st.n_new = m;
     st.rows_per_layer.assign(static_cast<size_t>(L), 0);
+    st.tail_rows_per_layer.assign(static_cast<size_t>(L), 0);
 
     h_.resize(static_cast<size_t>(m * E));
     LAZYLLM_TRY(model_->embed(tokens.data(), m, h_.data(), prof));
@@ -145,20 +149,11 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
     auto protected_pos = [&](int32_t p) {
         return p == n_total - 1 || p < sch.keep_first;
     };
-    auto run_stage = [&](int start, int end, float* scores) {
-        const bool contiguous = static_cast<int64_t>(S_.size()) == n_total;
-        LayerRun run;
-        run.h = h_.data();
-        run.pos = live_.data();
-        run.n_rows = static_cast<int64_t>(live_.size());
-        run.key_pos = contiguous ? nullptr : S_.data();
-        run.n_keys = static_cast<int64_t>(S_.size());
-        run.il_begin = start;
-        run.il_end = end;
-        run.scores = scores;
-        run.score_layers = sch.score_layers;
-        run.last_row_out = end == L;  // the step's only output: the last row's logits
-        model_->forward_layers(run, kv_, scratch_, prof);
+    // Runs layers [start, end) on live_, keys S_. With a boundary `bd` at `end`, the cut
+    // (cross_boundary) happens inside layer end-1 and leaves S_, live_ and h_ at the next stage.
+    std::function<TailRows(const Boundary&, int, const float*, int64_t)> cross_boundary;
+    auto run_stage = [&](int start, int end, float* scores, const Boundary* bd) {
+        // Every live row stores its K/V at layers [start, end), cut or not.
         for (int32_t t : live_) {
             if (!computed_.empty()) {
                 for (int l = start; l < end; ++l) {
@@ -171,8 +166,31 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
             depth_[t] = static_cast<int16_t>(end);
             if (t < n_prompt_) prompt_token_layers_ += end - start;
         }
-        for (int l = start; l < end; ++l) st.rows_per_layer[l] += static_cast<int32_t>(live_.size());
-        st.token_layers += static_cast<int64_t>(live_.size()) * (end - start);
+        const auto n_live = static_cast<int32_t>(live_.size());
+        for (int l = start; l < end; ++l) st.rows_per_layer[l] += n_live;
+        for (int l = start; l + 1 < end; ++l) st.tail_rows_per_layer[l] += n_live;
+        st.token_layers += static_cast<int64_t>(n_live) * (end - start);
+        const bool contiguous = static_cast<int64_t>(S_.size()) == n_total;
+        LayerRun run;
+        run.h = h_.data();
+        run.pos = live_.data();
+        run.n_rows = n_live;
+        run.key_pos = contiguous ? nullptr : S_.data();
+        run.n_keys = static_cast<int64_t>(S_.size());
+        run.il_begin = start;
+        run.il_end = end;
+        run.scores = scores;
+        run.score_layers = sch.score_layers;
+        run.last_row_out = end == L;  // the step's only output: the last row's logits
+        if (bd != nullptr) {
+            run.cut = [&, bd](const float* qkv, int64_t qkv_stride) {
+                return cross_boundary(*bd, end, qkv, qkv_stride);
+            };
+        }
+        model_->forward_layers(run, kv_, scratch_, prof);
+        // Rows past the boundary (after a cut), or the last row alone (the last layer).
+        st.tail_rows_per_layer[end - 1] +=
+            bd != nullptr ? static_cast<int32_t>(live_.size()) : (end == L ? 1 : n_live);
     };
 
     // Candidate set and live rows at layer 0.
@@ -224,7 +242,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
     if (prefill && policy == prune::Policy::kGemFilter) {
         const int b = sch.boundaries.front();
         scores_.resize(S_.size());
-        run_stage(0, b, scores_.data());
+        run_stage(0, b, scores_.data(), nullptr);
         std::vector<int32_t> kept = select_at_boundary(S_, scores_, sch.keep.front(), n_total);
         std::vector<uint8_t> keep_mask(static_cast<size_t>(n_total), 0);
         for (int32_t t : kept) keep_mask[t] = 1;
@@ -264,97 +282,109 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
             break;
     }
 
+    // The boundary at `layer`, inside layer - 1: its K/V are stored for every live row (qkv:
+    // their q|k|v there, [|live|, qkv_stride]) and scores_ holds the last token's scores over
+    // S_. New live set: tokens of the kept S at depth `layer` (live ones carry on, others are
+    // revived from Aux); live tokens cut here park their state in Aux (lazy). Returns the rows
+    // that finish layer - 1: h_next_ and q_next_, swapped into h_ and live_ with S_ = kept.
+    const int64_t Q = c.n_embd_q();
+    cross_boundary = [&](const Boundary& bd, int layer, const float* qkv,
+                         int64_t qkv_stride) -> TailRows {
+        std::vector<int32_t> kept;
+        {
+            Timer tsel;
+            if (bd.mode == BoundaryMode::kSelect) {
+                kept = select_at_boundary(S_, scores_, bd.keep, n_total);
+            } else if (bd.mode == BoundaryMode::kExclude) {
+                for (int32_t t : S_) {
+                    if (!excluded_[t]) kept.push_back(t);
+                }
+            } else {
+                kept = S_;
+            }
+            if (prof) prof->add(OpKind::kPrune, tsel.elapsed_ns());
+        }
+        if (policy == prune::Policy::kStatic && prefill) {
+            size_t k = 0;
+            for (int32_t t : S_) {
+                if (k < kept.size() && kept[k] == t) {
+                    ++k;
+                } else {
+                    excluded_[t] = 1;
+                }
+            }
+        }
+        next_live_.clear();
+        h_next_.resize(0);
+        q_next_.resize(0);
+        const int64_t revived_before = st.revived;
+        const size_t row = static_cast<size_t>(E) * sizeof(float);
+        const size_t q_row = static_cast<size_t>(Q) * sizeof(float);
+        auto take_row = [&](const float* h, const float* q) {
+            const size_t n_rows = next_live_.size();
+            h_next_.resize((n_rows + 1) * static_cast<size_t>(E));
+            q_next_.resize((n_rows + 1) * static_cast<size_t>(Q));
+            std::memcpy(h_next_.data() + n_rows * E, h, row);
+            std::memcpy(q_next_.data() + n_rows * Q, q, q_row);
+        };
+        auto park = [&](size_t li) {  // live row li is cut here
+            if (policy != prune::Policy::kLazy) return;
+            const auto t = static_cast<size_t>(live_[li]);
+            std::memcpy(aux_.data() + t * E, h_.data() + li * E, row);
+            std::memcpy(aux_q_.data() + t * Q, qkv + static_cast<int64_t>(li) * qkv_stride, q_row);
+            if (!aux_valid_.empty()) aux_valid_[t] = 1;
+        };
+        size_t li = 0;
+        for (int32_t t : kept) {
+            while (li < live_.size() && live_[li] < t) park(li++);
+            if (li < live_.size() && live_[li] == t) {
+                take_row(h_.data() + li * E, qkv + static_cast<int64_t>(li) * qkv_stride);
+                next_live_.push_back(t);
+                ++li;
+            } else if (depth_[t] == layer) {
+                LAZYLLM_CHECK_MSG(policy == prune::Policy::kLazy, "revival outside lazy policy");
+                if (!aux_valid_.empty()) {
+                    LAZYLLM_CHECK_MSG(aux_valid_[t], "revived token has no Aux slot");
+                    aux_valid_[t] = 0;
+                }
+                take_row(aux_.data() + static_cast<size_t>(t) * E,
+                         aux_q_.data() + static_cast<size_t>(t) * Q);
+                next_live_.push_back(t);
+                ++st.revived;
+            }
+        }
+        while (li < live_.size()) park(li++);
+        if (opts_.on_boundary) {
+            BoundaryTrace tr;
+            tr.step = n_steps_;
+            tr.layer = layer;
+            tr.S = S_;
+            if (bd.mode == BoundaryMode::kSelect) {
+                tr.scores.assign(scores_.begin(), scores_.begin() + static_cast<int64_t>(S_.size()));
+            }
+            tr.kept = kept;
+            tr.live = next_live_;
+            tr.revived = st.revived - revived_before;
+            opts_.on_boundary(tr);
+        }
+        // The buffers left behind stay as they are until the next boundary: the forward
+        // still reads them for the rest of this layer (its keys are S_prev_).
+        S_prev_.swap(S_);
+        S_.swap(kept);
+        live_.swap(next_live_);
+        h_.swap(h_next_);
+        return TailRows{h_.data(), q_next_.data(), Q, live_.data(),
+                        static_cast<int64_t>(live_.size())};
+    };
+
     int start = 0;
     for (size_t s = 0; s <= bounds.size(); ++s) {
         const int end = s < bounds.size() ? bounds[s].layer : L;
-        if (s > 0) {
-            const Boundary& bd = bounds[s - 1];
-            std::vector<int32_t> kept;
-            {
-                Timer tsel;
-                if (bd.mode == BoundaryMode::kSelect) {
-                    kept = select_at_boundary(S_, scores_, bd.keep, n_total);
-                } else if (bd.mode == BoundaryMode::kExclude) {
-                    for (int32_t t : S_) {
-                        if (!excluded_[t]) kept.push_back(t);
-                    }
-                } else {
-                    kept = S_;
-                }
-                if (prof) prof->add(OpKind::kPrune, tsel.elapsed_ns());
-            }
-            if (policy == prune::Policy::kStatic && prefill) {
-                size_t k = 0;
-                for (int32_t t : S_) {
-                    if (k < kept.size() && kept[k] == t) {
-                        ++k;
-                    } else {
-                        excluded_[t] = 1;
-                    }
-                }
-            }
-            // New live set: tokens of the kept S at depth `start` (live ones carry on, others
-            // are revived from Aux); live tokens cut here park their state in Aux (lazy).
-            next_live_.clear();
-            h_next_.resize(0);
-            const int64_t revived_before = st.revived;
-            size_t li = 0;
-            auto take_row = [&](const float* src) {
-                const size_t off = h_next_.size();
-                h_next_.resize(off + static_cast<size_t>(E));
-                std::memcpy(h_next_.data() + off, src, static_cast<size_t>(E) * sizeof(float));
-            };
-            for (int32_t t : kept) {
-                while (li < live_.size() && live_[li] < t) {  // live but cut: park in Aux
-                    if (policy == prune::Policy::kLazy) {
-                        std::memcpy(aux_.data() + static_cast<size_t>(live_[li]) * E,
-                                    h_.data() + li * E, static_cast<size_t>(E) * sizeof(float));
-                        if (!aux_valid_.empty()) aux_valid_[live_[li]] = 1;
-                    }
-                    ++li;
-                }
-                const bool is_live = li < live_.size() && live_[li] == t;
-                if (is_live) {
-                    take_row(h_.data() + li * E);
-                    next_live_.push_back(t);
-                    ++li;
-                } else if (depth_[t] == start) {
-                    LAZYLLM_CHECK_MSG(policy == prune::Policy::kLazy, "revival outside lazy policy");
-                    if (!aux_valid_.empty()) {
-                        LAZYLLM_CHECK_MSG(aux_valid_[t], "revived token has no Aux slot");
-                        aux_valid_[t] = 0;
-                    }
-                    take_row(aux_.data() + static_cast<size_t>(t) * E);
-                    next_live_.push_back(t);
-                    ++st.revived;
-                }
-            }
-            for (; li < live_.size(); ++li) {
-                if (policy == prune::Policy::kLazy) {
-                    std::memcpy(aux_.data() + static_cast<size_t>(live_[li]) * E, h_.data() + li * E,
-                                static_cast<size_t>(E) * sizeof(float));
-                    if (!aux_valid_.empty()) aux_valid_[live_[li]] = 1;
-                }
-            }
-            if (opts_.on_boundary) {
-                BoundaryTrace tr;
-                tr.step = n_steps_;
-                tr.layer = start;
-                tr.S = S_;
-                if (bd.mode == BoundaryMode::kSelect) tr.scores.assign(scores_.begin(), scores_.begin() + static_cast<int64_t>(S_.size()));
-                tr.kept = kept;
-                tr.live = next_live_;
-                tr.revived = st.revived - revived_before;
-                opts_.on_boundary(tr);
-            }
-            S_.swap(kept);
-            live_.swap(next_live_);
-            h_.swap(h_next_);
-        }
         if (opts_.check_invariants) check_invariants(start, S_, live_, n_total);
-        const bool score = s < bounds.size() && bounds[s].mode == BoundaryMode::kSelect;
+        const Boundary* bd = s < bounds.size() ? &bounds[s] : nullptr;
+        const bool score = bd != nullptr && bd->mode == BoundaryMode::kSelect;
         if (score) scores_.resize(S_.size());
-        run_stage(start, end, score ? scores_.data() : nullptr);
+        run_stage(start, end, score ? scores_.data() : nullptr, bd);
         start = end;
     }
     LAZYLLM_CHECK(!live_.empty() && live_.back() == n_total - 1);

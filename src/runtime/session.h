@@ -41,9 +41,12 @@ struct SessionOptions {
 // What one step did.
 struct StepStats {
     int64_t n_new = 0;
-    // [n_layer] live rows computed at each layer (their K/V; at the last layer attention and
-    // the FFN run for the last row only, LayerRun::last_row_out)
+    // [n_layer] live rows computed at each layer (their K/V)
     std::vector<int32_t> rows_per_layer;
+    // [n_layer] rows that also ran the layer's attention, Wo and FFN: fewer at the last layer
+    // (the last row only, LayerRun::last_row_out) and at the layer before a boundary (the rows
+    // kept there, plus revived rows finishing it; LayerRun::cut)
+    std::vector<int32_t> tail_rows_per_layer;
     int64_t token_layers = 0;             // (token, layer) pairs computed in this step
     int64_t revived = 0;                  // tokens revived from Aux slots
     double ms = 0.0;
@@ -97,7 +100,10 @@ private:
     int64_t total_token_layers_ = 0;
     int64_t prompt_token_layers_ = 0;  // (prompt token, layer) pairs computed
     std::vector<int16_t> depth_;   // [n_ctx]
-    std::vector<float> aux_;       // [n_ctx, n_embd] hidden state entering layer depth_[t]
+    // Aux slot of a token cut at a boundary (0 < d_t < L): it stopped inside layer d_t - 1,
+    // with that layer's K/V stored but its attention, Wo and FFN not run (LayerRun::cut).
+    std::vector<float> aux_;       // [n_ctx, n_embd] hidden state entering layer depth_[t] - 1
+    std::vector<float> aux_q_;     // [n_ctx, n_embd_q] its query at that layer (RoPE applied)
     std::vector<uint8_t> aux_valid_;  // [n_ctx] (check_invariants only)
     std::vector<uint8_t> computed_;   // [n_ctx, n_layer] (check_invariants only)
     // Static / random / gemfilter: tokens cut for good at prefill (static: from its boundary
@@ -105,8 +111,9 @@ private:
     std::vector<uint8_t> excluded_;  // [n_ctx]
     // Per-step working buffers (reused).
     ScratchVector<float> h_, h_next_;  // GEMM outputs accumulate into h_ (tile loads/stores)
+    ScratchVector<float> q_next_;      // [live rows, n_embd_q] queries of the rows past a cut
     std::vector<float> scores_, pooled_;
-    std::vector<int32_t> live_, next_live_, S_;
+    std::vector<int32_t> live_, next_live_, S_, S_prev_;
 };
 
 }  // namespace lazyllm

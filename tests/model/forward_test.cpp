@@ -337,6 +337,117 @@ TEST(ForwardTest, LastRowOutComputesOnlyTheLastRow) {
     }
 }
 
+// LayerRun::cut (a LazyLLM boundary inside the layer before it): every row stores its K/V at
+// the cut layer, exactly as without the cut; the rows the cut returns finish that layer as in
+// a run over all rows; the others stay at the layer's input. Rows that stopped there (their
+// input and query saved by the cut, as the Aux slots do) finish it later in a call over fewer
+// rows than the cut returns (a decode step reviving them): the path and buffers are chosen
+// again for the larger count.
+TEST(ForwardTest, CutRunsTheRestOfTheLayerOnTheRowsItReturns) {
+    std::vector<kernels::GemmPrecision> precisions = {kernels::GemmPrecision::kF32};
+    if (testing::cpu_has_bf16_gemm()) precisions.push_back(kernels::GemmPrecision::kBf16);
+    for (const kernels::GemmPrecision precision : precisions) {
+        const bool bf16 = precision == kernels::GemmPrecision::kBf16;
+        testing::TinyModelSpec spec;
+        spec.n_layer = 3;
+        spec.n_ctx = 512;
+        auto model = load(spec, temp_path(std::string("cut_") + (bf16 ? "bf16" : "f32")), precision);
+        ASSERT_NE(model, nullptr);
+        const ModelConfig& cfg = model->config();
+        const int64_t E = cfg.n_embd, Q = cfg.n_embd_q();
+        const kernels::KvType type = kv_type_for_gemm(model->gemm_bf16());
+        const float tol = bf16 ? 2e-2f : 1e-4f;  // another row count, another rounding only
+        for (const int n : {23, 300}) {
+            const std::string what = std::string(bf16 ? "bf16" : "f32") + " n=" + std::to_string(n);
+            const auto ids = random_ids(n, cfg.n_vocab, 13);
+            std::vector<int32_t> pos(n);
+            std::iota(pos.begin(), pos.end(), 0);
+            std::vector<float> h_all(static_cast<size_t>(n) * E);
+            ASSERT_TRUE(model->embed(ids.data(), n, h_all.data()).ok());
+            std::vector<float> h_in = h_all, h_cut = h_all;
+            ForwardScratch s;
+            // Reference: layers 0 and 1 on every row, and layer 0 alone (layer 1's input).
+            KvCache kv_all(cfg.n_layer, n, cfg.n_embd_kv(), type);
+            KvCache kv_in(cfg.n_layer, n, cfg.n_embd_kv(), type);
+            LayerRun all{h_all.data(), pos.data(), n, nullptr, n, 0, 2, nullptr};
+            model->forward_layers(all, kv_all, s);
+            LayerRun in = all;
+            in.h = h_in.data();
+            in.il_end = 1;
+            model->forward_layers(in, kv_in, s);
+
+            // Keep every third row and the last; save every row's input and query at layer 1.
+            std::vector<int32_t> kept_rows, kept_pos, cut_rows;
+            for (int i = 0; i < n; ++i) {
+                (i % 3 == 0 || i == n - 1 ? kept_rows : cut_rows).push_back(i);
+            }
+            for (int32_t i : kept_rows) kept_pos.push_back(pos[i]);
+            std::vector<float> saved_h(static_cast<size_t>(n) * E), saved_q(static_cast<size_t>(n) * Q);
+            std::vector<float> tail_h, tail_q;
+            int calls = 0;
+            KvCache kv_cut(cfg.n_layer, n, cfg.n_embd_kv(), type);
+            LayerRun cut = all;
+            cut.h = h_cut.data();
+            cut.cut = [&](const float* qkv, int64_t ld) {
+                ++calls;
+                for (int i = 0; i < n; ++i) {
+                    std::memcpy(&saved_h[i * E], &h_cut[i * E], sizeof(float) * E);
+                    std::memcpy(&saved_q[i * Q], qkv + i * ld, sizeof(float) * Q);
+                }
+                tail_h.clear();
+                tail_q.clear();
+                for (int32_t i : kept_rows) {
+                    tail_h.insert(tail_h.end(), &saved_h[i * E], &saved_h[(i + 1) * E]);
+                    tail_q.insert(tail_q.end(), &saved_q[i * Q], &saved_q[(i + 1) * Q]);
+                }
+                return TailRows{tail_h.data(), tail_q.data(), Q, kept_pos.data(),
+                                static_cast<int64_t>(kept_pos.size())};
+            };
+            model->forward_layers(cut, kv_cut, s);
+            ASSERT_EQ(calls, 1) << what;
+            for (int il = 0; il < 2; ++il) {
+                EXPECT_EQ(0, std::memcmp(kv_all.k(il), kv_cut.k(il), n * kv_all.row_bytes()))
+                    << what << " layer " << il;
+                EXPECT_EQ(0, std::memcmp(kv_all.v(il), kv_cut.v(il), n * kv_all.row_bytes()))
+                    << what << " layer " << il;
+            }
+            EXPECT_EQ(h_cut, h_in) << what << ": the run's own rows stay at layer 1's input";
+            EXPECT_EQ(saved_h, h_in) << what;
+            for (size_t k = 0; k < kept_rows.size(); ++k) {
+                for (int64_t e = 0; e < E; ++e) {
+                    const float want = h_all[kept_rows[k] * E + e];
+                    ASSERT_NEAR(tail_h[k * E + e], want, tol * (1.0f + std::abs(want)))
+                        << what << " kept row " << kept_rows[k];
+                }
+            }
+
+            // Later: a call over the last row alone, at layer 1 only, whose cut brings in the
+            // rows that stopped there (more rows than the call has), over the same keys.
+            std::vector<int32_t> revive_pos;
+            std::vector<float> rev_h, rev_q;
+            for (int32_t i : cut_rows) {
+                revive_pos.push_back(pos[i]);
+                rev_h.insert(rev_h.end(), &saved_h[i * E], &saved_h[(i + 1) * E]);
+                rev_q.insert(rev_q.end(), &saved_q[i * Q], &saved_q[(i + 1) * Q]);
+            }
+            std::vector<float> h_last(&h_in[(n - 1) * E], &h_in[n * E]);
+            LayerRun later{h_last.data(), pos.data() + n - 1, 1, nullptr, n, 1, 2, nullptr};
+            later.cut = [&](const float*, int64_t) {
+                return TailRows{rev_h.data(), rev_q.data(), Q, revive_pos.data(),
+                                static_cast<int64_t>(revive_pos.size())};
+            };
+            model->forward_layers(later, kv_cut, s);
+            for (size_t k = 0; k < cut_rows.size(); ++k) {
+                for (int64_t e = 0; e < E; ++e) {
+                    const float want = h_all[cut_rows[k] * E + e];
+                    ASSERT_NEAR(rev_h[k * E + e], want, tol * (1.0f + std::abs(want)))
+                        << what << " revived row " << cut_rows[k];
+                }
+            }
+        }
+    }
+}
+
 TEST(ForwardTest, LoadErrorsNameTheProblem) {
     ModelLoadOptions o;
     o.ctx.isa = kernels::Isa::kRef;

@@ -318,6 +318,81 @@ TEST(SessionTest, DecodeOffRevivesEverythingOnce) {
     EXPECT_EQ(s.total_token_layers(), 21 * 6) << "each (token, layer) pair exactly once";
 }
 
+// Tokens cut at a boundary stop inside the layer before it (their K/V stored, its attention
+// and FFN not run) and finish it when revived (LayerRun::cut). With one boundary the keys of
+// that layer are every earlier token in any step, so a decode step that revives them all
+// (--lazy-decode off) must give what running that layer for every row at prefill would: the
+// reference below does so with the model alone (layers [0, b) on every prompt row, [b, L) on
+// the kept ones; then the new token's layers [0, b), and [b, L) on it with the cut tokens).
+TEST(SessionTest, RevivedTokensFinishTheLayerTheyStoppedIn) {
+    auto model = tiny_model(6, "finish_layer");
+    ASSERT_NE(model, nullptr);
+    const ModelConfig& c = model->config();
+    const int V = c.n_vocab, L = c.n_layer, b = 3, n = 24;
+    const int64_t E = c.n_embd;
+    std::vector<BoundaryTrace> traces;
+    auto opts = lazy_options({b}, {0.4f}, /*prune_decode=*/false);
+    opts.on_boundary = [&](const BoundaryTrace& t) { traces.push_back(t); };
+    auto s = Session::create(*model, opts).value();
+    const auto prompt = ids_for(n, V, 6);
+    const auto got = run_steps(s, prompt, 1, V);
+    ASSERT_EQ(traces.size(), 2u);
+    const std::vector<int32_t>& kept = traces[0].kept;
+    ASSERT_EQ(kept.size(), 10u);
+    EXPECT_EQ(traces[1].revived, n - 10);
+
+    KvCache kv(L, 32, c.n_embd_kv(), kv_type_for_gemm(model->gemm_bf16()));
+    ForwardScratch scratch;
+    std::vector<int32_t> pos(n + 1);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::vector<float> h(static_cast<size_t>(n) * E), want(V);
+    ASSERT_TRUE(model->embed(prompt.data(), n, h.data()).ok());
+    model->forward_layers({h.data(), pos.data(), n, nullptr, n, 0, b, nullptr}, kv, scratch);
+    const std::vector<float> h_b = h;  // every prompt row at layer b's input
+    std::vector<float> rows;
+    std::vector<int32_t> rows_pos;
+    auto gather = [&](const std::vector<int32_t>& ts) {
+        rows.clear();
+        rows_pos.clear();
+        for (int32_t t : ts) {
+            rows.insert(rows.end(), h_b.begin() + t * E, h_b.begin() + (t + 1) * E);
+            rows_pos.push_back(t);
+        }
+    };
+    auto check = [&](const std::vector<float>& logits, const char* what) {
+        for (int t = 0; t < V; ++t) {
+            ASSERT_NEAR(logits[t], want[t], 1e-4f * (1.0f + std::abs(want[t]))) << what << " " << t;
+        }
+    };
+    gather(kept);
+    LayerRun tail{rows.data(), rows_pos.data(), static_cast<int64_t>(kept.size()), kept.data(),
+                  static_cast<int64_t>(kept.size()), b, L, nullptr};
+    tail.last_row_out = true;
+    model->forward_layers(tail, kv, scratch);
+    model->logits(rows.data() + (kept.size() - 1) * E, want.data(), scratch);
+    check(got[0], "prefill");
+
+    // The decode step: the new token through [0, b), then with every cut token through [b, L).
+    const int32_t next = argmax(got[0]);
+    std::vector<float> h_new(E);
+    ASSERT_TRUE(model->embed(&next, 1, h_new.data()).ok());
+    model->forward_layers({h_new.data(), pos.data() + n, 1, nullptr, n + 1, 0, b, nullptr}, kv,
+                          scratch);
+    std::vector<int32_t> cut;
+    for (int32_t t = 0; t < n; ++t) {
+        if (!std::binary_search(kept.begin(), kept.end(), t)) cut.push_back(t);
+    }
+    gather(cut);
+    rows.insert(rows.end(), h_new.begin(), h_new.end());
+    rows_pos.push_back(n);
+    LayerRun rest{rows.data(), rows_pos.data(), static_cast<int64_t>(rows_pos.size()), nullptr,
+                  n + 1, b, L, nullptr};
+    rest.last_row_out = true;
+    model->forward_layers(rest, kv, scratch);
+    model->logits(rows.data() + (rows_pos.size() - 1) * E, want.data(), scratch);
+    check(got[1], "decode");
+}
+
 TEST(SessionTest, StaticPrunesOnceAndNeverRevives) {
     auto model = tiny_model(6, "static");
     ASSERT_NE(model, nullptr);
@@ -394,14 +469,16 @@ TEST(SessionTest, GemFilterRunsTheWholeModelOnKeptTokens) {
     ASSERT_TRUE(model->embed(kept_ids.data(), static_cast<int64_t>(kept.size()), h.data()).ok());
     LayerRun run{h.data(), kept.data(), static_cast<int64_t>(kept.size()), kept.data(),
                  static_cast<int64_t>(kept.size()), 0, c.n_layer, nullptr};
+    run.last_row_out = true;  // as every step runs its last layer
     model->forward_layers(run, kv, scratch);
     model->logits(h.data() + (kept.size() - 1) * c.n_embd, want.data(), scratch);
     EXPECT_EQ(0, std::memcmp(want.data(), logits.data(), want.size() * sizeof(float)));
 }
 
 // A step's last layer runs Wo, the FFN and attention for the last row only (its only output
-// is that row's logits), and QKV for every row (the K/V cache needs them): the profile's
-// FLOP counts say which rows each op ran on. Full and lazy, prefill and a decode step.
+// is that row's logits), and QKV for every row (the K/V cache needs them); so does the layer
+// before a lazy boundary for the rows cut there (LayerRun::cut): the profile's FLOP counts say
+// which rows each op ran on.
 TEST(SessionTest, LastLayerRunsTheLastRowOnly) {
     auto model = tiny_model(4, "last_row");
     ASSERT_NE(model, nullptr);
@@ -419,12 +496,19 @@ TEST(SessionTest, LastLayerRunsTheLastRowOnly) {
         std::vector<float> logits(V);
         auto st = s.step(prompt, logits.data());
         ASSERT_TRUE(st.ok());
-        // Rows per layer, and the rows that ran Wo / FFN: all but the last layer's.
+        // Rows per layer, and the rows that ran Wo / FFN: all but the last layer's and, in
+        // lazy, the layer before the boundary's (the 20 kept of 40).
+        const bool lazy = o.policy == prune::Policy::kLazy;
         double rows = 0.0, rows_out = 0.0;
         for (int il = 0; il < c.n_layer; ++il) {
             rows += st->rows_per_layer[il];
-            rows_out += il + 1 < c.n_layer ? st->rows_per_layer[il] : 1.0;
+            const double want_out = il + 1 == c.n_layer ? 1.0
+                                    : lazy && il == 1   ? 20.0
+                                                        : st->rows_per_layer[il];
+            EXPECT_EQ(st->tail_rows_per_layer[il], want_out) << il;
+            rows_out += want_out;
         }
+        EXPECT_EQ(st->rows_per_layer[1], 40);
         const auto flops = [&](OpKind k) { return s.profile().flops[static_cast<size_t>(k)]; };
         const std::string what = prune::policy_name(o.policy).data();
         EXPECT_DOUBLE_EQ(flops(OpKind::kQkv), 2.0 * E * QKV * rows) << what;

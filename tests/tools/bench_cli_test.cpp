@@ -82,16 +82,22 @@ TEST(BenchCliTest, JsonlRowsAreLlamaBenchCompatibleAndSane) {
             EXPECT_GE(j["ttft_stddev_ms"].get<double>(), 0.0);
             EXPECT_GT(j["prefill_gflops"].get<double>(), 0.0);
             const double speedup = j["speedup_vs_full"].get<double>();
+            // The tiny model (TinyModelSpec defaults): 2 layers, d 64, 4 heads of 16, 2 KV
+            // heads, n_ff 128, 300 tokens. Full: layer 0 runs every row; the last layer QKV
+            // on every row, attention over n pairs, Wo and the FFN on the last row. Lazy (a
+            // boundary at layer 1 keeping k = n / 2): layer 0 QKV on every row, the rest on
+            // the k kept (the last row over n keys, the others n / 2); layer 1 as full's last
+            // layer over the k rows.
+            const double n = n_prompt, E = 64, q = 64, kv = 32, F = 128, V = 300;
+            const double qkv = 2 * E * (q + 2 * kv), rest = 2 * (q * E + E * 2 * F + F * E);
+            const double pair = 4 * 4 * 16, k = n / 2;
+            const double want = policy == "full"
+                                    ? 2 * E * V + (qkv + rest) * n + pair * n * (n + 1) / 2 +
+                                          qkv * n + rest + pair * n
+                                    : 2 * E * V + qkv * n + rest * k + pair * (n + (k - 1) * n / 2) +
+                                          qkv * k + rest + pair * k;
+            EXPECT_NEAR(j["prefill_gflop"].get<double>(), want * 1e-9, 1e-15) << policy << n_prompt;
             if (policy == "full") {
-                // The tiny model (TinyModelSpec defaults): 2 layers, d 64, 4 heads of 16, 2 KV
-                // heads, n_ff 128, 300 tokens. Layer 0 runs every row; the last layer QKV on
-                // every row, attention over n pairs, Wo and the FFN on the last row.
-                const double n = n_prompt, E = 64, q = 64, kv = 32, F = 128, V = 300;
-                const double qkv = 2 * E * (q + 2 * kv), rest = 2 * (q * E + E * 2 * F + F * E);
-                const double pair = 4 * 4 * 16;
-                const double want = 2 * E * V + (qkv + rest) * n + pair * n * (n + 1) / 2 +
-                                    qkv * n + rest + pair * n;
-                EXPECT_NEAR(j["prefill_gflop"].get<double>(), want * 1e-9, 1e-15) << n_prompt;
                 EXPECT_DOUBLE_EQ(speedup, 1.0);
                 EXPECT_DOUBLE_EQ(pct, 100.0);
             } else {

@@ -62,24 +62,25 @@ Stats stats(std::span<const double> v) {
 }
 
 double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
-                     std::span<const int32_t> rows_per_layer, double fraction) {
+                     std::span<const int32_t> rows_per_layer,
+                     std::span<const int32_t> tail_rows_per_layer, double fraction) {
     const double E = s.n_embd, F = s.n_ff, hd = s.head_dim;
     const double q = static_cast<double>(s.n_head) * hd, kv = static_cast<double>(s.n_head_kv) * hd;
-    // Weights touched per token in one layer: Wq|Wk|Wv, Wo, Wgate|Wup, Wdown.
-    const double linear_per_row = 2.0 * (E * (q + 2.0 * kv) + q * E + E * 2.0 * F + F * E);
-    const double attn_per_pair = 4.0 * static_cast<double>(s.n_head) * hd;
-    const bool per_layer = static_cast<int>(rows_per_layer.size()) == s.n_layer;
-    double flops = 2.0 * E * s.n_vocab;  // LM head, last token only
+    // Weights touched per token in one layer: Wq|Wk|Wv, then Wo, Wgate|Wup, Wdown.
     const double qkv_per_row = 2.0 * E * (q + 2.0 * kv);
+    const double rest_per_row = 2.0 * (q * E + E * 2.0 * F + F * E);
+    const double attn_per_pair = 4.0 * static_cast<double>(s.n_head) * hd;
+    const bool per_layer = static_cast<int>(rows_per_layer.size()) == s.n_layer &&
+                           tail_rows_per_layer.size() == rows_per_layer.size();
+    double flops = 2.0 * E * s.n_vocab;  // LM head, last token only
     for (int il = 0; il < s.n_layer; ++il) {
         const double r = per_layer ? rows_per_layer[il] : fraction * static_cast<double>(n_prompt);
-        if (il == s.n_layer - 1) {
-            // The last layer: QKV for every row (the K/V cache needs them), attention, Wo and
-            // the FFN for the last row alone (LayerRun::last_row_out).
-            flops += qkv_per_row * r + (linear_per_row - qkv_per_row) + attn_per_pair * r;
-        } else {
-            flops += linear_per_row * r + attn_per_pair * r * (r + 1.0) / 2.0;
-        }
+        // Rows past QKV: all of them, the last one at the last layer, the kept ones before a
+        // boundary. The last row sees all r keys, the others r / 2 on average (exact when
+        // every row or the last row alone runs).
+        const double r_t = per_layer ? tail_rows_per_layer[il] : (il + 1 == s.n_layer ? 1.0 : r);
+        const double pairs = r_t > 0.0 ? r + (r_t - 1.0) * r / 2.0 : 0.0;
+        flops += qkv_per_row * r + rest_per_row * r_t + attn_per_pair * pairs;
     }
     return flops / 1e9;
 }

@@ -50,14 +50,18 @@ struct Stats {
 Stats stats(std::span<const double> v);
 
 // Useful prefill work in GFLOP: per computed (token, layer) the linear layers (2 FLOPs per
-// weight: QKV, output, gate/up, down), per layer causal attention over the r rows it computed
-// (QK^T and PV, 2 * 2 * head_dim FLOPs per head per (query, key) pair, r (r + 1) / 2 pairs),
-// and the LM head on the last token. The last layer runs QKV on its r rows but attention (r
-// pairs), Wo and the FFN on the last row only (LayerRun::last_row_out).
-// `rows_per_layer`: GenerateResult::prefill_rows_per_layer; when it does not match the model,
-// every layer is taken to compute fraction * n_prompt rows.
+// weight: QKV, output, gate/up, down), per layer causal attention (QK^T and PV, 2 * 2 *
+// head_dim FLOPs per head per (query, key) pair), and the LM head on the last token. A layer
+// runs QKV on its r rows but attention, Wo and the FFN on its r_t tail rows: all r, or the
+// last row alone at the last layer (LayerRun::last_row_out), or the rows kept at the next
+// boundary (LayerRun::cut). Attention pairs: r (r + 1) / 2 when every row runs, r for the last
+// row alone, r + (r_t - 1) r / 2 in between.
+// `rows_per_layer`, `tail_rows_per_layer`: GenerateResult::prefill_rows_per_layer and
+// prefill_tail_rows_per_layer; when they do not match the model, every layer is taken to
+// compute fraction * n_prompt rows (the last layer: one tail row).
 double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
-                     std::span<const int32_t> rows_per_layer, double fraction);
+                     std::span<const int32_t> rows_per_layer,
+                     std::span<const int32_t> tail_rows_per_layer, double fraction);
 
 // speedup_vs_full of every pp row that has a full row with the same threads and prompt.
 void fill_speedups(std::vector<BenchRow>& rows);

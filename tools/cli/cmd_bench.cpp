@@ -194,7 +194,8 @@ void record(Cell& c, const GenerateResult& r, const ModelSummary& s) {
     c.pp.ttft_ms.push_back(r.ttft_ms);
     c.pp.pct_computed.push_back(100.0 * r.prefill_fraction_computed);
     c.pp.gflop.push_back(
-        prefill_gflop(s, r.n_prompt, r.prefill_rows_per_layer, r.prefill_fraction_computed));
+        prefill_gflop(s, r.n_prompt, r.prefill_rows_per_layer, r.prefill_tail_rows_per_layer,
+                      r.prefill_fraction_computed));
     c.pp.schedule = r.schedule;
     c.tg.schedule = r.schedule;
     if (r.n_gen > 1) {

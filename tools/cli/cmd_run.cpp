@@ -62,6 +62,7 @@ nlohmann::json result_json(const GenerateResult& r, const ModelSummary& s) {
     j["prefill_pct_computed"] = 100.0 * r.prefill_fraction_computed;
     j["pct_computed"] = 100.0 * r.fraction_computed;
     j["prefill_rows_per_layer"] = r.prefill_rows_per_layer;
+    j["prefill_tail_rows_per_layer"] = r.prefill_tail_rows_per_layer;
     j["revivals_per_step"] = r.revivals_per_step;
     j["threads"] = s.n_threads;
     j["isa"] = s.isa;
