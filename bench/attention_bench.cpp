@@ -1,8 +1,8 @@
 // Attention micro-benchmarks at SmolLM2-135M's shape (9 query heads, 3 KV heads, head_dim 64):
 // full causal prefill of n queries over n keys, and decode (1 query over n keys), for
-// n = 1k..8k, per kernel (ISA) and K/V element type (fp32, f16). GFLOPS counts the causal work
-// actually needed: 4 * head_dim * n_head * sum_i visible_i (Q.K^T and P.V, 2 flops per
-// multiply-add).
+// n = 1k..8k, per kernel (ISA: AVX2, AVX-512, AMX) and K/V element type (fp32, f16). GFLOPS
+// counts the causal work actually needed: 4 * head_dim * n_head * sum_i visible_i (Q.K^T and
+// P.V, 2 flops per multiply-add).
 //
 // BM_AttentionDecode is the decode step's streaming loop: K/V bytes read per second
 // (bytes_per_second: n rows of K and V, n_head_kv * head_dim elements each, per layer), with
@@ -148,6 +148,7 @@ void run_attention(benchmark::State& state, Isa isa) {
     run(state, isa, state.range(1) != 0 ? 1 : n, n, type, /*indexed=*/false);
 }
 
+void BM_AttentionAvx2(benchmark::State& state) { run_attention(state, Isa::kAvx2); }
 void BM_AttentionAvx512(benchmark::State& state) { run_attention(state, Isa::kAvx512); }
 void BM_AttentionAmx(benchmark::State& state) { run_attention(state, Isa::kAmx); }
 
@@ -161,6 +162,7 @@ void contexts(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+BENCHMARK(BM_AttentionAvx2)->Apply(contexts);
 BENCHMARK(BM_AttentionAvx512)->Apply(contexts);
 BENCHMARK(BM_AttentionAmx)->Apply(contexts);
 

@@ -8,10 +8,12 @@
 //   (run_tiles_amx_chunked);
 // - kAvx512: the fp32 kernels (attention_avx512.cpp): queries in lanes for full tiles, keys
 //   in lanes for tiles with few real lanes;
-// - decode (one tile of few lanes per KV head: a query row or two) on kAvx512 / kAmx: the
+// - kAvx2: the AVX2 + FMA fp32 kernels (attention_avx2.cpp), the same two layouts with a
+//   tile's 16 lanes as two 8-wide halves and 8 keys per vector in keys in lanes;
+// - decode (one tile of few lanes per KV head: a query row or two) on every fast path: the
 //   keys-in-lanes kernel over the tiles of all KV heads at once, so each K/V row is read from
 //   memory once for all query heads, contiguously when the keys are a prefix;
-// - kAvx2 / kRef, or a head_dim without a kernel: the reference, parallel over query rows.
+// - kRef, or a head_dim without a kernel: the reference, parallel over query rows.
 // Keys visible to a query are a prefix of the (sorted) key set, so each tile only scans keys
 // below its largest visible count: the causal half of the work, never the masked half.
 // Few tiles with many keys (decode) are also split along the keys and merged
@@ -35,6 +37,18 @@ namespace {
 using detail::AttnState;
 using detail::AttnTile;
 using detail::kAttnLanes;
+
+// The fp32 kernels of one ISA (AVX-512 serves kAvx512 and kAmx; kAvx2 has its own).
+struct Fp32Kernels {
+    void (*tile)(const AttentionArgs&, const AttnTile&, int64_t, int64_t, AttnState&);
+    void (*lanes)(const AttentionArgs&, const AttnTile*, int, int64_t, int64_t, AttnState*);
+    void (*finalize)(const AttentionArgs&, const AttnTile&, const AttnState&);
+};
+constexpr Fp32Kernels kAvx512Kernels = {detail::attention_tile_avx512,
+                                        detail::attention_lanes_avx512,
+                                        detail::attention_finalize_avx512};
+constexpr Fp32Kernels kAvx2Kernels = {detail::attention_tile_avx2, detail::attention_lanes_avx2,
+                                      detail::attention_finalize_avx2};
 
 constexpr int kMaxHeadDim = 256;
 // AMX needs this many query vectors per KV head (n_q * group) to beat the fp32 kernel once the
@@ -173,8 +187,8 @@ struct DecodeScratch {
 // Decode: one tile of few lanes per KV head, all over the same rows. Each work item runs the
 // tiles of every KV head over one chunk of keys (one pass over each K/V row); chunks are
 // merged per KV head.
-void run_decode(const KernelContext& ctx, const AttentionArgs& a,
-                const std::vector<int64_t>& n_vis) {
+void run_decode(const KernelContext& ctx, const AttentionArgs& a, const std::vector<int64_t>& n_vis,
+                const Fp32Kernels& kern) {
     const int n_threads = std::max(1, ctx.n_threads);
     const int n_g = a.n_head_kv;
     const int d = a.head_dim;
@@ -194,7 +208,7 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a,
     if (n_keys == 0) {
         for (int g = 0; g < n_g; ++g) clear_state(d, sc.parts[g]);
     } else if (n_split == 1) {
-        detail::attention_lanes_avx512(a, sc.tiles.data(), n_g, 0, n_keys, sc.parts.data());
+        kern.lanes(a, sc.tiles.data(), n_g, 0, n_keys, sc.parts.data());
     } else {
 #pragma omp parallel for num_threads(static_cast<int>(std::min<int64_t>(n_threads, n_split))) \
     schedule(dynamic, 1)
@@ -204,7 +218,7 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a,
             split_range(n_keys, n_split, part, j0, j1);
             AttnState* states = sc.parts.data() + part * n_g;
             if (j1 > j0) {
-                detail::attention_lanes_avx512(a, sc.tiles.data(), n_g, j0, j1, states);
+                kern.lanes(a, sc.tiles.data(), n_g, j0, j1, states);
             } else {
                 for (int g = 0; g < n_g; ++g) clear_state(d, states[g]);
             }
@@ -213,13 +227,13 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a,
     alignas(64) float o_buf[kMaxHeadDim * kAttnLanes];
     for (int g = 0; g < n_g; ++g) {
         if (n_split == 1) {
-            detail::attention_finalize_avx512(a, sc.tiles[g], sc.parts[g]);
+            kern.finalize(a, sc.tiles[g], sc.parts[g]);
             continue;
         }
         AttnState merged;
         merged.o = o_buf;
         merge_states(sc.parts.data() + g, static_cast<int>(n_split), n_g, d, merged);
-        detail::attention_finalize_avx512(a, sc.tiles[g], merged);
+        kern.finalize(a, sc.tiles[g], merged);
     }
 }
 
@@ -231,9 +245,10 @@ std::vector<int64_t> visible_counts(const AttentionArgs& a) {
     return n_vis;
 }
 
+// finalize: the ISA's attention_finalize_* (out = o / l).
 template <typename TileFn>
 void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vector<int64_t>& n_vis,
-               TileFn&& tile_fn) {
+               TileFn&& tile_fn, decltype(Fp32Kernels::finalize) finalize) {
     const int n_threads = std::max(1, ctx.n_threads);
     const int d = a.head_dim;
     const int64_t n_head_tiles = tiles_per_head(a);
@@ -261,7 +276,7 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
                 } else {
                     clear_state(d, st);
                 }
-                detail::attention_finalize_avx512(a, t, st);
+                finalize(a, t, st);
             }
         }
         return;
@@ -298,7 +313,7 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
             merge_states(parts.data() + task * n_split, static_cast<int>(n_split), 1, d, merged);
             const AttnTile t =
                 make_tile(a, n_vis, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv);
-            detail::attention_finalize_avx512(a, t, merged);
+            finalize(a, t, merged);
         }
     }
 }
@@ -365,16 +380,19 @@ int64_t amx_chunk_keys(int head_dim) {
 void attention(const KernelContext& ctx, const AttentionArgs& a) {
     validate(a);
     if (a.n_q == 0) return;
-    const bool fast = ctx.isa >= Isa::kAvx512 && a.head_dim <= kMaxHeadDim &&
-                      detail::avx512_attention_head_dim_supported(a.head_dim);
-    if (!fast || a.n_kv == 0) {
+    const bool avx512 = ctx.isa >= Isa::kAvx512 && a.head_dim <= kMaxHeadDim &&
+                        detail::avx512_attention_head_dim_supported(a.head_dim);
+    const bool avx2 = ctx.isa == Isa::kAvx2 && a.head_dim <= kMaxHeadDim &&
+                      detail::avx2_attention_head_dim_supported(a.head_dim);
+    if (!(avx512 || avx2) || a.n_kv == 0) {
         run_ref_parallel(ctx, a);
         return;
     }
     const int group = a.n_head / a.n_head_kv;
     const std::vector<int64_t> n_vis = visible_counts(a);
+    const Fp32Kernels& kern = avx2 ? kAvx2Kernels : kAvx512Kernels;
     if (a.n_q * group <= detail::kAttnFewLanes) {
-        run_decode(ctx, a, n_vis);
+        run_decode(ctx, a, n_vis, kern);
         return;
     }
     if (ctx.isa == Isa::kAmx && a.n_q * group >= kAmxMinQueryVectors &&
@@ -393,15 +411,20 @@ void attention(const KernelContext& ctx, const AttentionArgs& a) {
             run_tiles_amx_chunked(ctx, a, n_vis, packed, chunk_keys);
             return;
         }
-        run_tiles(ctx, a, n_vis,
-                  [&packed, &a](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
-                      detail::attention_tile_amx(a, packed, t, j0, j1, st);
-                  });
+        run_tiles(
+            ctx, a, n_vis,
+            [&packed, &a](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
+                detail::attention_tile_amx(a, packed, t, j0, j1, st);
+            },
+            detail::attention_finalize_avx512);
         return;
     }
-    run_tiles(ctx, a, n_vis, [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
-        detail::attention_tile_avx512(a, t, j0, j1, st);
-    });
+    run_tiles(
+        ctx, a, n_vis,
+        [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
+            kern.tile(a, t, j0, j1, st);
+        },
+        kern.finalize);
 }
 
 void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a,

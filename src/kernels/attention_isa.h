@@ -1,5 +1,5 @@
 // Internal pieces of the tiled attention shared by the driver (attention.cpp) and the ISA
-// kernels (attention_avx512.cpp, attention_amx.cpp).
+// kernels (attention_avx2.cpp, attention_avx512.cpp, attention_amx.cpp).
 //
 // Layout: "queries in lanes". A tile is up to 16 query vectors that share one KV head: the
 // flattened (query row, head within the GQA group) pairs of that KV head, 16 at a time, so
@@ -7,7 +7,7 @@
 // are computed transposed, S^T[key][lane], which makes the online softmax purely vertical
 // (per-lane max and sum, no horizontal reductions).
 //
-// Tiles with few real lanes (decode) use "keys in lanes" instead (attention_lanes_avx512),
+// Tiles with few real lanes (decode) use "keys in lanes" instead (attention_lanes_avx512/avx2),
 // and a decode step runs the tiles of every KV head together, so that each K/V row is
 // streamed from memory once, whole and in order, for all query heads.
 #pragma once
@@ -60,6 +60,15 @@ void attention_lanes_avx512(const AttentionArgs& a, const AttnTile* tiles, int n
 
 // out = o / l for the tile's real lanes (zeros where no key was visible).
 void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
+
+// AVX2 + FMA + F16C counterparts of the AVX-512 fp32 kernels above (attention_avx2.cpp), same
+// contracts; a tile's 16 lanes are two 8-wide halves, keys in lanes takes 8 keys per vector.
+bool avx2_attention_head_dim_supported(int head_dim);
+void attention_tile_avx2(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
+                         AttnState& st);
+void attention_lanes_avx2(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,
+                          int64_t j_begin, int64_t j_end, AttnState* states);
+void attention_finalize_avx2(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
 
 // bf16 copies of K and V^T for one attention call, laid out for AMX tile loads.
 struct AmxPackedKv {

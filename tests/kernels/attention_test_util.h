@@ -1,0 +1,229 @@
+// Attention test problems shared by attention_test.cpp and attention_avx2_test.cpp: random
+// Q/K/V in every K/V layout (fp32 or f16, dense or indexed rows), with padded strides, and the
+// comparison of a fast path against the reference.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/cpu.h"
+#include "kernels/quant_blocks.h"
+
+namespace lazyllm::kernels::attention_testing {
+
+inline bool cpu_has(Isa isa) { return isa_supported(isa, detect_cpu_features()); }
+
+// How K/V are stored: element type, and dense rows [0, n_kv) or rows by index.
+struct Layout {
+    KvType type = KvType::kF32;
+    bool indexed = false;
+};
+
+inline const Layout kLayouts[] = {
+    {KvType::kF32, false}, {KvType::kF32, true}, {KvType::kF16, false}, {KvType::kF16, true}};
+
+inline std::string layout_name(const Layout& l) {
+    return std::string(l.type == KvType::kF16 ? "f16" : "f32") + (l.indexed ? "/indexed" : "");
+}
+
+// Owns the buffers of one attention problem. k/v hold the fp32 values (already rounded to
+// f16 when the layout is f16); k16/v16 their half bits.
+struct Problem {
+    std::vector<float> q, k, v, out;
+    std::vector<uint16_t> k16, v16;
+    std::vector<int32_t> q_pos, kv_pos, kv_row;
+    Layout layout;
+    AttentionArgs args;
+};
+
+// Points args at this Problem's own buffers (after a copy or an edit of k/v).
+inline void rebind(Problem& p) {
+    AttentionArgs& a = p.args;
+    const bool f16 = p.layout.type == KvType::kF16;
+    if (f16) {
+        p.k16.resize(p.k.size());
+        p.v16.resize(p.v.size());
+        for (size_t i = 0; i < p.k.size(); ++i) {
+            p.k16[i] = quant::fp32_to_fp16_scalar(p.k[i]);
+            p.v16[i] = quant::fp32_to_fp16_scalar(p.v[i]);
+        }
+    }
+    a.q = p.q.data();
+    a.q_pos = p.q_pos.data();
+    a.k = f16 ? static_cast<const void*>(p.k16.data()) : p.k.data();
+    a.v = f16 ? static_cast<const void*>(p.v16.data()) : p.v.data();
+    a.kv_type = p.layout.type;
+    a.kv_row = p.layout.indexed ? p.kv_row.data() : nullptr;
+    a.kv_pos = p.kv_pos.data();
+    a.out = p.out.data();
+}
+
+// Queries at q_pos, keys at kv_pos (sorted); strides padded to catch stride bugs. Indexed
+// layouts put key j at row kv_row[j] of a cache three times larger (sorted random rows, not
+// the positions, so that rows and positions cannot be mixed up); the other rows hold garbage.
+inline Problem make_problem(std::vector<int32_t> q_pos, std::vector<int32_t> kv_pos, int n_head,
+                            int n_head_kv, int head_dim, uint32_t seed, Layout layout = {}) {
+    Problem p;
+    p.layout = layout;
+    p.q_pos = std::move(q_pos);
+    p.kv_pos = std::move(kv_pos);
+    const int64_t n_q = static_cast<int64_t>(p.q_pos.size());
+    const int64_t n_kv = static_cast<int64_t>(p.kv_pos.size());
+    const int64_t q_stride = static_cast<int64_t>(n_head) * head_dim + 3;
+    const int64_t kv_stride = static_cast<int64_t>(n_head_kv) * head_dim + 5;
+    const int64_t out_stride = static_cast<int64_t>(n_head) * head_dim + 7;
+    std::mt19937 rng(seed);
+    const int64_t n_rows = layout.indexed ? 3 * n_kv + 1 : n_kv;
+    if (layout.indexed) {
+        p.kv_row.resize(n_rows);
+        std::iota(p.kv_row.begin(), p.kv_row.end(), 0);
+        std::shuffle(p.kv_row.begin(), p.kv_row.end(), rng);
+        p.kv_row.resize(n_kv);
+        std::sort(p.kv_row.begin(), p.kv_row.end());
+    }
+    // Uniform in [-1, 1) from a 32-bit LCG: cheap enough for caches of thousands of rows.
+    uint32_t state = seed * 2654435761u + 1;
+    auto fill = [&](std::vector<float>& x, int64_t n) {
+        x.resize(n);
+        for (float& e : x) {
+            state = state * 1664525u + 1013904223u;
+            e = static_cast<float>(static_cast<int32_t>(state)) * 0x1p-31f;
+        }
+    };
+    fill(p.q, n_q * q_stride);
+    fill(p.k, std::max<int64_t>(1, n_rows * kv_stride));
+    fill(p.v, std::max<int64_t>(1, n_rows * kv_stride));
+    // Scale queries up so that softmax rows are peaked, not near-uniform.
+    for (float& e : p.q) e *= 4.0f;
+    if (layout.type == KvType::kF16) {
+        for (float& e : p.k) e = quant::fp16_to_fp32_scalar(quant::fp32_to_fp16_scalar(e));
+        for (float& e : p.v) e = quant::fp16_to_fp32_scalar(quant::fp32_to_fp16_scalar(e));
+    }
+    p.out.assign(n_q * out_stride, -7.0f);
+    AttentionArgs& a = p.args;
+    a.n_q = n_q;
+    a.q_stride = q_stride;
+    a.n_kv = n_kv;
+    a.kv_stride = kv_stride;
+    a.n_head = n_head;
+    a.n_head_kv = n_head_kv;
+    a.head_dim = head_dim;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    a.out_stride = out_stride;
+    rebind(p);
+    return p;
+}
+
+// The same problem with K/V gathered into dense fp32 rows (the pre-index, pre-f16 form).
+inline Problem dense_f32(const Problem& src) {
+    Problem p = src;
+    p.layout = {};
+    if (src.layout.indexed) {
+        const int64_t stride = src.args.kv_stride;
+        p.k.assign(std::max<size_t>(1, src.kv_row.size() * stride), 0.0f);
+        p.v.assign(p.k.size(), 0.0f);
+        for (size_t j = 0; j < src.kv_row.size(); ++j) {
+            const int64_t r = src.kv_row[j];
+            std::copy_n(src.k.begin() + r * stride, stride, p.k.begin() + j * stride);
+            std::copy_n(src.v.begin() + r * stride, stride, p.v.begin() + j * stride);
+        }
+    }
+    rebind(p);
+    return p;
+}
+
+inline std::vector<int32_t> iota_pos(int32_t n) {
+    std::vector<int32_t> v(n);
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+}
+
+// Sorted random subset of [0, range) of the given size.
+inline std::vector<int32_t> random_subset(int32_t range, int32_t size, uint32_t seed) {
+    std::vector<int32_t> all = iota_pos(range);
+    std::mt19937 rng(seed);
+    std::shuffle(all.begin(), all.end(), rng);
+    all.resize(size);
+    std::sort(all.begin(), all.end());
+    return all;
+}
+
+// Runs ref once and the kernel of `isa` with each thread count; compares the head_dim outputs
+// of every (row, head).
+inline void check_against_ref(Problem p, Isa isa, std::initializer_list<int> thread_counts,
+                              float abs_tol, float mean_tol, const std::string& what_in) {
+    rebind(p);
+    Problem want = p;
+    rebind(want);
+    ref::attention(want.args);
+    for (int n_threads : thread_counts) {
+        const std::string what =
+            what_in + " [" + layout_name(p.layout) + ", " + std::to_string(n_threads) + " threads]";
+        std::fill(p.out.begin(), p.out.end(), -7.0f);
+        attention({isa, n_threads}, p.args);
+        const AttentionArgs& a = p.args;
+        double err_sum = 0.0;
+        int64_t count = 0;
+        for (int64_t i = 0; i < a.n_q; ++i) {
+            for (int64_t c = 0; c < a.out_stride; ++c) {
+                const float w = want.out[i * a.out_stride + c];
+                const float g = p.out[i * a.out_stride + c];
+                if (c >= static_cast<int64_t>(a.n_head) * a.head_dim) {
+                    ASSERT_EQ(g, -7.0f) << what << ": wrote into the row padding";
+                    continue;
+                }
+                ASSERT_NEAR(g, w, abs_tol) << what << " row " << i << " col " << c;
+                err_sum += std::fabs(g - w);
+                ++count;
+            }
+        }
+        EXPECT_LE(err_sum / std::max<int64_t>(1, count), mean_tol) << what;
+    }
+}
+
+inline constexpr float kFp32Tol = 2e-5f;  // outputs are convex combinations of values in [-1, 1]
+// bf16 inputs (Q, K, V, P rounded to 8 significant bits) with scores of magnitude ~5 in the
+// tests: a few parts in 1e3 per element, averaging out over the keys.
+inline constexpr float kBf16Tol = 3e-2f;
+inline constexpr float kBf16MeanTol = 3e-3f;
+
+struct Shape {
+    int n_head, n_head_kv, head_dim;
+};
+
+// GQA groups 1, 3, 4 and 3; head_dim 64, 128, 80.
+inline const Shape kShapes[] = {{4, 4, 64},  {9, 3, 64},  {8, 2, 64},
+                                {4, 1, 128}, {8, 2, 128}, {6, 2, 80}};
+
+inline std::string shape_name(const Shape& s) {
+    return std::to_string(s.n_head) + "/" + std::to_string(s.n_head_kv) + "x" +
+           std::to_string(s.head_dim);
+}
+
+// One problem per fast path, run on 4 threads: prefill tiles, decode, key split (4 tiles on 4
+// threads: keys split across threads, partial states merged), AMX key chunks (more keys than
+// one L2 chunk).
+inline std::vector<Problem> path_problems(uint32_t seed) {
+    std::vector<Problem> problems;
+    problems.push_back(make_problem(iota_pos(130), iota_pos(130), 6, 2, 64, seed));
+    problems.push_back(make_problem({1999}, iota_pos(2000), 6, 2, 64, seed + 1));
+    std::vector<int32_t> q_late = iota_pos(64);
+    for (int32_t& e : q_late) e += 3936;
+    problems.push_back(
+        make_problem(q_late, random_subset(4000, 2500, seed + 2), 1, 1, 64, seed + 3));
+    std::vector<int32_t> q_long(150);
+    std::iota(q_long.begin(), q_long.end(), 2450);
+    problems.push_back(make_problem(q_long, iota_pos(2600), 4, 1, 64, seed + 4));
+    return problems;
+}
+
+}  // namespace lazyllm::kernels::attention_testing
