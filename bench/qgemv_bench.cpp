@@ -1,4 +1,5 @@
-// Quantized GEMV (QuantLinear) against PackedLinear (oneDNN bf16 on AMX, and fp32) at
+// Quantized GEMV (QuantLinear: the best kernel set, and AVX2 forced) against PackedLinear
+// (oneDNN bf16 on AMX, and fp32: the decode path of AVX2 machines without QuantLinear) at
 // SmolLM2-135M's decode shapes: fused q|k|v 960x576, wo 576x576, fused gate|up 3072x576,
 // down 576x1536 (Q4_1 in the default GGUF) and the tied LM head 49152x576 (token_embd, Q8_0).
 //
@@ -88,9 +89,21 @@ size_t copies_for(const Args& a, size_t bytes) {
 // The LM head (49152 rows) is Q8_0 in the default model; every other shape Q4_1.
 GgmlType model_type(int64_t n_out) { return n_out == 49152 ? GgmlType::Q8_0 : GgmlType::Q4_1; }
 
-void BM_QuantLinear(benchmark::State& state) {
+// Which QuantLinear kernel set `ctx` gets (qgemv.cpp: kernel_set_for).
+const char* kernel_label(const KernelContext& ctx) {
+    if (!QuantLinear::has_fast_path(ctx)) return " ref";
+    const CpuFeatures f = detect_cpu_features();
+    return ctx.isa >= Isa::kAvx512 && isa_supported(Isa::kAvx512, f) && f.avx512vnni ? " vnni"
+                                                                                     : " avx2";
+}
+
+void run_quant(benchmark::State& state, Isa isa) {
     const Args a = args_of(state);
-    const KernelContext ctx{best_isa(detect_cpu_features()), a.threads};
+    if (!isa_supported(isa, detect_cpu_features())) {
+        state.SkipWithError("ISA not supported by this CPU");
+        return;
+    }
+    const KernelContext ctx{isa, a.threads};
     const GgmlType type = model_type(a.n_out);
     const auto blocks = random_blocks(type, a.n_out * a.n_in, 1);
     const QuantLinear::Part part{type, blocks.data(), a.n_out};
@@ -105,10 +118,13 @@ void BM_QuantLinear(benchmark::State& state) {
         if (c == 0) n_copies = copies_for(a, lin->weight_bytes());
         layers.push_back(std::move(lin).value());
     }
-    state.SetLabel(std::string(ggml_type_name(type)) +
-                   (layers[0].uses_fast_path() ? " vnni" : " ref"));
+    state.SetLabel(std::string(ggml_type_name(type)) + kernel_label(ctx));
     run_layers(state, a, layers, layers[0].weight_bytes());
 }
+
+void BM_QuantLinear(benchmark::State& state) { run_quant(state, best_isa(detect_cpu_features())); }
+// The AVX2 kernels, also on AVX-512 machines (which would pick VNNI).
+void BM_QuantLinearAvx2(benchmark::State& state) { run_quant(state, Isa::kAvx2); }
 
 void run_packed(benchmark::State& state, GemmPrecision precision) {
     const Args a = args_of(state);
@@ -133,21 +149,13 @@ void BM_PackedLinearF32(benchmark::State& state) { run_packed(state, GemmPrecisi
 
 constexpr int64_t kShapes[][2] = {{960, 576}, {576, 576}, {3072, 576}, {576, 1536}, {49152, 576}};
 
-// Decode rows m = 1..8 and beyond, to find where AMX overtakes the quantized GEMV.
+// Decode rows m = 1..8 and beyond, to find where AMX (or the fp32 GEMM, on AVX2) overtakes the
+// quantized GEMV.
 void decode_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t cold : {0, 1}) {
         for (const auto& s : kShapes) {
             for (int64_t m : {1, 2, 4, 8, 16, 32}) b->Args({m, s[0], s[1], 1, cold});
         }
-    }
-    b->ArgNames({"m", "n_out", "n_in", "threads", "cold"});
-    b->Unit(benchmark::kMicrosecond)->UseRealTime();
-}
-
-// fp32 only at m = 1 (the bandwidth floor it sets is 2x bf16's).
-void decode_shapes_m1(benchmark::internal::Benchmark* b) {
-    for (int64_t cold : {0, 1}) {
-        for (const auto& s : kShapes) b->Args({1, s[0], s[1], 1, cold});
     }
     b->ArgNames({"m", "n_out", "n_in", "threads", "cold"});
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
@@ -161,10 +169,13 @@ void two_threads(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_QuantLinear)->Apply(decode_shapes);
+BENCHMARK(BM_QuantLinearAvx2)->Apply(decode_shapes);
 BENCHMARK(BM_PackedLinearBf16)->Apply(decode_shapes);
-BENCHMARK(BM_PackedLinearF32)->Apply(decode_shapes_m1);
+BENCHMARK(BM_PackedLinearF32)->Apply(decode_shapes);
 BENCHMARK(BM_QuantLinear)->Apply(two_threads);
+BENCHMARK(BM_QuantLinearAvx2)->Apply(two_threads);
 BENCHMARK(BM_PackedLinearBf16)->Apply(two_threads);
+BENCHMARK(BM_PackedLinearF32)->Apply(two_threads);
 
 }  // namespace
 }  // namespace lazyllm::kernels

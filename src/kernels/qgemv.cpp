@@ -1,6 +1,6 @@
 // QuantLinear: validation, repacking GGML blocks into the interleaved layout of
-// qgemv_kernels.h, dispatch (AVX-512 VNNI or scalar reference, OpenMP over row groups), and the
-// scalar reference kernels themselves.
+// qgemv_kernels.h, dispatch (AVX-512 VNNI, AVX2 or scalar reference, OpenMP over row groups),
+// and the scalar reference kernels themselves.
 #include "kernels/qgemv.h"
 
 #include <omp.h>
@@ -150,6 +150,19 @@ void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
 // this finer); see forward().
 constexpr int64_t kMinWorkPerThread = 16 * 18;
 
+// The kernel set forward() runs, picked once per context: VNNI where the CPU has it and
+// ctx.isa allows AVX-512, else AVX2 (+ FMA + F16C), else the scalar reference.
+enum class KernelSet { kRef, kAvx2, kVnni };
+
+KernelSet kernel_set_for(const KernelContext& ctx) {
+    const CpuFeatures f = detect_cpu_features();
+    if (ctx.isa >= Isa::kAvx512 && isa_supported(Isa::kAvx512, f) && f.avx512vnni) {
+        return KernelSet::kVnni;
+    }
+    if (ctx.isa >= Isa::kAvx2 && isa_supported(Isa::kAvx2, f)) return KernelSet::kAvx2;
+    return KernelSet::kRef;
+}
+
 int resolve_threads(const KernelContext& ctx) {
     return ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads();
 }
@@ -176,7 +189,7 @@ struct QuantLinear::Impl {
     GgmlType type = GgmlType::Q8_0;
     int32_t offset = 0;
     int n_threads = 1;
-    bool fast = false;
+    KernelSet kernels = KernelSet::kRef;
 
     size_t storage_bytes() const { return w.group_bytes * static_cast<size_t>(w.n_groups); }
 
@@ -192,7 +205,7 @@ struct QuantLinear::Impl {
         Impl& im = *out.impl_;
         im.type = type;
         im.n_threads = resolve_threads(ctx);
-        im.fast = has_fast_path(ctx);
+        im.kernels = kernel_set_for(ctx);
         LAZYLLM_TRY(im.pack(n_out, n_in, spec, source));
         im.set_bias(bias);
         return out;
@@ -244,8 +257,7 @@ struct QuantLinear::Impl {
 };
 
 bool QuantLinear::has_fast_path(const KernelContext& ctx) {
-    const CpuFeatures f = detect_cpu_features();
-    return ctx.isa >= Isa::kAvx512 && isa_supported(Isa::kAvx512, f) && f.avx512vnni;
+    return kernel_set_for(ctx) != KernelSet::kRef;
 }
 
 bool QuantLinear::supports(GgmlType type) {
@@ -326,7 +338,7 @@ int64_t QuantLinear::n_in() const { return impl_ ? impl_->w.n_in : 0; }
 int64_t QuantLinear::n_out() const { return impl_ ? impl_->w.n_out : 0; }
 size_t QuantLinear::weight_bytes() const { return impl_ ? impl_->storage_bytes() : 0; }
 GgmlType QuantLinear::type() const { return impl_ ? impl_->type : GgmlType::Q8_0; }
-bool QuantLinear::uses_fast_path() const { return impl_ && impl_->fast; }
+bool QuantLinear::uses_fast_path() const { return impl_ && impl_->kernels != KernelSet::kRef; }
 
 void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
                           bool accumulate) const {
@@ -342,18 +354,30 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     const int64_t n_qblocks = m * w.n_blocks;
     const qgemv::ActivationBuffers buf{grow(s.q, m * w.n_in), grow(s.d, n_qblocks),
                                        grow(s.s, n_qblocks), grow(s.corr, n_qblocks)};
-    if (im.fast) {
-        qgemv::vnni::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
-    } else {
-        qgemv::ref::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
+    switch (im.kernels) {
+        case KernelSet::kVnni:
+            qgemv::vnni::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
+            break;
+        case KernelSet::kAvx2:
+            qgemv::avx2::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
+            break;
+        case KernelSet::kRef:
+            qgemv::ref::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
+            break;
     }
     const qgemv::Activations a{m, buf.q, buf.d, buf.s, buf.corr};
     const float* bias = im.bias.empty() ? nullptr : im.bias.data();
     const auto run = [&](int64_t g0, int64_t g1) {
-        if (im.fast) {
-            qgemv::vnni::gemv(w, a, m, g0, g1, bias, y, ldy, accumulate);
-        } else {
-            qgemv::ref::gemv(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        switch (im.kernels) {
+            case KernelSet::kVnni:
+                qgemv::vnni::gemv(w, a, m, g0, g1, bias, y, ldy, accumulate);
+                break;
+            case KernelSet::kAvx2:
+                qgemv::avx2::gemv(w, a, m, g0, g1, bias, y, ldy, accumulate);
+                break;
+            case KernelSet::kRef:
+                qgemv::ref::gemv(w, a, m, g0, g1, bias, y, ldy, accumulate);
+                break;
         }
     };
     // A fork/join costs about a microsecond; a thread is only woken for at least

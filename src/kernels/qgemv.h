@@ -12,8 +12,10 @@
 // the weight loop, so the weights are streamed once for up to 8 rows.
 //
 // The model never names the ISA: it passes a KernelContext. Without VNNI (or with
-// ctx.isa < kAvx512) forward() runs the scalar reference, correct but slow; has_fast_path()
-// tells the model whether QuantLinear beats PackedLinear on this machine.
+// ctx.isa < kAvx512) forward() runs AVX2 kernels on the same layout (vpmaddubsw with exact
+// int16 partial sums, qgemv_avx2.cpp), and without AVX2 (or with ctx.isa = kRef) the scalar
+// reference, correct but slow; has_fast_path() tells the model whether QuantLinear beats
+// PackedLinear on this machine.
 #pragma once
 
 #include <cstddef>
@@ -47,8 +49,10 @@ public:
     static Result<QuantLinear> create_from_f32(const KernelContext& ctx, const float* w,
                                                int64_t n_out, int64_t n_in,
                                                const float* bias = nullptr);
-    // True when forward() runs the AVX-512 VNNI kernels for this context (CPU has VNNI and
-    // ctx.isa >= kAvx512); otherwise it runs the scalar reference.
+    // True when forward() runs SIMD kernels for this context: AVX-512 VNNI (CPU has VNNI and
+    // ctx.isa >= kAvx512), else AVX2 (CPU has AVX2 + FMA + F16C and ctx.isa >= kAvx2); both
+    // measured faster than PackedLinear's GEMM for decode rows (bench/qgemv_bench.cpp).
+    // Otherwise forward() runs the scalar reference.
     static bool has_fast_path(const KernelContext& ctx);
     // Types create() takes directly: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0.
     static bool supports(GgmlType type);

@@ -1,6 +1,6 @@
 // Internal interface of QuantLinear (qgemv.h): the packed weight layout, the quantized
-// activations, and the two kernel sets that read them (scalar reference in qgemv.cpp,
-// AVX-512 VNNI in qgemv_vnni.cpp; the latter only after a run-time CPU check).
+// activations, and the kernel sets that read them (scalar reference in qgemv.cpp, AVX-512 VNNI
+// in qgemv_vnni.cpp, AVX2 in qgemv_avx2.cpp; the last two only after a run-time CPU check).
 //
 // Packed weights. Output rows are taken 16 at a time ("group"); a group's data is contiguous
 // and holds, for each of the n_blocks blocks of 32 inputs:
@@ -19,7 +19,7 @@
 //   d * d_x * (sum u * qx - offset * sum qx)  +  m * (d_x * sum qx)
 // where the int32 part is exact (|sum| < 2^24, so also exact in fp32).
 //
-// Float operations, identical in both kernel sets so their results are bit-identical:
+// Float operations, identical in every kernel set so their results are bit-identical:
 // per row and block, acc = fma(float(isum), d * d_x, acc), then for affine formats
 // acc = fma(m, s_x, acc) with s_x = d_x * float(sum qx); at the end
 // y = (acc + bias) + y_old (each term only when present).
@@ -97,5 +97,13 @@ void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t
 void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
           const float* bias, float* y, int64_t ldy, bool accumulate);
 }  // namespace vnni
+
+// AVX2 + FMA + F16C, for CPUs without AVX-512 VNNI: vpmaddubsw into exact int16 sums.
+namespace avx2 {
+void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
+                   const ActivationBuffers& out);
+void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+          const float* bias, float* y, int64_t ldy, bool accumulate);
+}  // namespace avx2
 
 }  // namespace lazyllm::kernels::qgemv

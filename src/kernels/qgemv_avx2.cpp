@@ -1,0 +1,303 @@
+// AVX2 kernels of QuantLinear (layout and float operations: qgemv_kernels.h), for CPUs with
+// AVX2 + FMA + F16C but no AVX-512 VNNI (Zen 2/3, Haswell..Skylake client). Entered only after
+// the run-time check in QuantLinear (qgemv.cpp).
+//
+// The packed layout is VNNI's: a 64-byte chunk holds 4 quants of each of 16 output rows (one
+// int32 lane per row). Here a chunk is two __m256i "halves" of 8 rows each, and vpdpbusd is
+// emulated with vpmaddubsw (u8 x s8 -> int16, adjacent pairs summed with signed saturation)
+// followed, once per block, by vpmaddwd against ones (int16 pairs -> int32 lane per row).
+//
+// Exactness: every int16 partial sum must stay within +-32767 (|qx| <= 127).
+//   4-bit quants (u <= 15): a pair is <= 2 * 15 * 127 = 3810 and a block adds 8 of them per
+//     int16 lane (4 chunks x low/high nibble): <= 30480.
+//   8-bit quants (Q5 u <= 31, Q8_0 u = q + 128 <= 255): u = 16 * hi + lo is split into its
+//     nibbles, each summed as above over the block's 8 chunks (<= 30480), and
+//     sum u * qx = 16 * sum hi * qx + sum lo * qx in int32. (Q8_0's u * qx alone would reach
+//     2 * 255 * 127 = 64770 per pair and saturate.)
+// So the int32 block sums equal the reference's, and the fp32 operations after them are the
+// same ones in the same order: the results are bit-identical.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/qgemv_kernels.h"
+
+namespace lazyllm::kernels::qgemv::avx2 {
+
+namespace {
+
+constexpr int kHalfRows = 8;    // output rows per __m256i of int32 lanes
+constexpr int kHalfBytes = 32;  // one half of a 64-byte chunk
+constexpr int kRowsPerPass = 4;
+
+// 4 int8 activations broadcast to the 8 int32 lanes.
+inline __m256i bcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return _mm256_set1_epi32(v);
+}
+
+// Software prefetch into L2, 4 KB ahead in the group's stream, as the VNNI kernels do (the
+// weights of a decode step come from L3 or DRAM).
+constexpr int64_t kPrefetchBytes = 4096;
+
+// One pass: H halves (8 output rows each, starting at half h0 of group g) x M activation rows
+// (r0 .. r0 + M - 1), over all blocks. The H halves share each activation broadcast and the M
+// rows share each weight load and nibble unpack.
+template <int kBits, bool kMin, int H, int M>
+void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0, const float* bias,
+          float* y, int64_t ldy, bool accumulate, bool prefetch) {
+    constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
+    constexpr int64_t kBlockBytes = kQs + (kMin ? 2 : 1) * kGroupRows * 2;
+    const int64_t nb = w.n_blocks;
+    // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
+    const int64_t m = a.m;
+    const int8_t* xq = a.q + r0 * kBlock;
+    const float* xd = a.d + r0;
+    const float* xs = a.s + r0;
+    const int32_t* xc = a.corr + r0;
+    const uint8_t* qs = w.group(g) + h0 * kHalfBytes;
+    const uint16_t* dw = w.scales(g) + h0 * kHalfRows;
+    const uint16_t* mw = w.mins(g) + h0 * kHalfRows;
+    const char* pf = reinterpret_cast<const char*>(w.group(g)) + kPrefetchBytes;
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    const __m256i ones = _mm256_set1_epi16(1);
+
+    __m256 acc[H][M];
+#pragma GCC unroll 2
+    for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+        for (int r = 0; r < M; ++r) acc[h][r] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+        if (prefetch) {
+#pragma GCC unroll 9
+            for (int64_t l = 0; l < kBlockBytes; l += kChunkBytes) {
+                _mm_prefetch(pf + b * kBlockBytes + l, _MM_HINT_T1);
+            }
+        }
+        const int8_t* xb = xq + b * m * kBlock;
+        // [H][M] int32 block sums, one lane per output row.
+        __m256i isum[H][M];
+        if constexpr (kBits == 4) {
+            __m256i s16[H][M];  // int16 pairs, <= 30480 (file comment)
+#pragma GCC unroll 2
+            for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+                for (int r = 0; r < M; ++r) s16[h][r] = _mm256_setzero_si256();
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 2
+                for (int h = 0; h < H; ++h) {
+                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(
+                        qs + b * kQs + c * kChunkBytes + h * kHalfBytes));
+                    const __m256i lo = _mm256_and_si256(v, nib);
+                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+#pragma GCC unroll 4
+                    for (int r = 0; r < M; ++r) {
+                        const int8_t* xr = xb + r * kBlock + 8 * c;
+                        s16[h][r] =
+                            _mm256_add_epi16(s16[h][r], _mm256_maddubs_epi16(lo, bcast4(xr)));
+                        s16[h][r] =
+                            _mm256_add_epi16(s16[h][r], _mm256_maddubs_epi16(hi, bcast4(xr + 4)));
+                    }
+                }
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < M; ++r) {
+                const __m256i c = _mm256_set1_epi32(xc[b * m + r]);
+#pragma GCC unroll 2
+                for (int h = 0; h < H; ++h) {
+                    isum[h][r] = _mm256_add_epi32(c, _mm256_madd_epi16(s16[h][r], ones));
+                }
+            }
+        } else {
+            __m256i s_lo[H][M], s_hi[H][M];  // int16 pairs of the low / high nibbles
+#pragma GCC unroll 2
+            for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+                for (int r = 0; r < M; ++r) s_lo[h][r] = s_hi[h][r] = _mm256_setzero_si256();
+            }
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; ++c) {
+#pragma GCC unroll 2
+                for (int h = 0; h < H; ++h) {
+                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(
+                        qs + b * kQs + c * kChunkBytes + h * kHalfBytes));
+                    const __m256i lo = _mm256_and_si256(v, nib);
+                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+#pragma GCC unroll 4
+                    for (int r = 0; r < M; ++r) {
+                        const __m256i x = bcast4(xb + r * kBlock + 4 * c);
+                        s_lo[h][r] = _mm256_add_epi16(s_lo[h][r], _mm256_maddubs_epi16(lo, x));
+                        s_hi[h][r] = _mm256_add_epi16(s_hi[h][r], _mm256_maddubs_epi16(hi, x));
+                    }
+                }
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < M; ++r) {
+                const __m256i c = _mm256_set1_epi32(xc[b * m + r]);
+#pragma GCC unroll 2
+                for (int h = 0; h < H; ++h) {
+                    const __m256i lo = _mm256_madd_epi16(s_lo[h][r], ones);
+                    const __m256i hi = _mm256_slli_epi32(_mm256_madd_epi16(s_hi[h][r], ones), 4);
+                    isum[h][r] = _mm256_add_epi32(_mm256_add_epi32(c, lo), hi);
+                }
+            }
+        }
+        // Float part, as the reference: acc = fma(float(isum), d * d_x, acc) (+ fma(m, s_x)).
+#pragma GCC unroll 2
+        for (int h = 0; h < H; ++h) {
+            const __m256 d = _mm256_cvtph_ps(_mm_load_si128(
+                reinterpret_cast<const __m128i*>(dw + b * kGroupRows + h * kHalfRows)));
+            __m256 mn = _mm256_setzero_ps();
+            if constexpr (kMin) {
+                mn = _mm256_cvtph_ps(_mm_load_si128(
+                    reinterpret_cast<const __m128i*>(mw + b * kGroupRows + h * kHalfRows)));
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < M; ++r) {
+                const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(xd[b * m + r]));
+                acc[h][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h][r]), dd, acc[h][r]);
+                if constexpr (kMin) {
+                    acc[h][r] = _mm256_fmadd_ps(mn, _mm256_set1_ps(xs[b * m + r]), acc[h][r]);
+                }
+            }
+        }
+    }
+
+    // y = (acc + bias) + y_old; ragged halves through a lane mask.
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma GCC unroll 2
+    for (int h = 0; h < H; ++h) {
+        const int64_t n0 = g * kGroupRows + (h0 + h) * kHalfRows;
+        const int64_t valid = std::min<int64_t>(kHalfRows, w.n_out - n0);
+        if (valid <= 0) continue;
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lane);
+        // The bias is padded to whole groups, so a full load is in bounds.
+        const __m256 bv = bias != nullptr ? _mm256_loadu_ps(bias + n0) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+        for (int r = 0; r < M; ++r) {
+            __m256 out = acc[h][r];
+            if (bias != nullptr) out = _mm256_add_ps(out, bv);
+            float* yp = y + (r0 + r) * ldy + n0;
+            if (valid == kHalfRows) {
+                if (accumulate) out = _mm256_add_ps(out, _mm256_loadu_ps(yp));
+                _mm256_storeu_ps(yp, out);
+            } else {
+                if (accumulate) out = _mm256_add_ps(out, _mm256_maskload_ps(yp, mask));
+                _mm256_maskstore_ps(yp, mask, out);
+            }
+        }
+    }
+}
+
+// Halves per pass for M rows: both halves of a group share the activation broadcasts where
+// the H x M accumulators (fp32, and int16 for 1 or 2 nibble sums) fit the 16 ymm registers.
+constexpr int halves_per_pass(int bits, int rows) {
+    return rows == 1 || (bits == 4 && rows == 2) ? 2 : 1;
+}
+
+template <int kBits, bool kMin, int M>
+void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, const float* bias,
+               float* y, int64_t ldy, bool accumulate) {
+    // The first pass over a group streams it from memory (prefetched); later row passes find
+    // it in L1 (a group is at most 48 blocks x 576 bytes here).
+    const bool prefetch = r0 == 0;
+    if constexpr (halves_per_pass(kBits, M) == 2) {
+        pass<kBits, kMin, 2, M>(w, g, 0, a, r0, bias, y, ldy, accumulate, prefetch);
+    } else {
+        pass<kBits, kMin, 1, M>(w, g, 0, a, r0, bias, y, ldy, accumulate, prefetch);
+        pass<kBits, kMin, 1, M>(w, g, 1, a, r0, bias, y, ldy, accumulate, false);
+    }
+}
+
+template <int kBits, bool kMin>
+void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+                 const float* bias, float* y, int64_t ldy, bool accumulate) {
+    for (int64_t g = g0; g < g1; ++g) {
+        for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
+            switch (std::min<int64_t>(kRowsPerPass, m - r0)) {
+                case 1:
+                    pass_rows<kBits, kMin, 1>(w, g, a, r0, bias, y, ldy, accumulate);
+                    break;
+                case 2:
+                    pass_rows<kBits, kMin, 2>(w, g, a, r0, bias, y, ldy, accumulate);
+                    break;
+                case 3:
+                    pass_rows<kBits, kMin, 3>(w, g, a, r0, bias, y, ldy, accumulate);
+                    break;
+                default:
+                    pass_rows<kBits, kMin, 4>(w, g, a, r0, bias, y, ldy, accumulate);
+                    break;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
+                   const ActivationBuffers& out) {
+    const int64_t nb = n_in / kBlock;
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    // packs_epi32 / packs_epi16 interleave the 128-bit lanes: dword k of the packed result
+    // holds elements 4 * perm[k] .. + 3; this puts them back in order.
+    const __m256i unshuffle = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t r = 0; r < m; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+            const float* xb = x + r * ldx + b * kBlock;
+            int8_t* qb = out.q + (b * m + r) * kBlock;
+            __m256 v[4];
+            for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(xb + 8 * k);
+            const __m256 mx = _mm256_max_ps(
+                _mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
+                _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+            const float amax = _mm_cvtss_f32(m4);
+            const float d = amax / 127.0f;
+            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            const __m256 vid = _mm256_set1_ps(id);
+            // vcvtps2dq rounds to nearest even (MXCSR default), as the reference's nearbyint.
+            __m256i q[4];
+            for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], vid));
+            // |q| <= 127: the saturating packs are exact.
+            const __m256i p =
+                _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(qb),
+                                _mm256_permutevar8x32_epi32(p, unshuffle));
+            const __m256i s8 =
+                _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+            const int32_t sum = _mm_cvtsi128_si32(s4);
+            out.d[b * m + r] = d;
+            out.s[b * m + r] = d * static_cast<float>(sum);
+            out.corr[b * m + r] = -offset * sum;
+        }
+    }
+}
+
+void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+          const float* bias, float* y, int64_t ldy, bool accumulate) {
+    if (w.bits == 4) {
+        if (w.has_min) {
+            gemv_format<4, true>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        } else {
+            gemv_format<4, false>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        }
+    } else {
+        if (w.has_min) {
+            gemv_format<8, true>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        } else {
+            gemv_format<8, false>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        }
+    }
+}
+
+}  // namespace lazyllm::kernels::qgemv::avx2
