@@ -1,6 +1,6 @@
 // Loading: validate every tensor's shape against the config, dequantize once to fp32, and pack
-// into the GEMM's layout (bf16 on AMX/AVX-512-BF16); on VNNI machines also keep each matrix in
-// 4/8-bit blocks (QuantLinear) for decode steps. The token embedding stays quantized in the
+// into the GEMM's layout (bf16 on AMX/AVX-512-BF16); where QuantLinear has a fast path (AVX-512
+// VNNI or AVX2) also keep each matrix in 4/8-bit blocks for decode steps. The token embedding stays quantized in the
 // mmap and is dequantized per looked-up row.
 #include "model/llama_model.h"
 
@@ -122,7 +122,8 @@ Status LlamaModel::load_weights() {
     };
 
     // The quantized decode copies need whole 32-blocks along every n_in (n_embd, n_embd_q, n_ff)
-    // and VNNI; without them (or on the exact fp32 path) decode uses the GEMM weights.
+    // and QuantLinear's fast path (AVX-512 VNNI or AVX2); without them (or on the exact fp32
+    // path) decode uses the GEMM weights.
     quantized_decode_ = opts_.quantized_decode && opts_.precision != kernels::GemmPrecision::kF32 &&
                         kernels::QuantLinear::has_fast_path(opts_.ctx) && E % 32 == 0 &&
                         Q % 32 == 0 && F % 32 == 0;

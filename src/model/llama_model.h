@@ -27,7 +27,8 @@ struct ModelLoadOptions {
     kernels::KernelContext ctx;
     kernels::GemmPrecision precision = kernels::GemmPrecision::kAuto;
     // Decode steps (few rows) through QuantLinear: integer dot products on the GGUF's own 4/8-bit
-    // blocks, where the CPU has AVX-512 VNNI. Never on the fp32 path, which stays exact.
+    // blocks, where the CPU has AVX-512 VNNI or AVX2. Never with --precision f32, which stays
+    // exact (auto on a CPU without bf16 GEMMs: fp32 prefill GEMMs, quantized decode).
     bool quantized_decode = true;
 };
 

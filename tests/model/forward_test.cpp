@@ -151,6 +151,17 @@ TEST(ForwardTest, Q41QuantizedDecodeCloseToReference) {
                              GgmlType::Q4_1},
                             5e-2);
 }
+// The same where the CPU has QuantLinear's fast path but no bf16 GEMM (AVX2, no AVX-512): the
+// default precision runs the fp32 GEMMs in prefill and QuantLinear in decode and the LM head.
+TEST(ForwardTest, Q41AutoPrecisionWithoutBf16CloseToReference) {
+    if (testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "covered by the bf16 case on this CPU";
+    kernels::KernelContext ctx;
+    ctx.isa = kernels::isa_from_env().value();
+    if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no QuantLinear fast path";
+    check_against_reference({"llama", false, kernels::GemmPrecision::kAuto, 4, 2, std::nullopt,
+                             GgmlType::Q4_1},
+                            5e-2);
+}
 
 // A key set given by row index (a pruned step reads S straight from the cache) that happens to
 // be the whole prefix gives bit for bit the prefix run, for both cache types and for prefill

@@ -13,8 +13,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
     app.add_option("--precision", f.precision, "GEMM precision: auto (bf16 on AMX/AVX-512-BF16), f32, bf16")
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
     app.add_option("--decode-weights", f.decode,
-                   "Weights of decode steps: quant (the GGUF's 4/8-bit blocks, AVX-512 VNNI; "
-                   "the default where the CPU has it) or gemm (the prefill GEMM's weights)")
+                   "Weights of decode steps: quant (the GGUF's 4/8-bit blocks, integer dot "
+                   "products on AVX-512 VNNI or AVX2; the default where the CPU has either) or "
+                   "gemm (the prefill GEMM's weights)")
         ->check(CLI::IsMember({"quant", "gemm"}));
 }
 
