@@ -323,11 +323,12 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     }
 }
 
-void LlamaModel::logits(const float* h_row, float* out, ForwardScratch& s, Profile* prof) const {
+void LlamaModel::logits(const float* h_row, int64_t step_rows, float* out, ForwardScratch& s,
+                        Profile* prof) const {
     OpTimer t(prof, OpKind::kLmHead, 2.0 * config_.n_embd * config_.n_vocab);
     float* x = grow(s.logits_row, config_.n_embd);
     kernels::rms_norm(opts_.ctx, h_row, output_norm_.data(), x, 1, config_.n_embd, config_.rms_eps);
-    if (quantized_decode_) {
+    if (quantized_decode_ && step_rows <= kQuantMaxRows) {
         lm_head_q_.forward(x, 1, out);
     } else {
         lm_head_.forward(x, 1, out);

@@ -132,8 +132,12 @@ public:
     // Runs layers on the rows of `run`, writing KV[il][pos] for every live row.
     void forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch& s,
                         Profile* prof = nullptr) const;
-    // Final RMSNorm and LM head of one hidden row: logits [n_vocab].
-    void logits(const float* h_row, float* out, ForwardScratch& s, Profile* prof = nullptr) const;
+    // Final RMSNorm and LM head of one hidden row: logits [n_vocab]. `step_rows`: the tokens
+    // of the step this row ends. Decode-sized steps (at most kQuantMaxRows) take the QuantLinear
+    // copy where quantized_decode(), as their layers do; a prefill takes the prefill weights,
+    // as its layers did, so its first token does not carry int8 activation rounding.
+    void logits(const float* h_row, int64_t step_rows, float* out, ForwardScratch& s,
+                Profile* prof = nullptr) const;
 
 private:
     LlamaModel() = default;

@@ -388,7 +388,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
         start = end;
     }
     LAZYLLM_CHECK(!live_.empty() && live_.back() == n_total - 1);
-    model_->logits(h_.data() + (live_.size() - 1) * E, logits, scratch_, prof);
+    model_->logits(h_.data() + (live_.size() - 1) * E, m, logits, scratch_, prof);
     if (!aux_valid_.empty()) {
         for (int64_t t = 0; t < n_total; ++t) {
             const bool mid = depth_[t] > 0 && depth_[t] < L && !excluded_[t];
