@@ -149,9 +149,103 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
     auto protected_pos = [&](int32_t p) {
         return p == n_total - 1 || p < sch.keep_first;
     };
+    // The boundary at `layer`, inside layer - 1: its K/V are stored for every live row (qkv:
+    // their q|k|v there, [|live|, qkv_stride]) and scores_ holds the last token's scores over
+    // S_. New live set: tokens of the kept S at depth `layer` (live ones carry on, others are
+    // revived from Aux); live tokens cut here park their state in Aux (lazy). Returns the rows
+    // that finish layer - 1: h_next_ and q_next_, swapped into h_ and live_ with S_ = kept.
+    const int64_t Q = c.n_embd_q();
+    auto cross_boundary = [&](const Boundary& bd, int layer, const float* qkv,
+                              int64_t qkv_stride) -> TailRows {
+        std::vector<int32_t> kept;
+        {
+            Timer tsel;
+            if (bd.mode == BoundaryMode::kSelect) {
+                kept = select_at_boundary(S_, scores_, bd.keep, n_total);
+            } else if (bd.mode == BoundaryMode::kExclude) {
+                for (int32_t t : S_) {
+                    if (!excluded_[t]) kept.push_back(t);
+                }
+            } else {
+                kept = S_;
+            }
+            if (prof) prof->add(OpKind::kPrune, tsel.elapsed_ns());
+        }
+        if (policy == prune::Policy::kStatic && prefill) {
+            size_t k = 0;
+            for (int32_t t : S_) {
+                if (k < kept.size() && kept[k] == t) {
+                    ++k;
+                } else {
+                    excluded_[t] = 1;
+                }
+            }
+        }
+        next_live_.clear();
+        h_next_.resize(0);
+        q_next_.resize(0);
+        const int64_t revived_before = st.revived;
+        const size_t row = static_cast<size_t>(E) * sizeof(float);
+        const size_t q_row = static_cast<size_t>(Q) * sizeof(float);
+        auto take_row = [&](const float* h, const float* q) {
+            const size_t n_rows = next_live_.size();
+            h_next_.resize((n_rows + 1) * static_cast<size_t>(E));
+            q_next_.resize((n_rows + 1) * static_cast<size_t>(Q));
+            std::memcpy(h_next_.data() + n_rows * E, h, row);
+            std::memcpy(q_next_.data() + n_rows * Q, q, q_row);
+        };
+        auto park = [&](size_t li) {  // live row li is cut here
+            if (policy != prune::Policy::kLazy) return;
+            const auto t = static_cast<size_t>(live_[li]);
+            std::memcpy(aux_.data() + t * E, h_.data() + li * E, row);
+            std::memcpy(aux_q_.data() + t * Q, qkv + static_cast<int64_t>(li) * qkv_stride, q_row);
+            if (!aux_valid_.empty()) aux_valid_[t] = 1;
+        };
+        size_t li = 0;
+        for (int32_t t : kept) {
+            while (li < live_.size() && live_[li] < t) park(li++);
+            if (li < live_.size() && live_[li] == t) {
+                take_row(h_.data() + li * E, qkv + static_cast<int64_t>(li) * qkv_stride);
+                next_live_.push_back(t);
+                ++li;
+            } else if (depth_[t] == layer) {
+                LAZYLLM_CHECK_MSG(policy == prune::Policy::kLazy, "revival outside lazy policy");
+                if (!aux_valid_.empty()) {
+                    LAZYLLM_CHECK_MSG(aux_valid_[t], "revived token has no Aux slot");
+                    aux_valid_[t] = 0;
+                }
+                take_row(aux_.data() + static_cast<size_t>(t) * E,
+                         aux_q_.data() + static_cast<size_t>(t) * Q);
+                next_live_.push_back(t);
+                ++st.revived;
+            }
+        }
+        while (li < live_.size()) park(li++);
+        if (opts_.on_boundary) {
+            BoundaryTrace tr;
+            tr.step = n_steps_;
+            tr.layer = layer;
+            tr.S = S_;
+            if (bd.mode == BoundaryMode::kSelect) {
+                tr.scores.assign(scores_.begin(), scores_.begin() + static_cast<int64_t>(S_.size()));
+            }
+            tr.kept = kept;
+            tr.live = next_live_;
+            tr.revived = st.revived - revived_before;
+            opts_.on_boundary(tr);
+        }
+        // The buffers left behind stay as they are until the next boundary: the forward
+        // still reads them for the rest of this layer (its keys are S_prev_).
+        S_prev_.swap(S_);
+        S_.swap(kept);
+        live_.swap(next_live_);
+        h_.swap(h_next_);
+        return TailRows{h_.data(), q_next_.data(), Q, live_.data(),
+                        static_cast<int64_t>(live_.size())};
+    };
+
     // Runs layers [start, end) on live_, keys S_. With a boundary `bd` at `end`, the cut
     // (cross_boundary) happens inside layer end-1 and leaves S_, live_ and h_ at the next stage.
-    std::function<TailRows(const Boundary&, int, const float*, int64_t)> cross_boundary;
     auto run_stage = [&](int start, int end, float* scores, const Boundary* bd) {
         // Every live row stores its K/V at layers [start, end), cut or not.
         for (int32_t t : live_) {
@@ -281,101 +375,6 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
                               sch.keep.front()});
             break;
     }
-
-    // The boundary at `layer`, inside layer - 1: its K/V are stored for every live row (qkv:
-    // their q|k|v there, [|live|, qkv_stride]) and scores_ holds the last token's scores over
-    // S_. New live set: tokens of the kept S at depth `layer` (live ones carry on, others are
-    // revived from Aux); live tokens cut here park their state in Aux (lazy). Returns the rows
-    // that finish layer - 1: h_next_ and q_next_, swapped into h_ and live_ with S_ = kept.
-    const int64_t Q = c.n_embd_q();
-    cross_boundary = [&](const Boundary& bd, int layer, const float* qkv,
-                         int64_t qkv_stride) -> TailRows {
-        std::vector<int32_t> kept;
-        {
-            Timer tsel;
-            if (bd.mode == BoundaryMode::kSelect) {
-                kept = select_at_boundary(S_, scores_, bd.keep, n_total);
-            } else if (bd.mode == BoundaryMode::kExclude) {
-                for (int32_t t : S_) {
-                    if (!excluded_[t]) kept.push_back(t);
-                }
-            } else {
-                kept = S_;
-            }
-            if (prof) prof->add(OpKind::kPrune, tsel.elapsed_ns());
-        }
-        if (policy == prune::Policy::kStatic && prefill) {
-            size_t k = 0;
-            for (int32_t t : S_) {
-                if (k < kept.size() && kept[k] == t) {
-                    ++k;
-                } else {
-                    excluded_[t] = 1;
-                }
-            }
-        }
-        next_live_.clear();
-        h_next_.resize(0);
-        q_next_.resize(0);
-        const int64_t revived_before = st.revived;
-        const size_t row = static_cast<size_t>(E) * sizeof(float);
-        const size_t q_row = static_cast<size_t>(Q) * sizeof(float);
-        auto take_row = [&](const float* h, const float* q) {
-            const size_t n_rows = next_live_.size();
-            h_next_.resize((n_rows + 1) * static_cast<size_t>(E));
-            q_next_.resize((n_rows + 1) * static_cast<size_t>(Q));
-            std::memcpy(h_next_.data() + n_rows * E, h, row);
-            std::memcpy(q_next_.data() + n_rows * Q, q, q_row);
-        };
-        auto park = [&](size_t li) {  // live row li is cut here
-            if (policy != prune::Policy::kLazy) return;
-            const auto t = static_cast<size_t>(live_[li]);
-            std::memcpy(aux_.data() + t * E, h_.data() + li * E, row);
-            std::memcpy(aux_q_.data() + t * Q, qkv + static_cast<int64_t>(li) * qkv_stride, q_row);
-            if (!aux_valid_.empty()) aux_valid_[t] = 1;
-        };
-        size_t li = 0;
-        for (int32_t t : kept) {
-            while (li < live_.size() && live_[li] < t) park(li++);
-            if (li < live_.size() && live_[li] == t) {
-                take_row(h_.data() + li * E, qkv + static_cast<int64_t>(li) * qkv_stride);
-                next_live_.push_back(t);
-                ++li;
-            } else if (depth_[t] == layer) {
-                LAZYLLM_CHECK_MSG(policy == prune::Policy::kLazy, "revival outside lazy policy");
-                if (!aux_valid_.empty()) {
-                    LAZYLLM_CHECK_MSG(aux_valid_[t], "revived token has no Aux slot");
-                    aux_valid_[t] = 0;
-                }
-                take_row(aux_.data() + static_cast<size_t>(t) * E,
-                         aux_q_.data() + static_cast<size_t>(t) * Q);
-                next_live_.push_back(t);
-                ++st.revived;
-            }
-        }
-        while (li < live_.size()) park(li++);
-        if (opts_.on_boundary) {
-            BoundaryTrace tr;
-            tr.step = n_steps_;
-            tr.layer = layer;
-            tr.S = S_;
-            if (bd.mode == BoundaryMode::kSelect) {
-                tr.scores.assign(scores_.begin(), scores_.begin() + static_cast<int64_t>(S_.size()));
-            }
-            tr.kept = kept;
-            tr.live = next_live_;
-            tr.revived = st.revived - revived_before;
-            opts_.on_boundary(tr);
-        }
-        // The buffers left behind stay as they are until the next boundary: the forward
-        // still reads them for the rest of this layer (its keys are S_prev_).
-        S_prev_.swap(S_);
-        S_.swap(kept);
-        live_.swap(next_live_);
-        h_.swap(h_next_);
-        return TailRows{h_.data(), q_next_.data(), Q, live_.data(),
-                        static_cast<int64_t>(live_.size())};
-    };
 
     int start = 0;
     for (size_t s = 0; s <= bounds.size(); ++s) {
