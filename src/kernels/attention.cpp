@@ -380,17 +380,15 @@ int64_t amx_chunk_keys(int head_dim) {
 void attention(const KernelContext& ctx, const AttentionArgs& a) {
     validate(a);
     if (a.n_q == 0) return;
-    const bool avx512 = ctx.isa >= Isa::kAvx512 && a.head_dim <= kMaxHeadDim &&
-                        detail::avx512_attention_head_dim_supported(a.head_dim);
-    const bool avx2 = ctx.isa == Isa::kAvx2 && a.head_dim <= kMaxHeadDim &&
-                      detail::avx2_attention_head_dim_supported(a.head_dim);
-    if (!(avx512 || avx2) || a.n_kv == 0) {
+    const bool fast = ctx.isa >= Isa::kAvx2 && a.head_dim <= kMaxHeadDim &&
+                      detail::fp32_attention_head_dim_supported(a.head_dim);
+    if (!fast || a.n_kv == 0) {
         run_ref_parallel(ctx, a);
         return;
     }
     const int group = a.n_head / a.n_head_kv;
     const std::vector<int64_t> n_vis = visible_counts(a);
-    const Fp32Kernels& kern = avx2 ? kAvx2Kernels : kAvx512Kernels;
+    const Fp32Kernels& kern = ctx.isa >= Isa::kAvx512 ? kAvx512Kernels : kAvx2Kernels;
     if (a.n_q * group <= detail::kAttnFewLanes) {
         run_decode(ctx, a, n_vis, kern);
         return;

@@ -334,43 +334,15 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
 template <typename T>
 void tile_dispatch(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
                    AttnState& st) {
-    switch (a.head_dim) {
-        case 32:
-            return tile_kernel<32, T>(a, t, j_begin, j_end, st);
-        case 64:
-            return tile_kernel<64, T>(a, t, j_begin, j_end, st);
-        case 80:
-            return tile_kernel<80, T>(a, t, j_begin, j_end, st);
-        case 96:
-            return tile_kernel<96, T>(a, t, j_begin, j_end, st);
-        case 128:
-            return tile_kernel<128, T>(a, t, j_begin, j_end, st);
-        case 256:
-            return tile_kernel<256, T>(a, t, j_begin, j_end, st);
-        default:
-            __builtin_trap();  // the driver checks avx512_attention_head_dim_supported
-    }
+    with_head_dim(a.head_dim, [&]<int D>() { tile_kernel<D, T>(a, t, j_begin, j_end, st); });
 }
 
 template <typename T>
 void lanes_dispatch(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, int64_t j_begin,
                     int64_t j_end, AttnState* states) {
-    switch (a.head_dim) {
-        case 32:
-            return lanes_kernel<32, T>(a, tiles, n_tiles, j_begin, j_end, states);
-        case 64:
-            return lanes_kernel<64, T>(a, tiles, n_tiles, j_begin, j_end, states);
-        case 80:
-            return lanes_kernel<80, T>(a, tiles, n_tiles, j_begin, j_end, states);
-        case 96:
-            return lanes_kernel<96, T>(a, tiles, n_tiles, j_begin, j_end, states);
-        case 128:
-            return lanes_kernel<128, T>(a, tiles, n_tiles, j_begin, j_end, states);
-        case 256:
-            return lanes_kernel<256, T>(a, tiles, n_tiles, j_begin, j_end, states);
-        default:
-            __builtin_trap();  // the driver checks avx512_attention_head_dim_supported
-    }
+    with_head_dim(a.head_dim, [&]<int D>() {
+        lanes_kernel<D, T>(a, tiles, n_tiles, j_begin, j_end, states);
+    });
 }
 
 template <typename T>
@@ -416,20 +388,6 @@ void head_probs(const AttentionArgs& a, const float* q_head, int kv_head, int64_
 }
 
 }  // namespace
-
-bool avx512_attention_head_dim_supported(int head_dim) {
-    switch (head_dim) {
-        case 32:
-        case 64:
-        case 80:
-        case 96:
-        case 128:
-        case 256:
-            return true;
-        default:
-            return false;
-    }
-}
 
 void attention_tile_avx512(const AttentionArgs& a, const AttnTile& t, int64_t j_begin,
                            int64_t j_end, AttnState& st) {

@@ -45,8 +45,33 @@ struct AttnState {
     alignas(64) float l[kAttnLanes];
 };
 
-// head_dim values the AVX-512 tile kernel is instantiated for (others use the reference).
-bool avx512_attention_head_dim_supported(int head_dim);
+// head_dim values the fp32 kernels (AVX-512, AVX2) are instantiated for; others use the
+// reference.
+constexpr bool fp32_attention_head_dim_supported(int head_dim) {
+    return head_dim == 32 || head_dim == 64 || head_dim == 80 || head_dim == 96 ||
+           head_dim == 128 || head_dim == 256;
+}
+// Calls f.template operator()<D>() with D == head_dim, one of the values above (the driver
+// checks; anything else traps). For the ISA files' per-head_dim instantiations.
+template <typename F>
+inline void with_head_dim(int head_dim, F&& f) {
+    switch (head_dim) {
+        case 32:
+            return f.template operator()<32>();
+        case 64:
+            return f.template operator()<64>();
+        case 80:
+            return f.template operator()<80>();
+        case 96:
+            return f.template operator()<96>();
+        case 128:
+            return f.template operator()<128>();
+        case 256:
+            return f.template operator()<256>();
+        default:
+            __builtin_trap();
+    }
+}
 // Tiles with at most this many real lanes run keys in lanes.
 constexpr int kAttnFewLanes = 6;
 // Keys [j_begin, j_end) of `a` for the tile; j_end <= t.n_vis_max. Initializes `st`.
@@ -63,7 +88,6 @@ void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const 
 
 // AVX2 + FMA + F16C counterparts of the AVX-512 fp32 kernels above (attention_avx2.cpp), same
 // contracts; a tile's 16 lanes are two 8-wide halves, keys in lanes takes 8 keys per vector.
-bool avx2_attention_head_dim_supported(int head_dim);
 void attention_tile_avx2(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
                          AttnState& st);
 void attention_lanes_avx2(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,

@@ -285,19 +285,9 @@ void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t
 
 void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
           const float* bias, float* y, int64_t ldy, bool accumulate) {
-    if (w.bits == 4) {
-        if (w.has_min) {
-            gemv_format<4, true>(w, a, m, g0, g1, bias, y, ldy, accumulate);
-        } else {
-            gemv_format<4, false>(w, a, m, g0, g1, bias, y, ldy, accumulate);
-        }
-    } else {
-        if (w.has_min) {
-            gemv_format<8, true>(w, a, m, g0, g1, bias, y, ldy, accumulate);
-        } else {
-            gemv_format<8, false>(w, a, m, g0, g1, bias, y, ldy, accumulate);
-        }
-    }
+    with_format(w, [&]<int kBits, bool kHasMin>() {
+        gemv_format<kBits, kHasMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+    });
 }
 
 }  // namespace lazyllm::kernels::qgemv::avx2

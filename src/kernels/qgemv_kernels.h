@@ -80,6 +80,17 @@ struct ActivationBuffers {
     int32_t* corr;
 };
 
+// Calls f.template operator()<kBits, kHasMin>() for the weights' format: the kernel sets'
+// per-format instantiations.
+template <typename F>
+inline void with_format(const Weights& w, F&& f) {
+    if (w.bits == 4) {
+        w.has_min ? f.template operator()<4, true>() : f.template operator()<4, false>();
+    } else {
+        w.has_min ? f.template operator()<8, true>() : f.template operator()<8, false>();
+    }
+}
+
 namespace ref {
 // x: [m, n_in] with leading dimension ldx; n_in a multiple of 32. Writes the layout of
 // Activations; q rounds x / d to nearest even (the default rounding mode, as vcvtps2dq).
