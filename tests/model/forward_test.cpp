@@ -353,23 +353,33 @@ TEST(ForwardTest, LastRowOutComputesOnlyTheLastRow) {
 // a run over all rows; the others stay at the layer's input. Rows that stopped there (their
 // input and query saved by the cut, as the Aux slots do) finish it later in a call over fewer
 // rows than the cut returns (a decode step reviving them): the path and buffers are chosen
-// again for the larger count.
+// again for the larger count (with the default precision where QuantLinear has a fast path,
+// from the quantized weights to the GEMMs).
 TEST(ForwardTest, CutRunsTheRestOfTheLayerOnTheRowsItReturns) {
     std::vector<kernels::GemmPrecision> precisions = {kernels::GemmPrecision::kF32};
     if (testing::cpu_has_bf16_gemm()) precisions.push_back(kernels::GemmPrecision::kBf16);
+    kernels::KernelContext ctx;
+    ctx.isa = kernels::isa_from_env().value();
+    if (kernels::QuantLinear::has_fast_path(ctx)) precisions.push_back(kernels::GemmPrecision::kAuto);
     for (const kernels::GemmPrecision precision : precisions) {
-        const bool bf16 = precision == kernels::GemmPrecision::kBf16;
         testing::TinyModelSpec spec;
         spec.n_layer = 3;
         spec.n_ctx = 512;
-        auto model = load(spec, temp_path(std::string("cut_") + (bf16 ? "bf16" : "f32")), precision);
+        const std::string name = precision == kernels::GemmPrecision::kAuto   ? "auto"
+                                 : precision == kernels::GemmPrecision::kBf16 ? "bf16"
+                                                                              : "f32";
+        auto model = load(spec, temp_path("cut_" + name), precision);
         ASSERT_NE(model, nullptr);
+        const bool bf16 = model->gemm_bf16();
+        if (precision == kernels::GemmPrecision::kAuto) {
+            ASSERT_TRUE(model->quantized_decode());
+        }
         const ModelConfig& cfg = model->config();
         const int64_t E = cfg.n_embd, Q = cfg.n_embd_q();
         const kernels::KvType type = kv_type_for_gemm(model->gemm_bf16());
         const float tol = bf16 ? 2e-2f : 1e-4f;  // another row count, another rounding only
         for (const int n : {23, 300}) {
-            const std::string what = std::string(bf16 ? "bf16" : "f32") + " n=" + std::to_string(n);
+            const std::string what = name + " n=" + std::to_string(n);
             const auto ids = random_ids(n, cfg.n_vocab, 13);
             std::vector<int32_t> pos(n);
             std::iota(pos.begin(), pos.end(), 0);
