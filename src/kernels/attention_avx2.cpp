@@ -355,40 +355,22 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
     }
 }
 
-template <typename T>
-void tile_dispatch(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
-                   AttnState& st) {
-    with_head_dim(a.head_dim, [&]<int D>() { tile_kernel<D, T>(a, t, j_begin, j_end, st); });
-}
-
-template <typename T>
-void lanes_dispatch(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, int64_t j_begin,
-                    int64_t j_end, AttnState* states) {
-    with_head_dim(a.head_dim, [&]<int D>() {
-        lanes_kernel<D, T>(a, tiles, n_tiles, j_begin, j_end, states);
-    });
-}
-
 }  // namespace
 
 void attention_tile_avx2(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
                          AttnState& st) {
     if (t.n_lanes <= kAttnFewLanes) {
         attention_lanes_avx2(a, &t, 1, j_begin, j_end, &st);
-    } else if (a.kv_type == KvType::kF16) {
-        tile_dispatch<uint16_t>(a, t, j_begin, j_end, st);
-    } else {
-        tile_dispatch<float>(a, t, j_begin, j_end, st);
+        return;
     }
+    with_kernel_types(a, [&]<int D, typename T>() { tile_kernel<D, T>(a, t, j_begin, j_end, st); });
 }
 
 void attention_lanes_avx2(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,
                           int64_t j_begin, int64_t j_end, AttnState* states) {
-    if (a.kv_type == KvType::kF16) {
-        lanes_dispatch<uint16_t>(a, tiles, n_tiles, j_begin, j_end, states);
-    } else {
-        lanes_dispatch<float>(a, tiles, n_tiles, j_begin, j_end, states);
-    }
+    with_kernel_types(a, [&]<int D, typename T>() {
+        lanes_kernel<D, T>(a, tiles, n_tiles, j_begin, j_end, states);
+    });
 }
 
 // O(head_dim * 16) per tile against O(head_dim * 16 * keys) for the kernels: a plain strided

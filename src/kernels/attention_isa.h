@@ -51,23 +51,31 @@ constexpr bool fp32_attention_head_dim_supported(int head_dim) {
     return head_dim == 32 || head_dim == 64 || head_dim == 80 || head_dim == 96 ||
            head_dim == 128 || head_dim == 256;
 }
-// Calls f.template operator()<D>() with D == head_dim, one of the values above (the driver
-// checks; anything else traps). For the ISA files' per-head_dim instantiations.
+// Calls f.template operator()<D, T>() with D == a.head_dim, one of the values above (the
+// driver checks; anything else traps), and T the K/V element type (float, or uint16_t for half
+// bits): the ISA files' per-shape instantiations.
 template <typename F>
-inline void with_head_dim(int head_dim, F&& f) {
-    switch (head_dim) {
+inline void with_kernel_types(const AttentionArgs& a, F&& f) {
+    auto with_t = [&]<int D>() {
+        if (a.kv_type == KvType::kF16) {
+            f.template operator()<D, uint16_t>();
+        } else {
+            f.template operator()<D, float>();
+        }
+    };
+    switch (a.head_dim) {
         case 32:
-            return f.template operator()<32>();
+            return with_t.template operator()<32>();
         case 64:
-            return f.template operator()<64>();
+            return with_t.template operator()<64>();
         case 80:
-            return f.template operator()<80>();
+            return with_t.template operator()<80>();
         case 96:
-            return f.template operator()<96>();
+            return with_t.template operator()<96>();
         case 128:
-            return f.template operator()<128>();
+            return with_t.template operator()<128>();
         case 256:
-            return f.template operator()<256>();
+            return with_t.template operator()<256>();
         default:
             __builtin_trap();
     }
