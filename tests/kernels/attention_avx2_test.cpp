@@ -58,50 +58,17 @@ TEST(AttentionAvx2, OtherHeadDims) {
 
 TEST(AttentionAvx2, SparseKeysArbitraryQueries) {
     SKIP_WITHOUT_AVX2();
-    for (const Layout& l : kLayouts) {
-        for (const Shape& s : kShapes) {
-            for (uint32_t seed : {1u, 2u}) {
-                // A pruned step: 211 of 1000 positions kept; queries anywhere, unsorted, one
-                // before the first key (zero output).
-                std::vector<int32_t> kv = random_subset(1000, 211, seed);
-                std::vector<int32_t> q = random_subset(1000, 37, seed + 10);
-                std::shuffle(q.begin(), q.end(), std::mt19937(seed));
-                q.push_back(kv.front() > 0 ? kv.front() - 1 : 0);
-                check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, seed, l),
-                                  Isa::kAvx2, {1, 2}, kFp32Tol, kFp32Tol,
-                                  "sparse seed " + std::to_string(seed) + " " + shape_name(s));
-            }
-        }
-    }
+    check_sparse_keys(Isa::kAvx2, {1, 2});
 }
 
-// 1-3 query rows at the end of a long sparse key set: 1-12 lanes per KV head, so the
-// all-heads keys-in-lanes path and the 16-lane tile kernel; two threads split the keys.
 TEST(AttentionAvx2, Decode) {
     SKIP_WITHOUT_AVX2();
-    for (const Layout& l : kLayouts) {
-        for (const Shape& s : kShapes) {
-            for (int n_q = 1; n_q <= 3; ++n_q) {
-                std::vector<int32_t> kv = random_subset(3000, 1100 + 37 * n_q, 4 + n_q);
-                std::vector<int32_t> q(kv.end() - n_q, kv.end());
-                check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, 5, l),
-                                  Isa::kAvx2, {1, 2}, kFp32Tol, kFp32Tol,
-                                  "decode n_q=" + std::to_string(n_q) + " " + shape_name(s));
-            }
-        }
-    }
+    check_decode(Isa::kAvx2, {1, 2});
 }
 
 TEST(AttentionAvx2, DecodeSplitKeys) {
     SKIP_WITHOUT_AVX2();
-    for (const Layout& l : kLayouts) {
-        for (const Shape& s : {kShapes[1], kShapes[3]}) {
-            // One query over 3000 keys, chunks of unequal count with 3 threads.
-            check_against_ref(make_problem({5000}, random_subset(5000, 3000, 4), s.n_head,
-                                           s.n_head_kv, s.head_dim, 5, l),
-                              Isa::kAvx2, {2, 3, 4}, kFp32Tol, kFp32Tol, "decode split");
-        }
-    }
+    check_decode_split_keys(Isa::kAvx2, {2, 3, 4});
 }
 
 // One problem per driver path (prefill tiles, decode, key-split prefill with merged partial
@@ -115,20 +82,9 @@ TEST(AttentionAvx2, EveryDriverPath) {
     }
 }
 
-// Indexed rows and f16 storage change only where the values come from.
 TEST(AttentionAvx2, IndexedF16EqualsDenseF32) {
     SKIP_WITHOUT_AVX2();
-    for (const Layout& l : kLayouts) {
-        for (int n_q : {1, 40}) {
-            std::vector<int32_t> kv = random_subset(3000, 900, 21);
-            std::vector<int32_t> q(kv.end() - n_q, kv.end());
-            Problem p = make_problem(q, kv, 9, 3, 64, 22, l);
-            Problem d = dense_f32(p);
-            attention({Isa::kAvx2, 2}, p.args);
-            attention({Isa::kAvx2, 2}, d.args);
-            EXPECT_EQ(p.out, d.out) << layout_name(l) << " n_q=" << n_q;
-        }
-    }
+    check_indexed_f16_equals_dense_f32(Isa::kAvx2);
 }
 
 // Scores growing along the keys: the tile kernel's running max rises block after block and

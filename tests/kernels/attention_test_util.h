@@ -226,4 +226,70 @@ inline std::vector<Problem> path_problems(uint32_t seed) {
     return problems;
 }
 
+// Checks shared by the fp32 fast paths (AVX2, AVX-512), each against the reference on every
+// layout, on the given thread counts.
+
+// A pruned step: 211 of 1000 positions kept; queries anywhere, unsorted, one before the first
+// key (zero output).
+inline void check_sparse_keys(Isa isa, std::initializer_list<int> threads) {
+    for (const Layout& l : kLayouts) {
+        for (const Shape& s : kShapes) {
+            for (uint32_t seed : {1u, 2u}) {
+                std::vector<int32_t> kv = random_subset(1000, 211, seed);
+                std::vector<int32_t> q = random_subset(1000, 37, seed + 10);
+                std::shuffle(q.begin(), q.end(), std::mt19937(seed));
+                q.push_back(kv.front() > 0 ? kv.front() - 1 : 0);
+                check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, seed, l),
+                                  isa, threads, kFp32Tol, kFp32Tol,
+                                  "sparse seed " + std::to_string(seed) + " " + shape_name(s));
+            }
+        }
+    }
+}
+
+// Decode shapes: 1-3 query rows (a new token, plus revived ones) at the end of a long sparse
+// key set, so that one KV head's tile has 1-12 lanes: the all-heads keys-in-lanes path and
+// the 16-lane tile kernel; over 512 keys two threads split them.
+inline void check_decode(Isa isa, std::initializer_list<int> threads) {
+    for (const Layout& l : kLayouts) {
+        for (const Shape& s : kShapes) {
+            for (int n_q = 1; n_q <= 3; ++n_q) {
+                std::vector<int32_t> kv = random_subset(3000, 1100 + 37 * n_q, 4 + n_q);
+                std::vector<int32_t> q(kv.end() - n_q, kv.end());
+                check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, 5, l),
+                                  isa, threads, kFp32Tol, kFp32Tol,
+                                  "decode n_q=" + std::to_string(n_q) + " " + shape_name(s));
+            }
+        }
+    }
+}
+
+// One query over 3000 keys: few tiles, so the keys are split across threads (chunks of
+// unequal count with 3 threads).
+inline void check_decode_split_keys(Isa isa, std::initializer_list<int> threads) {
+    for (const Layout& l : kLayouts) {
+        for (const Shape& s : {kShapes[1], kShapes[3]}) {
+            check_against_ref(make_problem({5000}, random_subset(5000, 3000, 4), s.n_head,
+                                           s.n_head_kv, s.head_dim, 5, l),
+                              isa, threads, kFp32Tol, kFp32Tol, "decode split");
+        }
+    }
+}
+
+// Indexed rows and f16 storage change only where the values come from: the fast kernels give
+// bit for bit the output of the same values stored as dense fp32 rows.
+inline void check_indexed_f16_equals_dense_f32(Isa isa) {
+    for (const Layout& l : kLayouts) {
+        for (int n_q : {1, 40}) {
+            std::vector<int32_t> kv = random_subset(3000, 900, 21);
+            std::vector<int32_t> q(kv.end() - n_q, kv.end());
+            Problem p = make_problem(q, kv, 9, 3, 64, 22, l);
+            Problem d = dense_f32(p);
+            attention({isa, 2}, p.args);
+            attention({isa, 2}, d.args);
+            EXPECT_EQ(p.out, d.out) << layout_name(l) << " n_q=" << n_q;
+        }
+    }
+}
+
 }  // namespace lazyllm::kernels::attention_testing
