@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,6 +55,9 @@ struct PruneOptions {
     int prune_decode = -1;        // 1/0: prune in decode steps; -1: the schedule's value
     int score_layers = -1;        // layers summed into a boundary's scores; -1: the schedule's
     int score_pool = -1;          // score max-pool window (odd); -1: the schedule's value
+    // Decode-step revivals per boundary (prune::Schedule::revive_max): N >= 0 bounds them, -1
+    // lifts the bound; unset: the schedule's value.
+    std::optional<int> revive_max;
     uint64_t seed = 1;            // random policy
 };
 

@@ -162,6 +162,11 @@ Status validate_schedule(const Schedule& schedule, int n_layer) {
                           "score_pool must be an odd number in [1, {}], got {}", kMaxScorePool,
                           schedule.score_pool);
     }
+    if (schedule.revive_max < -1) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "revive_max must be >= 0, or -1 for no bound, got {}",
+                          schedule.revive_max);
+    }
     return {};
 }
 
@@ -247,6 +252,7 @@ std::string to_string(const Schedule& schedule) {
     if (!schedule.prune_decode) out += " prune_decode=false";
     if (schedule.score_layers != 1) out += fmt::format(" score_layers={}", schedule.score_layers);
     if (schedule.score_pool != 1) out += fmt::format(" score_pool={}", schedule.score_pool);
+    if (schedule.revive_max >= 0) out += fmt::format(" revive_max={}", schedule.revive_max);
     return out;
 }
 
@@ -283,9 +289,9 @@ Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
     if (!doc.is_object()) {
         return file_error(path, make_error(ErrorCode::kCorrupt, "top level must be an object"));
     }
-    constexpr std::array<std::string_view, 10> kKeys = {
-        "version",      "model",      "n_layer", "layers", "keep", "keep_first", "prune_decode",
-        "score_layers", "score_pool", "meta"};
+    constexpr std::array<std::string_view, 11> kKeys = {
+        "version",    "model",      "n_layer",    "layers", "keep", "keep_first", "prune_decode",
+        "score_layers", "score_pool", "revive_max", "meta"};
     for (const auto& [key, value] : doc.items()) {
         if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
             return file_error(path, make_error(ErrorCode::kInvalidArgument,
@@ -372,6 +378,11 @@ Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
         if (!r.ok()) return file_error(path, r.error());
         *field = *r;
     }
+    if (doc.contains("revive_max")) {
+        auto r = get_int("revive_max", -1);
+        if (!r.ok()) return file_error(path, r.error());
+        schedule.revive_max = *r;
+    }
     if (doc.contains("prune_decode")) {
         if (!doc["prune_decode"].is_boolean()) {
             return file_error(path, make_error(ErrorCode::kInvalidArgument,
@@ -438,6 +449,7 @@ Status save_schedule_file(const std::string& path, const Schedule& schedule,
     doc["prune_decode"] = schedule.prune_decode;
     doc["score_layers"] = schedule.score_layers;
     doc["score_pool"] = schedule.score_pool;
+    doc["revive_max"] = schedule.revive_max;
     doc["meta"] = std::move(meta);
 
     const std::string tmp = path + ".tmp";

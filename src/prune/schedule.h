@@ -27,6 +27,11 @@ struct Schedule {
     // score_pool / 2 positions of it, so a kept token keeps its neighbours (SnapKV's pooling).
     int score_layers = 1;
     int score_pool = 1;
+    // revive_max (not in the paper, docs/lazyllm.md): in a decode step, at most this many
+    // tokens revived at each boundary, the highest-scored of those selected; the others stay in
+    // their Aux slots, out of the step's later layers, and can be revived by a later step. It
+    // bounds a decode step's extra rows. -1: no bound (the paper: every selected token revives).
+    int revive_max = -1;
 };
 
 // Largest accepted score_layers and score_pool.
@@ -41,12 +46,12 @@ Status validate_schedule(const Schedule& schedule, int n_layer);
 // fractions ("0.28,0.59,0.88"); the list is fractions iff any item contains '.'. A fraction f must
 // be in (0, 1) and maps to layer round(f * n_layer), which must lie in [1, n_layer - 1]. `keep` is
 // a comma list of fractions in (0, 1], non-increasing, one per layer. Spaces around items are
-// allowed. keep_first, prune_decode, score_layers and score_pool keep their defaults.
+// allowed. keep_first, prune_decode, score_layers, score_pool and revive_max keep their defaults.
 Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, int n_layer);
 
 // "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N", " prune_decode=false",
-// " score_layers=N" and " score_pool=N" appended only when they differ from the defaults. For logs
-// and --json.
+// " score_layers=N", " score_pool=N" and " revive_max=N" appended only when they differ from the
+// defaults. For logs and --json.
 std::string to_string(const Schedule& schedule);
 
 // The shipped default: boundaries at 28/59/88% of depth (the paper's Llama 2 7B analysis figure,
@@ -59,7 +64,7 @@ Schedule default_schedule(int n_layer);
 // Schedule file (JSON):
 //   {"version": 1, "model": "...", "n_layer": 30, "layers": [8, 18, 26],
 //    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "prune_decode": true, "score_layers": 1,
-//    "score_pool": 1, "meta": {...}}
+//    "score_pool": 1, "revive_max": -1, "meta": {...}}
 // Only "layers" and "keep" are required; "meta" is a free-form object (score, speedup,
 // calibration set...). Unknown top-level keys are errors, so a misspelled key is not ignored.
 struct ScheduleFileInfo {

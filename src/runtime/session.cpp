@@ -98,6 +98,34 @@ std::vector<int32_t> Session::select_at_boundary(const std::vector<int32_t>& S,
     return prune::select_top(std::span<const float>(scores.data(), S.size()), S, n_keep, protect);
 }
 
+void Session::bound_revivals(std::vector<int32_t>& kept, const std::vector<float>& scores,
+                             int layer, int max) {
+    // kept is a sorted subset of S_ (sorted); live_ is sorted too.
+    candidates_.clear();
+    size_t si = 0, li = 0;
+    for (int32_t t : kept) {
+        while (S_[si] < t) ++si;
+        while (li < live_.size() && live_[li] < t) ++li;
+        const bool live = li < live_.size() && live_[li] == t;
+        if (!live && depth_[t] == layer) candidates_.emplace_back(scores[si], t);
+    }
+    if (static_cast<int64_t>(candidates_.size()) <= max) return;
+    // The highest scores first; equal scores by position, so the choice is deterministic.
+    const auto better = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+    std::nth_element(candidates_.begin(), candidates_.begin() + max, candidates_.end(), better);
+    // The rest, by position, leave `kept`.
+    const auto first_dropped = candidates_.begin() + max;
+    std::sort(first_dropped, candidates_.end(),
+              [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto di = first_dropped;
+    std::erase_if(kept, [&](int32_t t) {
+        while (di != candidates_.end() && di->second < t) ++di;
+        return di != candidates_.end() && di->second == t;
+    });
+}
+
 void Session::check_invariants(int layer, const std::vector<int32_t>& S,
                                const std::vector<int32_t>& live, int64_t n_total) const {
     // The current token is in S at every layer.
@@ -162,6 +190,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
             Timer tsel;
             if (bd.mode == BoundaryMode::kSelect) {
                 kept = select_at_boundary(S_, scores_, bd.keep, n_total);
+                if (sch.revive_max >= 0) bound_revivals(kept, scores_, layer, sch.revive_max);
             } else if (bd.mode == BoundaryMode::kExclude) {
                 for (int32_t t : S_) {
                     if (!excluded_[t]) kept.push_back(t);

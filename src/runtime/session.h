@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "lazyllm/result.h"
@@ -85,6 +86,10 @@ private:
     std::vector<int32_t> select_at_boundary(const std::vector<int32_t>& S,
                                             std::vector<float>& scores, float keep,
                                             int64_t n_total);
+    // Schedule::revive_max: drops from `kept` all but the `max` highest-scored revival
+    // candidates (kept tokens at depth `layer` that are not live). `scores` is indexed as S_.
+    void bound_revivals(std::vector<int32_t>& kept, const std::vector<float>& scores, int layer,
+                        int max);
     void check_invariants(int layer, const std::vector<int32_t>& S,
                           const std::vector<int32_t>& live, int64_t n_total) const;
 
@@ -114,6 +119,7 @@ private:
     ScratchVector<float> q_next_;      // [live rows, n_embd_q] queries of the rows past a cut
     std::vector<float> scores_, pooled_;
     std::vector<int32_t> live_, next_live_, S_, S_prev_;
+    std::vector<std::pair<float, int32_t>> candidates_;  // bound_revivals: (score, position)
 };
 
 }  // namespace lazyllm

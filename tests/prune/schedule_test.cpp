@@ -136,6 +136,9 @@ TEST(ScheduleToString, Format) {
     s.score_pool = 11;
     EXPECT_EQ(to_string(s), "layers=9,19,28 keep=0.5,0.25,0.1 keep_first=4 prune_decode=false "
                             "score_layers=3 score_pool=11");
+    s.revive_max = 0;
+    EXPECT_EQ(to_string(s), "layers=9,19,28 keep=0.5,0.25,0.1 keep_first=4 prune_decode=false "
+                            "score_layers=3 score_pool=11 revive_max=0");
     EXPECT_EQ(to_string(Schedule{}), "layers= keep=");
 }
 
@@ -205,6 +208,18 @@ TEST(ValidateSchedule, ScoreShaping) {
         EXPECT_EQ(st.error().code(), ErrorCode::kInvalidArgument);
         EXPECT_NE(st.error().message().find(c.needle), std::string::npos) << st.error().message();
     }
+    s.score_layers = 1;
+    s.score_pool = 1;
+    for (int ok : {-1, 0, 1000}) {
+        s.revive_max = ok;
+        EXPECT_TRUE(validate_schedule(s, 10).ok()) << ok;
+    }
+    s.revive_max = -2;
+    Status st = validate_schedule(s, 10);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find("revive_max must be >= 0, or -1 for no bound, got -2"),
+              std::string::npos)
+        << st.error().message();
 }
 
 class ScheduleFileTest : public ::testing::Test {
@@ -235,6 +250,7 @@ TEST_F(ScheduleFileTest, RoundTrip) {
     s.prune_decode = false;
     s.score_layers = 3;
     s.score_pool = 7;
+    s.revive_max = 16;
     ScheduleFileInfo info;
     info.model = "SmolLM2-135M-Instruct";
     info.n_layer = 30;
@@ -252,6 +268,7 @@ TEST_F(ScheduleFileTest, RoundTrip) {
     EXPECT_FALSE(r->schedule.prune_decode);
     EXPECT_EQ(r->schedule.score_layers, 3);
     EXPECT_EQ(r->schedule.score_pool, 7);
+    EXPECT_EQ(r->schedule.revive_max, 16);
     EXPECT_EQ(r->info.model, info.model);
     EXPECT_EQ(r->info.n_layer, 30);
     nlohmann::json meta = nlohmann::json::parse(r->info.meta_json);
@@ -280,6 +297,7 @@ TEST_F(ScheduleFileTest, MinimalFileUsesDefaults) {
     EXPECT_TRUE(r->schedule.prune_decode);
     EXPECT_EQ(r->schedule.score_layers, 1);  // the paper's score
     EXPECT_EQ(r->schedule.score_pool, 1);
+    EXPECT_EQ(r->schedule.revive_max, -1);  // no bound, as the paper
     EXPECT_EQ(r->info.n_layer, 0);
     EXPECT_EQ(r->info.meta_json, "{}");
 }
@@ -331,6 +349,10 @@ TEST_F(ScheduleFileTest, BadFiles) {
          "\"score_layers\" must be an integer >= 1"},
         {R"({"layers": [3], "keep": [0.5], "n_layer": "8"})", ErrorCode::kInvalidArgument,
          "n_layer"},
+        {R"({"layers": [3], "keep": [0.5], "revive_max": -2})", ErrorCode::kInvalidArgument,
+         "\"revive_max\" must be an integer >= -1"},
+        {R"({"layers": [3], "keep": [0.5], "revive_max": "all"})", ErrorCode::kInvalidArgument,
+         "revive_max"},
     };
     int i = 0;
     for (const Case& c : cases) {

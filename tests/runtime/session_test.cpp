@@ -318,6 +318,84 @@ TEST(SessionTest, DecodeOffRevivesEverythingOnce) {
     EXPECT_EQ(s.total_token_layers(), 21 * 6) << "each (token, layer) pair exactly once";
 }
 
+// Schedule::revive_max, in lockstep with an unbounded session fed the same tokens: prefill is
+// unchanged; the first decode step's first boundary (same S, same scores) revives exactly the
+// `max` best-scored of the tokens the unbounded session revives there, and keeps the rest of
+// its kept set; no decode boundary revives more than `max`; max 0 revives nothing; a bound no
+// boundary reaches gives the unbounded logits bit for bit.
+TEST(SessionTest, ReviveMaxRevivesOnlyTheBestScoredCandidates) {
+    auto model = tiny_model(6, "revive_max");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab, n = 40;
+    const auto prompt = ids_for(n, V, 11);
+    const auto feed = ids_for(6, V, 12);
+    struct Run {
+        std::vector<BoundaryTrace> traces;
+        std::vector<std::vector<float>> logits;
+    };
+    auto run = [&](int revive_max) {
+        Run r;
+        auto opts = lazy_options({2, 4}, {0.5f, 0.25f});
+        opts.schedule.revive_max = revive_max;
+        opts.on_boundary = [&r](const BoundaryTrace& t) { r.traces.push_back(t); };
+        auto s = Session::create(*model, opts).value();
+        std::vector<float> lg(V);
+        EXPECT_TRUE(s.step(prompt, lg.data()).ok());
+        r.logits.push_back(lg);
+        for (int32_t id : feed) {
+            auto st = s.step(std::span<const int32_t>(&id, 1), lg.data());
+            EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message());
+            r.logits.push_back(lg);
+        }
+        return r;
+    };
+    const Run all = run(-1);
+    const int kMax = 2;
+    const Run bounded = run(kMax);
+    ASSERT_EQ(all.traces.size(), 2u * (1 + feed.size()));
+    ASSERT_EQ(bounded.traces.size(), all.traces.size());
+    for (int i = 0; i < 2; ++i) {  // prefill: nothing to revive, nothing differs
+        EXPECT_EQ(bounded.traces[i].kept, all.traces[i].kept);
+        EXPECT_EQ(bounded.traces[i].revived, 0);
+    }
+    EXPECT_EQ(bounded.logits[0], all.logits[0]);
+
+    const BoundaryTrace& a = all.traces[2];  // first decode step, boundary at layer 2
+    const BoundaryTrace& b = bounded.traces[2];
+    ASSERT_EQ(a.step, 1);
+    ASSERT_EQ(a.layer, 2);
+    ASSERT_EQ(b.S, a.S);
+    ASSERT_EQ(b.scores, a.scores);
+    // The unbounded revivals: the live rows but the new token (position n).
+    std::vector<std::pair<float, int32_t>> revived;
+    for (int32_t t : a.live) {
+        if (t == n) continue;
+        const auto si = std::lower_bound(a.S.begin(), a.S.end(), t) - a.S.begin();
+        revived.emplace_back(a.scores[si], t);
+    }
+    ASSERT_EQ(static_cast<int64_t>(revived.size()), a.revived);
+    ASSERT_GT(revived.size(), static_cast<size_t>(kMax)) << "the test needs more revivals";
+    std::sort(revived.begin(), revived.end(), [](const auto& x, const auto& y) {
+        return x.first > y.first || (x.first == y.first && x.second < y.second);
+    });
+    std::vector<int32_t> want_live, want_kept = a.kept;
+    for (int i = 0; i < kMax; ++i) want_live.push_back(revived[i].second);
+    want_live.push_back(n);
+    std::sort(want_live.begin(), want_live.end());
+    for (size_t i = kMax; i < revived.size(); ++i) std::erase(want_kept, revived[i].second);
+    EXPECT_EQ(b.live, want_live);
+    EXPECT_EQ(b.kept, want_kept);
+    EXPECT_EQ(b.revived, kMax);
+    for (const BoundaryTrace& t : bounded.traces) EXPECT_LE(t.revived, kMax) << t.step << " " << t.layer;
+
+    for (const BoundaryTrace& t : run(0).traces) EXPECT_EQ(t.revived, 0) << t.step << " " << t.layer;
+    int64_t most = 0;
+    for (const BoundaryTrace& t : all.traces) most = std::max(most, t.revived);
+    const Run loose = run(static_cast<int>(most));
+    EXPECT_EQ(loose.logits, all.logits);
+    for (size_t i = 0; i < all.traces.size(); ++i) EXPECT_EQ(loose.traces[i].kept, all.traces[i].kept);
+}
+
 // Tokens cut at a boundary stop inside the layer before it (their K/V stored, its attention
 // and FFN not run) and finish it when revived (LayerRun::cut). With one boundary the keys of
 // that layer are every earlier token in any step, so a decode step that revives them all

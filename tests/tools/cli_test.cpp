@@ -101,6 +101,22 @@ TEST(CliTest, ScoreShapingFlagsReachTheScheduleOrNameTheFault) {
     expect_usage_error("run -m " + m + " -p hello --lazy-score-layers 0", "--lazy-score-layers");
 }
 
+TEST(CliTest, ReviveMaxReachesTheScheduleOrNamesTheFault) {
+    const std::string m = tiny_model_file();
+    CliRun r = run("run -m " + m + " -p 'hello world, hello world' -n 2 --ignore-eos "
+                   "--lazy-layers 1 --lazy-keep 0.5 --lazy-revive-max 3 --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "revive_max=3")) << r.out;
+    r = run("run -m " + m + " -p 'hello world, hello world' -n 2 --ignore-eos "
+            "--lazy-layers 1 --lazy-keep 0.5 --lazy-revive-max all --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_FALSE(contains(r.out, "revive_max")) << r.out;
+    for (const char* bad : {"-1", "x", "3x"}) {
+        expect_usage_error("run -m " + m + " -p hello --lazy-revive-max " + std::string(bad),
+                           "--lazy-revive-max");
+    }
+}
+
 TEST(CliTest, HostileModelFileGivesAnErrorNotACrash) {
     const std::string m = tiny_model_file();
     std::ifstream in(m, std::ios::binary);

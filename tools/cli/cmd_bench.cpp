@@ -377,9 +377,7 @@ Runner add_bench(CLI::App& app) {
                    "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)");
     app.add_option("--lazy-keep", a->prune.keep,
                    "Cumulative keep fractions per boundary (0.5,0.25,0.1)");
-    app.add_option("--lazy-decode", a->prune.lazy_decode,
-                   "on: prune in decode steps too; off: only revive")
-        ->check(CLI::IsMember({"on", "off"}));
+    add_decode_prune_flags(app, a->prune);
     app.add_option("--lazy-keep-first", a->prune.keep_first, "Never prune the first N tokens")
         ->check(CLI::NonNegativeNumber);
     add_score_flags(app, a->prune.score_layers, a->prune.score_pool);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "cli/common.h"
 #include "prune/schedule.h"
 
@@ -43,6 +45,24 @@ void add_score_flags(CLI::App& app, int& score_layers, int& score_pool,
         ->check(CLI::Range(1, prune::kMaxScorePool));
 }
 
+void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
+    app.add_option("--lazy-decode", f.lazy_decode, "on: prune in decode steps too; off: only revive")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--lazy-revive-max", f.revive_max,
+                   "Decode steps revive at most N pruned tokens per boundary, the highest-scored "
+                   "(bounds a step's extra rows); all: no bound, as the paper (default: the "
+                   "schedule's)")
+        ->check([](const std::string& v) -> std::string {
+            if (v == "all") return "";
+            int n = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc() || end != v.data() + v.size() || n < 0) {
+                return "expected a non-negative integer or 'all', got '" + v + "'";
+            }
+            return "";
+        });
+}
+
 void add_prune_flags(CLI::App& app, PruneFlags& f) {
     app.add_flag("--lazy", f.lazy, "LazyLLM dynamic pruning with the model's default schedule");
     app.add_option("--policy", f.policy, "full | lazy | static | random | gemfilter (default full; lazy with --lazy)")
@@ -50,8 +70,7 @@ void add_prune_flags(CLI::App& app, PruneFlags& f) {
     app.add_option("--lazy-layers", f.layers,
                    "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)");
     app.add_option("--lazy-keep", f.keep, "Cumulative keep fractions per boundary (0.5,0.25,0.1)");
-    app.add_option("--lazy-decode", f.lazy_decode, "on: prune in decode steps too; off: only revive")
-        ->check(CLI::IsMember({"on", "off"}));
+    add_decode_prune_flags(app, f);
     app.add_option("--lazy-keep-first", f.keep_first, "Never prune the first N tokens")
         ->check(CLI::NonNegativeNumber);
     add_score_flags(app, f.score_layers, f.score_pool);
@@ -69,7 +88,8 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f) {
     } else if (f.lazy) {
         p.policy = "lazy";
     } else if (!f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty() || !f.lazy_decode.empty() ||
-               f.keep_first >= 0 || f.score_layers >= 0 || f.score_pool >= 0) {
+               !f.revive_max.empty() || f.keep_first >= 0 || f.score_layers >= 0 ||
+               f.score_pool >= 0) {
         p.policy = "lazy";  // schedule flags imply --lazy
     }
     p.layers = f.layers;
@@ -79,6 +99,11 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f) {
     p.score_layers = f.score_layers;
     p.score_pool = f.score_pool;
     p.prune_decode = f.lazy_decode.empty() ? -1 : (f.lazy_decode == "on" ? 1 : 0);
+    if (f.revive_max == "all") {
+        p.revive_max = -1;
+    } else if (!f.revive_max.empty()) {
+        p.revive_max = std::stoi(f.revive_max);  // checked by the flag's validator
+    }
     p.seed = f.seed;
     return p;
 }

@@ -24,11 +24,14 @@ struct PruneFlags {
     bool lazy = false;
     std::string policy;
     std::string layers, keep, schedule_file, lazy_decode;
+    std::string revive_max;  // "N" or "all"; empty: the schedule's
     int keep_first = -1;
     int score_layers = -1, score_pool = -1;
     uint64_t seed = 1;
 };
 void add_prune_flags(CLI::App& app, PruneFlags& f);
+// --lazy-decode and --lazy-revive-max (also on bench, which lists policies itself).
+void add_decode_prune_flags(CLI::App& app, PruneFlags& f);
 // --lazy-score-layers / --lazy-score-pool (prune::Schedule's score shaping); -1 when not given.
 // `default_is` names what an absent flag means, for --help.
 void add_score_flags(CLI::App& app, int& score_layers, int& score_pool,
