@@ -1,5 +1,6 @@
-// GEMM micro-benchmarks at SmolLM2-135M's linear-layer shapes (PackedLinear: our AMX kernel
-// or oneDNN; BM_LinearBf16In compares the two on the model's bf16 path).
+// GEMM micro-benchmarks at SmolLM2-135M's linear-layer shapes (PackedLinear: our AMX kernel,
+// our AVX2 fp32 kernel or oneDNN; BM_LinearBf16In compares AMX and oneDNN on the model's bf16
+// path, BM_LinearF32Rows our AVX2 kernel and oneDNN on fp32).
 // Counter GFLOPS = 2 * m * n_in * n_out per second / 1e9. Reference points measured on this
 // machine kind (2 cores, Sapphire Rapids, oneDNN 2.6.3 bf16 on AMX, raw matmul without our
 // fp32->bf16 conversion): 3.6 TFLOP/s at 2048x1536x576, 4.6 TFLOP/s at 4096x576x576
@@ -26,14 +27,16 @@ namespace {
 
 using bench::random_vec;
 
-// args: m, n_in, n_out.
-void run_linear(benchmark::State& state, GemmPrecision precision) {
+// args: m, n_in, n_out. force_onednn: LAZYLLM_GEMM=onednn at create().
+void run_linear(benchmark::State& state, GemmPrecision precision, bool force_onednn = false) {
     const int64_t m = state.range(0), n_in = state.range(1), n_out = state.range(2);
     const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads()};
     const auto w = random_vec(n_out * n_in, 1);
     const auto x = random_vec(m * n_in, 2);
     AlignedVector<float> y(m * n_out);
+    if (force_onednn) setenv("LAZYLLM_GEMM", "onednn", 1);
     auto lin = PackedLinear::create(ctx, w.data(), n_out, n_in, nullptr, precision);
+    if (force_onednn) unsetenv("LAZYLLM_GEMM");
     if (!lin.ok()) {
         state.SkipWithError(lin.error().message().c_str());
         return;
@@ -47,6 +50,9 @@ void run_linear(benchmark::State& state, GemmPrecision precision) {
     state.counters["GFLOPS"] = benchmark::Counter(2.0 * m * n_in * n_out * 1e-9,
                                                   benchmark::Counter::kIsIterationInvariantRate);
     state.counters["threads"] = ctx.n_threads;
+    state.SetLabel(lin->backend() == GemmBackend::kAmx    ? "amx"
+                   : lin->backend() == GemmBackend::kAvx2 ? "avx2"
+                                                          : "onednn");
 }
 
 void BM_LinearBf16(benchmark::State& state) { run_linear(state, GemmPrecision::kBf16); }
@@ -86,13 +92,33 @@ BENCHMARK(BM_LinearBf16)
     ->ArgNames({"m", "n_in", "n_out"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK(BM_LinearF32)
-    ->Args({1, 576, 960})
-    ->Args({2048, 576, 960})
-    ->Args({2048, 576, 3072})
-    ->ArgNames({"m", "n_in", "n_out"})
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
+// fp32 at the row counts LazyLLM's deeper stages (200-800 rows) and decode steps with revived
+// tokens (8-256 rows) produce, on the four model shapes: where oneDNN 2.6.3's sgemm had a
+// cliff on Zen 3 (576 -> 3072 at 68-94 GFLOP/s for m = 8..256, ~145-185 from 384; 2 threads).
+// onednn = 0: the backend PackedLinear picks (our AVX2 kernel on an avx2 context), 1: oneDNN
+// (LAZYLLM_GEMM=onednn). Run with --benchmark_repetitions=7
+// --benchmark_enable_random_interleaving=true: on the shared 2-core Zen 3 VM whole runs
+// drifted between ~135 and ~190 GFLOP/s for the same kernel, so the two backends must sample
+// the same machine states. Measured there (2 threads, FMA-loop peak ~200 GFLOP/s, medians of
+// 7): 576 -> 3072 at m = 8..256 ours 133-186 against oneDNN 63-82; m = 1 ours 1.1-1.3x;
+// elsewhere (m >= 64 on every shape, and m >= 384 on 576 -> 3072) within noise of each
+// other, 0.89-1.17x, both 150-187 (best runs: ours 182-195, oneDNN 174-188). One thread,
+// 576 -> 3072 at m = 8..256: ours 64-86, oneDNN 35-44.
+void BM_LinearF32Rows(benchmark::State& state) {
+    run_linear(state, GemmPrecision::kF32, state.range(3) == 1);
+}
+void stage_rows(benchmark::internal::Benchmark* b) {
+    const int64_t shapes[][2] = {{576, 960}, {576, 3072}, {576, 576}, {1536, 576}};
+    for (const auto& s : shapes) {
+        for (int64_t m : {1, 8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 2048, 4096}) {
+            for (int64_t onednn : {0, 1}) b->Args({m, s[0], s[1], onednn});
+        }
+    }
+    b->ArgNames({"m", "n_in", "n_out", "onednn"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_LinearF32Rows)->Apply(stage_rows);
+BENCHMARK(BM_LinearF32)->Apply(model_shapes);
 
 // The model's path: bf16 activations in (written by RMSNorm / SwiGLU), per backend (0 = oneDNN,
 // 1 = our AMX kernel; LAZYLLM_GEMM picks it at create()), output stage 0 = store fp32,

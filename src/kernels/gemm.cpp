@@ -1,4 +1,5 @@
-// PackedLinear: our own AMX kernel (gemm_amx.h) where it applies, else oneDNN matmul.
+// PackedLinear: our own AMX kernel (gemm_amx.h) where it applies, our own AVX2 fp32 kernel
+// (gemm_avx2.h) for fp32 on Isa::kAvx2, else oneDNN matmul.
 //
 // The oneDNN backend: weights packed once (format_tag::any chosen by the primitive,
 // one reorder), primitives cached per row count m (oneDNN primitives are shape-specific; with
@@ -33,6 +34,7 @@
 #include "base/check.h"
 #include "base/scratch.h"
 #include "kernels/gemm_amx.h"
+#include "kernels/gemm_avx2.h"
 #include "kernels/gemm_convert.h"
 #include "kernels/ops.h"
 
@@ -112,12 +114,13 @@ Scratch& thread_scratch() {
     return scratch;
 }
 
-// LAZYLLM_GEMM: auto (default) or amx run our AMX kernel on every GEMM it fits; onednn keeps
-// them all on oneDNN (for comparisons). Measured end to end at 4k tokens, 2 threads
-// (docs/benchmarks.md): full prefill 1690-1732 ms on our kernel against 1895-2022 ms on
+// LAZYLLM_GEMM: auto (default) or amx run our own kernels on every GEMM they fit (AMX bf16,
+// or AVX2 fp32 when the context ISA is avx2); onednn keeps them all on oneDNN (for
+// comparisons), fp32 included. Measured end to end at 4k tokens, 2 threads
+// (docs/benchmarks.md): full prefill 1690-1732 ms on our AMX kernel against 1895-2022 ms on
 // oneDNN, lazy 854-865 against 992-1000; our kernel on the fused SwiGLU GEMM only measured
 // 1664-1735 and 874-936, so every GEMM it fits goes to it.
-Result<bool> gemm_env_allows_amx() {
+Result<bool> gemm_env_allows_own() {
     const char* v = std::getenv("LAZYLLM_GEMM");
     if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0 || std::strcmp(v, "amx") == 0) {
         return true;
@@ -150,6 +153,10 @@ struct PackedLinear::Impl {
     KernelContext ctx;  // n_threads resolved at create() (> 0)
     GemmLayout layout = GemmLayout::kPlain;
     GemmBackend backend = GemmBackend::kOneDnn;
+
+    // AVX2 fp32 backend: packed weights (gemm_avx2.h) and the bias.
+    std::unique_ptr<float, FreeDeleter> avx2_w;
+    std::vector<float> avx2_bias;
 
     // AMX backend: packed weights, bias in packed column order, and for kSwiGlu the W row of
     // each packed column (empty: identity).
@@ -384,9 +391,9 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
         return make_error(ErrorCode::kInvalidArgument,
                           "PackedLinear: SwiGLU layout needs [gate; up] rows, got n_out={}", n_out);
     }
-    auto amx_env = gemm_env_allows_amx();
-    if (!amx_env.ok()) return amx_env.error();
-    const bool amx_allowed = amx_env.value();
+    auto own_env = gemm_env_allows_own();
+    if (!own_env.ok()) return own_env.error();
+    const bool own_allowed = own_env.value();
 
     PackedLinear out;
     out.impl_ = std::make_unique<Impl>();
@@ -397,7 +404,7 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
     im.ctx = KernelContext{ctx.isa, ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads()};
     im.layout = layout;
 
-    if (use_bf16 && ctx.isa >= Isa::kAmx && amx_allowed &&
+    if (use_bf16 && ctx.isa >= Isa::kAmx && own_allowed &&
         detail::amx_gemm_usable(n_in, n_out)) {
         im.backend = GemmBackend::kAmx;
         const size_t bytes = detail::amx_gemm_packed_elems(n_in, n_out) * sizeof(uint16_t);
@@ -416,6 +423,24 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
             im.amx_bias.resize(n_out);
             for (int64_t j = 0; j < n_out; ++j) im.amx_bias[j] = bias[order ? order[j] : j];
         }
+        return out;
+    }
+
+    // fp32 on AVX2 (also when LAZYLLM_ISA=avx2 on an AVX-512 CPU). oneDNN 2.6.3's gemm:jit
+    // sgemm on Zen 3 (2 threads) ran y[m, 3072] = x[m, 576] W^T at 68-75 GFLOP/s for m = 64
+    // to 256 against ~145 from m = 384; this kernel: see bench/gemm_bench.cpp stage_rows.
+    // The avx512 fp32 path stays on oneDNN (not measured here).
+    if (!use_bf16 && ctx.isa == Isa::kAvx2 && own_allowed &&
+        isa_supported(Isa::kAvx2, detect_cpu_features())) {
+        im.backend = GemmBackend::kAvx2;
+        const size_t bytes = detail::avx2_gemm_packed_elems(n_in, n_out) * sizeof(float);
+        im.avx2_w.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+        if (!im.avx2_w) {
+            return make_error(ErrorCode::kInternal, "PackedLinear: out of memory packing "
+                              "[n_out={}, n_in={}] ({} bytes)", n_out, n_in, bytes);
+        }
+        detail::avx2_gemm_pack(w, n_in, n_out, im.avx2_w.get());
+        if (bias != nullptr) im.avx2_bias.assign(bias, bias + n_out);
         return out;
     }
 
@@ -459,6 +484,9 @@ size_t PackedLinear::weight_bytes() const {
     if (!impl_) return 0;
     if (impl_->backend == GemmBackend::kAmx) {
         return detail::amx_gemm_packed_elems(impl_->n_in, impl_->n_out) * sizeof(uint16_t);
+    }
+    if (impl_->backend == GemmBackend::kAvx2) {
+        return detail::avx2_gemm_packed_elems(impl_->n_in, impl_->n_out) * sizeof(float);
     }
     return impl_->weights_md.get_size();
 }
@@ -515,6 +543,21 @@ void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int
         uint16_t* x16 = grow(thread_scratch().src_bf16, m * impl_->n_in);
         impl_->convert_src(x, m, ldx, x16);
         impl_->amx_forward_bf16(x16, m, y, impl_->n_in, ldy, accumulate, nullptr);
+        return;
+    }
+    if (impl_->backend == GemmBackend::kAvx2) {
+        detail::Avx2GemmArgs a;
+        a.x = x;
+        a.ldx = ldx;
+        a.m = m;
+        a.w = impl_->avx2_w.get();
+        a.n_in = impl_->n_in;
+        a.n_out = impl_->n_out;
+        a.bias = impl_->avx2_bias.empty() ? nullptr : impl_->avx2_bias.data();
+        a.accumulate = accumulate;
+        a.y = y;
+        a.ldy = ldy;
+        detail::avx2_gemm(a, impl_->ctx.n_threads);  // no state: no lock
         return;
     }
     impl_->forward(x, m, y, ldx, ldy, accumulate);

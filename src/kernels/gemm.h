@@ -5,7 +5,9 @@
 //   stride without copies;
 // - bf16 packed by oneDNN (format_tag::any + reorder) for other shapes on CPUs with AMX or
 //   AVX-512-BF16, or everywhere when LAZYLLM_GEMM=onednn (for comparisons);
-// - fp32 (oneDNN) otherwise.
+// - fp32 in panels of 16 columns for our own AVX2 + FMA kernel (gemm_avx2.h) when the
+//   context ISA is avx2 (any shape; also LAZYLLM_ISA=avx2 on an AVX-512 CPU);
+// - fp32 packed by oneDNN otherwise (avx512 and ref contexts, or LAZYLLM_GEMM=onednn).
 // The model never names the ISA: it passes a KernelContext.
 #pragma once
 
@@ -32,7 +34,7 @@ enum class GemmLayout {
     kSwiGlu,
 };
 
-enum class GemmBackend { kOneDnn, kAmx };
+enum class GemmBackend { kOneDnn, kAmx, kAvx2 };
 
 // A hook for work on output rows while they are still in cache: fn(ctx, r0, r1) runs on the
 // GEMM thread that produced rows [r0, r1), once they are final. It must touch only those
@@ -63,10 +65,11 @@ public:
     // x: [m, n_in] fp32 rows with leading dimension ldx (>= n_in, 0 = n_in);
     // y: [m, n_out] fp32 with leading dimension ldy (>= n_out, 0 = n_out); x and y must not
     // overlap. accumulate: y += x W^T (+ bias). Allocates nothing after the first call for a
-    // given m (primitives/scratch cached per m; ldx/ldy > row length cost one extra copy).
-    // Runs on the ctx.n_threads given to create(): sets OpenMP's thread count for the
-    // calling thread for the duration of the call and restores it. Thread-safe (calls on one
-    // PackedLinear are serialized by a mutex).
+    // given m (oneDNN: primitives/scratch cached per m, ldx/ldy > row length cost one extra
+    // copy; the AVX2 backend reads strided rows in place). Runs on the ctx.n_threads given to
+    // create() (oneDNN: sets OpenMP's thread count for the calling thread for the duration of
+    // the call and restores it). Thread-safe (oneDNN calls on one PackedLinear are serialized
+    // by a mutex; the AMX and AVX2 backends keep no state across calls).
     void forward(const float* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
                  bool accumulate = false) const;
 
