@@ -168,6 +168,19 @@ void two_threads(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
+// Many rows, two threads (revived rows of a lazy decode step; prefill sizes): where the
+// quantized kernels stand against the GEMMs when the weights are reused across rows.
+void many_rows(benchmark::internal::Benchmark* b) {
+    for (int64_t cold : {0, 1}) {
+        for (const auto& s : kShapes) {
+            if (s[0] == 49152) continue;
+            for (int64_t m : {8, 16, 32, 64, 128, 256, 1024}) b->Args({m, s[0], s[1], 2, cold});
+        }
+    }
+    b->ArgNames({"m", "n_out", "n_in", "threads", "cold"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 BENCHMARK(BM_QuantLinear)->Apply(decode_shapes);
 BENCHMARK(BM_QuantLinearAvx2)->Apply(decode_shapes);
 BENCHMARK(BM_PackedLinearBf16)->Apply(decode_shapes);
@@ -176,6 +189,8 @@ BENCHMARK(BM_QuantLinear)->Apply(two_threads);
 BENCHMARK(BM_QuantLinearAvx2)->Apply(two_threads);
 BENCHMARK(BM_PackedLinearBf16)->Apply(two_threads);
 BENCHMARK(BM_PackedLinearF32)->Apply(two_threads);
+BENCHMARK(BM_QuantLinear)->Apply(many_rows);
+BENCHMARK(BM_PackedLinearF32)->Apply(many_rows);
 
 }  // namespace
 }  // namespace lazyllm::kernels

@@ -113,12 +113,14 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     // A decode step (few rows) streams every weight once for little work: it uses the 4/8-bit
     // QuantLinear copies (fp32 activations in, quantized per block inside), prefill the GEMMs.
     // The rows after a cut (LayerRun::cut) may outnumber the run's (revived rows join a decode
-    // step's new token): the path and buffers are then chosen again for the larger count.
+    // step's new token): the path and buffers are then chosen again for the larger count
+    // (quant_max_rows(), llama_model.h).
     bool quant = false, bf16 = false;
     uint16_t *x16 = nullptr, *act16 = nullptr, *attn16 = nullptr;
     float *x = nullptr, *attn = nullptr, *gate_up = nullptr, *act = nullptr;
+    const int64_t step_rows = run.step_rows > 0 ? run.step_rows : n;
     auto prepare = [&](int64_t rows) {
-        quant = quantized_decode_ && rows <= kQuantMaxRows;
+        quant = quantized_decode_ && step_rows <= kQuantMaxRows && rows <= quant_max_rows_;
         bf16 = !quant && layers_[run.il_begin].qkv.is_bf16();
         x16 = bf16 ? grow(s.x16, rows * E) : nullptr;        // [rows, E]
         act16 = bf16 ? grow(s.act16, rows * F) : nullptr;    // [rows, F]

@@ -199,6 +199,11 @@ Status LlamaModel::load_weights() {
         lm_head_ = std::move(p).value();
         LAZYLLM_TRY(quant(head_name, {head_name}, w, E, nullptr, lm_head_q_));
     }
+    // How far a decode step's rows (revivals included) stay on the quantized weights depends
+    // on what the GEMMs they would go to are (llama_model.h).
+    quant_max_rows_ = !layers_.empty() && layers_[0].gate_up.backend() == kernels::GemmBackend::kAvx2
+                          ? kQuantMaxRowsAvx2
+                          : kQuantMaxRows;
     return {};
 }
 

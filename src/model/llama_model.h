@@ -32,11 +32,19 @@ struct ModelLoadOptions {
     bool quantized_decode = true;
 };
 
-// Rows up to which a forward uses the quantized weights: measured crossover against the AMX
-// GEMM with the weights coming from memory is above 32 rows for every shape of the default
-// model (bench/qgemv_bench.cpp), but within L2 it is about 3 rows for the small attention
-// matrices, 8 for down and 16 for gate/up; 8 covers decode and short revival steps.
+// Steps of up to kQuantMaxRows new tokens (decode) run on the quantized weights, for up to
+// LlamaModel::quant_max_rows() rows (the step's own, and rows revived into it at a LazyLLM
+// boundary); prefill always runs on the GEMM weights.
+// With the AMX GEMM: the measured crossover with the weights coming from memory is above 32
+// rows for every shape of the default model (bench/qgemv_bench.cpp), but within L2 it is about
+// 3 rows for the small attention matrices, 8 for down and 16 for gate/up; 8 covers decode and
+// short revival steps.
 inline constexpr int64_t kQuantMaxRows = 8;
+// With our AVX2 fp32 GEMM (Zen 3, 2 threads, bench/qgemv_bench.cpp many_rows): the AVX2
+// QuantLinear took 0.47x the GEMM's time at 8 rows, 0.69x at 32, 0.82x at 128 and 256 summed
+// over the four layer shapes with the weights from memory, and 0.94x at 1024 with them in
+// cache; 256 covers the revivals of a decode step after a long prompt.
+inline constexpr int64_t kQuantMaxRowsAvx2 = 256;
 
 struct LayerWeights {
     std::vector<float> attn_norm;   // [n_embd]
@@ -45,7 +53,7 @@ struct LayerWeights {
     kernels::PackedLinear wo;       // [n_embd, n_embd_q]
     kernels::PackedLinear gate_up;  // [2*n_ff, n_embd]: gate rows then up rows
     kernels::PackedLinear down;     // [n_embd, n_ff]
-    // The same four matrices as QuantLinear for steps of <= kQuantMaxRows rows (empty when
+    // The same four matrices as QuantLinear for decode steps (kQuantMaxRows; empty when
     // LlamaModel::quantized_decode() is false).
     kernels::QuantLinear qkv_q, wo_q, gate_up_q, down_q;
 };
@@ -111,6 +119,10 @@ struct LayerRun {
     // revived rows finish the layer they stopped in; runtime/session.cpp). The run's own h
     // rows are left at that layer's input. Not with last_row_out at the model's last layer.
     RowCut cut = nullptr;
+    // New tokens of the step this run belongs to (0: n_rows). A decode-sized step (at most
+    // kQuantMaxRows) runs on the quantized weights where quantized_decode(), also when its cut
+    // brings in more rows, up to quant_max_rows(); a prefill runs on the GEMM weights.
+    int64_t step_rows = 0;
 };
 
 class LlamaModel {
@@ -122,8 +134,11 @@ public:
     const GgufFile& gguf() const { return gguf_; }
     const kernels::KernelContext& ctx() const { return opts_.ctx; }
     bool gemm_bf16() const;
-    // Whether steps of <= kQuantMaxRows rows use the QuantLinear copies of the weights.
+    // Whether decode steps (<= kQuantMaxRows new tokens) use the QuantLinear copies of the
+    // weights, and for up to how many rows (kQuantMaxRowsAvx2 over our AVX2 fp32 GEMM, else
+    // kQuantMaxRows).
     bool quantized_decode() const { return quantized_decode_; }
+    int64_t quant_max_rows() const { return quant_max_rows_; }
     size_t weight_bytes() const;  // converted weights held in memory
     double load_ms() const { return load_ms_; }
 
@@ -152,6 +167,7 @@ private:
     kernels::PackedLinear lm_head_;   // [n_vocab, n_embd]
     kernels::QuantLinear lm_head_q_;  // [n_vocab, n_embd] when quantized_decode_
     bool quantized_decode_ = false;
+    int64_t quant_max_rows_ = kQuantMaxRows;
     const uint8_t* token_embd_ = nullptr;  // quantized rows in the mmap
     GgmlType token_embd_type_ = GgmlType::F32;
     size_t token_embd_row_bytes_ = 0;

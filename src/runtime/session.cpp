@@ -305,6 +305,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
         run.scores = scores;
         run.score_layers = sch.score_layers;
         run.last_row_out = end == L;  // the step's only output: the last row's logits
+        run.step_rows = m;
         if (bd != nullptr) {
             run.cut = [&, bd](const float* qkv, int64_t qkv_stride) {
                 return cross_boundary(*bd, end, qkv, qkv_stride);
