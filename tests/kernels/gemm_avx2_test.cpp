@@ -19,6 +19,7 @@
 
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_test_util.h"
 #include "support/random.h"
 
 namespace lazyllm::kernels {
@@ -40,11 +41,7 @@ public:
     GemmEnv& operator=(const GemmEnv&) = delete;
 };
 
-struct Case {
-    int64_t m, n_in, n_out;
-    bool bias, accumulate;
-    int64_t ldx_pad, ldy_pad;
-};
+using Case = lazyllm::test::LinearCase;
 
 std::string describe(const Case& c, int threads) {
     return "m=" + std::to_string(c.m) + " n_in=" + std::to_string(c.n_in) +
@@ -69,12 +66,9 @@ void run_case(const Case& c, int threads, uint32_t seed) {
     std::vector<float> y = y0;
     lin->forward(x.data(), c.m, y.data(), ldx, ldy, c.accumulate);
 
-    std::vector<float> xd(c.m * c.n_in), want(c.m * c.n_out);
-    for (int64_t r = 0; r < c.m; ++r) {
-        std::memcpy(xd.data() + r * c.n_in, x.data() + r * ldx, c.n_in * sizeof(float));
-    }
-    ref::linear(xd.data(), w.data(), c.bias ? b.data() : nullptr, want.data(), c.m, c.n_out,
-                c.n_in);
+    const lazyllm::test::LinearReference reference = lazyllm::test::linear_reference(c, x.data(), w.data(), b.data());
+    const std::vector<float>& xd = reference.x_dense;
+    const std::vector<float>& want = reference.y;
     const std::string what = describe(c, threads);
     for (int64_t r = 0; r < c.m + 1; ++r) {
         for (int64_t o = 0; o < ldy; ++o) {

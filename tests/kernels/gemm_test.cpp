@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kernels/cpu.h"
+#include "kernels/gemm_test_util.h"
 #include "kernels/gemm_convert.h"
 #include "kernels/ops.h"
 #include "kernels/quant_blocks.h"
@@ -51,11 +52,7 @@ bool amx_gemm_here() {
 
 using test::random_vec;
 
-struct Case {
-    int64_t m, n_in, n_out;
-    bool bias, accumulate;
-    int64_t ldx_pad, ldy_pad;
-};
+using Case = lazyllm::test::LinearCase;
 
 void run_case(const Case& c, GemmPrecision precision, uint32_t seed) {
     const int64_t ldx = c.n_in + c.ldx_pad, ldy = c.n_out + c.ldy_pad;
@@ -72,13 +69,9 @@ void run_case(const Case& c, GemmPrecision precision, uint32_t seed) {
     std::vector<float> y = y0;
     lin->forward(x.data(), c.m, y.data(), ldx, ldy, c.accumulate);
 
-    // Dense copy of x for the reference.
-    std::vector<float> xd(c.m * c.n_in), want(c.m * c.n_out);
-    for (int64_t r = 0; r < c.m; ++r) {
-        std::memcpy(xd.data() + r * c.n_in, x.data() + r * ldx, c.n_in * sizeof(float));
-    }
-    ref::linear(xd.data(), w.data(), c.bias ? b.data() : nullptr, want.data(), c.m, c.n_out,
-                c.n_in);
+    const lazyllm::test::LinearReference reference = lazyllm::test::linear_reference(c, x.data(), w.data(), b.data());
+    const std::vector<float>& xd = reference.x_dense;
+    const std::vector<float>& want = reference.y;
     const bool bf16 = precision == GemmPrecision::kBf16;
     const double rel = bf16 ? 1.01 * std::ldexp(1.0, -7) : 1e-5;
     const double abs = bf16 ? 1e-5 : 1e-6;
