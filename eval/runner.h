@@ -49,7 +49,8 @@ struct PolicyRun {
     PruneOptions prune;  // prune.policy == name
 };
 // One run per name, in the given order but with "full" moved first. Non-full policies take the
-// schedule fields of `schedule` (layers, keep, schedule file, keep_first, prune_decode, seed);
+// schedule fields of `schedule` (all of PruneOptions: layers, keep, schedule file, keep_first,
+// prune_decode, score shaping, revive_max, seed);
 // full takes none. Errors for unknown or repeated names.
 Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& names,
                                                 const PruneOptions& schedule);

@@ -312,6 +312,7 @@ Result<TuneSampleResult> EngineTuneEvaluator::evaluate(const prune::Schedule* sc
         policy.prune.prune_decode = schedule->prune_decode ? 1 : 0;
         policy.prune.score_layers = schedule->score_layers;
         policy.prune.score_pool = schedule->score_pool;
+        policy.prune.revive_max = schedule->revive_max;
     }
     const size_t k = static_cast<size_t>(i);
     LAZYLLM_ASSIGN_OR_RETURN(SampleRecord rec,

@@ -11,7 +11,8 @@
 // for each panel, for each micro-tile. A panel's k block (kc x 16 floats) stays in L1 or L2
 // while the item's rows pass over it; the item's rows of x (rows x kc floats) stay in L2
 // while the panels pass over them. Work items split the rows over the threads when there
-// are enough of them, else the panels (m = 1..8: each thread streams its share of W).
+// are enough of them, else the panels (one row block, up to ~100 rows at n_in 576: each
+// thread streams its share of W).
 //
 // Measured on Zen 3 (2 cores, FMA-loop peak 101 GFLOP/s on one thread, 200 on two): 88-97
 // GFLOP/s on one thread and 180-196 on two at the model's shapes for m >= 64 (table in

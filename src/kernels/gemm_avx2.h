@@ -24,7 +24,7 @@ struct Avx2GemmArgs {
     const float* x = nullptr;  // [m, n_in], leading dimension ldx >= n_in
     int64_t ldx = 0;
     int64_t m = 0;
-    const float* w = nullptr;  // packed by avx2_gemm_pack
+    const float* w = nullptr;  // packed by avx2_gemm_pack, 32-byte aligned (aligned loads)
     int64_t n_in = 0, n_out = 0;
     const float* bias = nullptr;  // [n_out] or nullptr
     bool accumulate = false;      // y += x W^T (+ bias) instead of y = ...

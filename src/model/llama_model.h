@@ -34,7 +34,8 @@ struct ModelLoadOptions {
 
 // Steps of up to kQuantMaxRows new tokens (decode) run on the quantized weights, for up to
 // LlamaModel::quant_max_rows() rows (the step's own, and rows revived into it at a LazyLLM
-// boundary); prefill always runs on the GEMM weights.
+// boundary); steps of more new tokens (a prefill longer than kQuantMaxRows) run on the GEMM
+// weights.
 // With the AMX GEMM: the measured crossover with the weights coming from memory is above 32
 // rows for every shape of the default model (bench/qgemv_bench.cpp), but within L2 it is about
 // 3 rows for the small attention matrices, 8 for down and 16 for gate/up; 8 covers decode and
@@ -121,7 +122,7 @@ struct LayerRun {
     RowCut cut = nullptr;
     // New tokens of the step this run belongs to (0: n_rows). A decode-sized step (at most
     // kQuantMaxRows) runs on the quantized weights where quantized_decode(), also when its cut
-    // brings in more rows, up to quant_max_rows(); a prefill runs on the GEMM weights.
+    // brings in more rows, up to quant_max_rows(); a longer step runs on the GEMM weights.
     int64_t step_rows = 0;
 };
 

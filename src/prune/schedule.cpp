@@ -449,7 +449,7 @@ Status save_schedule_file(const std::string& path, const Schedule& schedule,
     doc["prune_decode"] = schedule.prune_decode;
     doc["score_layers"] = schedule.score_layers;
     doc["score_pool"] = schedule.score_pool;
-    doc["revive_max"] = schedule.revive_max;
+    if (schedule.revive_max >= 0) doc["revive_max"] = schedule.revive_max;  // older readers
     doc["meta"] = std::move(meta);
 
     const std::string tmp = path + ".tmp";

@@ -64,7 +64,8 @@ Schedule default_schedule(int n_layer);
 // Schedule file (JSON):
 //   {"version": 1, "model": "...", "n_layer": 30, "layers": [8, 18, 26],
 //    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "prune_decode": true, "score_layers": 1,
-//    "score_pool": 1, "revive_max": -1, "meta": {...}}
+//    "score_pool": 1, "revive_max": 8, "meta": {...}}
+// ("revive_max" is written only when it bounds revivals: -1, no bound, is the default.)
 // Only "layers" and "keep" are required; "meta" is a free-form object (score, speedup,
 // calibration set...). Unknown top-level keys are errors, so a misspelled key is not ignored.
 struct ScheduleFileInfo {

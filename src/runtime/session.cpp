@@ -12,6 +12,8 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -56,6 +58,12 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
         LAZYLLM_TRY(prune::validate_schedule(sch, c.n_layer));
         if (sch.keep_first < 0) {
             return make_error(ErrorCode::kInvalidArgument, "keep_first must be >= 0");
+        }
+        if (opts.policy == prune::Policy::kLazy && sch.revive_max >= 0 && !sch.prune_decode) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "revive_max {} needs pruning in decode steps (--lazy-decode on): "
+                              "with it off every deferred token revives in the first decode step",
+                              sch.revive_max);
         }
     }
     Session s;
@@ -107,7 +115,9 @@ void Session::bound_revivals(std::vector<int32_t>& kept, const std::vector<float
         while (S_[si] < t) ++si;
         while (li < live_.size() && live_[li] < t) ++li;
         const bool live = li < live_.size() && live_[li] == t;
-        if (!live && depth_[t] == layer) candidates_.emplace_back(scores[si], t);
+        // NaN ranks as -inf, as in prune::select_top (and keeps the ordering strict).
+        const float s = std::isnan(scores[si]) ? -std::numeric_limits<float>::infinity() : scores[si];
+        if (!live && depth_[t] == layer) candidates_.emplace_back(s, t);
     }
     if (static_cast<int64_t>(candidates_.size()) <= max) return;
     // The highest scores first; equal scores by position, so the choice is deterministic.

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -132,6 +133,15 @@ std::vector<Case> cases() {
 TEST(Gemm, F32MatchesRef) {
     uint32_t seed = 1;
     for (const Case& c : cases()) run_case(c, GemmPrecision::kF32, seed += 10);
+}
+
+// oneDNN's fp32 path (strided copies, ragged tails, primitive cache) where the default is our
+// AVX2 kernel (LAZYLLM_GEMM=onednn keeps oneDNN).
+TEST(Gemm, F32OnOneDnnMatchesRef) {
+    setenv("LAZYLLM_GEMM", "onednn", 1);
+    uint32_t seed = 3;
+    for (const Case& c : cases()) run_case(c, GemmPrecision::kF32, seed += 10);
+    unsetenv("LAZYLLM_GEMM");
 }
 
 TEST(Gemm, Bf16MatchesRefWithinRounding) {

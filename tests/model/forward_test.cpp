@@ -163,6 +163,45 @@ TEST(ForwardTest, Q41AutoPrecisionWithoutBf16CloseToReference) {
                             5e-2);
 }
 
+// LayerRun::step_rows picks the weights: a few rows of a step with many new tokens (a short
+// stage of a prefill) run on the GEMM weights, bit for bit what the fp32 model computes; the
+// same rows as a decode step (at most kQuantMaxRows new tokens) run on the quantized ones.
+TEST(ForwardTest, StepRowsChooseTheWeights) {
+    kernels::KernelContext ctx;
+    ctx.isa = kernels::isa_from_env().value();
+    if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no QuantLinear fast path";
+    if (testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "bf16 GEMMs: not the fp32 model's sums";
+    testing::TinyModelSpec spec;
+    auto model = load(spec, temp_path("step_rows_auto"), kernels::GemmPrecision::kAuto);
+    auto exact = load(spec, temp_path("step_rows_f32"), kernels::GemmPrecision::kF32);
+    ASSERT_NE(model, nullptr);
+    ASSERT_NE(exact, nullptr);
+    ASSERT_TRUE(model->quantized_decode());
+    const ModelConfig& cfg = model->config();
+    const int n = 5;
+    const auto ids = random_ids(n, cfg.n_vocab, 21);
+    std::vector<int32_t> pos(n);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::vector<float> h0(static_cast<size_t>(n) * cfg.n_embd);
+    ASSERT_TRUE(model->embed(ids.data(), n, h0.data()).ok());
+    auto run = [&](const LlamaModel& m, int64_t step_rows) {
+        std::vector<float> h = h0;
+        KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), kv_type_for_gemm(m.gemm_bf16()));
+        ForwardScratch s;
+        LayerRun r{h.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
+        r.step_rows = step_rows;
+        m.forward_layers(r, kv, s);
+        return h;
+    };
+    const std::vector<float> want = run(*exact, 0);
+    EXPECT_EQ(run(*model, 100), want) << "a long step's rows run on the GEMM weights";
+    const std::vector<float> decode = run(*model, 0);
+    EXPECT_NE(decode, want) << "a decode step's rows run on the quantized weights";
+    for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(decode[i], want[i], 5e-2f * (1.0f + std::abs(want[i]))) << i;
+    }
+}
+
 // A key set given by row index (a pruned step reads S straight from the cache) that happens to
 // be the whole prefix gives bit for bit the prefix run, for both cache types and for prefill
 // and decode shapes.

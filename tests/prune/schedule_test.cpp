@@ -288,6 +288,23 @@ TEST_F(ScheduleFileTest, RoundTrip) {
     EXPECT_EQ(doc["keep"].dump(), "[0.5,0.25,0.1]");
 }
 
+// "revive_max" is written only when it bounds revivals, so files of schedules without a bound
+// still load in builds that predate the key (unknown keys are errors).
+TEST_F(ScheduleFileTest, ReviveMaxIsWrittenOnlyWhenSet) {
+    Schedule s = default_schedule(30);
+    const std::string p = path("unbounded.json");
+    ASSERT_TRUE(save_schedule_file(p, s, ScheduleFileInfo{"m", 30, "{}"}).ok());
+    {
+        std::ifstream in(p);
+        EXPECT_FALSE(nlohmann::json::parse(in).contains("revive_max"));
+    }
+    s.revive_max = 0;
+    ASSERT_TRUE(save_schedule_file(p, s, ScheduleFileInfo{"m", 30, "{}"}).ok());
+    Result<Schedule> r = load_schedule_file(p, 30);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->revive_max, 0);
+}
+
 TEST_F(ScheduleFileTest, MinimalFileUsesDefaults) {
     const std::string p = write("min.json", R"({"layers": [3, 5], "keep": [0.5, 0.2]})");
     Result<ScheduleFile> r = read_schedule_file(p, 8);

@@ -629,6 +629,16 @@ TEST(SessionTest, ErrorsAreClear) {
     ASSERT_FALSE(over.ok());
     EXPECT_NE(over.error().message().find("context"), std::string::npos);
     EXPECT_FALSE(s.step({}, logits.data()).ok());
+    // A revival bound without pruning in decode steps would do nothing: refused.
+    SessionOptions no_decode = lazy_options({2}, {0.5f}, /*prune_decode=*/false);
+    no_decode.schedule.revive_max = 4;
+    auto nd = Session::create(*model, no_decode);
+    ASSERT_FALSE(nd.ok());
+    EXPECT_NE(nd.error().message().find("revive_max 4 needs pruning in decode steps"),
+              std::string::npos)
+        << nd.error().message();
+    no_decode.schedule.revive_max = -1;
+    EXPECT_TRUE(Session::create(*model, no_decode).ok());
 }
 
 }  // namespace
