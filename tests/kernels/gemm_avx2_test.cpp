@@ -25,21 +25,14 @@
 namespace lazyllm::kernels {
 namespace {
 
+using lazyllm::test::GemmEnv;
+
 using test::random_vec;
 
 #define SKIP_WITHOUT_AVX2()                                  \
     if (!isa_supported(Isa::kAvx2, detect_cpu_features())) { \
         GTEST_SKIP() << "no AVX2/FMA/F16C";                  \
     }
-
-// Sets LAZYLLM_GEMM for one scope (PackedLinear::create reads it).
-class GemmEnv {
-public:
-    explicit GemmEnv(const char* value) { setenv("LAZYLLM_GEMM", value, 1); }
-    ~GemmEnv() { unsetenv("LAZYLLM_GEMM"); }
-    GemmEnv(const GemmEnv&) = delete;
-    GemmEnv& operator=(const GemmEnv&) = delete;
-};
 
 using Case = lazyllm::test::LinearCase;
 

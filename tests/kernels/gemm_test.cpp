@@ -34,16 +34,9 @@
 namespace lazyllm::kernels {
 namespace {
 
-KernelContext best_ctx() { return {best_isa(detect_cpu_features()), 2}; }
+using lazyllm::test::GemmEnv;
 
-// Sets LAZYLLM_GEMM for one scope (PackedLinear::create reads it).
-class GemmEnv {
-public:
-    explicit GemmEnv(const char* value) { setenv("LAZYLLM_GEMM", value, 1); }
-    ~GemmEnv() { unsetenv("LAZYLLM_GEMM"); }
-    GemmEnv(const GemmEnv&) = delete;
-    GemmEnv& operator=(const GemmEnv&) = delete;
-};
+KernelContext best_ctx() { return {best_isa(detect_cpu_features()), 2}; }
 
 bool amx_gemm_here() {
     const float w[32 * 32] = {};
@@ -138,10 +131,9 @@ TEST(Gemm, F32MatchesRef) {
 // oneDNN's fp32 path (strided copies, ragged tails, primitive cache) where the default is our
 // AVX2 kernel (LAZYLLM_GEMM=onednn keeps oneDNN).
 TEST(Gemm, F32OnOneDnnMatchesRef) {
-    setenv("LAZYLLM_GEMM", "onednn", 1);
+    const GemmEnv onednn("onednn");
     uint32_t seed = 3;
     for (const Case& c : cases()) run_case(c, GemmPrecision::kF32, seed += 10);
-    unsetenv("LAZYLLM_GEMM");
 }
 
 TEST(Gemm, Bf16MatchesRefWithinRounding) {

@@ -1,14 +1,25 @@
-// Shared by the PackedLinear tests (gemm_test.cpp, gemm_avx2_test.cpp): one GEMM problem with
-// strided operands, and its reference output from ref::linear on a dense copy of x.
+// Shared by the PackedLinear tests (gemm_test.cpp, gemm_avx2_test.cpp): the LAZYLLM_GEMM
+// switch for one scope, one GEMM problem with strided operands, and its reference output from
+// ref::linear on a dense copy of x.
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "kernels/gemm.h"
 
 namespace lazyllm::test {
+
+// Sets LAZYLLM_GEMM for one scope (PackedLinear::create reads it).
+class GemmEnv {
+public:
+    explicit GemmEnv(const char* value) { setenv("LAZYLLM_GEMM", value, 1); }
+    ~GemmEnv() { unsetenv("LAZYLLM_GEMM"); }
+    GemmEnv(const GemmEnv&) = delete;
+    GemmEnv& operator=(const GemmEnv&) = delete;
+};
 
 struct LinearCase {
     int64_t m, n_in, n_out;
