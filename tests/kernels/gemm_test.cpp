@@ -133,7 +133,9 @@ TEST(Gemm, F32MatchesRef) {
 TEST(Gemm, F32OnOneDnnMatchesRef) {
     const GemmEnv onednn("onednn");
     uint32_t seed = 3;
-    for (const Case& c : cases()) run_case(c, GemmPrecision::kF32, seed += 10);
+    const std::vector<Case> all = cases();
+    // Every third case: the shapes, strides and flags all recur (F32MatchesRef runs them all).
+    for (size_t i = 0; i < all.size(); i += 3) run_case(all[i], GemmPrecision::kF32, seed += 10);
 }
 
 TEST(Gemm, Bf16MatchesRefWithinRounding) {
