@@ -12,8 +12,6 @@
 #include "runtime/session.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -108,31 +106,33 @@ std::vector<int32_t> Session::select_at_boundary(const std::vector<int32_t>& S,
 
 void Session::bound_revivals(std::vector<int32_t>& kept, const std::vector<float>& scores,
                              int layer, int max) {
-    // kept is a sorted subset of S_ (sorted); live_ is sorted too.
-    candidates_.clear();
+    // kept is a sorted subset of S_ (sorted); live_ is sorted too. Candidates in kept's order.
+    cand_pos_.clear();
+    cand_scores_.clear();
     size_t si = 0, li = 0;
     for (int32_t t : kept) {
         while (S_[si] < t) ++si;
         while (li < live_.size() && live_[li] < t) ++li;
         const bool live = li < live_.size() && live_[li] == t;
-        // NaN ranks as -inf, as in prune::select_top (and keeps the ordering strict).
-        const float s = std::isnan(scores[si]) ? -std::numeric_limits<float>::infinity() : scores[si];
-        if (!live && depth_[t] == layer) candidates_.emplace_back(s, t);
+        if (!live && depth_[t] == layer) {
+            cand_pos_.push_back(t);
+            cand_scores_.push_back(scores[si]);
+        }
     }
-    if (static_cast<int64_t>(candidates_.size()) <= max) return;
-    // The highest scores first; equal scores by position, so the choice is deterministic.
-    const auto better = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-        return a.first > b.first || (a.first == b.first && a.second < b.second);
-    };
-    std::nth_element(candidates_.begin(), candidates_.begin() + max, candidates_.end(), better);
-    // The rest, by position, leave `kept`.
-    const auto first_dropped = candidates_.begin() + max;
-    std::sort(first_dropped, candidates_.end(),
-              [](const auto& a, const auto& b) { return a.second < b.second; });
-    auto di = first_dropped;
+    if (static_cast<int64_t>(cand_pos_.size()) <= max) return;
+    // The `max` best, in select_top's order (the selection's: ties to the lower position, NaN
+    // as -inf); every other candidate leaves `kept` (cand_pos_ is a subsequence of kept, and
+    // chosen_ of cand_pos_, all sorted).
+    prune::select_top(cand_scores_, cand_pos_, max, {}, select_scratch_, chosen_);
+    size_t ci = 0, ri = 0;
     std::erase_if(kept, [&](int32_t t) {
-        while (di != candidates_.end() && di->second < t) ++di;
-        return di != candidates_.end() && di->second == t;
+        if (ci == cand_pos_.size() || cand_pos_[ci] != t) return false;  // not a candidate
+        ++ci;
+        if (ri < chosen_.size() && chosen_[ri] == t) {
+            ++ri;
+            return false;
+        }
+        return true;
     });
 }
 

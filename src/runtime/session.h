@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include "lazyllm/result.h"
@@ -15,6 +14,7 @@
 #include "model/llama_model.h"
 #include "model/profile.h"
 #include "prune/schedule.h"
+#include "prune/select.h"
 
 namespace lazyllm {
 
@@ -119,7 +119,10 @@ private:
     ScratchVector<float> q_next_;      // [live rows, n_embd_q] queries of the rows past a cut
     std::vector<float> scores_, pooled_;
     std::vector<int32_t> live_, next_live_, S_, S_prev_;
-    std::vector<std::pair<float, int32_t>> candidates_;  // bound_revivals: (score, position)
+    // bound_revivals: the revival candidates (positions, scores) and the ones chosen.
+    std::vector<int32_t> cand_pos_, chosen_;
+    std::vector<float> cand_scores_;
+    prune::SelectScratch select_scratch_;
 };
 
 }  // namespace lazyllm
