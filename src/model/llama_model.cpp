@@ -1,7 +1,7 @@
 // Loading: validate every tensor's shape against the config, dequantize once to fp32, and pack
 // into the GEMM's layout (bf16 on AMX/AVX-512-BF16); where QuantLinear has a fast path (AVX-512
-// VNNI or AVX2) also keep each matrix in 4/8-bit blocks for decode steps. The token embedding stays quantized in the
-// mmap and is dequantized per looked-up row.
+// VNNI or AVX2) also keep each matrix in 4/8-bit blocks for decode steps. The token embedding
+// stays quantized in the mmap and is dequantized per looked-up row.
 #include "model/llama_model.h"
 
 #include <utility>

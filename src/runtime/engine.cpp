@@ -179,14 +179,8 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
     if (ro.prune.prune_decode >= 0) so.schedule.prune_decode = ro.prune.prune_decode != 0;
     if (ro.prune.score_layers >= 0) so.schedule.score_layers = ro.prune.score_layers;
     if (ro.prune.score_pool >= 0) so.schedule.score_pool = ro.prune.score_pool;
-    if (ro.prune.revive_max) {
-        if (*ro.prune.revive_max < -1) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "revive_max must be >= 0, or -1 for no bound, got {}",
-                              *ro.prune.revive_max);
-        }
-        so.schedule.revive_max = *ro.prune.revive_max;
-    }
+    // Checked with the rest of the schedule by Session::create (prune::validate_schedule).
+    if (ro.prune.revive_max) so.schedule.revive_max = *ro.prune.revive_max;
     return so;
 }
 
