@@ -139,22 +139,7 @@ TEST(AttentionAvx2, NoVisibleKeyGivesZeros) {
 TEST(AttentionAvx2, Bf16OutputIsTheRoundedFp32Output) {
     SKIP_WITHOUT_AVX2();
     std::vector<Problem> problems = path_problems(31);
-    for (size_t k = 0; k < problems.size(); ++k) {
-        Problem& p = problems[k];
-        rebind(p);
-        const AttentionArgs& a = p.args;
-        const int64_t width = static_cast<int64_t>(a.n_head) * a.head_dim;
-        attention({Isa::kAvx2, 2}, p.args);
-        std::vector<uint16_t> want(static_cast<size_t>(a.n_q * a.out_stride), 0xBEEF);
-        detail::convert_rows_to_bf16_ref(p.out.data(), a.n_q, width, a.out_stride, want.data(),
-                                         a.out_stride);
-        std::vector<uint16_t> got(want.size(), 0xBEEF);
-        AttentionArgs b = p.args;
-        b.out = nullptr;
-        b.out16 = got.data();
-        attention({Isa::kAvx2, 2}, b);
-        EXPECT_EQ(got, want) << "problem " << k;
-    }
+    check_bf16_output_is_rounded_fp32(problems, Isa::kAvx2, 2);
 }
 
 // The kernels flush denormals on the calling thread and each worker, and restore them.

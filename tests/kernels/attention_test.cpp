@@ -173,23 +173,7 @@ TEST(Attention, Bf16OutputIsTheRoundedFp32Output) {
     std::vector<Problem> problems = path_problems(31);
     problems.push_back(make_problem(iota_pos(40), iota_pos(40), 4, 2, 80, 36));  // no fast kernel
     for (Isa isa : {Isa::kRef, Isa::kAvx512, Isa::kAmx}) {
-        if (!cpu_has(isa)) continue;
-        for (size_t k = 0; k < problems.size(); ++k) {
-            Problem& p = problems[k];
-            rebind(p);
-            const AttentionArgs& a = p.args;
-            const int64_t width = static_cast<int64_t>(a.n_head) * a.head_dim;
-            attention({isa, 4}, p.args);
-            std::vector<uint16_t> want(static_cast<size_t>(a.n_q * a.out_stride), 0xBEEF);
-            detail::convert_rows_to_bf16_ref(p.out.data(), a.n_q, width, a.out_stride, want.data(),
-                                             a.out_stride);
-            std::vector<uint16_t> got(want.size(), 0xBEEF);
-            AttentionArgs b = p.args;
-            b.out = nullptr;
-            b.out16 = got.data();
-            attention({isa, 4}, b);
-            EXPECT_EQ(got, want) << "problem " << k << ", isa " << static_cast<int>(isa);
-        }
+        if (cpu_has(isa)) check_bf16_output_is_rounded_fp32(problems, isa, 4);
     }
 }
 

@@ -16,6 +16,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/cpu.h"
+#include "kernels/gemm_convert.h"
 #include "kernels/quant_blocks.h"
 
 namespace lazyllm::kernels::attention_testing {
@@ -289,6 +290,28 @@ inline void check_indexed_f16_equals_dense_f32(Isa isa) {
             attention({isa, 2}, d.args);
             EXPECT_EQ(p.out, d.out) << layout_name(l) << " n_q=" << n_q;
         }
+    }
+}
+
+// out16 (the bf16 path's output) holds exactly the bf16 rounding of what the same call writes
+// to out, row padding included (left alone in both).
+inline void check_bf16_output_is_rounded_fp32(std::vector<Problem>& problems, Isa isa,
+                                              int threads) {
+    for (size_t k = 0; k < problems.size(); ++k) {
+        Problem& p = problems[k];
+        rebind(p);
+        const AttentionArgs& a = p.args;
+        const int64_t width = static_cast<int64_t>(a.n_head) * a.head_dim;
+        attention({isa, threads}, p.args);
+        std::vector<uint16_t> want(static_cast<size_t>(a.n_q * a.out_stride), 0xBEEF);
+        detail::convert_rows_to_bf16_ref(p.out.data(), a.n_q, width, a.out_stride, want.data(),
+                                         a.out_stride);
+        std::vector<uint16_t> got(want.size(), 0xBEEF);
+        AttentionArgs b = p.args;
+        b.out = nullptr;
+        b.out16 = got.data();
+        attention({isa, threads}, b);
+        EXPECT_EQ(got, want) << "problem " << k << ", isa " << static_cast<int>(isa);
     }
 }
 
