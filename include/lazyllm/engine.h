@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lazyllm/conversation.h"
 #include "lazyllm/result.h"
 #include "lazyllm/sampling.h"
 #include "lazyllm/tokenizer.h"
@@ -112,6 +113,14 @@ public:
     const ModelSummary& summary() const;
     // Prompt formatting: the model's chat format applied to one user message.
     std::string chat_prompt(std::string_view user_message, std::string_view system = {}) const;
+
+    // Prompt formatting of a whole chat (system / user / assistant turns), ending with the
+    // assistant turn's opening.
+    std::string chat_prompt(const std::vector<ChatMessage>& messages) const;
+    // A conversation (include/lazyllm/conversation.h) under a pruning policy, with a cache of
+    // n_ctx tokens (0: the model's training context). Errors: bad policy or schedule.
+    Result<std::unique_ptr<Conversation>> open_conversation(const PruneOptions& prune,
+                                                            int64_t n_ctx = 0) const;
 
     // Checks prune options against the model (schedule parse, policy), without running.
     Status validate(const RunOptions& opts) const;

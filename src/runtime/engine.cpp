@@ -14,6 +14,7 @@
 #include "prune/model_defaults.h"
 #include "prune/schedule.h"
 #include "prune/select.h"
+#include "runtime/conversation_impl.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "runtime/stop_strings.h"
@@ -303,6 +304,25 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     r.fraction_computed = session.prompt_fraction_computed();
     if (opts.profile) fill_profile(session.profile(), r);
     return r;
+}
+
+// Conversations for servers (include/lazyllm/conversation.h, src/runtime/conversation.cpp).
+std::string Engine::chat_prompt(const std::vector<ChatMessage>& messages) const {
+    return apply_chat_template(impl_->chat_format, messages, true);
+}
+
+Result<std::unique_ptr<Conversation>> Engine::open_conversation(const PruneOptions& prune,
+                                                                int64_t n_ctx) const {
+    const LlamaModel& model = *impl_->model;
+    RunOptions ro;
+    ro.prune = prune;
+    ro.n_ctx = n_ctx > 0 ? n_ctx : model.config().n_ctx_train;
+    LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(model, ro, 1));
+    LAZYLLM_ASSIGN_OR_RETURN(Session session, Session::create(model, so));
+    auto impl = std::make_unique<Conversation::Impl>(model, impl_->tokenizer, std::move(session));
+    impl->policy = std::string(prune::policy_name(so.policy));
+    if (so.policy != prune::Policy::kFull) impl->schedule = prune::to_string(so.schedule);
+    return std::make_unique<Conversation>(std::move(impl));
 }
 
 }  // namespace lazyllm

@@ -441,4 +441,26 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
     return st;
 }
 
+// Truncation (Conversation: a request that diverges from the cached tokens). Tokens below n
+// keep their depth, Aux slot and KV; a later step appends at n and its keys are the positions
+// below n_total only, so the stale rows past n are never read before they are rewritten.
+void Session::truncate(int64_t n) {
+    LAZYLLM_CHECK(n >= 0 && n <= n_past_);
+    const int L = model_->config().n_layer;
+    for (int64_t t = n; t < n_past_; ++t) {
+        // A token's computed pairs are layers [0, depth) (each once; gemfilter aside).
+        if (t < n_prompt_) prompt_token_layers_ -= depth_[t];
+        depth_[t] = 0;
+        excluded_[t] = 0;
+        if (!aux_valid_.empty()) aux_valid_[t] = 0;
+        if (!computed_.empty()) {
+            std::fill_n(computed_.begin() + t * L, L, uint8_t{0});
+        }
+    }
+    tokens_.resize(static_cast<size_t>(n));
+    n_prompt_ = std::min(n_prompt_, n);
+    if (n == 0) prompt_token_layers_ = 0;
+    n_past_ = n;
+}
+
 }  // namespace lazyllm

@@ -60,6 +60,10 @@ public:
     // Appends `tokens` at the next positions and runs one step; `logits` ([n_vocab]) receives
     // the last token's logits. Errors: empty input, context overflow, bad ids.
     Result<StepStats> step(std::span<const int32_t> tokens, float* logits);
+    // Forgets the tokens at positions >= n (0 <= n <= n_past): their depths, Aux slots and
+    // exclusions; their KV rows become stale and are overwritten by later steps. The tokens
+    // kept are untouched, so design.md 1.3's invariants still hold (Conversation's prefix reuse).
+    void truncate(int64_t n);
 
     int64_t n_past() const { return n_past_; }
     int64_t n_ctx() const { return kv_.n_ctx(); }

@@ -16,5 +16,6 @@ Runner add_run(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_eval(CLI::App& app);
 Runner add_tune(CLI::App& app);
+Runner add_serve(CLI::App& app);  // tools/server/cmd_serve.cpp
 
 }  // namespace lazyllm::cli

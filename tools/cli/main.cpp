@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     add("bench", "Prefill and decode speed per prompt length and policy (llama-bench style)", add_bench);
     add("eval", "Accuracy, TTFT speedup and % computed per pruning policy; --fidelity", add_eval);
     add("tune", "Search the fastest pruning schedule that keeps a target accuracy", add_tune);
+    add("serve", "OpenAI-compatible HTTP server with per-request pruning and a multi-turn cache", add_serve);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

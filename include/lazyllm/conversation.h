@@ -1,0 +1,87 @@
+// A conversation: one Session kept across requests (its tokens, KV cache, per-token depths and
+// Aux slots), for servers. A turn whose prompt extends the cached tokens (the previous turns, the
+// answer and a new question) runs only the new suffix as one step; LazyLLM's per-step selection
+// then revives from Aux the pruned tokens the new question needs. A prompt that diverges
+// truncates the cache at the common prefix first. Made by Engine::open_conversation.
+//
+// Not thread-safe: one thread drives a conversation at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lazyllm/result.h"
+#include "lazyllm/sampling.h"
+#include "lazyllm/tokenizer.h"
+
+namespace lazyllm {
+
+struct TurnOptions {
+    int max_new_tokens = 256;
+    SamplingParams sampling;
+    std::vector<std::string> stop;  // stop strings (not included in the output)
+    bool ignore_eos = false;
+};
+
+// What a turn did so far (complete once TurnDelta::done).
+struct TurnStats {
+    int64_t n_prompt = 0;   // the turn's prompt tokens
+    int64_t n_cached = 0;   // of which reused from the cache (not computed again)
+    int64_t n_gen = 0;      // generated tokens
+    double prompt_ms = 0.0;  // the step over the new prompt suffix
+    double ttft_ms = 0.0;    // turn start (prefix match, truncation, step, first sample)
+    double decode_ms = 0.0;  // generation after the first token
+    // (token, layer) pairs of the new prompt suffix computed by its step / (suffix * n_layer).
+    double prefill_fraction_computed = 1.0;
+    int64_t revived = 0;         // tokens revived from Aux slots in this turn's steps
+    std::string stop_reason;     // eos | stop | length | context (the context is full)
+};
+
+struct TurnDelta {
+    std::string text;  // newly complete UTF-8 text (may be empty)
+    bool done = false;
+};
+
+class Conversation {
+public:
+    struct Impl;
+    explicit Conversation(std::unique_ptr<Impl> impl);
+    ~Conversation();
+    Conversation(const Conversation&) = delete;
+    Conversation& operator=(const Conversation&) = delete;
+
+    // Tokens whose KV is cached (positions 0 .. n_past-1).
+    std::span<const TokenId> tokens() const;
+    int64_t n_past() const;
+    int64_t n_ctx() const;
+    // Length of the common prefix of `prompt` and the cached tokens.
+    int64_t common_prefix(std::span<const TokenId> prompt) const;
+    // Forgets the tokens at positions >= n (0 <= n <= n_past): KV rows, depths, Aux slots.
+    void truncate(int64_t n);
+
+    // Starts a turn: keeps the longest common prefix of `prompt` with the cache (at least one
+    // prompt token is always run, for its logits), truncates the rest, runs the new suffix as
+    // one step and samples the first token. Errors: empty prompt, prompt + max_new_tokens over
+    // the context, bad sampling parameters or ids.
+    Result<TurnDelta> start_turn(std::span<const TokenId> prompt, const TurnOptions& opts);
+    // Emits the last sampled token and, unless the turn ends, runs one decode step on it and
+    // samples the next. Call until done.
+    Result<TurnDelta> next();
+    // Ends the turn now (a cancelled request): the cache keeps what was computed.
+    void abandon();
+    bool in_turn() const;
+    const TurnStats& stats() const;
+    // The turn's generated ids so far.
+    const std::vector<TokenId>& generated() const;
+    // The pruning policy ("full", "lazy", ...) and schedule ("" for full) of this conversation.
+    const std::string& policy() const;
+    const std::string& schedule() const;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lazyllm

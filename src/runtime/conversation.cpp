@@ -1,0 +1,133 @@
+// Conversation: a Session kept across turns (include/lazyllm/conversation.h). A turn is the
+// generate loop of engine.cpp cut into calls: start_turn (prefix reuse, truncation, one step
+// over the new suffix, first sample), then next() once per token.
+#include "lazyllm/conversation.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "runtime/conversation_impl.h"
+
+namespace lazyllm {
+
+Conversation::Conversation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Conversation::~Conversation() = default;
+
+std::span<const TokenId> Conversation::tokens() const { return impl_->session.tokens(); }
+int64_t Conversation::n_past() const { return impl_->session.n_past(); }
+int64_t Conversation::n_ctx() const { return impl_->session.n_ctx(); }
+bool Conversation::in_turn() const { return impl_->in_turn; }
+const TurnStats& Conversation::stats() const { return impl_->stats; }
+const std::vector<TokenId>& Conversation::generated() const { return impl_->generated; }
+const std::string& Conversation::policy() const { return impl_->policy; }
+const std::string& Conversation::schedule() const { return impl_->schedule; }
+
+int64_t Conversation::common_prefix(std::span<const TokenId> prompt) const {
+    const auto& cached = impl_->session.tokens();
+    const size_t n = std::min(cached.size(), prompt.size());
+    size_t i = 0;
+    while (i < n && cached[i] == prompt[i]) ++i;
+    return static_cast<int64_t>(i);
+}
+
+void Conversation::truncate(int64_t n) {
+    LAZYLLM_CHECK_MSG(!impl_->in_turn, "truncate during a turn");
+    impl_->session.truncate(n);
+}
+
+void Conversation::abandon() { impl_->in_turn = false; }
+
+Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
+                                           const TurnOptions& opts) {
+    Impl& c = *impl_;
+    if (prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "empty prompt");
+    if (opts.max_new_tokens < 0) {
+        return make_error(ErrorCode::kInvalidArgument, "max_new_tokens must be >= 0, got {}",
+                          opts.max_new_tokens);
+    }
+    LAZYLLM_TRY(validate(opts.sampling));
+    const auto n_prompt = static_cast<int64_t>(prompt.size());
+    if (n_prompt + opts.max_new_tokens > n_ctx()) {
+        return make_error(ErrorCode::kOutOfRange,
+                          "the prompt has {} tokens and {} new tokens were asked for, over the "
+                          "context of {}", n_prompt, opts.max_new_tokens, n_ctx());
+    }
+    const int32_t n_vocab = c.tok->n_vocab();
+    for (TokenId id : prompt) {
+        if (id < 0 || id >= n_vocab) {
+            return make_error(ErrorCode::kInvalidArgument, "token id {} is outside the vocabulary [0, {})",
+                              id, n_vocab);
+        }
+    }
+    c.in_turn = false;
+    c.turn_timer.reset();
+    c.stats = TurnStats{};
+    c.opts = opts;
+    c.generated.clear();
+    c.history.assign(prompt.begin(), prompt.end());
+    c.sampler.emplace(opts.sampling);
+    c.stream.emplace(*c.tok);
+    c.stops.emplace(opts.stop);
+
+    // Keep the common prefix, but always run at least the last prompt token: its logits give
+    // the first sample.
+    const int64_t keep = std::min(common_prefix(prompt), n_prompt - 1);
+    if (keep < n_past()) c.session.truncate(keep);
+    const std::span<const TokenId> suffix = prompt.subspan(static_cast<size_t>(keep));
+    c.logits.resize(static_cast<size_t>(n_vocab));
+    LAZYLLM_ASSIGN_OR_RETURN(StepStats st, c.session.step(suffix, c.logits.data()));
+    const int L = c.model->config().n_layer;
+    int64_t suffix_pairs = 0;
+    for (int64_t t = keep; t < n_prompt; ++t) suffix_pairs += c.session.depth()[t];
+    c.stats.n_prompt = n_prompt;
+    c.stats.n_cached = keep;
+    c.stats.prompt_ms = st.ms;
+    c.stats.revived = st.revived;
+    c.stats.prefill_fraction_computed =
+        static_cast<double>(suffix_pairs) / (static_cast<double>(suffix.size()) * L);
+    c.next = c.sampler->sample(c.logits, c.history);
+    c.stats.ttft_ms = c.turn_timer.elapsed_ms();
+    c.decode_timer.reset();
+    c.in_turn = true;
+    return TurnDelta{};
+}
+
+Result<TurnDelta> Conversation::next() {
+    Impl& c = *impl_;
+    LAZYLLM_CHECK_MSG(c.in_turn, "next() outside a turn");
+    TurnDelta d;
+    auto finish = [&](const char* reason, bool flush) {
+        if (flush) {
+            const std::string tail = c.stops->push(c.stream->flush());
+            d.text += tail;
+            if (!c.stops->matched()) d.text += c.stops->flush();
+        }
+        if (c.stops->matched()) reason = "stop";
+        c.stats.stop_reason = reason;
+        c.stats.n_gen = static_cast<int64_t>(c.generated.size());
+        c.stats.decode_ms = c.decode_timer.elapsed_ms();
+        c.in_turn = false;
+        d.done = true;
+        return d;
+    };
+    if (c.opts.max_new_tokens == 0) return finish("length", true);
+    if (!c.opts.ignore_eos && c.tok->is_end_of_generation(c.next)) return finish("eos", true);
+    c.generated.push_back(c.next);
+    c.history.push_back(c.next);
+    d.text = c.stops->push(c.stream->push(c.next));
+    if (c.stops->matched()) return finish("stop", false);
+    if (static_cast<int>(c.generated.size()) >= c.opts.max_new_tokens) return finish("length", true);
+    if (n_past() >= n_ctx()) return finish("context", true);
+    const TokenId cur = c.next;
+    auto st = c.session.step(std::span<const TokenId>(&cur, 1), c.logits.data());
+    if (!st.ok()) {
+        c.in_turn = false;
+        return st.error();
+    }
+    c.stats.revived += st->revived;
+    c.next = c.sampler->sample(c.logits, c.history);
+    c.stats.n_gen = static_cast<int64_t>(c.generated.size());
+    return d;
+}
+
+}  // namespace lazyllm

@@ -1,0 +1,41 @@
+// Conversation::Impl, for Engine::open_conversation (engine.cpp) and conversation.cpp.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/timer.h"
+#include "lazyllm/conversation.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "runtime/stop_strings.h"
+
+namespace lazyllm {
+
+struct Conversation::Impl {
+    Impl(const LlamaModel& m, const Tokenizer& t, Session s)
+        : model(&m), tok(&t), session(std::move(s)) {}
+
+    const LlamaModel* model;
+    const Tokenizer* tok;
+    Session session;
+    std::string policy, schedule;
+    std::vector<float> logits;  // [n_vocab] of the last step
+
+    // The turn in progress.
+    bool in_turn = false;
+    TurnOptions opts;
+    TurnStats stats;
+    std::optional<Sampler> sampler;
+    std::optional<StreamDecoder> stream;
+    std::optional<StopStringMatcher> stops;
+    std::vector<TokenId> history;    // prompt + generated, for the repetition penalty
+    std::vector<TokenId> generated;  // this turn's ids
+    TokenId next = 0;                // sampled, not yet emitted
+    Timer turn_timer;
+    Timer decode_timer;
+};
+
+}  // namespace lazyllm

@@ -1,0 +1,208 @@
+// Request parsing and validation of `lazyllm serve` (tools/server/api_request.cpp): every
+// malformed case gives a 400 whose error names the field.
+#include "server/api_request.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace lazyllm::server {
+namespace {
+
+GenRequest chat_ok(const std::string& body) {
+    auto r = parse_chat_request(body);
+    if (auto* e = std::get_if<ApiError>(&r)) ADD_FAILURE() << body << " -> " << e->message;
+    return std::holds_alternative<GenRequest>(r) ? std::get<GenRequest>(r) : GenRequest{};
+}
+
+ApiError chat_err(const std::string& body) {
+    auto r = parse_chat_request(body);
+    if (!std::holds_alternative<ApiError>(r)) {
+        ADD_FAILURE() << body << " was accepted";
+        return {};
+    }
+    return std::get<ApiError>(r);
+}
+
+ApiError completion_err(const std::string& body) {
+    auto r = parse_completion_request(body);
+    if (!std::holds_alternative<ApiError>(r)) {
+        ADD_FAILURE() << body << " was accepted";
+        return {};
+    }
+    return std::get<ApiError>(r);
+}
+
+TEST(ApiRequest, ChatFieldsAreRead) {
+    GenRequest r = chat_ok(R"({"model":"m","messages":[{"role":"system","content":"be brief"},
+        {"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],
+        "max_tokens":7,"temperature":0,"top_p":0.5,"top_k":3,"min_p":0.1,"seed":42,
+        "stop":["a","b"],"stream":true,"stream_options":{"include_usage":true},"n":1,
+        "lazyllm":{"policy":"lazy","layers":[8,18],"keep":"0.5,0.2","revive_max":"all"}})");
+    ASSERT_EQ(r.messages.size(), 2u);
+    EXPECT_EQ(r.messages[0].role, "system");
+    EXPECT_EQ(r.messages[1].content, "hi there");
+    EXPECT_EQ(*r.max_tokens, 7);
+    EXPECT_EQ(r.sampling.temperature, 0.0f);
+    EXPECT_EQ(r.sampling.top_p, 0.5f);
+    EXPECT_EQ(r.sampling.top_k, 3);
+    EXPECT_FLOAT_EQ(r.sampling.min_p, 0.1f);
+    EXPECT_EQ(r.sampling.seed, 42u);
+    EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
+    EXPECT_TRUE(r.stream);
+    EXPECT_TRUE(r.include_usage);
+    ASSERT_TRUE(r.prune);
+    EXPECT_EQ(r.prune->policy, "lazy");
+    EXPECT_EQ(r.prune->layers, "8,18");
+    EXPECT_EQ(r.prune->keep, "0.5,0.2");
+    EXPECT_EQ(*r.prune->revive_max, -1);
+}
+
+TEST(ApiRequest, Defaults) {
+    GenRequest r = chat_ok(R"({"messages":[{"role":"user","content":"x"}]})");
+    EXPECT_FALSE(r.max_tokens);
+    EXPECT_FALSE(r.stream);
+    EXPECT_FALSE(r.prune);
+    EXPECT_TRUE(r.cache_prompt);
+    EXPECT_FLOAT_EQ(r.sampling.temperature, 0.8f);
+    GenRequest s = chat_ok(R"({"messages":[{"role":"user","content":"x"}],"stop":"END"})");
+    EXPECT_EQ(s.stop, std::vector<std::string>{"END"});
+}
+
+TEST(ApiRequest, MaxCompletionTokensWins) {
+    GenRequest r = chat_ok(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":5,"max_completion_tokens":9})");
+    EXPECT_EQ(*r.max_tokens, 9);
+    EXPECT_EQ(r.max_tokens_field, "max_completion_tokens");
+}
+
+TEST(ApiRequest, MalformedJson) {
+    for (const char* body : {"", "{", "{\"messages\": [}", "[1,2]", "\"x\"", "null"}) {
+        ApiError e = chat_err(body);
+        EXPECT_EQ(e.status, 400) << body;
+        EXPECT_EQ(e.code, "invalid_json") << body;
+    }
+}
+
+TEST(ApiRequest, WrongTypesNameTheField) {
+    struct Case {
+        const char* body;
+        const char* param;
+    };
+    const Case cases[] = {
+        {R"({"messages":"hi"})", "messages"},
+        {R"({"messages":[]})", "messages"},
+        {R"({})", "messages"},
+        {R"({"messages":[1]})", "messages[0]"},
+        {R"({"messages":[{"content":"x"}]})", "messages[0].role"},
+        {R"({"messages":[{"role":"wizard","content":"x"}]})", "messages[0].role"},
+        {R"({"messages":[{"role":"user"}]})", "messages[0].content"},
+        {R"({"messages":[{"role":"user","content":5}]})", "messages[0].content"},
+        {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":"5"})", "max_tokens"},
+        {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", "max_tokens"},
+        {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":2.5})", "max_tokens"},
+        {R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":-1})", "max_completion_tokens"},
+        {R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})", "temperature"},
+        {R"({"messages":[{"role":"user","content":"x"}],"temperature":3})", "temperature"},
+        {R"({"messages":[{"role":"user","content":"x"}],"top_p":0})", "top_p"},
+        {R"({"messages":[{"role":"user","content":"x"}],"top_k":-1})", "top_k"},
+        {R"({"messages":[{"role":"user","content":"x"}],"min_p":1})", "min_p"},
+        {R"({"messages":[{"role":"user","content":"x"}],"seed":"1"})", "seed"},
+        {R"({"messages":[{"role":"user","content":"x"}],"stop":5})", "stop"},
+        {R"({"messages":[{"role":"user","content":"x"}],"stop":["a",1]})", "stop[1]"},
+        {R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})", "stream"},
+        {R"({"messages":[{"role":"user","content":"x"}],"stream_options":true})", "stream_options"},
+        {R"({"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":1}})", "stream_options.include_usage"},
+        {R"({"messages":[{"role":"user","content":"x"}],"stream_options":{"x":1}})", "stream_options.x"},
+        {R"({"messages":[{"role":"user","content":"x"}],"bogus":1})", "bogus"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":"lazy"})", "lazyllm"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"polcy":"lazy"}})", "lazyllm.polcy"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"keep_first":"3"}})", "lazyllm.keep_first"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"layers":[1,"a"]}})", "lazyllm.layers[1]"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"revive_max":"some"}})", "lazyllm.revive_max"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"policy":"full","keep":"0.5"}})", "lazyllm.policy"},
+    };
+    for (const Case& c : cases) {
+        ApiError e = chat_err(c.body);
+        EXPECT_EQ(e.status, 400) << c.body;
+        EXPECT_EQ(e.param, c.param) << c.body << " -> " << e.message;
+        EXPECT_NE(e.message.find(c.param), std::string::npos) << e.message;
+    }
+}
+
+TEST(ApiRequest, UnsupportedFeaturesAreRefused) {
+    const char* bodies[] = {
+        R"({"messages":[{"role":"user","content":"x"}],"n":2})",
+        R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})",
+        R"({"messages":[{"role":"tool","content":"x"}]})",
+        R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
+        R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})",
+        R"({"messages":[{"role":"user","content":"x"}],"presence_penalty":0.5})",
+        R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
+    };
+    for (const char* b : bodies) {
+        ApiError e = chat_err(b);
+        EXPECT_EQ(e.status, 400) << b;
+        EXPECT_EQ(e.code, "unsupported") << b;
+        EXPECT_NE(e.message.find("unsupported"), std::string::npos) << e.message;
+    }
+}
+
+TEST(ApiRequest, Completions) {
+    auto r = parse_completion_request(R"({"prompt":"The capital","max_tokens":4})");
+    ASSERT_TRUE(std::holds_alternative<GenRequest>(r));
+    EXPECT_EQ(std::get<GenRequest>(r).prompt, "The capital");
+    auto ids = parse_completion_request(R"({"prompt":[1,2,3]})");
+    ASSERT_TRUE(std::holds_alternative<GenRequest>(ids));
+    EXPECT_EQ(std::get<GenRequest>(ids).prompt_ids, (std::vector<TokenId>{1, 2, 3}));
+    EXPECT_EQ(completion_err(R"({"max_tokens":4})").param, "prompt");
+    EXPECT_EQ(completion_err(R"({"prompt":{}})").param, "prompt");
+    EXPECT_EQ(completion_err(R"({"prompt":[1,-2]})").param, "prompt[1]");
+    EXPECT_EQ(completion_err(R"({"prompt":["a","b"]})").code, "unsupported");
+    EXPECT_EQ(completion_err(R"({"prompt":"a","echo":true})").code, "unsupported");
+    EXPECT_EQ(completion_err(R"({"prompt":"a","messages":[]})").param, "messages");
+}
+
+TEST(ApiRequest, Lengths) {
+    GenRequest r = chat_ok(R"({"messages":[{"role":"user","content":"x"}]})");
+    EXPECT_EQ(std::get<int>(check_lengths(r, 10, 100, 512)), 90);
+    EXPECT_EQ(std::get<int>(check_lengths(r, 10, 1000, 512)), 512);
+    ApiError over = std::get<ApiError>(check_lengths(r, 100, 100, 512));
+    EXPECT_EQ(over.code, "context_length_exceeded");
+    EXPECT_EQ(over.param, "messages");
+    r.max_tokens = 200;
+    r.max_tokens_field = "max_tokens";
+    ApiError big = std::get<ApiError>(check_lengths(r, 10, 100, 512));
+    EXPECT_EQ(big.param, "max_tokens");
+    r.max_tokens = 95;
+    ApiError room = std::get<ApiError>(check_lengths(r, 10, 100, 512));
+    EXPECT_EQ(room.param, "max_tokens");
+    EXPECT_EQ(room.code, "context_length_exceeded");
+    r.max_tokens = 90;
+    EXPECT_EQ(std::get<int>(check_lengths(r, 10, 100, 512)), 90);
+}
+
+TEST(ApiRequest, TokenizeAndDetokenize) {
+    auto t = parse_tokenize_request(R"({"content":"hi","with_pieces":true})");
+    ASSERT_TRUE(std::holds_alternative<TokenizeRequest>(t));
+    EXPECT_TRUE(std::get<TokenizeRequest>(t).with_pieces);
+    EXPECT_EQ(std::get<ApiError>(parse_tokenize_request(R"({"content":1})")).param, "content");
+    EXPECT_EQ(std::get<ApiError>(parse_tokenize_request(R"({})")).param, "content");
+    auto d = parse_detokenize_request(R"({"tokens":[1,2]})", 10);
+    ASSERT_TRUE(std::holds_alternative<std::vector<TokenId>>(d));
+    EXPECT_EQ(std::get<ApiError>(parse_detokenize_request(R"({"tokens":[1,20]})", 10)).param, "tokens[1]");
+    EXPECT_EQ(std::get<ApiError>(parse_detokenize_request(R"({"tokens":"1"})", 10)).param, "tokens");
+}
+
+TEST(ApiRequest, ErrorObjectShape) {
+    ApiError e;
+    e.message = "m";
+    e.param = "p";
+    nlohmann::json j = error_json(e);
+    EXPECT_EQ(j["error"]["message"], "m");
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+    EXPECT_EQ(j["error"]["param"], "p");
+    EXPECT_TRUE(j["error"]["code"].is_null());
+}
+
+}  // namespace
+}  // namespace lazyllm::server

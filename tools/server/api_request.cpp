@@ -1,0 +1,493 @@
+// Request parsing for the OpenAI-compatible API. Field rules follow OpenAI's API reference
+// (platform.openai.com/docs/api-reference/chat/create) and llama-server's extensions
+// (tools/server/README.md in llama.cpp: n_predict, cache_prompt, repeat_penalty, ...).
+// Fields the engine cannot honour (n > 1, tools, images, logprobs) are refused, not ignored.
+#include "server/api_request.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace lazyllm::server {
+
+using json = nlohmann::json;
+
+json error_json(const ApiError& e) {
+    json err = {{"message", e.message}, {"type", e.type}};
+    err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
+    err["code"] = e.code.empty() ? json(nullptr) : json(e.code);
+    return json{{"error", err}};
+}
+
+namespace {
+
+ApiError bad(std::string param, std::string message, std::string code = "") {
+    ApiError e;
+    e.param = std::move(param);
+    e.message = std::move(message);
+    e.code = std::move(code);
+    return e;
+}
+
+ApiError unsupported(std::string param, std::string what) {
+    return bad(std::move(param), what + " is unsupported by this server", "unsupported");
+}
+
+std::string type_name(const json& v) {
+    if (v.is_null()) return "null";
+    if (v.is_boolean()) return "a boolean";
+    if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+    if (v.is_number()) return "a number";
+    if (v.is_string()) return "a string";
+    if (v.is_array()) return "an array";
+    return "an object";
+}
+
+ApiError wrong_type(const std::string& field, const char* expected, const json& v) {
+    return bad(field, fmt::format("'{}' must be {}, got {}", field, expected, type_name(v)));
+}
+
+// Typed field readers: std::nullopt when the field is absent or null, an error for a wrong type
+// or a value out of range.
+struct Fields {
+    const json& obj;
+    std::string prefix;  // "lazyllm." for the extension object
+    std::optional<ApiError> err;
+
+    std::string name(const char* key) const { return prefix + key; }
+    const json* get(const char* key) const {
+        auto it = obj.find(key);
+        if (it == obj.end() || it->is_null()) return nullptr;
+        return &*it;
+    }
+    std::optional<bool> boolean(const char* key) {
+        const json* v = get(key);
+        if (!v || err) return std::nullopt;
+        if (!v->is_boolean()) return fail(wrong_type(name(key), "a boolean", *v));
+        return v->get<bool>();
+    }
+    std::optional<std::string> string(const char* key) {
+        const json* v = get(key);
+        if (!v || err) return std::nullopt;
+        if (!v->is_string()) return fail(wrong_type(name(key), "a string", *v));
+        return v->get<std::string>();
+    }
+    std::optional<double> number(const char* key, double lo, double hi) {
+        const json* v = get(key);
+        if (!v || err) return std::nullopt;
+        if (!v->is_number()) return fail(wrong_type(name(key), "a number", *v));
+        const double x = v->get<double>();
+        if (!(x >= lo && x <= hi)) {
+            return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}", name(key), lo, hi, x)));
+        }
+        return x;
+    }
+    std::optional<int64_t> integer(const char* key, int64_t lo, int64_t hi) {
+        const json* v = get(key);
+        if (!v || err) return std::nullopt;
+        // 3.0 is accepted as 3 (JavaScript clients send numbers); 3.5 is not.
+        if (v->is_number_float()) {
+            const double d = v->get<double>();
+            if (std::floor(d) != d || std::fabs(d) > 9e15) {
+                return fail(wrong_type(name(key), "an integer", *v));
+            }
+        } else if (!v->is_number()) {
+            return fail(wrong_type(name(key), "an integer", *v));
+        }
+        const int64_t x = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)
+                              ? hi + 1
+                              : v->is_number_float() ? static_cast<int64_t>(v->get<double>())
+                                                     : v->get<int64_t>();
+        if (x < lo || x > hi) {
+            return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}", name(key), lo, hi, v->dump())));
+        }
+        return x;
+    }
+    std::nullopt_t fail(ApiError e) {
+        if (!err) err = std::move(e);
+        return std::nullopt;
+    }
+};
+
+std::optional<ApiError> check_known(const json& obj, const std::set<std::string>& known,
+                                    const std::string& prefix) {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+        if (!known.count(it.key())) {
+            return bad(prefix + it.key(), fmt::format("unknown field '{}{}'", prefix, it.key()),
+                       "unknown_field");
+        }
+    }
+    return std::nullopt;
+}
+
+ApiResult<json> parse_object(std::string_view body) {
+    json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+        return bad("", "the request body is not valid JSON", "invalid_json");
+    }
+    if (!j.is_object()) {
+        return bad("", fmt::format("the request body must be a JSON object, got {}", type_name(j)),
+                   "invalid_json");
+    }
+    return j;
+}
+
+// "stop": a string or an array of strings.
+std::optional<ApiError> read_stop(const json& obj, std::vector<std::string>& out) {
+    auto it = obj.find("stop");
+    if (it == obj.end() || it->is_null()) return std::nullopt;
+    if (it->is_string()) {
+        out.push_back(it->get<std::string>());
+        return std::nullopt;
+    }
+    if (!it->is_array()) return wrong_type("stop", "a string or an array of strings", *it);
+    if (it->size() > 16) return bad("stop", fmt::format("'stop' holds at most 16 strings, got {}", it->size()));
+    for (size_t i = 0; i < it->size(); ++i) {
+        const json& s = (*it)[i];
+        if (!s.is_string()) return wrong_type(fmt::format("stop[{}]", i), "a string", s);
+        out.push_back(s.get<std::string>());
+    }
+    return std::nullopt;
+}
+
+// Fields common to both endpoints. `known` gathers the names read here.
+std::optional<ApiError> read_common(const json& j, GenRequest& r) {
+    Fields f{j, "", std::nullopt};
+    if (auto m = f.string("model")) r.model = *m;
+    // max_completion_tokens (OpenAI's current name) wins over max_tokens and n_predict.
+    for (const char* key : {"n_predict", "max_tokens", "max_completion_tokens"}) {
+        const int64_t lo = std::string_view(key) == "n_predict" ? 0 : 1;
+        if (auto v = f.integer(key, lo, 1 << 30)) {
+            r.max_tokens = static_cast<int>(*v);
+            r.max_tokens_field = key;
+        }
+    }
+    if (auto v = f.number("temperature", 0.0, 2.0)) r.sampling.temperature = static_cast<float>(*v);
+    if (auto v = f.number("top_p", 0.0, 1.0)) {
+        if (*v == 0.0) return bad("top_p", "'top_p' must be in (0, 1], got 0");
+        r.sampling.top_p = static_cast<float>(*v);
+    }
+    if (auto v = f.integer("top_k", 0, 1 << 30)) r.sampling.top_k = static_cast<int>(*v);
+    if (auto v = f.number("min_p", 0.0, 1.0)) {
+        if (*v >= 1.0) return bad("min_p", "'min_p' must be in [0, 1), got 1");
+        r.sampling.min_p = static_cast<float>(*v);
+    }
+    if (auto v = f.integer("seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+        r.sampling.seed = static_cast<uint64_t>(*v);
+    }
+    if (auto v = f.number("repeat_penalty", 1e-3, 100.0)) r.sampling.repetition_penalty = static_cast<float>(*v);
+    if (auto v = f.integer("repeat_last_n", 0, 1 << 20)) r.sampling.repeat_last_n = static_cast<int>(*v);
+    for (const char* key : {"presence_penalty", "frequency_penalty"}) {
+        if (auto v = f.number(key, -2.0, 2.0); v && *v != 0.0) {
+            return unsupported(key, fmt::format("a non-zero '{}'", key));
+        }
+    }
+    if (auto v = f.boolean("stream")) r.stream = *v;
+    if (auto v = f.boolean("ignore_eos")) r.ignore_eos = *v;
+    if (auto v = f.boolean("cache_prompt")) r.cache_prompt = *v;
+    f.string("user");
+    if (f.err) return f.err;
+    if (auto n = f.integer("n", 1, 128); n && *n != 1) return unsupported("n", "n > 1");
+    if (f.err) return f.err;
+    if (auto e = read_stop(j, r.stop)) return e;
+    if (const json* so = f.get("stream_options")) {
+        if (!so->is_object()) return wrong_type("stream_options", "an object", *so);
+        Fields s{*so, "stream_options.", std::nullopt};
+        if (auto v = s.boolean("include_usage")) r.include_usage = *v;
+        if (s.err) return s.err;
+        if (auto e = check_known(*so, {"include_usage"}, "stream_options.")) return e;
+    }
+    if (const json* lz = f.get("lazyllm")) {
+        auto p = parse_lazy_extension(*lz);
+        if (auto* e = std::get_if<ApiError>(&p)) return *e;
+        r.prune = std::get<PruneOptions>(p);
+    }
+    if (const json* lp = f.get("logprobs"); lp && !(lp->is_boolean() && !lp->get<bool>())) {
+        return unsupported("logprobs", "logprobs");
+    }
+    return std::nullopt;
+}
+
+const std::set<std::string> kCommonFields = {
+    "model", "max_tokens", "max_completion_tokens", "n_predict", "temperature", "top_p", "top_k",
+    "min_p", "seed", "stop", "stream", "stream_options", "n", "user", "presence_penalty",
+    "frequency_penalty", "repeat_penalty", "repeat_last_n", "ignore_eos", "cache_prompt",
+    "lazyllm", "logprobs"};
+
+// A message's content: a string, or an array of {"type": "text", "text": ...} parts.
+std::optional<ApiError> read_content(const json& c, size_t i, std::string& out) {
+    const std::string field = fmt::format("messages[{}].content", i);
+    if (c.is_null()) return std::nullopt;
+    if (c.is_string()) {
+        out = c.get<std::string>();
+        return std::nullopt;
+    }
+    if (!c.is_array()) return wrong_type(field, "a string or an array of content parts", c);
+    for (size_t k = 0; k < c.size(); ++k) {
+        const json& part = c[k];
+        const std::string pf = fmt::format("{}[{}]", field, k);
+        if (!part.is_object()) return wrong_type(pf, "an object", part);
+        auto type = part.find("type");
+        if (type == part.end() || !type->is_string()) return bad(pf + ".type", fmt::format("'{}.type' must be a string", pf));
+        const std::string t = type->get<std::string>();
+        if (t == "image_url" || t == "input_image" || t == "image") return unsupported(pf, "image input");
+        if (t == "input_audio" || t == "file") return unsupported(pf, fmt::format("'{}' content", t));
+        if (t != "text") return bad(pf + ".type", fmt::format("unknown content part type '{}'", t));
+        auto text = part.find("text");
+        if (text == part.end() || !text->is_string()) return bad(pf + ".text", fmt::format("'{}.text' must be a string", pf));
+        out += text->get<std::string>();
+    }
+    return std::nullopt;
+}
+
+std::optional<ApiError> read_messages(const json& j, std::vector<ChatMessage>& out) {
+    auto it = j.find("messages");
+    if (it == j.end() || it->is_null()) return bad("messages", "'messages' is required");
+    if (!it->is_array()) return wrong_type("messages", "an array", *it);
+    if (it->empty()) return bad("messages", "'messages' must hold at least one message");
+    for (size_t i = 0; i < it->size(); ++i) {
+        const json& m = (*it)[i];
+        const std::string field = fmt::format("messages[{}]", i);
+        if (!m.is_object()) return wrong_type(field, "an object", m);
+        auto role = m.find("role");
+        if (role == m.end() || !role->is_string()) return bad(field + ".role", fmt::format("'{}.role' must be a string", field));
+        std::string r = role->get<std::string>();
+        if (r == "developer") r = "system";  // OpenAI's newer name for system messages
+        if (r == "tool" || r == "function") return unsupported(field + ".role", "tool messages");
+        if (r != "system" && r != "user" && r != "assistant") {
+            return bad(field + ".role", fmt::format("'{}.role' must be system, developer, user or assistant, got '{}'", field, r));
+        }
+        if (m.contains("tool_calls") && !m["tool_calls"].is_null()) return unsupported(field + ".tool_calls", "tool calls");
+        ChatMessage msg{r, ""};
+        auto content = m.find("content");
+        if (content == m.end()) return bad(field + ".content", fmt::format("'{}.content' is required", field));
+        if (auto e = read_content(*content, i, msg.content)) return e;
+        out.push_back(std::move(msg));
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+SamplingParams server_sampling_defaults() {
+    SamplingParams s;
+    s.temperature = 0.8f;
+    s.top_k = 40;
+    s.top_p = 0.95f;
+    s.min_p = 0.05f;
+    return s;
+}
+
+ApiResult<GenRequest> parse_chat_request(std::string_view body) {
+    auto parsed = parse_object(body);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+    const json& j = std::get<json>(parsed);
+    GenRequest r;
+    r.endpoint = Endpoint::kChat;
+    r.sampling = server_sampling_defaults();
+    for (const char* key : {"tools", "functions"}) {
+        if (auto it = j.find(key); it != j.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+            return unsupported(key, "tools and function calling");
+        }
+    }
+    if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
+        if (!it->is_object() || it->value("type", "") != "text") {
+            return unsupported("response_format", "a response_format other than text");
+        }
+    }
+    std::set<std::string> known = kCommonFields;
+    known.insert({"messages", "tools", "tool_choice", "functions", "function_call",
+                  "response_format", "parallel_tool_calls", "metadata", "store"});
+    if (auto e = check_known(j, known, "")) return *e;
+    if (auto e = read_messages(j, r.messages)) return *e;
+    if (auto e = read_common(j, r)) return *e;
+    return r;
+}
+
+ApiResult<GenRequest> parse_completion_request(std::string_view body) {
+    auto parsed = parse_object(body);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+    const json& j = std::get<json>(parsed);
+    GenRequest r;
+    r.endpoint = Endpoint::kCompletion;
+    r.sampling = server_sampling_defaults();
+    std::set<std::string> known = kCommonFields;
+    known.insert({"prompt", "echo", "suffix", "best_of"});
+    if (auto e = check_known(j, known, "")) return *e;
+    if (auto it = j.find("echo"); it != j.end() && it->is_boolean() && it->get<bool>()) return unsupported("echo", "echo");
+    if (auto it = j.find("suffix"); it != j.end() && !it->is_null()) return unsupported("suffix", "suffix (insertion)");
+    if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && !(it->is_number_integer() && it->get<int64_t>() == 1)) {
+        return unsupported("best_of", "best_of other than 1");
+    }
+    auto p = j.find("prompt");
+    if (p == j.end() || p->is_null()) return bad("prompt", "'prompt' is required");
+    if (p->is_string()) {
+        r.prompt = p->get<std::string>();
+    } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+        r.prompt = (*p)[0].get<std::string>();
+    } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
+        r.prompt_is_ids = true;
+        for (size_t i = 0; i < p->size(); ++i) {
+            const json& t = (*p)[i];
+            if (!t.is_number_integer()) return wrong_type(fmt::format("prompt[{}]", i), "an integer token id", t);
+            const int64_t id = t.get<int64_t>();
+            if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+                return bad(fmt::format("prompt[{}]", i), fmt::format("token id {} is out of range", id));
+            }
+            r.prompt_ids.push_back(static_cast<TokenId>(id));
+        }
+    } else if (p->is_array() && p->size() > 1) {
+        return unsupported("prompt", "a batch of several prompts");
+    } else {
+        return wrong_type("prompt", "a string, an array of one string or an array of token ids", *p);
+    }
+    if (auto e = read_common(j, r)) return *e;
+    return r;
+}
+
+ApiResult<PruneOptions> parse_lazy_extension(const json& j) {
+    if (!j.is_object()) return wrong_type("lazyllm", "an object", j);
+    // "schedule": the same keys as a schedule file, nested; "meta", "version", "model" and
+    // "n_layer" of such a file are accepted and ignored.
+    const json* src = &j;
+    json merged;
+    if (auto s = j.find("schedule"); s != j.end() && !s->is_null()) {
+        if (!s->is_object()) return wrong_type("lazyllm.schedule", "an object", *s);
+        if (auto e = check_known(*s, {"layers", "keep", "keep_first", "prune_decode", "score_layers",
+                                      "score_pool", "revive_max", "meta", "version", "model", "n_layer"},
+                                 "lazyllm.schedule.")) {
+            return *e;
+        }
+        merged = j;
+        merged.erase("schedule");
+        for (auto it = s->begin(); it != s->end(); ++it) {
+            if (merged.contains(it.key())) {
+                return bad("lazyllm.schedule." + it.key(),
+                           fmt::format("'{}' is given both in lazyllm and in lazyllm.schedule", it.key()));
+            }
+            merged[it.key()] = *it;
+        }
+        if (!merged.contains("policy")) merged["policy"] = "lazy";
+        src = &merged;
+    }
+    const json& o = *src;
+    if (auto e = check_known(o, {"policy", "preset", "layers", "keep", "keep_first", "prune_decode",
+                                 "score_layers", "score_pool", "revive_max", "seed", "meta",
+                                 "version", "model", "n_layer"},
+                             "lazyllm.")) {
+        return *e;
+    }
+    PruneOptions p;
+    Fields f{o, "lazyllm.", std::nullopt};
+    if (auto v = f.string("policy")) p.policy = *v;
+    if (auto v = f.string("preset")) {
+        // The presets are the lead's PruneOptions::preset (not in this build's engine).
+        return unsupported("lazyllm.preset", "'preset' (use policy and a schedule)");
+    }
+    // layers / keep: "9,19,28" strings (as the CLI flags) or arrays of numbers.
+    for (const char* key : {"layers", "keep"}) {
+        const json* v = f.get(key);
+        if (!v) continue;
+        std::string s;
+        if (v->is_string()) {
+            s = v->get<std::string>();
+        } else if (v->is_array()) {
+            for (size_t i = 0; i < v->size(); ++i) {
+                if (!(*v)[i].is_number()) return wrong_type(fmt::format("lazyllm.{}[{}]", key, i), "a number", (*v)[i]);
+                s += (i ? "," : "") + (*v)[i].dump();
+            }
+        } else {
+            return wrong_type(std::string("lazyllm.") + key, "a string or an array of numbers", *v);
+        }
+        (std::string_view(key) == "layers" ? p.layers : p.keep) = s;
+    }
+    if (auto v = f.integer("keep_first", 0, 1 << 24)) p.keep_first = static_cast<int>(*v);
+    if (auto v = f.boolean("prune_decode")) p.prune_decode = *v ? 1 : 0;
+    if (auto v = f.integer("score_layers", 1, 1024)) p.score_layers = static_cast<int>(*v);
+    if (auto v = f.integer("score_pool", 1, 1 << 16)) p.score_pool = static_cast<int>(*v);
+    if (auto v = f.integer("seed", 0, std::numeric_limits<int64_t>::max())) p.seed = static_cast<uint64_t>(*v);
+    if (f.err) return *f.err;
+    if (const json* v = f.get("revive_max")) {
+        if (v->is_string() && v->get<std::string>() == "all") {
+            p.revive_max = -1;
+        } else if (auto n = f.integer("revive_max", 0, 1 << 24)) {
+            p.revive_max = static_cast<int>(*n);
+        } else {
+            return f.err ? *f.err : wrong_type("lazyllm.revive_max", "an integer or \"all\"", *v);
+        }
+    }
+    if (p.policy == "full" && (!p.layers.empty() || !p.keep.empty())) {
+        return bad("lazyllm.policy", "a schedule was given but lazyllm.policy is 'full'");
+    }
+    return p;
+}
+
+ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body) {
+    auto parsed = parse_object(body);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+    const json& j = std::get<json>(parsed);
+    if (auto e = check_known(j, {"content", "add_special", "parse_special", "with_pieces", "model"}, "")) return *e;
+    TokenizeRequest r;
+    Fields f{j, "", std::nullopt};
+    auto content = f.string("content");
+    if (f.err) return *f.err;
+    if (!content) return bad("content", "'content' is required");
+    r.content = *content;
+    if (auto v = f.boolean("add_special")) r.add_special = *v;
+    if (auto v = f.boolean("parse_special")) r.parse_special = *v;
+    if (auto v = f.boolean("with_pieces")) r.with_pieces = *v;
+    f.string("model");
+    if (f.err) return *f.err;
+    return r;
+}
+
+ApiResult<std::vector<TokenId>> parse_detokenize_request(std::string_view body, int32_t n_vocab) {
+    auto parsed = parse_object(body);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+    const json& j = std::get<json>(parsed);
+    if (auto e = check_known(j, {"tokens", "model"}, "")) return *e;
+    auto it = j.find("tokens");
+    if (it == j.end() || it->is_null()) return bad("tokens", "'tokens' is required");
+    if (!it->is_array()) return wrong_type("tokens", "an array of token ids", *it);
+    std::vector<TokenId> ids;
+    for (size_t i = 0; i < it->size(); ++i) {
+        const json& t = (*it)[i];
+        const std::string field = fmt::format("tokens[{}]", i);
+        if (!t.is_number_integer()) return wrong_type(field, "an integer token id", t);
+        const int64_t id = t.get<int64_t>();
+        if (id < 0 || id >= n_vocab) {
+            return bad(field, fmt::format("token id {} is outside the vocabulary [0, {})", id, n_vocab));
+        }
+        ids.push_back(static_cast<TokenId>(id));
+    }
+    return ids;
+}
+
+ApiResult<int> check_lengths(const GenRequest& r, int64_t n_prompt, int64_t n_ctx, int default_max) {
+    const char* prompt_field = r.endpoint == Endpoint::kChat ? "messages" : "prompt";
+    if (n_prompt == 0) return bad(prompt_field, fmt::format("'{}' has no tokens", prompt_field));
+    if (n_prompt >= n_ctx) {
+        return bad(prompt_field,
+                   fmt::format("the prompt has {} tokens but the context holds {} (with room for at "
+                               "least one new token)", n_prompt, n_ctx),
+                   "context_length_exceeded");
+    }
+    const int64_t room = n_ctx - n_prompt;
+    if (!r.max_tokens) return static_cast<int>(std::min<int64_t>(default_max, room));
+    const std::string& field = r.max_tokens_field;
+    if (*r.max_tokens > n_ctx) {
+        return bad(field, fmt::format("'{}' is {} but the context holds {} tokens", field, *r.max_tokens, n_ctx));
+    }
+    if (*r.max_tokens > room) {
+        return bad(field,
+                   fmt::format("'{}' is {} but the prompt's {} tokens leave {} of the context's {}",
+                               field, *r.max_tokens, n_prompt, room, n_ctx),
+                   "context_length_exceeded");
+    }
+    return *r.max_tokens;
+}
+
+}  // namespace lazyllm::server

@@ -1,0 +1,98 @@
+// Shapes follow OpenAI's chat.completion / chat.completion.chunk / text_completion objects and
+// llama-server's "timings" (tools/server/server.cpp in llama.cpp: prompt_n, prompt_ms,
+// prompt_per_token_ms, prompt_per_second, predicted_n, ...).
+#include "server/api_response.h"
+
+namespace lazyllm::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+const char* object_name(Endpoint e, bool chunk) {
+    if (e == Endpoint::kCompletion) return "text_completion";
+    return chunk ? "chat.completion.chunk" : "chat.completion";
+}
+
+json head_json(const ResponseHead& h, bool chunk) {
+    return json{{"id", h.id}, {"object", object_name(h.endpoint, chunk)}, {"created", h.created},
+                {"model", h.model}, {"system_fingerprint", "lazyllm"}};
+}
+
+double per_second(int64_t n, double ms) { return ms > 0.0 ? 1000.0 * static_cast<double>(n) / ms : 0.0; }
+
+}  // namespace
+
+std::string finish_reason(const std::string& stop_reason) {
+    return stop_reason == "length" || stop_reason == "context" ? "length" : "stop";
+}
+
+json usage_json(const TurnStats& s) {
+    return json{{"prompt_tokens", s.n_prompt},
+                {"completion_tokens", s.n_gen},
+                {"total_tokens", s.n_prompt + s.n_gen},
+                {"prompt_tokens_details", {{"cached_tokens", s.n_cached}}}};
+}
+
+json timings_json(const TurnStats& s, const std::string& policy, const std::string& schedule) {
+    const int64_t prompt_n = s.n_prompt - s.n_cached;
+    // Decode tokens after the first one, as llama-server counts predicted_ms.
+    return json{{"cache_n", s.n_cached},
+                {"prompt_n", prompt_n},
+                {"prompt_ms", s.prompt_ms},
+                {"prompt_per_token_ms", prompt_n ? s.prompt_ms / static_cast<double>(prompt_n) : 0.0},
+                {"prompt_per_second", per_second(prompt_n, s.prompt_ms)},
+                {"predicted_n", s.n_gen},
+                {"predicted_ms", s.decode_ms},
+                {"predicted_per_token_ms", s.n_gen ? s.decode_ms / static_cast<double>(s.n_gen) : 0.0},
+                {"predicted_per_second", per_second(s.n_gen > 1 ? s.n_gen - 1 : 0, s.decode_ms)},
+                {"ttft_ms", s.ttft_ms},
+                {"prefill_pct_computed", 100.0 * s.prefill_fraction_computed},
+                {"revivals", s.revived},
+                {"policy", policy},
+                {"schedule", schedule}};
+}
+
+json completion_json(const ResponseHead& h, const std::string& text, const TurnStats& s,
+                     const std::string& policy, const std::string& schedule) {
+    json j = head_json(h, false);
+    json choice = {{"index", 0}, {"finish_reason", finish_reason(s.stop_reason)}, {"logprobs", nullptr}};
+    if (h.endpoint == Endpoint::kChat) {
+        choice["message"] = {{"role", "assistant"}, {"content", text}};
+    } else {
+        choice["text"] = text;
+    }
+    j["choices"] = json::array({choice});
+    j["usage"] = usage_json(s);
+    j["timings"] = timings_json(s, policy, schedule);
+    return j;
+}
+
+json chunk_json(const ResponseHead& h, const std::string& text, bool first, const std::string& finish) {
+    json j = head_json(h, true);
+    json choice = {{"index", 0}, {"logprobs", nullptr}};
+    choice["finish_reason"] = finish.empty() ? json(nullptr) : json(finish);
+    if (h.endpoint == Endpoint::kChat) {
+        json delta = json::object();
+        if (first) delta["role"] = "assistant";
+        if (!text.empty() || (first && finish.empty())) delta["content"] = text;
+        choice["delta"] = delta;
+    } else {
+        choice["text"] = text;
+    }
+    j["choices"] = json::array({choice});
+    return j;
+}
+
+json usage_chunk_json(const ResponseHead& h, const TurnStats& s) {
+    json j = head_json(h, true);
+    j["choices"] = json::array();
+    j["usage"] = usage_json(s);
+    return j;
+}
+
+std::string sse(const json& j) {
+    return "data: " + j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+}  // namespace lazyllm::server

@@ -1,0 +1,39 @@
+// Response bodies of the OpenAI-compatible API: chat.completion / text_completion objects,
+// their streamed chunks, usage, and llama-server-style timings (plus lazyllm's own figures:
+// TTFT, the share of the prompt's (token, layer) pairs computed, revivals, cached tokens).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "lazyllm/conversation.h"
+#include "server/api_request.h"
+
+namespace lazyllm::server {
+
+// What every response of one request shares.
+struct ResponseHead {
+    Endpoint endpoint = Endpoint::kChat;
+    std::string id;
+    int64_t created = 0;  // Unix seconds
+    std::string model;
+};
+
+// OpenAI's finish_reason from TurnStats::stop_reason: "stop" or "length".
+std::string finish_reason(const std::string& stop_reason);
+nlohmann::json usage_json(const TurnStats& s);
+nlohmann::json timings_json(const TurnStats& s, const std::string& policy, const std::string& schedule);
+
+// The whole answer (stream false).
+nlohmann::json completion_json(const ResponseHead& h, const std::string& text, const TurnStats& s,
+                               const std::string& policy, const std::string& schedule);
+// One streamed chunk: a text delta (finish empty), or the last chunk (finish set, timings).
+nlohmann::json chunk_json(const ResponseHead& h, const std::string& text, bool first,
+                          const std::string& finish);
+// The usage chunk (stream_options.include_usage): no choices.
+nlohmann::json usage_chunk_json(const ResponseHead& h, const TurnStats& s);
+std::string sse(const nlohmann::json& j);  // "data: {...}\n\n"
+
+}  // namespace lazyllm::server

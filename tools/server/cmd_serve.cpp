@@ -1,0 +1,119 @@
+// lazyllm serve [-m MODEL] [--host H] [--port P] [--parallel N] [--queue N] [pruning flags]
+// An OpenAI-compatible HTTP server (docs/server.md). It binds first, prints the address, then
+// loads the model (GET /health answers "loading" meanwhile). SIGINT / SIGTERM stop it.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/options.h"
+#include "server/http_server.h"
+
+namespace lazyllm::cli {
+
+namespace {
+
+struct ServeArgs {
+    EngineFlags engine;
+    PruneFlags prune;
+    server::ServerConfig cfg;
+    std::string alias;
+};
+
+int default_parallel() {
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::clamp(hw, 2, 8);
+}
+
+int run_serve(ServeArgs& a) {
+    auto prune = to_prune_options(a.prune);
+    if (!prune.ok()) return report(prune.error());
+    a.cfg.default_prune = *prune;
+    if (a.cfg.scheduler.n_slots < 1 || a.cfg.scheduler.queue_capacity < 0) {
+        return report(Error(ErrorCode::kInvalidArgument, "--parallel must be >= 1 and --queue >= 0"));
+    }
+    auto path = resolve_model_path(a.engine.model);
+    if (!path.ok()) return report(path.error());
+    a.engine.model = *path;
+    a.cfg.model_name = a.alias.empty() ? std::filesystem::path(*path).filename().string() : a.alias;
+
+    // SIGINT / SIGTERM are taken by one thread (sigwait), so no handler touches shared state;
+    // a client that goes away must not kill the process with SIGPIPE.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    server::HttpServer http(a.cfg);
+    if (!http.bind()) {
+        return report(make_error(ErrorCode::kIo, "cannot listen on {}:{}", a.cfg.host, a.cfg.port));
+    }
+    std::fprintf(stderr, "lazyllm serve: listening on http://%s:%d\n", a.cfg.host.c_str(), http.port());
+    std::thread listener([&] { http.listen(); });
+    std::thread signals([&] {
+        int sig = 0;
+        sigwait(&stop_signals, &sig);
+        std::fprintf(stderr, "lazyllm serve: signal %d, stopping\n", sig);
+        http.stop();
+    });
+    signals.detach();
+
+    auto engine = load_engine(a.engine);
+    if (!engine.ok()) {
+        http.stop();
+        listener.join();
+        return report(engine.error());
+    }
+    const ModelSummary& s = (*engine)->summary();
+    std::fprintf(stderr, "lazyllm serve: %s loaded in %.0f ms (%s, %d threads), %d slots, queue %d\n",
+                 s.path.c_str(), s.load_ms, s.isa.c_str(), s.n_threads, a.cfg.scheduler.n_slots,
+                 a.cfg.scheduler.queue_capacity);
+    http.set_engine(std::move(engine).value());
+    std::fprintf(stderr, "lazyllm serve: ready\n");
+    listener.join();
+    return kExitOk;
+}
+
+}  // namespace
+
+Runner add_serve(CLI::App& app) {
+    auto a = std::make_shared<ServeArgs>();
+    a->cfg.scheduler.n_slots = default_parallel();
+    add_engine_flags(app, a->engine);
+    app.add_option("--host", a->cfg.host, "Address to listen on (default 127.0.0.1)");
+    app.add_option("--port", a->cfg.port, "Port (default 8080; 0: any free port, printed)")
+        ->check(CLI::Range(0, 65535));
+    app.add_option("--parallel", a->cfg.scheduler.n_slots,
+                   "Slots: requests generated at once, each with its own cache (default: cores, 2-8)");
+    app.add_option("--queue", a->cfg.scheduler.queue_capacity,
+                   "Requests waiting for a slot; beyond, 503 with Retry-After (default 16)");
+    app.add_option("-c,--ctx-size", a->cfg.scheduler.n_ctx,
+                   "Context per slot (default: the model's training context)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("-n,--n-predict", a->cfg.default_max_tokens,
+                   "New tokens when a request gives no max_tokens (default 512)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--api-key", a->cfg.api_key, "Require Authorization: Bearer KEY");
+    app.add_option("--max-body", a->cfg.max_body_bytes, "Largest request body in bytes (default 8 MiB); 413 beyond")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--timeout", a->cfg.timeout_s, "Per-request time limit in seconds (default 600)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--idle-timeout", a->cfg.idle_timeout_s,
+                   "Seconds an idle or silent connection is kept (default 30)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--http-threads", a->cfg.http_threads,
+                   "HTTP worker threads (default: slots + queue + 16)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("-a,--alias", a->alias, "Model id in /v1/models and responses (default: the file name)");
+    add_prune_flags(app, a->prune);
+    return [a] { return run_serve(*a); };
+}
+
+}  // namespace lazyllm::cli

@@ -1,0 +1,204 @@
+// POST /v1/chat/completions and /v1/completions: parse and check the request, tokenize, queue a
+// Job on the scheduler (503 with Retry-After when the queue is full), then either wait for the
+// whole answer or stream it as Server-Sent Events. A client that goes away cancels its job.
+#include <httplib.h>
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "server/api_response.h"
+#include "server/conn_probe.h"
+#include "server/http_server.h"
+
+namespace lazyllm::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(100);
+
+const char* endpoint_path(Endpoint e) {
+    return e == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
+}
+
+// The prompt's token ids: the chat template over the messages, or the completion prompt.
+// Special-token texts are parsed as in llama-server (its prompts may carry template markers).
+ApiResult<std::vector<TokenId>> prompt_tokens(const Engine& engine, const GenRequest& r) {
+    const Tokenizer& tok = engine.tokenizer();
+    if (r.endpoint == Endpoint::kCompletion && r.prompt_is_ids) {
+        for (size_t i = 0; i < r.prompt_ids.size(); ++i) {
+            if (r.prompt_ids[i] >= tok.n_vocab()) {
+                return ApiError{400, fmt::format("token id {} is outside the vocabulary [0, {})", r.prompt_ids[i], tok.n_vocab()),
+                                "invalid_request_error", fmt::format("prompt[{}]", i), ""};
+            }
+        }
+        return r.prompt_ids;
+    }
+    const std::string text = r.endpoint == Endpoint::kChat ? engine.chat_prompt(r.messages) : r.prompt;
+    return tok.encode(text, /*parse_special=*/true);
+}
+
+// Everything a request needs before it is queued; an ApiError when it cannot run.
+ApiResult<std::shared_ptr<Job>> make_job(HttpServer::Context& ctx, const GenRequest& r) {
+    auto ids = prompt_tokens(*ctx.engine, r);
+    if (auto* e = std::get_if<ApiError>(&ids)) return *e;
+    auto job = std::make_shared<Job>();
+    job->prompt = std::move(std::get<std::vector<TokenId>>(ids));
+    auto max = check_lengths(r, static_cast<int64_t>(job->prompt.size()), ctx.scheduler->n_ctx(),
+                             ctx.cfg.default_max_tokens);
+    if (auto* e = std::get_if<ApiError>(&max)) return *e;
+    job->turn.max_new_tokens = std::get<int>(max);
+    job->turn.sampling = r.sampling;
+    job->turn.stop = r.stop;
+    job->turn.ignore_eos = r.ignore_eos;
+    if (auto st = validate(r.sampling); !st.ok()) {
+        return ApiError{400, st.error().message(), "invalid_request_error", "", ""};
+    }
+    job->prune = r.prune ? *r.prune : ctx.cfg.default_prune;
+    RunOptions ro;
+    ro.prune = job->prune;
+    if (auto st = ctx.engine->validate(ro); !st.ok()) {
+        return ApiError{400, st.error().message(), "invalid_request_error", "lazyllm", ""};
+    }
+    job->prune_key = prune_key(job->prune);
+    job->cache_prompt = r.cache_prompt;
+    job->deadline = std::chrono::steady_clock::now() + std::chrono::seconds(ctx.cfg.timeout_s);
+    return job;
+}
+
+ResponseHead make_head(HttpServer::Context& ctx, const GenRequest& r) {
+    ResponseHead h;
+    h.endpoint = r.endpoint;
+    h.id = fmt::format("{}-{}-{}", r.endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl",
+                       static_cast<int64_t>(std::time(nullptr)), ctx.next_id++);
+    h.created = static_cast<int64_t>(std::time(nullptr));
+    h.model = r.model.empty() ? ctx.cfg.model_name : r.model;
+    return h;
+}
+
+// Waits for the whole answer; cancels the job if the client disconnects meanwhile.
+void respond_whole(HttpServer::Context& ctx, const std::shared_ptr<Job>& job, const ResponseHead& h,
+                   int fd, httplib::Response& res) {
+    std::unique_lock<std::mutex> lock(job->mu);
+    while (!job->done) {
+        job->cv.wait_for(lock, kPoll);
+        if (!job->done && peer_closed(fd)) {
+            job->cancelled = true;
+            res.status = 499;  // nginx's "client closed request"; never reaches the client
+            return;
+        }
+    }
+    if (job->error) {
+        send_error(res, *job->error);
+        return;
+    }
+    send_json(res, 200, completion_json(h, job->text, job->stats, job->policy, job->schedule));
+    (void)ctx;
+}
+
+// The SSE stream: a chunk per piece of text, the last chunk with finish_reason and timings, the
+// usage chunk when asked, then [DONE]. An error after the stream started goes out as an error
+// object in a data line (as llama-server does).
+struct StreamState {
+    std::shared_ptr<Job> job;
+    ResponseHead head;
+    bool include_usage = false;
+    int fd = -1;
+    bool sent_first = false;
+};
+
+bool stream_step(StreamState& s, httplib::DataSink& sink) {
+    Job& job = *s.job;
+    std::string text;
+    bool done = false, started = false;
+    {
+        std::unique_lock<std::mutex> lock(job.mu);
+        job.cv.wait_for(lock, kPoll, [&] { return !job.text.empty() || job.done || (job.started && !s.sent_first); });
+        text.swap(job.text);
+        done = job.done;
+        started = job.started;
+    }
+    if (peer_closed(s.fd)) {
+        job.cancelled = true;
+        return false;
+    }
+    auto write = [&](const std::string& data) { return sink.write(data.data(), data.size()); };
+    if ((started || !text.empty()) && !s.sent_first && !(done && job.error)) {
+        s.sent_first = true;
+        if (!write(sse(chunk_json(s.head, text, true, "")))) return job.cancelled = true, false;
+        text.clear();
+    }
+    if (!text.empty() && !write(sse(chunk_json(s.head, text, false, "")))) {
+        job.cancelled = true;
+        return false;
+    }
+    if (!done) return true;
+    if (job.error) {
+        json e = error_json(*job.error);
+        write(sse(e));
+    } else {
+        json last = chunk_json(s.head, "", false, finish_reason(job.stats.stop_reason));
+        last["timings"] = timings_json(job.stats, job.policy, job.schedule);
+        write(sse(last));
+        if (s.include_usage) write(sse(usage_chunk_json(s.head, job.stats)));
+    }
+    write("data: [DONE]\n\n");
+    sink.done();
+    return true;
+}
+
+}  // namespace
+
+void handle_generate(HttpServer::Context& ctx, const httplib::Request& req, httplib::Response& res,
+                     Endpoint endpoint) {
+    const char* path = endpoint_path(endpoint);
+    auto parsed = endpoint == Endpoint::kChat ? parse_chat_request(req.body) : parse_completion_request(req.body);
+    if (auto* e = std::get_if<ApiError>(&parsed)) {
+        send_error(res, *e);
+        ctx.metrics.request(path, res.status);
+        return;
+    }
+    const GenRequest& r = std::get<GenRequest>(parsed);
+    auto made = make_job(ctx, r);
+    if (auto* e = std::get_if<ApiError>(&made)) {
+        send_error(res, *e);
+        ctx.metrics.request(path, res.status);
+        return;
+    }
+    std::shared_ptr<Job> job = std::get<std::shared_ptr<Job>>(made);
+    if (!ctx.scheduler->submit(job)) {
+        res.set_header("Retry-After", "1");
+        send_error(res, ApiError{503, fmt::format("the server is busy: {} slots and a queue of {} are full; retry later",
+                                                  ctx.scheduler->n_slots(), ctx.cfg.scheduler.queue_capacity),
+                                 "server_error", "", "queue_full"});
+        ctx.metrics.request(path, 503);
+        return;
+    }
+    const int fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
+    const ResponseHead head = make_head(ctx, r);
+    if (!r.stream) {
+        respond_whole(ctx, job, head, fd, res);
+        ctx.metrics.request(path, res.status);
+        return;
+    }
+    auto state = std::make_shared<StreamState>();
+    state->job = job;
+    state->head = head;
+    state->include_usage = r.include_usage;
+    state->fd = fd;
+    res.status = 200;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [state](size_t, httplib::DataSink& sink) { return stream_step(*state, sink); },
+        [state](bool) {
+            if (!state->job->done) state->job->cancelled = true;
+        });
+    ctx.metrics.request(path, 200);
+}
+
+}  // namespace lazyllm::server

@@ -1,0 +1,183 @@
+// Routes of `lazyllm serve`. Authentication (Bearer API key) and the loading state are checked
+// before routing; cpp-httplib enforces the body limit (413); every error body is an OpenAI error
+// object.
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "server/api_response.h"
+
+namespace lazyllm::server {
+
+using json = nlohmann::json;
+
+void send_json(httplib::Response& res, int status, const json& j) {
+    res.status = status;
+    res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, error_json(e)); }
+
+namespace {
+
+using Context = HttpServer::Context;
+
+bool authorized(const Context& ctx, const httplib::Request& req) {
+    if (ctx.cfg.api_key.empty()) return true;
+    const std::string auth = req.get_header_value("Authorization");
+    return auth == "Bearer " + ctx.cfg.api_key || req.get_header_value("X-Api-Key") == ctx.cfg.api_key;
+}
+
+// Paths open without the key: the page (it asks for the key itself) and the health check.
+bool public_path(const std::string& path) { return path == "/" || path == "/health"; }
+
+void handle_models(Context& ctx, httplib::Response& res) {
+    const ModelSummary& s = ctx.engine->summary();
+    json model = {{"id", ctx.cfg.model_name},
+                  {"object", "model"},
+                  {"created", static_cast<int64_t>(std::time(nullptr))},
+                  {"owned_by", "lazyllm"},
+                  {"meta", {{"arch", s.arch}, {"n_layer", s.n_layer}, {"n_embd", s.n_embd},
+                            {"n_vocab", s.n_vocab}, {"n_ctx_train", s.n_ctx_train},
+                            {"n_ctx_slot", ctx.scheduler->n_ctx()}, {"n_slots", ctx.scheduler->n_slots()},
+                            {"isa", s.isa}, {"path", s.path}}}};
+    send_json(res, 200, json{{"object", "list"}, {"data", json::array({model})}});
+}
+
+void handle_tokenize(Context& ctx, const httplib::Request& req, httplib::Response& res) {
+    auto parsed = parse_tokenize_request(req.body);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+    const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
+    const Tokenizer& tok = ctx.engine->tokenizer();
+    const std::vector<TokenId> ids = tok.encode(r.content, r.parse_special, r.add_special);
+    json tokens = json::array();
+    for (TokenId id : ids) {
+        if (r.with_pieces) {
+            tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+        } else {
+            tokens.push_back(id);
+        }
+    }
+    send_json(res, 200, json{{"tokens", tokens}});
+}
+
+void handle_detokenize(Context& ctx, const httplib::Request& req, httplib::Response& res) {
+    const Tokenizer& tok = ctx.engine->tokenizer();
+    auto parsed = parse_detokenize_request(req.body, tok.n_vocab());
+    if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+    send_json(res, 200, json{{"content", tok.decode(std::get<std::vector<TokenId>>(parsed))}});
+}
+
+// Fills the body of errors that a handler did not write (404, 405, 413 from the library).
+void fill_error(const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e;
+    e.status = res.status;
+    switch (res.status) {
+        case 404: e.message = fmt::format("no route for {} {}", req.method, req.path); e.code = "not_found"; break;
+        case 413: e.message = "the request body is larger than the server's limit (--max-body)"; e.code = "body_too_large"; break;
+        case 405: e.message = fmt::format("method {} is not allowed on {}", req.method, req.path); break;
+        default: e.message = fmt::format("HTTP {}", res.status); break;
+    }
+    send_error(res, e);
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), http_(std::make_unique<httplib::Server>()) {
+    ctx_->cfg = std::move(cfg);
+    Context& ctx = *ctx_;
+    httplib::Server& s = *http_;
+    const int n_threads = ctx.cfg.http_threads > 0
+                              ? ctx.cfg.http_threads
+                              : ctx.cfg.scheduler.n_slots + ctx.cfg.scheduler.queue_capacity + 16;
+    s.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+    s.set_payload_max_length(ctx.cfg.max_body_bytes);
+    s.set_keep_alive_timeout(ctx.cfg.idle_timeout_s);
+    s.set_read_timeout(ctx.cfg.idle_timeout_s, 0);
+    s.set_write_timeout(ctx.cfg.idle_timeout_s, 0);
+    s.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+        if (req.method == "OPTIONS" || public_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+        if (!authorized(ctx, req)) {
+            send_error(res, ApiError{401, "missing or wrong API key (Authorization: Bearer KEY)",
+                                     "invalid_request_error", "", "invalid_api_key"});
+            ctx.metrics.request(req.path, 401);
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        if (!ctx.ready.load(std::memory_order_acquire)) {
+            res.set_header("Retry-After", "1");
+            send_error(res, ApiError{503, "the model is loading", "server_error", "", "loading"});
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+    s.set_error_handler([](const httplib::Request& req, httplib::Response& res) { fill_error(req, res); });
+    s.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
+        if (!ctx.ready.load(std::memory_order_acquire)) {
+            return send_json(res, 503, json{{"status", "loading"}});
+        }
+        send_json(res, 200, json{{"status", "ok"}, {"slots_busy", ctx.scheduler->busy_slots()},
+                                 {"queue_depth", ctx.scheduler->queue_depth()}});
+    });
+    s.Get("/", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(web_page_html(), "text/html; charset=utf-8");
+    });
+    s.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+        handle_models(ctx, res);
+        ctx.metrics.request("/v1/models", res.status);
+    });
+    s.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+        res.set_content(ctx.metrics.render(ctx.scheduler->queue_depth(), ctx.scheduler->busy_slots(),
+                                           ctx.scheduler->n_slots()),
+                        "text/plain; version=0.0.4");
+    });
+    s.Post("/tokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
+        handle_tokenize(ctx, req, res);
+        ctx.metrics.request("/tokenize", res.status);
+    });
+    s.Post("/detokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
+        handle_detokenize(ctx, req, res);
+        ctx.metrics.request("/detokenize", res.status);
+    });
+    for (const char* p : {"/v1/chat/completions", "/chat/completions"}) {
+        s.Post(p, [&ctx](const httplib::Request& req, httplib::Response& res) {
+            handle_generate(ctx, req, res, Endpoint::kChat);
+        });
+    }
+    for (const char* p : {"/v1/completions", "/completions"}) {
+        s.Post(p, [&ctx](const httplib::Request& req, httplib::Response& res) {
+            handle_generate(ctx, req, res, Endpoint::kCompletion);
+        });
+    }
+}
+
+HttpServer::~HttpServer() {
+    stop();
+    ctx_->scheduler.reset();
+}
+
+bool HttpServer::bind() {
+    if (ctx_->cfg.port == 0) {
+        port_ = http_->bind_to_any_port(ctx_->cfg.host);
+        return port_ > 0;
+    }
+    port_ = ctx_->cfg.port;
+    return http_->bind_to_port(ctx_->cfg.host, port_);
+}
+
+void HttpServer::listen() { http_->listen_after_bind(); }
+void HttpServer::stop() { http_->stop(); }
+
+void HttpServer::set_engine(std::unique_ptr<Engine> engine) {
+    ctx_->engine = std::move(engine);
+    SchedulerConfig sc = ctx_->cfg.scheduler;
+    if (sc.n_ctx <= 0) sc.n_ctx = ctx_->engine->summary().n_ctx_train;
+    ctx_->scheduler = std::make_unique<Scheduler>(*ctx_->engine, sc, ctx_->metrics);
+    ctx_->ready.store(true, std::memory_order_release);
+}
+
+}  // namespace lazyllm::server

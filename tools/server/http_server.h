@@ -1,0 +1,77 @@
+// The HTTP side of `lazyllm serve` (cpp-httplib): routes, API key, body limit, error objects.
+// It listens before the model is loaded (GET /health says "loading" meanwhile, as llama-server
+// does); set_engine() makes the API live.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "lazyllm/engine.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace lazyllm::server {
+
+struct ServerConfig {
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    std::string api_key;               // "" : no authentication
+    size_t max_body_bytes = 8u << 20;  // larger bodies get 413
+    int timeout_s = 600;               // per request, from submission to the last token
+    int idle_timeout_s = 30;           // an idle keep-alive connection is closed after this
+    int default_max_tokens = 512;      // when a request gives none (capped by the context)
+    int http_threads = 0;              // 0: slots + queue + 16
+    SchedulerConfig scheduler;
+    PruneOptions default_prune;        // serve --lazy ... flags
+    std::string model_name;            // the id /v1/models lists
+};
+
+class HttpServer {
+public:
+    explicit HttpServer(ServerConfig cfg);
+    ~HttpServer();
+
+    // Binds host:port (port 0: any free port); false when binding fails.
+    bool bind();
+    int port() const { return port_; }
+    // Serves until stop(); blocks.
+    void listen();
+    void stop();
+    // The model is loaded: the API goes live.
+    void set_engine(std::unique_ptr<Engine> engine);
+
+    struct Context;  // what the handlers share (http_server.cpp, gen_handler.cpp)
+
+private:
+    std::unique_ptr<Context> ctx_;
+    std::unique_ptr<httplib::Server> http_;
+    int port_ = 0;
+};
+
+// Shared by the handlers.
+struct HttpServer::Context {
+    ServerConfig cfg;
+    Metrics metrics;
+    std::unique_ptr<Engine> engine;
+    std::unique_ptr<Scheduler> scheduler;
+    std::atomic<bool> ready{false};
+    std::atomic<uint64_t> next_id{1};
+};
+
+void send_error(httplib::Response& res, const ApiError& e);
+void send_json(httplib::Response& res, int status, const nlohmann::json& j);
+// POST /v1/chat/completions and /v1/completions (gen_handler.cpp).
+void handle_generate(HttpServer::Context& ctx, const httplib::Request& req, httplib::Response& res,
+                     Endpoint endpoint);
+// GET / (web_page.cpp).
+const char* web_page_html();
+
+}  // namespace lazyllm::server

@@ -1,0 +1,206 @@
+#include "server/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "server/metrics.h"
+
+namespace lazyllm::server {
+
+std::string prune_key(const PruneOptions& p) {
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", p.policy, p.layers, p.keep, p.schedule_file,
+                       p.keep_first, p.prune_decode, p.score_layers, p.score_pool,
+                       p.revive_max ? *p.revive_max : -2, p.seed);
+}
+
+Scheduler::Scheduler(const Engine& engine, SchedulerConfig cfg, Metrics& metrics)
+    : engine_(engine), cfg_(cfg), metrics_(metrics) {
+    slots_.resize(static_cast<size_t>(cfg_.n_slots));
+    worker_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+}
+
+bool Scheduler::submit(const std::shared_ptr<Job>& job) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (static_cast<int>(queue_.size()) >= cfg_.queue_capacity) return false;
+        job->submitted = std::chrono::steady_clock::now();
+        queue_.push_back(job);
+    }
+    cv_.notify_all();
+    return true;
+}
+
+int Scheduler::queue_depth() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int>(queue_.size());
+}
+
+int Scheduler::busy_slots() const { return busy_.load(); }
+
+int Scheduler::pick_slot(const Job& job) const {
+    int best = -1;
+    int64_t best_prefix = -1;
+    uint64_t best_used = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+        const Slot& s = slots_[i];
+        if (s.job) continue;
+        int64_t prefix = 0;
+        if (s.conv && s.key == job.prune_key && job.cache_prompt) prefix = s.conv->common_prefix(job.prompt);
+        // Longest prefix first; among equals the least recently used slot, so that a fresh
+        // conversation does not evict a cache another client may come back to.
+        if (prefix > best_prefix || (prefix == best_prefix && s.last_used < best_used)) {
+            best = static_cast<int>(i);
+            best_prefix = prefix;
+            best_used = s.last_used;
+        }
+    }
+    return best;
+}
+
+void Scheduler::finish(Slot& slot, std::optional<ApiError> error) {
+    const std::shared_ptr<Job> job = std::move(slot.job);
+    slot.job.reset();
+    if (slot.conv && slot.conv->in_turn()) slot.conv->abandon();
+    --busy_;
+    {
+        std::lock_guard<std::mutex> lock(job->mu);
+        if (slot.conv) job->stats = slot.conv->stats();
+        job->error = std::move(error);
+        job->done = true;
+    }
+    job->cv.notify_all();
+    if (!job->error && !job->cancelled) metrics_.turn(job->stats);
+}
+
+void Scheduler::start(Slot& slot) {
+    Job& job = *slot.job;
+    if (!slot.conv || slot.key != job.prune_key) {
+        slot.conv.reset();  // frees the old cache before the new one is made
+        auto conv = engine_.open_conversation(job.prune, cfg_.n_ctx);
+        if (!conv.ok()) {
+            ApiError e;
+            e.param = "lazyllm";
+            e.message = conv.error().message();
+            slot.key.clear();
+            finish(slot, e);
+            return;
+        }
+        slot.conv = std::move(conv).value();
+        slot.key = job.prune_key;
+    }
+    if (!job.cache_prompt) slot.conv->truncate(0);
+    auto d = slot.conv->start_turn(job.prompt, job.turn);
+    if (!d.ok()) {
+        ApiError e;
+        e.message = d.error().message();
+        e.param = "prompt";
+        // The cache may hold part of a failed step: forget it.
+        slot.conv.reset();
+        slot.key.clear();
+        finish(slot, e);
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lock(job.mu);
+        job.started = true;
+        job.stats = slot.conv->stats();
+        job.policy = slot.conv->policy();
+        job.schedule = slot.conv->schedule();
+    }
+    job.cv.notify_all();
+}
+
+void Scheduler::advance(Slot& slot) {
+    Job& job = *slot.job;
+    auto d = slot.conv->next();
+    if (!d.ok()) {
+        ApiError e;
+        e.status = 500;
+        e.type = "server_error";
+        e.message = d.error().message();
+        finish(slot, e);
+        return;
+    }
+    if (!d->text.empty()) {
+        std::lock_guard<std::mutex> lock(job.mu);
+        job.text += d->text;
+        job.stats = slot.conv->stats();
+    }
+    job.cv.notify_all();
+    if (d->done) finish(slot, std::nullopt);
+}
+
+void Scheduler::run() {
+    while (true) {
+        {
+            std::unique_lock<std::mutex> lock(mu_);
+            cv_.wait(lock, [&] { return stop_ || !queue_.empty() || busy_.load() > 0; });
+            if (stop_) break;
+            // Admit queued jobs to free slots, in FIFO order.
+            while (!queue_.empty()) {
+                std::shared_ptr<Job> job = queue_.front();
+                if (job->cancelled) {
+                    queue_.pop_front();
+                    std::lock_guard<std::mutex> jl(job->mu);
+                    job->done = true;
+                    job->cv.notify_all();
+                    continue;
+                }
+                const int i = pick_slot(*job);
+                if (i < 0) break;
+                queue_.pop_front();
+                job->slot = i;
+                job->queue_ms = std::chrono::duration<double, std::milli>(
+                                    std::chrono::steady_clock::now() - job->submitted).count();
+                slots_[static_cast<size_t>(i)].job = std::move(job);
+                slots_[static_cast<size_t>(i)].last_used = ++tick_;
+                ++busy_;
+            }
+        }
+        // One round: each busy slot starts (prompt step) or decodes one token.
+        const auto now = std::chrono::steady_clock::now();
+        for (Slot& slot : slots_) {
+            if (!slot.job) continue;
+            if (slot.job->cancelled) {
+                finish(slot, std::nullopt);
+            } else if (now > slot.job->deadline) {
+                ApiError e;
+                e.status = 408;
+                e.message = "the request ran past the server's per-request timeout (--timeout)";
+                e.code = "timeout";
+                finish(slot, e);
+            } else if (!slot.conv || !slot.conv->in_turn()) {
+                if (slot.job->started) {
+                    finish(slot, std::nullopt);
+                } else {
+                    start(slot);
+                }
+            } else {
+                advance(slot);
+            }
+        }
+    }
+    // Shutting down: release everything still waiting.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& job : queue_) {
+        std::lock_guard<std::mutex> jl(job->mu);
+        job->error = ApiError{503, "the server is shutting down", "server_error", "", "shutting_down"};
+        job->done = true;
+        job->cv.notify_all();
+    }
+    for (Slot& slot : slots_) {
+        if (slot.job) finish(slot, ApiError{503, "the server is shutting down", "server_error", "", "shutting_down"});
+    }
+}
+
+}  // namespace lazyllm::server
