@@ -15,6 +15,7 @@ PACKAGES=(
   libfmt-dev           # formatting
   libgtest-dev libgmock-dev  # tests
   libbenchmark-dev     # micro-benchmarks
+  chromium chromium-driver  # the server page's headless-browser test (selenium)
 )
 
 missing=()

@@ -335,7 +335,7 @@ ApiResult<GenRequest> parse_completion_request(std::string_view body) {
             if (!t.is_number_integer()) return wrong_type(fmt::format("prompt[{}]", i), "an integer token id", t);
             const int64_t id = t.get<int64_t>();
             if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
-                return bad(fmt::format("prompt[{}]", i), fmt::format("token id {} is out of range", id));
+                return bad(fmt::format("prompt[{}]", i), fmt::format("prompt[{}]: token id {} is out of range", i, id));
             }
             r.prompt_ids.push_back(static_cast<TokenId>(id));
         }
@@ -459,7 +459,7 @@ ApiResult<std::vector<TokenId>> parse_detokenize_request(std::string_view body, 
         if (!t.is_number_integer()) return wrong_type(field, "an integer token id", t);
         const int64_t id = t.get<int64_t>();
         if (id < 0 || id >= n_vocab) {
-            return bad(field, fmt::format("token id {} is outside the vocabulary [0, {})", id, n_vocab));
+            return bad(field, fmt::format("{}: token id {} is outside the vocabulary [0, {})", field, id, n_vocab));
         }
         ids.push_back(static_cast<TokenId>(id));
     }

@@ -31,7 +31,7 @@ ApiResult<std::vector<TokenId>> prompt_tokens(const Engine& engine, const GenReq
     if (r.endpoint == Endpoint::kCompletion && r.prompt_is_ids) {
         for (size_t i = 0; i < r.prompt_ids.size(); ++i) {
             if (r.prompt_ids[i] >= tok.n_vocab()) {
-                return ApiError{400, fmt::format("token id {} is outside the vocabulary [0, {})", r.prompt_ids[i], tok.n_vocab()),
+                return ApiError{400, fmt::format("prompt[{}]: token id {} is outside the vocabulary [0, {})", i, r.prompt_ids[i], tok.n_vocab()),
                                 "invalid_request_error", fmt::format("prompt[{}]", i), ""};
             }
         }
@@ -61,7 +61,7 @@ ApiResult<std::shared_ptr<Job>> make_job(HttpServer::Context& ctx, const GenRequ
     RunOptions ro;
     ro.prune = job->prune;
     if (auto st = ctx.engine->validate(ro); !st.ok()) {
-        return ApiError{400, st.error().message(), "invalid_request_error", "lazyllm", ""};
+        return ApiError{400, "lazyllm: " + st.error().message(), "invalid_request_error", "lazyllm", ""};
     }
     job->prune_key = prune_key(job->prune);
     job->cache_prompt = r.cache_prompt;

@@ -1,0 +1,228 @@
+"""The API through the official `openai` package (chat, completions, streaming, models) and raw
+HTTP for every malformed case, the API key, the body limit, tokenize / detokenize, metrics and
+cancellation on disconnect."""
+import json
+import socket
+import time
+
+import openai
+
+from server_harness import Server, expect_error
+
+KEY = "test-key-123"
+CTX = 2048
+MAX_BODY = 65536
+AUTH = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+CHAT = "/v1/chat/completions"
+MSG = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def client(srv):
+    return openai.OpenAI(base_url=srv.base + "/v1", api_key=KEY, max_retries=0, timeout=60)
+
+
+def chat_basic(srv):
+    r = client(srv).chat.completions.create(model="any", messages=MSG, max_tokens=12, temperature=0)
+    assert r.object == "chat.completion"
+    assert r.choices[0].message.role == "assistant"
+    assert "Paris" in r.choices[0].message.content, r.choices[0].message.content
+    assert r.choices[0].finish_reason in ("stop", "length")
+    u = r.usage
+    assert u.prompt_tokens > 10 and 0 < u.completion_tokens <= 12
+    assert u.total_tokens == u.prompt_tokens + u.completion_tokens
+    t = r.model_extra["timings"]
+    for k in ("prompt_n", "prompt_ms", "prompt_per_second", "predicted_n", "predicted_ms",
+              "predicted_per_second", "ttft_ms", "prefill_pct_computed", "revivals", "cache_n"):
+        assert k in t, k
+    assert t["predicted_n"] == u.completion_tokens and t["ttft_ms"] > 0
+
+
+def chat_stream(srv):
+    stream = client(srv).chat.completions.create(
+        model="any", messages=MSG, max_tokens=10, temperature=0, stream=True,
+        stream_options={"include_usage": True})
+    text, finish, usage, n = "", None, None, 0
+    for chunk in stream:
+        n += 1
+        if chunk.usage:
+            usage = chunk.usage
+        for c in chunk.choices:
+            text += c.delta.content or ""
+            finish = c.finish_reason or finish
+    assert n >= 3 and "Paris" in text, (n, text)
+    assert finish in ("stop", "length") and usage and usage.completion_tokens > 0
+
+
+def completions(srv):
+    c = client(srv)
+    r = c.completions.create(model="any", prompt="The capital of France is", max_tokens=6, temperature=0)
+    assert r.object == "text_completion" and r.choices[0].text.strip(), r
+    assert r.usage.completion_tokens == 6 and r.choices[0].finish_reason == "length"
+    text = "".join(ch.choices[0].text for ch in c.completions.create(
+        model="any", prompt="The capital of France is", max_tokens=6, temperature=0, stream=True) if ch.choices)
+    assert text == r.choices[0].text, (text, r.choices[0].text)
+
+
+def stop_and_seed(srv):
+    c = client(srv)
+    r = c.completions.create(model="any", prompt="1, 2, 3, 4,", max_tokens=20, temperature=0, stop=[" 7"])
+    assert " 7" not in r.choices[0].text and r.choices[0].finish_reason == "stop", r.choices[0].text
+    # cache_prompt false: both run the whole prompt as one step (a cached prefix would run the
+    # last token alone, on the decode weights, whose rounding differs from prefill's).
+    seeded = dict(model="any", prompt="Once upon a time", max_tokens=12, temperature=1.0, seed=7,
+                  extra_body={"cache_prompt": False})
+    a = c.completions.create(**seeded)
+    b = c.completions.create(**seeded)
+    assert a.choices[0].text == b.choices[0].text
+
+
+def lazy_extension(srv):
+    doc = " ".join(f"Item {i} is stored in box {i * 7 % 13}." for i in range(120))
+    msgs = [{"role": "user", "content": doc + " Where is item 5?"}]
+    c = client(srv)
+    full = c.chat.completions.create(model="any", messages=msgs, max_tokens=4, temperature=0,
+                                     extra_body={"lazyllm": {"policy": "full"}})
+    lazy = c.chat.completions.create(model="any", messages=msgs, max_tokens=4, temperature=0,
+                                     extra_body={"lazyllm": {"policy": "lazy", "keep_first": 4}})
+    tf, tl = full.model_extra["timings"], lazy.model_extra["timings"]
+    assert tf["policy"] == "full" and tf["prefill_pct_computed"] == 100.0, tf
+    assert tl["policy"] == "lazy" and tl["prefill_pct_computed"] < 60.0, tl
+    sched = c.chat.completions.create(
+        model="any", messages=msgs, max_tokens=2, temperature=0,
+        extra_body={"lazyllm": {"schedule": {"layers": [10, 20], "keep": [0.5, 0.25], "keep_first": 0}}})
+    ts = sched.model_extra["timings"]
+    assert ts["schedule"].startswith("layers=10,20 keep=0.5,0.25"), ts
+    status, body, _ = srv.request("POST", CHAT, {"messages": MSG, "lazyllm": {"policy": "lazy", "layers": [40], "keep": [0.5]}}, AUTH)
+    expect_error(status, body, 400, param="lazyllm")
+    status, body, _ = srv.request("POST", CHAT, {"messages": MSG, "lazyllm": {"policy": "sloppy"}}, AUTH)
+    expect_error(status, body, 400, param="lazyllm")
+
+
+def models_and_tokens(srv):
+    m = client(srv).models.list()
+    assert len(m.data) == 1 and m.data[0].id
+    status, body, _ = srv.request("POST", "/tokenize", {"content": "Hello world", "with_pieces": True}, AUTH)
+    assert status == 200, body
+    toks = json.loads(body)["tokens"]
+    assert "".join(t["piece"] for t in toks) == "Hello world", toks
+    status, body, _ = srv.request("POST", "/detokenize", {"tokens": [t["id"] for t in toks]}, AUTH)
+    assert status == 200 and json.loads(body)["content"] == "Hello world", body
+    expect_error(*srv.request("POST", "/detokenize", {"tokens": [1, 10 ** 7]}, AUTH)[:2], 400, param="tokens[1]")
+    expect_error(*srv.request("POST", "/tokenize", {"text": "x"}, AUTH)[:2], 400, param="text")
+
+
+def malformed(srv):
+    cases = [
+        (b"{not json", None, "invalid_json"),
+        (b"[1, 2]", None, "invalid_json"),
+        ({"messages": "hi"}, "messages", None),
+        ({"messages": []}, "messages", None),
+        ({"messages": [{"role": "user"}]}, "messages[0].content", None),
+        ({"messages": [{"role": "pirate", "content": "x"}]}, "messages[0].role", None),
+        ({"messages": MSG, "max_tokens": "ten"}, "max_tokens", None),
+        ({"messages": MSG, "max_tokens": 0}, "max_tokens", None),
+        ({"messages": MSG, "temperature": -1}, "temperature", None),
+        ({"messages": MSG, "top_p": 2}, "top_p", None),
+        ({"messages": MSG, "top_k": 1.5}, "top_k", None),
+        ({"messages": MSG, "stop": {"a": 1}}, "stop", None),
+        ({"messages": MSG, "stream": 1}, "stream", None),
+        ({"messages": MSG, "frobnicate": True}, "frobnicate", "unknown_field"),
+        ({"messages": MSG, "n": 2}, "n", "unsupported"),
+        ({"messages": MSG, "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools", "unsupported"),
+        ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]},
+         "messages[0].content[0]", "unsupported"),
+        ({"messages": MSG, "max_tokens": CTX + 1}, "max_tokens", None),
+        ({"messages": MSG, "max_completion_tokens": CTX - 5}, "max_completion_tokens", "context_length_exceeded"),
+        ({"messages": [{"role": "user", "content": "word " * (CTX + 100)}]}, "messages", "context_length_exceeded"),
+    ]
+    for body, param, code in cases:
+        status, text, _ = srv.request("POST", CHAT, body, AUTH)
+        expect_error(status, text, 400, param=param, code=code)
+    status, text, _ = srv.request("POST", "/v1/completions", {"prompt": "x " * (CTX + 10)}, AUTH)
+    expect_error(status, text, 400, param="prompt", code="context_length_exceeded")
+    status, text, _ = srv.request("POST", "/v1/completions", {"prompt": "x", "echo": True}, AUTH)
+    expect_error(status, text, 400, param="echo", code="unsupported")
+    # Through the openai package: a BadRequestError carrying the same object.
+    try:
+        client(srv).chat.completions.create(model="any", messages=MSG, n=3)
+        raise AssertionError("n=3 was accepted")
+    except openai.BadRequestError as e:
+        assert e.status_code == 400 and e.body["param"] == "n", e.body
+
+
+def auth_and_limits(srv):
+    status, body, _ = srv.request("POST", CHAT, {"messages": MSG}, {"Content-Type": "application/json"})
+    expect_error(status, body, 401, code="invalid_api_key")
+    status, body, _ = srv.request("GET", "/v1/models", None, {"Authorization": "Bearer wrong"})
+    expect_error(status, body, 401)
+    try:
+        openai.OpenAI(base_url=srv.base + "/v1", api_key="wrong", max_retries=0).models.list()
+        raise AssertionError("a wrong key was accepted")
+    except openai.AuthenticationError:
+        pass
+    assert srv.request("GET", "/health")[0] == 200  # open without the key
+    status, page, headers = srv.request("GET", "/")
+    assert status == 200 and "<html" in page and "text/html" in headers["content-type"]
+    big = json.dumps({"messages": [{"role": "user", "content": "x" * (MAX_BODY + 10)}]})
+    status, body, _ = srv.request("POST", CHAT, big, AUTH)
+    expect_error(status, body, 413)
+    status, body, _ = srv.request("GET", "/v1/nothing", None, AUTH)
+    expect_error(status, body, 404)
+
+
+def metrics(srv):
+    status, text, _ = srv.request("GET", "/metrics", None, AUTH)
+    assert status == 200, text
+    for name in ("lazyllm_requests_total{", "lazyllm_prompt_tokens_total", "lazyllm_generated_tokens_total",
+                 "lazyllm_prompt_tokens_cached_total", "lazyllm_ttft_seconds_bucket{le=\"+Inf\"}",
+                 "lazyllm_prefill_computed_ratio", "lazyllm_queue_depth", "lazyllm_slots_busy"):
+        assert name in text, name
+    gen = [l for l in text.splitlines() if l.startswith("lazyllm_generated_tokens_total ")]
+    assert float(gen[0].split()[1]) > 0, gen
+
+
+def disconnect_cancels(srv):
+    """A streaming client that goes away frees its slot long before its 1000 tokens are made."""
+    body = json.dumps({"messages": MSG, "max_tokens": 1000, "ignore_eos": True, "stream": True, "temperature": 0})
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    s.sendall((f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+    got = b""
+    while got.count(b"data: ") < 3:
+        got += s.recv(4096)
+    assert json.loads(srv.request("GET", "/health")[1])["slots_busy"] == 1
+    s.close()
+    t0 = time.time()
+    while json.loads(srv.request("GET", "/health")[1])["slots_busy"] != 0:
+        assert time.time() - t0 < 3.0, "the slot is still busy 3 s after the client left"
+        time.sleep(0.05)
+    # The same for a non-streaming request.
+    body = json.dumps({"messages": MSG, "max_tokens": 1000, "ignore_eos": True, "temperature": 0})
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    s.sendall((f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+    t0 = time.time()
+    while json.loads(srv.request("GET", "/health")[1])["slots_busy"] != 1:
+        assert time.time() - t0 < 5.0
+        time.sleep(0.02)
+    s.close()
+    t0 = time.time()
+    while json.loads(srv.request("GET", "/health")[1])["slots_busy"] != 0:
+        assert time.time() - t0 < 3.0, "the slot is still busy 3 s after the client left"
+        time.sleep(0.05)
+
+
+def run(lazyllm, checks):
+    with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "8", "--api-key", KEY,
+                "--max-body", str(MAX_BODY), log_name="api") as srv:
+        checks.run("chat (openai package)", chat_basic, srv)
+        checks.run("chat streaming with include_usage", chat_stream, srv)
+        checks.run("completions, streamed and not", completions, srv)
+        checks.run("stop strings and seeds", stop_and_seed, srv)
+        checks.run("lazyllm extension: policy, schedule, errors", lazy_extension, srv)
+        checks.run("models, tokenize, detokenize", models_and_tokens, srv)
+        checks.run("malformed requests: 400 naming the field", malformed, srv)
+        checks.run("api key 401, body limit 413, 404, page", auth_and_limits, srv)
+        checks.run("client disconnect frees the slot", disconnect_cancels, srv)
+        checks.run("metrics", metrics, srv)
+        assert srv.alive(), srv.read_log()
