@@ -1,0 +1,144 @@
+"""A bounded load test: 16 concurrent clients x 25 requests, mixed prompt lengths, streaming and
+not, some clients disconnecting mid-stream. Every response is well-formed (200 or 503 with
+Retry-After), the server never crashes, and its resident memory stays flat after warm-up.
+Also: a full queue answers 503 with Retry-After."""
+import concurrent.futures as cf
+import json
+import random
+import socket
+import threading
+import time
+
+from server_harness import Server
+
+CLIENTS, REQUESTS = 16, 25
+TIME_LIMIT_S = 240  # the whole run; each request has its own socket timeout too
+CTX = 1024
+CHAT = "/v1/chat/completions"
+
+
+def body_for(rng, i):
+    n_words = rng.choice([5, 40, 150, 400])
+    text = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "cpu", "cache"]) for _ in range(n_words))
+    return {"messages": [{"role": "user", "content": f"{i}: {text}. Summarise."}],
+            "max_tokens": rng.randint(1, 8), "temperature": rng.choice([0, 0.7]), "seed": i,
+            "stream": rng.random() < 0.5, "stream_options": {"include_usage": True}}
+
+
+def check_stream(text):
+    events = [e for e in text.split("\n\n") if e.strip()]
+    assert events and events[-1] == "data: [DONE]", events[-3:]
+    finish = None
+    for e in events[:-1]:
+        assert e.startswith("data: "), e
+        j = json.loads(e[6:])
+        assert "error" not in j, j
+        for c in j["choices"]:
+            finish = c["finish_reason"] or finish
+    assert finish in ("stop", "length"), finish
+
+
+def one_request(srv, rng, i, stats):
+    body = body_for(rng, i)
+    if rng.random() < 0.1:
+        disconnect(srv, body)
+        stats["disconnects"] += 1
+        return
+    status, text, headers = srv.request("POST", CHAT, body, {"Content-Type": "application/json"}, timeout=120)
+    if status == 503:
+        err = json.loads(text)["error"]
+        assert err["code"] == "queue_full" and headers.get("retry-after") == "1", (err, headers)
+        stats["503"] += 1
+        time.sleep(0.2)
+        return
+    assert status == 200, (status, text)
+    if body["stream"]:
+        check_stream(text)
+    else:
+        j = json.loads(text)
+        assert j["choices"][0]["finish_reason"] in ("stop", "length") and "usage" in j, j
+    stats["200"] += 1
+
+
+def disconnect(srv, body):
+    """Sends a streaming request and closes the socket after the first bytes (or at once)."""
+    body = dict(body, stream=True, max_tokens=64)
+    data = json.dumps(body)
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    try:
+        s.sendall((f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   f"Content-Length: {len(data)}\r\n\r\n{data}").encode())
+        s.recv(256)
+    finally:
+        s.close()
+
+
+def client(srv, k, n_requests, deadline, stats, lock):
+    rng = random.Random(1000 * n_requests + k)
+    local = {"200": 0, "503": 0, "disconnects": 0}
+    for r in range(n_requests):
+        assert time.time() < deadline, "the load test ran past its time limit"
+        one_request(srv, rng, k * REQUESTS + r, local)
+    with lock:
+        for key, v in local.items():
+            stats[key] += v
+
+
+def run_clients(srv, n_clients, n_requests, deadline):
+    stats, lock = {"200": 0, "503": 0, "disconnects": 0}, threading.Lock()
+    with cf.ThreadPoolExecutor(n_clients) as ex:
+        for f in [ex.submit(client, srv, k, n_requests, deadline, stats, lock) for k in range(n_clients)]:
+            f.result()
+    return stats
+
+
+def warm_up(srv):
+    """Fills both slots' caches to about the context (their KV pages are then resident)."""
+    long = " ".join(["alpha beta gamma"] * 300)
+    for i in range(2):
+        status, text, _ = srv.request("POST", CHAT, {"messages": [{"role": "user", "content": f"{i} {long}"}],
+                                                     "max_tokens": 4, "cache_prompt": False})
+        assert status == 200, text
+
+
+def load(srv):
+    deadline = time.time() + TIME_LIMIT_S
+    warm_up(srv)
+    stats = run_clients(srv, CLIENTS, 4, deadline)  # warm-up: allocator pools, threads
+    rss0 = srv.rss_kib()
+    stats2 = run_clients(srv, CLIENTS, REQUESTS, deadline)
+    rss1 = srv.rss_kib()
+    print(f"        warm-up: {stats}; {CLIENTS} x {REQUESTS}: {stats2}; RSS {rss0 / 1024:.0f} -> {rss1 / 1024:.0f} MiB", flush=True)
+    assert srv.alive(), srv.read_log()
+    assert stats["200"] + stats2["200"] > 40, (stats, stats2)
+    assert rss1 - rss0 < 48 * 1024, f"resident memory grew from {rss0} to {rss1} KiB"
+    status, body, _ = srv.request("GET", "/health")
+    assert status == 200 and json.loads(body)["status"] == "ok", body
+
+
+def queue_full(srv):
+    """1 slot, queue of 1: a third concurrent request is refused with 503 and Retry-After."""
+    slow = {"messages": [{"role": "user", "content": "Count to a thousand."}], "max_tokens": 200,
+            "ignore_eos": True, "temperature": 0}
+    with cf.ThreadPoolExecutor(2) as ex:
+        first = ex.submit(srv.request, "POST", CHAT, slow, None, 120)
+        t0 = time.time()
+        while json.loads(srv.request("GET", "/health")[1])["slots_busy"] != 1:
+            assert time.time() - t0 < 10
+            time.sleep(0.02)
+        second = ex.submit(srv.request, "POST", CHAT, slow, None, 120)
+        while json.loads(srv.request("GET", "/health")[1])["queue_depth"] != 1:
+            assert time.time() - t0 < 10
+            time.sleep(0.02)
+        status, body, headers = srv.request("POST", CHAT, slow)
+        assert status == 503 and headers.get("retry-after") == "1", (status, headers)
+        assert json.loads(body)["error"]["code"] == "queue_full"
+        assert first.result()[0] == 200 and second.result()[0] == 200
+
+
+def run(lazyllm, checks):
+    with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "4", log_name="load") as srv:
+        checks.run(f"{CLIENTS} clients x {REQUESTS} requests: 200/503 only, RSS flat", load, srv)
+        assert srv.alive(), srv.read_log()
+    with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--queue", "1", log_name="queue") as srv:
+        checks.run("a full queue answers 503 with Retry-After", queue_full, srv)
