@@ -1,6 +1,6 @@
 // GET /: one self-contained chat page (no CDN, no external files). It keeps the conversation in
 // the page and sends it whole each turn, so the server's slot cache serves the earlier turns;
-// answers stream over SSE; a switch picks full or lazy prefill; under each answer it shows TTFT,
+// answers stream over SSE; a switch picks full or lazy prefill (decode steps revive only); under each answer it shows TTFT,
 // the share of the prompt's (token, layer) pairs computed, cached tokens and decode tokens/s
 // (the "timings" of the last chunk).
 #include "server/http_server.h"
@@ -14,7 +14,7 @@ const char* web_page_html() {
 <title>lazyllm serve</title>
 <style>
  body{font-family:system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
- header{background:#1d2330;color:#fff;padding:10px 16px;display:flex;gap:16px;align-items:center;flex-wrap:wrap}
+ header{background:#1d2330;color:#fff;padding:10px 16px;display:flex;gap:16px;align-items:center;flex-wrap:wrap;position:sticky;top:0}
  header h1{font-size:17px;margin:0;font-weight:600}
  header label{font-size:14px}
  #log{max-width:860px;margin:0 auto;padding:16px 16px 120px}
@@ -83,7 +83,10 @@ async function ask(text) {
   const policy = document.querySelector("input[name=policy]:checked").value;
   const body = {messages, stream: true, stream_options: {include_usage: true},
     max_tokens: parseInt(document.getElementById("maxtok").value) || 128,
-    temperature: 0, lazyllm: {policy}};
+    temperature: 0,
+    // lazy: LazyLLM prefill; decode steps only revive (the default schedule's decode-time
+    // pruning keeps 10% of a short chat's context, too few for a coherent answer).
+    lazyllm: policy === "lazy" ? {policy, prune_decode: false} : {policy}};
   let answer = "", timings = null, usage = null;
   try {
     const r = await fetch("/v1/chat/completions", {method: "POST", headers: headers(), body: JSON.stringify(body)});
