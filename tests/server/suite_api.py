@@ -77,7 +77,7 @@ def stop_and_seed(srv):
 
 
 def lazy_extension(srv):
-    doc = " ".join(f"Item {i} is stored in box {i * 7 % 13}." for i in range(120))
+    doc = " ".join(f"Item {i} is stored in box {i * 7 % 13}." for i in range(60))
     msgs = [{"role": "user", "content": doc + " Where is item 5?"}]
     c = client(srv)
     full = c.chat.completions.create(model="any", messages=msgs, max_tokens=4, temperature=0,
