@@ -70,6 +70,11 @@ public:
     // Emits the last sampled token and, unless the turn ends, runs one decode step on it and
     // samples the next. Call until done.
     Result<TurnDelta> next();
+    // next() for several conversations in turn: those under the full policy take their decode
+    // step together, as one forward (continuous batching; on the quantized decode weights,
+    // where the model has them), the others one by one. deltas[i] is conversation i's next().
+    // All must be in a turn and of one engine.
+    static Status next_batch(std::span<Conversation* const> convs, std::vector<TurnDelta>& deltas);
     // Ends the turn now (a cancelled request): the cache keeps what was computed.
     void abandon();
     bool in_turn() const;
@@ -81,6 +86,7 @@ public:
     const std::string& schedule() const;
 
 private:
+    Status next_step_alone();  // the decode step of next() after emit, and its sample
     std::unique_ptr<Impl> impl_;
 };
 

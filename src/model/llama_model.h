@@ -148,6 +148,14 @@ public:
     // Runs layers on the rows of `run`, writing KV[il][pos] for every live row.
     void forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch& s,
                         Profile* prof = nullptr) const;
+    // One decode step of several sessions at once (continuous batching; forward_batch.cpp):
+    // row i is a new token at position pos[i] over the contiguous prefix [0, pos[i]] of its own
+    // cache kvs[i]. The GEMVs run once on all rows (the weights are streamed once), attention
+    // per row on its cache. h [n, n_embd] is updated in place; logits [n, n_vocab]. Needs
+    // quantized_decode() and n <= quant_max_rows(): the same weights and kernels as a
+    // one-token step of each session alone.
+    void forward_decode_batch(float* h, const int32_t* pos, KvCache* const* kvs, int64_t n,
+                              float* logits, ForwardScratch& s) const;
     // Final RMSNorm and LM head of one hidden row: logits [n_vocab]. `step_rows`: the tokens
     // of the step this row ends. Decode-sized steps (at most kQuantMaxRows) take the QuantLinear
     // copy where quantized_decode(), as their layers do; a prefill takes the prefill weights,

@@ -92,10 +92,12 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
     return TurnDelta{};
 }
 
-Result<TurnDelta> Conversation::next() {
-    Impl& c = *impl_;
-    LAZYLLM_CHECK_MSG(c.in_turn, "next() outside a turn");
-    TurnDelta d;
+// next() in two halves around the decode step, so that next_batch can run the steps of several
+// conversations together. emit(): the last sampled token goes out; true when the turn goes on
+// and needs a step on c.next. after_step(): samples the next token.
+namespace {
+
+bool emit(Conversation::Impl& c, TurnDelta& d) {
     auto finish = [&](const char* reason, bool flush) {
         if (flush) {
             const std::string tail = c.stops->push(c.stream->flush());
@@ -108,7 +110,7 @@ Result<TurnDelta> Conversation::next() {
         c.stats.decode_ms = c.decode_timer.elapsed_ms();
         c.in_turn = false;
         d.done = true;
-        return d;
+        return false;
     };
     if (c.opts.max_new_tokens == 0) return finish("length", true);
     if (!c.opts.ignore_eos && c.tok->is_end_of_generation(c.next)) return finish("eos", true);
@@ -117,17 +119,74 @@ Result<TurnDelta> Conversation::next() {
     d.text = c.stops->push(c.stream->push(c.next));
     if (c.stops->matched()) return finish("stop", false);
     if (static_cast<int>(c.generated.size()) >= c.opts.max_new_tokens) return finish("length", true);
-    if (n_past() >= n_ctx()) return finish("context", true);
+    if (c.session.n_past() >= c.session.n_ctx()) return finish("context", true);
+    return true;
+}
+
+void after_step(Conversation::Impl& c, int64_t revived) {
+    c.stats.revived += revived;
+    c.next = c.sampler->sample(c.logits, c.history);
+    c.stats.n_gen = static_cast<int64_t>(c.generated.size());
+}
+
+}  // namespace
+
+Result<TurnDelta> Conversation::next() {
+    Impl& c = *impl_;
+    LAZYLLM_CHECK_MSG(c.in_turn, "next() outside a turn");
+    TurnDelta d;
+    if (!emit(c, d)) return d;
+    if (auto st = next_step_alone(); !st.ok()) return st.error();
+    return d;
+}
+
+Status Conversation::next_batch(std::span<Conversation* const> convs,
+                                std::vector<TurnDelta>& deltas) {
+    deltas.assign(convs.size(), TurnDelta{});
+    // [n] conversations whose turn goes on, split by whether their step can be batched.
+    std::vector<Impl*> batch;
+    std::vector<TokenId> tokens;
+    std::vector<Session*> sessions;
+    for (size_t i = 0; i < convs.size(); ++i) {
+        Impl& c = *convs[i]->impl_;
+        LAZYLLM_CHECK_MSG(c.in_turn, "next_batch() outside a turn");
+        if (!emit(c, deltas[i])) continue;
+        if (c.session.batchable()) {
+            batch.push_back(&c);
+            tokens.push_back(c.next);
+            sessions.push_back(&c.session);
+            continue;
+        }
+        auto r = convs[i]->next_step_alone();
+        if (!r.ok()) return r.error();
+    }
+    if (batch.size() == 1) {
+        auto r = batch[0]->session.step(std::span<const TokenId>(&tokens[0], 1), batch[0]->logits.data());
+        if (!r.ok()) return r.error();
+        after_step(*batch[0], r->revived);
+    } else if (!batch.empty()) {
+        const size_t V = batch[0]->logits.size();
+        std::vector<float>& logits = batch[0]->batch_logits;
+        logits.resize(batch.size() * V);
+        LAZYLLM_TRY(Session::step_batch(sessions, tokens, logits.data()));
+        for (size_t i = 0; i < batch.size(); ++i) {
+            std::copy_n(logits.begin() + static_cast<int64_t>(i * V), V, batch[i]->logits.begin());
+            after_step(*batch[i], 0);
+        }
+    }
+    return {};
+}
+
+Status Conversation::next_step_alone() {
+    Impl& c = *impl_;
     const TokenId cur = c.next;
     auto st = c.session.step(std::span<const TokenId>(&cur, 1), c.logits.data());
     if (!st.ok()) {
         c.in_turn = false;
         return st.error();
     }
-    c.stats.revived += st->revived;
-    c.next = c.sampler->sample(c.logits, c.history);
-    c.stats.n_gen = static_cast<int64_t>(c.generated.size());
-    return d;
+    after_step(c, st->revived);
+    return {};
 }
 
 }  // namespace lazyllm

@@ -22,7 +22,8 @@ struct Conversation::Impl {
     const Tokenizer* tok;
     Session session;
     std::string policy, schedule;
-    std::vector<float> logits;  // [n_vocab] of the last step
+    std::vector<float> logits;        // [n_vocab] of the last step
+    std::vector<float> batch_logits;  // [n, n_vocab] scratch of next_batch
 
     // The turn in progress.
     bool in_turn = false;

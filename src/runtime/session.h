@@ -64,6 +64,13 @@ public:
     // exclusions; their KV rows become stale and are overwritten by later steps. The tokens
     // kept are untouched, so design.md 1.3's invariants still hold (Conversation's prefix reuse).
     void truncate(int64_t n);
+    // Continuous batching (session_batch.cpp): one decode step of several sessions of the same
+    // model in one forward (LlamaModel::forward_decode_batch). Session i appends tokens[i];
+    // logits ([n, n_vocab]) receive each one's next-token logits. Each must be batchable().
+    static Status step_batch(std::span<Session* const> sessions, std::span<const int32_t> tokens,
+                             float* logits);
+    // Full policy, past its first step, room for one more token, quantized decode weights.
+    bool batchable() const;
 
     int64_t n_past() const { return n_past_; }
     int64_t n_ctx() const { return kv_.n_ctx(); }

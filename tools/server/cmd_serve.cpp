@@ -23,6 +23,7 @@ struct ServeArgs {
     PruneFlags prune;
     server::ServerConfig cfg;
     std::string alias;
+    std::string batch_decode = "on";
 };
 
 int default_parallel() {
@@ -34,6 +35,7 @@ int run_serve(ServeArgs& a) {
     auto prune = to_prune_options(a.prune);
     if (!prune.ok()) return report(prune.error());
     a.cfg.default_prune = *prune;
+    a.cfg.scheduler.batch_decode = a.batch_decode == "on";
     if (a.cfg.scheduler.n_slots < 1 || a.cfg.scheduler.queue_capacity < 0) {
         return report(Error(ErrorCode::kInvalidArgument, "--parallel must be >= 1 and --queue >= 0"));
     }
@@ -111,6 +113,10 @@ Runner add_serve(CLI::App& app) {
     app.add_option("--http-threads", a->cfg.http_threads,
                    "HTTP worker threads (default: slots + queue + 16)")
         ->check(CLI::NonNegativeNumber);
+    app.add_option("--batch-decode", a->batch_decode,
+                   "on: the decode steps of generating slots run as one forward (full policy); "
+                   "off: one after another (default on)")
+        ->check(CLI::IsMember({"on", "off"}));
     app.add_option("-a,--alias", a->alias, "Model id in /v1/models and responses (default: the file name)");
     add_prune_flags(app, a->prune);
     return [a] { return run_serve(*a); };

@@ -120,24 +120,45 @@ void Scheduler::start(Slot& slot) {
     job.cv.notify_all();
 }
 
-void Scheduler::advance(Slot& slot) {
-    Job& job = *slot.job;
-    auto d = slot.conv->next();
-    if (!d.ok()) {
-        ApiError e;
-        e.status = 500;
-        e.type = "server_error";
-        e.message = d.error().message();
-        finish(slot, e);
+void Scheduler::advance(const std::vector<Slot*>& slots) {
+    convs_.clear();
+    for (Slot* slot : slots) convs_.push_back(slot->conv.get());
+    Status st;
+    if (cfg_.batch_decode) {
+        st = Conversation::next_batch(convs_, deltas_);
+    } else {
+        deltas_.assign(convs_.size(), TurnDelta{});
+        for (size_t i = 0; i < convs_.size() && st.ok(); ++i) {
+            auto d = convs_[i]->next();
+            if (d.ok()) {
+                deltas_[i] = *d;
+            } else {
+                st = d.error();
+            }
+        }
+    }
+    if (!st.ok()) {
+        for (Slot* slot : slots) {
+            ApiError e;
+            e.status = 500;
+            e.type = "server_error";
+            e.message = st.error().message();
+            finish(*slot, e);
+        }
         return;
     }
-    if (!d->text.empty()) {
-        std::lock_guard<std::mutex> lock(job.mu);
-        job.text += d->text;
-        job.stats = slot.conv->stats();
+    for (size_t i = 0; i < slots.size(); ++i) {
+        Slot& slot = *slots[i];
+        Job& job = *slot.job;
+        const TurnDelta& d = deltas_[i];
+        if (!d.text.empty()) {
+            std::lock_guard<std::mutex> lock(job.mu);
+            job.text += d.text;
+            job.stats = slot.conv->stats();
+        }
+        job.cv.notify_all();
+        if (d.done) finish(slot, std::nullopt);
     }
-    job.cv.notify_all();
-    if (d->done) finish(slot, std::nullopt);
 }
 
 void Scheduler::run() {
@@ -167,8 +188,10 @@ void Scheduler::run() {
                 ++busy_;
             }
         }
-        // One round: each busy slot starts (prompt step) or decodes one token.
+        // One round: each busy slot starts (its prompt step) or decodes one token; the decode
+        // steps of all generating slots run together (Conversation::next_batch).
         const auto now = std::chrono::steady_clock::now();
+        decoding_.clear();
         for (Slot& slot : slots_) {
             if (!slot.job) continue;
             if (slot.job->cancelled) {
@@ -186,9 +209,10 @@ void Scheduler::run() {
                     start(slot);
                 }
             } else {
-                advance(slot);
+                decoding_.push_back(&slot);
             }
         }
+        if (!decoding_.empty()) advance(decoding_);
     }
     // Shutting down: release everything still waiting.
     std::lock_guard<std::mutex> lock(mu_);

@@ -2,8 +2,10 @@
 // depths, Aux slots) across requests; a bounded FIFO queue holds requests waiting for a slot.
 // One worker thread drives every slot: it admits queued requests to free slots (the slot whose
 // cache shares the longest prefix with the request, under the same pruning options), runs the
-// new prompt suffix of each starting request as one step, and then one decode step per active
-// slot in turn, so streams advance together. HTTP threads only submit jobs and read their output.
+// new prompt suffix of each starting request as one step, and then the decode steps of all
+// generating slots, batched into one forward where their policies allow (full policy; see
+// Conversation::next_batch), so streams advance together. HTTP threads only submit jobs and read
+// their output.
 #pragma once
 
 #include <atomic>
@@ -59,6 +61,7 @@ struct SchedulerConfig {
     int n_slots = 2;
     int queue_capacity = 16;
     int64_t n_ctx = 0;  // per slot
+    bool batch_decode = true;  // false: each slot's decode step alone (for comparison)
 };
 
 class Scheduler {
@@ -89,8 +92,8 @@ private:
     int pick_slot(const Job& job) const;
     // Starts a job on its slot: (re)opens the conversation if the key differs, runs the prompt.
     void start(Slot& slot);
-    // One decode step of a started job.
-    void advance(Slot& slot);
+    // One decode step of each started job, batched where their policies allow.
+    void advance(const std::vector<Slot*>& slots);
     void finish(Slot& slot, std::optional<ApiError> error);
 
     const Engine& engine_;
@@ -102,6 +105,10 @@ private:
     std::deque<std::shared_ptr<Job>> queue_;
     std::atomic<int> busy_{0};
     uint64_t tick_ = 0;
+    // Per-round working lists (worker only; reused).
+    std::vector<Slot*> decoding_;
+    std::vector<Conversation*> convs_;
+    std::vector<TurnDelta> deltas_;
     bool stop_ = false;
     std::thread worker_;
 };

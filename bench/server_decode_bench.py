@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Aggregate decode tokens/s of `lazyllm serve` with 1 and N concurrent streams, with the decode
+steps of the generating slots batched into one forward (--batch-decode on) and one after
+another (off). Each stream: a short chat prompt, `--max-tokens` tokens, end of sequence ignored,
+greedy. Aggregate = tokens after each stream's first token / (last stream's end - first
+stream's first token), measured at the client from the SSE chunks. Repetitions interleave the
+configurations so that a noisy moment hits all alike.
+
+  python3 bench/server_decode_bench.py --lazyllm build/tools/lazyllm --streams 1,4 -r 3
+
+Only 127.0.0.1 is contacted. No third-party packages.
+"""
+import argparse
+import concurrent.futures as cf
+import http.client
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+TOPICS = ["a lighthouse", "a robot", "the sea", "a mountain", "a city", "a library", "a train", "a garden"]
+
+
+def start_server(lazyllm, batch, slots, threads):
+    log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"lazyllm-decode-bench-{batch}.log"), "w+")
+    flags = ["serve", "--port", "0", "--parallel", str(slots), "--ctx-size", "2048", "--batch-decode", batch]
+    if threads:
+        flags += ["-t", threads]
+    env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "passive"))
+    proc = subprocess.Popen([lazyllm, *flags], stdout=log, stderr=subprocess.STDOUT, env=env)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        log.seek(0)
+        text = log.read()
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", text)
+        if m and "ready" in text:
+            return proc, int(m.group(1))
+        time.sleep(0.1)
+    log.seek(0)
+    sys.exit("server did not start:\n" + log.read())
+
+
+def stream(port, i, max_tokens):
+    """Returns (time of the first token, end time, tokens generated)."""
+    body = json.dumps({"messages": [{"role": "user", "content": f"Write a long story about {TOPICS[i % len(TOPICS)]}."}],
+                       "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0, "stream": True,
+                       "stream_options": {"include_usage": True}})
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    first, n_gen, buf = None, 0, b""
+    while True:
+        chunk = r.read1(65536)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n\n" in buf:
+            ev, buf = buf.split(b"\n\n", 1)
+            data = ev.decode().removeprefix("data: ")
+            if data == "[DONE]":
+                continue
+            j = json.loads(data)
+            if j.get("usage"):
+                n_gen = j["usage"]["completion_tokens"]
+            if first is None and any(c.get("delta", {}).get("content") for c in j["choices"]):
+                first = time.perf_counter()
+    end = time.perf_counter()
+    conn.close()
+    return first, end, n_gen
+
+
+def aggregate(port, n, max_tokens):
+    with cf.ThreadPoolExecutor(n) as ex:
+        res = list(ex.map(lambda i: stream(port, i, max_tokens), range(n)))
+    t0 = min(r[0] for r in res)
+    t1 = max(r[1] for r in res)
+    tokens = sum(r[2] - 1 for r in res)
+    return tokens / (t1 - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lazyllm", default="build/tools/lazyllm")
+    ap.add_argument("--streams", default="1,4")
+    ap.add_argument("--max-tokens", type=int, default=96)
+    ap.add_argument("-r", "--reps", type=int, default=3)
+    ap.add_argument("-t", "--threads", default="")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    streams = [int(x) for x in args.streams.split(",")]
+    servers = {b: start_server(args.lazyllm, b, max(streams), args.threads) for b in ("on", "off")}
+    results = {(b, n): [] for b in servers for n in streams}
+    try:
+        for b, (_, port) in servers.items():  # warm-up
+            aggregate(port, max(streams), 8)
+        for rep in range(args.reps):
+            for n in streams:
+                for b, (_, port) in servers.items():
+                    results[(b, n)].append(aggregate(port, n, args.max_tokens))
+            print(f"rep {rep + 1}: " + ", ".join(f"batch {b} x{n}: {v[-1]:.1f}" for (b, n), v in results.items()), flush=True)
+    finally:
+        for proc, _ in servers.values():
+            proc.terminate()
+            proc.wait(10)
+    print(f"\n{'batch decode':<13} {'streams':>7} {'aggregate tok/s':>22}")
+    rows = []
+    for (b, n), v in results.items():
+        m, sd = statistics.mean(v), statistics.stdev(v) if len(v) > 1 else 0.0
+        rows.append({"batch_decode": b, "streams": n, "tokens_per_s": m, "sd": sd, "reps": v})
+        print(f"{b:<13} {n:>7} {m:>14.1f} +- {sd:<5.1f}")
+    for b in servers:
+        base = statistics.mean(results[(b, streams[0])])
+        for n in streams[1:]:
+            print(f"batch {b}: {n} streams / {streams[0]} = {statistics.mean(results[(b, n)]) / base:.2f}x")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+// The decode step of several sessions in one forward (continuous batching, as llama-server
+// does): each row is one session's new token. The linear layers run on the quantized decode
+// weights for all rows together, so a decode step streams every weight once however many
+// sessions it serves; RoPE, the K/V store and attention are per row, each on its own cache.
+// The same ops as forward_layers' quantized path on one row (forward.cpp), row for row.
+#include <cmath>
+
+#include "base/check.h"
+#include "base/scratch.h"
+#include "kernels/attention.h"
+#include "kernels/quant.h"
+#include "model/llama_model.h"
+
+namespace lazyllm {
+
+void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* const* kvs, int64_t n,
+                                      float* logits, ForwardScratch& s) const {
+    const ModelConfig& c = config_;
+    const kernels::KernelContext& ctx = opts_.ctx;
+    const int64_t E = c.n_embd, Q = c.n_embd_q(), KV = c.n_embd_kv(), F = c.n_ff;
+    const int64_t NQKV = c.n_qkv();
+    LAZYLLM_CHECK_MSG(quantized_decode_ && n >= 1 && n <= quant_max_rows_,
+                      "a batched decode step needs the quantized decode weights");
+    for (int64_t i = 0; i < n; ++i) {
+        LAZYLLM_CHECK(kvs[i]->type() == kvs[0]->type() && pos[i] >= 0 && pos[i] < kvs[i]->n_ctx());
+    }
+    float* x = grow(s.x, n * E);                // [n, E]
+    float* qkv = grow(s.qkv, n * NQKV);         // [n, Q + 2 KV]
+    float* attn = grow(s.attn, n * Q);          // [n, Q]
+    float* gate_up = grow(s.gate_up, n * 2 * F);  // [n, 2F]
+    float* act = grow(s.act, n * F);            // [n, F]
+    const kernels::KvType kv_type = kvs[0]->type();
+    for (int il = 0; il < c.n_layer; ++il) {
+        const LayerWeights& L = layers_[il];
+        kernels::rms_norm(ctx, h, L.attn_norm.data(), x, n, E, c.rms_eps);
+        L.qkv_q.forward(x, n, qkv);
+        kernels::rope(ctx, rope_, c.rope_mode, qkv, pos, n, NQKV, c.n_head, c.head_dim);
+        kernels::rope(ctx, rope_, c.rope_mode, qkv + Q, pos, n, NQKV, c.n_head_kv, c.head_dim);
+        for (int64_t i = 0; i < n; ++i) {
+            float* row = qkv + i * NQKV;
+            kernels::kv_store_rows(ctx, kv_type, row + Q, NQKV, 1, KV, pos + i, kvs[i]->k(il), KV);
+            kernels::kv_store_rows(ctx, kv_type, row + Q + KV, NQKV, 1, KV, pos + i, kvs[i]->v(il), KV);
+            kernels::AttentionArgs a;
+            a.k = kvs[i]->k(il);
+            a.v = kvs[i]->v(il);
+            a.kv_type = kv_type;
+            a.kv_row = nullptr;  // the prefix [0, pos]: cache row j is position j
+            a.kv_pos = kvs[i]->iota();
+            a.n_kv = pos[i] + 1;
+            a.kv_stride = KV;
+            a.n_head = c.n_head;
+            a.n_head_kv = c.n_head_kv;
+            a.head_dim = c.head_dim;
+            a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+            a.q = row;
+            a.q_pos = pos + i;
+            a.n_q = 1;
+            a.q_stride = NQKV;
+            a.out = attn + i * Q;
+            a.out16 = nullptr;
+            a.out_stride = Q;
+            kernels::attention(ctx, a);
+        }
+        L.wo_q.forward(attn, n, h, Q, E, /*accumulate=*/true);
+        kernels::rms_norm(ctx, h, L.ffn_norm.data(), x, n, E, c.rms_eps);
+        L.gate_up_q.forward(x, n, gate_up);
+        kernels::swiglu(ctx, gate_up, act, n, F);
+        L.down_q.forward(act, n, h, F, E, /*accumulate=*/true);
+    }
+    kernels::rms_norm(ctx, h, output_norm_.data(), x, n, E, c.rms_eps);
+    lm_head_q_.forward(x, n, logits);
+}
+
+}  // namespace lazyllm

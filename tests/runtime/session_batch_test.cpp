@@ -1,0 +1,82 @@
+// Session::step_batch (continuous batching in `lazyllm serve`): the decode steps of several
+// full-policy sessions as one forward give each session what its own one-token step gives,
+// logits bit for bit (the same kernels on the same rows) and state alike.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/qgemv.h"
+#include "model/llama_model.h"
+#include "runtime/session.h"
+#include "support/tiny_model.h"
+
+namespace lazyllm {
+namespace {
+
+TEST(SessionBatch, EqualsEachSessionAlone) {
+    kernels::KernelContext kctx;
+    kctx.isa = kernels::isa_from_env().value();
+    if (!kernels::QuantLinear::has_fast_path(kctx)) GTEST_SKIP() << "no quantized decode path";
+    testing::TinyModelSpec spec;
+    spec.n_layer = 3;
+    spec.seed = 3;
+    const std::string path = ::testing::TempDir() + "lazyllm_batch.gguf";
+    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+    ModelLoadOptions o;
+    o.ctx.isa = kctx.isa;
+    o.ctx.n_threads = 2;
+    auto loaded = LlamaModel::load(path, o);
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+    const LlamaModel& model = **loaded;
+    ASSERT_TRUE(model.quantized_decode());
+    const int V = model.config().n_vocab;
+    SessionOptions so;
+    so.n_ctx = 64;
+    so.check_invariants = true;
+    constexpr int kN = 3;
+    std::vector<Session> batched, alone;
+    std::mt19937 rng(5);
+    std::vector<float> logits(static_cast<size_t>(V));
+    for (int i = 0; i < kN; ++i) {
+        std::vector<int32_t> prompt(static_cast<size_t>(5 + 4 * i));
+        for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(V));
+        batched.push_back(Session::create(model, so).value());
+        alone.push_back(Session::create(model, so).value());
+        ASSERT_TRUE(batched.back().step(prompt, logits.data()).ok());
+        ASSERT_TRUE(alone.back().step(prompt, logits.data()).ok());
+    }
+    std::vector<Session*> ptrs;
+    for (auto& s : batched) ptrs.push_back(&s);
+    std::vector<float> out(static_cast<size_t>(kN) * V);
+    for (int step = 0; step < 4; ++step) {
+        std::vector<int32_t> tokens(kN);
+        for (auto& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(V));
+        for (auto* s : ptrs) ASSERT_TRUE(s->batchable());
+        ASSERT_TRUE(Session::step_batch(ptrs, tokens, out.data()).ok());
+        for (int i = 0; i < kN; ++i) {
+            ASSERT_TRUE(alone[i].step(std::span<const int32_t>(&tokens[i], 1), logits.data()).ok());
+            float max_diff = 0.0f;
+            for (int v = 0; v < V; ++v) max_diff = std::max(max_diff, std::fabs(out[i * V + v] - logits[v]));
+            EXPECT_EQ(max_diff, 0.0f) << "session " << i << ", step " << step;
+            EXPECT_EQ(batched[i].n_past(), alone[i].n_past());
+            EXPECT_EQ(batched[i].tokens(), alone[i].tokens());
+            EXPECT_EQ(batched[i].depth(), alone[i].depth());
+            EXPECT_EQ(batched[i].total_token_layers(), alone[i].total_token_layers());
+        }
+    }
+    // A lazy session is not batchable; a mismatch is an error, not a crash.
+    SessionOptions lazy = so;
+    lazy.policy = prune::Policy::kLazy;
+    lazy.schedule.boundaries = {1};
+    lazy.schedule.keep = {0.5f};
+    auto l = Session::create(model, lazy).value();
+    ASSERT_TRUE(l.step(std::vector<int32_t>{1, 2, 3}, logits.data()).ok());
+    EXPECT_FALSE(l.batchable());
+    Session* two[] = {ptrs[0], &l};
+    const int32_t toks[] = {1, 2};
+    EXPECT_FALSE(Session::step_batch(two, toks, out.data()).ok());
+}
+
+}  // namespace
+}  // namespace lazyllm
