@@ -212,6 +212,22 @@ def disconnect_cancels(srv):
         time.sleep(0.05)
 
 
+def batched_equals_alone(srv):
+    """Two streams decoding together (one batched forward per step) answer as each alone."""
+    import concurrent.futures as cf
+    c = client(srv)
+    prompts = ["Write a poem about the sea.", "List some fruits."]
+
+    def ask(p):
+        r = c.chat.completions.create(model="any", messages=[{"role": "user", "content": p}], max_tokens=24,
+                                      temperature=0, extra_body={"ignore_eos": True, "cache_prompt": False})
+        return r.choices[0].message.content
+    alone = [ask(p) for p in prompts]
+    with cf.ThreadPoolExecutor(2) as ex:
+        together = list(ex.map(ask, prompts))
+    assert together == alone, (together, alone)
+
+
 def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "8", "--api-key", KEY,
                 "--max-body", str(MAX_BODY), log_name="api") as srv:
@@ -223,6 +239,7 @@ def run(lazyllm, checks):
         checks.run("models, tokenize, detokenize", models_and_tokens, srv)
         checks.run("malformed requests: 400 naming the field", malformed, srv)
         checks.run("api key 401, body limit 413, 404, page", auth_and_limits, srv)
+        checks.run("batched decode of two streams equals each alone", batched_equals_alone, srv)
         checks.run("client disconnect frees the slot", disconnect_cancels, srv)
         checks.run("metrics", metrics, srv)
         assert srv.alive(), srv.read_log()
