@@ -111,13 +111,17 @@ def main():
         m, sd = statistics.mean(v), statistics.stdev(v) if len(v) > 1 else 0.0
         rows.append({"batch_decode": b, "streams": n, "tokens_per_s": m, "sd": sd, "reps": v})
         print(f"{b:<13} {n:>7} {m:>14.1f} +- {sd:<5.1f}")
+    # Ratios within each repetition (same moment of the machine), then their median.
+    ratios = {}
     for b in servers:
-        base = statistics.mean(results[(b, streams[0])])
         for n in streams[1:]:
-            print(f"batch {b}: {n} streams / {streams[0]} = {statistics.mean(results[(b, n)]) / base:.2f}x")
+            per_rep = [x / y for x, y in zip(results[(b, n)], results[(b, streams[0])])]
+            ratios[f"batch_{b}_{n}_over_{streams[0]}"] = per_rep
+            print(f"batch {b}: {n} streams / {streams[0]}: median {statistics.median(per_rep):.2f}x "
+                  f"(per repetition: {', '.join(f'{r:.2f}' for r in per_rep)})")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+            json.dump({"args": vars(args), "rows": rows, "ratios": ratios}, f, indent=1)
 
 
 if __name__ == "__main__":
