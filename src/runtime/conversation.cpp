@@ -142,11 +142,17 @@ Result<TurnDelta> Conversation::next() {
 
 Status Conversation::next_batch(std::span<Conversation* const> convs,
                                 std::vector<TurnDelta>& deltas) {
-    deltas.assign(convs.size(), TurnDelta{});
-    // [n] conversations whose turn goes on, split by whether their step can be batched.
-    std::vector<Impl*> batch;
-    std::vector<TokenId> tokens;
-    std::vector<Session*> sessions;
+    deltas.resize(convs.size());
+    for (TurnDelta& d : deltas) d = TurnDelta{};
+    if (convs.empty()) return {};
+    // The conversations whose turn goes on and whose step can be batched (scratch: the first's).
+    Impl& first = *convs[0]->impl_;
+    std::vector<Impl*>& batch = first.batch;
+    std::vector<TokenId>& tokens = first.batch_tokens;
+    std::vector<Session*>& sessions = first.batch_sessions;
+    batch.clear();
+    tokens.clear();
+    sessions.clear();
     for (size_t i = 0; i < convs.size(); ++i) {
         Impl& c = *convs[i]->impl_;
         LAZYLLM_CHECK_MSG(c.in_turn, "next_batch() outside a turn");

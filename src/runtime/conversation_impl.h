@@ -23,7 +23,11 @@ struct Conversation::Impl {
     Session session;
     std::string policy, schedule;
     std::vector<float> logits;        // [n_vocab] of the last step
-    std::vector<float> batch_logits;  // [n, n_vocab] scratch of next_batch
+    // Scratch of next_batch when this conversation comes first (reused: no allocation per step).
+    std::vector<float> batch_logits;  // [n, n_vocab]
+    std::vector<Impl*> batch;
+    std::vector<TokenId> batch_tokens;
+    std::vector<Session*> batch_sessions;
 
     // The turn in progress.
     bool in_turn = false;

@@ -97,11 +97,11 @@ struct Fields {
         } else if (!v->is_number()) {
             return fail(wrong_type(name(key), "an integer", *v));
         }
-        const int64_t x = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)
-                              ? hi + 1
-                              : v->is_number_float() ? static_cast<int64_t>(v->get<double>())
-                                                     : v->get<int64_t>();
-        if (x < lo || x > hi) {
+        const bool too_big = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi);
+        const int64_t x = too_big ? hi
+                          : v->is_number_float() ? static_cast<int64_t>(v->get<double>())
+                                                 : v->get<int64_t>();
+        if (too_big || x < lo || x > hi) {
             return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}", name(key), lo, hi, v->dump())));
         }
         return x;

@@ -177,6 +177,15 @@ void Scheduler::run() {
                     job->cv.notify_all();
                     continue;
                 }
+                if (std::chrono::steady_clock::now() > job->deadline) {
+                    queue_.pop_front();
+                    std::lock_guard<std::mutex> jl(job->mu);
+                    job->error = ApiError{408, "the request waited past the server's per-request timeout (--timeout)",
+                                          "server_error", "", "timeout"};
+                    job->done = true;
+                    job->cv.notify_all();
+                    continue;
+                }
                 const int i = pick_slot(*job);
                 if (i < 0) break;
                 queue_.pop_front();
