@@ -28,7 +28,9 @@ struct Schedule {
     // shorter runs every layer on every token, exactly as full: below it pruning saves too little
     // time to be worth any change of answer. A conversation that grows past it prunes from then on.
     int min_context = 0;
-    bool prune_decode = true;  // also prune in decode steps, not only in prefill
+    // Also prune in one-token decode steps; steps of several new tokens (a prompt, a new turn
+    // over a cached conversation) always select.
+    bool prune_decode = true;
     // Score shaping (not in the paper, docs/lazyllm.md; 1 and 1 are the paper's Eq. 1):
     // score_layers: a token's score is the sum of the last token's head-mean attention to it over
     // the last score_layers layers before the boundary (within the stage, never before its first

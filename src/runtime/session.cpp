@@ -415,9 +415,11 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
         case prune::Policy::kGemFilter:
             break;
         case prune::Policy::kLazy: {
-            // Below min_context the step selects nothing; it still crosses the boundaries when
-            // an earlier step left tokens in Aux slots, so they revive where they stopped.
-            const bool select = prune_step && (prefill || sch.prune_decode);
+            // A step of several new tokens (a prompt, or a new turn after a cached one) selects;
+            // a one-token decode step only with prune_decode. Below min_context no step selects;
+            // it still crosses the boundaries when an earlier step left tokens in Aux slots, so
+            // they revive where they stopped.
+            const bool select = prune_step && (prefill || m > 1 || sch.prune_decode);
             if (!select && !has_deferred()) break;  // exactly the full step
             for (size_t j = 0; j < sch.boundaries.size(); ++j) {
                 bounds.push_back({sch.boundaries[j], select ? BoundaryMode::kSelect : BoundaryMode::kNone,
