@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "base/timer.h"
+#include "eval/stats.h"
 
 namespace lazyllm::eval {
 
@@ -17,9 +20,11 @@ struct Measure {
     bool top1 = false;
     double kl = 0.0;
     double pct = 0.0;
+    double speedup = 0.0;  // full's TTFT / this policy's
     bool greedy = false;
     double prefix = 0.0;
     bool exact = false;
+    bool exact32 = false;
 };
 
 double quantile(std::vector<double> v, double q) {
@@ -45,15 +50,22 @@ FidelityRow aggregate(const std::string& policy, const std::string& schedule, in
         row.top1_agreement += m.top1 ? 1.0 : 0.0;
         kls.push_back(m.kl);
         row.pct_computed += m.pct;
+        row.ttft_speedup += m.speedup;
         if (m.greedy) {
             ++row.n_greedy;
             row.greedy_prefix += m.prefix;
             row.greedy_exact += m.exact ? 1.0 : 0.0;
+            row.greedy_exact32 += m.exact32 ? 1.0 : 0.0;
         }
     }
+    std::tie(row.top1_low, row.top1_high) =
+        wilson_interval(std::llround(row.top1_agreement), row.n_prompts);
+    std::tie(row.exact32_low, row.exact32_high) =
+        wilson_interval(std::llround(row.greedy_exact32), row.n_greedy);
     if (row.n_prompts > 0) {
         const auto n = static_cast<double>(row.n_prompts);
         row.top1_agreement /= n;
+        row.ttft_speedup /= n;
         row.pct_computed /= n;
         for (double k : kls) row.kl_mean += k / n;
         row.kl_median = quantile(kls, 0.5);
@@ -63,6 +75,7 @@ FidelityRow aggregate(const std::string& policy, const std::string& schedule, in
     if (row.n_greedy > 0) {
         row.greedy_prefix /= static_cast<double>(row.n_greedy);
         row.greedy_exact /= static_cast<double>(row.n_greedy);
+        row.greedy_exact32 /= static_cast<double>(row.n_greedy);
     }
     return row;
 }
@@ -73,7 +86,51 @@ RunOptions greedy_options(const PruneOptions& prune, int max_new_tokens) {
     ro.prune = prune;
     ro.sampling.temperature = 0.0f;
     ro.sampling.seed = 1;
+    ro.keep_first_logits = true;
     return ro;
+}
+
+// The first N prompts of each length (FidelityOptions::limit), in suite order.
+std::vector<Sample> first_per_length(std::vector<Sample> samples, int64_t limit) {
+    if (limit <= 0) return samples;
+    std::map<int64_t, int64_t> taken;
+    std::erase_if(samples, [&](const Sample& s) { return taken[s.target_tokens]++ >= limit; });
+    return samples;
+}
+
+// The prompts of every length: each task whose template fits the length (a short length
+// leaves out the tasks whose needles and question alone are longer), with enough depths that the
+// length has at least opts.n_depths x |tasks| prompts.
+Result<std::vector<Sample>> fidelity_suite(const Engine& engine, const FidelityOptions& opts) {
+    SuiteSpec spec;
+    spec.seed = opts.seed;
+    spec.max_prompt_tokens = engine.summary().n_ctx_train - kContextHeadroom;
+    const size_t want = static_cast<size_t>(std::max(1, opts.n_depths)) * opts.tasks.size();
+    std::vector<Sample> out;
+    for (int64_t length : opts.lengths) {
+        spec.lengths = {length};
+        spec.n_depths = 1;
+        std::vector<std::string> fit;
+        for (const std::string& task : opts.tasks) {
+            spec.tasks = {task};
+            auto one = make_suite(spec, engine.tokenizer());
+            if (one.ok()) {
+                fit.push_back(task);
+            } else if (one.error().code() != ErrorCode::kOutOfRange) {
+                return one.error();
+            }
+        }
+        if (fit.empty()) {
+            return make_error(ErrorCode::kOutOfRange,
+                              "no task fits a {}-token prompt: give longer --lengths", length);
+        }
+        spec.tasks = fit;
+        spec.n_depths = std::max(opts.n_depths, static_cast<int>((want + fit.size() - 1) / fit.size()));
+        LAZYLLM_ASSIGN_OR_RETURN(std::vector<Sample> part, make_suite(spec, engine.tokenizer()));
+        out.insert(out.end(), std::make_move_iterator(part.begin()),
+                   std::make_move_iterator(part.end()));
+    }
+    return out;
 }
 
 }  // namespace
@@ -141,13 +198,11 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
     auto log = [&opts](const std::string& s) {
         if (opts.log) opts.log(s);
     };
-    SuiteSpec spec;
-    spec.tasks = opts.tasks;
-    spec.lengths = opts.lengths;
-    spec.n_depths = opts.n_depths;
-    spec.seed = opts.seed;
-    spec.max_prompt_tokens = engine.summary().n_ctx_train - kContextHeadroom;
-    LAZYLLM_ASSIGN_OR_RETURN(std::vector<Sample> samples, make_suite(spec, engine.tokenizer()));
+    LAZYLLM_ASSIGN_OR_RETURN(std::vector<Sample> samples, fidelity_suite(engine, opts));
+    if (opts.limit < 0) {
+        return make_error(ErrorCode::kInvalidArgument, "limit must be >= 0, got {}", opts.limit);
+    }
+    samples = first_per_length(std::move(samples), opts.limit);
 
     FidelityReport report;
     report.model = engine.summary().path;
@@ -156,43 +211,35 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
     report.greedy_every = opts.greedy_every;
     std::vector<std::vector<Measure>> measures(policies.size());
     std::vector<std::string> schedules(policies.size());
-    const RunOptions full_ro = greedy_options(PruneOptions{}, 1);
     double total_tokens = 0.0;
     Timer timer;
     for (size_t i = 0; i < samples.size(); ++i) {
         LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt pp, prepare_prompt(engine, samples[i]));
         total_tokens += static_cast<double>(pp.ids.size());
-        LAZYLLM_ASSIGN_OR_RETURN(std::vector<float> full,
-                                 engine.first_token_logits(pp.ids, full_ro));
-        const int full_top = argmax(full);
+        // One generation per policy gives its first-token logits, TTFT and greedy answer (a
+        // single token where this prompt is not checked greedily).
         const bool greedy =
             opts.greedy_tokens > 0 && i % static_cast<size_t>(opts.greedy_every) == 0;
-        std::vector<TokenId> full_gen;
-        if (greedy) {
-            LAZYLLM_ASSIGN_OR_RETURN(
-                GenerateResult g,
-                engine.generate(pp.ids, greedy_options(PruneOptions{}, opts.greedy_tokens)));
-            full_gen = std::move(g.tokens);
-        }
+        const int n_gen = greedy ? opts.greedy_tokens : 1;
+        LAZYLLM_ASSIGN_OR_RETURN(GenerateResult full,
+                                 engine.generate(pp.ids, greedy_options(PruneOptions{}, n_gen)));
+        const int full_top = argmax(full.first_logits);
         for (size_t k = 0; k < policies.size(); ++k) {
-            const RunOptions ro = greedy_options(policies[k]->prune, 1);
-            double fraction = 1.0;
-            LAZYLLM_ASSIGN_OR_RETURN(std::vector<float> logits,
-                                     engine.first_token_logits(pp.ids, ro, &fraction));
+            LAZYLLM_ASSIGN_OR_RETURN(
+                GenerateResult g, engine.generate(pp.ids, greedy_options(policies[k]->prune, n_gen)));
+            schedules[k] = g.schedule;
             Measure m;
             m.length = samples[i].target_tokens;
-            m.top1 = argmax(logits) == full_top;
-            m.kl = kl_divergence(full, logits);
-            m.pct = 100.0 * fraction;
+            m.top1 = argmax(g.first_logits) == full_top;
+            m.kl = kl_divergence(full.first_logits, g.first_logits);
+            m.pct = 100.0 * g.prefill_fraction_computed;
+            m.speedup = g.ttft_ms > 0.0 ? full.ttft_ms / g.ttft_ms : 0.0;
             if (greedy) {
-                LAZYLLM_ASSIGN_OR_RETURN(
-                    GenerateResult g, engine.generate(pp.ids, greedy_options(policies[k]->prune,
-                                                                             opts.greedy_tokens)));
-                schedules[k] = g.schedule;
-                const int same = greedy_common_prefix(full_gen, g.tokens, opts.greedy_tokens);
+                const int same = greedy_common_prefix(full.tokens, g.tokens, opts.greedy_tokens);
                 m.greedy = true;
                 m.prefix = static_cast<double>(same) / opts.greedy_tokens;
                 m.exact = same == opts.greedy_tokens;
+                m.exact32 = same >= std::min(32, opts.greedy_tokens);
             }
             measures[k].push_back(m);
         }
@@ -210,13 +257,6 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
     report.mean_prompt_tokens =
         samples.empty() ? 0.0 : total_tokens / static_cast<double>(samples.size());
     for (size_t k = 0; k < policies.size(); ++k) {
-        if (schedules[k].empty()) {
-            // No greedy run recorded the schedule string: ask the engine once, on a tiny prompt.
-            const TokenId one = engine.tokenizer().bos().value_or(0);
-            auto g = engine.generate(std::span<const TokenId>(&one, 1),
-                                     greedy_options(policies[k]->prune, 1));
-            if (g.ok()) schedules[k] = g->schedule;
-        }
         report.rows.push_back(aggregate(policies[k]->name, schedules[k], 0, measures[k]));
         for (int64_t length : opts.lengths) {
             report.rows.push_back(aggregate(policies[k]->name, schedules[k], length, measures[k]));
@@ -241,6 +281,8 @@ std::string fidelity_json(const FidelityReport& report) {
              {"length", r.length == 0 ? nlohmann::json("all") : nlohmann::json(r.length)},
              {"n_prompts", r.n_prompts},
              {"top1_agreement", r.top1_agreement},
+             {"top1_ci95", {r.top1_low, r.top1_high}},
+             {"ttft_speedup", r.ttft_speedup},
              {"kl_mean", r.kl_mean},
              {"kl_median", r.kl_median},
              {"kl_p90", r.kl_p90},
@@ -248,6 +290,8 @@ std::string fidelity_json(const FidelityReport& report) {
              {"n_greedy", r.n_greedy},
              {"greedy_prefix_agreement", r.greedy_prefix},
              {"greedy_exact_match", r.greedy_exact},
+             {"greedy_exact_match_32", r.greedy_exact32},
+             {"greedy_exact_32_ci95", {r.exact32_low, r.exact32_high}},
              {"prefill_pct_computed", r.pct_computed}});
     }
     j["rows"] = rows;
@@ -260,18 +304,24 @@ std::string fidelity_table(const FidelityReport& report) {
         "of them, {:.0f} s\n\n",
         report.n_prompts, report.mean_prompt_tokens, report.greedy_tokens,
         report.rows.empty() ? 0 : report.rows.front().n_greedy, report.seconds);
-    t += fmt::format("{:<10} {:>6} {:>5} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9}\n",
-                     "policy", "length", "n", "top-1", "KL mean", "KL med", "KL p90", "KL max",
-                     "greedy", "exact", "%computed");
+    t += fmt::format(
+        "{:<10} {:>6} {:>5} {:>7} {:>13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>13} {:>8} {:>9} {:>7}\n",
+        "policy", "length", "n", "top-1", "top-1 95%", "KL mean", "KL p90", "KL max", "greedy",
+        "exact32", "exact32 95%", "exact", "%computed", "TTFT x");
     auto pct = [](bool have, double v) { return have ? fmt::format("{:.1f}%", 100.0 * v) : "-"; };
+    auto ci = [](bool have, double lo, double hi) {
+        return have ? fmt::format("{:.0f}-{:.0f}%", 100.0 * lo, 100.0 * hi) : "-";
+    };
     for (const FidelityRow& r : report.rows) {
+        const bool g = r.n_greedy > 0;
         t += fmt::format(
-            "{:<10} {:>6} {:>5} {:>6.1f}% {:>9.4f} {:>9.4f} {:>9.4f} {:>9.4f} "
-            "{:>8} {:>8} {:>8.1f}%\n",
+            "{:<10} {:>6} {:>5} {:>6.1f}% {:>13} {:>8.4f} {:>8.4f} {:>8.4f} {:>8} {:>8} {:>13} "
+            "{:>8} {:>8.1f}% {:>6.2f}x\n",
             r.policy, r.length == 0 ? std::string("all") : std::to_string(r.length), r.n_prompts,
-            100.0 * r.top1_agreement, r.kl_mean, r.kl_median, r.kl_p90, r.kl_max,
-            pct(r.n_greedy > 0, r.greedy_prefix), pct(r.n_greedy > 0, r.greedy_exact),
-            r.pct_computed);
+            100.0 * r.top1_agreement, ci(true, r.top1_low, r.top1_high), r.kl_mean, r.kl_p90,
+            r.kl_max, pct(g, r.greedy_prefix), pct(g, r.greedy_exact32),
+            ci(g, r.exact32_low, r.exact32_high), pct(g, r.greedy_exact), r.pct_computed,
+            r.ttft_speedup);
     }
     for (const FidelityRow& r : report.rows) {
         if (r.length == 0 && !r.schedule.empty())

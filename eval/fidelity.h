@@ -1,6 +1,7 @@
 // Fidelity of a pruning policy to full prefill (design.md section 4: the cheap check for every
 // change): over a fixed set of long built-in prompts, first-token top-1 agreement, KL(full ||
-// policy) of the first-token distribution, and greedy agreement over the first N tokens.
+// policy) of the first-token distribution, and greedy agreement over the first N tokens, with
+// 95% intervals.
 #pragma once
 
 #include <cstdint>
@@ -25,14 +26,20 @@ int argmax(std::span<const float> logits);
 // agree on every later position).
 int greedy_common_prefix(std::span<const TokenId> a, std::span<const TokenId> b, int n);
 
+// The suite covers what users do: every built-in task (chat-wrapped, as an instruct model is
+// used) at lengths from 128 to 8k tokens, 3 needle depths each: 18 prompts per length, each
+// answered greedily for 64 tokens by full and by every policy. The first-token logits come
+// from the same runs. A length too short for a task's template leaves that task out and takes
+// more depths of the others, so every length keeps n_depths x |tasks| prompts or more.
 struct FidelityOptions {
     std::vector<std::string> tasks = default_tasks();
-    std::vector<int64_t> lengths = {1024, 2048};
-    int n_depths = 9;                 // 6 tasks x 2 lengths x 9 depths = 108 prompts
+    std::vector<int64_t> lengths = {128, 512, 1024, 2048, 4096, 8192};
+    int n_depths = 3;                 // 6 tasks x 3 depths = 18 prompts per length
     uint64_t seed = 2000000;          // fixed: the same prompts on every run
     std::vector<PolicyRun> policies;  // compared with full (a "full" entry is ignored)
-    int greedy_tokens = 32;
-    int greedy_every = 6;  // greedy agreement on every 6th prompt (decode is costly)
+    int greedy_tokens = 64;
+    int greedy_every = 1;  // greedy agreement on every k-th prompt
+    int64_t limit = 0;     // only the first N prompts of each length; 0: all
     std::function<void(std::string_view)> log;
 };
 
@@ -43,10 +50,14 @@ struct FidelityRow {
     int64_t n_prompts = 0;
     double top1_agreement = 0.0;
     double kl_mean = 0.0, kl_median = 0.0, kl_p90 = 0.0, kl_max = 0.0;
+    double top1_low = 0.0, top1_high = 1.0;  // Wilson 95% interval of top1_agreement
     int64_t n_greedy = 0;
     double greedy_prefix = 0.0;  // mean fraction of the first N positions equal before divergence
     double greedy_exact = 0.0;   // fraction of prompts whose first N tokens all agree
+    double greedy_exact32 = 0.0;  // same over the first min(32, N) tokens
+    double exact32_low = 0.0, exact32_high = 1.0;  // Wilson 95% interval of greedy_exact32
     double pct_computed = 0.0;   // mean % of prompt token-layers computed in prefill
+    double ttft_speedup = 0.0;   // mean over prompts of full's TTFT / the policy's
 };
 
 struct FidelityReport {

@@ -13,15 +13,22 @@
 #include <sstream>
 #include <tuple>
 
+#include "eval/stats.h"
+
 namespace lazyllm::eval {
 
 namespace {
 
 struct Acc {
-    int64_t n = 0, n_speedup = 0;
+    int64_t n = 0, n_speedup = 0, n_better = 0, n_worse = 0;
     double score = 0.0, speedup = 0.0, pct = 0.0, ttft = 0.0;
-    void add(const SampleRecord& r, double sp) {
+    // full_score: full's score on the same sample (NaN without one).
+    void add(const SampleRecord& r, double sp, double full_score) {
         ++n;
+        if (std::isfinite(full_score) && r.policy != "full") {
+            n_better += r.score > full_score ? 1 : 0;
+            n_worse += r.score < full_score ? 1 : 0;
+        }
         score += r.score;
         pct += r.pct_computed;
         ttft += r.ttft_ms;
@@ -41,11 +48,20 @@ struct Acc {
         s.mean_ttft_ms = n ? ttft / n : 0.0;
         s.n_speedup = n_speedup;
         s.mean_speedup = n_speedup ? speedup / n_speedup : std::numeric_limits<double>::quiet_NaN();
+        s.n_better = n_better;
+        s.n_worse = n_worse;
+        s.sign_p = sign_test_p(n_better, n_worse);
         return s;
     }
 };
 
 std::string fmt_speedup(double v) { return std::isfinite(v) ? fmt::format("{:.2f}x", v) : "-"; }
+
+// "+3 / -1, p 0.62" (samples better / worse than full's, sign test); "-" for full itself.
+std::string fmt_paired(const SummaryRow& r) {
+    if (r.policy == "full") return "-";
+    return fmt::format("+{} / -{}, p {:.2g}", r.n_better, r.n_worse, r.sign_p);
+}
 
 Status write_file(const std::string& path, const std::string& text) {
     const std::string tmp = path + ".tmp";
@@ -112,12 +128,19 @@ Summary summarize(std::span<const SampleRecord> records) {
     if (full_it != s.policies.end()) std::rotate(s.policies.begin(), full_it, full_it + 1);
     s.lengths.assign(lengths.begin(), lengths.end());
 
+    std::map<std::pair<std::string, std::string>, double> full_scores;
+    for (const SampleRecord& r : unique) {
+        if (r.policy == "full") full_scores.emplace(std::pair(r.task, r.id), r.score);
+    }
     std::map<std::tuple<std::string, int64_t, std::string>, Acc> cells;
     std::map<std::string, Acc> overall;
     for (size_t i = 0; i < unique.size(); ++i) {
         const SampleRecord& r = unique[i];
-        cells[{r.task, r.length, r.policy}].add(r, speedups[i]);
-        overall[r.policy].add(r, speedups[i]);
+        auto f = full_scores.find({r.task, r.id});
+        const double full = f != full_scores.end() ? f->second
+                                                   : std::numeric_limits<double>::quiet_NaN();
+        cells[{r.task, r.length, r.policy}].add(r, speedups[i], full);
+        overall[r.policy].add(r, speedups[i], full);
     }
     for (const std::string& task : s.tasks) {
         for (int64_t length : s.lengths) {
@@ -168,13 +191,14 @@ std::string summary_markdown(const Summary& summary, const ReportInfo& info) {
     md +=
         "Score: mean over samples, in [0, 1]. TTFT speedup: mean over samples of full's TTFT "
         "over the policy's on the same sample. % computed: prompt token-layers computed by the "
-        "end of generation.\n\n## Overall\n\n"
-        "| policy | n | score | TTFT speedup | % computed | TTFT ms |\n"
-        "|---|---:|---:|---:|---:|---:|\n";
+        "end of generation. vs full: samples scored higher / lower than full's on the same "
+        "sample, and the two-sided sign test's p.\n\n## Overall\n\n"
+        "| policy | n | score | TTFT speedup | % computed | TTFT ms | vs full |\n"
+        "|---|---:|---:|---:|---:|---:|---:|\n";
     for (const SummaryRow& r : summary.overall) {
-        md += fmt::format("| {} | {} | {:.3f} | {} | {:.1f} | {:.1f} |\n", r.policy, r.n,
+        md += fmt::format("| {} | {} | {:.3f} | {} | {:.1f} | {:.1f} | {} |\n", r.policy, r.n,
                           r.mean_score, fmt_speedup(r.mean_speedup), r.mean_pct_computed,
-                          r.mean_ttft_ms);
+                          r.mean_ttft_ms, fmt_paired(r));
     }
     // Compact pivot: one line per (task, length), one column per policy.
     md += "\n## Score (TTFT speedup) by task and length\n\n| task | length |";
@@ -204,12 +228,12 @@ std::string summary_markdown(const Summary& summary, const ReportInfo& info) {
     }
     md +=
         "\n## By task, length and policy\n\n"
-        "| task | length | policy | n | score | TTFT speedup | % computed | TTFT ms |\n"
-        "|---|---:|---|---:|---:|---:|---:|---:|\n";
+        "| task | length | policy | n | score | TTFT speedup | % computed | TTFT ms | vs full |\n"
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
     for (const SummaryRow& r : summary.rows) {
-        md += fmt::format("| {} | {} | {} | {} | {:.3f} | {} | {:.1f} | {:.1f} |\n", r.task,
+        md += fmt::format("| {} | {} | {} | {} | {:.3f} | {} | {:.1f} | {:.1f} | {} |\n", r.task,
                           r.length, r.policy, r.n, r.mean_score, fmt_speedup(r.mean_speedup),
-                          r.mean_pct_computed, r.mean_ttft_ms);
+                          r.mean_pct_computed, r.mean_ttft_ms, fmt_paired(r));
     }
     return md;
 }
@@ -217,13 +241,14 @@ std::string summary_markdown(const Summary& summary, const ReportInfo& info) {
 std::string summary_csv(const Summary& summary) {
     std::string csv =
         "task,length,policy,n,mean_score,mean_ttft_speedup,n_speedup,mean_pct_computed,"
-        "mean_ttft_ms\n";
+        "mean_ttft_ms,n_better,n_worse,sign_p\n";
     auto line = [&csv](const SummaryRow& r, const std::string& length) {
         csv +=
-            fmt::format("{},{},{},{},{:.6f},{},{},{:.4f},{:.3f}\n", csv_field(r.task), length,
-                        csv_field(r.policy), r.n, r.mean_score,
+            fmt::format("{},{},{},{},{:.6f},{},{},{:.4f},{:.3f},{},{},{:.4g}\n", csv_field(r.task),
+                        length, csv_field(r.policy), r.n, r.mean_score,
                         std::isfinite(r.mean_speedup) ? fmt::format("{:.6f}", r.mean_speedup) : "",
-                        r.n_speedup, r.mean_pct_computed, r.mean_ttft_ms);
+                        r.n_speedup, r.mean_pct_computed, r.mean_ttft_ms, r.n_better, r.n_worse,
+                        r.sign_p);
     };
     for (const SummaryRow& r : summary.rows) line(r, std::to_string(r.length));
     for (const SummaryRow& r : summary.overall) line(r, "all");

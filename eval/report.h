@@ -27,6 +27,10 @@ struct SummaryRow {
     int64_t n_speedup = 0;  // samples with a full record to compare with
     double mean_pct_computed = 0.0;
     double mean_ttft_ms = 0.0;
+    // Paired with full's record of the same sample: samples where this policy scored higher /
+    // lower, and the two-sided sign test's p-value (1 for full itself and without pairs).
+    int64_t n_better = 0, n_worse = 0;
+    double sign_p = 1.0;
 };
 
 struct Summary {

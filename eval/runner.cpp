@@ -146,13 +146,37 @@ Result<std::vector<Sample>> make_suite(const SuiteSpec& spec, const Tokenizer& t
 
 Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& names,
                                                 const PruneOptions& schedule) {
-    static constexpr std::string_view kKnown[] = {"full", "lazy", "static", "random", "gemfilter"};
+    static constexpr std::string_view kKnown[] = {"full",   "lazy",   "lazy:safe", "lazy:fast",
+                                                  "static", "random", "gemfilter"};
     std::vector<PolicyRun> runs;
     std::set<std::string> seen;
     for (const std::string& name : names) {
+        const size_t at = name.find('@');  // lazy@FILE: lazy with that schedule file
+        if (at != std::string::npos) {
+            if (!seen.insert(name).second) {
+                return make_error(ErrorCode::kInvalidArgument, "policy '{}' is listed twice", name);
+            }
+            PolicyRun r;
+            r.name = name;
+            r.prune = schedule;
+            r.prune.policy = name.substr(0, at);
+            r.prune.layers.clear();
+            r.prune.keep.clear();
+            r.prune.schedule_file = name.substr(at + 1);
+            if (r.prune.policy == "full" || r.prune.schedule_file.empty()) {
+                return make_error(ErrorCode::kInvalidArgument,
+                                  "policy '{}': POLICY@FILE names a pruning policy and a schedule "
+                                  "file",
+                                  name);
+            }
+            runs.push_back(std::move(r));
+            continue;
+        }
         if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown)) {
             return make_error(ErrorCode::kInvalidArgument,
-                              "unknown policy '{}' (full, lazy, static, random, gemfilter)", name);
+                              "unknown policy '{}' (full, lazy, lazy:safe, lazy:fast, static, "
+                              "random, gemfilter)",
+                              name);
         }
         if (!seen.insert(name).second) {
             return make_error(ErrorCode::kInvalidArgument, "policy '{}' is listed twice", name);
@@ -160,7 +184,9 @@ Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& 
         PolicyRun r;
         r.name = name;
         if (name != "full") r.prune = schedule;
-        r.prune.policy = name;
+        const size_t colon = name.find(':');  // lazy:fast -> lazy with the fast preset
+        r.prune.policy = name.substr(0, colon);
+        if (colon != std::string::npos) r.prune.preset = name.substr(colon + 1);
         r.prune.seed = schedule.seed;
         if (name == "full") {
             runs.insert(runs.begin(), std::move(r));

@@ -51,7 +51,9 @@ struct PolicyRun {
 // One run per name, in the given order but with "full" moved first. Non-full policies take the
 // schedule fields of `schedule` (all of PruneOptions: layers, keep, schedule file, keep_first,
 // prune_decode, score shaping, revive_max, seed);
-// full takes none. Errors for unknown or repeated names.
+// full takes none. "lazy:safe" / "lazy:fast" are lazy with that preset; "POLICY@FILE" is the
+// policy with that schedule file (to compare schedules in one run). Errors for unknown or
+// repeated names.
 Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& names,
                                                 const PruneOptions& schedule);
 

@@ -102,6 +102,8 @@ std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_la
                     s.boundaries = bounds;
                     for (int i : ks) s.keep.push_back(keep[static_cast<size_t>(i)]);
                     s.keep_first = space.keep_first;
+                    s.keep_recent = space.keep_recent;
+                    s.min_context = space.min_context;
                     s.prune_decode = space.prune_decode;
                     s.score_layers = space.score_layers;
                     s.score_pool = space.score_pool;
@@ -309,6 +311,8 @@ Result<TuneSampleResult> EngineTuneEvaluator::evaluate(const prune::Schedule* sc
         policy.prune.layers = layers_string(*schedule);
         policy.prune.keep = keep_string(*schedule);
         policy.prune.keep_first = schedule->keep_first;
+        policy.prune.keep_recent = schedule->keep_recent;
+        policy.prune.min_context = schedule->min_context;
         policy.prune.prune_decode = schedule->prune_decode ? 1 : 0;
         policy.prune.score_layers = schedule->score_layers;
         policy.prune.score_pool = schedule->score_pool;

@@ -29,9 +29,13 @@ struct TuneSpace {
     std::vector<double> later_boundary = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
     int max_boundaries = 3;
     std::vector<float> keep = {0.7f, 0.5f, 0.35f, 0.25f, 0.15f, 0.1f};
+    // Protection and score shaping, the same for every candidate (prune::Schedule; `tune
+    // --preset` takes them from the model's preset): the search is over boundaries and keeps.
     int keep_first = 0;
+    int keep_recent = 0;
+    int min_context = 0;
     bool prune_decode = true;
-    int score_layers = 1;  // score shaping, the same for every candidate (prune::Schedule)
+    int score_layers = 1;
     int score_pool = 1;
 };
 

@@ -49,10 +49,16 @@ struct ModelSummary {
 
 struct PruneOptions {
     std::string policy = "full";  // full | lazy | static | random | gemfilter
+    // The model's default schedule when no layers/keep or schedule file is given: "safe" (the
+    // default: never prunes below a measured context size, protects the recent tokens, decode
+    // steps only revive) or "fast" (the fastest measured schedule; docs/lazyllm.md, Presets).
+    std::string preset = "safe";
     std::string layers;           // boundary layers: indices "9,19,28" or fractions "0.3,0.6,0.9"
     std::string keep;             // cumulative keep fractions "0.5,0.25,0.1"
     std::string schedule_file;    // JSON schedule (written by `lazyllm tune`)
     int keep_first = -1;          // protect the first N tokens; -1: the schedule's value
+    int keep_recent = -1;         // protect the last N tokens; -1: the schedule's value
+    int min_context = -1;         // no pruning in steps over fewer tokens; -1: the schedule's
     int prune_decode = -1;        // 1/0: prune in decode steps; -1: the schedule's value
     int score_layers = -1;        // layers summed into a boundary's scores; -1: the schedule's
     int score_pool = -1;          // score max-pool window (odd); -1: the schedule's value
@@ -70,6 +76,7 @@ struct RunOptions {
     bool ignore_eos = false;
     PruneOptions prune;
     bool profile = false;
+    bool keep_first_logits = false;  // GenerateResult::first_logits (fidelity measurement)
 };
 
 struct OpTime {
@@ -97,6 +104,7 @@ struct GenerateResult {
     std::vector<int32_t> prefill_tail_rows_per_layer;  // of which ran its attention and FFN
     std::vector<int64_t> revivals_per_step;  // [n decode steps]
     std::vector<OpTime> profile;             // when RunOptions::profile
+    std::vector<float> first_logits;         // [n_vocab] when RunOptions::keep_first_logits
 };
 
 // Called with each piece of newly complete UTF-8 text; return false to stop.

@@ -1,53 +1,91 @@
 #include "prune/model_defaults.h"
 
+#include <iterator>
+
 namespace lazyllm::prune {
 
 namespace {
 
-struct Entry {
-    ModelShape shape;
+// One preset's schedule as plain data (three boundaries).
+struct PresetSchedule {
     int boundaries[3];
     float keep[3];
     int keep_first;
+    int keep_recent;
+    int min_context;
+    bool prune_decode;
     int score_layers;
     int score_pool;
+};
+
+struct Entry {
+    ModelShape shape;
+    PresetSchedule safe, fast;
     std::string_view source;
 };
 
-// SmolLM2-135M (30 layers, d 576, 9 heads, vocab 49152): schedules/smollm2-135m-instruct.json,
-// the output of
+// SmolLM2-135M (30 layers, d 576, 9 heads, vocab 49152).
+// fast: schedules/smollm2-135m-instruct.json, the output of
 //   lazyllm tune --tasks passkey --lengths 2048,4096,8192 --depths 8   (docs/evaluation.md)
-// the cheapest of 23 schedules searched that kept every passkey full got right (predicted 40.5% of
-// prefill token-layers), with the score summed over 3 layers and max-pooled over 11 positions
-// (docs/lazyllm.md); with the paper's one-layer score the same search found nothing cheaper than
-// 53.5% that kept the keys. On the multi-needle calibration suite (passkey, niah_multivalue, vt,
-// mdqa) no schedule up to 65.5% computed keeps 99% of full's score on this 135M model, so the
-// single-needle suite decides. The first 40 tokens (the chat template's system turn) are
-// protected: without it chat-wrapped multi-document QA scored 0 (docs/lazyllm.md).
+// the cheapest of 23 schedules searched that kept every passkey full got right (predicted 40.5%
+// of prefill token-layers), with the score summed over 3 layers and max-pooled over 11 positions
+// (docs/lazyllm.md). The first 40 tokens (the chat template's system turn) are protected:
+// without it chat-wrapped multi-document QA scored 0 (docs/lazyllm.md).
+// safe: the same cuts with the recent window, the context floor and decode steps that only
+// revive, each chosen by `lazyllm eval --fidelity` (docs/evaluation.md, "Presets").
 constexpr Entry kEntries[] = {
-    {{"llama", 30, 576, 9, 49152}, {9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 3, 11,
-     "lazyllm tune --tasks passkey --lengths 2048,4096,8192 --depths 8 (docs/evaluation.md)"},
+    {{"llama", 30, 576, 9, 49152},
+     {{9, 18, 21}, {0.35f, 0.25f, 0.15f}, 40, 64, 256, false, 3, 11},
+     {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11},
+     "lazyllm eval --fidelity and lazyllm tune (docs/evaluation.md, Presets)"},
 };
+
+// The generic safe preset's window and floor (the default model's measured values).
+constexpr int kGenericKeepRecent = 64;
+constexpr int kGenericMinContext = 1024;
+
+Schedule from_entry(const PresetSchedule& p) {
+    Schedule s;
+    s.boundaries.assign(std::begin(p.boundaries), std::end(p.boundaries));
+    s.keep.assign(std::begin(p.keep), std::end(p.keep));
+    s.keep_first = p.keep_first;
+    s.keep_recent = p.keep_recent;
+    s.min_context = p.min_context;
+    s.prune_decode = p.prune_decode;
+    s.score_layers = p.score_layers;
+    s.score_pool = p.score_pool;
+    return s;
+}
 
 }  // namespace
 
-Schedule model_default_schedule(const ModelShape& shape, std::string_view* source) {
+Result<Preset> parse_preset(std::string_view name) {
+    for (Preset p : {Preset::kSafe, Preset::kFast}) {
+        if (preset_name(p) == name) return p;
+    }
+    return make_error(ErrorCode::kInvalidArgument, "unknown preset '{}' (expected safe or fast)",
+                      name);
+}
+
+std::string_view preset_name(Preset preset) { return preset == Preset::kSafe ? "safe" : "fast"; }
+
+Schedule model_default_schedule(const ModelShape& shape, Preset preset, std::string_view* source) {
     for (const Entry& e : kEntries) {
         if (e.shape.arch == shape.arch && e.shape.n_layer == shape.n_layer &&
             e.shape.n_embd == shape.n_embd && e.shape.n_head == shape.n_head &&
             e.shape.n_vocab == shape.n_vocab) {
-            Schedule s;
-            s.boundaries.assign(std::begin(e.boundaries), std::end(e.boundaries));
-            s.keep.assign(std::begin(e.keep), std::end(e.keep));
-            s.keep_first = e.keep_first;
-            s.score_layers = e.score_layers;
-            s.score_pool = e.score_pool;
             if (source) *source = e.source;
-            return s;
+            return from_entry(preset == Preset::kSafe ? e.safe : e.fast);
         }
     }
     if (source) *source = "generic";
-    return default_schedule(shape.n_layer);
+    Schedule s = default_schedule(shape.n_layer);
+    if (preset == Preset::kSafe) {
+        s.keep_recent = kGenericKeepRecent;
+        s.min_context = kGenericMinContext;
+        s.prune_decode = false;
+    }
+    return s;
 }
 
 }  // namespace lazyllm::prune

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <system_error>
+#include <tuple>
 
 namespace lazyllm::prune {
 
@@ -148,9 +149,12 @@ Status validate_schedule(const Schedule& schedule, int n_layer) {
     LAZYLLM_TRY(check_keep(schedule.keep, [&](size_t i) {
         return fmt::format("keep[{}] = {}", i, schedule.keep[i]);
     }));
-    if (schedule.keep_first < 0) {
-        return make_error(ErrorCode::kInvalidArgument, "keep_first must be >= 0, got {}",
-                          schedule.keep_first);
+    for (const auto& [name, value] : {std::pair{"keep_first", schedule.keep_first},
+                                       std::pair{"keep_recent", schedule.keep_recent},
+                                       std::pair{"min_context", schedule.min_context}}) {
+        if (value < 0) {
+            return make_error(ErrorCode::kInvalidArgument, "{} must be >= 0, got {}", name, value);
+        }
     }
     if (schedule.score_layers < 1 || schedule.score_layers > kMaxScoreLayers) {
         return make_error(ErrorCode::kInvalidArgument, "score_layers must be in [1, {}], got {}",
@@ -249,6 +253,8 @@ std::string to_string(const Schedule& schedule) {
         out += fmt::format("{}{}", i ? "," : "", schedule.keep[i]);
     }
     if (schedule.keep_first != 0) out += fmt::format(" keep_first={}", schedule.keep_first);
+    if (schedule.keep_recent != 0) out += fmt::format(" keep_recent={}", schedule.keep_recent);
+    if (schedule.min_context != 0) out += fmt::format(" min_context={}", schedule.min_context);
     if (!schedule.prune_decode) out += " prune_decode=false";
     if (schedule.score_layers != 1) out += fmt::format(" score_layers={}", schedule.score_layers);
     if (schedule.score_pool != 1) out += fmt::format(" score_pool={}", schedule.score_pool);
@@ -289,9 +295,10 @@ Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
     if (!doc.is_object()) {
         return file_error(path, make_error(ErrorCode::kCorrupt, "top level must be an object"));
     }
-    constexpr std::array<std::string_view, 11> kKeys = {
-        "version",    "model",      "n_layer",    "layers", "keep", "keep_first", "prune_decode",
-        "score_layers", "score_pool", "revive_max", "meta"};
+    constexpr std::array<std::string_view, 13> kKeys = {
+        "version",      "model",       "n_layer",      "layers",     "keep",
+        "keep_first",   "keep_recent", "min_context",  "prune_decode", "score_layers",
+        "score_pool",   "revive_max",  "meta"};
     for (const auto& [key, value] : doc.items()) {
         if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
             return file_error(path, make_error(ErrorCode::kInvalidArgument,
@@ -366,15 +373,13 @@ Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
         }
         schedule.keep.push_back(static_cast<float>(keep[i].get<double>()));
     }
-    if (doc.contains("keep_first")) {
-        auto r = get_int("keep_first", 0);
-        if (!r.ok()) return file_error(path, r.error());
-        schedule.keep_first = *r;
-    }
-    for (const auto& [key, field] : {std::pair{"score_layers", &schedule.score_layers},
-                                      std::pair{"score_pool", &schedule.score_pool}}) {
+    for (const auto& [key, field, lo] : {std::tuple{"keep_first", &schedule.keep_first, 0},
+                                          std::tuple{"keep_recent", &schedule.keep_recent, 0},
+                                          std::tuple{"min_context", &schedule.min_context, 0},
+                                          std::tuple{"score_layers", &schedule.score_layers, 1},
+                                          std::tuple{"score_pool", &schedule.score_pool, 1}}) {
         if (!doc.contains(key)) continue;
-        auto r = get_int(key, 1);
+        auto r = get_int(key, lo);
         if (!r.ok()) return file_error(path, r.error());
         *field = *r;
     }
@@ -446,6 +451,8 @@ Status save_schedule_file(const std::string& path, const Schedule& schedule,
     doc["keep"] = ordered_json::array();
     for (float k : schedule.keep) doc["keep"].push_back(float_for_json(k));
     doc["keep_first"] = schedule.keep_first;
+    doc["keep_recent"] = schedule.keep_recent;
+    doc["min_context"] = schedule.min_context;
     doc["prune_decode"] = schedule.prune_decode;
     doc["score_layers"] = schedule.score_layers;
     doc["score_pool"] = schedule.score_pool;

@@ -19,7 +19,18 @@ struct Schedule {
     // a schedule means the same at every step. Each in (0, 1], non-increasing; one per boundary.
     std::vector<float> keep;
     int keep_first = 0;        // the first N positions are never pruned (attention sinks)
-    bool prune_decode = true;  // also prune in decode steps, not only in prefill
+    // keep_recent (not in the paper, docs/lazyllm.md): the last N positions of the context are
+    // never pruned, in prefill (the question at the end of a prompt) and in decode (the answer
+    // being generated: a fresh token cut at deep layers makes the answer repeat itself). The
+    // window is kept on top of the keep fraction (keep_first counts toward it).
+    int keep_recent = 0;
+    // min_context (not in the paper): a step whose context (tokens before it plus its new ones) is
+    // shorter runs every layer on every token, exactly as full: below it pruning saves too little
+    // time to be worth any change of answer. A conversation that grows past it prunes from then on.
+    int min_context = 0;
+    // Also prune in one-token decode steps; steps of several new tokens (a prompt, a new turn
+    // over a cached conversation) always select.
+    bool prune_decode = true;
     // Score shaping (not in the paper, docs/lazyllm.md; 1 and 1 are the paper's Eq. 1):
     // score_layers: a token's score is the sum of the last token's head-mean attention to it over
     // the last score_layers layers before the boundary (within the stage, never before its first
@@ -49,9 +60,9 @@ Status validate_schedule(const Schedule& schedule, int n_layer);
 // allowed. keep_first, prune_decode, score_layers, score_pool and revive_max keep their defaults.
 Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, int n_layer);
 
-// "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N", " prune_decode=false",
-// " score_layers=N", " score_pool=N" and " revive_max=N" appended only when they differ from the
-// defaults. For logs and --json.
+// "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N", " keep_recent=N",
+// " min_context=N", " prune_decode=false", " score_layers=N", " score_pool=N" and
+// " revive_max=N" appended only when they differ from the defaults. For logs and --json.
 std::string to_string(const Schedule& schedule);
 
 // The shipped default: boundaries at 28/59/88% of depth (the paper's Llama 2 7B analysis figure,
@@ -63,8 +74,8 @@ Schedule default_schedule(int n_layer);
 
 // Schedule file (JSON):
 //   {"version": 1, "model": "...", "n_layer": 30, "layers": [8, 18, 26],
-//    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "prune_decode": true, "score_layers": 1,
-//    "score_pool": 1, "revive_max": 8, "meta": {...}}
+//    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "keep_recent": 0, "min_context": 0,
+//    "prune_decode": true, "score_layers": 1, "score_pool": 1, "revive_max": 8, "meta": {...}}
 // ("revive_max" is written only when it bounds revivals: -1, no bound, is the default.)
 // Only "layers" and "keep" are required; "meta" is a free-form object (score, speedup,
 // calibration set...). Unknown top-level keys are errors, so a misspelled key is not ignored.

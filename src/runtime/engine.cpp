@@ -26,8 +26,9 @@ ModelSummary make_summary(const std::string& path, const ModelConfig& c, const T
                           uint64_t file_bytes);
 
 // The schedule `--lazy` uses when none is given (src/prune/model_defaults.cpp).
-prune::Schedule default_schedule(const ModelConfig& c) {
-    return prune::model_default_schedule({c.arch_name, c.n_layer, c.n_embd, c.n_head, c.n_vocab});
+prune::Schedule default_schedule(const ModelConfig& c, prune::Preset preset) {
+    return prune::model_default_schedule({c.arch_name, c.n_layer, c.n_embd, c.n_head, c.n_vocab},
+                                         preset);
 }
 }  // namespace
 
@@ -80,7 +81,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
     s.isa = std::string(kernels::isa_name(isa));
     s.gemm = impl->model->gemm_bf16() ? "bf16" : "f32";
     s.decode = impl->model->quantized_decode() ? "quant" : "gemm";
-    const prune::Schedule dflt = default_schedule(impl->model->config());
+    const prune::Schedule dflt = default_schedule(impl->model->config(), prune::Preset::kSafe);
     s.default_keep_first = dflt.keep_first;
     s.default_score_layers = dflt.score_layers;
     s.default_score_pool = dflt.score_pool;
@@ -154,6 +155,7 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
     so.profile = ro.profile;
     so.seed = ro.prune.seed;
     LAZYLLM_ASSIGN_OR_RETURN(so.policy, prune::parse_policy(ro.prune.policy));
+    LAZYLLM_ASSIGN_OR_RETURN(const prune::Preset preset, prune::parse_preset(ro.prune.preset));
     if (so.policy == prune::Policy::kFull) {
         if (!ro.prune.layers.empty() || !ro.prune.keep.empty() || !ro.prune.schedule_file.empty()) {
             return make_error(ErrorCode::kInvalidArgument,
@@ -174,9 +176,11 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
         }
         LAZYLLM_ASSIGN_OR_RETURN(so.schedule, prune::parse_schedule(ro.prune.layers, ro.prune.keep, c.n_layer));
     } else {
-        so.schedule = default_schedule(c);
+        so.schedule = default_schedule(c, preset);
     }
     if (ro.prune.keep_first >= 0) so.schedule.keep_first = ro.prune.keep_first;
+    if (ro.prune.keep_recent >= 0) so.schedule.keep_recent = ro.prune.keep_recent;
+    if (ro.prune.min_context >= 0) so.schedule.min_context = ro.prune.min_context;
     if (ro.prune.prune_decode >= 0) so.schedule.prune_decode = ro.prune.prune_decode != 0;
     if (ro.prune.score_layers >= 0) so.schedule.score_layers = ro.prune.score_layers;
     if (ro.prune.score_pool >= 0) so.schedule.score_pool = ro.prune.score_pool;
@@ -262,6 +266,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     r.prefill_fraction_computed = session.prompt_fraction_computed();
     TokenId next = sampler.sample(logits, history);
     r.ttft_ms = total.elapsed_ms();
+    if (opts.keep_first_logits) r.first_logits = logits;
     r.prefill_tps = 1000.0 * static_cast<double>(r.n_prompt) / prefill.ms;
 
     Timer decode;

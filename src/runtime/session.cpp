@@ -54,9 +54,6 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
                               prune::policy_name(opts.policy));
         }
         LAZYLLM_TRY(prune::validate_schedule(sch, c.n_layer));
-        if (sch.keep_first < 0) {
-            return make_error(ErrorCode::kInvalidArgument, "keep_first must be >= 0");
-        }
         if (opts.policy == prune::Policy::kLazy && sch.revive_max >= 0 && !sch.prune_decode) {
             return make_error(ErrorCode::kInvalidArgument,
                               "revive_max {} needs pruning in decode steps (--lazy-decode on): "
@@ -81,6 +78,14 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
     return s;
 }
 
+bool Session::has_deferred() const {
+    const int L = model_->config().n_layer;
+    for (int64_t t = 0; t < n_past_; ++t) {
+        if (depth_[t] < L && !excluded_[t]) return true;
+    }
+    return false;
+}
+
 double Session::prompt_fraction_computed() const {
     if (n_prompt_ == 0) return 0.0;
     return static_cast<double>(prompt_token_layers_) /
@@ -95,13 +100,20 @@ std::vector<int32_t> Session::select_at_boundary(const std::vector<int32_t>& S,
                            opts_.schedule.score_pool, pooled_);
         scores.swap(pooled_);
     }
-    const int64_t n_keep = prune::keep_count(keep, n_total, static_cast<int64_t>(S.size()));
-    std::vector<int32_t> protect;
+    // Protected: the first keep_first positions (they count toward the kept amount) and the
+    // last max(1, keep_recent) (the last token always; the window comes on top of the kept
+    // amount, so the question and the answer do not displace the context they ask about).
     const int64_t n_first = std::min<int64_t>(opts_.schedule.keep_first, n_total);
-    protect.reserve(static_cast<size_t>(n_first) + 1);
-    for (int32_t p = 0; p < n_first; ++p) protect.push_back(p);
-    if (protect.empty() || protect.back() != n_total - 1) protect.push_back(static_cast<int32_t>(n_total - 1));
-    return prune::select_top(std::span<const float>(scores.data(), S.size()), S, n_keep, protect);
+    const int64_t recent_from =
+        std::max(n_first, n_total - std::max<int64_t>(1, opts_.schedule.keep_recent));
+    const int64_t n_recent = opts_.schedule.keep_recent > 1 ? n_total - recent_from : 0;
+    const int64_t n_keep = std::min<int64_t>(
+        static_cast<int64_t>(S.size()),
+        prune::keep_count(keep, n_total, static_cast<int64_t>(S.size())) + n_recent);
+    protect_.clear();
+    for (int32_t p = 0; p < n_first; ++p) protect_.push_back(p);
+    for (auto p = static_cast<int32_t>(recent_from); p < n_total; ++p) protect_.push_back(p);
+    return prune::select_top(std::span<const float>(scores.data(), S.size()), S, n_keep, protect_);
 }
 
 void Session::bound_revivals(std::vector<int32_t>& kept, const std::vector<float>& scores,
@@ -185,8 +197,10 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
     }
 
     auto protected_pos = [&](int32_t p) {
-        return p == n_total - 1 || p < sch.keep_first;
+        return p >= n_total - std::max(1, sch.keep_recent) || p < sch.keep_first;
     };
+    // Schedule::min_context: a step over a shorter context runs as full (no cut, no drop).
+    const bool prune_step = n_total >= sch.min_context;
     // The boundary at `layer`, inside layer - 1: its K/V are stored for every live row (qkv:
     // their q|k|v there, [|live|, qkv_stride]) and scores_ holds the last token's scores over
     // S_. New live set: tokens of the kept S at depth `layer` (live ones carry on, others are
@@ -330,7 +344,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
     // Candidate set and live rows at layer 0.
     S_.clear();
     live_.clear();
-    if (prefill && policy == prune::Policy::kRandom) {
+    if (prefill && prune_step && policy == prune::Policy::kRandom) {
         // Random token drop (paper's baseline): prompt tokens dropped before inference, seeded.
         const int64_t n_keep = prune::keep_count(sch.keep.front(), n_total, n_total);
         std::vector<int32_t> droppable;
@@ -373,7 +387,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
 
     // GemFilter (two passes): score at the first boundary, then run the whole model again on
     // the kept tokens only, at their original positions.
-    if (prefill && policy == prune::Policy::kGemFilter) {
+    if (prefill && prune_step && policy == prune::Policy::kGemFilter) {
         const int b = sch.boundaries.front();
         scores_.resize(S_.size());
         run_stage(0, b, scores_.data(), nullptr);
@@ -401,7 +415,12 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
         case prune::Policy::kGemFilter:
             break;
         case prune::Policy::kLazy: {
-            const bool select = prefill || sch.prune_decode;
+            // A step of several new tokens (a prompt, or a new turn after a cached one) selects;
+            // a one-token decode step only with prune_decode. Below min_context no step selects;
+            // it still crosses the boundaries when an earlier step left tokens in Aux slots, so
+            // they revive where they stopped.
+            const bool select = prune_step && (prefill || m > 1 || sch.prune_decode);
+            if (!select && !has_deferred()) break;  // exactly the full step
             for (size_t j = 0; j < sch.boundaries.size(); ++j) {
                 bounds.push_back({sch.boundaries[j], select ? BoundaryMode::kSelect : BoundaryMode::kNone,
                                   sch.keep[j]});
@@ -410,6 +429,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
         }
         case prune::Policy::kStatic:
             // One cut at prefill from the first boundary's scores; pruned tokens never return.
+            if (prefill && !prune_step) break;
             bounds.push_back({sch.boundaries.front(),
                               prefill ? BoundaryMode::kSelect : BoundaryMode::kExclude,
                               sch.keep.front()});

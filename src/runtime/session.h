@@ -101,6 +101,9 @@ private:
     // candidates (kept tokens at depth `layer` that are not live). `scores` is indexed as S_.
     void bound_revivals(std::vector<int32_t>& kept, const std::vector<float>& scores, int layer,
                         int max);
+    // Whether a token before this step stopped short of the last layer (it waits in its Aux
+    // slot for a step that selects it).
+    bool has_deferred() const;
     void check_invariants(int layer, const std::vector<int32_t>& S,
                           const std::vector<int32_t>& live, int64_t n_total) const;
 
@@ -130,6 +133,7 @@ private:
     ScratchVector<float> q_next_;      // [live rows, n_embd_q] queries of the rows past a cut
     std::vector<float> scores_, pooled_;
     std::vector<int32_t> live_, next_live_, S_, S_prev_;
+    std::vector<int32_t> protect_;  // select_at_boundary: the protected positions (sorted)
     // bound_revivals: the revival candidates (positions, scores) and the ones chosen.
     std::vector<int32_t> cand_pos_, chosen_;
     std::vector<float> cand_scores_;

@@ -98,6 +98,14 @@ TEST(ReportTest, SummaryMeans) {
     EXPECT_EQ(lazy.n, 3);
     EXPECT_DOUBLE_EQ(lazy.mean_score, 0.5);    // (1 + 0.5 + 0) / 3
     EXPECT_DOUBLE_EQ(lazy.mean_speedup, 3.0);  // (2 + 4 + 3) / 3
+    // Paired with full: a tied, b better (0.5 > 0), c worse (0 < 1); sign test on 1 vs 1.
+    EXPECT_EQ(lazy.n_better, 1);
+    EXPECT_EQ(lazy.n_worse, 1);
+    EXPECT_DOUBLE_EQ(lazy.sign_p, 1.0);
+    EXPECT_EQ(lazy_pk->n_better, 1);
+    EXPECT_EQ(lazy_pk->n_worse, 0);
+    EXPECT_EQ(s.overall[0].n_better + s.overall[0].n_worse, 0);  // full against itself
+    EXPECT_EQ(stat->n_better + stat->n_worse, 0);                // no full record to pair with
     EXPECT_NEAR(lazy.mean_pct_computed, 130.0 / 3.0, 1e-12);
     EXPECT_EQ(s.overall[0].n, 3);
     EXPECT_NEAR(s.overall[0].mean_score, 2.0 / 3.0, 1e-12);
@@ -127,7 +135,7 @@ TEST(ReportTest, MarkdownAndCsv) {
         rows.push_back(fields);
     }
     ASSERT_EQ(rows.size(), 1u + 5u + 3u);
-    for (const auto& r : rows) EXPECT_EQ(r.size(), 9u) << csv;
+    for (const auto& r : rows) EXPECT_EQ(r.size(), 12u) << csv;
     EXPECT_EQ(rows[0][0], "task");
     const auto& lazy_all = rows[rows.size() - 2];
     EXPECT_EQ(lazy_all[0], "all");
@@ -135,6 +143,9 @@ TEST(ReportTest, MarkdownAndCsv) {
     EXPECT_EQ(lazy_all[2], "lazy");
     EXPECT_DOUBLE_EQ(std::stod(lazy_all[4]), 0.5);
     EXPECT_DOUBLE_EQ(std::stod(lazy_all[5]), 3.0);
+    EXPECT_EQ(lazy_all[9], "1");   // better than full on one sample
+    EXPECT_EQ(lazy_all[10], "1");  // worse on one
+    EXPECT_EQ(lazy_all[11], "1");  // sign test p
     EXPECT_EQ(rows.back()[5], "");  // static: no speedup
 }
 

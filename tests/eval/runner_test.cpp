@@ -103,6 +103,27 @@ TEST(RunnerTest, PolicyRunsPutFullFirstAndCarryTheSchedule) {
     EXPECT_NE(bad.error().message().find("fast"), std::string::npos);
 }
 
+// lazy:safe / lazy:fast name a preset; lazy@FILE a schedule file in place of the flags' schedule.
+TEST(RunnerTest, PolicyRunsNamePresetsAndScheduleFiles) {
+    PruneOptions sched;
+    sched.layers = "1";
+    sched.keep = "0.5";
+    auto runs = make_policy_runs({"lazy:fast", "lazy:safe", "lazy@/tmp/a.json"}, sched);
+    ASSERT_TRUE(runs.ok()) << runs.error().message();
+    ASSERT_EQ(runs->size(), 3u);
+    EXPECT_EQ((*runs)[0].name, "lazy:fast");
+    EXPECT_EQ((*runs)[0].prune.policy, "lazy");
+    EXPECT_EQ((*runs)[0].prune.preset, "fast");
+    EXPECT_EQ((*runs)[1].prune.preset, "safe");
+    EXPECT_EQ((*runs)[2].name, "lazy@/tmp/a.json");
+    EXPECT_EQ((*runs)[2].prune.policy, "lazy");
+    EXPECT_EQ((*runs)[2].prune.schedule_file, "/tmp/a.json");
+    EXPECT_TRUE((*runs)[2].prune.layers.empty());
+    EXPECT_FALSE(make_policy_runs({"lazy@"}, sched).ok());
+    EXPECT_FALSE(make_policy_runs({"full@/tmp/a.json"}, sched).ok());
+    EXPECT_FALSE(make_policy_runs({"lazy:quick"}, sched).ok());
+}
+
 TEST(RecordTest, JsonLineRoundTrip) {
     SampleRecord r;
     r.task = "passkey";
@@ -193,7 +214,11 @@ protected:
     RunnerOptions options() {
         RunnerOptions o;
         o.out_dir = out_dir_;
-        auto runs = make_policy_runs({"full", "lazy"}, PruneOptions{});
+        // The fast preset prunes these 700-token prompts and in decode steps, so the share
+        // computed stays below 100% (the safe one's context floor is above 700 tokens).
+        PruneOptions fast;
+        fast.preset = "fast";
+        auto runs = make_policy_runs({"full", "lazy"}, fast);
         EXPECT_TRUE(runs.ok());
         o.policies = *runs;
         o.warmup = false;

@@ -140,6 +140,11 @@ TEST(ScheduleToString, Format) {
     EXPECT_EQ(to_string(s), "layers=9,19,28 keep=0.5,0.25,0.1 keep_first=4 prune_decode=false "
                             "score_layers=3 score_pool=11 revive_max=0");
     EXPECT_EQ(to_string(Schedule{}), "layers= keep=");
+    s.keep_recent = 64;
+    s.min_context = 1024;
+    EXPECT_EQ(to_string(s), "layers=9,19,28 keep=0.5,0.25,0.1 keep_first=4 keep_recent=64 "
+                            "min_context=1024 prune_decode=false score_layers=3 score_pool=11 "
+                            "revive_max=0");
 }
 
 TEST(DefaultSchedule, DepthFractions) {
@@ -175,6 +180,16 @@ TEST(ValidateSchedule, NamesTheEntry) {
     s.keep_first = -1;
     EXPECT_FALSE(validate_schedule(s, 10).ok());
     s.keep_first = 0;
+    s.keep_recent = -3;
+    st = validate_schedule(s, 10);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find("keep_recent must be >= 0, got -3"), std::string::npos);
+    s.keep_recent = 0;
+    s.min_context = -1;
+    st = validate_schedule(s, 10);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find("min_context must be >= 0, got -1"), std::string::npos);
+    s.min_context = 0;
     st = validate_schedule(s, 7);
     ASSERT_FALSE(st.ok());
     EXPECT_NE(st.error().message().find("layers[1] = 7"), std::string::npos)
@@ -247,6 +262,8 @@ TEST_F(ScheduleFileTest, RoundTrip) {
     s.boundaries = {8, 18, 26};
     s.keep = {0.5f, 0.25f, 0.1f};
     s.keep_first = 4;
+    s.keep_recent = 48;
+    s.min_context = 900;
     s.prune_decode = false;
     s.score_layers = 3;
     s.score_pool = 7;
@@ -265,6 +282,8 @@ TEST_F(ScheduleFileTest, RoundTrip) {
     EXPECT_EQ(r->schedule.boundaries, s.boundaries);
     EXPECT_EQ(r->schedule.keep, s.keep);  // exact floats
     EXPECT_EQ(r->schedule.keep_first, 4);
+    EXPECT_EQ(r->schedule.keep_recent, 48);
+    EXPECT_EQ(r->schedule.min_context, 900);
     EXPECT_FALSE(r->schedule.prune_decode);
     EXPECT_EQ(r->schedule.score_layers, 3);
     EXPECT_EQ(r->schedule.score_pool, 7);
@@ -311,6 +330,8 @@ TEST_F(ScheduleFileTest, MinimalFileUsesDefaults) {
     ASSERT_TRUE(r.ok()) << r.error().message();
     EXPECT_EQ(r->schedule.boundaries, (std::vector<int>{3, 5}));
     EXPECT_EQ(r->schedule.keep_first, 0);
+    EXPECT_EQ(r->schedule.keep_recent, 0);
+    EXPECT_EQ(r->schedule.min_context, 0);
     EXPECT_TRUE(r->schedule.prune_decode);
     EXPECT_EQ(r->schedule.score_layers, 1);  // the paper's score
     EXPECT_EQ(r->schedule.score_pool, 1);
@@ -355,6 +376,10 @@ TEST_F(ScheduleFileTest, BadFiles) {
         {R"({"layers": [3], "keep": [0.5, 0.2]})", ErrorCode::kInvalidArgument, "keep has 2"},
         {R"({"layers": [3], "keep": [0.5], "keep_first": -1})", ErrorCode::kInvalidArgument,
          "keep_first"},
+        {R"({"layers": [3], "keep": [0.5], "keep_recent": -1})", ErrorCode::kInvalidArgument,
+         "\"keep_recent\" must be an integer >= 0"},
+        {R"({"layers": [3], "keep": [0.5], "min_context": 1.5})", ErrorCode::kInvalidArgument,
+         "\"min_context\" must be an integer >= 0"},
         {R"({"layers": [3], "keep": [0.5], "prune_decode": 1})", ErrorCode::kInvalidArgument,
          "prune_decode"},
         {R"({"layers": [3], "keep": [0.5], "meta": []})", ErrorCode::kInvalidArgument, "meta"},
@@ -430,10 +455,10 @@ TEST(Policy, ParseAndName) {
 namespace lazyllm::prune {
 namespace {
 
-// The built-in default is the schedule `lazyllm tune` wrote, committed with its provenance.
+// The fast preset is the schedule `lazyllm tune` wrote, committed with its provenance.
 TEST(ModelDefaults, SmolLM2HasItsTunedSchedule) {
     std::string_view source;
-    const Schedule s = model_default_schedule({"llama", 30, 576, 9, 49152}, &source);
+    const Schedule s = model_default_schedule({"llama", 30, 576, 9, 49152}, Preset::kFast, &source);
     auto tuned = load_schedule_file(std::string(LAZYLLM_SOURCE_DIR) +
                                         "/schedules/smollm2-135m-instruct.json",
                                     30);
@@ -452,12 +477,44 @@ TEST(ModelDefaults, SmolLM2HasItsTunedSchedule) {
 }
 
 TEST(ModelDefaults, UnknownModelsGetTheGenericLayout) {
-    std::string_view source;
-    const Schedule s = model_default_schedule({"llama", 32, 4096, 32, 32000}, &source);
-    EXPECT_EQ(source, "generic");
-    EXPECT_EQ(s.boundaries, default_schedule(32).boundaries);
-    EXPECT_EQ(s.score_layers, 1);  // the paper's score where nothing was measured
-    EXPECT_EQ(s.score_pool, 1);
+    for (Preset preset : {Preset::kSafe, Preset::kFast}) {
+        std::string_view source;
+        const Schedule s = model_default_schedule({"llama", 32, 4096, 32, 32000}, preset, &source);
+        EXPECT_EQ(source, "generic");
+        EXPECT_EQ(s.boundaries, default_schedule(32).boundaries);
+        EXPECT_EQ(s.score_layers, 1);  // the paper's score where nothing was measured
+        EXPECT_EQ(s.score_pool, 1);
+        EXPECT_EQ(s.prune_decode, preset == Preset::kFast);
+        EXPECT_EQ(s.keep_recent > 0, preset == Preset::kSafe);
+        EXPECT_EQ(s.min_context > 0, preset == Preset::kSafe);
+        EXPECT_TRUE(validate_schedule(s, 32).ok());
+    }
+}
+
+// The safe preset (the default) is the fast one's cuts with the answer protected: a recent
+// window, a context floor and decode steps that only revive; the fast one has none of them.
+TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
+    const ModelShape smollm2{"llama", 30, 576, 9, 49152};
+    const Schedule safe = model_default_schedule(smollm2);
+    const Schedule fast = model_default_schedule(smollm2, Preset::kFast);
+    EXPECT_EQ(to_string(safe), to_string(model_default_schedule(smollm2, Preset::kSafe)));
+    EXPECT_TRUE(validate_schedule(safe, 30).ok());
+    EXPECT_GT(safe.keep_recent, 0);
+    EXPECT_GT(safe.min_context, 0);
+    EXPECT_FALSE(safe.prune_decode);
+    EXPECT_EQ(fast.keep_recent, 0);
+    EXPECT_EQ(fast.min_context, 0);
+    EXPECT_TRUE(fast.prune_decode);
+}
+
+TEST(ModelDefaults, PresetNames) {
+    EXPECT_EQ(parse_preset("safe").value(), Preset::kSafe);
+    EXPECT_EQ(parse_preset("fast").value(), Preset::kFast);
+    EXPECT_EQ(preset_name(Preset::kFast), "fast");
+    auto bad = parse_preset("quick");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message().find("unknown preset 'quick' (expected safe or fast)"),
+              std::string::npos);
 }
 
 }  // namespace

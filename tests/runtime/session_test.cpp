@@ -318,6 +318,75 @@ TEST(SessionTest, DecodeOffRevivesEverythingOnce) {
     EXPECT_EQ(s.total_token_layers(), 21 * 6) << "each (token, layer) pair exactly once";
 }
 
+// Schedule::min_context: steps over a shorter context are the full step bit for bit (no
+// boundary is crossed: the trace stays empty, every token reaches the last layer), in prefill
+// and decode; the first step whose context reaches min_context prunes.
+TEST(SessionTest, BelowMinContextIsFullBitForBit) {
+    auto model = tiny_model(6, "min_context");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    const auto prompt = ids_for(20, V, 21);
+    SessionOptions full;
+    full.n_ctx = 128;
+    auto a = Session::create(*model, full).value();
+    SessionOptions lazy = lazy_options({2, 4}, {0.5f, 0.25f});
+    lazy.schedule.min_context = 26;  // prefill (20) and decode steps to context 25 run as full
+    std::vector<BoundaryTrace> traces;
+    lazy.on_boundary = [&](const BoundaryTrace& t) { traces.push_back(t); };
+    auto b = Session::create(*model, lazy).value();
+    const auto la = run_steps(a, prompt, 5, V);  // contexts 20, 21, ..., 25
+    const auto lb = run_steps(b, prompt, 5, V);
+    ASSERT_EQ(la.size(), lb.size());
+    for (size_t i = 0; i < la.size(); ++i) EXPECT_EQ(la[i], lb[i]) << "step " << i;
+    EXPECT_TRUE(traces.empty());
+    EXPECT_EQ(b.total_token_layers(), 25 * 6);
+    // Context 26: the decode step selects (keep 0.5 of 26 = 13 at the first boundary).
+    std::vector<float> logits(V);
+    const int32_t next = argmax(lb.back());
+    ASSERT_TRUE(b.step(std::span<const int32_t>(&next, 1), logits.data()).ok());
+    ASSERT_EQ(traces.size(), 2u);
+    EXPECT_EQ(traces[0].S.size(), 26u);
+    EXPECT_EQ(traces[0].kept.size(), 13u);
+}
+
+// Schedule::keep_recent: the last N positions of the context survive every boundary of every
+// step, so a generated token is never cut (with decode pruning on) and always reaches the last
+// layer in its own step; the window is kept on top of the keep fraction.
+TEST(SessionTest, KeepRecentProtectsTheLastTokensInPrefillAndDecode) {
+    auto model = tiny_model(6, "keep_recent");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab, n = 40, recent = 6;
+    SessionOptions o = lazy_options({2, 4}, {0.3f, 0.2f});
+    o.schedule.keep_recent = recent;
+    std::vector<BoundaryTrace> traces;
+    o.on_boundary = [&](const BoundaryTrace& t) { traces.push_back(t); };
+    auto s = Session::create(*model, o).value();
+    std::vector<float> logits(V);
+    ASSERT_TRUE(s.step(ids_for(n, V, 31), logits.data()).ok());
+    for (int step = 0; step < 8; ++step) {
+        const int32_t next = argmax(logits);
+        ASSERT_TRUE(s.step(std::span<const int32_t>(&next, 1), logits.data()).ok());
+        // The window and every token generated so far (each was in the window in its own
+        // step) hold K/V at every layer.
+        for (int64_t t = std::min<int64_t>(n, s.n_past() - recent); t < s.n_past(); ++t) {
+            EXPECT_EQ(s.depth()[t], 6) << t;
+        }
+    }
+    ASSERT_FALSE(traces.empty());
+    for (const BoundaryTrace& t : traces) {
+        const int32_t n_total = t.S.back() + 1;
+        for (int32_t p = n_total - recent; p < n_total; ++p) {
+            EXPECT_TRUE(std::binary_search(t.kept.begin(), t.kept.end(), p))
+                << "step " << t.step << " layer " << t.layer << " cut recent position " << p;
+        }
+        // The window comes on top of the kept amount (0.3, then 0.2 of the context).
+        const int64_t want = prune::keep_count(t.layer == 2 ? 0.3 : 0.2, n_total,
+                                               static_cast<int64_t>(t.S.size()));
+        EXPECT_EQ(static_cast<int64_t>(t.kept.size()),
+                  std::min<int64_t>(want + recent, static_cast<int64_t>(t.S.size())));
+    }
+}
+
 // Schedule::revive_max, in lockstep with an unbounded session fed the same tokens: prefill is
 // unchanged; the first decode step's first boundary (same S, same scores) revives exactly the
 // `max` best-scored of the tokens the unbounded session revives there, and keeps the rest of

@@ -1,15 +1,38 @@
-// CPU checks that decide whether a test can run here.
+// CPU checks that decide whether a test can run here. Each names the path a test exercises, so
+// that a guard matches what the engine really runs: the CPU's features and the ISA it is told to
+// use (LAZYLLM_ISA), not the CPU alone.
 #pragma once
 
 #include "kernels/cpu.h"
+#include "kernels/gemm.h"
 
 namespace lazyllm::testing {
 
 // Whether PackedLinear takes GemmPrecision::kBf16 on this CPU: AVX-512 with BF16 (the same
-// condition as cpu_has_bf16_gemm() in src/kernels/gemm.cpp, which is not exported).
+// condition as cpu_has_bf16_gemm() in src/kernels/gemm.cpp, which is not exported). An explicit
+// kBf16 works at any forced ISA (oneDNN runs it).
 inline bool cpu_has_bf16_gemm() {
     const kernels::CpuFeatures f = kernels::detect_cpu_features();
     return kernels::isa_supported(kernels::Isa::kAvx512, f) && f.avx512bf16;
+}
+
+// The ISA the engine and the model tests run: LAZYLLM_ISA, else the best this CPU has.
+inline kernels::Isa engine_isa() { return kernels::isa_from_env().value(); }
+
+// Whether GemmPrecision::kAuto (the model's default) takes bf16 GEMMs at engine_isa().
+inline bool auto_precision_is_bf16() {
+    return cpu_has_bf16_gemm() && engine_isa() >= kernels::Isa::kAvx512;
+}
+
+// Whether bf16 GEMMs run on our own AMX kernel at engine_isa(): the only backend with row hooks
+// (RoPE and the K/V store fused into the qkv GEMM, the norms into attn_out and down). On
+// AVX-512-BF16 CPUs without AMX (Zen 4) the bf16 GEMMs run on oneDNN, hooks off.
+inline bool amx_gemm_here() {
+    if (!cpu_has_bf16_gemm()) return false;
+    const float w[32 * 32] = {};
+    auto lin = kernels::PackedLinear::create({engine_isa(), 1}, w, 32, 32, nullptr,
+                                             kernels::GemmPrecision::kBf16);
+    return lin.ok() && lin->backend() == kernels::GemmBackend::kAmx;
 }
 
 }  // namespace lazyllm::testing

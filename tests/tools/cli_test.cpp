@@ -117,6 +117,30 @@ TEST(CliTest, ReviveMaxReachesTheScheduleOrNamesTheFault) {
     }
 }
 
+// --lazy takes a preset (safe when bare); --policy lazy:fast names one too; a preset and an
+// explicit schedule contradict each other; the window and floor reach the schedule.
+TEST(CliTest, LazyPresetsAndTheirFlags) {
+    const std::string m = tiny_model_file();
+    const std::string p = "run -m " + m + " -p 'hello world, hello world' -n 2 --ignore-eos ";
+    CliRun r = run(p + "--lazy --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "keep_recent=")) << r.out;  // the generic safe preset
+    EXPECT_TRUE(contains(r.out, "prune_decode=false")) << r.out;
+    r = run(p + "--lazy=fast --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_FALSE(contains(r.out, "keep_recent=")) << r.out;
+    r = run(p + "--policy lazy:fast --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_FALSE(contains(r.out, "keep_recent=")) << r.out;
+    r = run(p + "--lazy-layers 1 --lazy-keep 0.5 --lazy-keep-recent 3 --lazy-min-context 2 --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "keep_recent=3 min_context=2")) << r.out;
+    expect_usage_error(p + "--lazy=quick", "--lazy");
+    expect_usage_error(p + "--lazy=fast --lazy-layers 1 --lazy-keep 0.5", "preset");
+    expect_usage_error(p + "--lazy=fast --policy lazy:safe", "contradicts");
+    expect_usage_error(p + "--lazy-keep-recent -1", "--lazy-keep-recent");
+}
+
 TEST(CliTest, HostileModelFileGivesAnErrorNotACrash) {
     const std::string m = tiny_model_file();
     std::ifstream in(m, std::ios::binary);

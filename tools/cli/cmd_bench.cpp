@@ -139,7 +139,7 @@ Result<std::map<std::string, RunOptions>> run_options(const BenchArgs& a) {
         ro.sampling.temperature = 0.0f;
         if (policy != "full") {
             PruneFlags f = a.prune;
-            f.lazy = false;
+            f.lazy.clear();
             f.policy = policy;
             LAZYLLM_ASSIGN_OR_RETURN(ro.prune, to_prune_options(f));
         }
@@ -368,18 +368,17 @@ Runner add_bench(CLI::App& app) {
         ->delimiter(',')
         ->check(CLI::NonNegativeNumber);
     app.add_option("--policy", a->policies,
-                   "Policies, comma-separated: full,lazy,static,random,gemfilter "
-                   "(default full,lazy)")
+                   "Policies, comma-separated: full,lazy,lazy:safe,lazy:fast,static,random,"
+                   "gemfilter (lazy: the safe preset; default full,lazy)")
         ->delimiter(',')
-        ->check(CLI::IsMember({"full", "lazy", "static", "random", "gemfilter"}));
+        ->check(CLI::IsMember(std::vector<std::string>(std::begin(kPolicyNames),
+                                                       std::end(kPolicyNames))));
     // The schedule flags of `run` (cli/options.h), shared by every policy but full.
     app.add_option("--lazy-layers", a->prune.layers,
                    "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)");
     app.add_option("--lazy-keep", a->prune.keep,
                    "Cumulative keep fractions per boundary (0.5,0.25,0.1)");
     add_decode_prune_flags(app, a->prune);
-    app.add_option("--lazy-keep-first", a->prune.keep_first, "Never prune the first N tokens")
-        ->check(CLI::NonNegativeNumber);
     add_score_flags(app, a->prune.score_layers, a->prune.score_pool);
     app.add_option("--schedule", a->prune.schedule_file,
                    "Schedule file (JSON, as written by `lazyllm tune`)");

@@ -43,8 +43,8 @@ struct EvalArgs {
     int64_t limit = 0;
     std::string report_only;
     bool fidelity = false;
-    int greedy_tokens = 32;
-    int greedy_every = 6;
+    int greedy_tokens = 64;
+    int greedy_every = 1;
     CLI::Option* tasks_opt = nullptr;
     CLI::Option* lengths_opt = nullptr;
     CLI::Option* depths_opt = nullptr;
@@ -105,6 +105,7 @@ int run_fidelity_cmd(const EvalArgs& a, const Engine& e,
     fo.policies = policies;
     fo.greedy_tokens = a.greedy_tokens;
     fo.greedy_every = a.greedy_every;
+    fo.limit = a.limit;
     fo.log = log_line;
     if (a.tasks_opt->count() > 0) fo.tasks = split_comma_list(a.tasks);
     if (a.lengths_opt->count() > 0) {
@@ -115,9 +116,9 @@ int run_fidelity_cmd(const EvalArgs& a, const Engine& e,
     if (a.depths_opt->count() > 0) {
         fo.n_depths = a.n_depths;
     } else {
-        // At least 100 prompts over the task x length grid.
-        const size_t cells = std::max<size_t>(1, fo.tasks.size() * fo.lengths.size());
-        fo.n_depths = static_cast<int>((100 + cells - 1) / cells);
+        // At least 16 prompts per length over the tasks.
+        const size_t n_tasks = std::max<size_t>(1, fo.tasks.size());
+        fo.n_depths = static_cast<int>(std::max<size_t>(3, (16 + n_tasks - 1) / n_tasks));
     }
     if (a.seed_opt->count() > 0) fo.seed = a.seed;
     auto rep = eval::run_fidelity(e, fo);
@@ -147,7 +148,7 @@ int run_eval_cmd(EvalArgs& a) {
     }
     // The schedule flags apply to every non-full policy; --policies replaces --policy/--lazy.
     PruneFlags pf = a.prune;
-    pf.lazy = false;
+    pf.lazy.clear();
     pf.policy = "lazy";
     auto schedule = to_prune_options(pf);
     if (!schedule.ok()) return report(schedule.error());
@@ -228,14 +229,15 @@ Runner add_eval(CLI::App& app) {
                                   "niah_multikey,niah_multivalue,vt,mdqa)");
     a->lengths_opt = app.add_option("--lengths", a->lengths,
                                     "Prompt lengths in tokens, comma list (default 1024,2048,4096; "
-                                    "--fidelity: 1024,2048)");
+                                    "--fidelity: 128,512,1024,2048,4096,8192)");
     a->depths_opt = app.add_option("--depths", a->n_depths,
                                    "Number of needle depths, evenly spread in [0, 1] (default 10)");
     app.add_option("--samples", a->samples, "Samples per (task, length, depth) (default 1)");
     a->seed_opt = app.add_option("--seed", a->seed, "Seed of the built-in samples (default 1)");
     a->policies_opt = app.add_option("--policies", a->policies,
                                      "Policies, comma list; full runs first (default full,lazy,"
-                                     "static,random,gemfilter; --fidelity: lazy)");
+                                     "static,random,gemfilter; --fidelity: lazy); lazy:safe "
+                                     "and lazy:fast name a preset");
     add_prune_flags(app, a->prune);
     // --policies replaces the single-policy switches of `run`.
     app.remove_option(app.get_option("--lazy"));
@@ -247,19 +249,21 @@ Runner add_eval(CLI::App& app) {
                    "minus the sample's new tokens)")
         ->check(CLI::PositiveNumber);
     app.add_option("-o,--out", a->out_dir, "Results folder (default results/eval-<timestamp>)");
-    app.add_option("--limit", a->limit, "Only the first N samples (quick runs)")
+    app.add_option("--limit", a->limit,
+                   "Only the first N samples (quick runs; --fidelity: the first N per length)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--report-only", a->report_only,
                    "Write summary.md, summary.csv and report.html of an existing results folder")
         ->check(CLI::ExistingDirectory);
     app.add_flag("--fidelity", a->fidelity,
-                 "Fidelity check: top-1 agreement, KL(full || policy) and greedy agreement on a "
-                 "fixed set of >= 100 prompts; writes fidelity.json");
+                 "Fidelity check: first-token top-1 agreement and KL(full || policy), greedy "
+                 "agreement and TTFT speedup, on a fixed set of >= 16 chat-wrapped prompts per "
+                 "length; writes fidelity.json");
     app.add_option("--greedy-tokens", a->greedy_tokens,
-                   "--fidelity: greedy tokens compared (default 32; 0 = off)")
+                   "--fidelity: greedy tokens compared (default 64; 0 = off)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--greedy-every", a->greedy_every,
-                   "--fidelity: greedy comparison on every k-th prompt (default 6)")
+                   "--fidelity: greedy comparison on every k-th prompt (default 1)")
         ->check(CLI::PositiveNumber);
     return [a] { return run_eval_cmd(*a); };
 }

@@ -12,9 +12,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/options.h"
-#include "prune/schedule.h"
 #include "eval/tune.h"
 #include "lazyllm/engine.h"
+#include "prune/model_defaults.h"
 #include "prune/schedule.h"
 
 namespace lazyllm::cli {
@@ -34,9 +34,10 @@ struct TuneArgs {
     std::string later = "0.3,0.4,0.5,0.6,0.7,0.8,0.9";
     std::string keep = "0.7,0.5,0.4,0.35,0.25,0.2,0.15,0.1";
     int max_boundaries = 3;
-    int keep_first = -1;  // -1: the model's default schedule's
-    int score_layers = -1, score_pool = -1;  // -1: the model's default schedule's
-    std::string lazy_decode = "on";
+    std::string preset = "safe";  // the protection and score shaping the search keeps
+    int keep_first = -1, keep_recent = -1, min_context = -1;  // -1: the preset's
+    int score_layers = -1, score_pool = -1;                   // -1: the preset's
+    std::string lazy_decode;                                  // empty: the preset's
 };
 
 
@@ -77,18 +78,26 @@ int run_tune(const TuneArgs& a) {
     space.later_boundary = *later;
     space.keep = *keep;
     space.max_boundaries = a.max_boundaries;
-    space.prune_decode = a.lazy_decode == "on";
 
     auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
     const Engine& e = **engine;
-    const int n_layer = e.summary().n_layer;
-    // The protected prefix is a property of the model's prompt format (its chat template's
-    // system turn), not something to trade for speed: take the model default's unless given.
-    space.keep_first = a.keep_first >= 0 ? a.keep_first : e.summary().default_keep_first;
-    // So is the score shaping: the search is over boundaries and keep fractions.
-    space.score_layers = a.score_layers >= 0 ? a.score_layers : e.summary().default_score_layers;
-    space.score_pool = a.score_pool >= 0 ? a.score_pool : e.summary().default_score_pool;
+    const ModelSummary& sum = e.summary();
+    const int n_layer = sum.n_layer;
+    // The protection (prefix, recent window, context floor, decode steps) and the score shaping
+    // come from the preset the search targets, unless given: the search is over boundaries and
+    // keep fractions.
+    auto preset = prune::parse_preset(a.preset);
+    if (!preset.ok()) return report(preset.error());
+    const prune::Schedule base = prune::model_default_schedule(
+        {sum.arch, sum.n_layer, sum.n_embd, sum.n_head, sum.n_vocab}, *preset);
+    auto pick = [](int flag, int preset_value) { return flag >= 0 ? flag : preset_value; };
+    space.keep_first = pick(a.keep_first, base.keep_first);
+    space.keep_recent = pick(a.keep_recent, base.keep_recent);
+    space.min_context = pick(a.min_context, base.min_context);
+    space.prune_decode = a.lazy_decode.empty() ? base.prune_decode : a.lazy_decode == "on";
+    space.score_layers = pick(a.score_layers, base.score_layers);
+    space.score_pool = pick(a.score_pool, base.score_pool);
 
     eval::SuiteSpec suite;
     suite.tasks = split_comma_list(a.tasks);
@@ -170,11 +179,22 @@ Runner add_tune(CLI::App& app) {
     app.add_option("--keep-grid", a->keep,
                    "Grid of cumulative keep fractions (default 0.7,0.5,0.4,0.35,0.25,0.2,0.15,0.1)");
     app.add_option("--max-boundaries", a->max_boundaries, "1 to N boundaries (default 3)");
+    app.add_option("--preset", a->preset,
+                   "The preset whose protection and score shaping every candidate keeps: safe "
+                   "(default) or fast")
+        ->check(CLI::IsMember({"safe", "fast"}));
     app.add_option("--lazy-keep-first", a->keep_first,
-                   "Never prune the first N tokens (default: the model default schedule's)")
+                   "Never prune the first N tokens (default: the preset's)")
         ->check(CLI::NonNegativeNumber);
-    add_score_flags(app, a->score_layers, a->score_pool, "the model default schedule's");
-    app.add_option("--lazy-decode", a->lazy_decode, "on: prune in decode steps too (default on)")
+    app.add_option("--lazy-keep-recent", a->keep_recent,
+                   "Never prune the last N tokens (default: the preset's)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--lazy-min-context", a->min_context,
+                   "No pruning in steps over fewer tokens (default: the preset's)")
+        ->check(CLI::NonNegativeNumber);
+    add_score_flags(app, a->score_layers, a->score_pool, "the preset's");
+    app.add_option("--lazy-decode", a->lazy_decode,
+                   "on: prune in decode steps too; off: only revive (default: the preset's)")
         ->check(CLI::IsMember({"on", "off"}));
     return [a] { return run_tune(*a); };
 }

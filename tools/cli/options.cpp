@@ -61,18 +61,32 @@ void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
             }
             return "";
         });
+    app.add_option("--lazy-keep-first", f.keep_first, "Never prune the first N tokens")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--lazy-keep-recent", f.keep_recent,
+                   "Never prune the last N tokens of the context (the question, the answer being "
+                   "generated)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--lazy-min-context", f.min_context,
+                   "Run steps over fewer than N context tokens exactly as full")
+        ->check(CLI::NonNegativeNumber);
 }
 
 void add_prune_flags(CLI::App& app, PruneFlags& f) {
-    app.add_flag("--lazy", f.lazy, "LazyLLM dynamic pruning with the model's default schedule");
-    app.add_option("--policy", f.policy, "full | lazy | static | random | gemfilter (default full; lazy with --lazy)")
-        ->check(CLI::IsMember({"full", "lazy", "static", "random", "gemfilter"}));
+    app.add_flag("--lazy{safe}", f.lazy,
+                 "LazyLLM pruning with the model's default schedule: --lazy (or --lazy=safe) "
+                 "keeps answers as full's where it cannot speed them up; --lazy=fast is the "
+                 "fastest measured schedule")
+        ->check(CLI::IsMember({"safe", "fast"}));
+    app.add_option("--policy", f.policy,
+                   "full | lazy | lazy:safe | lazy:fast | static | random | gemfilter (default "
+                   "full; lazy with --lazy or any --lazy-* flag)")
+        ->check(CLI::IsMember(std::vector<std::string>(std::begin(kPolicyNames),
+                                                       std::end(kPolicyNames))));
     app.add_option("--lazy-layers", f.layers,
                    "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)");
     app.add_option("--lazy-keep", f.keep, "Cumulative keep fractions per boundary (0.5,0.25,0.1)");
     add_decode_prune_flags(app, f);
-    app.add_option("--lazy-keep-first", f.keep_first, "Never prune the first N tokens")
-        ->check(CLI::NonNegativeNumber);
     add_score_flags(app, f.score_layers, f.score_pool);
     app.add_option("--schedule", f.schedule_file, "Schedule file (JSON, as written by `lazyllm tune`)");
     app.add_option("--prune-seed", f.seed, "Seed of the random policy (default 1)");
@@ -80,22 +94,38 @@ void add_prune_flags(CLI::App& app, PruneFlags& f) {
 
 Result<PruneOptions> to_prune_options(const PruneFlags& f) {
     PruneOptions p;
-    if (!f.policy.empty()) {
-        if (f.lazy && f.policy != "lazy") {
-            return make_error(ErrorCode::kInvalidArgument, "--lazy contradicts --policy {}", f.policy);
+    // "lazy:fast" -> policy lazy, preset fast.
+    const size_t colon = f.policy.find(':');
+    const std::string policy = f.policy.substr(0, colon);
+    const std::string preset = colon == std::string::npos ? "" : f.policy.substr(colon + 1);
+    if (!policy.empty()) {
+        if (!f.lazy.empty() && (policy != "lazy" || (!preset.empty() && preset != f.lazy))) {
+            return make_error(ErrorCode::kInvalidArgument, "--lazy={} contradicts --policy {}",
+                              f.lazy, f.policy);
         }
-        p.policy = f.policy;
-    } else if (f.lazy) {
+        p.policy = policy;
+    } else if (!f.lazy.empty()) {
         p.policy = "lazy";
     } else if (!f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty() || !f.lazy_decode.empty() ||
-               !f.revive_max.empty() || f.keep_first >= 0 || f.score_layers >= 0 ||
-               f.score_pool >= 0) {
+               !f.revive_max.empty() || f.keep_first >= 0 || f.keep_recent >= 0 ||
+               f.min_context >= 0 || f.score_layers >= 0 || f.score_pool >= 0) {
         p.policy = "lazy";  // schedule flags imply --lazy
+    }
+    if (!preset.empty()) p.preset = preset;
+    if (!f.lazy.empty()) p.preset = f.lazy;
+    const bool explicit_schedule = !f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty();
+    if (explicit_schedule && (!preset.empty() || (!f.lazy.empty() && f.lazy != "safe"))) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "a preset (--lazy={} / --policy {}) picks the model's schedule: give "
+                          "either it or --lazy-layers/--lazy-keep/--schedule",
+                          f.lazy.empty() ? preset : f.lazy, f.policy.empty() ? "lazy" : f.policy);
     }
     p.layers = f.layers;
     p.keep = f.keep;
     p.schedule_file = f.schedule_file;
     p.keep_first = f.keep_first;
+    p.keep_recent = f.keep_recent;
+    p.min_context = f.min_context;
     p.score_layers = f.score_layers;
     p.score_pool = f.score_pool;
     p.prune_decode = f.lazy_decode.empty() ? -1 : (f.lazy_decode == "on" ? 1 : 0);

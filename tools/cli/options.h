@@ -21,17 +21,22 @@ void add_engine_flags(CLI::App& app, EngineFlags& f);
 void add_sampling_flags(CLI::App& app, SamplingParams& s);
 
 struct PruneFlags {
-    bool lazy = false;
-    std::string policy;
+    std::string lazy;    // --lazy[=safe|fast]: the preset; empty when not given
+    std::string policy;  // full | lazy | lazy:safe | lazy:fast | static | random | gemfilter
     std::string layers, keep, schedule_file, lazy_decode;
     std::string revive_max;  // "N" or "all"; empty: the schedule's
-    int keep_first = -1;
+    int keep_first = -1, keep_recent = -1, min_context = -1;
     int score_layers = -1, score_pool = -1;
     uint64_t seed = 1;
 };
 void add_prune_flags(CLI::App& app, PruneFlags& f);
-// --lazy-decode and --lazy-revive-max (also on bench, which lists policies itself).
+// --lazy-decode, --lazy-revive-max, --lazy-keep-first, --lazy-keep-recent and
+// --lazy-min-context (also on bench, which lists policies itself).
 void add_decode_prune_flags(CLI::App& app, PruneFlags& f);
+// The policies a list may name (bench --policy, eval --policies): lazy:safe and lazy:fast are
+// lazy with that preset.
+inline constexpr std::string_view kPolicyNames[] = {"full",   "lazy",   "lazy:safe", "lazy:fast",
+                                                    "static", "random", "gemfilter"};
 // --lazy-score-layers / --lazy-score-pool (prune::Schedule's score shaping); -1 when not given.
 // `default_is` names what an absent flag means, for --help.
 void add_score_flags(CLI::App& app, int& score_layers, int& score_pool,
