@@ -38,7 +38,8 @@ TEST(ApiRequest, ChatFieldsAreRead) {
         {"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],
         "max_tokens":7,"temperature":0,"top_p":0.5,"top_k":3,"min_p":0.1,"seed":42,
         "stop":["a","b"],"stream":true,"stream_options":{"include_usage":true},"n":1,
-        "lazyllm":{"policy":"lazy","layers":[8,18],"keep":"0.5,0.2","revive_max":"all"}})");
+        "lazyllm":{"policy":"lazy","preset":"fast","layers":[8,18],"keep":"0.5,0.2","revive_max":"all",
+                   "keep_recent":8,"min_context":100}})");
     ASSERT_EQ(r.messages.size(), 2u);
     EXPECT_EQ(r.messages[0].role, "system");
     EXPECT_EQ(r.messages[1].content, "hi there");
@@ -56,6 +57,9 @@ TEST(ApiRequest, ChatFieldsAreRead) {
     EXPECT_EQ(r.prune->layers, "8,18");
     EXPECT_EQ(r.prune->keep, "0.5,0.2");
     EXPECT_EQ(*r.prune->revive_max, -1);
+    EXPECT_EQ(r.prune->preset, "fast");
+    EXPECT_EQ(r.prune->keep_recent, 8);
+    EXPECT_EQ(r.prune->min_context, 100);
 }
 
 TEST(ApiRequest, Defaults) {
@@ -117,6 +121,8 @@ TEST(ApiRequest, WrongTypesNameTheField) {
         {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":"lazy"})", "lazyllm"},
         {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"polcy":"lazy"}})", "lazyllm.polcy"},
         {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"keep_first":"3"}})", "lazyllm.keep_first"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"preset":1}})", "lazyllm.preset"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"min_context":-5}})", "lazyllm.min_context"},
         {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"layers":[1,"a"]}})", "lazyllm.layers[1]"},
         {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"revive_max":"some"}})", "lazyllm.revive_max"},
         {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"policy":"full","keep":"0.5"}})", "lazyllm.policy"},

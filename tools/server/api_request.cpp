@@ -356,7 +356,8 @@ ApiResult<PruneOptions> parse_lazy_extension(const json& j) {
     json merged;
     if (auto s = j.find("schedule"); s != j.end() && !s->is_null()) {
         if (!s->is_object()) return wrong_type("lazyllm.schedule", "an object", *s);
-        if (auto e = check_known(*s, {"layers", "keep", "keep_first", "prune_decode", "score_layers",
+        if (auto e = check_known(*s, {"layers", "keep", "keep_first", "keep_recent", "min_context",
+                                      "prune_decode", "score_layers",
                                       "score_pool", "revive_max", "meta", "version", "model", "n_layer"},
                                  "lazyllm.schedule.")) {
             return *e;
@@ -374,7 +375,8 @@ ApiResult<PruneOptions> parse_lazy_extension(const json& j) {
         src = &merged;
     }
     const json& o = *src;
-    if (auto e = check_known(o, {"policy", "preset", "layers", "keep", "keep_first", "prune_decode",
+    if (auto e = check_known(o, {"policy", "preset", "layers", "keep", "keep_first", "keep_recent",
+                                 "min_context", "prune_decode",
                                  "score_layers", "score_pool", "revive_max", "seed", "meta",
                                  "version", "model", "n_layer"},
                              "lazyllm.")) {
@@ -383,10 +385,7 @@ ApiResult<PruneOptions> parse_lazy_extension(const json& j) {
     PruneOptions p;
     Fields f{o, "lazyllm.", std::nullopt};
     if (auto v = f.string("policy")) p.policy = *v;
-    if (auto v = f.string("preset")) {
-        // The presets are the lead's PruneOptions::preset (not in this build's engine).
-        return unsupported("lazyllm.preset", "'preset' (use policy and a schedule)");
-    }
+    if (auto v = f.string("preset")) p.preset = *v;  // checked with the schedule (Engine::validate)
     // layers / keep: "9,19,28" strings (as the CLI flags) or arrays of numbers.
     for (const char* key : {"layers", "keep"}) {
         const json* v = f.get(key);
@@ -405,6 +404,8 @@ ApiResult<PruneOptions> parse_lazy_extension(const json& j) {
         (std::string_view(key) == "layers" ? p.layers : p.keep) = s;
     }
     if (auto v = f.integer("keep_first", 0, 1 << 24)) p.keep_first = static_cast<int>(*v);
+    if (auto v = f.integer("keep_recent", 0, 1 << 24)) p.keep_recent = static_cast<int>(*v);
+    if (auto v = f.integer("min_context", 0, 1 << 24)) p.min_context = static_cast<int>(*v);
     if (auto v = f.boolean("prune_decode")) p.prune_decode = *v ? 1 : 0;
     if (auto v = f.integer("score_layers", 1, 1024)) p.score_layers = static_cast<int>(*v);
     if (auto v = f.integer("score_pool", 1, 1 << 16)) p.score_pool = static_cast<int>(*v);

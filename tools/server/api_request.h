@@ -56,9 +56,9 @@ SamplingParams server_sampling_defaults();
 
 ApiResult<GenRequest> parse_chat_request(std::string_view body);
 ApiResult<GenRequest> parse_completion_request(std::string_view body);
-// The "lazyllm" extension object: {"policy", "preset", "layers", "keep", "schedule" (a full
-// schedule object as `lazyllm tune` writes it), "keep_first", "prune_decode", "score_layers",
-// "score_pool", "revive_max", "seed"}.
+// The "lazyllm" extension object: {"policy", "preset" (safe | fast), "layers", "keep",
+// "schedule" (a full schedule object as `lazyllm tune` writes it), "keep_first", "keep_recent",
+// "min_context", "prune_decode", "score_layers", "score_pool", "revive_max", "seed"}.
 ApiResult<PruneOptions> parse_lazy_extension(const nlohmann::json& j);
 
 struct TokenizeRequest {

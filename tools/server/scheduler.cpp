@@ -9,9 +9,9 @@
 namespace lazyllm::server {
 
 std::string prune_key(const PruneOptions& p) {
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", p.policy, p.layers, p.keep, p.schedule_file,
-                       p.keep_first, p.prune_decode, p.score_layers, p.score_pool,
-                       p.revive_max ? *p.revive_max : -2, p.seed);
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", p.policy, p.preset, p.layers, p.keep,
+                       p.schedule_file, p.keep_first, p.keep_recent, p.min_context, p.prune_decode,
+                       p.score_layers, p.score_pool, p.revive_max ? *p.revive_max : -2, p.seed);
 }
 
 Scheduler::Scheduler(const Engine& engine, SchedulerConfig cfg, Metrics& metrics)

@@ -1,6 +1,6 @@
 // GET /: one self-contained chat page (no CDN, no external files). It keeps the conversation in
 // the page and sends it whole each turn, so the server's slot cache serves the earlier turns;
-// answers stream over SSE; a switch picks full or lazy prefill (decode steps revive only); under each answer it shows TTFT,
+// answers stream over SSE; a switch picks full or lazy (the safe preset); under each answer it shows TTFT,
 // the share of the prompt's (token, layer) pairs computed, cached tokens and decode tokens/s
 // (the "timings" of the last chunk).
 #include "server/http_server.h"
@@ -83,10 +83,7 @@ async function ask(text) {
   const policy = document.querySelector("input[name=policy]:checked").value;
   const body = {messages, stream: true, stream_options: {include_usage: true},
     max_tokens: parseInt(document.getElementById("maxtok").value) || 128,
-    temperature: 0,
-    // lazy: LazyLLM prefill; decode steps only revive (the default schedule's decode-time
-    // pruning keeps 10% of a short chat's context, too few for a coherent answer).
-    lazyllm: policy === "lazy" ? {policy, prune_decode: false} : {policy}};
+    temperature: 0, lazyllm: {policy}};  // lazy: the model's safe preset
   let answer = "", timings = null, usage = null;
   try {
     const r = await fetch("/v1/chat/completions", {method: "POST", headers: headers(), body: JSON.stringify(body)});
