@@ -83,7 +83,7 @@ def lazy_extension(srv):
     full = c.chat.completions.create(model="any", messages=msgs, max_tokens=4, temperature=0,
                                      extra_body={"lazyllm": {"policy": "full"}})
     lazy = c.chat.completions.create(model="any", messages=msgs, max_tokens=4, temperature=0,
-                                     extra_body={"lazyllm": {"policy": "lazy", "keep_first": 4}})
+                                     extra_body={"lazyllm": {"policy": "lazy", "preset": "fast", "keep_first": 4}})
     tf, tl = full.model_extra["timings"], lazy.model_extra["timings"]
     assert tf["policy"] == "full" and tf["prefill_pct_computed"] == 100.0, tf
     assert tl["policy"] == "lazy" and tl["prefill_pct_computed"] < 60.0, tl
@@ -96,6 +96,11 @@ def lazy_extension(srv):
     expect_error(status, body, 400, param="lazyllm")
     status, body, _ = srv.request("POST", CHAT, {"messages": MSG, "lazyllm": {"policy": "sloppy"}}, AUTH)
     expect_error(status, body, 400, param="lazyllm")
+    status, body, _ = srv.request("POST", CHAT, {"messages": MSG, "lazyllm": {"policy": "lazy", "preset": "turbo"}}, AUTH)
+    expect_error(status, body, 400, param="lazyllm")
+    safe = c.chat.completions.create(model="any", messages=msgs, max_tokens=2, temperature=0,
+                                     extra_body={"lazyllm": {"policy": "lazy"}})
+    assert safe.model_extra["timings"]["prefill_pct_computed"] < 100.0, safe.model_extra["timings"]
 
 
 def models_and_tokens(srv):
