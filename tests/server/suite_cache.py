@@ -1,6 +1,7 @@
 """The multi-turn cache: turn 2 of a chat reuses turn 1's session (the response's cached-token
-count says so) and answers as a cold run does; a request that diverges truncates at the common
-prefix; requests go to the slot with the longest common prefix."""
+count says so) and answers as a replay of the session on a fresh server does (and, under the
+full policy, as a cold run of the turn-2 prompt); a request that diverges truncates at the
+common prefix; requests go to the slot with the longest common prefix."""
 import openai
 
 from server_harness import Server
@@ -31,7 +32,10 @@ def turns(policy):
     return m1, lambda a1, q: m1 + [{"role": "assistant", "content": a1}, {"role": "user", "content": q}]
 
 
-def second_turn_reuses(c, policy, exact):
+FLAGS = ("--ctx-size", "4096", "--parallel", "2", "--decode-weights", "gemm")
+
+
+def second_turn_reuses(c, policy, exact, lazyllm):
     m1, follow = turns(policy)
     a1, u1, _ = chat(c, m1, policy)
     m2 = follow(a1, "And what is Ravi's favourite hobby?")
@@ -47,11 +51,15 @@ def second_turn_reuses(c, policy, exact):
           f"answers {'equal' if a2 == cold else 'differ'}: {a2!r} / {cold!r}", flush=True)
     if exact:
         assert a2 == cold, (a2, cold)
-    # Replaying the session cold (turn 1 from an empty cache, then turn 2) gives the same answer.
-    b1, _, _ = chat(c, m1, policy, cache=False)
-    assert b1 == a1, (b1, a1)
-    b2, _, _ = chat(c, m2, policy)
-    assert b2 == a2, (b2, a2)
+    # Replaying the session cold, on a fresh server (turn 1 from an empty cache, then turn 2
+    # over it), gives the same answers: nothing else a slot held leaks into a turn.
+    with Server(lazyllm, *FLAGS, log_name="cache-replay") as fresh:
+        f = openai.OpenAI(base_url=fresh.base + "/v1", api_key="none", max_retries=0, timeout=120)
+        b1, _, _ = chat(f, m1, policy)
+        assert b1 == a1, (b1, a1)
+        b2, ub2, _ = chat(f, m2, policy)
+        assert ub2.prompt_tokens_details.cached_tokens == cached, (ub2, cached)
+        assert b2 == a2, (b2, a2)
 
 
 def divergent_truncates(c):
@@ -86,11 +94,10 @@ def run(lazyllm, checks):
     # Decode steps on the GEMM weights, as prefill: the answer tokens' KV, made by turn 1's
     # decode steps, is then the same arithmetic as a cold prefill of them (on the 4-bit decode
     # weights it differs by rounding, which may flip a greedy token).
-    with Server(lazyllm, "--ctx-size", "4096", "--parallel", "2", "--decode-weights", "gemm",
-                log_name="cache") as srv:
+    with Server(lazyllm, *FLAGS, log_name="cache") as srv:
         c = openai.OpenAI(base_url=srv.base + "/v1", api_key="none", max_retries=0, timeout=120)
-        checks.run("full: turn 2 reuses turn 1 and equals a cold run", second_turn_reuses, c, "full", True)
-        checks.run("lazy: turn 2 reuses turn 1 (revival); replay equal", second_turn_reuses, c, "lazy", False)
+        checks.run("full: turn 2 reuses turn 1, equals a cold run and a fresh replay", second_turn_reuses, c, "full", True, lazyllm)
+        checks.run("lazy: turn 2 reuses turn 1 (revival) and equals a fresh replay", second_turn_reuses, c, "lazy", False, lazyllm)
         checks.run("a divergent request truncates at the common prefix", divergent_truncates, c)
         checks.run("requests go to the slot with the longest prefix", routes_to_longest_prefix, c)
         assert srv.alive(), srv.read_log()
