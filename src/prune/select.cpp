@@ -97,6 +97,64 @@ void pool_scores(std::span<const float> scores, std::span<const int32_t> positio
     }
 }
 
+void select_kept(const Schedule& schedule, std::span<const int32_t> S, std::vector<float>& scores,
+                 float keep, int64_t n_total, CutScratch& scratch, std::vector<int32_t>& kept) {
+    if (schedule.score_pool > 1) {
+        pool_scores(std::span<const float>(scores.data(), S.size()), S, schedule.score_pool,
+                    scratch.pooled);
+        scores.swap(scratch.pooled);
+    }
+    const int64_t n_first = std::min<int64_t>(schedule.keep_first, n_total);
+    const int64_t recent_from =
+        std::max(n_first, n_total - std::max<int64_t>(1, schedule.keep_recent));
+    const int64_t n_recent = schedule.keep_recent > 1 ? n_total - recent_from : 0;
+    const int64_t n_keep = std::min<int64_t>(
+        static_cast<int64_t>(S.size()),
+        keep_count(keep, n_total, static_cast<int64_t>(S.size())) + n_recent);
+    std::vector<int32_t>& protect = scratch.protect;
+    protect.clear();
+    for (int32_t p = 0; p < n_first; ++p) protect.push_back(p);
+    for (auto p = static_cast<int32_t>(recent_from); p < n_total; ++p) protect.push_back(p);
+    select_top(std::span<const float>(scores.data(), S.size()), S, n_keep, protect,
+               scratch.select, kept);
+}
+
+void bound_revivals(std::span<const int32_t> S, std::span<const float> scores,
+                    std::span<const int32_t> live, std::span<const int16_t> depth, int layer,
+                    int max, CutScratch& scratch, std::vector<int32_t>& kept) {
+    // Candidates in kept's order (kept and live are sorted subsets of S).
+    std::vector<int32_t>& cand_pos = scratch.cand_pos;
+    std::vector<float>& cand_scores = scratch.cand_scores;
+    cand_pos.clear();
+    cand_scores.clear();
+    size_t si = 0, li = 0;
+    for (int32_t t : kept) {
+        while (S[si] < t) ++si;
+        while (li < live.size() && live[li] < t) ++li;
+        const bool is_live = li < live.size() && live[li] == t;
+        if (!is_live && depth[t] == layer) {
+            cand_pos.push_back(t);
+            cand_scores.push_back(scores[si]);
+        }
+    }
+    if (static_cast<int64_t>(cand_pos.size()) <= max) return;
+    // The `max` best, in select_top's order (the selection's: ties to the lower position, NaN
+    // as -inf); every other candidate leaves `kept` (cand_pos is a subsequence of kept, and
+    // chosen of cand_pos, all sorted).
+    std::vector<int32_t>& chosen = scratch.chosen;
+    select_top(cand_scores, cand_pos, max, {}, scratch.select, chosen);
+    size_t ci = 0, ri = 0;
+    std::erase_if(kept, [&](int32_t t) {
+        if (ci == cand_pos.size() || cand_pos[ci] != t) return false;  // not a candidate
+        ++ci;
+        if (ri < chosen.size() && chosen[ri] == t) {
+            ++ri;
+            return false;
+        }
+        return true;
+    });
+}
+
 std::vector<int32_t> select_top(std::span<const float> scores, std::span<const int32_t> positions,
                                 int64_t n_keep, std::span<const int32_t> protected_positions) {
     SelectScratch scratch;

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "prune/schedule.h"
+
 namespace lazyllm::prune {
 
 // How many tokens survive a boundary whose schedule entry is keep_fraction: keep fractions are
@@ -42,5 +44,31 @@ void select_top(std::span<const float> scores, std::span<const int32_t> position
 // scores count as -inf. O(n) (monotone deque), `out` resized to scores.size().
 void pool_scores(std::span<const float> scores, std::span<const int32_t> positions, int window,
                  std::vector<float>& out);
+
+// Buffers of select_kept and bound_revivals, reused across boundaries and steps.
+struct CutScratch {
+    SelectScratch select;
+    std::vector<float> pooled;       // [|S|] pooled scores
+    std::vector<int32_t> protect;    // protected positions (sorted)
+    std::vector<int32_t> cand_pos;   // revival candidates (sorted) and their scores
+    std::vector<float> cand_scores;
+    std::vector<int32_t> chosen;     // the candidates that revive
+};
+
+// A kSelect boundary under `schedule` (docs/design.md 1.2): the positions of S (sorted) that
+// survive a cut to the cumulative fraction `keep` of a context of n_total tokens, written
+// sorted into `kept`. With score_pool > 1, `scores` ([|S|]) is replaced by its pooled values,
+// the ones selected on. Protected: the first keep_first positions (they count toward the kept
+// amount) and the last max(1, keep_recent) (the last token always; the window comes on top of
+// the kept amount, so the question and the answer do not displace the context they ask about).
+void select_kept(const Schedule& schedule, std::span<const int32_t> S, std::vector<float>& scores,
+                 float keep, int64_t n_total, CutScratch& scratch, std::vector<int32_t>& kept);
+
+// Schedule::revive_max: drops from `kept` (a sorted subset of S) all but the `max`
+// highest-scored revival candidates: kept tokens at depth `layer` that are not live. `scores`
+// is indexed as S; `live` is sorted; depth[t] is token t's depth.
+void bound_revivals(std::span<const int32_t> S, std::span<const float> scores,
+                    std::span<const int32_t> live, std::span<const int16_t> depth, int layer,
+                    int max, CutScratch& scratch, std::vector<int32_t>& kept);
 
 }  // namespace lazyllm::prune

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "model/kv_cache.h"
 #include "model/llama_model.h"
 #include "model/profile.h"
+#include "prune/policy.h"
 #include "prune/schedule.h"
 #include "prune/select.h"
 
@@ -91,24 +93,42 @@ public:
     Session& operator=(Session&&) = default;
 
 private:
+    // The state one step's stages share.
+    struct StepCtx {
+        prune::StepInfo info;
+        StepStats& st;
+        Profile* prof;
+    };
+
     Session() = default;
-    // One stage boundary of the candidate set: the positions kept (sorted). With the schedule's
-    // score_pool > 1, `scores` ([|S|]) is replaced by its pooled values, the ones selected on.
-    std::vector<int32_t> select_at_boundary(const std::vector<int32_t>& S,
-                                            std::vector<float>& scores, float keep,
-                                            int64_t n_total);
-    // Schedule::revive_max: drops from `kept` all but the `max` highest-scored revival
-    // candidates (kept tokens at depth `layer` that are not live). `scores` is indexed as S_.
-    void bound_revivals(std::vector<int32_t>& kept, const std::vector<float>& scores, int layer,
-                        int max);
+    // step's parts, in order: append the new tokens and their embeddings; the candidate set and
+    // live rows at layer 0; GemFilter's first pass; the stages between the policy's boundaries;
+    // the last row's logits.
+    Result<prune::StepInfo> begin_step(std::span<const int32_t> tokens, Profile* prof);
+    void initial_sets(const prune::StepInfo& info);
+    Status gemfilter_first_pass(StepCtx& sc);
+    // Runs layers [start, end) on live_, keys S_. With a boundary `bd` at `end`, the cut
+    // (cross_boundary) happens inside layer end-1 and leaves S_, live_ and h_ at the next stage.
+    void run_stage(StepCtx& sc, int start, int end, float* scores, const prune::Boundary* bd);
+    // The boundary at `layer`, inside layer - 1 (see session.cpp's header).
+    TailRows cross_boundary(StepCtx& sc, const prune::Boundary& bd, int layer, const float* qkv,
+                            int64_t qkv_stride);
+    // The cut of a boundary: the positions of S_ that go on, into kept_.
+    void cut(StepCtx& sc, const prune::Boundary& bd, int layer);
+    // Appends a row (hidden state, query) to the rows that finish a boundary's layer.
+    void take_row(const float* h, const float* q);
+    // Live row li, cut at a boundary, waits in its token's Aux slot (lazy).
+    void park(size_t li, const float* qkv, int64_t qkv_stride);
     // Whether a token before this step stopped short of the last layer (it waits in its Aux
     // slot for a step that selects it).
     bool has_deferred() const;
     void check_invariants(int layer, const std::vector<int32_t>& S,
                           const std::vector<int32_t>& live, int64_t n_total) const;
+    void check_aux_slots(int64_t n_total) const;
 
     const LlamaModel* model_ = nullptr;
     SessionOptions opts_;
+    std::unique_ptr<prune::StepPolicy> policy_;
     KvCache kv_;
     ForwardScratch scratch_;
     Profile profile_;
@@ -131,13 +151,10 @@ private:
     // Per-step working buffers (reused).
     ScratchVector<float> h_, h_next_;  // GEMM outputs accumulate into h_ (tile loads/stores)
     ScratchVector<float> q_next_;      // [live rows, n_embd_q] queries of the rows past a cut
-    std::vector<float> scores_, pooled_;
-    std::vector<int32_t> live_, next_live_, S_, S_prev_;
-    std::vector<int32_t> protect_;  // select_at_boundary: the protected positions (sorted)
-    // bound_revivals: the revival candidates (positions, scores) and the ones chosen.
-    std::vector<int32_t> cand_pos_, chosen_;
-    std::vector<float> cand_scores_;
-    prune::SelectScratch select_scratch_;
+    std::vector<float> scores_;
+    std::vector<int32_t> live_, next_live_, S_, S_prev_, kept_;
+    std::vector<prune::Boundary> plan_;  // this step's boundaries
+    prune::CutScratch cut_scratch_;
 };
 
 }  // namespace lazyllm
