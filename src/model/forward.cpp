@@ -93,236 +93,294 @@ Status LlamaModel::embed(const int32_t* ids, int64_t n, float* h, Profile* prof)
     return {};
 }
 
-void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch& s,
-                                Profile* prof) const {
-    const ModelConfig& c = config_;
-    const kernels::KernelContext& ctx = opts_.ctx;
-    const int64_t n = run.n_rows;
-    const int64_t E = c.n_embd, Q = c.n_embd_q(), KV = c.n_embd_kv(), F = c.n_ff;
-    const int64_t NQKV = c.n_qkv();
-    LAZYLLM_CHECK(n > 0 && run.n_keys >= 1 && run.il_begin >= 0 && run.il_end <= c.n_layer);
-    LAZYLLM_CHECK(run.n_keys <= kv.n_ctx());
-    LAZYLLM_DCHECK(run.key_pos != nullptr || run.pos[n - 1] < run.n_keys);
-    LAZYLLM_CHECK_MSG(!(run.cut && run.last_row_out && run.il_end == c.n_layer),
-                      "a run that ends at the last layer cannot also cut its rows");
+bool Linear::forward(LinearPath path, LinearInput x, int64_t n, float* y, int64_t ldx,
+                     int64_t ldy, bool accumulate, const kernels::RowsDone* done) const {
+    switch (path) {
+        case LinearPath::kQuant:
+            quant.forward(x.f32, n, y, ldx, ldy, accumulate);
+            return false;
+        case LinearPath::kBf16:
+            return gemm.forward_bf16(x.bf16, n, y, ldx, ldy, accumulate, done);
+        case LinearPath::kF32:
+            gemm.forward(x.f32, n, y, ldx, ldy, accumulate);
+            return false;
+    }
+    return false;
+}
 
-    float* qkv = grow(s.qkv, n * NQKV);  // [n, Q + 2 KV]
+kernels::AttentionArgs LlamaModel::attention_args(const KvCache& kv, int il) const {
+    const ModelConfig& c = config_;
+    kernels::AttentionArgs a;
+    a.k = kv.k(il);
+    a.v = kv.v(il);
+    a.kv_type = kv.type();
+    a.kv_stride = c.n_embd_kv();
+    a.n_head = c.n_head;
+    a.n_head_kv = c.n_head_kv;
+    a.head_dim = c.head_dim;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    a.out_stride = c.n_embd_q();
+    return a;
+}
+
+// The state of one forward_layers call: its rows, its path and the activation buffers of that
+// path, the row hooks of the bf16 GEMMs. Each method is one named part of a layer.
+class LlamaModel::LayerPass {
+public:
+    LayerPass(const LlamaModel& m, const LayerRun& run, KvCache& kv, ForwardScratch& s,
+              Profile* prof)
+        : m_(m), c_(m.config_), run_(run), kv_(kv), s_(s), prof_(prof) {
+        const int64_t n = run.n_rows;
+        qkv_ = grow(s.qkv, n * c_.n_qkv());  // [n, Q + 2 KV]
+        step_rows_ = run.step_rows > 0 ? run.step_rows : n;
+        prepare(n);
+        // Scores (LazyLLM boundary): summed over layers [score_begin_, il_end).
+        LAZYLLM_CHECK(run.score_layers >= 1);
+        score_begin_ = std::max(run.il_begin, run.il_end - run.score_layers);
+        if (run.scores != nullptr && score_begin_ < run.il_end - 1) grow(s.score_row, run.n_keys);
+        // A key set S (pruned step) is read by row index; else keys are the prefix [0, n_keys).
+        key_pos_ = run.key_pos != nullptr ? run.key_pos : kv.iota();
+        attn_flops_ = attention_flops(run.pos, n);
+        init_hooks();
+    }
+
+    // The layer body (docs/design.md 2); the comments name what the AMX GEMM's row hooks fuse.
+    void layer(int il) {
+        const LayerWeights& w = m_.layers_[il];
+        attention_norm(w);                        // x = rmsnorm(h)
+        qkv(w, il);                               // [q|k|v] = x Wqkv^T; RoPE; K/V into the cache
+        kernels::AttentionArgs a = m_.attention_args(kv_, il);
+        score(a, il);                             // LazyLLM: the last row's head-mean attention
+        const TailRows o = tail_rows(il);         // the rows that go on past the K/V
+        attention(a, o);                          // attn = softmax(q K^T / sqrt(d)) V over S
+        attn_out(w, o);                           // h += attn Wo^T; x = rmsnorm(h) (hook)
+        ffn(w, o, il);                            // h += (silu(x Wg^T) * x Wu^T) Wdown^T
+    }
+
+private:
+    // Path and buffers for `rows` rows (again when a cut brings more rows: quant_max_rows()).
     // bf16 GEMMs take bf16 activations written directly by RMSNorm, by attention and by the
     // gate|up GEMM's fused SwiGLU (no fp32 round trip through memory); the values are the same
-    // RNE roundings the GEMM would apply.
-    // A decode step (few rows) streams every weight once for little work: it uses the 4/8-bit
-    // QuantLinear copies (fp32 activations in, quantized per block inside), prefill the GEMMs.
-    // The rows after a cut (LayerRun::cut) may outnumber the run's (revived rows join a decode
-    // step's new token): the path and buffers are then chosen again for the larger count
-    // (quant_max_rows(), llama_model.h).
-    bool quant = false, bf16 = false;
-    uint16_t *x16 = nullptr, *act16 = nullptr, *attn16 = nullptr;
-    float *x = nullptr, *attn = nullptr, *gate_up = nullptr, *act = nullptr;
-    const int64_t step_rows = run.step_rows > 0 ? run.step_rows : n;
-    auto prepare = [&](int64_t rows) {
-        quant = quantized_decode_ && step_rows <= kQuantMaxRows && rows <= quant_max_rows_;
-        bf16 = !quant && layers_[run.il_begin].qkv.is_bf16();
-        x16 = bf16 ? grow(s.x16, rows * E) : nullptr;        // [rows, E]
-        act16 = bf16 ? grow(s.act16, rows * F) : nullptr;    // [rows, F]
-        attn16 = bf16 ? grow(s.attn16, rows * Q) : nullptr;  // [rows, Q]
-        attn = bf16 ? nullptr : grow(s.attn, rows * Q);      // [rows, Q]
-        // fp32 activation buffers only where the GEMMs take fp32 (quantized decode, fp32 GEMMs).
-        x = bf16 ? nullptr : grow(s.x, rows * E);                  // [rows, E]
-        gate_up = bf16 ? nullptr : grow(s.gate_up, rows * 2 * F);  // [rows, 2F]
-        act = bf16 ? nullptr : grow(s.act, rows * F);              // [rows, F]
-    };
-    prepare(n);
-    // Scores (LazyLLM boundary): summed over layers [score_begin, il_end).
-    LAZYLLM_CHECK(run.score_layers >= 1);
-    const int score_begin = std::max(run.il_begin, run.il_end - run.score_layers);
-    if (run.scores != nullptr && score_begin < run.il_end - 1) grow(s.score_row, run.n_keys);
-    // A key set S (pruned step) is read by row index; else keys are the prefix [0, n_keys).
-    const int32_t* key_pos = run.key_pos != nullptr ? run.key_pos : kv.iota();
+    // RNE roundings the GEMM would apply. A decode step (few rows) streams every weight once
+    // for little work: it runs on the 4/8-bit copies (fp32 activations, quantized per block
+    // inside), prefill on the GEMMs.
+    void prepare(int64_t rows) {
+        const int64_t E = c_.n_embd, Q = c_.n_embd_q(), F = c_.n_ff;
+        const bool quant = m_.quantized_decode_ && step_rows_ <= kQuantMaxRows &&
+                           rows <= m_.quant_max_rows_;
+        const bool bf16 = !quant && m_.layers_[run_.il_begin].qkv.gemm.is_bf16();
+        path_ = quant ? LinearPath::kQuant : (bf16 ? LinearPath::kBf16 : LinearPath::kF32);
+        x16_ = bf16 ? grow(s_.x16, rows * E) : nullptr;        // [rows, E]
+        act16_ = bf16 ? grow(s_.act16, rows * F) : nullptr;    // [rows, F]
+        attn16_ = bf16 ? grow(s_.attn16, rows * Q) : nullptr;  // [rows, Q]
+        attn_ = bf16 ? nullptr : grow(s_.attn, rows * Q);      // [rows, Q]
+        x_ = bf16 ? nullptr : grow(s_.x, rows * E);                  // [rows, E]
+        gate_up_ = bf16 ? nullptr : grow(s_.gate_up, rows * 2 * F);  // [rows, 2F]
+        act_ = bf16 ? nullptr : grow(s_.act, rows * F);              // [rows, F]
+    }
+    bool bf16() const { return path_ == LinearPath::kBf16; }
+    LinearInput x_in() const { return {x_, x16_}; }
+
     // Attention FLOPs (profile only): QK^T and PV over the visible (query, key) pairs, i.e. the
     // keys at or before each row's position: about half of a prefix, all of it in decode.
-    auto attention_flops = [&](const int32_t* pos, int64_t rows) {
+    double attention_flops(const int32_t* pos, int64_t rows) const {
         double visible = 0.0;
-        for (int64_t i = 0; prof != nullptr && i < rows; ++i) {
-            visible += static_cast<double>(std::upper_bound(key_pos, key_pos + run.n_keys, pos[i]) -
-                                           key_pos);
+        for (int64_t i = 0; prof_ != nullptr && i < rows; ++i) {
+            visible += static_cast<double>(
+                std::upper_bound(key_pos_, key_pos_ + run_.n_keys, pos[i]) - key_pos_);
         }
-        return 4.0 * visible * c.n_head * c.head_dim;
-    };
-    const double attn_flops = attention_flops(run.pos, n);
+        return 4.0 * visible * c_.n_head * c_.head_dim;
+    }
 
     // bf16 path: the GEMMs' row hooks do the row-local work that follows them (RoPE and the
     // K/V store after qkv, the FFN norm after attn_out, the next layer's attention norm after
     // down) when the AMX kernel can (forward_bf16 says); else the passes below do it. Either
     // way the same kernels run on the same rows, so results do not change. Their time then
     // counts in the GEMM's profile entry.
-    kernels::KernelContext ctx1 = ctx;
-    ctx1.n_threads = 1;
-    QkvRows qkv_hook;
-    qkv_hook.ctx = ctx1;
-    qkv_hook.rope = &rope_;
-    qkv_hook.mode = c.rope_mode;
-    qkv_hook.qkv = qkv;
-    qkv_hook.n_qkv = NQKV;
-    qkv_hook.n_q = Q;
-    qkv_hook.n_kv = KV;
-    qkv_hook.pos = run.pos;
-    qkv_hook.n_head = c.n_head;
-    qkv_hook.n_head_kv = c.n_head_kv;
-    qkv_hook.head_dim = c.head_dim;
-    qkv_hook.kv_type = kv.type();
-    NormRows norm_hook;
-    norm_hook.ctx = ctx1;
-    norm_hook.n_embd = E;
-    norm_hook.eps = c.rms_eps;
-    const kernels::RowsDone qkv_done{&qkv_rows, &qkv_hook};
-    const kernels::RowsDone norm_done{&norm_rows, &norm_hook};
-    bool x16_ready = false;  // x16 = rmsnorm(h) for this layer's attention (the down hook)
+    void init_hooks() {
+        kernels::KernelContext ctx1 = m_.opts_.ctx;
+        ctx1.n_threads = 1;
+        qkv_hook_.ctx = ctx1;
+        qkv_hook_.rope = &m_.rope_;
+        qkv_hook_.mode = c_.rope_mode;
+        qkv_hook_.qkv = qkv_;
+        qkv_hook_.n_qkv = c_.n_qkv();
+        qkv_hook_.n_q = c_.n_embd_q();
+        qkv_hook_.n_kv = c_.n_embd_kv();
+        qkv_hook_.pos = run_.pos;
+        qkv_hook_.n_head = c_.n_head;
+        qkv_hook_.n_head_kv = c_.n_head_kv;
+        qkv_hook_.head_dim = c_.head_dim;
+        qkv_hook_.kv_type = kv_.type();
+        norm_hook_.ctx = ctx1;
+        norm_hook_.n_embd = c_.n_embd;
+        norm_hook_.eps = c_.rms_eps;
+    }
 
-    for (int il = run.il_begin; il < run.il_end; ++il) {
-        const LayerWeights& L = layers_[il];
-        if (!x16_ready) {
-            OpTimer t(prof, OpKind::kRmsNorm);
-            if (bf16) {
-                kernels::rms_norm_bf16(ctx, run.h, L.attn_norm.data(), x16, n, E, c.rms_eps);
-            } else {
-                kernels::rms_norm(ctx, run.h, L.attn_norm.data(), x, n, E, c.rms_eps);
-            }
-        }
-        void* k_cache = kv.k(il);  // [n_ctx, KV] elements of kv.type()
-        void* v_cache = kv.v(il);
-        bool qkv_hooked = false;  // RoPE and the K/V store done by the qkv GEMM's row hook
-        {
-            OpTimer t(prof, OpKind::kQkv, 2.0 * n * E * NQKV);
-            if (quant) {
-                L.qkv_q.forward(x, n, qkv);
-            } else if (bf16) {
-                qkv_hook.k_cache = k_cache;
-                qkv_hook.v_cache = v_cache;
-                qkv_hooked = L.qkv.forward_bf16(x16, n, qkv, 0, 0, false, &qkv_done);
-            } else {
-                L.qkv.forward(x, n, qkv);
-            }
-        }
-        if (!qkv_hooked) {
-            {
-                OpTimer t(prof, OpKind::kRope);
-                kernels::rope(ctx, rope_, c.rope_mode, qkv, run.pos, n, NQKV, c.n_head, c.head_dim);
-                kernels::rope(ctx, rope_, c.rope_mode, qkv + Q, run.pos, n, NQKV, c.n_head_kv,
-                              c.head_dim);
-            }
-            OpTimer t(prof, OpKind::kKvWrite);
-            kernels::kv_store_rows(ctx, kv.type(), qkv + Q, NQKV, n, KV, run.pos, k_cache, KV);
-            kernels::kv_store_rows(ctx, kv.type(), qkv + Q + KV, NQKV, n, KV, run.pos, v_cache, KV);
-        }
-        kernels::AttentionArgs a;
-        a.k = k_cache;
-        a.v = v_cache;
-        a.kv_type = kv.type();
-        a.kv_row = run.key_pos;  // cache row = position; null for the prefix (row j)
-        a.kv_pos = key_pos;
-        a.n_kv = run.n_keys;
-        a.kv_stride = KV;
-        a.n_head = c.n_head;
-        a.n_head_kv = c.n_head_kv;
-        a.head_dim = c.head_dim;
-        a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-        a.q = qkv;
-        a.q_pos = run.pos;
-        a.n_q = n;
-        a.q_stride = NQKV;
-        a.out = attn;
-        a.out16 = attn16;
-        a.out_stride = Q;
-        if (run.scores != nullptr && il >= score_begin) {
-            OpTimer t(prof, OpKind::kScore);
-            // The first scored layer writes run.scores, later ones add to it.
-            float* dst = il == score_begin ? run.scores : s.score_row.data();
-            kernels::attention_scores_head_mean(ctx, a, qkv + (n - 1) * NQKV, run.pos[n - 1], dst);
-            if (dst != run.scores) {
-                for (int64_t j = 0; j < run.n_keys; ++j) run.scores[j] += dst[j];
-            }
-        }
-        // The rows that go on through attention, Wo and the FFN: all of them; the last one
-        // alone in the narrowed last layer; or those the cut picks at the run's last layer
-        // (K/V of every row are stored above either way).
-        TailRows o{run.h, qkv, NQKV, run.pos, n};
-        double o_flops = attn_flops;
-        if (run.cut && il == run.il_end - 1) {
-            o = run.cut(qkv, NQKV);
-            LAZYLLM_CHECK(o.n_rows > 0 && o.h != nullptr && o.q != nullptr && o.pos != nullptr);
-            if (o.n_rows > n) prepare(o.n_rows);
-            o_flops = attention_flops(o.pos, o.n_rows);
-        } else if (run.last_row_out && il == c.n_layer - 1 && n > 1) {
-            o = TailRows{run.h + (n - 1) * E, qkv + (n - 1) * NQKV, NQKV, run.pos + n - 1, 1};
-            o_flops = attention_flops(o.pos, 1);
-        }
-        const int64_t n_o = o.n_rows;
-        float* h_o = o.h;
-        a.q = o.q;
-        a.q_pos = o.pos;
-        a.n_q = n_o;
-        a.q_stride = o.q_stride;
-        a.out = attn;  // chosen again if the cut grew the rows
-        a.out16 = attn16;
-        {
-            OpTimer t(prof, OpKind::kAttention, o_flops);
-            kernels::attention(ctx, a);
-        }
-        bool ffn_norm_hooked = false;  // x16 = rmsnorm(h, ffn_norm) done by wo's row hook
-        norm_hook.h = h_o;
-        norm_hook.x16 = x16;
-        {
-            OpTimer t(prof, OpKind::kAttnOut, 2.0 * n_o * Q * E);
-            if (quant) {
-                L.wo_q.forward(attn, n_o, h_o, Q, E, /*accumulate=*/true);
-            } else if (bf16) {
-                norm_hook.w = L.ffn_norm.data();
-                ffn_norm_hooked =
-                    L.wo.forward_bf16(attn16, n_o, h_o, Q, E, /*accumulate=*/true, &norm_done);
-            } else {
-                L.wo.forward(attn, n_o, h_o, Q, E, /*accumulate=*/true);
-            }
-        }
-        if (!ffn_norm_hooked) {
-            OpTimer t(prof, OpKind::kRmsNorm);
-            if (bf16) {
-                kernels::rms_norm_bf16(ctx, h_o, L.ffn_norm.data(), x16, n_o, E, c.rms_eps);
-            } else {
-                kernels::rms_norm(ctx, h_o, L.ffn_norm.data(), x, n_o, E, c.rms_eps);
-            }
-        }
-        if (bf16) {
-            // One GEMM with SwiGLU fused into its output stage on the AMX backend (the fp32
-            // gate/up rows are never written); GEMM + swiglu_bf16 inside on the others.
-            OpTimer t(prof, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
-            L.gate_up.forward_swiglu_bf16(x16, n_o, act16);
+    // x (or x16) = rmsnorm(h, w) over n rows of h.
+    void norm(const float* h, const std::vector<float>& w, int64_t n) {
+        OpTimer t(prof_, OpKind::kRmsNorm);
+        const kernels::KernelContext& ctx = m_.opts_.ctx;
+        if (bf16()) {
+            kernels::rms_norm_bf16(ctx, h, w.data(), x16_, n, c_.n_embd, c_.rms_eps);
         } else {
-            {
-                OpTimer t(prof, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
-                if (quant) {
-                    L.gate_up_q.forward(x, n_o, gate_up);
-                } else {
-                    L.gate_up.forward(x, n_o, gate_up);
-                }
-            }
-            OpTimer t(prof, OpKind::kSwiglu);
-            kernels::swiglu(ctx, gate_up, act, n_o, F);
-        }
-        {
-            OpTimer t(prof, OpKind::kDown, 2.0 * n_o * F * E);
-            if (quant) {
-                L.down_q.forward(act, n_o, h_o, F, E, /*accumulate=*/true);
-            } else if (bf16) {
-                // The next layer's attention norm, if this call runs it.
-                const bool next = il + 1 < run.il_end;
-                if (next) norm_hook.w = layers_[il + 1].attn_norm.data();
-                x16_ready = L.down.forward_bf16(act16, n_o, h_o, F, E, /*accumulate=*/true,
-                                                next ? &norm_done : nullptr);
-            } else {
-                L.down.forward(act, n_o, h_o, F, E, /*accumulate=*/true);
-            }
+            kernels::rms_norm(ctx, h, w.data(), x_, n, c_.n_embd, c_.rms_eps);
         }
     }
+
+    void attention_norm(const LayerWeights& w) {
+        if (!x16_ready_) norm(run_.h, w.attn_norm, run_.n_rows);
+    }
+
+    void qkv(const LayerWeights& w, int il) {
+        const kernels::KernelContext& ctx = m_.opts_.ctx;
+        const int64_t n = run_.n_rows, NQKV = c_.n_qkv(), Q = c_.n_embd_q(), KV = c_.n_embd_kv();
+        void* k_cache = kv_.k(il);  // [n_ctx, KV] elements of kv.type()
+        void* v_cache = kv_.v(il);
+        qkv_hook_.k_cache = k_cache;
+        qkv_hook_.v_cache = v_cache;
+        const kernels::RowsDone done{&qkv_rows, &qkv_hook_};
+        bool hooked = false;  // RoPE and the K/V store done by the qkv GEMM's row hook
+        {
+            OpTimer t(prof_, OpKind::kQkv, 2.0 * n * c_.n_embd * NQKV);
+            hooked = w.qkv.forward(path_, x_in(), n, qkv_, 0, 0, false, bf16() ? &done : nullptr);
+        }
+        if (hooked) return;
+        {
+            OpTimer t(prof_, OpKind::kRope);
+            kernels::rope(ctx, m_.rope_, c_.rope_mode, qkv_, run_.pos, n, NQKV, c_.n_head,
+                          c_.head_dim);
+            kernels::rope(ctx, m_.rope_, c_.rope_mode, qkv_ + Q, run_.pos, n, NQKV, c_.n_head_kv,
+                          c_.head_dim);
+        }
+        OpTimer t(prof_, OpKind::kKvWrite);
+        kernels::kv_store_rows(ctx, kv_.type(), qkv_ + Q, NQKV, n, KV, run_.pos, k_cache, KV);
+        kernels::kv_store_rows(ctx, kv_.type(), qkv_ + Q + KV, NQKV, n, KV, run_.pos, v_cache, KV);
+    }
+
+    // LazyLLM's importance at a boundary: the first scored layer writes run.scores, later ones
+    // add to it. `a` gets the run's keys and queries here.
+    void score(kernels::AttentionArgs& a, int il) {
+        const int64_t n = run_.n_rows, NQKV = c_.n_qkv();
+        a.kv_row = run_.key_pos;  // cache row = position; null for the prefix (row j)
+        a.kv_pos = key_pos_;
+        a.n_kv = run_.n_keys;
+        a.q = qkv_;
+        a.q_pos = run_.pos;
+        a.n_q = n;
+        a.q_stride = NQKV;
+        a.out = attn_;
+        a.out16 = attn16_;
+        if (run_.scores == nullptr || il < score_begin_) return;
+        OpTimer t(prof_, OpKind::kScore);
+        float* dst = il == score_begin_ ? run_.scores : s_.score_row.data();
+        kernels::attention_scores_head_mean(m_.opts_.ctx, a, qkv_ + (n - 1) * NQKV,
+                                            run_.pos[n - 1], dst);
+        if (dst != run_.scores) {
+            for (int64_t j = 0; j < run_.n_keys; ++j) run_.scores[j] += dst[j];
+        }
+    }
+
+    // The rows that go on through attention, Wo and the FFN: all of them; the last one alone in
+    // the narrowed last layer; or those the cut picks at the run's last layer (K/V of every row
+    // are stored either way).
+    TailRows tail_rows(int il) {
+        const int64_t n = run_.n_rows, E = c_.n_embd, NQKV = c_.n_qkv();
+        o_flops_ = attn_flops_;
+        if (run_.cut && il == run_.il_end - 1) {
+            const TailRows o = run_.cut(qkv_, NQKV);
+            LAZYLLM_CHECK(o.n_rows > 0 && o.h != nullptr && o.q != nullptr && o.pos != nullptr);
+            if (o.n_rows > n) prepare(o.n_rows);
+            o_flops_ = attention_flops(o.pos, o.n_rows);
+            return o;
+        }
+        if (run_.last_row_out && il == c_.n_layer - 1 && n > 1) {
+            o_flops_ = attention_flops(run_.pos + n - 1, 1);
+            return TailRows{run_.h + (n - 1) * E, qkv_ + (n - 1) * NQKV, NQKV, run_.pos + n - 1, 1};
+        }
+        return TailRows{run_.h, qkv_, NQKV, run_.pos, n};
+    }
+
+    void attention(kernels::AttentionArgs& a, const TailRows& o) {
+        a.q = o.q;
+        a.q_pos = o.pos;
+        a.n_q = o.n_rows;
+        a.q_stride = o.q_stride;
+        a.out = attn_;  // chosen again if the cut grew the rows
+        a.out16 = attn16_;
+        OpTimer t(prof_, OpKind::kAttention, o_flops_);
+        kernels::attention(m_.opts_.ctx, a);
+    }
+
+    void attn_out(const LayerWeights& w, const TailRows& o) {
+        const int64_t Q = c_.n_embd_q(), E = c_.n_embd;
+        norm_hook_.h = o.h;
+        norm_hook_.x16 = x16_;
+        norm_hook_.w = w.ffn_norm.data();
+        const kernels::RowsDone done{&norm_rows, &norm_hook_};
+        bool hooked = false;  // x16 = rmsnorm(h, ffn_norm) done by wo's row hook
+        {
+            OpTimer t(prof_, OpKind::kAttnOut, 2.0 * o.n_rows * Q * E);
+            hooked = w.wo.forward(path_, {attn_, attn16_}, o.n_rows, o.h, Q, E,
+                                  /*accumulate=*/true, bf16() ? &done : nullptr);
+        }
+        if (!hooked) norm(o.h, w.ffn_norm, o.n_rows);
+    }
+
+    void ffn(const LayerWeights& w, const TailRows& o, int il) {
+        const int64_t n_o = o.n_rows, E = c_.n_embd, F = c_.n_ff;
+        if (bf16()) {
+            // One GEMM with SwiGLU fused into its output stage on the AMX backend (the fp32
+            // gate/up rows are never written); GEMM + swiglu_bf16 inside on the others.
+            OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
+            w.gate_up.gemm.forward_swiglu_bf16(x16_, n_o, act16_);
+        } else {
+            {
+                OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
+                w.gate_up.forward(path_, x_in(), n_o, gate_up_);
+            }
+            OpTimer t(prof_, OpKind::kSwiglu);
+            kernels::swiglu(m_.opts_.ctx, gate_up_, act_, n_o, F);
+        }
+        // The next layer's attention norm, if this call runs it (bf16 path, down's row hook).
+        const bool next = il + 1 < run_.il_end;
+        if (next) norm_hook_.w = m_.layers_[il + 1].attn_norm.data();
+        const kernels::RowsDone done{&norm_rows, &norm_hook_};
+        OpTimer t(prof_, OpKind::kDown, 2.0 * n_o * F * E);
+        const bool hooked = w.down.forward(path_, {act_, act16_}, n_o, o.h, F, E,
+                                           /*accumulate=*/true, bf16() && next ? &done : nullptr);
+        x16_ready_ = bf16() && hooked;
+    }
+
+    const LlamaModel& m_;
+    const ModelConfig& c_;
+    const LayerRun& run_;
+    KvCache& kv_;
+    ForwardScratch& s_;
+    Profile* prof_;
+    LinearPath path_ = LinearPath::kF32;
+    int64_t step_rows_ = 0;
+    int score_begin_ = 0;
+    const int32_t* key_pos_ = nullptr;
+    double attn_flops_ = 0.0, o_flops_ = 0.0;
+    float* qkv_ = nullptr;
+    uint16_t *x16_ = nullptr, *act16_ = nullptr, *attn16_ = nullptr;
+    float *x_ = nullptr, *attn_ = nullptr, *gate_up_ = nullptr, *act_ = nullptr;
+    QkvRows qkv_hook_;
+    NormRows norm_hook_;
+    bool x16_ready_ = false;  // x16 = rmsnorm(h) for this layer's attention (the down hook)
+};
+
+void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch& s,
+                                Profile* prof) const {
+    LAZYLLM_CHECK(run.n_rows > 0 && run.n_keys >= 1 && run.il_begin >= 0 &&
+                  run.il_end <= config_.n_layer);
+    LAZYLLM_CHECK(run.n_keys <= kv.n_ctx());
+    LAZYLLM_DCHECK(run.key_pos != nullptr || run.pos[run.n_rows - 1] < run.n_keys);
+    LAZYLLM_CHECK_MSG(!(run.cut && run.last_row_out && run.il_end == config_.n_layer),
+                      "a run that ends at the last layer cannot also cut its rows");
+    LayerPass pass(*this, run, kv, s, prof);
+    for (int il = run.il_begin; il < run.il_end; ++il) pass.layer(il);
 }
 
 void LlamaModel::logits(const float* h_row, int64_t step_rows, float* out, ForwardScratch& s,
@@ -330,11 +388,9 @@ void LlamaModel::logits(const float* h_row, int64_t step_rows, float* out, Forwa
     OpTimer t(prof, OpKind::kLmHead, 2.0 * config_.n_embd * config_.n_vocab);
     float* x = grow(s.logits_row, config_.n_embd);
     kernels::rms_norm(opts_.ctx, h_row, output_norm_.data(), x, 1, config_.n_embd, config_.rms_eps);
-    if (quantized_decode_ && step_rows <= kQuantMaxRows) {
-        lm_head_q_.forward(x, 1, out);
-    } else {
-        lm_head_.forward(x, 1, out);
-    }
+    // fp32 activations into the prefill weights (they convert them where those are bf16).
+    const bool quant = quantized_decode_ && step_rows <= kQuantMaxRows;
+    lm_head_.forward(quant ? LinearPath::kQuant : LinearPath::kF32, {x, nullptr}, 1, out);
 }
 
 }  // namespace lazyllm

@@ -33,42 +33,33 @@ void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* con
     for (int il = 0; il < c.n_layer; ++il) {
         const LayerWeights& L = layers_[il];
         kernels::rms_norm(ctx, h, L.attn_norm.data(), x, n, E, c.rms_eps);
-        L.qkv_q.forward(x, n, qkv);
+        L.qkv.quant.forward(x, n, qkv);
         kernels::rope(ctx, rope_, c.rope_mode, qkv, pos, n, NQKV, c.n_head, c.head_dim);
         kernels::rope(ctx, rope_, c.rope_mode, qkv + Q, pos, n, NQKV, c.n_head_kv, c.head_dim);
         for (int64_t i = 0; i < n; ++i) {
             float* row = qkv + i * NQKV;
             kernels::kv_store_rows(ctx, kv_type, row + Q, NQKV, 1, KV, pos + i, kvs[i]->k(il), KV);
             kernels::kv_store_rows(ctx, kv_type, row + Q + KV, NQKV, 1, KV, pos + i, kvs[i]->v(il), KV);
-            kernels::AttentionArgs a;
-            a.k = kvs[i]->k(il);
-            a.v = kvs[i]->v(il);
-            a.kv_type = kv_type;
+            kernels::AttentionArgs a = attention_args(*kvs[i], il);
             a.kv_row = nullptr;  // the prefix [0, pos]: cache row j is position j
             a.kv_pos = kvs[i]->iota();
             a.n_kv = pos[i] + 1;
-            a.kv_stride = KV;
-            a.n_head = c.n_head;
-            a.n_head_kv = c.n_head_kv;
-            a.head_dim = c.head_dim;
-            a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
             a.q = row;
             a.q_pos = pos + i;
             a.n_q = 1;
             a.q_stride = NQKV;
             a.out = attn + i * Q;
             a.out16 = nullptr;
-            a.out_stride = Q;
             kernels::attention(ctx, a);
         }
-        L.wo_q.forward(attn, n, h, Q, E, /*accumulate=*/true);
+        L.wo.quant.forward(attn, n, h, Q, E, /*accumulate=*/true);
         kernels::rms_norm(ctx, h, L.ffn_norm.data(), x, n, E, c.rms_eps);
-        L.gate_up_q.forward(x, n, gate_up);
+        L.gate_up.quant.forward(x, n, gate_up);
         kernels::swiglu(ctx, gate_up, act, n, F);
-        L.down_q.forward(act, n, h, F, E, /*accumulate=*/true);
+        L.down.quant.forward(act, n, h, F, E, /*accumulate=*/true);
     }
     kernels::rms_norm(ctx, h, output_norm_.data(), x, n, E, c.rms_eps);
-    lm_head_q_.forward(x, n, logits);
+    lm_head_.quant.forward(x, n, logits);
 }
 
 }  // namespace lazyllm

@@ -114,110 +114,94 @@ Status LlamaModel::load_weights() {
     token_embd_type_ = embd->type;
     token_embd_row_bytes_ = static_cast<size_t>(E / traits->block_size) * traits->type_size;
 
-    auto pack = [&](const std::vector<float>& w, int64_t n_out, int64_t n_in, const float* bias,
-                    kernels::GemmLayout layout =
-                        kernels::GemmLayout::kPlain) -> Result<kernels::PackedLinear> {
-        return kernels::PackedLinear::create(opts_.ctx, w.data(), n_out, n_in, bias,
-                                             opts_.precision, layout);
-    };
-
     // The quantized decode copies need whole 32-blocks along every n_in (n_embd, n_embd_q, n_ff)
     // and QuantLinear's fast path (AVX-512 VNNI or AVX2); without them (or on the exact fp32
     // path) decode uses the GEMM weights.
     quantized_decode_ = opts_.quantized_decode && opts_.precision != kernels::GemmPrecision::kF32 &&
                         kernels::QuantLinear::has_fast_path(opts_.ctx) && E % 32 == 0 &&
                         Q % 32 == 0 && F % 32 == 0;
-    // Errors carry `what`, the (fused) matrix's name, as context.
-    auto quant = [&](std::string_view what, std::initializer_list<std::string> tensors,
-                     const std::vector<float>& w, int64_t n_in, const float* bias,
-                     kernels::QuantLinear& out) -> Status {
-        if (!quantized_decode_) return {};
-        auto q = make_quant(opts_.ctx, gguf_, tensors, w, n_in, bias);
-        if (!q.ok()) return q.error().with_context(std::string(what));
-        out = std::move(q).value();
-        return {};
-    };
 
     layers_.resize(c.n_layer);
     for (int il = 0; il < c.n_layer; ++il) {
         LayerWeights& L = layers_[il];
         auto name = [&](std::string_view what) { return names::blk(il, what); };
-        LAZYLLM_ASSIGN_OR_RETURN(L.attn_norm, read_tensor_f32(gguf_, name(names::kAttnNorm), {E}, isa));
-        LAZYLLM_ASSIGN_OR_RETURN(L.ffn_norm, read_tensor_f32(gguf_, name(names::kFfnNorm), {E}, isa));
+        auto read = [&](std::string_view what, std::vector<int64_t> shape) {
+            return read_tensor_f32(gguf_, name(what), std::move(shape), isa);
+        };
+        LAZYLLM_ASSIGN_OR_RETURN(L.attn_norm, read(names::kAttnNorm, {E}));
+        LAZYLLM_ASSIGN_OR_RETURN(L.ffn_norm, read(names::kFfnNorm, {E}));
         {
-            LAZYLLM_ASSIGN_OR_RETURN(auto wq, read_tensor_f32(gguf_, name(names::kAttnQ), {E, Q}, isa));
-            LAZYLLM_ASSIGN_OR_RETURN(auto wk, read_tensor_f32(gguf_, name(names::kAttnK), {E, KV}, isa));
-            LAZYLLM_ASSIGN_OR_RETURN(auto wv, read_tensor_f32(gguf_, name(names::kAttnV), {E, KV}, isa));
+            LAZYLLM_ASSIGN_OR_RETURN(auto wq, read(names::kAttnQ, {E, Q}));
+            LAZYLLM_ASSIGN_OR_RETURN(auto wk, read(names::kAttnK, {E, KV}));
+            LAZYLLM_ASSIGN_OR_RETURN(auto wv, read(names::kAttnV, {E, KV}));
             std::vector<float> bias;
             if (c.qkv_bias) {
-                LAZYLLM_ASSIGN_OR_RETURN(auto bq, read_tensor_f32(gguf_, name(names::kAttnQBias), {Q}, isa));
-                LAZYLLM_ASSIGN_OR_RETURN(auto bk, read_tensor_f32(gguf_, name(names::kAttnKBias), {KV}, isa));
-                LAZYLLM_ASSIGN_OR_RETURN(auto bv, read_tensor_f32(gguf_, name(names::kAttnVBias), {KV}, isa));
+                LAZYLLM_ASSIGN_OR_RETURN(auto bq, read(names::kAttnQBias, {Q}));
+                LAZYLLM_ASSIGN_OR_RETURN(auto bk, read(names::kAttnKBias, {KV}));
+                LAZYLLM_ASSIGN_OR_RETURN(auto bv, read(names::kAttnVBias, {KV}));
                 bias = concat_rows({&bq, &bk, &bv});
             }
-            const auto wqkv = concat_rows({&wq, &wk, &wv});
-            auto p = pack(wqkv, Q + 2 * KV, E, c.qkv_bias ? bias.data() : nullptr);
-            if (!p.ok()) return p.error().with_context(name("attn_qkv"));
-            L.qkv = std::move(p).value();
-            LAZYLLM_TRY(quant(name("attn_qkv"),
-                              {name(names::kAttnQ), name(names::kAttnK), name(names::kAttnV)}, wqkv,
-                              E, c.qkv_bias ? bias.data() : nullptr, L.qkv_q));
+            LAZYLLM_TRY(make_linear(name("attn_qkv"),
+                                    {name(names::kAttnQ), name(names::kAttnK), name(names::kAttnV)},
+                                    concat_rows({&wq, &wk, &wv}), Q + 2 * KV, E,
+                                    c.qkv_bias ? bias.data() : nullptr, kernels::GemmLayout::kPlain,
+                                    L.qkv));
         }
         {
-            LAZYLLM_ASSIGN_OR_RETURN(auto wo, read_tensor_f32(gguf_, name(names::kAttnOutput), {Q, E}, isa));
-            auto p = pack(wo, E, Q, nullptr);
-            if (!p.ok()) return p.error().with_context(name(names::kAttnOutput));
-            L.wo = std::move(p).value();
-            LAZYLLM_TRY(quant(name(names::kAttnOutput), {name(names::kAttnOutput)}, wo, Q, nullptr,
-                              L.wo_q));
+            LAZYLLM_ASSIGN_OR_RETURN(auto wo, read(names::kAttnOutput, {Q, E}));
+            LAZYLLM_TRY(make_linear(name(names::kAttnOutput), {name(names::kAttnOutput)}, wo, E, Q,
+                                    nullptr, kernels::GemmLayout::kPlain, L.wo));
         }
         {
-            LAZYLLM_ASSIGN_OR_RETURN(auto wg, read_tensor_f32(gguf_, name(names::kFfnGate), {E, F}, isa));
-            LAZYLLM_ASSIGN_OR_RETURN(auto wu, read_tensor_f32(gguf_, name(names::kFfnUp), {E, F}, isa));
-            const auto wgu = concat_rows({&wg, &wu});
-            auto p = pack(wgu, 2 * F, E, nullptr, kernels::GemmLayout::kSwiGlu);
-            if (!p.ok()) return p.error().with_context(name("ffn_gate_up"));
-            L.gate_up = std::move(p).value();
-            LAZYLLM_TRY(quant(name("ffn_gate_up"), {name(names::kFfnGate), name(names::kFfnUp)},
-                              wgu, E, nullptr, L.gate_up_q));
+            LAZYLLM_ASSIGN_OR_RETURN(auto wg, read(names::kFfnGate, {E, F}));
+            LAZYLLM_ASSIGN_OR_RETURN(auto wu, read(names::kFfnUp, {E, F}));
+            LAZYLLM_TRY(make_linear(name("ffn_gate_up"), {name(names::kFfnGate), name(names::kFfnUp)},
+                                    concat_rows({&wg, &wu}), 2 * F, E, nullptr,
+                                    kernels::GemmLayout::kSwiGlu, L.gate_up));
         }
         {
-            LAZYLLM_ASSIGN_OR_RETURN(auto wd, read_tensor_f32(gguf_, name(names::kFfnDown), {F, E}, isa));
-            auto p = pack(wd, E, F, nullptr);
-            if (!p.ok()) return p.error().with_context(name(names::kFfnDown));
-            L.down = std::move(p).value();
-            LAZYLLM_TRY(
-                quant(name(names::kFfnDown), {name(names::kFfnDown)}, wd, F, nullptr, L.down_q));
+            LAZYLLM_ASSIGN_OR_RETURN(auto wd, read(names::kFfnDown, {F, E}));
+            LAZYLLM_TRY(make_linear(name(names::kFfnDown), {name(names::kFfnDown)}, wd, E, F,
+                                    nullptr, kernels::GemmLayout::kPlain, L.down));
         }
     }
     LAZYLLM_ASSIGN_OR_RETURN(output_norm_, read_tensor_f32(gguf_, std::string(names::kOutputNorm), {E}, isa));
     {
         const std::string head_name(c.tied_embeddings ? names::kTokenEmbd : names::kOutput);
         LAZYLLM_ASSIGN_OR_RETURN(auto w, read_tensor_f32(gguf_, head_name, {E, c.n_vocab}, isa));
-        auto p = pack(w, c.n_vocab, E, nullptr);
-        if (!p.ok()) return p.error().with_context(head_name);
-        lm_head_ = std::move(p).value();
-        LAZYLLM_TRY(quant(head_name, {head_name}, w, E, nullptr, lm_head_q_));
+        LAZYLLM_TRY(make_linear(head_name, {head_name}, w, c.n_vocab, E, nullptr,
+                                kernels::GemmLayout::kPlain, lm_head_));
     }
     // How far a decode step's rows (revivals included) stay on the quantized weights depends
     // on what the GEMMs they would go to are (llama_model.h).
-    quant_max_rows_ = !layers_.empty() && layers_[0].gate_up.backend() == kernels::GemmBackend::kAvx2
+    quant_max_rows_ = !layers_.empty() && layers_[0].gate_up.gemm.backend() == kernels::GemmBackend::kAvx2
                           ? kQuantMaxRowsAvx2
                           : kQuantMaxRows;
     return {};
 }
 
-bool LlamaModel::gemm_bf16() const { return lm_head_.is_bf16(); }
+Status LlamaModel::make_linear(std::string_view what, std::initializer_list<std::string> tensors,
+                               const std::vector<float>& w, int64_t n_out, int64_t n_in,
+                               const float* bias, kernels::GemmLayout layout, Linear& out) const {
+    auto p = kernels::PackedLinear::create(opts_.ctx, w.data(), n_out, n_in, bias, opts_.precision,
+                                           layout);
+    if (!p.ok()) return p.error().with_context(std::string(what));
+    out.gemm = std::move(p).value();
+    if (!quantized_decode_) return {};
+    auto q = make_quant(opts_.ctx, gguf_, tensors, w, n_in, bias);
+    if (!q.ok()) return q.error().with_context(std::string(what));
+    out.quant = std::move(q).value();
+    return {};
+}
+
+bool LlamaModel::gemm_bf16() const { return lm_head_.gemm.is_bf16(); }
 
 size_t LlamaModel::weight_bytes() const {
     // The QuantLinear copies count 0 bytes when empty (no quantized decode).
-    size_t total = lm_head_.weight_bytes() + lm_head_q_.weight_bytes() +
-                   output_norm_.size() * sizeof(float);
+    size_t total = lm_head_.weight_bytes() + output_norm_.size() * sizeof(float);
     for (const auto& L : layers_) {
         total += L.qkv.weight_bytes() + L.wo.weight_bytes() + L.gate_up.weight_bytes() +
                  L.down.weight_bytes() + (L.attn_norm.size() + L.ffn_norm.size()) * sizeof(float);
-        total += L.qkv_q.weight_bytes() + L.wo_q.weight_bytes() + L.gate_up_q.weight_bytes() +
-                 L.down_q.weight_bytes();
     }
     return total;
 }

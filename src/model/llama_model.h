@@ -7,10 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/scratch.h"
+#include "kernels/attention.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
@@ -47,16 +50,39 @@ inline constexpr int64_t kQuantMaxRows = 8;
 // cache; 256 covers the revivals of a decode step after a long prompt.
 inline constexpr int64_t kQuantMaxRowsAvx2 = 256;
 
+// The path a run's linear layers take, chosen once per run (forward.cpp): decode-sized steps
+// on the GGUF's own blocks (kQuant), else the prefill GEMM weights, bf16 or fp32 as converted
+// at load.
+enum class LinearPath { kQuant, kBf16, kF32 };
+
+// (kF32: fp32 activations into the GEMM weights, which convert them where those are bf16.)
+// A linear layer's input on its path: fp32 rows (kQuant, kF32) or bf16 rows (kBf16).
+struct LinearInput {
+    const float* f32 = nullptr;
+    const uint16_t* bf16 = nullptr;
+};
+
+// One linear layer: the prefill GEMM weights (bf16 or fp32, fixed at load) and the same matrix
+// as QuantLinear for decode steps (empty when LlamaModel::quantized_decode() is false).
+struct Linear {
+    kernels::PackedLinear gemm;
+    kernels::QuantLinear quant;
+
+    // y[n, :] = x W^T (accumulate: y += x W^T), leading dimensions ldx / ldy (0: dense). On the
+    // bf16 path `done` runs on finished rows where the GEMM can; returns whether it did.
+    bool forward(LinearPath path, LinearInput x, int64_t n, float* y, int64_t ldx = 0,
+                 int64_t ldy = 0, bool accumulate = false,
+                 const kernels::RowsDone* done = nullptr) const;
+    size_t weight_bytes() const { return gemm.weight_bytes() + quant.weight_bytes(); }
+};
+
 struct LayerWeights {
-    std::vector<float> attn_norm;   // [n_embd]
-    std::vector<float> ffn_norm;    // [n_embd]
-    kernels::PackedLinear qkv;      // [n_qkv, n_embd]: q, k, v rows fused (+ qwen2 biases)
-    kernels::PackedLinear wo;       // [n_embd, n_embd_q]
-    kernels::PackedLinear gate_up;  // [2*n_ff, n_embd]: gate rows then up rows
-    kernels::PackedLinear down;     // [n_embd, n_ff]
-    // The same four matrices as QuantLinear for decode steps (kQuantMaxRows; empty when
-    // LlamaModel::quantized_decode() is false).
-    kernels::QuantLinear qkv_q, wo_q, gate_up_q, down_q;
+    std::vector<float> attn_norm;  // [n_embd]
+    std::vector<float> ffn_norm;   // [n_embd]
+    Linear qkv;      // [n_qkv, n_embd]: q, k, v rows fused (+ qwen2 biases)
+    Linear wo;       // [n_embd, n_embd_q]
+    Linear gate_up;  // [2*n_ff, n_embd]: gate rows then up rows
+    Linear down;     // [n_embd, n_ff]
 };
 
 // Working buffers of one forward, grown on demand and reused (no allocation in steady state).
@@ -164,8 +190,18 @@ public:
                 Profile* prof = nullptr) const;
 
 private:
+    class LayerPass;  // one forward_layers call (forward.cpp)
+
     LlamaModel() = default;
+    // The attention arguments every layer shares: its K/V cache, head counts and scale (the
+    // keys, queries and outputs are the caller's).
+    kernels::AttentionArgs attention_args(const KvCache& kv, int il) const;
     Status load_weights();
+    // `out` from the fused matrix w ([n_out, n_in], the GGUF tensors `tensors` row-concatenated):
+    // the GEMM weights, and the quantized copy where quantized_decode_. Errors name `what`.
+    Status make_linear(std::string_view what, std::initializer_list<std::string> tensors,
+                       const std::vector<float>& w, int64_t n_out, int64_t n_in, const float* bias,
+                       kernels::GemmLayout layout, Linear& out) const;
 
     GgufFile gguf_;
     ModelConfig config_;
@@ -173,8 +209,7 @@ private:
     kernels::RopeTable rope_;
     std::vector<LayerWeights> layers_;
     std::vector<float> output_norm_;  // [n_embd]
-    kernels::PackedLinear lm_head_;   // [n_vocab, n_embd]
-    kernels::QuantLinear lm_head_q_;  // [n_vocab, n_embd] when quantized_decode_
+    Linear lm_head_;                  // [n_vocab, n_embd]
     bool quantized_decode_ = false;
     int64_t quant_max_rows_ = kQuantMaxRows;
     const uint8_t* token_embd_ = nullptr;  // quantized rows in the mmap

@@ -76,7 +76,7 @@ void check_against_reference(const Case& c, double tol) {
     const auto ids = random_ids(n, cfg.n_vocab, 7);
 
     auto gguf = GgufFile::open(path).value();
-    testing::ReferenceForward ref(gguf);
+    const ReferenceForward ref = ReferenceForward::create(gguf).value();
     const auto want = ref.run(ids);  // [n, n_vocab]
 
     KvCache kv(cfg.n_layer, 64, cfg.n_embd_kv(),
