@@ -145,7 +145,7 @@ Result<std::vector<Sample>> make_suite(const SuiteSpec& spec, const Tokenizer& t
 }
 
 Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& names,
-                                                const PruneOptions& schedule) {
+                                                const PruneOptions& schedule, int n_layer) {
     static constexpr std::string_view kKnown[] = {"full",   "lazy",   "lazy:safe", "lazy:fast",
                                                   "static", "random", "gemfilter"};
     std::vector<PolicyRun> runs;
@@ -159,16 +159,16 @@ Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& 
             PolicyRun r;
             r.name = name;
             r.prune = schedule;
-            r.prune.policy = name.substr(0, at);
-            r.prune.layers.clear();
-            r.prune.keep.clear();
-            r.prune.schedule_file = name.substr(at + 1);
-            if (r.prune.policy == "full" || r.prune.schedule_file.empty()) {
+            const std::string policy = name.substr(0, at), file = name.substr(at + 1);
+            auto parsed = parse_policy(policy);
+            if (!parsed.ok() || *parsed == Policy::kFull || file.empty()) {
                 return make_error(ErrorCode::kInvalidArgument,
                                   "policy '{}': POLICY@FILE names a pruning policy and a schedule "
                                   "file",
                                   name);
             }
+            r.prune.policy = *parsed;
+            LAZYLLM_ASSIGN_OR_RETURN(r.prune.schedule, load_schedule_file(file, n_layer));
             runs.push_back(std::move(r));
             continue;
         }
@@ -185,8 +185,10 @@ Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& 
         r.name = name;
         if (name != "full") r.prune = schedule;
         const size_t colon = name.find(':');  // lazy:fast -> lazy with the fast preset
-        r.prune.policy = name.substr(0, colon);
-        if (colon != std::string::npos) r.prune.preset = name.substr(colon + 1);
+        LAZYLLM_ASSIGN_OR_RETURN(r.prune.policy, parse_policy(name.substr(0, colon)));
+        if (colon != std::string::npos) {
+            LAZYLLM_ASSIGN_OR_RETURN(r.prune.preset, parse_preset(name.substr(colon + 1)));
+        }
         r.prune.seed = schedule.seed;
         if (name == "full") {
             runs.insert(runs.begin(), std::move(r));

@@ -46,16 +46,16 @@ Result<std::vector<Sample>> make_suite(const SuiteSpec& spec, const Tokenizer& t
 
 struct PolicyRun {
     std::string name;    // full | lazy | static | random | gemfilter
-    PruneOptions prune;  // prune.policy == name
+    PruneOptions prune;  // the policy and schedule `name` stands for
 };
 // One run per name, in the given order but with "full" moved first. Non-full policies take the
 // schedule fields of `schedule` (all of PruneOptions: layers, keep, schedule file, keep_first,
 // prune_decode, score shaping, revive_max, seed);
 // full takes none. "lazy:safe" / "lazy:fast" are lazy with that preset; "POLICY@FILE" is the
 // policy with that schedule file (to compare schedules in one run). Errors for unknown or
-// repeated names.
+// repeated names. Schedule files are read for a model of n_layer layers.
 Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& names,
-                                                const PruneOptions& schedule);
+                                                const PruneOptions& schedule, int n_layer);
 
 struct PreparedPrompt {
     std::string text;          // after chat wrapping

@@ -306,18 +306,8 @@ Result<TuneSampleResult> EngineTuneEvaluator::evaluate(const prune::Schedule* sc
     }
     PolicyRun policy;
     policy.name = schedule ? "lazy" : "full";
-    policy.prune.policy = policy.name;
-    if (schedule) {
-        policy.prune.layers = layers_string(*schedule);
-        policy.prune.keep = keep_string(*schedule);
-        policy.prune.keep_first = schedule->keep_first;
-        policy.prune.keep_recent = schedule->keep_recent;
-        policy.prune.min_context = schedule->min_context;
-        policy.prune.prune_decode = schedule->prune_decode ? 1 : 0;
-        policy.prune.score_layers = schedule->score_layers;
-        policy.prune.score_pool = schedule->score_pool;
-        policy.prune.revive_max = schedule->revive_max;
-    }
+    policy.prune.policy = schedule ? Policy::kLazy : Policy::kFull;
+    if (schedule) policy.prune.schedule = *schedule;
     const size_t k = static_cast<size_t>(i);
     LAZYLLM_ASSIGN_OR_RETURN(SampleRecord rec,
                              evaluate_one(*engine_, samples_[k], prompts_[k], policy));

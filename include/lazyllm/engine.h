@@ -14,6 +14,7 @@
 #include "lazyllm/conversation.h"
 #include "lazyllm/result.h"
 #include "lazyllm/sampling.h"
+#include "lazyllm/schedule.h"
 #include "lazyllm/tokenizer.h"
 
 namespace lazyllm {
@@ -47,24 +48,16 @@ struct ModelSummary {
     uint64_t weight_bytes = 0;  // converted weights in memory
 };
 
+// Which pruning a generation runs, as typed data (include/lazyllm/schedule.h).
 struct PruneOptions {
-    std::string policy = "full";  // full | lazy | static | random | gemfilter
-    // The model's default schedule when no layers/keep or schedule file is given: "safe" (the
-    // default: never prunes below a measured context size, protects the recent tokens, decode
-    // steps only revive) or "fast" (the fastest measured schedule; docs/lazyllm.md, Presets).
-    std::string preset = "safe";
-    std::string layers;           // boundary layers: indices "9,19,28" or fractions "0.3,0.6,0.9"
-    std::string keep;             // cumulative keep fractions "0.5,0.25,0.1"
-    std::string schedule_file;    // JSON schedule (written by `lazyllm tune`)
-    int keep_first = -1;          // protect the first N tokens; -1: the schedule's value
-    int keep_recent = -1;         // protect the last N tokens; -1: the schedule's value
-    int min_context = -1;         // no pruning in steps over fewer tokens; -1: the schedule's
-    int prune_decode = -1;        // 1/0: prune in decode steps; -1: the schedule's value
-    int score_layers = -1;        // layers summed into a boundary's scores; -1: the schedule's
-    int score_pool = -1;          // score max-pool window (odd); -1: the schedule's value
-    // Decode-step revivals per boundary (prune::Schedule::revive_max): N >= 0 bounds them, -1
-    // lifts the bound; unset: the schedule's value.
-    std::optional<int> revive_max;
+    Policy policy = Policy::kFull;
+    // The model's measured schedule when `schedule` is empty: kSafe (the default: never prunes
+    // below a measured context size, protects the recent tokens, decode steps only revive) or
+    // kFast (the fastest measured schedule; docs/lazyllm.md, Presets).
+    Preset preset = Preset::kSafe;
+    // An explicit schedule (flags, a schedule file, tune), in place of the preset's.
+    std::optional<Schedule> schedule;
+    ScheduleOverrides overrides;  // on top of either
     uint64_t seed = 1;            // random policy
 };
 
@@ -130,7 +123,10 @@ public:
     Result<std::unique_ptr<Conversation>> open_conversation(const PruneOptions& prune,
                                                             int64_t n_ctx = 0) const;
 
-    // Checks prune options against the model (schedule parse, policy), without running.
+    // The schedule a policy would run: `prune.schedule` or the model's preset, with the
+    // overrides applied and validated against the model. Errors name the field at fault.
+    Result<Schedule> resolve_schedule(const PruneOptions& prune) const;
+    // Checks run options against the model (sampling, policy and schedule), without running.
     Status validate(const RunOptions& opts) const;
     Result<GenerateResult> generate(std::span<const TokenId> prompt, const RunOptions& opts,
                                     const TextCallback& on_text = {}) const;

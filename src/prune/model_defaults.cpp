@@ -40,7 +40,9 @@ constexpr Entry kEntries[] = {
      "lazyllm eval --fidelity and lazyllm tune (docs/evaluation.md, Presets)"},
 };
 
-// The generic safe preset's window and floor (the default model's measured values).
+// The generic safe preset's window (the default model's measured 64) and floor (1024 tokens:
+// more conservative than the default model's measured 256, for models whose crossover is
+// unmeasured).
 constexpr int kGenericKeepRecent = 64;
 constexpr int kGenericMinContext = 1024;
 
@@ -58,16 +60,6 @@ Schedule from_entry(const PresetSchedule& p) {
 }
 
 }  // namespace
-
-Result<Preset> parse_preset(std::string_view name) {
-    for (Preset p : {Preset::kSafe, Preset::kFast}) {
-        if (preset_name(p) == name) return p;
-    }
-    return make_error(ErrorCode::kInvalidArgument, "unknown preset '{}' (expected safe or fast)",
-                      name);
-}
-
-std::string_view preset_name(Preset preset) { return preset == Preset::kSafe ? "safe" : "fast"; }
 
 Schedule model_default_schedule(const ModelShape& shape, Preset preset, std::string_view* source) {
     for (const Entry& e : kEntries) {
@@ -89,3 +81,17 @@ Schedule model_default_schedule(const ModelShape& shape, Preset preset, std::str
 }
 
 }  // namespace lazyllm::prune
+
+namespace lazyllm {
+
+Result<Preset> parse_preset(std::string_view name) {
+    for (Preset p : {Preset::kSafe, Preset::kFast}) {
+        if (preset_name(p) == name) return p;
+    }
+    return make_error(ErrorCode::kInvalidArgument, "unknown preset '{}' (expected safe or fast)",
+                      name);
+}
+
+std::string_view preset_name(Preset preset) { return preset == Preset::kSafe ? "safe" : "fast"; }
+
+}  // namespace lazyllm

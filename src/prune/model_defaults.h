@@ -18,17 +18,6 @@ struct ModelShape {
     int n_vocab = 0;
 };
 
-// What `--lazy` means (docs/lazyllm.md, "Presets"). kSafe, the default, gives up speed where it
-// would change answers: no pruning below a measured context size, a protected recent window, and
-// decode steps that do not prune. kFast is the fastest measured schedule that still keeps the
-// built-in tasks' answers at 2k-8k (the schedule `tune` found on passkey), at some cost in
-// fidelity to full.
-enum class Preset { kSafe, kFast };
-
-// "safe" | "fast"; the error lists them.
-Result<Preset> parse_preset(std::string_view name);
-std::string_view preset_name(Preset preset);
-
 // The measured schedule of a preset for a known model shape, else a generic one built on
 // default_schedule(shape.n_layer). `source` (optional) receives where it came from: a docs
 // reference or "generic".

@@ -15,7 +15,7 @@
 #include <system_error>
 #include <tuple>
 
-namespace lazyllm::prune {
+namespace lazyllm {
 
 namespace {
 
@@ -262,8 +262,17 @@ std::string to_string(const Schedule& schedule) {
     return out;
 }
 
-Schedule default_schedule(int n_layer) {
-    // Placeholder numbers (design.md 1.4): replace with measured per-model defaults.
+void apply(const ScheduleOverrides& o, Schedule& s) {
+    if (o.keep_first) s.keep_first = *o.keep_first;
+    if (o.keep_recent) s.keep_recent = *o.keep_recent;
+    if (o.min_context) s.min_context = *o.min_context;
+    if (o.prune_decode) s.prune_decode = *o.prune_decode;
+    if (o.score_layers) s.score_layers = *o.score_layers;
+    if (o.score_pool) s.score_pool = *o.score_pool;
+    if (o.revive_max) s.revive_max = *o.revive_max;
+}
+
+Schedule prune::default_schedule(int n_layer) {
     constexpr std::array<double, 3> kDepth = {0.28, 0.59, 0.88};
     constexpr std::array<float, 3> kKeep = {0.5f, 0.25f, 0.1f};
     Schedule schedule;
@@ -507,4 +516,4 @@ std::string_view policy_name(Policy policy) {
     return "unknown";
 }
 
-}  // namespace lazyllm::prune
+}  // namespace lazyllm

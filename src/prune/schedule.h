@@ -1,113 +1,36 @@
-// LazyLLM pruning schedule (design.md 1.2, 1.4): the boundary layers where the candidate set is
-// cut and the cumulative keep fraction after each cut; parsed from flags, read from and written to
-// small JSON files; and the pruning policy name. Pure data and parsing: no SIMD, no model.
+// Schedules inside the library (docs/design.md 1.2, 1.4): the public types and parsers of
+// include/lazyllm/schedule.h under prune::, and the generic default schedule. Pure data and
+// parsing: no SIMD, no model.
 #pragma once
 
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include "lazyllm/result.h"
+#include "lazyllm/schedule.h"
 
 namespace lazyllm::prune {
 
-struct Schedule {
-    // Layer indices b_j: pruning happens before layer b_j, scored at layer b_j - 1. Strictly
-    // increasing, each in [1, n_layer - 1].
-    std::vector<int> boundaries;
-    // keep[j]: cumulative fraction of the whole context surviving boundary j (design.md 1.2), so
-    // a schedule means the same at every step. Each in (0, 1], non-increasing; one per boundary.
-    std::vector<float> keep;
-    int keep_first = 0;        // the first N positions are never pruned (attention sinks)
-    // keep_recent (not in the paper, docs/lazyllm.md): the last N positions of the context are
-    // never pruned, in prefill (the question at the end of a prompt) and in decode (the answer
-    // being generated: a fresh token cut at deep layers makes the answer repeat itself). The
-    // window is kept on top of the keep fraction (keep_first counts toward it).
-    int keep_recent = 0;
-    // min_context (not in the paper): a step whose context (tokens before it plus its new ones) is
-    // shorter runs every layer on every token, exactly as full: below it pruning saves too little
-    // time to be worth any change of answer. A conversation that grows past it prunes from then on.
-    int min_context = 0;
-    // Also prune in one-token decode steps; steps of several new tokens (a prompt, a new turn
-    // over a cached conversation) always select.
-    bool prune_decode = true;
-    // Score shaping (not in the paper, docs/lazyllm.md; 1 and 1 are the paper's Eq. 1):
-    // score_layers: a token's score is the sum of the last token's head-mean attention to it over
-    // the last score_layers layers before the boundary (within the stage, never before its first
-    // layer). score_pool (odd): each candidate's score becomes the max over the candidates within
-    // score_pool / 2 positions of it, so a kept token keeps its neighbours (SnapKV's pooling).
-    int score_layers = 1;
-    int score_pool = 1;
-    // revive_max (not in the paper, docs/lazyllm.md): in a decode step, at most this many
-    // tokens revived at each boundary, the highest-scored of those selected; the others stay in
-    // their Aux slots, out of the step's later layers, and can be revived by a later step. It
-    // bounds a decode step's extra rows. -1: no bound (the paper: every selected token revives).
-    int revive_max = -1;
-};
+using ::lazyllm::kMaxScoreLayers;
+using ::lazyllm::kMaxScorePool;
+using ::lazyllm::load_schedule_file;
+using ::lazyllm::parse_policy;
+using ::lazyllm::parse_preset;
+using ::lazyllm::Preset;
+using ::lazyllm::preset_name;
+using ::lazyllm::parse_schedule;
+using ::lazyllm::Policy;
+using ::lazyllm::policy_name;
+using ::lazyllm::read_schedule_file;
+using ::lazyllm::save_schedule_file;
+using ::lazyllm::Schedule;
+using ::lazyllm::ScheduleFile;
+using ::lazyllm::ScheduleFileInfo;
+using ::lazyllm::to_string;
+using ::lazyllm::validate_schedule;
 
-// Largest accepted score_layers and score_pool.
-inline constexpr int kMaxScoreLayers = 64;
-inline constexpr int kMaxScorePool = 255;
-
-// Checks a schedule against the rules above for a model of n_layer layers. Errors
-// (kInvalidArgument) name the entry at fault and the rule.
-Status validate_schedule(const Schedule& schedule, int n_layer);
-
-// Parses flag values. `layers` is a comma list of either layer indices ("9,19,28") or depth
-// fractions ("0.28,0.59,0.88"); the list is fractions iff any item contains '.'. A fraction f must
-// be in (0, 1) and maps to layer round(f * n_layer), which must lie in [1, n_layer - 1]. `keep` is
-// a comma list of fractions in (0, 1], non-increasing, one per layer. Spaces around items are
-// allowed. keep_first, prune_decode, score_layers, score_pool and revive_max keep their defaults.
-Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, int n_layer);
-
-// "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N", " keep_recent=N",
-// " min_context=N", " prune_decode=false", " score_layers=N", " score_pool=N" and
-// " revive_max=N" appended only when they differ from the defaults. For logs and --json.
-std::string to_string(const Schedule& schedule);
-
-// The shipped default: boundaries at 28/59/88% of depth (the paper's Llama 2 7B analysis figure,
-// before layers 9, 19, 28 of 32; design.md 1.4) with keep 0.5 / 0.25 / 0.1. Placeholder numbers
-// until measured per model. Boundaries are rounded, clamped into [1, n_layer - 1] and pushed up
+// The generic schedule, the base of the presets of models without measured ones
+// (model_defaults.cpp): boundaries at 28/59/88% of depth (the paper's Llama 2 7B analysis
+// figure, before layers 9, 19, 28 of 32; docs/design.md 1.4) with keep 0.5 / 0.25 / 0.1.
+// Boundaries are rounded, clamped into [1, n_layer - 1] and pushed up
 // to stay strictly increasing; those that no longer fit are dropped with their keep entries
 // (n_layer = 2 gives one boundary, n_layer < 2 none).
 Schedule default_schedule(int n_layer);
-
-// Schedule file (JSON):
-//   {"version": 1, "model": "...", "n_layer": 30, "layers": [8, 18, 26],
-//    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "keep_recent": 0, "min_context": 0,
-//    "prune_decode": true, "score_layers": 1, "score_pool": 1, "revive_max": 8, "meta": {...}}
-// ("revive_max" is written only when it bounds revivals: -1, no bound, is the default.)
-// Only "layers" and "keep" are required; "meta" is a free-form object (score, speedup,
-// calibration set...). Unknown top-level keys are errors, so a misspelled key is not ignored.
-struct ScheduleFileInfo {
-    std::string model;             // "" when absent
-    int n_layer = 0;               // 0 when absent; else the model the schedule was made for
-    std::string meta_json = "{}";  // serialized JSON object
-};
-
-struct ScheduleFile {
-    Schedule schedule;
-    ScheduleFileInfo info;
-};
-
-// Reads and validates a schedule file for a model of n_layer layers; when the file records
-// n_layer, it must match (the error says both numbers).
-Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer);
-Result<Schedule> load_schedule_file(const std::string& path, int n_layer);
-
-// Writes a schedule file (via a temporary file and rename). The schedule is validated against
-// info.n_layer when it is set; info.meta_json must be a JSON object.
-Status save_schedule_file(const std::string& path, const Schedule& schedule,
-                          const ScheduleFileInfo& info);
-
-// Which tokens a step keeps (design.md 1.5): kFull runs unpruned; kLazy is LazyLLM (per-step
-// selection from attention scores, with revival); kStatic cuts once in prefill from early-layer
-// scores with no revival; kRandom drops prompt tokens at random; kGemFilter is GemFilter-style
-// two-pass selection.
-enum class Policy { kFull, kLazy, kStatic, kRandom, kGemFilter };
-
-// "full", "lazy", "static", "random", "gemfilter" (case-sensitive); the error lists them.
-Result<Policy> parse_policy(std::string_view name);
-std::string_view policy_name(Policy policy);
 
 }  // namespace lazyllm::prune

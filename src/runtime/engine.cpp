@@ -136,6 +136,14 @@ std::string Engine::chat_prompt(std::string_view user_message, std::string_view 
 
 namespace {
 
+Result<Schedule> resolve_schedule(const LlamaModel& model, const PruneOptions& p) {
+    Schedule s = p.schedule ? *p.schedule : default_schedule(model.config(), p.preset);
+    apply(p.overrides, s);
+    // Checked with the rest of the schedule by Session::create too.
+    LAZYLLM_TRY(validate_schedule(s, model.config().n_layer));
+    return s;
+}
+
 Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions& ro,
                                        int64_t n_prompt) {
     const ModelConfig& c = model.config();
@@ -154,38 +162,15 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
     }
     so.profile = ro.profile;
     so.seed = ro.prune.seed;
-    LAZYLLM_ASSIGN_OR_RETURN(so.policy, prune::parse_policy(ro.prune.policy));
-    LAZYLLM_ASSIGN_OR_RETURN(const prune::Preset preset, prune::parse_preset(ro.prune.preset));
-    if (so.policy == prune::Policy::kFull) {
-        if (!ro.prune.layers.empty() || !ro.prune.keep.empty() || !ro.prune.schedule_file.empty()) {
+    so.policy = ro.prune.policy;
+    if (so.policy == Policy::kFull) {
+        if (ro.prune.schedule) {
             return make_error(ErrorCode::kInvalidArgument,
                               "a schedule was given but the policy is 'full' (use --lazy or --policy)");
         }
         return so;
     }
-    if (!ro.prune.schedule_file.empty()) {
-        if (!ro.prune.layers.empty() || !ro.prune.keep.empty()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "give either a schedule file or --lazy-layers/--lazy-keep, not both");
-        }
-        LAZYLLM_ASSIGN_OR_RETURN(so.schedule, prune::load_schedule_file(ro.prune.schedule_file, c.n_layer));
-    } else if (!ro.prune.layers.empty() || !ro.prune.keep.empty()) {
-        if (ro.prune.layers.empty() || ro.prune.keep.empty()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "--lazy-layers and --lazy-keep go together");
-        }
-        LAZYLLM_ASSIGN_OR_RETURN(so.schedule, prune::parse_schedule(ro.prune.layers, ro.prune.keep, c.n_layer));
-    } else {
-        so.schedule = default_schedule(c, preset);
-    }
-    if (ro.prune.keep_first >= 0) so.schedule.keep_first = ro.prune.keep_first;
-    if (ro.prune.keep_recent >= 0) so.schedule.keep_recent = ro.prune.keep_recent;
-    if (ro.prune.min_context >= 0) so.schedule.min_context = ro.prune.min_context;
-    if (ro.prune.prune_decode >= 0) so.schedule.prune_decode = ro.prune.prune_decode != 0;
-    if (ro.prune.score_layers >= 0) so.schedule.score_layers = ro.prune.score_layers;
-    if (ro.prune.score_pool >= 0) so.schedule.score_pool = ro.prune.score_pool;
-    // Checked with the rest of the schedule by Session::create (prune::validate_schedule).
-    if (ro.prune.revive_max) so.schedule.revive_max = *ro.prune.revive_max;
+    LAZYLLM_ASSIGN_OR_RETURN(so.schedule, resolve_schedule(model, ro.prune));
     return so;
 }
 
@@ -201,6 +186,10 @@ void fill_profile(const Profile& p, GenerateResult& r) {
 }
 
 }  // namespace
+
+Result<Schedule> Engine::resolve_schedule(const PruneOptions& prune) const {
+    return lazyllm::resolve_schedule(*impl_->model, prune);
+}
 
 Status Engine::validate(const RunOptions& opts) const {
     LAZYLLM_TRY(lazyllm::validate(opts.sampling));

@@ -84,21 +84,21 @@ TEST(RunnerTest, DepthGridAndSeeds) {
 
 TEST(RunnerTest, PolicyRunsPutFullFirstAndCarryTheSchedule) {
     PruneOptions sched;
-    sched.layers = "1";
-    sched.keep = "0.5";
-    sched.keep_first = 4;
-    auto runs = make_policy_runs({"lazy", "full", "static"}, sched);
+    sched.schedule = Schedule{{1}, {0.5f}};
+    sched.overrides.keep_first = 4;
+    auto runs = make_policy_runs({"lazy", "full", "static"}, sched, 4);
     ASSERT_TRUE(runs.ok()) << runs.error().message();
     ASSERT_EQ(runs->size(), 3u);
     EXPECT_EQ((*runs)[0].name, "full");
-    EXPECT_TRUE((*runs)[0].prune.layers.empty());
-    EXPECT_EQ((*runs)[0].prune.policy, "full");
+    EXPECT_FALSE((*runs)[0].prune.schedule);
+    EXPECT_EQ((*runs)[0].prune.policy, Policy::kFull);
     EXPECT_EQ((*runs)[1].name, "lazy");
-    EXPECT_EQ((*runs)[1].prune.layers, "1");
-    EXPECT_EQ((*runs)[2].prune.policy, "static");
-    EXPECT_EQ((*runs)[2].prune.keep_first, 4);
-    EXPECT_FALSE(make_policy_runs({"lazy", "lazy"}, sched).ok());
-    auto bad = make_policy_runs({"fast"}, sched);
+    ASSERT_TRUE((*runs)[1].prune.schedule);
+    EXPECT_EQ((*runs)[1].prune.schedule->boundaries, std::vector<int>{1});
+    EXPECT_EQ((*runs)[2].prune.policy, Policy::kStatic);
+    EXPECT_EQ((*runs)[2].prune.overrides.keep_first, 4);
+    EXPECT_FALSE(make_policy_runs({"lazy", "lazy"}, sched, 4).ok());
+    auto bad = make_policy_runs({"fast"}, sched, 4);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.error().message().find("fast"), std::string::npos);
 }
@@ -106,22 +106,24 @@ TEST(RunnerTest, PolicyRunsPutFullFirstAndCarryTheSchedule) {
 // lazy:safe / lazy:fast name a preset; lazy@FILE a schedule file in place of the flags' schedule.
 TEST(RunnerTest, PolicyRunsNamePresetsAndScheduleFiles) {
     PruneOptions sched;
-    sched.layers = "1";
-    sched.keep = "0.5";
-    auto runs = make_policy_runs({"lazy:fast", "lazy:safe", "lazy@/tmp/a.json"}, sched);
+    sched.schedule = Schedule{{1}, {0.5f}};
+    const std::string file = ::testing::TempDir() + "lazyllm_runner_schedule.json";
+    ASSERT_TRUE(save_schedule_file(file, Schedule{{2, 3}, {0.5f, 0.25f}}, {}).ok());
+    const std::string at_file = "lazy@" + file;
+    auto runs = make_policy_runs({"lazy:fast", "lazy:safe", at_file}, sched, 4);
     ASSERT_TRUE(runs.ok()) << runs.error().message();
     ASSERT_EQ(runs->size(), 3u);
     EXPECT_EQ((*runs)[0].name, "lazy:fast");
-    EXPECT_EQ((*runs)[0].prune.policy, "lazy");
-    EXPECT_EQ((*runs)[0].prune.preset, "fast");
-    EXPECT_EQ((*runs)[1].prune.preset, "safe");
-    EXPECT_EQ((*runs)[2].name, "lazy@/tmp/a.json");
-    EXPECT_EQ((*runs)[2].prune.policy, "lazy");
-    EXPECT_EQ((*runs)[2].prune.schedule_file, "/tmp/a.json");
-    EXPECT_TRUE((*runs)[2].prune.layers.empty());
-    EXPECT_FALSE(make_policy_runs({"lazy@"}, sched).ok());
-    EXPECT_FALSE(make_policy_runs({"full@/tmp/a.json"}, sched).ok());
-    EXPECT_FALSE(make_policy_runs({"lazy:quick"}, sched).ok());
+    EXPECT_EQ((*runs)[0].prune.policy, Policy::kLazy);
+    EXPECT_EQ((*runs)[0].prune.preset, Preset::kFast);
+    EXPECT_EQ((*runs)[1].prune.preset, Preset::kSafe);
+    EXPECT_EQ((*runs)[2].name, at_file);
+    EXPECT_EQ((*runs)[2].prune.policy, Policy::kLazy);
+    ASSERT_TRUE((*runs)[2].prune.schedule);
+    EXPECT_EQ((*runs)[2].prune.schedule->boundaries, (std::vector<int>{2, 3}));
+    EXPECT_FALSE(make_policy_runs({"lazy@"}, sched, 4).ok());
+    EXPECT_FALSE(make_policy_runs({"full@" + file}, sched, 4).ok());
+    EXPECT_FALSE(make_policy_runs({"lazy:quick"}, sched, 4).ok());
 }
 
 TEST(RecordTest, JsonLineRoundTrip) {
@@ -217,8 +219,8 @@ protected:
         // The fast preset prunes these 700-token prompts and in decode steps, so the share
         // computed stays below 100% (the safe one's context floor is above 700 tokens).
         PruneOptions fast;
-        fast.preset = "fast";
-        auto runs = make_policy_runs({"full", "lazy"}, fast);
+        fast.preset = Preset::kFast;
+        auto runs = make_policy_runs({"full", "lazy"}, fast, 0);
         EXPECT_TRUE(runs.ok());
         o.policies = *runs;
         o.warmup = false;
@@ -335,9 +337,8 @@ TEST_F(TinyRunnerTest, LimitThenResumeCompletes) {
 TEST_F(TinyRunnerTest, BadPolicyScheduleFailsBeforeRunning) {
     RunnerOptions o = options();
     PruneOptions bad;
-    bad.layers = "9";  // a 4-layer model has boundaries 1..3
-    bad.keep = "0.5";
-    auto runs = make_policy_runs({"full", "lazy"}, bad);
+    bad.schedule = Schedule{{9}, {0.5f}};  // a 4-layer model has boundaries 1..3
+    auto runs = make_policy_runs({"full", "lazy"}, bad, 4);
     ASSERT_TRUE(runs.ok());
     o.policies = *runs;
     auto r = run_eval(*engine_, suite(), o);

@@ -14,8 +14,8 @@ RunOptions greedy(const std::string& preset, const std::string& policy, int n) {
     RunOptions ro;
     ro.max_new_tokens = n;
     ro.sampling.temperature = 0.0f;
-    ro.prune.policy = policy;
-    ro.prune.preset = preset;
+    ro.prune.policy = parse_policy(policy).value();
+    ro.prune.preset = parse_preset(preset).value();
     return ro;
 }
 

@@ -56,10 +56,10 @@ TEST(ApiRequest, ChatFieldsAreRead) {
     EXPECT_EQ(r.prune->policy, "lazy");
     EXPECT_EQ(r.prune->layers, "8,18");
     EXPECT_EQ(r.prune->keep, "0.5,0.2");
-    EXPECT_EQ(*r.prune->revive_max, -1);
+    EXPECT_EQ(*r.prune->overrides.revive_max, -1);
     EXPECT_EQ(r.prune->preset, "fast");
-    EXPECT_EQ(r.prune->keep_recent, 8);
-    EXPECT_EQ(r.prune->min_context, 100);
+    EXPECT_EQ(r.prune->overrides.keep_recent, 8);
+    EXPECT_EQ(r.prune->overrides.min_context, 100);
 }
 
 TEST(ApiRequest, Defaults) {

@@ -141,7 +141,7 @@ Result<std::map<std::string, RunOptions>> run_options(const BenchArgs& a) {
             PruneFlags f = a.prune;
             f.lazy.clear();
             f.policy = policy;
-            LAZYLLM_ASSIGN_OR_RETURN(ro.prune, to_prune_options(f));
+            LAZYLLM_ASSIGN_OR_RETURN(ro.prune, to_prune_options(f, EngineFlags{a.model}));
         }
         out.emplace(policy, ro);
     }

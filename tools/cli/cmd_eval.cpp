@@ -150,11 +150,19 @@ int run_eval_cmd(EvalArgs& a) {
     PruneFlags pf = a.prune;
     pf.lazy.clear();
     pf.policy = "lazy";
-    auto schedule = to_prune_options(pf);
+    auto schedule = to_prune_options(pf, a.engine);
     if (!schedule.ok()) return report(schedule.error());
     std::string policy_list = a.policies;
     if (a.fidelity && a.policies_opt->count() == 0) policy_list = "lazy";
-    auto policies = eval::make_policy_runs(split_comma_list(policy_list), *schedule);
+    const std::vector<std::string> policy_names = split_comma_list(policy_list);
+    int n_layer = 0;  // schedule files (POLICY@FILE) are read for the model's layer count
+    if (std::any_of(policy_names.begin(), policy_names.end(),
+                    [](const std::string& p) { return p.find('@') != std::string::npos; })) {
+        auto n = model_n_layer(a.engine);
+        if (!n.ok()) return report(n.error());
+        n_layer = *n;
+    }
+    auto policies = eval::make_policy_runs(policy_names, *schedule, n_layer);
     if (!policies.ok()) return report(policies.error());
 
     const std::vector<std::string> known = eval::builtin_task_names();

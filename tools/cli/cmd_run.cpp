@@ -89,7 +89,7 @@ void print_profile(const GenerateResult& r) {
 // --compare: the same prompt with full prefill and with the pruning policy (lazy by default),
 // after a short warm-up, answers and TTFT side by side.
 int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& ids, RunOptions ro) {
-    if (ro.prune.policy == "full") ro.prune.policy = "lazy";
+    if (ro.prune.policy == Policy::kFull) ro.prune.policy = Policy::kLazy;
     RunOptions full = ro;
     full.prune = PruneOptions{};
     {
@@ -145,7 +145,7 @@ int run_run(RunArgs& a) {
         return report(make_error(ErrorCode::kInvalidArgument, "-n must be at least 1, got {}", a.n_predict));
     }
     if (auto st = validate(a.sampling); !st.ok()) return report(st.error());
-    auto prune = to_prune_options(a.prune);
+    auto prune = to_prune_options(a.prune, a.engine);
     if (!prune.ok()) return report(prune.error());
 
     auto engine = load_engine(a.engine);

@@ -92,50 +92,78 @@ void add_prune_flags(CLI::App& app, PruneFlags& f) {
     app.add_option("--prune-seed", f.seed, "Seed of the random policy (default 1)");
 }
 
-Result<PruneOptions> to_prune_options(const PruneFlags& f) {
+Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
     PruneOptions p;
     // "lazy:fast" -> policy lazy, preset fast.
     const size_t colon = f.policy.find(':');
     const std::string policy = f.policy.substr(0, colon);
     const std::string preset = colon == std::string::npos ? "" : f.policy.substr(colon + 1);
+    const bool explicit_schedule = !f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty();
     if (!policy.empty()) {
         if (!f.lazy.empty() && (policy != "lazy" || (!preset.empty() && preset != f.lazy))) {
             return make_error(ErrorCode::kInvalidArgument, "--lazy={} contradicts --policy {}",
                               f.lazy, f.policy);
         }
-        p.policy = policy;
-    } else if (!f.lazy.empty()) {
-        p.policy = "lazy";
-    } else if (!f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty() || !f.lazy_decode.empty() ||
+        LAZYLLM_ASSIGN_OR_RETURN(p.policy, parse_policy(policy));
+    } else if (!f.lazy.empty() || explicit_schedule || !f.lazy_decode.empty() ||
                !f.revive_max.empty() || f.keep_first >= 0 || f.keep_recent >= 0 ||
                f.min_context >= 0 || f.score_layers >= 0 || f.score_pool >= 0) {
-        p.policy = "lazy";  // schedule flags imply --lazy
+        p.policy = Policy::kLazy;  // --lazy, and schedule flags imply it
     }
-    if (!preset.empty()) p.preset = preset;
-    if (!f.lazy.empty()) p.preset = f.lazy;
-    const bool explicit_schedule = !f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty();
+    if (!f.lazy.empty() || !preset.empty()) {
+        LAZYLLM_ASSIGN_OR_RETURN(p.preset, parse_preset(f.lazy.empty() ? preset : f.lazy));
+    }
     if (explicit_schedule && (!preset.empty() || (!f.lazy.empty() && f.lazy != "safe"))) {
         return make_error(ErrorCode::kInvalidArgument,
                           "a preset (--lazy={} / --policy {}) picks the model's schedule: give "
                           "either it or --lazy-layers/--lazy-keep/--schedule",
                           f.lazy.empty() ? preset : f.lazy, f.policy.empty() ? "lazy" : f.policy);
     }
-    p.layers = f.layers;
-    p.keep = f.keep;
-    p.schedule_file = f.schedule_file;
-    p.keep_first = f.keep_first;
-    p.keep_recent = f.keep_recent;
-    p.min_context = f.min_context;
-    p.score_layers = f.score_layers;
-    p.score_pool = f.score_pool;
-    p.prune_decode = f.lazy_decode.empty() ? -1 : (f.lazy_decode == "on" ? 1 : 0);
+    if (!f.schedule_file.empty()) {
+        if (!f.layers.empty() || !f.keep.empty()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "give either a schedule file or --lazy-layers/--lazy-keep, not both");
+        }
+        LAZYLLM_ASSIGN_OR_RETURN(p.schedule, load_schedule_file(f.schedule_file, n_layer));
+    } else if (!f.layers.empty() || !f.keep.empty()) {
+        if (f.layers.empty() || f.keep.empty()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "--lazy-layers and --lazy-keep go together");
+        }
+        LAZYLLM_ASSIGN_OR_RETURN(p.schedule, parse_schedule(f.layers, f.keep, n_layer));
+    }
+    if (p.policy == Policy::kFull && p.schedule) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "a schedule was given but the policy is 'full' (use --lazy or --policy)");
+    }
+    ScheduleOverrides& o = p.overrides;
+    if (f.keep_first >= 0) o.keep_first = f.keep_first;
+    if (f.keep_recent >= 0) o.keep_recent = f.keep_recent;
+    if (f.min_context >= 0) o.min_context = f.min_context;
+    if (f.score_layers >= 0) o.score_layers = f.score_layers;
+    if (f.score_pool >= 0) o.score_pool = f.score_pool;
+    if (!f.lazy_decode.empty()) o.prune_decode = f.lazy_decode == "on";
     if (f.revive_max == "all") {
-        p.revive_max = -1;
+        o.revive_max = -1;
     } else if (!f.revive_max.empty()) {
-        p.revive_max = std::stoi(f.revive_max);  // checked by the flag's validator
+        o.revive_max = std::stoi(f.revive_max);  // checked by the flag's validator
     }
     p.seed = f.seed;
     return p;
+}
+
+Result<int> model_n_layer(const EngineFlags& e) {
+    LAZYLLM_ASSIGN_OR_RETURN(std::string path, resolve_model_path(e.model));
+    LAZYLLM_ASSIGN_OR_RETURN(ModelSummary s, Engine::inspect(path));
+    return s.n_layer;
+}
+
+Result<PruneOptions> to_prune_options(const PruneFlags& f, const EngineFlags& e) {
+    int n_layer = 0;  // read from the model only where a schedule names layers
+    if (!f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty()) {
+        LAZYLLM_ASSIGN_OR_RETURN(n_layer, model_n_layer(e));
+    }
+    return to_prune_options(f, n_layer);
 }
 
 Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f) {

@@ -41,8 +41,13 @@ inline constexpr std::string_view kPolicyNames[] = {"full",   "lazy",   "lazy:sa
 // `default_is` names what an absent flag means, for --help.
 void add_score_flags(CLI::App& app, int& score_layers, int& score_pool,
                      std::string_view default_is = "the schedule's");
-// --lazy / --policy and the schedule flags into PruneOptions (errors for contradictions).
-Result<PruneOptions> to_prune_options(const PruneFlags& f);
+// --lazy / --policy and the schedule flags into PruneOptions for a model of n_layer layers
+// (layer fractions and schedule files are resolved against it); errors for contradictions.
+Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer);
+// The layer count of the model -m names, read from its file without loading weights.
+Result<int> model_n_layer(const EngineFlags& e);
+// to_prune_options for the model -m names (its n_layer read from the file, without loading weights).
+Result<PruneOptions> to_prune_options(const PruneFlags& f, const EngineFlags& e);
 
 // Resolves -m (default model, fetched if missing) and loads the engine with -t / --precision.
 Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f);

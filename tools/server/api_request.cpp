@@ -203,7 +203,7 @@ std::optional<ApiError> read_common(const json& j, GenRequest& r) {
     if (const json* lz = f.get("lazyllm")) {
         auto p = parse_lazy_extension(*lz);
         if (auto* e = std::get_if<ApiError>(&p)) return *e;
-        r.prune = std::get<PruneOptions>(p);
+        r.prune = std::get<LazyExtension>(p);
     }
     if (const json* lp = f.get("logprobs"); lp && !(lp->is_boolean() && !lp->get<bool>())) {
         return unsupported("logprobs", "logprobs");
@@ -348,7 +348,7 @@ ApiResult<GenRequest> parse_completion_request(std::string_view body) {
     return r;
 }
 
-ApiResult<PruneOptions> parse_lazy_extension(const json& j) {
+ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     if (!j.is_object()) return wrong_type("lazyllm", "an object", j);
     // "schedule": the same keys as a schedule file, nested; "meta", "version", "model" and
     // "n_layer" of such a file are accepted and ignored.
@@ -382,7 +382,8 @@ ApiResult<PruneOptions> parse_lazy_extension(const json& j) {
                              "lazyllm.")) {
         return *e;
     }
-    PruneOptions p;
+    LazyExtension p;
+    ScheduleOverrides& ov = p.overrides;
     Fields f{o, "lazyllm.", std::nullopt};
     if (auto v = f.string("policy")) p.policy = *v;
     if (auto v = f.string("preset")) p.preset = *v;  // checked with the schedule (Engine::validate)
@@ -403,19 +404,19 @@ ApiResult<PruneOptions> parse_lazy_extension(const json& j) {
         }
         (std::string_view(key) == "layers" ? p.layers : p.keep) = s;
     }
-    if (auto v = f.integer("keep_first", 0, 1 << 24)) p.keep_first = static_cast<int>(*v);
-    if (auto v = f.integer("keep_recent", 0, 1 << 24)) p.keep_recent = static_cast<int>(*v);
-    if (auto v = f.integer("min_context", 0, 1 << 24)) p.min_context = static_cast<int>(*v);
-    if (auto v = f.boolean("prune_decode")) p.prune_decode = *v ? 1 : 0;
-    if (auto v = f.integer("score_layers", 1, 1024)) p.score_layers = static_cast<int>(*v);
-    if (auto v = f.integer("score_pool", 1, 1 << 16)) p.score_pool = static_cast<int>(*v);
+    if (auto v = f.integer("keep_first", 0, 1 << 24)) ov.keep_first = static_cast<int>(*v);
+    if (auto v = f.integer("keep_recent", 0, 1 << 24)) ov.keep_recent = static_cast<int>(*v);
+    if (auto v = f.integer("min_context", 0, 1 << 24)) ov.min_context = static_cast<int>(*v);
+    if (auto v = f.boolean("prune_decode")) ov.prune_decode = *v;
+    if (auto v = f.integer("score_layers", 1, 1024)) ov.score_layers = static_cast<int>(*v);
+    if (auto v = f.integer("score_pool", 1, 1 << 16)) ov.score_pool = static_cast<int>(*v);
     if (auto v = f.integer("seed", 0, std::numeric_limits<int64_t>::max())) p.seed = static_cast<uint64_t>(*v);
     if (f.err) return *f.err;
     if (const json* v = f.get("revive_max")) {
         if (v->is_string() && v->get<std::string>() == "all") {
-            p.revive_max = -1;
+            ov.revive_max = -1;
         } else if (auto n = f.integer("revive_max", 0, 1 << 24)) {
-            p.revive_max = static_cast<int>(*n);
+            ov.revive_max = static_cast<int>(*n);
         } else {
             return f.err ? *f.err : wrong_type("lazyllm.revive_max", "an integer or \"all\"", *v);
         }
@@ -423,6 +424,21 @@ ApiResult<PruneOptions> parse_lazy_extension(const json& j) {
     if (p.policy == "full" && (!p.layers.empty() || !p.keep.empty())) {
         return bad("lazyllm.policy", "a schedule was given but lazyllm.policy is 'full'");
     }
+    return p;
+}
+
+Result<PruneOptions> to_prune_options(const LazyExtension& x, int n_layer) {
+    PruneOptions p;
+    LAZYLLM_ASSIGN_OR_RETURN(p.policy, parse_policy(x.policy));
+    LAZYLLM_ASSIGN_OR_RETURN(p.preset, parse_preset(x.preset));
+    if (!x.layers.empty() || !x.keep.empty()) {
+        if (x.layers.empty() || x.keep.empty()) {
+            return make_error(ErrorCode::kInvalidArgument, "layers and keep go together");
+        }
+        LAZYLLM_ASSIGN_OR_RETURN(p.schedule, parse_schedule(x.layers, x.keep, n_layer));
+    }
+    p.overrides = x.overrides;
+    p.seed = x.seed;
     return p;
 }
 

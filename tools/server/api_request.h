@@ -32,6 +32,17 @@ using ApiResult = std::variant<T, ApiError>;
 
 enum class Endpoint { kChat, kCompletion };
 
+// The "lazyllm" extension as the request gives it: policy, preset and the schedule's layers
+// (indices or depth fractions) and keep fractions as text, resolved against the model by
+// to_prune_options (errors then name the field); the other fields typed.
+struct LazyExtension {
+    std::string policy = "full", preset = "safe", layers, keep;
+    ScheduleOverrides overrides;
+    uint64_t seed = 1;
+};
+// PruneOptions for a model of n_layer layers.
+Result<PruneOptions> to_prune_options(const LazyExtension& x, int n_layer);
+
 struct GenRequest {
     Endpoint endpoint = Endpoint::kChat;
     std::vector<ChatMessage> messages;  // kChat
@@ -46,7 +57,7 @@ struct GenRequest {
     bool include_usage = false;  // stream_options.include_usage
     bool ignore_eos = false;
     bool cache_prompt = true;    // llama-server's switch: false computes the prompt afresh
-    std::optional<PruneOptions> prune;  // the "lazyllm" extension; none: the server's default
+    std::optional<LazyExtension> prune;  // the "lazyllm" extension; none: the server's default
     std::string model;
 };
 
@@ -59,7 +70,7 @@ ApiResult<GenRequest> parse_completion_request(std::string_view body);
 // The "lazyllm" extension object: {"policy", "preset" (safe | fast), "layers", "keep",
 // "schedule" (a full schedule object as `lazyllm tune` writes it), "keep_first", "keep_recent",
 // "min_context", "prune_decode", "score_layers", "score_pool", "revive_max", "seed"}.
-ApiResult<PruneOptions> parse_lazy_extension(const nlohmann::json& j);
+ApiResult<LazyExtension> parse_lazy_extension(const nlohmann::json& j);
 
 struct TokenizeRequest {
     std::string content;

@@ -32,7 +32,7 @@ int default_parallel() {
 }
 
 int run_serve(ServeArgs& a) {
-    auto prune = to_prune_options(a.prune);
+    auto prune = to_prune_options(a.prune, a.engine);
     if (!prune.ok()) return report(prune.error());
     a.cfg.default_prune = *prune;
     a.cfg.scheduler.batch_decode = a.batch_decode == "on";

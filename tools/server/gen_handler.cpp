@@ -57,7 +57,15 @@ ApiResult<std::shared_ptr<Job>> make_job(HttpServer::Context& ctx, const GenRequ
     if (auto st = validate(r.sampling); !st.ok()) {
         return ApiError{400, st.error().message(), "invalid_request_error", "", ""};
     }
-    job->prune = r.prune ? *r.prune : ctx.cfg.default_prune;
+    job->prune = ctx.cfg.default_prune;
+    if (r.prune) {
+        auto p = to_prune_options(*r.prune, ctx.engine->summary().n_layer);
+        if (!p.ok()) {
+            return ApiError{400, "lazyllm: " + p.error().message(), "invalid_request_error",
+                            "lazyllm", ""};
+        }
+        job->prune = *p;
+    }
     RunOptions ro;
     ro.prune = job->prune;
     if (auto st = ctx.engine->validate(ro); !st.ok()) {

@@ -9,9 +9,13 @@
 namespace lazyllm::server {
 
 std::string prune_key(const PruneOptions& p) {
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", p.policy, p.preset, p.layers, p.keep,
-                       p.schedule_file, p.keep_first, p.keep_recent, p.min_context, p.prune_decode,
-                       p.score_layers, p.score_pool, p.revive_max ? *p.revive_max : -2, p.seed);
+    const ScheduleOverrides& o = p.overrides;
+    auto opt = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string("-"); };
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", policy_name(p.policy),
+                       preset_name(p.preset), p.schedule ? to_string(*p.schedule) : "-",
+                       opt(o.keep_first), opt(o.keep_recent), opt(o.min_context),
+                       opt(o.prune_decode), opt(o.score_layers), opt(o.score_pool),
+                       opt(o.revive_max), p.seed);
 }
 
 Scheduler::Scheduler(const Engine& engine, SchedulerConfig cfg, Metrics& metrics)
