@@ -37,11 +37,11 @@ std::vector<std::vector<int>> combinations(int n, int k) {
     return out;
 }
 
-std::string describe(const prune::Schedule& s) { return prune::to_string(s); }
+std::string describe(const Schedule& s) { return to_string(s); }
 
 }  // namespace
 
-std::vector<float> keep_profile(const prune::Schedule& schedule, int n_layer) {
+std::vector<float> keep_profile(const Schedule& schedule, int n_layer) {
     std::vector<float> p(static_cast<size_t>(std::max(n_layer, 0)), 1.0f);
     for (size_t j = 0; j < schedule.boundaries.size(); ++j) {
         const int end = j + 1 < schedule.boundaries.size() ? schedule.boundaries[j + 1] : n_layer;
@@ -52,14 +52,14 @@ std::vector<float> keep_profile(const prune::Schedule& schedule, int n_layer) {
     return p;
 }
 
-double predicted_cost(const prune::Schedule& schedule, int n_layer) {
+double predicted_cost(const Schedule& schedule, int n_layer) {
     if (n_layer <= 0) return 1.0;
     double sum = 0.0;
     for (float k : keep_profile(schedule, n_layer)) sum += k;
     return sum / n_layer;
 }
 
-bool at_most_as_wide(const prune::Schedule& a, const prune::Schedule& b, int n_layer) {
+bool at_most_as_wide(const Schedule& a, const Schedule& b, int n_layer) {
     const std::vector<float> pa = keep_profile(a, n_layer), pb = keep_profile(b, n_layer);
     for (size_t l = 0; l < pa.size(); ++l) {
         if (pa[l] > pb[l]) return false;
@@ -98,7 +98,7 @@ std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_la
                 }
                 if (!increasing) continue;
                 for (const auto& ks : keep_sets) {
-                    prune::Schedule s;
+                    Schedule s;
                     s.boundaries = bounds;
                     for (int i : ks) s.keep.push_back(keep[static_cast<size_t>(i)]);
                     s.keep_first = space.keep_first;
@@ -125,11 +125,11 @@ std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_la
     return out;
 }
 
-std::string layers_string(const prune::Schedule& s) {
+std::string layers_string(const Schedule& s) {
     return fmt::format("{}", fmt::join(s.boundaries, ","));
 }
 
-std::string keep_string(const prune::Schedule& s) {
+std::string keep_string(const Schedule& s) {
     std::string out;
     for (size_t i = 0; i < s.keep.size(); ++i)
         out += fmt::format("{}{:g}", i ? "," : "", s.keep[i]);
@@ -300,7 +300,7 @@ Result<EngineTuneEvaluator> EngineTuneEvaluator::create(const Engine& engine,
     return EngineTuneEvaluator(engine, std::move(samples), std::move(prompts));
 }
 
-Result<TuneSampleResult> EngineTuneEvaluator::evaluate(const prune::Schedule* schedule, int i) {
+Result<TuneSampleResult> EngineTuneEvaluator::evaluate(const Schedule* schedule, int i) {
     if (i < 0 || i >= n_samples()) {
         return make_error(ErrorCode::kOutOfRange, "calibration sample {} of {}", i, n_samples());
     }

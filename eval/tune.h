@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "eval/runner.h"
-#include "prune/schedule.h"
+#include "lazyllm/schedule.h"
 
 namespace lazyllm::eval {
 
@@ -29,7 +29,7 @@ struct TuneSpace {
     std::vector<double> later_boundary = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
     int max_boundaries = 3;
     std::vector<float> keep = {0.7f, 0.5f, 0.35f, 0.25f, 0.15f, 0.1f};
-    // Protection and score shaping, the same for every candidate (prune::Schedule; `tune
+    // Protection and score shaping, the same for every candidate (Schedule; `tune
     // --preset` takes them from the model's preset): the search is over boundaries and keeps.
     int keep_first = 0;
     int keep_recent = 0;
@@ -40,16 +40,16 @@ struct TuneSpace {
 };
 
 struct TuneCandidate {
-    prune::Schedule schedule;  // boundaries as layer indices
+    Schedule schedule;  // boundaries as layer indices
     double cost = 1.0;         // predicted prefill fraction of prompt token-layers
 };
 
 // Keep fraction each layer runs at under a schedule ([n_layer]; 1 before the first boundary).
-std::vector<float> keep_profile(const prune::Schedule& schedule, int n_layer);
+std::vector<float> keep_profile(const Schedule& schedule, int n_layer);
 // The mean of keep_profile: the prefill fraction computed, ignoring keep_first and the last token.
-double predicted_cost(const prune::Schedule& schedule, int n_layer);
+double predicted_cost(const Schedule& schedule, int n_layer);
 // True when `a` keeps no more tokens than `b` at every layer (a is at least as aggressive).
-bool at_most_as_wide(const prune::Schedule& a, const prune::Schedule& b, int n_layer);
+bool at_most_as_wide(const Schedule& a, const Schedule& b, int n_layer);
 // Every schedule of the space for an n_layer model: 1..max_boundaries boundaries (the first from
 // first_boundary, later ones from later_boundary, strictly increasing after rounding to layers)
 // with strictly decreasing keep fractions; duplicates removed; sorted by cost (ties: fewer
@@ -68,7 +68,7 @@ public:
     virtual ~TuneEvaluator() = default;
     virtual int n_samples() const = 0;
     // Sample i under `schedule` (lazy policy), or full prefill when schedule is null.
-    virtual Result<TuneSampleResult> evaluate(const prune::Schedule* schedule, int i) = 0;
+    virtual Result<TuneSampleResult> evaluate(const Schedule* schedule, int i) = 0;
 };
 
 struct TuneOptions {
@@ -124,7 +124,7 @@ public:
     // prune_decode go to the engine with it.
     static Result<EngineTuneEvaluator> create(const Engine& engine, std::vector<Sample> samples);
     int n_samples() const override { return static_cast<int>(samples_.size()); }
-    Result<TuneSampleResult> evaluate(const prune::Schedule* schedule, int i) override;
+    Result<TuneSampleResult> evaluate(const Schedule* schedule, int i) override;
 
 private:
     EngineTuneEvaluator(const Engine& engine, std::vector<Sample> samples,
@@ -140,7 +140,7 @@ private:
 std::string tune_meta_json(const TuneResult& result, double target, std::string_view calibration);
 
 // "layers" and "keep" flag strings of a schedule ("8,18" / "0.5,0.25").
-std::string layers_string(const prune::Schedule& s);
-std::string keep_string(const prune::Schedule& s);
+std::string layers_string(const Schedule& s);
+std::string keep_string(const Schedule& s);
 
 }  // namespace lazyllm::eval

@@ -2,6 +2,7 @@
 // returns the cheapest candidate meeting the target (checked by brute force), rules out
 // candidates at least as aggressive as a failure, and stops evaluating a candidate early.
 #include "eval/tune.h"
+#include "prune/schedule.h"
 
 #include <gtest/gtest.h>
 

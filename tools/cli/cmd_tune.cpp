@@ -14,8 +14,7 @@
 #include "cli/options.h"
 #include "eval/tune.h"
 #include "lazyllm/engine.h"
-#include "prune/model_defaults.h"
-#include "prune/schedule.h"
+#include "lazyllm/schedule.h"
 
 namespace lazyllm::cli {
 
@@ -87,10 +86,11 @@ int run_tune(const TuneArgs& a) {
     // The protection (prefix, recent window, context floor, decode steps) and the score shaping
     // come from the preset the search targets, unless given: the search is over boundaries and
     // keep fractions.
-    auto preset = prune::parse_preset(a.preset);
+    auto preset = parse_preset(a.preset);
     if (!preset.ok()) return report(preset.error());
-    const prune::Schedule base = prune::model_default_schedule(
-        {sum.arch, sum.n_layer, sum.n_embd, sum.n_head, sum.n_vocab}, *preset);
+    auto base_or = e.resolve_schedule(PruneOptions{Policy::kLazy, *preset, {}, {}, 1});
+    if (!base_or.ok()) return report(base_or.error());
+    const Schedule& base = *base_or;
     auto pick = [](int flag, int preset_value) { return flag >= 0 ? flag : preset_value; };
     space.keep_first = pick(a.keep_first, base.keep_first);
     space.keep_recent = pick(a.keep_recent, base.keep_recent);
@@ -134,14 +134,14 @@ int run_tune(const TuneArgs& a) {
                                  a.budget, a.target, result->full_score));
     }
     const eval::CandidateResult& best = *result->best;
-    prune::ScheduleFileInfo info;
+    ScheduleFileInfo info;
     info.model = e.summary().name;
     info.n_layer = n_layer;
     info.meta_json = eval::tune_meta_json(*result, a.target, calibration);
-    if (auto st = prune::save_schedule_file(a.out, best.candidate.schedule, info); !st.ok()) {
+    if (auto st = save_schedule_file(a.out, best.candidate.schedule, info); !st.ok()) {
         return report(st.error());
     }
-    std::printf("schedule: %s\n", prune::to_string(best.candidate.schedule).c_str());
+    std::printf("schedule: %s\n", to_string(best.candidate.schedule).c_str());
     std::printf(
         "score %.3f (full %.3f, target %.2f x full), TTFT speedup %.2fx, %.1f%% of prompt "
         "token-layers computed (predicted prefill %.1f%%)\n",

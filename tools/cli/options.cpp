@@ -5,7 +5,7 @@
 #include <charconv>
 
 #include "cli/common.h"
-#include "prune/schedule.h"
+#include "lazyllm/schedule.h"
 
 namespace lazyllm::cli {
 
@@ -37,12 +37,12 @@ void add_score_flags(CLI::App& app, int& score_layers, int& score_pool,
                    fmt::format("Sum the last token's attention over the last N layers before each "
                                "boundary (1: the paper's score; default: {})",
                                default_is))
-        ->check(CLI::Range(1, prune::kMaxScoreLayers));
+        ->check(CLI::Range(1, kMaxScoreLayers));
     app.add_option("--lazy-score-pool", score_pool,
                    fmt::format("Max-pool scores over a window of N positions, odd (1: off; "
                                "default: {})",
                                default_is))
-        ->check(CLI::Range(1, prune::kMaxScorePool));
+        ->check(CLI::Range(1, kMaxScorePool));
 }
 
 void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
