@@ -5,7 +5,7 @@
 // user writes before reading (no zeroing on growth): cache-line aligned. A plain
 // std::vector of more than 128 KiB comes from mmap at 16 bytes past a page boundary, so each
 // 64-byte tile row straddles two cache lines: measured on this machine, that halves the rate
-// of a tile sequence (the attention block: 370 vs 190 cycles, one thread, docs/benchmarks.md).
+// of a tile sequence (the attention block: 370 vs 190 cycles, one thread; docs/history.md).
 #pragma once
 
 #include <cstddef>

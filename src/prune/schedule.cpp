@@ -287,80 +287,91 @@ Schedule prune::default_schedule(int n_layer) {
     return schedule;
 }
 
-Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
-    using nlohmann::json;
+namespace {
+
+using nlohmann::json;
+
+// The file's JSON object, with no key outside the format's.
+Result<json> read_json_object(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        return file_error(path, make_error(ErrorCode::kNotFound, "cannot open for reading"));
-    }
+    if (!in) return make_error(ErrorCode::kNotFound, "cannot open for reading");
     std::stringstream buffer;
     buffer << in.rdbuf();
     json doc;
     try {
         doc = json::parse(buffer.str());
-    } catch (const json::parse_error& e) {
-        return file_error(path, make_error(ErrorCode::kCorrupt, "invalid JSON: {}", e.what()));
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number overflow
+        return make_error(ErrorCode::kCorrupt, "invalid JSON: {}", e.what());
     }
-    if (!doc.is_object()) {
-        return file_error(path, make_error(ErrorCode::kCorrupt, "top level must be an object"));
-    }
+    if (!doc.is_object()) return make_error(ErrorCode::kCorrupt, "top level must be an object");
     constexpr std::array<std::string_view, 13> kKeys = {
         "version",      "model",       "n_layer",      "layers",     "keep",
         "keep_first",   "keep_recent", "min_context",  "prune_decode", "score_layers",
         "score_pool",   "revive_max",  "meta"};
     for (const auto& [key, value] : doc.items()) {
         if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
-            return file_error(path, make_error(ErrorCode::kInvalidArgument,
-                                               "unknown key '{}' (allowed: {}; put free-form data "
-                                               "in \"meta\")",
-                                               key, fmt::join(kKeys, ", ")));
+            return make_error(ErrorCode::kInvalidArgument,
+                              "unknown key '{}' (allowed: {}; put free-form data in \"meta\")",
+                              key, fmt::join(kKeys, ", "));
         }
     }
-    auto get_int = [&](const char* key, int64_t lo) -> Result<int> {
-        const json& v = doc.at(key);
-        if (!v.is_number_integer() || v.get<int64_t>() < lo ||
-            v.get<int64_t>() > std::numeric_limits<int>::max()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "\"{}\" must be an integer >= {}, got {}", key, lo, v.dump());
-        }
-        return static_cast<int>(v.get<int64_t>());
-    };
+    return doc;
+}
 
-    ScheduleFile file;
-    Schedule& schedule = file.schedule;
-    ScheduleFileInfo& info = file.info;
+Result<int> get_int(const json& doc, const char* key, int64_t lo) {
+    const json& v = doc.at(key);
+    if (!v.is_number_integer() || v.get<int64_t>() < lo ||
+        v.get<int64_t>() > std::numeric_limits<int>::max()) {
+        return make_error(ErrorCode::kInvalidArgument, "\"{}\" must be an integer >= {}, got {}",
+                          key, lo, v.dump());
+    }
+    return static_cast<int>(v.get<int64_t>());
+}
+
+// "version", "model", "n_layer" (must match the model's) and "meta".
+Result<ScheduleFileInfo> read_info(const json& doc, int n_layer) {
+    ScheduleFileInfo info;
     if (doc.contains("version")) {
         const json& v = doc["version"];
         if (!v.is_number_integer() || v.get<int64_t>() != 1) {
-            return file_error(path,
-                              make_error(ErrorCode::kUnsupported,
-                                         "version {} is not supported (expected 1)", v.dump()));
+            return make_error(ErrorCode::kUnsupported, "version {} is not supported (expected 1)",
+                              v.dump());
         }
     }
     if (doc.contains("model")) {
         if (!doc["model"].is_string()) {
-            return file_error(
-                path, make_error(ErrorCode::kInvalidArgument, "\"model\" must be a string, got {}",
-                                 doc["model"].dump()));
+            return make_error(ErrorCode::kInvalidArgument, "\"model\" must be a string, got {}",
+                              doc["model"].dump());
         }
         info.model = doc["model"].get<std::string>();
     }
     if (doc.contains("n_layer")) {
-        auto r = get_int("n_layer", 1);
-        if (!r.ok()) return file_error(path, r.error());
-        info.n_layer = *r;
+        LAZYLLM_ASSIGN_OR_RETURN(info.n_layer, get_int(doc, "n_layer", 1));
         if (info.n_layer != n_layer) {
-            return file_error(
-                path,
-                make_error(ErrorCode::kInvalidArgument,
-                           "made for a {}-layer model{} but this model has {} layers", info.n_layer,
-                           info.model.empty() ? "" : fmt::format(" ('{}')", info.model), n_layer));
+            return make_error(ErrorCode::kInvalidArgument,
+                              "made for a {}-layer model{} but this model has {} layers",
+                              info.n_layer,
+                              info.model.empty() ? "" : fmt::format(" ('{}')", info.model),
+                              n_layer);
         }
     }
+    if (doc.contains("meta")) {
+        if (!doc["meta"].is_object()) {
+            return make_error(ErrorCode::kInvalidArgument, "\"meta\" must be an object, got {}",
+                              doc["meta"].dump());
+        }
+        info.meta_json = doc["meta"].dump();
+    }
+    return info;
+}
+
+// The schedule's fields, typed but not yet validated against the model.
+Result<Schedule> read_fields(const json& doc) {
+    Schedule schedule;
     for (const char* key : {"layers", "keep"}) {
         if (!doc.contains(key) || !doc[key].is_array()) {
-            return file_error(path, make_error(ErrorCode::kInvalidArgument,
-                                               "\"{}\" must be present and an array", key));
+            return make_error(ErrorCode::kInvalidArgument, "\"{}\" must be present and an array",
+                              key);
         }
     }
     const json& layers = doc["layers"];
@@ -368,17 +379,16 @@ Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
         const json& v = layers[i];
         if (!v.is_number_integer() || v.get<int64_t>() < std::numeric_limits<int>::min() ||
             v.get<int64_t>() > std::numeric_limits<int>::max()) {
-            return file_error(
-                path, make_error(ErrorCode::kInvalidArgument,
-                                 "layers[{}] = {} is not an integer layer index", i, v.dump()));
+            return make_error(ErrorCode::kInvalidArgument,
+                              "layers[{}] = {} is not an integer layer index", i, v.dump());
         }
         schedule.boundaries.push_back(static_cast<int>(v.get<int64_t>()));
     }
     const json& keep = doc["keep"];
     for (size_t i = 0; i < keep.size(); ++i) {
         if (!keep[i].is_number()) {
-            return file_error(path, make_error(ErrorCode::kInvalidArgument,
-                                               "keep[{}] = {} is not a number", i, keep[i].dump()));
+            return make_error(ErrorCode::kInvalidArgument, "keep[{}] = {} is not a number", i,
+                              keep[i].dump());
         }
         schedule.keep.push_back(static_cast<float>(keep[i].get<double>()));
     }
@@ -386,35 +396,36 @@ Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
                                           std::tuple{"keep_recent", &schedule.keep_recent, 0},
                                           std::tuple{"min_context", &schedule.min_context, 0},
                                           std::tuple{"score_layers", &schedule.score_layers, 1},
-                                          std::tuple{"score_pool", &schedule.score_pool, 1}}) {
+                                          std::tuple{"score_pool", &schedule.score_pool, 1},
+                                          std::tuple{"revive_max", &schedule.revive_max, -1}}) {
         if (!doc.contains(key)) continue;
-        auto r = get_int(key, lo);
-        if (!r.ok()) return file_error(path, r.error());
-        *field = *r;
-    }
-    if (doc.contains("revive_max")) {
-        auto r = get_int("revive_max", -1);
-        if (!r.ok()) return file_error(path, r.error());
-        schedule.revive_max = *r;
+        LAZYLLM_ASSIGN_OR_RETURN(*field, get_int(doc, key, lo));
     }
     if (doc.contains("prune_decode")) {
         if (!doc["prune_decode"].is_boolean()) {
-            return file_error(path, make_error(ErrorCode::kInvalidArgument,
-                                               "\"prune_decode\" must be true or false, got {}",
-                                               doc["prune_decode"].dump()));
+            return make_error(ErrorCode::kInvalidArgument,
+                              "\"prune_decode\" must be true or false, got {}",
+                              doc["prune_decode"].dump());
         }
         schedule.prune_decode = doc["prune_decode"].get<bool>();
     }
-    if (doc.contains("meta")) {
-        if (!doc["meta"].is_object()) {
-            return file_error(
-                path, make_error(ErrorCode::kInvalidArgument, "\"meta\" must be an object, got {}",
-                                 doc["meta"].dump()));
-        }
-        info.meta_json = doc["meta"].dump();
-    }
-    Status valid = validate_schedule(schedule, n_layer);
-    if (!valid.ok()) return file_error(path, valid.error());
+    return schedule;
+}
+
+Result<ScheduleFile> read_schedule(const std::string& path, int n_layer) {
+    LAZYLLM_ASSIGN_OR_RETURN(const json doc, read_json_object(path));
+    ScheduleFile file;
+    LAZYLLM_ASSIGN_OR_RETURN(file.info, read_info(doc, n_layer));
+    LAZYLLM_ASSIGN_OR_RETURN(file.schedule, read_fields(doc));
+    LAZYLLM_TRY(validate_schedule(file.schedule, n_layer));
+    return file;
+}
+
+}  // namespace
+
+Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
+    auto file = read_schedule(path, n_layer);
+    if (!file.ok()) return file_error(path, file.error());
     return file;
 }
 
