@@ -1,5 +1,6 @@
 // Internal pieces of the tiled attention shared by the driver (attention.cpp) and the ISA
-// kernels (attention_avx2.cpp, attention_avx512.cpp, attention_amx.cpp).
+// kernels (attention_inl.h compiled as attention_avx2.cpp and attention_avx512.cpp;
+// attention_amx.cpp).
 //
 // Layout: "queries in lanes". A tile is up to 16 query vectors that share one KV head: the
 // flattened (query row, head within the GQA group) pairs of that KV head, 16 at a time, so
@@ -7,7 +8,7 @@
 // are computed transposed, S^T[key][lane], which makes the online softmax purely vertical
 // (per-lane max and sum, no horizontal reductions).
 //
-// Tiles with few real lanes (decode) use "keys in lanes" instead (attention_lanes_avx512/avx2),
+// Tiles with few real lanes (decode) use "keys in lanes" instead (attention_lanes),
 // and a decode step runs the tiles of every KV head together, so that each K/V row is
 // streamed from memory once, whole and in order, for all query heads.
 #pragma once
@@ -17,6 +18,7 @@
 
 #include "base/scratch.h"
 #include "kernels/attention.h"
+#include "kernels/simd.h"
 
 namespace lazyllm::kernels::detail {
 
@@ -82,25 +84,26 @@ inline void with_kernel_types(const AttentionArgs& a, F&& f) {
 }
 // Tiles with at most this many real lanes run keys in lanes.
 constexpr int kAttnFewLanes = 6;
+
+// The fp32 kernels, written once in attention_inl.h and instantiated for kAvx2
+// (attention_avx2.cpp) and kAvx512 (attention_avx512.cpp); attention.cpp enters them through
+// isa_dispatch.
 // Keys [j_begin, j_end) of `a` for the tile; j_end <= t.n_vis_max. Initializes `st`.
-void attention_tile_avx512(const AttentionArgs& a, const AttnTile& t, int64_t j_begin,
-                           int64_t j_end, AttnState& st);
+template <Isa I>
+void attention_tile(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
+                    AttnState& st);
 // Keys in lanes for n_tiles tiles of at most kAttnFewLanes lanes each, over the same keys
-// [j_begin, j_end): per block of 16 keys, the K/V rows of every tile's KV head are read (and
-// converted from f16) once. Initializes states[0..n_tiles).
-void attention_lanes_avx512(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,
-                            int64_t j_begin, int64_t j_end, AttnState* states);
+// [j_begin, j_end): per block of kWidth keys, the K/V rows of every tile's KV head are read
+// (and converted from f16) once. Initializes states[0..n_tiles).
+template <Isa I>
+void attention_lanes(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, int64_t j_begin,
+                     int64_t j_end, AttnState* states);
 
-// out = o / l for the tile's real lanes (zeros where no key was visible).
+// out = o / l for the tile's real lanes (zeros where no key was visible): AVX-512
+// (attention_avx512.cpp, also after the AMX kernel) and plain C++ (attention.cpp), with the
+// same products and bf16 rounding.
 void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
-
-// AVX2 + FMA + F16C counterparts of the AVX-512 fp32 kernels above (attention_avx2.cpp), same
-// contracts; a tile's 16 lanes are two 8-wide halves, keys in lanes takes 8 keys per vector.
-void attention_tile_avx2(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
-                         AttnState& st);
-void attention_lanes_avx2(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,
-                          int64_t j_begin, int64_t j_end, AttnState* states);
-void attention_finalize_avx2(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
+void attention_finalize_scalar(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
 
 // bf16 copies of K and V^T for one attention call, laid out for AMX tile loads.
 struct AmxPackedKv {

@@ -1,4 +1,4 @@
-// AVX2 kernels of QuantLinear (layout and float operations: qgemv_kernels.h), for CPUs with
+// AVX2 kernels of QuantLinear (layout and float operations: qgemv_isa.h), for CPUs with
 // AVX2 + FMA + F16C but no AVX-512 VNNI (Zen 2/3, Haswell..Skylake client). Entered only after
 // the run-time check in QuantLinear (qgemv.cpp).
 //
@@ -21,9 +21,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/qgemv_kernels.h"
+#include "kernels/qgemv_isa.h"
 
-namespace lazyllm::kernels::qgemv::avx2 {
+namespace lazyllm::kernels::qgemv {
 
 namespace {
 
@@ -215,7 +215,7 @@ void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, co
 }
 
 template <int kBits, bool kMin>
-void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
     for (int64_t g = g0; g < g1; ++g) {
         for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
@@ -239,8 +239,9 @@ void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
 
 }  // namespace
 
-void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out) {
+template <>
+void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
+                               const ActivationBuffers& out) {
     const int64_t nb = n_in / kBlock;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     // packs_epi32 / packs_epi16 interleave the 128-bit lanes: dword k of the packed result
@@ -259,8 +260,7 @@ void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t
             m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
             m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
             const float amax = _mm_cvtss_f32(m4);
-            const float d = amax / 127.0f;
-            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            const auto [d, id] = block_scale(amax);
             const __m256 vid = _mm256_set1_ps(id);
             // vcvtps2dq rounds to nearest even (MXCSR default), as the reference's nearbyint.
             __m256i q[4];
@@ -276,18 +276,11 @@ void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t
             s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
             s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
             const int32_t sum = _mm_cvtsi128_si32(s4);
-            out.d[b * m + r] = d;
-            out.s[b * m + r] = d * static_cast<float>(sum);
-            out.corr[b * m + r] = -offset * sum;
+            set_block_stats(out, b * m + r, d, sum, offset);
         }
     }
 }
 
-void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-          const float* bias, float* y, int64_t ldy, bool accumulate) {
-    with_format(w, [&]<int kBits, bool kHasMin>() {
-        gemv_format<kBits, kHasMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);
-    });
-}
+LAZYLLM_QGEMV_FORMATS(Isa::kAvx2)
 
-}  // namespace lazyllm::kernels::qgemv::avx2
+}  // namespace lazyllm::kernels::qgemv

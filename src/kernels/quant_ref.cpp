@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "kernels/quant_blocks.h"
-#include "kernels/quant_variants.h"
+#include "kernels/quant_isa.h"
 
 namespace lazyllm::kernels {
 
@@ -13,7 +13,7 @@ using namespace quant;  // NOLINT: block structs and bit helpers of this file's 
 
 namespace {
 
-void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
+void dequantize_blocks(const BlockQ4_0* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQk4_0) {
         const float d = fp16_to_fp32_scalar(x[i].d);
         for (int j = 0; j < kQk4_0 / 2; ++j) {
@@ -25,7 +25,7 @@ void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
     }
 }
 
-void dequantize_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
+void dequantize_blocks(const BlockQ4_1* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQk4_1) {
         const float d = fp16_to_fp32_scalar(x[i].d);
         const float m = fp16_to_fp32_scalar(x[i].m);
@@ -38,7 +38,7 @@ void dequantize_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
     }
 }
 
-void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
+void dequantize_blocks(const BlockQ5_0* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQk5_0) {
         const float d = fp16_to_fp32_scalar(x[i].d);
         uint32_t qh;
@@ -54,7 +54,7 @@ void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
     }
 }
 
-void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
+void dequantize_blocks(const BlockQ5_1* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQk5_1) {
         const float d = fp16_to_fp32_scalar(x[i].d);
         const float m = fp16_to_fp32_scalar(x[i].m);
@@ -71,14 +71,14 @@ void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
     }
 }
 
-void dequantize_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
+void dequantize_blocks(const BlockQ8_0* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQk8_0) {
         const float d = fp16_to_fp32_scalar(x[i].d);
         for (int j = 0; j < kQk8_0; ++j) y[j] = static_cast<float>(x[i].qs[j]) * d;
     }
 }
 
-void dequantize_q4_k(const BlockQ4K* x, float* y, int64_t nb) {
+void dequantize_blocks(const BlockQ4K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const uint8_t* q = x[i].qs;
         const float d = fp16_to_fp32_scalar(x[i].d);
@@ -100,7 +100,7 @@ void dequantize_q4_k(const BlockQ4K* x, float* y, int64_t nb) {
     }
 }
 
-void dequantize_q5_k(const BlockQ5K* x, float* y, int64_t nb) {
+void dequantize_blocks(const BlockQ5K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const uint8_t* ql = x[i].qs;
         const uint8_t* qh = x[i].qh;
@@ -130,7 +130,7 @@ void dequantize_q5_k(const BlockQ5K* x, float* y, int64_t nb) {
     }
 }
 
-void dequantize_q6_k(const BlockQ6K* x, float* y, int64_t nb) {
+void dequantize_blocks(const BlockQ6K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const float d = fp16_to_fp32_scalar(x[i].d);
         const uint8_t* ql = x[i].ql;
@@ -195,24 +195,9 @@ void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n)
             for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32_scalar(h[i]);
             return;
         }
-        case GgmlType::Q8_0:
-            return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n / kQk8_0);
-        case GgmlType::Q4_0:
-            return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n / kQk4_0);
-        case GgmlType::Q4_1:
-            return dequantize_q4_1(static_cast<const BlockQ4_1*>(src), dst, n / kQk4_1);
-        case GgmlType::Q5_0:
-            return dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, n / kQk5_0);
-        case GgmlType::Q5_1:
-            return dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, n / kQk5_1);
-        case GgmlType::Q4_K:
-            return dequantize_q4_k(static_cast<const BlockQ4K*>(src), dst, n / kQkK);
-        case GgmlType::Q5_K:
-            return dequantize_q5_k(static_cast<const BlockQ5K*>(src), dst, n / kQkK);
-        case GgmlType::Q6_K:
-            return dequantize_q6_k(static_cast<const BlockQ6K*>(src), dst, n / kQkK);
-        default:
-            return;  // rejected by the checked entry points before we get here
+        default:  // a block format (checked by the entry points)
+            with_blocks(type, src, n,
+                        [&](const auto* x, int64_t nb) { dequantize_blocks(x, dst, nb); });
     }
 }
 
