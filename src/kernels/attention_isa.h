@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "base/scratch.h"
@@ -47,40 +48,30 @@ struct AttnState {
     alignas(64) float l[kAttnLanes];
 };
 
-// head_dim values the fp32 kernels (AVX-512, AVX2) are instantiated for; others use the
-// reference.
+// head_dim values the fp32 kernels are instantiated for; others use the reference.
+using Fp32HeadDims = std::integer_sequence<int, 32, 64, 80, 96, 128, 256>;
+
 constexpr bool fp32_attention_head_dim_supported(int head_dim) {
-    return head_dim == 32 || head_dim == 64 || head_dim == 80 || head_dim == 96 ||
-           head_dim == 128 || head_dim == 256;
+    return []<int... Ds>(std::integer_sequence<int, Ds...>, int d) { return ((d == Ds) || ...); }
+    (Fp32HeadDims{}, head_dim);
 }
-// Calls f.template operator()<D, T>() with D == a.head_dim, one of the values above (the
-// driver checks; anything else traps), and T the K/V element type (float, or uint16_t for half
+// Calls f.template operator()<D, T>() with D == a.head_dim, one of Fp32HeadDims (the driver
+// checks; anything else traps), and T the K/V element type (float, or uint16_t for half
 // bits): the ISA files' per-shape instantiations.
 template <typename F>
 inline void with_kernel_types(const AttentionArgs& a, F&& f) {
-    auto with_t = [&]<int D>() {
+    const auto with_t = [&]<int D>() {
         if (a.kv_type == KvType::kF16) {
             f.template operator()<D, uint16_t>();
         } else {
             f.template operator()<D, float>();
         }
     };
-    switch (a.head_dim) {
-        case 32:
-            return with_t.template operator()<32>();
-        case 64:
-            return with_t.template operator()<64>();
-        case 80:
-            return with_t.template operator()<80>();
-        case 96:
-            return with_t.template operator()<96>();
-        case 128:
-            return with_t.template operator()<128>();
-        case 256:
-            return with_t.template operator()<256>();
-        default:
-            __builtin_trap();
+    const bool found = [&]<int... Ds>(std::integer_sequence<int, Ds...>) {
+        return ((a.head_dim == Ds && (with_t.template operator()<Ds>(), true)) || ...);
     }
+    (Fp32HeadDims{});
+    if (!found) __builtin_trap();
 }
 // Tiles with at most this many real lanes run keys in lanes.
 constexpr int kAttnFewLanes = 6;

@@ -93,7 +93,7 @@ void rms_norm_bf16(const KernelContext& ctx, const float* x, const float* w, uin
     for_row_blocks(ctx, n_rows, n, [&](int64_t r0, int64_t rows) {
         isa_dispatch(ctx.isa, [&]<Isa I>() {
             if constexpr (I == Isa::kAvx512) {
-                detail::rms_norm_bf16_rows<I>(x + r0 * n, w, y + r0 * n, rows, n, eps);
+                detail::rms_norm_rows<I>(x + r0 * n, w, y + r0 * n, rows, n, eps);
             } else {
                 ref::rms_norm_bf16(x + r0 * n, w, y + r0 * n, rows, n, eps);
             }
@@ -106,7 +106,7 @@ void swiglu_bf16(const KernelContext& ctx, const float* gate_up, uint16_t* out, 
     for_row_blocks(ctx, n_rows, 2 * n_ff, [&](int64_t r0, int64_t rows) {
         isa_dispatch(ctx.isa, [&]<Isa I>() {
             if constexpr (I == Isa::kAvx512) {
-                detail::swiglu_bf16_rows<I>(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+                detail::swiglu_rows<I>(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
             } else {
                 ref::swiglu_bf16(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
             }

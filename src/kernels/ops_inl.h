@@ -54,6 +54,15 @@ void swiglu_row(const float* g, const float* u, int64_t n_ff, Store&& store) {
     }
 }
 
+template <Isa I>
+inline void store_out(float* p, typename Vec<I>::Mask m, typename Vec<I>::F v) {
+    Vec<I>::store(p, m, v);
+}
+template <Isa I>
+inline void store_out(uint16_t* p, typename Vec<I>::Mask m, typename Vec<I>::F v) {
+    Vec<I>::store_bf16(p, m, v);
+}
+
 inline void rope_pair_scalar(float* a, float* b, float c, float s) {
     const float x0 = *a, x1 = *b;
     *a = x0 * c - x1 * s;
@@ -62,42 +71,23 @@ inline void rope_pair_scalar(float* a, float* b, float c, float s) {
 
 }  // namespace
 
-template <Isa I>
-void rms_norm_rows(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps) {
+// y: fp32, or bf16 bits (rounded by Vec<I>::store_bf16).
+template <Isa I, typename Out>
+void rms_norm_rows(const float* x, const float* w, Out* y, int64_t n_rows, int64_t n, float eps) {
     for (int64_t r = 0; r < n_rows; ++r) {
-        float* yr = y + r * n;
+        Out* yr = y + r * n;
         scale_row<I>(x + r * n, w, n, rms_inv<I>(x + r * n, n, eps),
-                     [&](int64_t i, auto m, auto v) { Vec<I>::store(yr + i, m, v); });
+                     [&](int64_t i, auto m, auto v) { store_out<I>(yr + i, m, v); });
     }
 }
 
-template <Isa I>
-void rms_norm_bf16_rows(const float* x, const float* w, uint16_t* y, int64_t n_rows, int64_t n,
-                        float eps) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-        uint16_t* yr = y + r * n;
-        scale_row<I>(x + r * n, w, n, rms_inv<I>(x + r * n, n, eps),
-                     [&](int64_t i, auto m, auto v) { Vec<I>::store_bf16(yr + i, m, v); });
-    }
-}
-
-template <Isa I>
-void swiglu_rows(const float* gate_up, float* out, int64_t n_rows, int64_t n_ff) {
+template <Isa I, typename Out>
+void swiglu_rows(const float* gate_up, Out* out, int64_t n_rows, int64_t n_ff) {
     for (int64_t r = 0; r < n_rows; ++r) {
         const float* g = gate_up + r * 2 * n_ff;
-        float* o = out + r * n_ff;
+        Out* o = out + r * n_ff;
         swiglu_row<I>(g, g + n_ff, n_ff,
-                      [&](int64_t i, auto m, auto v) { Vec<I>::store(o + i, m, v); });
-    }
-}
-
-template <Isa I>
-void swiglu_bf16_rows(const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_ff) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-        const float* g = gate_up + r * 2 * n_ff;
-        uint16_t* o = out + r * n_ff;
-        swiglu_row<I>(g, g + n_ff, n_ff,
-                      [&](int64_t i, auto m, auto v) { Vec<I>::store_bf16(o + i, m, v); });
+                      [&](int64_t i, auto m, auto v) { store_out<I>(o + i, m, v); });
     }
 }
 

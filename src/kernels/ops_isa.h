@@ -12,15 +12,11 @@
 
 namespace lazyllm::kernels::detail {
 
-template <Isa I>
-void rms_norm_rows(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);
-template <Isa I>
-void rms_norm_bf16_rows(const float* x, const float* w, uint16_t* y, int64_t n_rows, int64_t n,
-                        float eps);
-template <Isa I>
-void swiglu_rows(const float* gate_up, float* out, int64_t n_rows, int64_t n_ff);
-template <Isa I>
-void swiglu_bf16_rows(const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_ff);
+// y, out: fp32 (every target) or bf16 bits (kAvx512 only).
+template <Isa I, typename Out>
+void rms_norm_rows(const float* x, const float* w, Out* y, int64_t n_rows, int64_t n, float eps);
+template <Isa I, typename Out>
+void swiglu_rows(const float* gate_up, Out* out, int64_t n_rows, int64_t n_ff);
 template <Isa I>
 void add_inplace_span(float* x, const float* y, int64_t n);
 template <Isa I>

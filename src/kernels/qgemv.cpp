@@ -15,6 +15,7 @@
 #include "base/scratch.h"
 #include "kernels/qgemv_isa.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quant_isa.h"
 
 namespace lazyllm::kernels {
 
@@ -83,29 +84,21 @@ void unpack_nibbles(const uint8_t* src, UnpackedBlock* out) {
 void unpack_block(GgmlType type, const uint8_t* src, UnpackedBlock* out) {
     using namespace quant;  // NOLINT: block structs of this function's concern
     out->m = 0;
-    switch (type) {
-        case GgmlType::Q4_0:
-            unpack_nibbles<BlockQ4_0>(src, out);
-            return;
-        case GgmlType::Q4_1:
-            unpack_nibbles<BlockQ4_1>(src, out);
-            return;
-        case GgmlType::Q5_0:
-            unpack_nibbles<BlockQ5_0>(src, out);
-            return;
-        case GgmlType::Q5_1:
-            unpack_nibbles<BlockQ5_1>(src, out);
-            return;
-        case GgmlType::Q8_0: {
-            BlockQ8_0 b;
-            std::memcpy(&b, src, sizeof(b));
-            out->d = b.d;
-            for (int j = 0; j < kBlock; ++j) out->u[j] = static_cast<uint8_t>(b.qs[j]) ^ 0x80u;
-            return;
-        }
-        default:
-            LAZYLLM_CHECK_MSG(false, "unpack_block: type without a QuantLinear format");
+    if (type == GgmlType::Q8_0) {
+        BlockQ8_0 b;
+        std::memcpy(&b, src, sizeof(b));
+        out->d = b.d;
+        for (int j = 0; j < kBlock; ++j) out->u[j] = static_cast<uint8_t>(b.qs[j]) ^ 0x80u;
+        return;
     }
+    const bool unpacked = with_blocks(type, src, kBlock, [&]<typename B>(const B*, int64_t) {
+        if constexpr (NibbleBlock<B>) {
+            unpack_nibbles<B>(src, out);
+        } else {
+            LAZYLLM_CHECK_MSG(false, "unpack_block: type without a QuantLinear format");
+        }
+    });
+    LAZYLLM_CHECK_MSG(unpacked, "unpack_block: type without a QuantLinear format");
 }
 
 // fp32 -> Q8_0-as-stored (u = q + 128). As ggml's quantize_row_q8_0_ref, except that q is

@@ -46,27 +46,29 @@ Status check_isa(Isa isa) {
     return {};
 }
 
+// Validates the call, then runs f.template operator()<I>() for the target of `isa`.
+template <typename F>
+Status checked(Isa isa, GgmlType type, const void* src, const void* dst, int64_t n, F&& f) {
+    LAZYLLM_TRY(check_row(type, src, dst, n));
+    LAZYLLM_TRY(check_isa(isa));
+    if (n > 0) isa_dispatch(isa, f);
+    return {};
+}
+
 }  // namespace
 
 Status dequantize_row_f32(Isa isa, GgmlType type, const void* src, float* dst, int64_t n) {
-    LAZYLLM_TRY(check_row(type, src, dst, n));
-    LAZYLLM_TRY(check_isa(isa));
-    if (n == 0) return {};
-    isa_dispatch(isa, [&]<Isa I>() {
+    return checked(isa, type, src, dst, n, [&]<Isa I>() {
         if constexpr (I == Isa::kRef) {
             ref::dequantize_unchecked(type, src, dst, n);
         } else {
             detail::dequantize_unchecked<I>(type, src, dst, n);
         }
     });
-    return {};
 }
 
 Status dequantize_row_bf16(Isa isa, GgmlType type, const void* src, bf16_t* dst, int64_t n) {
-    LAZYLLM_TRY(check_row(type, src, dst, n));
-    LAZYLLM_TRY(check_isa(isa));
-    if (n == 0) return {};
-    isa_dispatch(isa, [&]<Isa I>() {
+    return checked(isa, type, src, dst, n, [&]<Isa I>() {
         if constexpr (I == Isa::kRef) {
             quant::dequantize_bf16_staged(
                 type, src, dst, n,
@@ -78,7 +80,6 @@ Status dequantize_row_bf16(Isa isa, GgmlType type, const void* src, bf16_t* dst,
             detail::dequantize_bf16_unchecked<I>(type, src, dst, n);
         }
     });
-    return {};
 }
 
 bf16_t fp32_to_bf16(float x) { return quant::fp32_to_bf16_scalar(x); }

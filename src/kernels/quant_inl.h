@@ -88,48 +88,30 @@ inline Nibbles nibbles(const uint8_t* qs, const uint8_t* qh = nullptr) {
     return q;
 }
 
-template <Isa I>
-void dequantize_blocks(const BlockQ4_0* x, float* y, int64_t nb) {
-    const __m128i eight = _mm_set1_epi8(8);
-    for (int64_t i = 0; i < nb; ++i, y += kQk4_0) {
+// Q4_0, Q5_0 (y = d * (q - offset), offset 8 or 16) and Q4_1, Q5_1 (y = d * q + m).
+template <Isa I, NibbleBlock Block>
+void dequantize_blocks(const Block* x, float* y, int64_t nb) {
+    constexpr bool kHasMin = requires(const Block& b) { b.m; };
+    constexpr bool kHasHigh = requires(const Block& b) { b.qh; };
+    const __m128i offset = _mm_set1_epi8(kHasHigh ? 16 : 8);
+    for (int64_t i = 0; i < nb; ++i, y += 32) {
         const auto d = Vec<I>::set1(half(x[i].d));
-        const Nibbles q = nibbles(x[i].qs);
-        store16_scaled<I>(_mm_sub_epi8(q.lo, eight), d, y);
-        store16_scaled<I>(_mm_sub_epi8(q.hi, eight), d, y + 16);
+        Nibbles q;
+        if constexpr (kHasHigh) {
+            q = nibbles(x[i].qs, x[i].qh);
+        } else {
+            q = nibbles(x[i].qs);
+        }
+        if constexpr (kHasMin) {
+            const auto m = Vec<I>::set1(half(x[i].m));
+            store16_affine<I>(q.lo, d, m, y);
+            store16_affine<I>(q.hi, d, m, y + 16);
+        } else {
+            store16_scaled<I>(_mm_sub_epi8(q.lo, offset), d, y);
+            store16_scaled<I>(_mm_sub_epi8(q.hi, offset), d, y + 16);
+        }
     }
 }
-
-template <Isa I>
-void dequantize_blocks(const BlockQ4_1* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQk4_1) {
-        const auto d = Vec<I>::set1(half(x[i].d)), m = Vec<I>::set1(half(x[i].m));
-        const Nibbles q = nibbles(x[i].qs);
-        store16_affine<I>(q.lo, d, m, y);
-        store16_affine<I>(q.hi, d, m, y + 16);
-    }
-}
-
-template <Isa I>
-void dequantize_blocks(const BlockQ5_0* x, float* y, int64_t nb) {
-    const __m128i sixteen = _mm_set1_epi8(16);
-    for (int64_t i = 0; i < nb; ++i, y += kQk5_0) {
-        const auto d = Vec<I>::set1(half(x[i].d));
-        const Nibbles q = nibbles(x[i].qs, x[i].qh);
-        store16_scaled<I>(_mm_sub_epi8(q.lo, sixteen), d, y);
-        store16_scaled<I>(_mm_sub_epi8(q.hi, sixteen), d, y + 16);
-    }
-}
-
-template <Isa I>
-void dequantize_blocks(const BlockQ5_1* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQk5_1) {
-        const auto d = Vec<I>::set1(half(x[i].d)), m = Vec<I>::set1(half(x[i].m));
-        const Nibbles q = nibbles(x[i].qs, x[i].qh);
-        store16_affine<I>(q.lo, d, m, y);
-        store16_affine<I>(q.hi, d, m, y + 16);
-    }
-}
-
 template <Isa I>
 void dequantize_blocks(const BlockQ8_0* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQk8_0) {
@@ -151,8 +133,8 @@ inline void k_scales(const uint8_t* scales, float d, float min, float* ds, float
 
 // Q4_K and Q5_K: 4 chunks of 64 elements, the low then the high nibbles of 32 bytes; Q5_K
 // sub-block s takes its fifth bits from bit s of the 32 qh bytes.
-template <Isa I, typename Block>
-void dequantize_k4(const Block* x, float* y, int64_t nb) {
+template <Isa I, OneOf<BlockQ4K, BlockQ5K> Block>
+void dequantize_blocks(const Block* x, float* y, int64_t nb) {
     constexpr bool kQ5 = std::is_same_v<Block, BlockQ5K>;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i sixteen = _mm256_set1_epi8(16);
@@ -177,15 +159,6 @@ void dequantize_k4(const Block* x, float* y, int64_t nb) {
         }
     }
 }
-template <Isa I>
-void dequantize_blocks(const BlockQ4K* x, float* y, int64_t nb) {
-    dequantize_k4<I>(x, y, nb);
-}
-template <Isa I>
-void dequantize_blocks(const BlockQ5K* x, float* y, int64_t nb) {
-    dequantize_k4<I>(x, y, nb);
-}
-
 // 32 signed Q6_K values, two sub-blocks of 16: y = (d * sc) * q.
 template <Isa I>
 inline void store_q6_pair(__m256i q, const float* scale, float* y) {

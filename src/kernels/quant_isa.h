@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
@@ -34,6 +35,12 @@ void fp32_to_bf16_row(const float* src, bf16_t* dst, int64_t n);
 }  // namespace detail
 
 namespace quant {
+
+template <typename B, typename... Ts>
+concept OneOf = (std::is_same_v<B, Ts> || ...);
+// The 4- and 5-bit formats of 32-element blocks.
+template <typename B>
+concept NibbleBlock = OneOf<B, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1>;
 
 // For a block format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K): calls
 // f(blocks, n_blocks) with `src` as that format's block array and returns true. False for every
