@@ -64,9 +64,10 @@ inline __m256i lane_mask(int64_t n) {
 template <int MR>
 inline void store_tile(__m256 (&c)[MR][2], float* y, int64_t ldy, const float* bias, bool load_y,
                        int64_t nr) {
-    if (nr == kNr) {
+    // load(p, k) / store(p, k, v): half k (columns 8k..8k+7) of a row, whole or masked.
+    const auto run = [&](auto load, auto store) {
         if (bias != nullptr) {
-            const __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
+            const __m256 b0 = load(bias, 0), b1 = load(bias + 8, 1);
 #pragma GCC unroll 6
             for (int i = 0; i < MR; ++i) {
                 c[i][0] = _mm256_add_ps(c[i][0], b0);
@@ -77,33 +78,21 @@ inline void store_tile(__m256 (&c)[MR][2], float* y, int64_t ldy, const float* b
         for (int i = 0; i < MR; ++i) {
             float* yr = y + i * ldy;
             if (load_y) {
-                c[i][0] = _mm256_add_ps(c[i][0], _mm256_loadu_ps(yr));
-                c[i][1] = _mm256_add_ps(c[i][1], _mm256_loadu_ps(yr + 8));
+                c[i][0] = _mm256_add_ps(c[i][0], load(yr, 0));
+                c[i][1] = _mm256_add_ps(c[i][1], load(yr + 8, 1));
             }
-            _mm256_storeu_ps(yr, c[i][0]);
-            _mm256_storeu_ps(yr + 8, c[i][1]);
+            store(yr, 0, c[i][0]);
+            store(yr + 8, 1, c[i][1]);
         }
+    };
+    if (nr == kNr) {
+        run([](const float* p, int) { return _mm256_loadu_ps(p); },
+            [](float* p, int, __m256 v) { _mm256_storeu_ps(p, v); });
         return;
     }
-    const __m256i m0 = lane_mask(nr), m1 = lane_mask(nr - 8);
-    if (bias != nullptr) {
-        const __m256 b0 = _mm256_maskload_ps(bias, m0), b1 = _mm256_maskload_ps(bias + 8, m1);
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) {
-            c[i][0] = _mm256_add_ps(c[i][0], b0);
-            c[i][1] = _mm256_add_ps(c[i][1], b1);
-        }
-    }
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) {
-        float* yr = y + i * ldy;
-        if (load_y) {
-            c[i][0] = _mm256_add_ps(c[i][0], _mm256_maskload_ps(yr, m0));
-            c[i][1] = _mm256_add_ps(c[i][1], _mm256_maskload_ps(yr + 8, m1));
-        }
-        _mm256_maskstore_ps(yr, m0, c[i][0]);
-        _mm256_maskstore_ps(yr + 8, m1, c[i][1]);
-    }
+    const __m256i mask[2] = {lane_mask(nr), lane_mask(nr - 8)};
+    run([&](const float* p, int k) { return _mm256_maskload_ps(p, mask[k]); },
+        [&](float* p, int k, __m256 v) { _mm256_maskstore_ps(p, mask[k], v); });
 }
 
 // One micro-tile: MR rows of x at a (row stride lda) times a panel's k block b ([kc][16]),

@@ -197,20 +197,16 @@ void dequantize_blocks(const BlockQ6K* x, float* y, int64_t nb) {
     }
 }
 
-template <Isa I>
-void dequantize_f16(const uint16_t* x, float* y, int64_t n) {
+// F16 and BF16 rows: y[i] = float(x[i]), kWidth at a time through Vec<I>::load (f16) or
+// load_bf16, the tail by the scalar conversion.
+template <Isa I, bool kBf16>
+void dequantize_halves(const uint16_t* x, float* y, int64_t n) {
     using V = Vec<I>;
     int64_t i = 0;
-    for (; i + V::kWidth <= n; i += V::kWidth) V::store(y + i, V::load(x + i));
-    for (; i < n; ++i) y[i] = half(x[i]);
-}
-
-template <Isa I>
-void dequantize_bf16(const uint16_t* x, float* y, int64_t n) {
-    using V = Vec<I>;
-    int64_t i = 0;
-    for (; i + V::kWidth <= n; i += V::kWidth) V::store(y + i, V::load_bf16(x + i));
-    for (; i < n; ++i) y[i] = bf16_to_fp32_scalar(x[i]);
+    for (; i + V::kWidth <= n; i += V::kWidth) {
+        V::store(y + i, kBf16 ? V::load_bf16(x + i) : V::load(x + i));
+    }
+    for (; i < n; ++i) y[i] = kBf16 ? bf16_to_fp32_scalar(x[i]) : half(x[i]);
 }
 
 }  // namespace
@@ -229,9 +225,9 @@ void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n)
             std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
             return;
         case GgmlType::F16:
-            return dequantize_f16<I>(static_cast<const uint16_t*>(src), dst, n);
+            return dequantize_halves<I, false>(static_cast<const uint16_t*>(src), dst, n);
         case GgmlType::BF16:
-            return dequantize_bf16<I>(static_cast<const uint16_t*>(src), dst, n);
+            return dequantize_halves<I, true>(static_cast<const uint16_t*>(src), dst, n);
         default:  // a block format (checked by quant.cpp)
             with_blocks(type, src, n,
                         [&](const auto* x, int64_t nb) { dequantize_blocks<I>(x, dst, nb); });

@@ -13,60 +13,32 @@ using namespace quant;  // NOLINT: block structs and bit helpers of this file's 
 
 namespace {
 
-void dequantize_blocks(const BlockQ4_0* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQk4_0) {
+// Q4_0, Q4_1, Q5_0, Q5_1 (ggml's dequantize_row_q{4,5}_{0,1}): element j is the low nibble
+// of qs[j], element j + 16 the high one, with bit j of qh as a fifth bit (Q5); the symmetric
+// formats subtract 8 (Q4_0) or 16 (Q5_0); y = x * d, plus m for the affine ones.
+template <NibbleBlock Block>
+void dequantize_blocks(const Block* x, float* y, int64_t nb) {
+    constexpr bool kHasMin = requires(const Block& b) { b.m; };
+    constexpr bool kHasHigh = requires(const Block& b) { b.qh; };
+    constexpr int kOffset = kHasMin ? 0 : kHasHigh ? 16 : 8;
+    constexpr int kHalf = 16;
+    for (int64_t i = 0; i < nb; ++i, y += 2 * kHalf) {
         const float d = fp16_to_fp32_scalar(x[i].d);
-        for (int j = 0; j < kQk4_0 / 2; ++j) {
-            const int x0 = (x[i].qs[j] & 0x0F) - 8;
-            const int x1 = (x[i].qs[j] >> 4) - 8;
-            y[j] = static_cast<float>(x0) * d;
-            y[j + kQk4_0 / 2] = static_cast<float>(x1) * d;
-        }
-    }
-}
-
-void dequantize_blocks(const BlockQ4_1* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQk4_1) {
-        const float d = fp16_to_fp32_scalar(x[i].d);
-        const float m = fp16_to_fp32_scalar(x[i].m);
-        for (int j = 0; j < kQk4_1 / 2; ++j) {
-            const int x0 = x[i].qs[j] & 0x0F;
-            const int x1 = x[i].qs[j] >> 4;
-            y[j] = static_cast<float>(x0) * d + m;
-            y[j + kQk4_1 / 2] = static_cast<float>(x1) * d + m;
-        }
-    }
-}
-
-void dequantize_blocks(const BlockQ5_0* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQk5_0) {
-        const float d = fp16_to_fp32_scalar(x[i].d);
-        uint32_t qh;
-        std::memcpy(&qh, x[i].qh, sizeof(qh));
-        for (int j = 0; j < kQk5_0 / 2; ++j) {
+        uint32_t qh = 0;
+        if constexpr (kHasHigh) std::memcpy(&qh, x[i].qh, sizeof(qh));
+        for (int j = 0; j < kHalf; ++j) {
             const int xh_0 = ((qh >> (j + 0)) << 4) & 0x10;
             const int xh_1 = ((qh >> (j + 12))) & 0x10;
-            const int x0 = ((x[i].qs[j] & 0x0F) | xh_0) - 16;
-            const int x1 = ((x[i].qs[j] >> 4) | xh_1) - 16;
-            y[j] = static_cast<float>(x0) * d;
-            y[j + kQk5_0 / 2] = static_cast<float>(x1) * d;
-        }
-    }
-}
-
-void dequantize_blocks(const BlockQ5_1* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQk5_1) {
-        const float d = fp16_to_fp32_scalar(x[i].d);
-        const float m = fp16_to_fp32_scalar(x[i].m);
-        uint32_t qh;
-        std::memcpy(&qh, x[i].qh, sizeof(qh));
-        for (int j = 0; j < kQk5_1 / 2; ++j) {
-            const int xh_0 = ((qh >> (j + 0)) << 4) & 0x10;
-            const int xh_1 = ((qh >> (j + 12))) & 0x10;
-            const int x0 = (x[i].qs[j] & 0x0F) | xh_0;
-            const int x1 = (x[i].qs[j] >> 4) | xh_1;
-            y[j] = static_cast<float>(x0) * d + m;
-            y[j + kQk5_1 / 2] = static_cast<float>(x1) * d + m;
+            const int x0 = ((x[i].qs[j] & 0x0F) | xh_0) - kOffset;
+            const int x1 = ((x[i].qs[j] >> 4) | xh_1) - kOffset;
+            if constexpr (kHasMin) {
+                const float m = fp16_to_fp32_scalar(x[i].m);
+                y[j] = static_cast<float>(x0) * d + m;
+                y[j + kHalf] = static_cast<float>(x1) * d + m;
+            } else {
+                y[j] = static_cast<float>(x0) * d;
+                y[j + kHalf] = static_cast<float>(x1) * d;
+            }
         }
     }
 }
