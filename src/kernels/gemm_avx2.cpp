@@ -97,6 +97,20 @@ inline void store_tile(__m256 (&c)[MR][2], float* y, int64_t ldy, const float* b
 
 // One micro-tile: MR rows of x at a (row stride lda) times a panel's k block b ([kc][16]),
 // then the output stage.
+// c[i] += a[i * lda + k] * b[k][0..16) for the MR rows: one k step of a micro-tile.
+template <int MR>
+inline void rank1(__m256 (&c)[MR][2], const float* a, int64_t lda, const float* b, int64_t k) {
+    const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+        const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);
+        c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
+        c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
+    }
+}
+
+// One micro-tile: MR rows of x at a (row stride lda) times a panel's k block b ([kc][16]),
+// then the output stage.
 template <int MR>
 inline void tile(const float* a, int64_t lda, const float* b, int64_t kc, float* y, int64_t ldy,
                  const float* bias, bool load_y, int64_t nr) {
@@ -110,28 +124,10 @@ inline void tile(const float* a, int64_t lda, const float* b, int64_t kc, float*
         for (int i = 0; i < MR; ++i) d[i][0] = d[i][1] = _mm256_setzero_ps();
         int64_t k = 0;
         for (; k + 2 <= kc; k += 2) {
-            const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
-            const __m256 e0 = _mm256_load_ps(b + k * kNr + 16);
-            const __m256 e1 = _mm256_load_ps(b + k * kNr + 24);
-#pragma GCC unroll 6
-            for (int i = 0; i < MR; ++i) {
-                const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);
-                c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
-                c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
-                const __m256 aj = _mm256_broadcast_ss(a + i * lda + k + 1);
-                d[i][0] = _mm256_fmadd_ps(aj, e0, d[i][0]);
-                d[i][1] = _mm256_fmadd_ps(aj, e1, d[i][1]);
-            }
+            rank1<MR>(c, a, lda, b, k);
+            rank1<MR>(d, a, lda, b, k + 1);
         }
-        if (k < kc) {
-            const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
-#pragma GCC unroll 6
-            for (int i = 0; i < MR; ++i) {
-                const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);
-                c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
-                c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
-            }
-        }
+        if (k < kc) rank1<MR>(c, a, lda, b, k);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; ++i) {
             c[i][0] = _mm256_add_ps(c[i][0], d[i][0]);
@@ -139,15 +135,7 @@ inline void tile(const float* a, int64_t lda, const float* b, int64_t kc, float*
         }
     } else {
 #pragma GCC unroll 4
-        for (int64_t k = 0; k < kc; ++k) {
-            const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
-#pragma GCC unroll 6
-            for (int i = 0; i < MR; ++i) {
-                const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);
-                c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
-                c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
-            }
-        }
+        for (int64_t k = 0; k < kc; ++k) rank1<MR>(c, a, lda, b, k);
     }
     store_tile<MR>(c, y, ldy, bias, load_y, nr);
 }

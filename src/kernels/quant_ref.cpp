@@ -3,6 +3,7 @@
 // quant_blocks.h), so the output is bit-identical to ggml's and to gguf-py's numpy dequantizers
 // (golden test), and the vectorized variants are tested bit-exact against these.
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_isa.h"
@@ -50,32 +51,14 @@ void dequantize_blocks(const BlockQ8_0* x, float* y, int64_t nb) {
     }
 }
 
-void dequantize_blocks(const BlockQ4K* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i) {
-        const uint8_t* q = x[i].qs;
-        const float d = fp16_to_fp32_scalar(x[i].d);
-        const float min = fp16_to_fp32_scalar(x[i].dmin);
-        int is = 0;
-        uint8_t sc, m;
-        for (int j = 0; j < kQkK; j += 64) {
-            get_scale_min_k4(is + 0, x[i].scales, &sc, &m);
-            const float d1 = d * sc;
-            const float m1 = min * m;
-            get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
-            const float d2 = d * sc;
-            const float m2 = min * m;
-            for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
-            for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-            q += 32;
-            is += 2;
-        }
-    }
-}
-
-void dequantize_blocks(const BlockQ5K* x, float* y, int64_t nb) {
+// Q4_K and Q5_K (ggml's dequantize_row_q4_K / q5_K): per 64 elements two sub-blocks with
+// 6-bit scales and mins, the low then the high nibbles of 32 bytes, plus (Q5_K) bit 2k or
+// 2k + 1 of qh as a fifth bit of value 16.
+template <OneOf<BlockQ4K, BlockQ5K> Block>
+void dequantize_blocks(const Block* x, float* y, int64_t nb) {
+    constexpr bool kHasHigh = std::is_same_v<Block, BlockQ5K>;
     for (int64_t i = 0; i < nb; ++i) {
         const uint8_t* ql = x[i].qs;
-        const uint8_t* qh = x[i].qh;
         const float d = fp16_to_fp32_scalar(x[i].d);
         const float min = fp16_to_fp32_scalar(x[i].dmin);
         int is = 0;
@@ -88,11 +71,16 @@ void dequantize_blocks(const BlockQ5K* x, float* y, int64_t nb) {
             get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
             const float d2 = d * sc;
             const float m2 = min * m;
+            // Fifth bit of byte l of qh selected by mask u, as 0 or 16.
+            const auto high = [&](int l, uint8_t u) {
+                if constexpr (kHasHigh) return (x[i].qh[l] & u) ? 16 : 0;
+                return 0;
+            };
             for (int l = 0; l < 32; ++l) {
-                *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
+                *y++ = d1 * static_cast<float>((ql[l] & 0xF) + high(l, u1)) - m1;
             }
             for (int l = 0; l < 32; ++l) {
-                *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+                *y++ = d2 * static_cast<float>((ql[l] >> 4) + high(l, u2)) - m2;
             }
             ql += 32;
             is += 2;
