@@ -78,70 +78,49 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
             }
         }
         const int8_t* xb = xq + b * m * kBlock;
-        // [H][M] int32 block sums, one lane per output row.
-        __m256i isum[H][M];
-        if constexpr (kBits == 4) {
-            __m256i s16[H][M];  // int16 pairs, <= 30480 (file comment)
+        // int16 pair sums (<= 30480, file comment): 4-bit quants sum both nibbles into s_lo;
+        // 8-bit quants sum their low and high nibbles apart (u = 16 * hi + lo).
+        constexpr int kChunks = kBits == 4 ? 4 : 8;
+        __m256i s_lo[H][M], s_hi[H][M];
 #pragma GCC unroll 2
-            for (int h = 0; h < H; ++h) {
+        for (int h = 0; h < H; ++h) {
 #pragma GCC unroll 4
-                for (int r = 0; r < M; ++r) s16[h][r] = _mm256_setzero_si256();
-            }
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; ++c) {
-#pragma GCC unroll 2
-                for (int h = 0; h < H; ++h) {
-                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(
-                        qs + b * kQs + c * kChunkBytes + h * kHalfBytes));
-                    const __m256i lo = _mm256_and_si256(v, nib);
-                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
-#pragma GCC unroll 4
-                    for (int r = 0; r < M; ++r) {
-                        const int8_t* xr = xb + r * kBlock + 8 * c;
-                        s16[h][r] =
-                            _mm256_add_epi16(s16[h][r], _mm256_maddubs_epi16(lo, bcast4(xr)));
-                        s16[h][r] =
-                            _mm256_add_epi16(s16[h][r], _mm256_maddubs_epi16(hi, bcast4(xr + 4)));
-                    }
-                }
-            }
-#pragma GCC unroll 4
-            for (int r = 0; r < M; ++r) {
-                const __m256i c = _mm256_set1_epi32(xc[b * m + r]);
-#pragma GCC unroll 2
-                for (int h = 0; h < H; ++h) {
-                    isum[h][r] = _mm256_add_epi32(c, _mm256_madd_epi16(s16[h][r], ones));
-                }
-            }
-        } else {
-            __m256i s_lo[H][M], s_hi[H][M];  // int16 pairs of the low / high nibbles
-#pragma GCC unroll 2
-            for (int h = 0; h < H; ++h) {
-#pragma GCC unroll 4
-                for (int r = 0; r < M; ++r) s_lo[h][r] = s_hi[h][r] = _mm256_setzero_si256();
-            }
+            for (int r = 0; r < M; ++r) s_lo[h][r] = s_hi[h][r] = _mm256_setzero_si256();
+        }
 #pragma GCC unroll 8
-            for (int c = 0; c < 8; ++c) {
+        for (int c = 0; c < kChunks; ++c) {
 #pragma GCC unroll 2
-                for (int h = 0; h < H; ++h) {
-                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(
-                        qs + b * kQs + c * kChunkBytes + h * kHalfBytes));
-                    const __m256i lo = _mm256_and_si256(v, nib);
-                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+            for (int h = 0; h < H; ++h) {
+                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(
+                    qs + b * kQs + c * kChunkBytes + h * kHalfBytes));
+                const __m256i lo = _mm256_and_si256(v, nib);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
 #pragma GCC unroll 4
-                    for (int r = 0; r < M; ++r) {
+                for (int r = 0; r < M; ++r) {
+                    __m256i& acc = s_lo[h][r];
+                    if constexpr (kBits == 4) {
+                        const int8_t* xr = xb + r * kBlock + 8 * c;
+                        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(lo, bcast4(xr)));
+                        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(hi, bcast4(xr + 4)));
+                    } else {
                         const __m256i x = bcast4(xb + r * kBlock + 4 * c);
-                        s_lo[h][r] = _mm256_add_epi16(s_lo[h][r], _mm256_maddubs_epi16(lo, x));
+                        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(lo, x));
                         s_hi[h][r] = _mm256_add_epi16(s_hi[h][r], _mm256_maddubs_epi16(hi, x));
                     }
                 }
             }
+        }
+        // [H][M] int32 block sums, one lane per output row.
+        __m256i isum[H][M];
 #pragma GCC unroll 4
-            for (int r = 0; r < M; ++r) {
-                const __m256i c = _mm256_set1_epi32(xc[b * m + r]);
+        for (int r = 0; r < M; ++r) {
+            const __m256i c = _mm256_set1_epi32(xc[b * m + r]);
 #pragma GCC unroll 2
-                for (int h = 0; h < H; ++h) {
-                    const __m256i lo = _mm256_madd_epi16(s_lo[h][r], ones);
+            for (int h = 0; h < H; ++h) {
+                const __m256i lo = _mm256_madd_epi16(s_lo[h][r], ones);
+                if constexpr (kBits == 4) {
+                    isum[h][r] = _mm256_add_epi32(c, lo);
+                } else {
                     const __m256i hi = _mm256_slli_epi32(_mm256_madd_epi16(s_hi[h][r], ones), 4);
                     isum[h][r] = _mm256_add_epi32(_mm256_add_epi32(c, lo), hi);
                 }

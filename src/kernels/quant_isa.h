@@ -47,26 +47,8 @@ concept NibbleBlock = OneOf<B, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1>;
 // other type (F32, F16, BF16 are handled by the callers).
 template <typename F>
 inline bool with_blocks(GgmlType type, const void* src, int64_t n, F&& f) {
-    switch (type) {
-        case GgmlType::Q8_0:
-            return f(static_cast<const BlockQ8_0*>(src), n / kQk8_0), true;
-        case GgmlType::Q4_0:
-            return f(static_cast<const BlockQ4_0*>(src), n / kQk4_0), true;
-        case GgmlType::Q4_1:
-            return f(static_cast<const BlockQ4_1*>(src), n / kQk4_1), true;
-        case GgmlType::Q5_0:
-            return f(static_cast<const BlockQ5_0*>(src), n / kQk5_0), true;
-        case GgmlType::Q5_1:
-            return f(static_cast<const BlockQ5_1*>(src), n / kQk5_1), true;
-        case GgmlType::Q4_K:
-            return f(static_cast<const BlockQ4K*>(src), n / kQkK), true;
-        case GgmlType::Q5_K:
-            return f(static_cast<const BlockQ5K*>(src), n / kQkK), true;
-        case GgmlType::Q6_K:
-            return f(static_cast<const BlockQ6K*>(src), n / kQkK), true;
-        default:
-            return false;
-    }
+    return with_block_type(
+        type, [&]<typename B, int kElems>() { f(static_cast<const B*>(src), n / kElems); });
 }
 
 // dst = bf16(dequantize(src)) through an L1-resident fp32 chunk: dequantize(src, buf, len)
