@@ -6,10 +6,9 @@
 //   one-off bf16 packing of K and V (prefill), else the AVX-512 fp32 kernel; tiles that see
 //   more keys than fit a quarter of L2 take them in chunks, 16 tiles per chunk
 //   (run_tiles_amx_chunked);
-// - kAvx512: the fp32 kernels (attention_avx512.cpp): queries in lanes for full tiles, keys
-//   in lanes for tiles with few real lanes;
-// - kAvx2: the AVX2 + FMA fp32 kernels (attention_avx2.cpp), the same two layouts with a
-//   tile's 16 lanes as two 8-wide halves and 8 keys per vector in keys in lanes;
+// - kAvx512, kAvx2: the fp32 kernels (attention_inl.h, entered through isa_dispatch): queries
+//   in lanes for full tiles, keys in lanes for tiles with few real lanes; with AVX2 a tile's
+//   16 lanes are two 8-wide halves and keys in lanes takes 8 keys per vector;
 // - decode (one tile of few lanes per KV head: a query row or two) on every fast path: the
 //   keys-in-lanes kernel over the tiles of all KV heads at once, so each K/V row is read from
 //   memory once for all query heads, contiguously when the keys are a prefix;
@@ -38,17 +37,11 @@ using detail::AttnState;
 using detail::AttnTile;
 using detail::kAttnLanes;
 
-// The fp32 kernels of one ISA (AVX-512 serves kAvx512 and kAmx; kAvx2 has its own).
-struct Fp32Kernels {
-    void (*tile)(const AttentionArgs&, const AttnTile&, int64_t, int64_t, AttnState&);
-    void (*lanes)(const AttentionArgs&, const AttnTile*, int, int64_t, int64_t, AttnState*);
-    void (*finalize)(const AttentionArgs&, const AttnTile&, const AttnState&);
-};
-constexpr Fp32Kernels kAvx512Kernels = {detail::attention_tile_avx512,
-                                        detail::attention_lanes_avx512,
-                                        detail::attention_finalize_avx512};
-constexpr Fp32Kernels kAvx2Kernels = {detail::attention_tile_avx2, detail::attention_lanes_avx2,
-                                      detail::attention_finalize_avx2};
+// out = o / l of a tile: the AVX-512 finalize where the AVX-512 kernels (or AMX) ran.
+using FinalizeFn = void (*)(const AttentionArgs&, const AttnTile&, const AttnState&);
+template <Isa I>
+constexpr FinalizeFn kFinalize =
+    I == Isa::kAvx512 ? detail::attention_finalize_avx512 : detail::attention_finalize_scalar;
 
 constexpr int kMaxHeadDim = 256;
 // AMX needs this many query vectors per KV head (n_q * group) to beat the fp32 kernel once the
@@ -187,8 +180,9 @@ struct DecodeScratch {
 // Decode: one tile of few lanes per KV head, all over the same rows. Each work item runs the
 // tiles of every KV head over one chunk of keys (one pass over each K/V row); chunks are
 // merged per KV head.
-void run_decode(const KernelContext& ctx, const AttentionArgs& a, const std::vector<int64_t>& n_vis,
-                const Fp32Kernels& kern) {
+template <Isa I>
+void run_decode(const KernelContext& ctx, const AttentionArgs& a,
+                const std::vector<int64_t>& n_vis) {
     const int n_threads = std::max(1, ctx.n_threads);
     const int n_g = a.n_head_kv;
     const int d = a.head_dim;
@@ -208,9 +202,9 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a, const std::vec
     if (n_keys == 0) {
         for (int g = 0; g < n_g; ++g) clear_state(d, sc.parts[g]);
     } else if (n_split == 1) {
-        kern.lanes(a, sc.tiles.data(), n_g, 0, n_keys, sc.parts.data());
+        detail::attention_lanes<I>(a, sc.tiles.data(), n_g, 0, n_keys, sc.parts.data());
     } else {
-#pragma omp parallel for num_threads(static_cast<int>(std::min<int64_t>(n_threads, n_split))) \
+#pragma omp parallel for num_threads(static_cast <int>(std::min <int64_t>(n_threads, n_split))) \
     schedule(dynamic, 1)
         for (int64_t part = 0; part < n_split; ++part) {
             const ScopedFlushDenormals worker_ftz;
@@ -218,7 +212,7 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a, const std::vec
             split_range(n_keys, n_split, part, j0, j1);
             AttnState* states = sc.parts.data() + part * n_g;
             if (j1 > j0) {
-                kern.lanes(a, sc.tiles.data(), n_g, j0, j1, states);
+                detail::attention_lanes<I>(a, sc.tiles.data(), n_g, j0, j1, states);
             } else {
                 for (int g = 0; g < n_g; ++g) clear_state(d, states[g]);
             }
@@ -227,13 +221,13 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a, const std::vec
     alignas(64) float o_buf[kMaxHeadDim * kAttnLanes];
     for (int g = 0; g < n_g; ++g) {
         if (n_split == 1) {
-            kern.finalize(a, sc.tiles[g], sc.parts[g]);
+            kFinalize<I>(a, sc.tiles[g], sc.parts[g]);
             continue;
         }
         AttnState merged;
         merged.o = o_buf;
         merge_states(sc.parts.data() + g, static_cast<int>(n_split), n_g, d, merged);
-        kern.finalize(a, sc.tiles[g], merged);
+        kFinalize<I>(a, sc.tiles[g], merged);
     }
 }
 
@@ -248,7 +242,7 @@ std::vector<int64_t> visible_counts(const AttentionArgs& a) {
 // finalize: the ISA's attention_finalize_* (out = o / l).
 template <typename TileFn>
 void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vector<int64_t>& n_vis,
-               TileFn&& tile_fn, decltype(Fp32Kernels::finalize) finalize) {
+               TileFn&& tile_fn, FinalizeFn finalize) {
     const int n_threads = std::max(1, ctx.n_threads);
     const int d = a.head_dim;
     const int64_t n_head_tiles = tiles_per_head(a);
@@ -375,25 +369,15 @@ int64_t amx_chunk_keys(int head_dim) {
                              kAmxChunkBytes / (4 * head_dim) / kSplitAlign * kSplitAlign);
 }
 
-}  // namespace
-
-void attention(const KernelContext& ctx, const AttentionArgs& a) {
-    validate(a);
-    if (a.n_q == 0) return;
-    const bool fast = ctx.isa >= Isa::kAvx2 && a.head_dim <= kMaxHeadDim &&
-                      detail::fp32_attention_head_dim_supported(a.head_dim);
-    if (!fast || a.n_kv == 0) {
-        run_ref_parallel(ctx, a);
-        return;
-    }
+// The fp32 kernels of target I (simd.h), or AMX for a prefill on an AMX context.
+template <Isa I>
+void run_fast(const KernelContext& ctx, const AttentionArgs& a, const std::vector<int64_t>& n_vis) {
     const int group = a.n_head / a.n_head_kv;
-    const std::vector<int64_t> n_vis = visible_counts(a);
-    const Fp32Kernels& kern = ctx.isa >= Isa::kAvx512 ? kAvx512Kernels : kAvx2Kernels;
     if (a.n_q * group <= detail::kAttnFewLanes) {
-        run_decode(ctx, a, n_vis, kern);
+        run_decode<I>(ctx, a, n_vis);
         return;
     }
-    if (ctx.isa == Isa::kAmx && a.n_q * group >= kAmxMinQueryVectors &&
+    if (I == Isa::kAvx512 && ctx.isa == Isa::kAmx && a.n_q * group >= kAmxMinQueryVectors &&
         detail::amx_attention_usable(a)) {
         // Per calling thread and grow-only: a prefill runs this once per layer, and a fresh
         // zero-filled copy of K and V each time costs page faults and a memset.
@@ -420,15 +404,33 @@ void attention(const KernelContext& ctx, const AttentionArgs& a) {
     run_tiles(
         ctx, a, n_vis,
         [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
-            kern.tile(a, t, j0, j1, st);
+            detail::attention_tile<I>(a, t, j0, j1, st);
         },
-        kern.finalize);
+        kFinalize<I>);
+}
+
+}  // namespace
+
+void attention(const KernelContext& ctx, const AttentionArgs& a) {
+    validate(a);
+    if (a.n_q == 0) return;
+    const bool fast = ctx.isa >= Isa::kAvx2 && a.head_dim <= kMaxHeadDim &&
+                      detail::fp32_attention_head_dim_supported(a.head_dim);
+    if (!fast || a.n_kv == 0) {
+        run_ref_parallel(ctx, a);
+        return;
+    }
+    const std::vector<int64_t> n_vis = visible_counts(a);
+    isa_dispatch(ctx.isa, [&]<Isa I>() {
+        if constexpr (I != Isa::kRef) run_fast<I>(ctx, a, n_vis);
+    });
 }
 
 void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a,
                                 const float* q_row, int32_t q_pos, float* scores) {
     validate(a);
-    if (ctx.isa < Isa::kAvx512) {
+    // Vectorized for AVX-512 only (the reference elsewhere).
+    if (!isa_dispatch(ctx.isa, []<Isa I>() { return I == Isa::kAvx512; })) {
         ref::attention_scores_head_mean(a, q_row, q_pos, scores);
         return;
     }
@@ -463,11 +465,32 @@ void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a
 void kv_store_rows(const KernelContext& ctx, KvType type, const float* src, int64_t src_stride,
                    int64_t n_rows, int64_t width, const int32_t* rows, void* dst,
                    int64_t dst_stride) {
-    if (ctx.isa >= Isa::kAvx512) {
-        detail::kv_store_rows_avx512(type, src, src_stride, n_rows, width, rows, dst, dst_stride);
-    } else {
-        ref::kv_store_rows(type, src, src_stride, n_rows, width, rows, dst, dst_stride);
+    isa_dispatch(ctx.isa, [&]<Isa I>() {
+        if constexpr (I == Isa::kAvx512) {
+            detail::kv_store_rows_avx512(type, src, src_stride, n_rows, width, rows, dst,
+                                         dst_stride);
+        } else {
+            ref::kv_store_rows(type, src, src_stride, n_rows, width, rows, dst, dst_stride);
+        }
+    });
+}
+
+namespace detail {
+
+// O(head_dim * 16) per tile against O(head_dim * 16 * keys) for the kernels: a plain strided
+// loop, bf16 rounding by the reference conversion.
+void attention_finalize_scalar(const AttentionArgs& a, const AttnTile& t, const AttnState& st) {
+    const int d = a.head_dim;
+    alignas(64) float row[kMaxHeadDim];  // one output head row
+    for (int lane = 0; lane < t.n_lanes; ++lane) {
+        const float inv = st.l[lane] > 0.0f ? 1.0f / st.l[lane] : 0.0f;
+        const int64_t off = t.row[lane] * a.out_stride + static_cast<int64_t>(t.head[lane]) * d;
+        float* dst = a.out16 != nullptr ? row : a.out + off;
+        for (int c = 0; c < d; ++c) dst[c] = st.o[c * kAttnLanes + lane] * inv;
+        if (a.out16 != nullptr) convert_rows_to_bf16_ref(row, 1, d, d, a.out16 + off, d);
     }
 }
+
+}  // namespace detail
 
 }  // namespace lazyllm::kernels

@@ -1,5 +1,6 @@
 // Internal pieces of the tiled attention shared by the driver (attention.cpp) and the ISA
-// kernels (attention_avx2.cpp, attention_avx512.cpp, attention_amx.cpp).
+// kernels (attention_inl.h compiled as attention_avx2.cpp and attention_avx512.cpp;
+// attention_amx.cpp).
 //
 // Layout: "queries in lanes". A tile is up to 16 query vectors that share one KV head: the
 // flattened (query row, head within the GQA group) pairs of that KV head, 16 at a time, so
@@ -7,16 +8,18 @@
 // are computed transposed, S^T[key][lane], which makes the online softmax purely vertical
 // (per-lane max and sum, no horizontal reductions).
 //
-// Tiles with few real lanes (decode) use "keys in lanes" instead (attention_lanes_avx512/avx2),
+// Tiles with few real lanes (decode) use "keys in lanes" instead (attention_lanes),
 // and a decode step runs the tiles of every KV head together, so that each K/V row is
 // streamed from memory once, whole and in order, for all query heads.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "base/scratch.h"
 #include "kernels/attention.h"
+#include "kernels/simd.h"
 
 namespace lazyllm::kernels::detail {
 
@@ -45,62 +48,53 @@ struct AttnState {
     alignas(64) float l[kAttnLanes];
 };
 
-// head_dim values the fp32 kernels (AVX-512, AVX2) are instantiated for; others use the
-// reference.
+// head_dim values the fp32 kernels are instantiated for; others use the reference.
+using Fp32HeadDims = std::integer_sequence<int, 32, 64, 80, 96, 128, 256>;
+
 constexpr bool fp32_attention_head_dim_supported(int head_dim) {
-    return head_dim == 32 || head_dim == 64 || head_dim == 80 || head_dim == 96 ||
-           head_dim == 128 || head_dim == 256;
+    return []<int... Ds>(std::integer_sequence<int, Ds...>, int d) { return ((d == Ds) || ...); }
+    (Fp32HeadDims{}, head_dim);
 }
-// Calls f.template operator()<D, T>() with D == a.head_dim, one of the values above (the
-// driver checks; anything else traps), and T the K/V element type (float, or uint16_t for half
+// Calls f.template operator()<D, T>() with D == a.head_dim, one of Fp32HeadDims (the driver
+// checks; anything else traps), and T the K/V element type (float, or uint16_t for half
 // bits): the ISA files' per-shape instantiations.
 template <typename F>
 inline void with_kernel_types(const AttentionArgs& a, F&& f) {
-    auto with_t = [&]<int D>() {
+    const auto with_t = [&]<int D>() {
         if (a.kv_type == KvType::kF16) {
             f.template operator()<D, uint16_t>();
         } else {
             f.template operator()<D, float>();
         }
     };
-    switch (a.head_dim) {
-        case 32:
-            return with_t.template operator()<32>();
-        case 64:
-            return with_t.template operator()<64>();
-        case 80:
-            return with_t.template operator()<80>();
-        case 96:
-            return with_t.template operator()<96>();
-        case 128:
-            return with_t.template operator()<128>();
-        case 256:
-            return with_t.template operator()<256>();
-        default:
-            __builtin_trap();
+    const bool found = [&]<int... Ds>(std::integer_sequence<int, Ds...>) {
+        return ((a.head_dim == Ds && (with_t.template operator()<Ds>(), true)) || ...);
     }
+    (Fp32HeadDims{});
+    if (!found) __builtin_trap();
 }
 // Tiles with at most this many real lanes run keys in lanes.
 constexpr int kAttnFewLanes = 6;
+
+// The fp32 kernels, written once in attention_inl.h and instantiated for kAvx2
+// (attention_avx2.cpp) and kAvx512 (attention_avx512.cpp); attention.cpp enters them through
+// isa_dispatch.
 // Keys [j_begin, j_end) of `a` for the tile; j_end <= t.n_vis_max. Initializes `st`.
-void attention_tile_avx512(const AttentionArgs& a, const AttnTile& t, int64_t j_begin,
-                           int64_t j_end, AttnState& st);
+template <Isa I>
+void attention_tile(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
+                    AttnState& st);
 // Keys in lanes for n_tiles tiles of at most kAttnFewLanes lanes each, over the same keys
-// [j_begin, j_end): per block of 16 keys, the K/V rows of every tile's KV head are read (and
-// converted from f16) once. Initializes states[0..n_tiles).
-void attention_lanes_avx512(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,
-                            int64_t j_begin, int64_t j_end, AttnState* states);
+// [j_begin, j_end): per block of kWidth keys, the K/V rows of every tile's KV head are read
+// (and converted from f16) once. Initializes states[0..n_tiles).
+template <Isa I>
+void attention_lanes(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, int64_t j_begin,
+                     int64_t j_end, AttnState* states);
 
-// out = o / l for the tile's real lanes (zeros where no key was visible).
+// out = o / l for the tile's real lanes (zeros where no key was visible): AVX-512
+// (attention_avx512.cpp, also after the AMX kernel) and plain C++ (attention.cpp), with the
+// same products and bf16 rounding.
 void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
-
-// AVX2 + FMA + F16C counterparts of the AVX-512 fp32 kernels above (attention_avx2.cpp), same
-// contracts; a tile's 16 lanes are two 8-wide halves, keys in lanes takes 8 keys per vector.
-void attention_tile_avx2(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
-                         AttnState& st);
-void attention_lanes_avx2(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,
-                          int64_t j_begin, int64_t j_end, AttnState* states);
-void attention_finalize_avx2(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
+void attention_finalize_scalar(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
 
 // bf16 copies of K and V^T for one attention call, laid out for AMX tile loads.
 struct AmxPackedKv {

@@ -5,7 +5,8 @@
 // denormals-are-zero (DAZ) set. Softmax hits this on every masked score: exp2 of -inf or of
 // a clamped -160 underflows. Measured on the AMX attention kernel (one thread, 8k prompt):
 // the block that holds a tile's causal diagonal took about 4,200 TSC cycles instead of
-// about 400, which made attention over 1k tokens 26-29% slower (docs/benchmarks.md, session 6).
+// about 400, which makes attention over 1k tokens 26-29% slower without FTZ/DAZ
+// (docs/benchmarks.md).
 // Values below 2^-126 are far below what bf16/fp32 softmax weights can affect, so flushing
 // them changes no result that matters; AMX tile products already treat denormals as zero.
 //

@@ -126,8 +126,8 @@ Result<bool> gemm_env_allows_own() {
         return true;
     }
     if (std::strcmp(v, "onednn") == 0) return false;
-    return make_error(ErrorCode::kInvalidArgument,
-                      "LAZYLLM_GEMM={}: expected auto, amx or onednn", v);
+    return make_error(ErrorCode::kInvalidArgument, "LAZYLLM_GEMM={}: expected auto, amx or onednn",
+                      v);
 }
 
 bool cpu_has_bf16_gemm() {
@@ -272,8 +272,7 @@ struct PackedLinear::Impl {
 
     // AMX backend. x: bf16 [m, n_in] with leading dimension ldx.
     bool amx_run(const uint16_t* x, int64_t m, int64_t ldx, detail::AmxGemmOut out, float* y,
-                 int64_t ldy, uint16_t* y16, int64_t ldy16,
-                 const RowsDone* done = nullptr) const {
+                 int64_t ldy, uint16_t* y16, int64_t ldy16, const RowsDone* done = nullptr) const {
         detail::AmxGemmArgs a;
         a.x = x;
         a.ldx = ldx;
@@ -298,8 +297,8 @@ struct PackedLinear::Impl {
                           bool accumulate, const RowsDone* done) const {
         using detail::AmxGemmOut;
         if (amx_col_row.empty()) {
-            return amx_run(x, m, ldx, accumulate ? AmxGemmOut::kAccumulate : AmxGemmOut::kStore,
-                           y, ldy, nullptr, 0, done);
+            return amx_run(x, m, ldx, accumulate ? AmxGemmOut::kAccumulate : AmxGemmOut::kStore, y,
+                           ldy, nullptr, 0, done);
         }
         // kSwiGlu layout asked for plain outputs: run in packed column order, then put each
         // column back where W had it.
@@ -359,9 +358,27 @@ struct PackedLinear::Impl {
     }
 };
 
+namespace {
+
+// 64-byte aligned storage for `elems` packed weights of an [n_out, n_in] matrix.
+template <typename T>
+Status alloc_packed(std::unique_ptr<T, FreeDeleter>& dst, size_t elems, int64_t n_out,
+                    int64_t n_in) {
+    const size_t bytes = elems * sizeof(T);
+    dst.reset(static_cast<T*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    if (!dst) {
+        return make_error(ErrorCode::kInternal,
+                          "PackedLinear: out of memory packing [n_out={}, n_in={}] ({} bytes)",
+                          n_out, n_in, bytes);
+    }
+    return {};
+}
+
+}  // namespace
+
 Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float* w, int64_t n_out,
-                                          int64_t n_in, const float* bias,
-                                          GemmPrecision precision, GemmLayout layout) {
+                                          int64_t n_in, const float* bias, GemmPrecision precision,
+                                          GemmLayout layout) {
     if (w == nullptr || n_out <= 0 || n_in <= 0) {
         return make_error(ErrorCode::kInvalidArgument,
                           "PackedLinear: bad weight [n_out={}, n_in={}] (null={})", n_out, n_in,
@@ -404,15 +421,10 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
     im.ctx = KernelContext{ctx.isa, ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads()};
     im.layout = layout;
 
-    if (use_bf16 && ctx.isa >= Isa::kAmx && own_allowed &&
-        detail::amx_gemm_usable(n_in, n_out)) {
+    if (use_bf16 && ctx.isa >= Isa::kAmx && own_allowed && detail::amx_gemm_usable(n_in, n_out)) {
         im.backend = GemmBackend::kAmx;
-        const size_t bytes = detail::amx_gemm_packed_elems(n_in, n_out) * sizeof(uint16_t);
-        im.amx_w.reset(static_cast<uint16_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-        if (!im.amx_w) {
-            return make_error(ErrorCode::kInternal, "PackedLinear: out of memory packing "
-                              "[n_out={}, n_in={}] ({} bytes)", n_out, n_in, bytes);
-        }
+        LAZYLLM_TRY(
+            alloc_packed(im.amx_w, detail::amx_gemm_packed_elems(n_in, n_out), n_out, n_in));
         if (layout == GemmLayout::kSwiGlu) {
             im.amx_col_row.resize(n_out);
             detail::amx_gemm_swiglu_order(n_out / 2, im.amx_col_row.data());
@@ -433,12 +445,8 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
     if (!use_bf16 && ctx.isa == Isa::kAvx2 && own_allowed &&
         isa_supported(Isa::kAvx2, detect_cpu_features())) {
         im.backend = GemmBackend::kAvx2;
-        const size_t bytes = detail::avx2_gemm_packed_elems(n_in, n_out) * sizeof(float);
-        im.avx2_w.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-        if (!im.avx2_w) {
-            return make_error(ErrorCode::kInternal, "PackedLinear: out of memory packing "
-                              "[n_out={}, n_in={}] ({} bytes)", n_out, n_in, bytes);
-        }
+        LAZYLLM_TRY(
+            alloc_packed(im.avx2_w, detail::avx2_gemm_packed_elems(n_in, n_out), n_out, n_in));
         detail::avx2_gemm_pack(w, n_in, n_out, im.avx2_w.get());
         if (bias != nullptr) im.avx2_bias.assign(bias, bias + n_out);
         return out;
@@ -477,9 +485,7 @@ PackedLinear::~PackedLinear() = default;
 int64_t PackedLinear::n_in() const { return impl_ ? impl_->n_in : 0; }
 int64_t PackedLinear::n_out() const { return impl_ ? impl_->n_out : 0; }
 bool PackedLinear::is_bf16() const { return impl_ && impl_->bf16; }
-GemmBackend PackedLinear::backend() const {
-    return impl_ ? impl_->backend : GemmBackend::kOneDnn;
-}
+GemmBackend PackedLinear::backend() const { return impl_ ? impl_->backend : GemmBackend::kOneDnn; }
 size_t PackedLinear::weight_bytes() const {
     if (!impl_) return 0;
     if (impl_->backend == GemmBackend::kAmx) {
@@ -508,7 +514,8 @@ bool PackedLinear::forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t 
 
 void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* act, int64_t ldx,
                                        int64_t ld_act) const {
-    LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward_swiglu_bf16 on an empty PackedLinear");
+    LAZYLLM_CHECK_MSG(impl_ != nullptr,
+                      "PackedLinear::forward_swiglu_bf16 on an empty PackedLinear");
     LAZYLLM_CHECK_MSG(impl_->bf16, "PackedLinear::forward_swiglu_bf16 on an fp32 PackedLinear");
     LAZYLLM_CHECK_MSG(impl_->layout == GemmLayout::kSwiGlu,
                       "PackedLinear::forward_swiglu_bf16 needs GemmLayout::kSwiGlu");

@@ -13,12 +13,13 @@
 // - micro-tile by micro-tile (run_item_by_rows): all panels of 32 rows, then the next 32,
 //   the weights read from L2. For weights that fit L2 (qkv, attn_out): each micro-tile's
 //   output rows are final together, so the row hook runs on them in cache instead of on a
-//   block whose output went out to memory. At 8k: qkv 252-272 -> 185-188 ms, attn_out
-//   118-121 -> 100-105 ms; at 4k 77-79 -> 61-66 and 47-48 -> 41-44; within noise at 512 to 2k.
+//   block whose output went out to memory. At 8k this order runs qkv in 185-188 ms against
+//   252-272 panel by panel, attn_out in 100-105 against 118-121; at 4k 61-66 against 77-79
+//   and 41-44 against 47-48; within noise at 512 to 2k.
 // No software prefetch: the hardware prefetchers keep up with the packed operands, and
-// prefetching the next micro-tile into L1 (which an earlier version did) evicted the current
-// one: removing it took the model's four GEMM stages at m = 1403 and 4096 from 1.18-1.46 to
-// 1.41-1.77 TFLOP/s on two threads (docs/benchmarks.md, session 5).
+// prefetching the next micro-tile into L1 evicts the current one (the model's four GEMM stages
+// at m = 1403 and 4096 run at 1.41-1.77 TFLOP/s on two threads without it, 1.18-1.46 with;
+// docs/benchmarks.md).
 //
 // Output stage: plain fp32 store or accumulate with full row tiles goes tile-to-memory (the
 // accumulate case starts the accumulators from y); bias, SwiGLU and a short last micro-tile
@@ -45,14 +46,14 @@ constexpr int64_t kChunkElems = 1024;   // the two B tiles of one panel and k ch
 // Rows per work item: as many as fit kBlockBytes of bf16 x (512 rows at n_in = 576, 192 at
 // 1536). Each item streams all of the weights once, so bigger blocks read them fewer times.
 // In isolation (weights hot in cache, m = 4096, 1 thread) 64 to 1024 rows measured the same;
-// in the model, where a layer's weights come from memory, fixed 128-row blocks lost 10-20%
-// (session 10: full prefill of 820 tokens 120-125 -> 108-115 ms, gate_up 1.7-1.8 -> 2.1-2.25
-// TFLOP/s; 384 KiB to 1 MiB measured the same). 18 chunks per k block: no k blocking at
-// n_in = 576, which measured best (session 4).
+// in the model, where a layer's weights come from memory, fixed 128-row blocks are 10-20%
+// slower (full prefill of 820 tokens 120-125 ms against 108-115, gate_up 1.7-1.8 TFLOP/s
+// against 2.1-2.25; 384 KiB to 1 MiB measure the same). 18 chunks per k block: no k blocking
+// at n_in = 576, which measures best.
 constexpr int64_t kBlockBytes = 576 * 1024;
 constexpr int64_t kBlockChunks = 18;   // k chunks per block
 // Below this many rows per thread the panels are split across threads, not the rows. Full
-// prefill on two threads (session 10): 103 rows 27.2-27.8 ms split by rows, 23.8-24.3 by
+// prefill on two threads: 103 rows 27.2-27.8 ms split by rows, 23.8-24.3 by
 // panels; 205 rows 35.3-37.1 and 35.5-35.6; 410 rows 58.6-60.2 by rows, 62.5-64.1 by panels.
 constexpr int64_t kMinRowsPerThread = 128;
 // Packed weights up to this size (a work item's panels) stay in L2 and run micro-tile by

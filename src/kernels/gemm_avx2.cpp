@@ -64,9 +64,10 @@ inline __m256i lane_mask(int64_t n) {
 template <int MR>
 inline void store_tile(__m256 (&c)[MR][2], float* y, int64_t ldy, const float* bias, bool load_y,
                        int64_t nr) {
-    if (nr == kNr) {
+    // load(p, k) / store(p, k, v): half k (columns 8k..8k+7) of a row, whole or masked.
+    const auto run = [&](auto load, auto store) {
         if (bias != nullptr) {
-            const __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
+            const __m256 b0 = load(bias, 0), b1 = load(bias + 8, 1);
 #pragma GCC unroll 6
             for (int i = 0; i < MR; ++i) {
                 c[i][0] = _mm256_add_ps(c[i][0], b0);
@@ -77,32 +78,34 @@ inline void store_tile(__m256 (&c)[MR][2], float* y, int64_t ldy, const float* b
         for (int i = 0; i < MR; ++i) {
             float* yr = y + i * ldy;
             if (load_y) {
-                c[i][0] = _mm256_add_ps(c[i][0], _mm256_loadu_ps(yr));
-                c[i][1] = _mm256_add_ps(c[i][1], _mm256_loadu_ps(yr + 8));
+                c[i][0] = _mm256_add_ps(c[i][0], load(yr, 0));
+                c[i][1] = _mm256_add_ps(c[i][1], load(yr + 8, 1));
             }
-            _mm256_storeu_ps(yr, c[i][0]);
-            _mm256_storeu_ps(yr + 8, c[i][1]);
+            store(yr, 0, c[i][0]);
+            store(yr + 8, 1, c[i][1]);
         }
+    };
+    if (nr == kNr) {
+        run([](const float* p, int) { return _mm256_loadu_ps(p); },
+            [](float* p, int, __m256 v) { _mm256_storeu_ps(p, v); });
         return;
     }
-    const __m256i m0 = lane_mask(nr), m1 = lane_mask(nr - 8);
-    if (bias != nullptr) {
-        const __m256 b0 = _mm256_maskload_ps(bias, m0), b1 = _mm256_maskload_ps(bias + 8, m1);
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) {
-            c[i][0] = _mm256_add_ps(c[i][0], b0);
-            c[i][1] = _mm256_add_ps(c[i][1], b1);
-        }
-    }
+    const __m256i mask[2] = {lane_mask(nr), lane_mask(nr - 8)};
+    run([&](const float* p, int k) { return _mm256_maskload_ps(p, mask[k]); },
+        [&](float* p, int k, __m256 v) { _mm256_maskstore_ps(p, mask[k], v); });
+}
+
+// One micro-tile: MR rows of x at a (row stride lda) times a panel's k block b ([kc][16]),
+// then the output stage.
+// c[i] += a[i * lda + k] * b[k][0..16) for the MR rows: one k step of a micro-tile.
+template <int MR>
+inline void rank1(__m256 (&c)[MR][2], const float* a, int64_t lda, const float* b, int64_t k) {
+    const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
-        float* yr = y + i * ldy;
-        if (load_y) {
-            c[i][0] = _mm256_add_ps(c[i][0], _mm256_maskload_ps(yr, m0));
-            c[i][1] = _mm256_add_ps(c[i][1], _mm256_maskload_ps(yr + 8, m1));
-        }
-        _mm256_maskstore_ps(yr, m0, c[i][0]);
-        _mm256_maskstore_ps(yr + 8, m1, c[i][1]);
+        const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);
+        c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
+        c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
     }
 }
 
@@ -121,28 +124,10 @@ inline void tile(const float* a, int64_t lda, const float* b, int64_t kc, float*
         for (int i = 0; i < MR; ++i) d[i][0] = d[i][1] = _mm256_setzero_ps();
         int64_t k = 0;
         for (; k + 2 <= kc; k += 2) {
-            const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
-            const __m256 e0 = _mm256_load_ps(b + k * kNr + 16);
-            const __m256 e1 = _mm256_load_ps(b + k * kNr + 24);
-#pragma GCC unroll 6
-            for (int i = 0; i < MR; ++i) {
-                const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);
-                c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
-                c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
-                const __m256 aj = _mm256_broadcast_ss(a + i * lda + k + 1);
-                d[i][0] = _mm256_fmadd_ps(aj, e0, d[i][0]);
-                d[i][1] = _mm256_fmadd_ps(aj, e1, d[i][1]);
-            }
+            rank1<MR>(c, a, lda, b, k);
+            rank1<MR>(d, a, lda, b, k + 1);
         }
-        if (k < kc) {
-            const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
-#pragma GCC unroll 6
-            for (int i = 0; i < MR; ++i) {
-                const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);
-                c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
-                c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
-            }
-        }
+        if (k < kc) rank1<MR>(c, a, lda, b, k);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; ++i) {
             c[i][0] = _mm256_add_ps(c[i][0], d[i][0]);
@@ -150,15 +135,7 @@ inline void tile(const float* a, int64_t lda, const float* b, int64_t kc, float*
         }
     } else {
 #pragma GCC unroll 4
-        for (int64_t k = 0; k < kc; ++k) {
-            const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
-#pragma GCC unroll 6
-            for (int i = 0; i < MR; ++i) {
-                const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);
-                c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
-                c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
-            }
-        }
+        for (int64_t k = 0; k < kc; ++k) rank1<MR>(c, a, lda, b, k);
     }
     store_tile<MR>(c, y, ldy, bias, load_y, nr);
 }

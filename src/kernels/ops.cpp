@@ -1,6 +1,7 @@
 // RoPE tables and the run-time dispatch of the row-wise operators: rows are split over
 // ctx.n_threads (OpenMP) when the block is big enough to pay for the fork, and each block goes
-// to the variant of ctx.isa (kAmx uses the AVX-512 code: these operators have no AMX form).
+// through isa_dispatch (simd.h) to the instantiation for ctx.isa (kAmx runs the AVX-512 one:
+// these operators have no AMX form) or to the reference.
 #include "kernels/ops.h"
 
 #include <algorithm>
@@ -62,62 +63,54 @@ void for_row_blocks(const KernelContext& ctx, int64_t n_rows, int64_t row_elems,
 void rms_norm(const KernelContext& ctx, const float* x, const float* w, float* y, int64_t n_rows,
               int64_t n, float eps) {
     for_row_blocks(ctx, n_rows, n, [&](int64_t r0, int64_t rows) {
-        const float* xb = x + r0 * n;
-        float* yb = y + r0 * n;
-        switch (ctx.isa) {
-            case Isa::kAmx:
-            case Isa::kAvx512:
-                detail::rms_norm_avx512(xb, w, yb, rows, n, eps);
-                break;
-            case Isa::kAvx2:
-                detail::rms_norm_avx2(xb, w, yb, rows, n, eps);
-                break;
-            case Isa::kRef:
-                ref::rms_norm(xb, w, yb, rows, n, eps);
-                break;
-        }
+        isa_dispatch(ctx.isa, [&]<Isa I>() {
+            if constexpr (I == Isa::kRef) {
+                ref::rms_norm(x + r0 * n, w, y + r0 * n, rows, n, eps);
+            } else {
+                detail::rms_norm_rows<I>(x + r0 * n, w, y + r0 * n, rows, n, eps);
+            }
+        });
     });
 }
 
 void swiglu(const KernelContext& ctx, const float* gate_up, float* out, int64_t n_rows,
             int64_t n_ff) {
     for_row_blocks(ctx, n_rows, 2 * n_ff, [&](int64_t r0, int64_t rows) {
-        const float* gb = gate_up + r0 * 2 * n_ff;
-        float* ob = out + r0 * n_ff;
-        switch (ctx.isa) {
-            case Isa::kAmx:
-            case Isa::kAvx512:
-                detail::swiglu_avx512(gb, ob, rows, n_ff);
-                break;
-            case Isa::kAvx2:
-                detail::swiglu_avx2(gb, ob, rows, n_ff);
-                break;
-            case Isa::kRef:
-                ref::swiglu(gb, ob, rows, n_ff);
-                break;
-        }
+        isa_dispatch(ctx.isa, [&]<Isa I>() {
+            if constexpr (I == Isa::kRef) {
+                ref::swiglu(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+            } else {
+                detail::swiglu_rows<I>(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+            }
+        });
     });
 }
 
+// The bf16-writing variants are vectorized for AVX-512 only (the bf16 GEMMs that read their
+// output need AVX-512-BF16 or AMX); other targets use the reference.
 void rms_norm_bf16(const KernelContext& ctx, const float* x, const float* w, uint16_t* y,
                    int64_t n_rows, int64_t n, float eps) {
     for_row_blocks(ctx, n_rows, n, [&](int64_t r0, int64_t rows) {
-        if (ctx.isa >= Isa::kAvx512) {
-            detail::rms_norm_bf16_avx512(x + r0 * n, w, y + r0 * n, rows, n, eps);
-        } else {
-            ref::rms_norm_bf16(x + r0 * n, w, y + r0 * n, rows, n, eps);
-        }
+        isa_dispatch(ctx.isa, [&]<Isa I>() {
+            if constexpr (I == Isa::kAvx512) {
+                detail::rms_norm_rows<I>(x + r0 * n, w, y + r0 * n, rows, n, eps);
+            } else {
+                ref::rms_norm_bf16(x + r0 * n, w, y + r0 * n, rows, n, eps);
+            }
+        });
     });
 }
 
 void swiglu_bf16(const KernelContext& ctx, const float* gate_up, uint16_t* out, int64_t n_rows,
                  int64_t n_ff) {
     for_row_blocks(ctx, n_rows, 2 * n_ff, [&](int64_t r0, int64_t rows) {
-        if (ctx.isa >= Isa::kAvx512) {
-            detail::swiglu_bf16_avx512(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
-        } else {
-            ref::swiglu_bf16(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
-        }
+        isa_dispatch(ctx.isa, [&]<Isa I>() {
+            if constexpr (I == Isa::kAvx512) {
+                detail::swiglu_rows<I>(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+            } else {
+                ref::swiglu_bf16(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+            }
+        });
     });
 }
 
@@ -127,44 +120,34 @@ void add_inplace(const KernelContext& ctx, float* x, const float* y, int64_t n) 
     for_row_blocks(ctx, (n + kPiece - 1) / kPiece, kPiece, [&](int64_t p0, int64_t pieces) {
         const int64_t begin = p0 * kPiece;
         const int64_t count = std::min(pieces * kPiece, n - begin);
-        switch (ctx.isa) {
-            case Isa::kAmx:
-            case Isa::kAvx512:
-                detail::add_inplace_avx512(x + begin, y + begin, count);
-                break;
-            case Isa::kAvx2:
-                detail::add_inplace_avx2(x + begin, y + begin, count);
-                break;
-            case Isa::kRef:
+        isa_dispatch(ctx.isa, [&]<Isa I>() {
+            if constexpr (I == Isa::kRef) {
                 ref::add_inplace(x + begin, y + begin, count);
-                break;
-        }
+            } else {
+                detail::add_inplace_span<I>(x + begin, y + begin, count);
+            }
+        });
     });
 }
 
 void rope(const KernelContext& ctx, const RopeTable& table, RopeMode mode, float* x,
           const int32_t* pos, int64_t n_rows, int64_t row_stride, int n_heads, int head_dim) {
     LAZYLLM_CHECK(table.n_rot() <= head_dim);
-    for_row_blocks(
-        ctx, n_rows, static_cast<int64_t>(n_heads) * table.n_rot(), [&](int64_t r0, int64_t rows) {
-            float* xb = x + r0 * row_stride;
-            const int32_t* pb = pos + r0;
-            for (int64_t r = 0; r < rows; ++r) {
-                LAZYLLM_CHECK(pb[r] >= 0 && pb[r] < table.n_ctx());
-            }
-            switch (ctx.isa) {
-                case Isa::kAmx:
-                case Isa::kAvx512:
-                    detail::rope_avx512(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);
-                    break;
-                case Isa::kAvx2:
-                    detail::rope_avx2(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);
-                    break;
-                case Isa::kRef:
-                    ref::rope(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);
-                    break;
+    const int64_t row_elems = static_cast<int64_t>(n_heads) * table.n_rot();
+    for_row_blocks(ctx, n_rows, row_elems, [&](int64_t r0, int64_t rows) {
+        float* xb = x + r0 * row_stride;
+        const int32_t* pb = pos + r0;
+        for (int64_t r = 0; r < rows; ++r) {
+            LAZYLLM_CHECK(pb[r] >= 0 && pb[r] < table.n_ctx());
+        }
+        isa_dispatch(ctx.isa, [&]<Isa I>() {
+            if constexpr (I == Isa::kRef) {
+                ref::rope(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);
+            } else {
+                detail::rope_rows<I>(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);
             }
         });
+    });
 }
 
 namespace ref {

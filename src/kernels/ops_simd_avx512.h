@@ -1,10 +1,13 @@
-// AVX-512 vector math shared by the AVX-512 kernels (ops_avx512.cpp, attention_avx512.cpp).
-// Include only from files compiled with the AVX-512 flags (*_avx512.cpp, *_amx.cpp).
+// Vec<Isa::kAvx512> (simd.h): 16 fp32 lanes in a __m512, AVX-512 F/BW/VL/DQ, and the AVX-512
+// vector math it is built from (namespace simd512, also used by the AMX kernels). Include only
+// from files compiled with the AVX-512 flags (*_avx512.cpp, *_vnni.cpp, *_amx.cpp).
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
+
+#include "kernels/simd.h"
 
 namespace lazyllm::kernels::simd512 {
 
@@ -108,3 +111,112 @@ inline __mmask16 tail_mask(int64_t n_left) {
 }
 
 }  // namespace lazyllm::kernels::simd512
+
+namespace lazyllm::kernels {
+
+template <>
+struct Vec<Isa::kAvx512> {
+    using F = __m512;
+    using Mask = __mmask16;
+    using Ints = __m512i;  // 16 int32
+    static constexpr int kWidth = 16;
+
+    static F zero() { return _mm512_setzero_ps(); }
+    static F set1(float x) { return _mm512_set1_ps(x); }
+    static F load(const float* p) { return _mm512_loadu_ps(p); }
+    static F load(const uint16_t* p) { return simd512::load_f16(p); }  // 16 IEEE halves, exact
+    static F load_aligned(const float* p) { return _mm512_load_ps(p); }
+    static F broadcast(const float* p) { return _mm512_set1_ps(*p); }
+    static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+    static void store_aligned(float* p, F v) { _mm512_store_ps(p, v); }
+
+    // Lanes [0, n_left) set (n_left clamped to 16).
+    static Mask tail(int64_t n_left) { return simd512::tail_mask(n_left); }
+    static F load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
+    static void store(float* p, Mask m, F v) { _mm512_mask_storeu_ps(p, m, v); }
+    // Rounded to bf16 (simd512::to_bf16), lanes of m only.
+    static void store_bf16(uint16_t* p, Mask m, F v) {
+        _mm256_mask_storeu_epi16(p, m, simd512::to_bf16(v));
+    }
+
+    static Ints set1_i32(int32_t x) { return _mm512_set1_epi32(x); }
+    static Ints load_i32(const int32_t* p) { return _mm512_loadu_si512(p); }
+    // p[0, n) and `fill` in the lanes from n on (p[n..] not read).
+    static Ints load_i32(const int32_t* p, int64_t n, int32_t fill) {
+        return _mm512_mask_loadu_epi32(_mm512_set1_epi32(fill), tail(n), p);
+    }
+    // s with -inf in the lanes where key_pos > q_pos (keys a query does not see).
+    static F hide_after(F s, Ints key_pos, Ints q_pos) {
+        const __mmask16 visible = _mm512_cmple_epi32_mask(key_pos, q_pos);
+        return _mm512_mask_mov_ps(_mm512_set1_ps(-__builtin_inff()), visible, s);
+    }
+    static bool any_gt(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ) != 0; }
+
+    static F add(F a, F b) { return _mm512_add_ps(a, b); }
+    static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+    static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+    static F max(F a, F b) { return _mm512_max_ps(a, b); }
+    static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }    // a * b + c
+    static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a * b
+    static F fmsub(F a, F b, F c) { return _mm512_fmsub_ps(a, b, c); }    // a * b - c
+
+    // The 16 unsigned / signed bytes of q as floats (exact).
+    static F from_u8(__m128i q) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)); }
+    static F from_i8(__m128i q) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)); }
+    // 16 bf16 bits -> fp32 (exact).
+    static F load_bf16(const uint16_t* p) {
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    // 16 fp32 -> 16 bf16 bits (simd512::to_bf16).
+    static void to_bf16_16(const float* src, uint16_t* dst) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), simd512::to_bf16(load(src)));
+    }
+
+    // Lane j = the sum of the 16 lanes of acc[j]: pairwise interleaved adds, 30 shuffles (a
+    // full 16x16 transpose followed by adds takes 64).
+    static F transpose_sum(const F acc[16]) {
+        __m512 t[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+            // Per 128-bit block: [a0+a2, b0+b2, a1+a3, b1+b3] for a = acc[2i], b = acc[2i+1].
+            t[i] = _mm512_add_ps(_mm512_unpacklo_ps(acc[2 * i], acc[2 * i + 1]),
+                                 _mm512_unpackhi_ps(acc[2 * i], acc[2 * i + 1]));
+        }
+        __m512 u[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+            // Per 128-bit block: the block's sums of acc[4i..4i+3].
+            u[i] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * i], t[2 * i + 1], 0x44),
+                                 _mm512_shuffle_ps(t[2 * i], t[2 * i + 1], 0xEE));
+        }
+        // Sum the four 128-bit blocks: pairs of blocks, then pairs of pairs.
+        const __m512 z0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88),
+                                        _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
+        const __m512 z1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88),
+                                        _mm512_shuffle_f32x4(u[2], u[3], 0xDD));
+        return _mm512_add_ps(_mm512_shuffle_f32x4(z0, z1, 0x88),
+                             _mm512_shuffle_f32x4(z0, z1, 0xDD));
+    }
+    static float reduce_add(F v) { return _mm512_reduce_add_ps(v); }
+    static float reduce_max(F v) { return _mm512_reduce_max_ps(v); }
+
+    static F exp2(F x) { return simd512::exp2(x); }
+    static F exp(F x) { return simd512::exp(x); }
+    static F silu(F x) { return simd512::silu(x); }
+
+    // RoPE on adjacent pairs: (p[0], p[0], ..., p[7], p[7]); sign flipped on even lanes; the
+    // two elements of every pair swapped.
+    static F dup_pairs(const float* p) {
+        const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+        return _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(p)));
+    }
+    static F neg_even(F v) {
+        return _mm512_xor_ps(v, _mm512_castsi512_ps(_mm512_setr_epi32(
+                                    INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0,
+                                    INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0)));
+    }
+    static F swap_pairs(F v) { return _mm512_permute_ps(v, 0xB1); }
+};
+
+}  // namespace lazyllm::kernels

@@ -1,5 +1,5 @@
 // QuantLinear: validation, repacking GGML blocks into the interleaved layout of
-// qgemv_kernels.h, dispatch (AVX-512 VNNI, AVX2 or scalar reference, OpenMP over row groups),
+// qgemv_isa.h, dispatch (AVX-512 VNNI, AVX2 or scalar reference, OpenMP over row groups),
 // and the scalar reference kernels themselves.
 #include "kernels/qgemv.h"
 
@@ -13,8 +13,9 @@
 
 #include "base/check.h"
 #include "base/scratch.h"
-#include "kernels/qgemv_kernels.h"
+#include "kernels/qgemv_isa.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quant_isa.h"
 
 namespace lazyllm::kernels {
 
@@ -24,7 +25,7 @@ using qgemv::kGroupRows;
 
 namespace {
 
-// How a GGML type is stored (qgemv_kernels.h, "Values").
+// How a GGML type is stored (qgemv_isa.h, "Values").
 struct FormatSpec {
     int bits;
     bool has_min;
@@ -83,29 +84,21 @@ void unpack_nibbles(const uint8_t* src, UnpackedBlock* out) {
 void unpack_block(GgmlType type, const uint8_t* src, UnpackedBlock* out) {
     using namespace quant;  // NOLINT: block structs of this function's concern
     out->m = 0;
-    switch (type) {
-        case GgmlType::Q4_0:
-            unpack_nibbles<BlockQ4_0>(src, out);
-            return;
-        case GgmlType::Q4_1:
-            unpack_nibbles<BlockQ4_1>(src, out);
-            return;
-        case GgmlType::Q5_0:
-            unpack_nibbles<BlockQ5_0>(src, out);
-            return;
-        case GgmlType::Q5_1:
-            unpack_nibbles<BlockQ5_1>(src, out);
-            return;
-        case GgmlType::Q8_0: {
-            BlockQ8_0 b;
-            std::memcpy(&b, src, sizeof(b));
-            out->d = b.d;
-            for (int j = 0; j < kBlock; ++j) out->u[j] = static_cast<uint8_t>(b.qs[j]) ^ 0x80u;
-            return;
-        }
-        default:
-            LAZYLLM_CHECK_MSG(false, "unpack_block: type without a QuantLinear format");
+    if (type == GgmlType::Q8_0) {
+        BlockQ8_0 b;
+        std::memcpy(&b, src, sizeof(b));
+        out->d = b.d;
+        for (int j = 0; j < kBlock; ++j) out->u[j] = static_cast<uint8_t>(b.qs[j]) ^ 0x80u;
+        return;
     }
+    const bool unpacked = with_blocks(type, src, kBlock, [&]<typename B>(const B*, int64_t) {
+        if constexpr (NibbleBlock<B>) {
+            unpack_nibbles<B>(src, out);
+        } else {
+            LAZYLLM_CHECK_MSG(false, "unpack_block: type without a QuantLinear format");
+        }
+    });
+    LAZYLLM_CHECK_MSG(unpacked, "unpack_block: type without a QuantLinear format");
 }
 
 // fp32 -> Q8_0-as-stored (u = q + 128). As ggml's quantize_row_q8_0_ref, except that q is
@@ -124,7 +117,7 @@ void quantize_block_q8_0(const float* x, UnpackedBlock* out) {
     }
 }
 
-// Writes lane `lane` of block `b` of a group (layout: qgemv_kernels.h).
+// Writes lane `lane` of block `b` of a group (layout: qgemv_isa.h).
 void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
                 const UnpackedBlock& blk) {
     uint8_t* qs = group + b * w.qs_bytes();
@@ -149,19 +142,6 @@ void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
 // parallel region costs ~1 us; the 2-thread bench on the shared 2-core VM is too noisy to tune
 // this finer); see forward().
 constexpr int64_t kMinWorkPerThread = 16 * 18;
-
-// The kernel set forward() runs, picked once per context: VNNI where the CPU has it and
-// ctx.isa allows AVX-512, else AVX2 (+ FMA + F16C), else the scalar reference.
-enum class KernelSet { kRef, kAvx2, kVnni };
-
-KernelSet kernel_set_for(const KernelContext& ctx) {
-    const CpuFeatures f = detect_cpu_features();
-    if (ctx.isa >= Isa::kAvx512 && isa_supported(Isa::kAvx512, f) && f.avx512vnni) {
-        return KernelSet::kVnni;
-    }
-    if (ctx.isa >= Isa::kAvx2 && isa_supported(Isa::kAvx2, f)) return KernelSet::kAvx2;
-    return KernelSet::kRef;
-}
 
 int resolve_threads(const KernelContext& ctx) {
     return ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads();
@@ -189,7 +169,7 @@ struct QuantLinear::Impl {
     GgmlType type = GgmlType::Q8_0;
     int32_t offset = 0;
     int n_threads = 1;
-    KernelSet kernels = KernelSet::kRef;
+    Isa isa = Isa::kRef;  // qgemv_isa(ctx) at create()
 
     size_t storage_bytes() const { return w.group_bytes * static_cast<size_t>(w.n_groups); }
 
@@ -205,7 +185,7 @@ struct QuantLinear::Impl {
         Impl& im = *out.impl_;
         im.type = type;
         im.n_threads = resolve_threads(ctx);
-        im.kernels = kernel_set_for(ctx);
+        im.isa = qgemv::qgemv_isa(ctx);
         LAZYLLM_TRY(im.pack(n_out, n_in, spec, source));
         im.set_bias(bias);
         return out;
@@ -257,7 +237,7 @@ struct QuantLinear::Impl {
 };
 
 bool QuantLinear::has_fast_path(const KernelContext& ctx) {
-    return kernel_set_for(ctx) != KernelSet::kRef;
+    return qgemv::qgemv_isa(ctx) != Isa::kRef;
 }
 
 bool QuantLinear::supports(GgmlType type) {
@@ -338,7 +318,7 @@ int64_t QuantLinear::n_in() const { return impl_ ? impl_->w.n_in : 0; }
 int64_t QuantLinear::n_out() const { return impl_ ? impl_->w.n_out : 0; }
 size_t QuantLinear::weight_bytes() const { return impl_ ? impl_->storage_bytes() : 0; }
 GgmlType QuantLinear::type() const { return impl_ ? impl_->type : GgmlType::Q8_0; }
-bool QuantLinear::uses_fast_path() const { return impl_ && impl_->kernels != KernelSet::kRef; }
+bool QuantLinear::uses_fast_path() const { return impl_ && impl_->isa != Isa::kRef; }
 
 void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
                           bool accumulate) const {
@@ -354,31 +334,23 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     const int64_t n_qblocks = m * w.n_blocks;
     const qgemv::ActivationBuffers buf{grow(s.q, m * w.n_in), grow(s.d, n_qblocks),
                                        grow(s.s, n_qblocks), grow(s.corr, n_qblocks)};
-    switch (im.kernels) {
-        case KernelSet::kVnni:
-            qgemv::vnni::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
-            break;
-        case KernelSet::kAvx2:
-            qgemv::avx2::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
-            break;
-        case KernelSet::kRef:
+    isa_dispatch(im.isa, [&]<Isa I>() {
+        if constexpr (I == Isa::kRef) {
             qgemv::ref::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
-            break;
-    }
+        } else {
+            qgemv::quantize_rows<I>(x, m, ldx, w.n_in, im.offset, buf);
+        }
+    });
     const qgemv::Activations a{m, buf.q, buf.d, buf.s, buf.corr};
     const float* bias = im.bias.empty() ? nullptr : im.bias.data();
     const auto run = [&](int64_t g0, int64_t g1) {
-        switch (im.kernels) {
-            case KernelSet::kVnni:
-                qgemv::vnni::gemv(w, a, m, g0, g1, bias, y, ldy, accumulate);
-                break;
-            case KernelSet::kAvx2:
-                qgemv::avx2::gemv(w, a, m, g0, g1, bias, y, ldy, accumulate);
-                break;
-            case KernelSet::kRef:
+        isa_dispatch(im.isa, [&]<Isa I>() {
+            if constexpr (I == Isa::kRef) {
                 qgemv::ref::gemv(w, a, m, g0, g1, bias, y, ldy, accumulate);
-                break;
-        }
+            } else {
+                qgemv::gemv<I>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+            }
+        });
     };
     // A fork/join costs about a microsecond; a thread is only woken for at least
     // kMinWorkPerThread group-block-rows (~1.5 us at ~19 cycles each).
@@ -396,6 +368,15 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     }
 }
 
+Isa qgemv::qgemv_isa(const KernelContext& ctx) {
+    const CpuFeatures f = detect_cpu_features();
+    if (ctx.isa >= Isa::kAvx512 && isa_supported(Isa::kAvx512, f) && f.avx512vnni) {
+        return Isa::kAvx512;
+    }
+    if (ctx.isa >= Isa::kAvx2 && isa_supported(Isa::kAvx2, f)) return Isa::kAvx2;
+    return Isa::kRef;
+}
+
 // ---- Scalar reference -------------------------------------------------------------------
 
 namespace qgemv::ref {
@@ -409,23 +390,20 @@ void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t
             int8_t* qb = out.q + (b * m + r) * kBlock;
             float amax = 0.0f;
             for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(xb[j]));
-            const float d = amax / 127.0f;
-            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            const auto [d, id] = block_scale(amax);
             int32_t sum = 0;
             for (int j = 0; j < kBlock; ++j) {
                 const int q = static_cast<int>(std::nearbyint(xb[j] * id));
                 qb[j] = static_cast<int8_t>(q);
                 sum += q;
             }
-            out.d[b * m + r] = d;
-            out.s[b * m + r] = d * static_cast<float>(sum);
-            out.corr[b * m + r] = -offset * sum;
+            set_block_stats(out, b * m + r, d, sum, offset);
         }
     }
 }
 
 namespace {
-// Stored unsigned quant of element k of block b, lane `lane` (layout: qgemv_kernels.h).
+// Stored unsigned quant of element k of block b, lane `lane` (layout: qgemv_isa.h).
 int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
     const uint8_t* qs = w.group(g) + b * w.qs_bytes();
     if (w.bits == 4) {

@@ -1,4 +1,4 @@
-// AVX2 kernels of QuantLinear (layout and float operations: qgemv_kernels.h), for CPUs with
+// AVX2 kernels of QuantLinear (layout and float operations: qgemv_isa.h), for CPUs with
 // AVX2 + FMA + F16C but no AVX-512 VNNI (Zen 2/3, Haswell..Skylake client). Entered only after
 // the run-time check in QuantLinear (qgemv.cpp).
 //
@@ -21,9 +21,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/qgemv_kernels.h"
+#include "kernels/qgemv_isa.h"
 
-namespace lazyllm::kernels::qgemv::avx2 {
+namespace lazyllm::kernels::qgemv {
 
 namespace {
 
@@ -78,70 +78,49 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
             }
         }
         const int8_t* xb = xq + b * m * kBlock;
-        // [H][M] int32 block sums, one lane per output row.
-        __m256i isum[H][M];
-        if constexpr (kBits == 4) {
-            __m256i s16[H][M];  // int16 pairs, <= 30480 (file comment)
+        // int16 pair sums (<= 30480, file comment): 4-bit quants sum both nibbles into s_lo;
+        // 8-bit quants sum their low and high nibbles apart (u = 16 * hi + lo).
+        constexpr int kChunks = kBits == 4 ? 4 : 8;
+        __m256i s_lo[H][M], s_hi[H][M];
 #pragma GCC unroll 2
-            for (int h = 0; h < H; ++h) {
+        for (int h = 0; h < H; ++h) {
 #pragma GCC unroll 4
-                for (int r = 0; r < M; ++r) s16[h][r] = _mm256_setzero_si256();
-            }
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; ++c) {
-#pragma GCC unroll 2
-                for (int h = 0; h < H; ++h) {
-                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(
-                        qs + b * kQs + c * kChunkBytes + h * kHalfBytes));
-                    const __m256i lo = _mm256_and_si256(v, nib);
-                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
-#pragma GCC unroll 4
-                    for (int r = 0; r < M; ++r) {
-                        const int8_t* xr = xb + r * kBlock + 8 * c;
-                        s16[h][r] =
-                            _mm256_add_epi16(s16[h][r], _mm256_maddubs_epi16(lo, bcast4(xr)));
-                        s16[h][r] =
-                            _mm256_add_epi16(s16[h][r], _mm256_maddubs_epi16(hi, bcast4(xr + 4)));
-                    }
-                }
-            }
-#pragma GCC unroll 4
-            for (int r = 0; r < M; ++r) {
-                const __m256i c = _mm256_set1_epi32(xc[b * m + r]);
-#pragma GCC unroll 2
-                for (int h = 0; h < H; ++h) {
-                    isum[h][r] = _mm256_add_epi32(c, _mm256_madd_epi16(s16[h][r], ones));
-                }
-            }
-        } else {
-            __m256i s_lo[H][M], s_hi[H][M];  // int16 pairs of the low / high nibbles
-#pragma GCC unroll 2
-            for (int h = 0; h < H; ++h) {
-#pragma GCC unroll 4
-                for (int r = 0; r < M; ++r) s_lo[h][r] = s_hi[h][r] = _mm256_setzero_si256();
-            }
+            for (int r = 0; r < M; ++r) s_lo[h][r] = s_hi[h][r] = _mm256_setzero_si256();
+        }
 #pragma GCC unroll 8
-            for (int c = 0; c < 8; ++c) {
+        for (int c = 0; c < kChunks; ++c) {
 #pragma GCC unroll 2
-                for (int h = 0; h < H; ++h) {
-                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(
-                        qs + b * kQs + c * kChunkBytes + h * kHalfBytes));
-                    const __m256i lo = _mm256_and_si256(v, nib);
-                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+            for (int h = 0; h < H; ++h) {
+                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(
+                    qs + b * kQs + c * kChunkBytes + h * kHalfBytes));
+                const __m256i lo = _mm256_and_si256(v, nib);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
 #pragma GCC unroll 4
-                    for (int r = 0; r < M; ++r) {
+                for (int r = 0; r < M; ++r) {
+                    __m256i& acc = s_lo[h][r];
+                    if constexpr (kBits == 4) {
+                        const int8_t* xr = xb + r * kBlock + 8 * c;
+                        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(lo, bcast4(xr)));
+                        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(hi, bcast4(xr + 4)));
+                    } else {
                         const __m256i x = bcast4(xb + r * kBlock + 4 * c);
-                        s_lo[h][r] = _mm256_add_epi16(s_lo[h][r], _mm256_maddubs_epi16(lo, x));
+                        acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(lo, x));
                         s_hi[h][r] = _mm256_add_epi16(s_hi[h][r], _mm256_maddubs_epi16(hi, x));
                     }
                 }
             }
+        }
+        // [H][M] int32 block sums, one lane per output row.
+        __m256i isum[H][M];
 #pragma GCC unroll 4
-            for (int r = 0; r < M; ++r) {
-                const __m256i c = _mm256_set1_epi32(xc[b * m + r]);
+        for (int r = 0; r < M; ++r) {
+            const __m256i c = _mm256_set1_epi32(xc[b * m + r]);
 #pragma GCC unroll 2
-                for (int h = 0; h < H; ++h) {
-                    const __m256i lo = _mm256_madd_epi16(s_lo[h][r], ones);
+            for (int h = 0; h < H; ++h) {
+                const __m256i lo = _mm256_madd_epi16(s_lo[h][r], ones);
+                if constexpr (kBits == 4) {
+                    isum[h][r] = _mm256_add_epi32(c, lo);
+                } else {
                     const __m256i hi = _mm256_slli_epi32(_mm256_madd_epi16(s_hi[h][r], ones), 4);
                     isum[h][r] = _mm256_add_epi32(_mm256_add_epi32(c, lo), hi);
                 }
@@ -215,7 +194,7 @@ void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, co
 }
 
 template <int kBits, bool kMin>
-void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
     for (int64_t g = g0; g < g1; ++g) {
         for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
@@ -239,8 +218,9 @@ void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
 
 }  // namespace
 
-void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out) {
+template <>
+void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
+                               const ActivationBuffers& out) {
     const int64_t nb = n_in / kBlock;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     // packs_epi32 / packs_epi16 interleave the 128-bit lanes: dword k of the packed result
@@ -259,8 +239,7 @@ void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t
             m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
             m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
             const float amax = _mm_cvtss_f32(m4);
-            const float d = amax / 127.0f;
-            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            const auto [d, id] = block_scale(amax);
             const __m256 vid = _mm256_set1_ps(id);
             // vcvtps2dq rounds to nearest even (MXCSR default), as the reference's nearbyint.
             __m256i q[4];
@@ -276,18 +255,11 @@ void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t
             s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
             s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
             const int32_t sum = _mm_cvtsi128_si32(s4);
-            out.d[b * m + r] = d;
-            out.s[b * m + r] = d * static_cast<float>(sum);
-            out.corr[b * m + r] = -offset * sum;
+            set_block_stats(out, b * m + r, d, sum, offset);
         }
     }
 }
 
-void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-          const float* bias, float* y, int64_t ldy, bool accumulate) {
-    with_format(w, [&]<int kBits, bool kHasMin>() {
-        gemv_format<kBits, kHasMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);
-    });
-}
+LAZYLLM_QGEMV_FORMATS(Isa::kAvx2)
 
-}  // namespace lazyllm::kernels::qgemv::avx2
+}  // namespace lazyllm::kernels::qgemv

@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels of QuantLinear (layout and float operations: qgemv_kernels.h). Entered
+// AVX-512 VNNI kernels of QuantLinear (layout and float operations: qgemv_isa.h). Entered
 // only when the CPU has AVX-512 F/BW/VL/DQ and VNNI (QuantLinear::has_fast_path).
 //
 // Inner step: vpdpbusd(acc, w_u8, x_s8 broadcast) adds, in each of 16 int32 lanes (one output
@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/qgemv_kernels.h"
+#include "kernels/qgemv_isa.h"
 
-namespace lazyllm::kernels::qgemv::vnni {
+namespace lazyllm::kernels::qgemv {
 
 namespace {
 
@@ -196,7 +196,7 @@ void pass_rows(const Weights& w, int64_t g, int64_t n_groups, const Activations&
 }
 
 template <int kBits, bool kMin>
-void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
     // Rows in passes of up to 8 over the same groups: the first pass reads the weights from
     // memory, the next ones from L1 (a group tile is at most 2 x ~10 KB). n_groups is the tile
@@ -229,8 +229,9 @@ void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
 
 }  // namespace
 
-void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out) {
+template <>
+void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t ldx, int64_t n_in,
+                                 int32_t offset, const ActivationBuffers& out) {
     const int64_t nb = n_in / kBlock;
     for (int64_t r = 0; r < m; ++r) {
         for (int64_t b = 0; b < nb; ++b) {
@@ -240,8 +241,7 @@ void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t
             const __m512 v1 = _mm512_loadu_ps(xb + 16);
             const float amax =
                 _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-            const float d = amax / 127.0f;
-            const float id = d != 0.0f ? 1.0f / d : 0.0f;
+            const auto [d, id] = block_scale(amax);
             const __m512 vid = _mm512_set1_ps(id);
             // vcvtps2dq rounds to nearest even (MXCSR default), as the reference's nearbyint.
             const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid));
@@ -249,18 +249,11 @@ void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t
             _mm_storeu_si128(reinterpret_cast<__m128i*>(qb), _mm512_cvtepi32_epi8(q0));
             _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + 16), _mm512_cvtepi32_epi8(q1));
             const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-            out.d[b * m + r] = d;
-            out.s[b * m + r] = d * static_cast<float>(sum);
-            out.corr[b * m + r] = -offset * sum;
+            set_block_stats(out, b * m + r, d, sum, offset);
         }
     }
 }
 
-void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-          const float* bias, float* y, int64_t ldy, bool accumulate) {
-    with_format(w, [&]<int kBits, bool kHasMin>() {
-        gemv_format<kBits, kHasMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);
-    });
-}
+LAZYLLM_QGEMV_FORMATS(Isa::kAvx512)
 
-}  // namespace lazyllm::kernels::qgemv::vnni
+}  // namespace lazyllm::kernels::qgemv

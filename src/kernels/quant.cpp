@@ -1,12 +1,10 @@
-// Checked entry points of quant.h: validate the type and length once, then hand the row to the
-// variant the Isa names (kRef scalar, kAvx2, kAvx512; kAmx uses the AVX-512 code since AMX has
-// nothing to offer an elementwise conversion).
+// Checked entry points of quant.h: validate the type and length once, then hand the row through
+// isa_dispatch (simd.h) to the reference or the instantiation for the Isa (kAmx runs the AVX-512
+// one: AMX has nothing to offer an elementwise conversion).
 #include "kernels/quant.h"
 
-#include <algorithm>
-
 #include "kernels/quant_blocks.h"
-#include "kernels/quant_variants.h"
+#include "kernels/quant_isa.h"
 
 namespace lazyllm::kernels {
 
@@ -48,52 +46,40 @@ Status check_isa(Isa isa) {
     return {};
 }
 
-}  // namespace
-
-Status dequantize_row_f32(Isa isa, GgmlType type, const void* src, float* dst, int64_t n) {
+// Validates the call, then runs f.template operator()<I>() for the target of `isa`.
+template <typename F>
+Status checked(Isa isa, GgmlType type, const void* src, const void* dst, int64_t n, F&& f) {
     LAZYLLM_TRY(check_row(type, src, dst, n));
     LAZYLLM_TRY(check_isa(isa));
-    if (n == 0) return {};
-    switch (isa) {
-        case Isa::kRef:
-            ref::dequantize_unchecked(type, src, dst, n);
-            break;
-        case Isa::kAvx2:
-            avx2::dequantize_unchecked(type, src, dst, n);
-            break;
-        case Isa::kAvx512:
-        case Isa::kAmx:
-            avx512::dequantize_unchecked(type, src, dst, n);
-            break;
-    }
+    if (n > 0) isa_dispatch(isa, f);
     return {};
 }
 
-Status dequantize_row_bf16(Isa isa, GgmlType type, const void* src, bf16_t* dst, int64_t n) {
-    LAZYLLM_TRY(check_row(type, src, dst, n));
-    LAZYLLM_TRY(check_isa(isa));
-    if (n == 0) return {};
-    switch (isa) {
-        case Isa::kRef: {
-            const quant::BlockShape shape = quant::block_shape(type);
-            float buf[quant::kBf16Chunk];  // [kBf16Chunk] fp32 staging of one chunk
-            const auto* bytes = static_cast<const uint8_t*>(src);
-            for (int64_t i = 0; i < n; i += quant::kBf16Chunk) {
-                const int64_t len = std::min(quant::kBf16Chunk, n - i);
-                ref::dequantize_unchecked(type, bytes + (i / shape.elems) * shape.bytes, buf, len);
-                ref::fp32_to_bf16_row(buf, dst + i, len);
-            }
-            break;
+}  // namespace
+
+Status dequantize_row_f32(Isa isa, GgmlType type, const void* src, float* dst, int64_t n) {
+    return checked(isa, type, src, dst, n, [&]<Isa I>() {
+        if constexpr (I == Isa::kRef) {
+            ref::dequantize_unchecked(type, src, dst, n);
+        } else {
+            detail::dequantize_unchecked<I>(type, src, dst, n);
         }
-        case Isa::kAvx2:
-            avx2::dequantize_bf16_unchecked(type, src, dst, n);
-            break;
-        case Isa::kAvx512:
-        case Isa::kAmx:
-            avx512::dequantize_bf16_unchecked(type, src, dst, n);
-            break;
-    }
-    return {};
+    });
+}
+
+Status dequantize_row_bf16(Isa isa, GgmlType type, const void* src, bf16_t* dst, int64_t n) {
+    return checked(isa, type, src, dst, n, [&]<Isa I>() {
+        if constexpr (I == Isa::kRef) {
+            quant::dequantize_bf16_staged(
+                type, src, dst, n,
+                [&](const void* s, float* d, int64_t len) {
+                    ref::dequantize_unchecked(type, s, d, len);
+                },
+                ref::fp32_to_bf16_row);
+        } else {
+            detail::dequantize_bf16_unchecked<I>(type, src, dst, n);
+        }
+    });
 }
 
 bf16_t fp32_to_bf16(float x) { return quant::fp32_to_bf16_scalar(x); }

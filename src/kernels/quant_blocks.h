@@ -104,33 +104,35 @@ struct BlockShape {
     size_t bytes;
 };
 
+// A block format: its type, block struct and elements per block.
+template <GgmlType kType, typename Block, int kElems>
+struct Format {
+    using B = Block;
+    static constexpr GgmlType type = kType;
+    static constexpr int elems = kElems;
+};
+
+// For the block format `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K): calls
+// f.template operator()<Block, elems>() and returns true; false for any other type.
+template <typename F>
+constexpr bool with_block_type(GgmlType type, F&& f) {
+    return [&]<typename... Fs>() {
+        return ((type == Fs::type && (f.template operator()<typename Fs::B, Fs::elems>(), true)) ||
+                ...);
+    }.template
+           operator()<
+               Format<GgmlType::Q8_0, BlockQ8_0, kQk8_0>, Format<GgmlType::Q4_0, BlockQ4_0, kQk4_0>,
+               Format<GgmlType::Q4_1, BlockQ4_1, kQk4_1>, Format<GgmlType::Q5_0, BlockQ5_0, kQk5_0>,
+               Format<GgmlType::Q5_1, BlockQ5_1, kQk5_1>, Format<GgmlType::Q4_K, BlockQ4K, kQkK>,
+               Format<GgmlType::Q5_K, BlockQ5K, kQkK>, Format<GgmlType::Q6_K, BlockQ6K, kQkK>>();
+}
+
 constexpr BlockShape block_shape(GgmlType type) {
-    switch (type) {
-        case GgmlType::F32:
-            return {1, 4};
-        case GgmlType::F16:
-            return {1, 2};
-        case GgmlType::BF16:
-            return {1, 2};
-        case GgmlType::Q8_0:
-            return {kQk8_0, sizeof(BlockQ8_0)};
-        case GgmlType::Q4_0:
-            return {kQk4_0, sizeof(BlockQ4_0)};
-        case GgmlType::Q4_1:
-            return {kQk4_1, sizeof(BlockQ4_1)};
-        case GgmlType::Q5_0:
-            return {kQk5_0, sizeof(BlockQ5_0)};
-        case GgmlType::Q5_1:
-            return {kQk5_1, sizeof(BlockQ5_1)};
-        case GgmlType::Q4_K:
-            return {kQkK, sizeof(BlockQ4K)};
-        case GgmlType::Q5_K:
-            return {kQkK, sizeof(BlockQ5K)};
-        case GgmlType::Q6_K:
-            return {kQkK, sizeof(BlockQ6K)};
-        default:
-            return {0, 0};
-    }
+    if (type == GgmlType::F32) return {1, 4};
+    if (type == GgmlType::F16 || type == GgmlType::BF16) return {1, 2};
+    BlockShape shape{0, 0};
+    with_block_type(type, [&]<typename B, int kElems>() { shape = {kElems, sizeof(B)}; });
+    return shape;
 }
 
 // Elements converted per step when a variant stages fp32 before rounding to bf16: a whole

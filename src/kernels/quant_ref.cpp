@@ -3,9 +3,10 @@
 // quant_blocks.h), so the output is bit-identical to ggml's and to gguf-py's numpy dequantizers
 // (golden test), and the vectorized variants are tested bit-exact against these.
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/quant_blocks.h"
-#include "kernels/quant_variants.h"
+#include "kernels/quant_isa.h"
 
 namespace lazyllm::kernels {
 
@@ -13,97 +14,51 @@ using namespace quant;  // NOLINT: block structs and bit helpers of this file's 
 
 namespace {
 
-void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQk4_0) {
+// Q4_0, Q4_1, Q5_0, Q5_1 (ggml's dequantize_row_q{4,5}_{0,1}): element j is the low nibble
+// of qs[j], element j + 16 the high one, with bit j of qh as a fifth bit (Q5); the symmetric
+// formats subtract 8 (Q4_0) or 16 (Q5_0); y = x * d, plus m for the affine ones.
+template <NibbleBlock Block>
+void dequantize_blocks(const Block* x, float* y, int64_t nb) {
+    constexpr bool kHasMin = requires(const Block& b) { b.m; };
+    constexpr bool kHasHigh = requires(const Block& b) { b.qh; };
+    constexpr int kOffset = kHasMin ? 0 : kHasHigh ? 16 : 8;
+    constexpr int kHalf = 16;
+    for (int64_t i = 0; i < nb; ++i, y += 2 * kHalf) {
         const float d = fp16_to_fp32_scalar(x[i].d);
-        for (int j = 0; j < kQk4_0 / 2; ++j) {
-            const int x0 = (x[i].qs[j] & 0x0F) - 8;
-            const int x1 = (x[i].qs[j] >> 4) - 8;
-            y[j] = static_cast<float>(x0) * d;
-            y[j + kQk4_0 / 2] = static_cast<float>(x1) * d;
-        }
-    }
-}
-
-void dequantize_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQk4_1) {
-        const float d = fp16_to_fp32_scalar(x[i].d);
-        const float m = fp16_to_fp32_scalar(x[i].m);
-        for (int j = 0; j < kQk4_1 / 2; ++j) {
-            const int x0 = x[i].qs[j] & 0x0F;
-            const int x1 = x[i].qs[j] >> 4;
-            y[j] = static_cast<float>(x0) * d + m;
-            y[j + kQk4_1 / 2] = static_cast<float>(x1) * d + m;
-        }
-    }
-}
-
-void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQk5_0) {
-        const float d = fp16_to_fp32_scalar(x[i].d);
-        uint32_t qh;
-        std::memcpy(&qh, x[i].qh, sizeof(qh));
-        for (int j = 0; j < kQk5_0 / 2; ++j) {
+        uint32_t qh = 0;
+        if constexpr (kHasHigh) std::memcpy(&qh, x[i].qh, sizeof(qh));
+        for (int j = 0; j < kHalf; ++j) {
             const int xh_0 = ((qh >> (j + 0)) << 4) & 0x10;
             const int xh_1 = ((qh >> (j + 12))) & 0x10;
-            const int x0 = ((x[i].qs[j] & 0x0F) | xh_0) - 16;
-            const int x1 = ((x[i].qs[j] >> 4) | xh_1) - 16;
-            y[j] = static_cast<float>(x0) * d;
-            y[j + kQk5_0 / 2] = static_cast<float>(x1) * d;
+            const int x0 = ((x[i].qs[j] & 0x0F) | xh_0) - kOffset;
+            const int x1 = ((x[i].qs[j] >> 4) | xh_1) - kOffset;
+            if constexpr (kHasMin) {
+                const float m = fp16_to_fp32_scalar(x[i].m);
+                y[j] = static_cast<float>(x0) * d + m;
+                y[j + kHalf] = static_cast<float>(x1) * d + m;
+            } else {
+                y[j] = static_cast<float>(x0) * d;
+                y[j + kHalf] = static_cast<float>(x1) * d;
+            }
         }
     }
 }
 
-void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, y += kQk5_1) {
-        const float d = fp16_to_fp32_scalar(x[i].d);
-        const float m = fp16_to_fp32_scalar(x[i].m);
-        uint32_t qh;
-        std::memcpy(&qh, x[i].qh, sizeof(qh));
-        for (int j = 0; j < kQk5_1 / 2; ++j) {
-            const int xh_0 = ((qh >> (j + 0)) << 4) & 0x10;
-            const int xh_1 = ((qh >> (j + 12))) & 0x10;
-            const int x0 = (x[i].qs[j] & 0x0F) | xh_0;
-            const int x1 = (x[i].qs[j] >> 4) | xh_1;
-            y[j] = static_cast<float>(x0) * d + m;
-            y[j + kQk5_1 / 2] = static_cast<float>(x1) * d + m;
-        }
-    }
-}
-
-void dequantize_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
+void dequantize_blocks(const BlockQ8_0* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQk8_0) {
         const float d = fp16_to_fp32_scalar(x[i].d);
         for (int j = 0; j < kQk8_0; ++j) y[j] = static_cast<float>(x[i].qs[j]) * d;
     }
 }
 
-void dequantize_q4_k(const BlockQ4K* x, float* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i) {
-        const uint8_t* q = x[i].qs;
-        const float d = fp16_to_fp32_scalar(x[i].d);
-        const float min = fp16_to_fp32_scalar(x[i].dmin);
-        int is = 0;
-        uint8_t sc, m;
-        for (int j = 0; j < kQkK; j += 64) {
-            get_scale_min_k4(is + 0, x[i].scales, &sc, &m);
-            const float d1 = d * sc;
-            const float m1 = min * m;
-            get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
-            const float d2 = d * sc;
-            const float m2 = min * m;
-            for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
-            for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-            q += 32;
-            is += 2;
-        }
-    }
-}
-
-void dequantize_q5_k(const BlockQ5K* x, float* y, int64_t nb) {
+// Q4_K and Q5_K (ggml's dequantize_row_q4_K / q5_K): per 64 elements two sub-blocks with
+// 6-bit scales and mins, the low then the high nibbles of 32 bytes, plus (Q5_K) bit 2k or
+// 2k + 1 of qh as a fifth bit of value 16.
+template <OneOf<BlockQ4K, BlockQ5K> Block>
+void dequantize_blocks(const Block* x, float* y, int64_t nb) {
+    constexpr bool kHasHigh = std::is_same_v<Block, BlockQ5K>;
     for (int64_t i = 0; i < nb; ++i) {
         const uint8_t* ql = x[i].qs;
-        const uint8_t* qh = x[i].qh;
         const float d = fp16_to_fp32_scalar(x[i].d);
         const float min = fp16_to_fp32_scalar(x[i].dmin);
         int is = 0;
@@ -116,11 +71,16 @@ void dequantize_q5_k(const BlockQ5K* x, float* y, int64_t nb) {
             get_scale_min_k4(is + 1, x[i].scales, &sc, &m);
             const float d2 = d * sc;
             const float m2 = min * m;
+            // Fifth bit of byte l of qh selected by mask u, as 0 or 16.
+            const auto high = [&](int l, uint8_t u) {
+                if constexpr (kHasHigh) return (x[i].qh[l] & u) ? 16 : 0;
+                return 0;
+            };
             for (int l = 0; l < 32; ++l) {
-                *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
+                *y++ = d1 * static_cast<float>((ql[l] & 0xF) + high(l, u1)) - m1;
             }
             for (int l = 0; l < 32; ++l) {
-                *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+                *y++ = d2 * static_cast<float>((ql[l] >> 4) + high(l, u2)) - m2;
             }
             ql += 32;
             is += 2;
@@ -130,7 +90,7 @@ void dequantize_q5_k(const BlockQ5K* x, float* y, int64_t nb) {
     }
 }
 
-void dequantize_q6_k(const BlockQ6K* x, float* y, int64_t nb) {
+void dequantize_blocks(const BlockQ6K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const float d = fp16_to_fp32_scalar(x[i].d);
         const uint8_t* ql = x[i].ql;
@@ -195,24 +155,9 @@ void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n)
             for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32_scalar(h[i]);
             return;
         }
-        case GgmlType::Q8_0:
-            return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n / kQk8_0);
-        case GgmlType::Q4_0:
-            return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n / kQk4_0);
-        case GgmlType::Q4_1:
-            return dequantize_q4_1(static_cast<const BlockQ4_1*>(src), dst, n / kQk4_1);
-        case GgmlType::Q5_0:
-            return dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, n / kQk5_0);
-        case GgmlType::Q5_1:
-            return dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, n / kQk5_1);
-        case GgmlType::Q4_K:
-            return dequantize_q4_k(static_cast<const BlockQ4K*>(src), dst, n / kQkK);
-        case GgmlType::Q5_K:
-            return dequantize_q5_k(static_cast<const BlockQ5K*>(src), dst, n / kQkK);
-        case GgmlType::Q6_K:
-            return dequantize_q6_k(static_cast<const BlockQ6K*>(src), dst, n / kQkK);
-        default:
-            return;  // rejected by the checked entry points before we get here
+        default:  // a block format (checked by the entry points)
+            with_blocks(type, src, n,
+                        [&](const auto* x, int64_t nb) { dequantize_blocks(x, dst, nb); });
     }
 }
 

@@ -1,6 +1,8 @@
 // Internal interface of QuantLinear (qgemv.h): the packed weight layout, the quantized
-// activations, and the kernel sets that read them (scalar reference in qgemv.cpp, AVX-512 VNNI
-// in qgemv_vnni.cpp, AVX2 in qgemv_avx2.cpp; the last two only after a run-time CPU check).
+// activations, and the kernels that read them: the scalar reference (qgemv.cpp) and the
+// instantiations for Isa::kAvx512 (AVX-512 VNNI, qgemv_vnni.cpp) and Isa::kAvx2
+// (qgemv_avx2.cpp), entered through isa_dispatch (simd.h) with the target QuantLinear picked
+// at create() (qgemv_isa()).
 //
 // Packed weights. Output rows are taken 16 at a time ("group"); a group's data is contiguous
 // and holds, for each of the n_blocks blocks of 32 inputs:
@@ -27,6 +29,8 @@
 
 #include <cstddef>
 #include <cstdint>
+
+#include "kernels/simd.h"
 
 namespace lazyllm::kernels::qgemv {
 
@@ -102,19 +106,57 @@ void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t
           const float* bias, float* y, int64_t ldy, bool accumulate);
 }  // namespace ref
 
-namespace vnni {
-void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out);
-void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-          const float* bias, float* y, int64_t ldy, bool accumulate);
-}  // namespace vnni
+// The SIMD target QuantLinear runs for a context: kAvx512 where the CPU has AVX-512 VNNI and
+// ctx.isa allows AVX-512, else kAvx2 where the CPU has AVX2 + FMA + F16C and ctx.isa allows
+// it, else kRef.
+Isa qgemv_isa(const KernelContext& ctx);
 
-// AVX2 + FMA + F16C, for CPUs without AVX-512 VNNI: vpmaddubsw into exact int16 sums.
-namespace avx2 {
+// The SIMD kernels of target I, same contracts as ref::quantize_rows and ref::gemv: I =
+// kAvx512 (vpdpbusd, qgemv_vnni.cpp) or kAvx2 (vpmaddubsw with exact int16 partial sums,
+// qgemv_avx2.cpp). gemv runs gemv_format for the weights' format.
+template <Isa I>
 void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
                    const ActivationBuffers& out);
-void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-          const float* bias, float* y, int64_t ldy, bool accumulate);
-}  // namespace avx2
+template <Isa I, int kBits, bool kMin>
+void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+                 const float* bias, float* y, int64_t ldy, bool accumulate);
+template <Isa I>
+inline void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
+                 const float* bias, float* y, int64_t ldy, bool accumulate) {
+    with_format(w, [&]<int kBits, bool kHasMin>() {
+        gemv_format<I, kBits, kHasMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+    });
+}
+
+// A block's activation scale: d = amax / 127 and its inverse (0 for an all-zero block).
+struct BlockScale {
+    float d, id;
+};
+inline BlockScale block_scale(float amax) {
+    const float d = amax / 127.0f;
+    return {d, d != 0.0f ? 1.0f / d : 0.0f};
+}
+// Stores the statistics of activation block i (= b * m + r) with integer quant sum `sum`.
+inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, int32_t sum,
+                            int32_t offset) {
+    out.d[i] = d;
+    out.s[i] = d * static_cast<float>(sum);
+    out.corr[i] = -offset * sum;
+}
+
+// In the ISA file of target I, after its gemv_passes<kBits, kMin> (same parameters as
+// gemv_format): gemv_format<I, ...> for the four formats.
+#define LAZYLLM_QGEMV_FORMAT(I, kBits, kMin)                                              \
+    template <>                                                                           \
+    void gemv_format<I, kBits, kMin>(const Weights& w, const Activations& a, int64_t m,   \
+                                     int64_t g0, int64_t g1, const float* bias, float* y, \
+                                     int64_t ldy, bool accumulate) {                      \
+        gemv_passes<kBits, kMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);              \
+    }
+#define LAZYLLM_QGEMV_FORMATS(I)      \
+    LAZYLLM_QGEMV_FORMAT(I, 4, false) \
+    LAZYLLM_QGEMV_FORMAT(I, 4, true)  \
+    LAZYLLM_QGEMV_FORMAT(I, 8, false) \
+    LAZYLLM_QGEMV_FORMAT(I, 8, true)
 
 }  // namespace lazyllm::kernels::qgemv

@@ -1,0 +1,38 @@
+// The SIMD layer every per-ISA kernel is written against, and the one way kernels are entered.
+//
+// Vec<I>: the vector operations of target I (load/store, masked tails, arithmetic, reductions,
+// exp2/silu, f16/bf16 conversions), one specialization per target in ops_simd_avx2.h (8 fp32
+// lanes) and ops_simd_avx512.h (16 lanes). An op is written once as a template on Isa in a
+// *_inl.h file against Vec<I>; the per-ISA files (*_avx2.cpp, *_avx512.cpp, *_vnni.cpp, built
+// with their ISA flags, src/CMakeLists.txt) include that source and instantiate it for their
+// target, as CTranslate2's src/cpu/kernels.cc does per ISA.
+//
+// isa_dispatch(isa, f): calls f.template operator()<I>() with I the instantiated target that
+// serves `isa`: kAvx512 for kAvx512 and kAmx (the AMX code is separate and entered by its own
+// layout decisions), kAvx2, or kRef (the scalar reference, namespace ref). The ISA comes from
+// the KernelContext, picked once at start-up (cpu.h); callers never test CPU features.
+#pragma once
+
+#include "kernels/cpu.h"
+
+namespace lazyllm::kernels {
+
+template <Isa I>
+struct Vec;
+
+// The target whose instantiation runs for a context ISA.
+constexpr Isa simd_target(Isa isa) { return isa == Isa::kAmx ? Isa::kAvx512 : isa; }
+
+template <typename F>
+inline decltype(auto) isa_dispatch(Isa isa, F&& f) {
+    switch (simd_target(isa)) {
+        case Isa::kAvx512:
+            return f.template operator()<Isa::kAvx512>();
+        case Isa::kAvx2:
+            return f.template operator()<Isa::kAvx2>();
+        default:
+            return f.template operator()<Isa::kRef>();
+    }
+}
+
+}  // namespace lazyllm::kernels
