@@ -7,7 +7,9 @@
 
 namespace lazyllm::cli {
 
-// Exit codes: 0 ok, 1 runtime failure (bad model file, I/O), 2 bad usage / bad input values.
+// Exit codes (README, "Exit codes"): 0 ok; 1 the model or the run failed (model file missing
+// or corrupt, I/O, non-finite logits); 2 usage: a flag, its value, or an input named on the
+// command line other than the model (prompt file, schedule file) is wrong.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
@@ -18,5 +20,7 @@ Result<std::string> resolve_model_path(const std::string& flag_value);
 Result<std::string> read_text_file(const std::string& path);
 // Prints "lazyllm: error: <message>" and returns the exit code for the error's kind.
 int report(const Error& e);
+// Same message, exit code 2 whatever the error's kind (faults in the user's own input files).
+int report_usage(const Error& e);
 
 }  // namespace lazyllm::cli
