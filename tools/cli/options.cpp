@@ -46,8 +46,11 @@ int usable_cores() {
 const CLI::Validator kNonNegative = number_at_least(0, "NON-NEGATIVE");
 const CLI::Validator kPositive = number_at_least(1, "POSITIVE");
 
-void add_engine_flags(CLI::App& app, EngineFlags& f) {
-    app.add_option("-m,--model", f.model, "GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched if missing)");
+void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
+    if (with_model) {
+        app.add_option("-m,--model", f.model,
+                       "GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched if missing)");
+    }
     app.add_option("-t,--threads", f.threads,
                    "Threads (default: all cores; more than the cores warns and uses all cores)")
         ->check(kNonNegative);
@@ -133,7 +136,8 @@ void add_prune_flags(CLI::App& app, PruneFlags& f) {
     app.add_flag("--lazy{safe}", f.lazy,
                  "LazyLLM pruning with the model's default schedule: --lazy (or --lazy=safe) "
                  "keeps answers as full's where it cannot speed them up; --lazy=fast is the "
-                 "fastest measured schedule")
+                 "fastest measured schedule. Any --lazy-* flag or --schedule turns lazy on "
+                 "without --lazy")
         ->check(CLI::IsMember({"safe", "fast"}));
     app.add_option("--policy", f.policy,
                    "full | lazy | lazy:safe | lazy:fast | static | random | gemfilter (default "

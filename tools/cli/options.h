@@ -17,7 +17,9 @@ struct EngineFlags {
     std::string decode = "quant";
     bool check_tensors = false;
 };
-void add_engine_flags(CLI::App& app, EngineFlags& f);
+// -m (unless with_model is false: info and tokenize take the model as a positional argument
+// too), -t, --precision, --decode-weights, --check-tensors.
+void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model = true);
 
 // Flag validators whose messages read "must be >= 0, got -1" (CLI11's NonNegativeNumber prints
 // its bound as a 300-digit double).
