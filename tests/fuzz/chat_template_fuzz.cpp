@@ -1,9 +1,9 @@
 // Fuzz target: the chat-format detector and renderer (src/tokenizer/chat_template.cpp). The input
 // is split at NUL bytes into the GGUF's tokenizer.chat_template, the architecture, a system and a
 // user message (first byte's low bit: whether the vocabulary has the other formats' markers).
-// Any template must give one of the known formats, and the rendered chat must round-trip through
-// the tokenizer with its special tokens. The vocabulary is SentencePiece (fuzz_support.h): one
-// is built per input, and a byte-level BPE one would compile its regex each time.
+// Any template must give one of the known formats, and the rendered chat must encode. The
+// vocabulary is a small SentencePiece one (fuzz_support.h), built per input: a byte-level BPE one
+// would compile its regex each time. Encode / decode round trips are tokenizer_fuzz's.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -39,9 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (bool gen : {true, false}) {
         const std::string prompt = apply_chat_template(f, msgs, gen);
         if (prompt.empty()) fuzz::fail("empty chat prompt");
-        const auto ids = tok->encode(prompt, /*parse_special=*/true);
-        if (tok->decode(ids, /*render_special=*/true) != prompt) {
-            fuzz::fail("chat prompt does not round-trip", prompt + "\n---\n" + tok->decode(ids, true));
+        for (TokenId id : tok->encode(prompt, /*parse_special=*/true)) {
+            if (id < 0 || id >= tok->n_vocab()) fuzz::fail("token id outside the vocabulary");
         }
     }
     return 0;
