@@ -289,7 +289,7 @@ Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
     json doc;
     try {
         doc = json::parse(buffer.str());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number overflow
         return file_error(path, make_error(ErrorCode::kCorrupt, "invalid JSON: {}", e.what()));
     }
     if (!doc.is_object()) {

@@ -227,3 +227,16 @@ TEST(CliInputsTest, DefaultModelFetchFailureIsNamedAndLeavesNoPartialFile) {
 }
 
 }  // namespace
+
+namespace {
+
+// eval --fidelity --limit N takes the first N prompts of each length (default model).
+TEST(ModelCliInputsTest, FidelityHonoursTheLimit) {
+    const std::string dir = ::testing::TempDir() + "lazyllm_cli_fidelity";
+    const CliRun r = run_cli("eval --fidelity --limit 1 --lengths 128 --greedy-tokens 0 -o " + dir);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    std::ifstream in(dir + "/fidelity.json");
+    EXPECT_EQ(nlohmann::json::parse(in)["n_prompts"], 1);
+}
+
+}  // namespace
