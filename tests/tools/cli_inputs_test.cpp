@@ -240,3 +240,20 @@ TEST(ModelCliInputsTest, FidelityHonoursTheLimit) {
 }
 
 }  // namespace
+
+namespace {
+
+// SmolLM2's vocabulary has no token for 0xFF (never in valid UTF-8): run refuses the prompt
+// naming the byte, tokenize warns; 0x80 has a token and survives.
+TEST(ModelCliInputsTest, BytesWithoutATokenAreNamed) {
+    CliRun r = run_cli("run -n 1 -p \"$(printf 'a\\377b')\"");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "lazyllm: error: the prompt has byte 0xFF at offset 1")) << r.out;
+    r = run_cli("tokenize \"$(printf 'a\\377b')\"");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "lazyllm: warning: the text has byte 0xFF at offset 1")) << r.out;
+    r = run_cli("tokenize \"$(printf 'a\\200b')\"", /*merge_stderr=*/false);
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), ','), 2) << r.out;
+}
+
+}  // namespace

@@ -175,6 +175,9 @@ int run_run(RunArgs& a) {
     // Special-token texts (<|im_start|>) become their ids, as llama.cpp's prompt; chat prompts
     // always carry the template's.
     const bool parse_special = chat || !a.no_parse_special;
+    if (auto st = check_bytes_encodable(e.tokenizer(), prompt_text, "the prompt"); !st.ok()) {
+        return report(st.error());
+    }
     std::vector<TokenId> ids = e.tokenizer().encode(prompt_text, parse_special);
     if (ids.empty()) return report(Error(ErrorCode::kInvalidArgument, "the prompt has no tokens"));
     const int64_t ctx = a.n_ctx > 0 ? a.n_ctx : s.n_ctx_train;

@@ -1,4 +1,6 @@
 // lazyllm tokenize MODEL (TEXT | -f FILE) [--verbose] [--special] [--bos/--no-bos]
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -65,6 +67,10 @@ int run_tokenize(TokenizeArgs& a) {
     }
     auto tok = Tokenizer::from_gguf(*gguf);
     if (!tok.ok()) return report(tok.error());
+    if (auto st = check_bytes_encodable(*tok, text, "the text"); !st.ok()) {
+        std::fprintf(stderr, "lazyllm: warning: %s; the ids below leave it out\n",
+                     st.error().message().c_str());
+    }
     const auto ids = tok->encode(text, a.special, a.bos);
     if (a.verbose) {
         for (size_t i = 0; i < ids.size(); ++i) {

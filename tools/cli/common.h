@@ -4,6 +4,7 @@
 #include <string>
 
 #include "lazyllm/result.h"
+#include "lazyllm/tokenizer.h"
 
 namespace lazyllm::cli {
 
@@ -18,6 +19,11 @@ inline constexpr int kExitUsage = 2;
 // scripts/fetch_model.py when missing.
 Result<std::string> resolve_model_path(const std::string& flag_value);
 Result<std::string> read_text_file(const std::string& path);
+// Byte-level BPE encodes every byte the vocabulary has a token for; one trained on valid UTF-8
+// may lack some (SmolLM2's: 0xC0, 0xC1, 0xF1, 0xF2, 0xF5-0xFF, six control bytes), and such a
+// byte would vanish from the prompt (as in llama.cpp and HF tokenizers). An error naming the
+// first one and its offset, or ok.
+Status check_bytes_encodable(const Tokenizer& tok, std::string_view text, std::string_view what);
 // Prints "lazyllm: error: <message>" and returns the exit code for the error's kind.
 int report(const Error& e);
 // Same message, exit code 2 whatever the error's kind (faults in the user's own input files).
