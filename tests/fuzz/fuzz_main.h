@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
         std::error_code ec;
         std::vector<std::filesystem::path> files;
         if (std::filesystem::is_directory(argv[i], ec)) {
-            for (const auto& e : std::filesystem::directory_iterator(argv[i])) files.push_back(e.path());
+            for (const auto& e : std::filesystem::directory_iterator(argv[i]))
+                files.push_back(e.path());
         } else {
             files.emplace_back(argv[i]);
         }
@@ -55,7 +56,8 @@ int main(int argc, char** argv) {
                     if (!s.empty()) s[pos] = static_cast<char>(rng());
                     break;
                 case 1:
-                    s.insert(s.begin() + static_cast<std::ptrdiff_t>(pos), static_cast<char>(rng()));
+                    s.insert(s.begin() + static_cast<std::ptrdiff_t>(pos),
+                             static_cast<char>(rng()));
                     break;
                 case 2:
                     if (!s.empty()) s.erase(pos, 1 + rng() % 16);

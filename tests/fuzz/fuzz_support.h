@@ -101,7 +101,8 @@ inline GgufWriter fuzz_vocab_writer(const std::string& chat_template = {}, bool 
         types.push_back(1);  // normal
     }
     const std::string sp = gpt2_byte_token(' ');
-    const std::vector<std::string> merges = {"h e", sp + " t", "t h", "th e", sp + " a", "i n", "e r"};
+    const std::vector<std::string> merges = {"h e",     sp + " t", "t h", "th e",
+                                             sp + " a", "i n",     "e r"};
     for (const std::string& m : merges) {
         const size_t cut = m.find(' ');
         tokens.push_back(m.substr(0, cut) + m.substr(cut + 1));
@@ -139,7 +140,8 @@ inline GgufWriter fuzz_vocab_writer(const std::string& chat_template = {}, bool 
 inline GgufWriter fuzz_spm_vocab_writer(const std::string& chat_template, bool markers) {
     std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
     std::vector<int32_t> types = {2, 3, 3};  // unknown, control, control
-    for (const char* piece : {"\xe2\x96\x81", "\xe2\x96\x81the", "he", "user", "assistant", "system"}) {
+    for (const char* piece :
+         {"\xe2\x96\x81", "\xe2\x96\x81the", "he", "user", "assistant", "system"}) {
         tokens.push_back(piece);
         types.push_back(1);
     }

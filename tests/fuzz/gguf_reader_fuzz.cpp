@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const GgufTensorInfo& t : g->tensors()) {
         const uint8_t* p = g->tensor_data(t);
         const uint64_t n = t.n_bytes();
-        if (p < data || static_cast<uint64_t>(p - data) > size || n > size - static_cast<uint64_t>(p - data)) {
+        if (p < data || static_cast<uint64_t>(p - data) > size ||
+            n > size - static_cast<uint64_t>(p - data)) {
             fuzz::fail("tensor outside the buffer", t.name);
         }
         if (g->find_tensor(t.name) == nullptr) fuzz::fail("tensor not found again", t.name);

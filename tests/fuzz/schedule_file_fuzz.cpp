@@ -52,7 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     const size_t nl = text.find('\n');
     const std::string_view layers = text.substr(0, nl);
-    const std::string_view keep = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    const std::string_view keep =
+        nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     check(prune::parse_schedule(layers, keep, n_layer), n_layer);
     return 0;
 }

@@ -2,10 +2,11 @@
 // for every byte, decode(encode(s)) == s for any bytes, invalid UTF-8 included, with special
 // tokens parsed and rendered too. A vocabulary trained on valid UTF-8 only may lack the bytes
 // that never occurred there (SmolLM2's has none for 0xC0, 0xC1, 0xF1, 0xF2, 0xF5-0xFF and the
-// control bytes 0x04, 0x06, 0x13, 0x14, 0x16, 0x1D): those bytes, and only those, are dropped (as llama.cpp and HF
-// tokenizers drop them; `lazyllm run` refuses such a prompt, naming the byte). The streaming decoder's output is always valid UTF-8, and
-// equal to s when s is. The vocabulary is fuzz_support.h's; LAZYLLM_FUZZ_MODEL=FILE.gguf adds
-// that model's tokenizer (docs/fuzzing.md ran it with SmolLM2's).
+// control bytes 0x04, 0x06, 0x13, 0x14, 0x16, 0x1D): those bytes, and only those, are dropped (as
+// llama.cpp and HF tokenizers drop them; `lazyllm run` refuses such a prompt, naming the byte). The
+// streaming decoder's output is always valid UTF-8, and equal to s when s is. The vocabulary is
+// fuzz_support.h's; LAZYLLM_FUZZ_MODEL=FILE.gguf adds that model's tokenizer (docs/fuzzing.md ran
+// it with SmolLM2's).
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -22,8 +23,8 @@ namespace {
 using namespace lazyllm;
 
 struct Loaded {
-    std::vector<uint8_t> bytes;        // the GGUF the tokenizer was read from
-    std::unique_ptr<GgufFile> gguf;    // kept alive: the tokenizer may point into it
+    std::vector<uint8_t> bytes;      // the GGUF the tokenizer was read from
+    std::unique_ptr<GgufFile> gguf;  // kept alive: the tokenizer may point into it
     std::unique_ptr<Tokenizer> tok;
     std::array<bool, 256> has_byte{};  // the vocabulary has the byte's token
 };
@@ -40,7 +41,8 @@ std::vector<Loaded>& tokenizers() {
             if (!t.ok()) fuzz::fail("cannot load the fuzz tokenizer", t.error().message());
             l.tok = std::make_unique<Tokenizer>(std::move(t).value());
             for (int b = 0; b < 256; ++b) {
-                l.has_byte[b] = l.tok->find_token(fuzz::gpt2_byte_token(static_cast<uint8_t>(b))).has_value();
+                l.has_byte[b] =
+                    l.tok->find_token(fuzz::gpt2_byte_token(static_cast<uint8_t>(b))).has_value();
             }
             v.push_back(std::move(l));
         };
@@ -81,7 +83,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (TokenId id : ids) streamed += stream.push(id);
         streamed += stream.flush();
         if (!fuzz::valid_utf8(streamed)) fuzz::fail("stream decoder gave invalid UTF-8", streamed);
-        if (tok.kind() == TokenizerKind::kBpe && kept == s && fuzz::valid_utf8(s) && streamed != s) {
+        if (tok.kind() == TokenizerKind::kBpe && kept == s && fuzz::valid_utf8(s) &&
+            streamed != s) {
             fuzz::fail("stream decoder changed valid UTF-8", s);
         }
     }

@@ -8,9 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "lazyllm/gguf.h"
 #include "tools/cli_runner.h"
@@ -20,10 +19,13 @@ namespace {
 using lazyllm::testing::CliRun;
 using lazyllm::testing::run_cli;
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool contains(const std::string& s, const std::string& what) {
+    return s.find(what) != std::string::npos;
+}
 
 std::string tiny_model() {
-    static const std::string p = lazyllm::testing::write_cli_tiny_model("lazyllm_cli_inputs.gguf", 64);
+    static const std::string p =
+        lazyllm::testing::write_cli_tiny_model("lazyllm_cli_inputs.gguf", 64);
     return p;
 }
 
@@ -62,7 +64,8 @@ int64_t n_prompt_of(const std::string& args) {
 void expect_error(const std::string& args, int rc, const std::string& head) {
     const CliRun r = run_cli(args);
     EXPECT_EQ(r.rc, rc) << args << "\n" << r.out;
-    EXPECT_TRUE(contains(r.out, "lazyllm: error: " + head) || contains(r.out, head)) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "lazyllm: error: " + head) || contains(r.out, head)) << args << "\n"
+                                                                                     << r.out;
 }
 
 // The tiny model with every value of token_embd.weight (F32) set to NaN.
@@ -88,8 +91,10 @@ std::string nan_model() {
 }
 
 TEST(CliInputsTest, NonFiniteLogitsStopWithAnError) {
-    expect_error("run -m " + nan_model() + " -p hello -n 4", 1, "the model's logits are not finite");
-    expect_error("run -m " + nan_model() + " -p hello -n 4 --json", 1, "the model's logits are not finite");
+    expect_error("run -m " + nan_model() + " -p hello -n 4", 1,
+                 "the model's logits are not finite");
+    expect_error("run -m " + nan_model() + " -p hello -n 4 --json", 1,
+                 "the model's logits are not finite");
 }
 
 TEST(CliInputsTest, CheckTensorsNamesTheTensor) {
@@ -187,22 +192,24 @@ TEST(CliInputsTest, EngineFlagsOnEverySubcommand) {
 TEST(CliInputsTest, HelpSaysLazyTuningFlagsTurnLazyOn) {
     const CliRun help = run_cli("run --help");
     EXPECT_TRUE(contains(help.out, "Any --lazy-* flag or --schedule turns lazy on")) << help.out;
-    const CliRun r = run_cli("run -m " + tiny_model() + " -p hello -n 1 --lazy-keep-first 2 --json");
+    const CliRun r =
+        run_cli("run -m " + tiny_model() + " -p hello -n 1 --lazy-keep-first 2 --json");
     EXPECT_EQ(json_of(r)["policy"], "lazy") << r.out;
 }
 
 TEST(CliInputsTest, ScheduleFileFaultsAreUsageErrors) {
     const std::string a = "run -m " + tiny_model() + " -p hello -n 1 --schedule ";
     const std::string malformed = write_file("lazyllm_cli_bad.schedule.json", "{\"layers\": [1");
-    const std::string wrong = write_file("lazyllm_cli_wrong.schedule.json",
-                                         "{\"layers\": [1], \"keep\": [0.5, 0.2]}");
+    const std::string wrong =
+        write_file("lazyllm_cli_wrong.schedule.json", "{\"layers\": [1], \"keep\": [0.5, 0.2]}");
     expect_error(a + malformed, 2, malformed);
     expect_error(a + wrong, 2, wrong);
     expect_error(a + "/nonexistent/s.json", 2, "/nonexistent/s.json");
 }
 
 TEST(CliInputsTest, PercentComputedIsLabelled) {
-    const CliRun r = run_cli("run -m " + tiny_model() + " -p 'hello world, hello world' -n 2 "
+    const CliRun r = run_cli("run -m " + tiny_model() +
+                             " -p 'hello world, hello world' -n 2 "
                              "--ignore-eos --lazy-layers 1 --lazy-keep 0.5");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "prompt token-layers computed: ")) << r.out;
@@ -214,8 +221,8 @@ TEST(CliInputsTest, DefaultModelFetchFailureIsNamedAndLeavesNoPartialFile) {
     const std::string dir = ::testing::TempDir() + "lazyllm_cli_empty_cache";
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
-    CliRun r = run_shell("LAZYLLM_MODEL_DIR=" + dir + " LAZYLLM_FETCH_SCRIPT=/nonexistent/fetch.py " +
-                         LAZYLLM_CLI + " info");
+    CliRun r = run_shell("LAZYLLM_MODEL_DIR=" + dir +
+                         " LAZYLLM_FETCH_SCRIPT=/nonexistent/fetch.py " + LAZYLLM_CLI + " info");
     EXPECT_EQ(r.rc, 1) << r.out;
     EXPECT_TRUE(contains(r.out, "'/nonexistent/fetch.py' is not there")) << r.out;
     // The script next to the binary, with pip kept off the network: it fails, and cleans up.

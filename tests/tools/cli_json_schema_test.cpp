@@ -5,9 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tools/cli_runner.h"
 
@@ -42,7 +41,8 @@ void validate(const json& root, const json& schema, const json& v, const std::st
             validate(root, alt, v, path, e);
             n_match += e.empty() ? 1 : 0;
         }
-        if (n_match != 1) errors.push_back(path + ": matches " + std::to_string(n_match) + " of oneOf");
+        if (n_match != 1)
+            errors.push_back(path + ": matches " + std::to_string(n_match) + " of oneOf");
         return;
     }
     if (schema.contains("type") && !has_type(v, schema["type"])) {
@@ -54,10 +54,12 @@ void validate(const json& root, const json& schema, const json& v, const std::st
         for (const json& e : schema["enum"]) found = found || e == v;
         if (!found) errors.push_back(path + ": " + v.dump() + " not in the enum");
     }
-    if (schema.contains("minimum") && v.is_number() && v.get<double>() < schema["minimum"].get<double>()) {
+    if (schema.contains("minimum") && v.is_number() &&
+        v.get<double>() < schema["minimum"].get<double>()) {
         errors.push_back(path + ": below the minimum");
     }
-    if (schema.contains("maximum") && v.is_number() && v.get<double>() > schema["maximum"].get<double>()) {
+    if (schema.contains("maximum") && v.is_number() &&
+        v.get<double>() > schema["maximum"].get<double>()) {
         errors.push_back(path + ": above the maximum");
     }
     if (v.is_object()) {
@@ -65,12 +67,14 @@ void validate(const json& root, const json& schema, const json& v, const std::st
         for (const auto& [key, value] : v.items()) {
             if (props.contains(key)) {
                 validate(root, props[key], value, path + "." + key, errors);
-            } else if (schema.contains("additionalProperties") && !schema["additionalProperties"].get<bool>()) {
+            } else if (schema.contains("additionalProperties") &&
+                       !schema["additionalProperties"].get<bool>()) {
                 errors.push_back(path + "." + key + ": not in the schema");
             }
         }
         for (const json& req : schema.value("required", json::array())) {
-            if (!v.contains(req.get<std::string>())) errors.push_back(path + "." + req.get<std::string>() + ": missing");
+            if (!v.contains(req.get<std::string>()))
+                errors.push_back(path + "." + req.get<std::string>() + ": missing");
         }
     }
     if (v.is_array() && schema.contains("items")) {
@@ -86,7 +90,8 @@ json load_schema() {
 }
 
 std::string tiny_model() {
-    static const std::string p = lazyllm::testing::write_cli_tiny_model("lazyllm_cli_schema.gguf", 64);
+    static const std::string p =
+        lazyllm::testing::write_cli_tiny_model("lazyllm_cli_schema.gguf", 64);
     return p;
 }
 
@@ -106,13 +111,17 @@ void expect_valid(const std::string& args, const std::string& def) {
 TEST(CliJsonSchemaTest, RunJsonMatchesTheSchema) {
     const std::string m = tiny_model();
     expect_valid("run -m " + m + " -p 'hello world' -n 3 --ignore-eos --json", "run");
-    expect_valid("run -m " + m + " -p 'hello world, hello world' -n 3 --ignore-eos --lazy-layers 1 "
-                 "--lazy-keep 0.5 --temp 0.8 --seed -1 --profile --json", "run");
+    expect_valid("run -m " + m +
+                     " -p 'hello world, hello world' -n 3 --ignore-eos --lazy-layers 1 "
+                     "--lazy-keep 0.5 --temp 0.8 --seed -1 --profile --json",
+                 "run");
 }
 
 TEST(CliJsonSchemaTest, CompareJsonMatchesTheSchema) {
-    expect_valid("run -m " + tiny_model() + " -p 'hello world, hello world' -n 2 --ignore-eos "
-                 "--compare --lazy-layers 1 --lazy-keep 0.5 --json", "compare");
+    expect_valid("run -m " + tiny_model() +
+                     " -p 'hello world, hello world' -n 2 --ignore-eos "
+                     "--compare --lazy-layers 1 --lazy-keep 0.5 --json",
+                 "compare");
 }
 
 TEST(CliJsonSchemaTest, SchemaRejectsWhatItShould) {

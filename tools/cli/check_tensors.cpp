@@ -1,10 +1,10 @@
 #include "cli/check_tensors.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "lazyllm/ggml_type.h"
 
@@ -34,9 +34,9 @@ T load(const uint8_t* p) {
 // Where a block keeps its fp16 (or fp32) scales, as ggml's block_* structs lay them out
 // (ggml-common.h): byte offsets inside one block.
 struct ScaleLayout {
-    int n = 0;           // scales per block (d, and m / dmin / s where present)
+    int n = 0;  // scales per block (d, and m / dmin / s where present)
     int offsets[2] = {};
-    bool f32 = false;    // Q8_K keeps d as fp32
+    bool f32 = false;  // Q8_K keeps d as fp32
 };
 
 ScaleLayout scale_layout(GgmlType t) {
@@ -98,7 +98,8 @@ Status check_tensor_data(const GgufFile& gguf) {
             case GgmlType::F64:
                 for (uint64_t i = 0; i < n; ++i) {
                     const double v = load<double>(p + 8 * i);
-                    if (!std::isfinite(v)) return non_finite(t, i, static_cast<float>(v), "element");
+                    if (!std::isfinite(v))
+                        return non_finite(t, i, static_cast<float>(v), "element");
                 }
                 break;
             default: {

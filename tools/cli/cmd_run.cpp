@@ -124,7 +124,8 @@ int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& i
     std::printf("prompt: %lld tokens\n\n", static_cast<long long>(rf->n_prompt));
     std::printf("[full] %s\n", one_line(rf->text).c_str());
     std::printf("[%s] %s\n\n", rl->policy.c_str(), one_line(rl->text).c_str());
-    std::printf("%-10s %10s %14s %12s %12s\n", "policy", "TTFT ms", "prefill tok/s", "% prefill", "decode tok/s");
+    std::printf("%-10s %10s %14s %12s %12s\n", "policy", "TTFT ms", "prefill tok/s", "% prefill",
+                "decode tok/s");
     for (const GenerateResult* r : {&*rf, &*rl}) {
         std::printf("%-10s %10.1f %14.1f %11.1f%% %12.1f\n", r->policy.c_str(), r->ttft_ms, r->prefill_tps,
                     100.0 * r->prefill_fraction_computed, r->decode_tps);
@@ -149,7 +150,8 @@ int run_run(RunArgs& a) {
     if (text.empty()) return report(Error(ErrorCode::kInvalidArgument, "the prompt is empty"));
     if (a.n_predict < 1 && a.n_predict != -1) {
         return report(make_error(ErrorCode::kInvalidArgument,
-                                 "-n must be -1 (until end of text or context) or at least 1, got {}",
+                                 "-n must be -1 (until end of text or context) or at least 1, "
+                                 "got {}",
                                  a.n_predict));
     }
     if (auto st = validate(a.sampling); !st.ok()) return report(st.error());
@@ -189,9 +191,9 @@ int run_run(RunArgs& a) {
                                  a.n_predict, ctx, ctx_from));
     }
     // -n -1: until end of text or a full context.
-    const int n_predict = a.n_predict == -1
-                              ? static_cast<int>(std::max<int64_t>(1, ctx - static_cast<int64_t>(ids.size())))
-                              : a.n_predict;
+    const auto n_ids = static_cast<int64_t>(ids.size());
+    const int n_predict =
+        a.n_predict == -1 ? static_cast<int>(std::max<int64_t>(1, ctx - n_ids)) : a.n_predict;
 
     RunOptions ro;
     ro.n_ctx = a.n_ctx;
@@ -208,7 +210,8 @@ int run_run(RunArgs& a) {
                                      "the prompt has {} tokens; with -n {} the context of {} ({}) "
                                      "holds at most {} (use --truncate-middle to cut the middle, or "
                                      "a smaller -n)",
-                                     ids.size(), a.n_predict, ctx, ctx_from, std::max<int64_t>(room, 0)));
+                                     ids.size(), a.n_predict, ctx, ctx_from,
+                                     std::max<int64_t>(room, 0)));
         }
         // LongBench-style middle truncation: keep the head and the tail.
         const int64_t half = room / 2;
@@ -217,7 +220,7 @@ int run_run(RunArgs& a) {
         std::fprintf(stderr, "lazyllm: prompt truncated in the middle from %zu to %zu tokens\n", ids.size(), cut.size());
         ids.swap(cut);
     }
-    // The schedule (flags or --schedule FILE) is the user's input: any fault in it is a usage error.
+    // The schedule (flags or --schedule FILE) is the user's input: a fault in it is a usage error.
     if (auto st = e.validate(ro); !st.ok()) return report_usage(st.error());
     std::fprintf(stderr, "lazyllm: seed %llu\n", static_cast<unsigned long long>(ro.sampling.seed));
 

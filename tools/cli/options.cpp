@@ -78,8 +78,8 @@ void add_sampling_flags(CLI::App& app, SamplingParams& s) {
            "Sampling seed; -1 or 0 = random (default); the seed used is printed")
         ->check(CLI::Validator(
             [](std::string& v) -> std::string {
-                return v.size() > 1 && v[0] == '-' && v != "-1" ? "must be -1 (random) or >= 0, got " + v
-                                                                 : "";
+                const bool bad = v.size() > 1 && v[0] == '-' && v != "-1";
+                return bad ? "must be -1 (random) or >= 0, got " + v : "";
             },
             "SEED"));
 }
@@ -209,7 +209,9 @@ Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f) {
     eo.model_path = path;
     eo.n_threads = f.threads;
     if (const int cores = usable_cores(); f.threads > cores) {
-        std::fprintf(stderr, "lazyllm: warning: -t %d is more than the %d cores this process may use; using %d\n",
+        std::fprintf(stderr,
+                     "lazyllm: warning: -t %d is more than the %d cores this process may use; "
+                     "using %d\n",
                      f.threads, cores, cores);
         eo.n_threads = cores;
     }
