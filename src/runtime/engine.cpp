@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "base/timer.h"
@@ -174,6 +175,22 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
     return so;
 }
 
+// A NaN or Inf logit (NaN weights, an overflow) makes sampling pick an arbitrary token, often
+// end-of-text, and the answer silently empty: generation stops with an error instead.
+Status check_logits_finite(const std::vector<float>& logits, int64_t n_gen) {
+    for (size_t i = 0; i < logits.size(); ++i) {
+        if (!std::isfinite(logits[i])) {
+            return make_error(ErrorCode::kCorrupt,
+                              "the model's logits are not finite ({} for token {}) after {}; its "
+                              "weights may hold NaN or Inf",
+                              logits[i], i,
+                              n_gen == 0 ? std::string("the prompt")
+                                         : fmt::format("{} generated tokens", n_gen));
+        }
+    }
+    return {};
+}
+
 void fill_profile(const Profile& p, GenerateResult& r) {
     for (size_t i = 0; i < p.ns.size(); ++i) {
         if (p.ns[i] == 0) continue;
@@ -253,6 +270,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     r.prefill_rows_per_layer = prefill.rows_per_layer;
     r.prefill_tail_rows_per_layer = prefill.tail_rows_per_layer;
     r.prefill_fraction_computed = session.prompt_fraction_computed();
+    LAZYLLM_TRY(check_logits_finite(logits, 0));
     TokenId next = sampler.sample(logits, history);
     r.ttft_ms = total.elapsed_ms();
     if (opts.keep_first_logits) r.first_logits = logits;
@@ -283,6 +301,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
         const TokenId cur = next;
         LAZYLLM_ASSIGN_OR_RETURN(StepStats st, session.step(std::span<const TokenId>(&cur, 1), logits.data()));
         r.revivals_per_step.push_back(st.revived);
+        LAZYLLM_TRY(check_logits_finite(logits, static_cast<int64_t>(r.tokens.size())));
         next = sampler.sample(logits, history);
     }
     if (keep_going) emit(stream.flush());

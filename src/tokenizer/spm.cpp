@@ -73,7 +73,10 @@ void SpmModel::encode(const Vocab& vocab, std::string_view text, bool prefix_spa
     std::vector<Symbol> syms;
     syms.reserve(s.size());
     for (size_t pos = 0; pos < s.size();) {
-        const size_t len = std::min(utf8_seq_len(static_cast<uint8_t>(s[pos])), s.size() - pos);
+        // A whole valid character, else one byte: an invalid or cut sequence must not take the
+        // next character's bytes (a following space marker would decode as U+2581, not ' ').
+        uint32_t cp = 0;
+        const size_t len = std::max<size_t>(decode_utf8(s, pos, &cp), 1);
         const auto i = static_cast<int32_t>(syms.size());
         syms.push_back({i - 1, pos + len < s.size() ? i + 1 : -1, static_cast<uint32_t>(pos),
                         static_cast<uint32_t>(len)});

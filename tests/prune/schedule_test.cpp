@@ -362,6 +362,9 @@ TEST_F(ScheduleFileTest, BadFiles) {
     };
     const Case cases[] = {
         {"{", ErrorCode::kCorrupt, "invalid JSON"},
+        // Found by tests/fuzz/schedule_file_fuzz: a number too large for a double threw out of
+        // the reader (nlohmann out_of_range 406) instead of giving an error.
+        {R"({"layers": [3], "keep": [6666666e666666]})", ErrorCode::kCorrupt, "invalid JSON"},
         {"[1, 2]", ErrorCode::kCorrupt, "object"},
         {R"({"layers": [3], "keep": [0.5], "kep_first": 1})", ErrorCode::kInvalidArgument,
          "unknown key 'kep_first'"},

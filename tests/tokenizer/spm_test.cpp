@@ -101,6 +101,16 @@ TEST(Spm, ByteFallback) {
     EXPECT_EQ(tok.decode(tok.encode("é😀 b")), "é😀 b");
 }
 
+// Found by tests/fuzz/chat_template_fuzz: a stray lead byte took the next character's bytes, so
+// a space after it came back as U+2581.
+TEST(Spm, InvalidUtf8RoundTrips) {
+    Tokenizer tok = make_tok();
+    EXPECT_EQ(tok.encode("\xC5 b", false, false), ids_of(tok, {"▁", "<0xC5>", "▁b"}));
+    for (const char* s : {"\xC5 b", "a\xFF b", "\xE2\x82 x", "\xF0\x9F\x98 a", "end\xC3"}) {
+        EXPECT_EQ(tok.decode(tok.encode(s)), s) << s;
+    }
+}
+
 TEST(Spm, AddSpacePrefixOff) {
     TinySpm v;
     GgufWriter w = v.writer();

@@ -357,16 +357,16 @@ Runner add_bench(CLI::App& app) {
     app.add_option("-p,--n-prompt", a->n_prompt,
                    "Prompt lengths in tokens, comma-separated (default 512,2048,4096)")
         ->delimiter(',')
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     app.add_option("-n,--n-gen", a->n_gen,
                    "Decode steps after each prompt (default 32; 0: prefill only)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("-r,--repetitions", a->reps, "Timed repetitions after one warm-up (default 3)")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     app.add_option("-t,--threads", a->threads,
                    "Thread counts, comma-separated (default: all cores)")
         ->delimiter(',')
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("--policy", a->policies,
                    "Policies, comma-separated: full,lazy,lazy:safe,lazy:fast,static,random,"
                    "gemfilter (lazy: the safe preset; default full,lazy)")

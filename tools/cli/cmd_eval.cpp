@@ -255,11 +255,11 @@ Runner add_eval(CLI::App& app) {
     app.add_option("--max-len", a->max_len,
                    "LongBench: middle-truncate prompts to N tokens (default: the model's context "
                    "minus the sample's new tokens)")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     app.add_option("-o,--out", a->out_dir, "Results folder (default results/eval-<timestamp>)");
     app.add_option("--limit", a->limit,
                    "Only the first N samples (quick runs; --fidelity: the first N per length)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("--report-only", a->report_only,
                    "Write summary.md, summary.csv and report.html of an existing results folder")
         ->check(CLI::ExistingDirectory);
@@ -269,10 +269,10 @@ Runner add_eval(CLI::App& app) {
                  "length; writes fidelity.json");
     app.add_option("--greedy-tokens", a->greedy_tokens,
                    "--fidelity: greedy tokens compared (default 64; 0 = off)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("--greedy-every", a->greedy_every,
                    "--fidelity: greedy comparison on every k-th prompt (default 1)")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     return [a] { return run_eval_cmd(*a); };
 }
 

@@ -6,7 +6,9 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "cli/check_tensors.h"
 #include "cli/common.h"
+#include "cli/options.h"
 #include "lazyllm/engine.h"
 #include "lazyllm/gguf.h"
 
@@ -21,6 +23,7 @@ std::string human_bytes(uint64_t b) {
 }
 
 struct InfoArgs {
+    EngineFlags engine;  // accepted as on every subcommand; --check-tensors checks the tensors
     std::string model;
     bool tensors = false;
     bool metadata = false;
@@ -31,6 +34,9 @@ int run_info(const InfoArgs& a) {
     if (!path.ok()) return report(path.error());
     auto gguf = GgufFile::open(*path);
     if (!gguf.ok()) return report(gguf.error());
+    if (a.engine.check_tensors) {
+        if (auto st = check_tensor_data(*gguf); !st.ok()) return report(st.error());
+    }
     std::map<std::string, std::pair<int, uint64_t>> by_type;
     for (const auto& t : gguf->tensors()) {
         auto& e = by_type[std::string(ggml_type_name(t.type))];
@@ -87,6 +93,7 @@ Runner add_info(CLI::App& app) {
     app.add_option("-m,--model", a->model, "GGUF file (same as the positional argument)");
     app.add_flag("--tensors", a->tensors, "List every tensor with its type, shape and size");
     app.add_flag("--metadata", a->metadata, "List every metadata key and value");
+    add_engine_flags(app, a->engine, /*with_model=*/false);
     return [a] { return run_info(*a); };
 }
 

@@ -22,6 +22,7 @@ struct RunArgs {
     SamplingParams sampling;
     std::string prompt, file, system;
     bool chat = false;
+    bool no_parse_special = false;
     int n_predict = 256;
     int64_t n_ctx = 0;
     std::vector<std::string> stop;
@@ -44,7 +45,9 @@ double resident_mib() {
     return 0.0;
 }
 
-nlohmann::json result_json(const GenerateResult& r, const ModelSummary& s) {
+// One run's result; its fields are documented in docs/cli_json.md (schema:
+// docs/cli_run.schema.json).
+nlohmann::json result_json(const GenerateResult& r, const ModelSummary& s, uint64_t seed) {
     nlohmann::json j;
     j["text"] = r.text;
     j["model"] = s.path;
@@ -68,6 +71,7 @@ nlohmann::json result_json(const GenerateResult& r, const ModelSummary& s) {
     j["isa"] = s.isa;
     j["gemm"] = s.gemm;
     j["decode_weights"] = s.decode;
+    j["seed"] = seed;
     if (!r.profile.empty()) {
         nlohmann::json p = nlohmann::json::array();
         for (const auto& o : r.profile) p.push_back({{"op", o.op}, {"ms", o.ms}, {"gflops", o.gflops}});
@@ -106,8 +110,8 @@ int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& i
     const double speedup = rf->ttft_ms / rl->ttft_ms;
     if (a.json) {
         nlohmann::json j;
-        j["full"] = result_json(*rf, e.summary());
-        j["pruned"] = result_json(*rl, e.summary());
+        j["full"] = result_json(*rf, e.summary(), full.sampling.seed);
+        j["pruned"] = result_json(*rl, e.summary(), ro.sampling.seed);
         j["ttft_speedup"] = speedup;
         j["same_answer"] = rf->text == rl->text;
         std::printf("%s\n", j.dump(2).c_str());
@@ -120,10 +124,11 @@ int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& i
     std::printf("prompt: %lld tokens\n\n", static_cast<long long>(rf->n_prompt));
     std::printf("[full] %s\n", one_line(rf->text).c_str());
     std::printf("[%s] %s\n\n", rl->policy.c_str(), one_line(rl->text).c_str());
-    std::printf("%-10s %10s %14s %12s %12s\n", "policy", "TTFT ms", "prefill tok/s", "% computed", "decode tok/s");
+    std::printf("%-10s %10s %14s %12s %12s\n", "policy", "TTFT ms", "prefill tok/s", "% prefill",
+                "decode tok/s");
     for (const GenerateResult* r : {&*rf, &*rl}) {
         std::printf("%-10s %10.1f %14.1f %11.1f%% %12.1f\n", r->policy.c_str(), r->ttft_ms, r->prefill_tps,
-                    100.0 * r->fraction_computed, r->decode_tps);
+                    100.0 * r->prefill_fraction_computed, r->decode_tps);
     }
     std::printf("\nschedule: %s\nTTFT speedup: %.2fx, answers %s\n", rl->schedule.c_str(), speedup,
                 rf->text == rl->text ? "identical" : "differ");
@@ -136,15 +141,21 @@ int run_run(RunArgs& a) {
     }
     std::string text = a.prompt;
     if (!a.file.empty()) {
-        auto t = read_text_file(a.file);
-        if (!t.ok()) return report(t.error());
+        auto t = read_text_file(a.file);  // "-": stdin
+        if (!t.ok()) return report_usage(t.error());
         text = std::move(t).value();
+        // As llama.cpp's -f: one trailing newline is the file's, not the prompt's.
+        if (!text.empty() && text.back() == '\n') text.pop_back();
     }
     if (text.empty()) return report(Error(ErrorCode::kInvalidArgument, "the prompt is empty"));
-    if (a.n_predict < 1) {
-        return report(make_error(ErrorCode::kInvalidArgument, "-n must be at least 1, got {}", a.n_predict));
+    if (a.n_predict < 1 && a.n_predict != -1) {
+        return report(make_error(ErrorCode::kInvalidArgument,
+                                 "-n must be -1 (until end of text or context) or at least 1, "
+                                 "got {}",
+                                 a.n_predict));
     }
     if (auto st = validate(a.sampling); !st.ok()) return report(st.error());
+    resolve_seed(a.sampling);
     auto prune = to_prune_options(a.prune, a.engine);
     if (!prune.ok()) return report(prune.error());
 
@@ -160,27 +171,47 @@ int run_run(RunArgs& a) {
                      s.isa.c_str(), s.gemm.c_str(), s.decode.c_str(), s.n_threads);
     }
 
-    const std::string prompt_text = a.chat ? e.chat_prompt(text, a.system) : text;
-    // Chat prompts carry the template's special tokens; plain prompts are plain text.
-    std::vector<TokenId> ids = e.tokenizer().encode(prompt_text, /*parse_special=*/a.chat);
+    // --system applies the chat template as llama.cpp's -sys does (conversation mode).
+    const bool chat = a.chat || !a.system.empty();
+    const std::string prompt_text = chat ? e.chat_prompt(text, a.system) : text;
+    // Special-token texts (<|im_start|>) become their ids, as llama.cpp's prompt; chat prompts
+    // always carry the template's.
+    const bool parse_special = chat || !a.no_parse_special;
+    if (auto st = check_bytes_encodable(e.tokenizer(), prompt_text, "the prompt"); !st.ok()) {
+        return report(st.error());
+    }
+    std::vector<TokenId> ids = e.tokenizer().encode(prompt_text, parse_special);
     if (ids.empty()) return report(Error(ErrorCode::kInvalidArgument, "the prompt has no tokens"));
+    const int64_t ctx = a.n_ctx > 0 ? a.n_ctx : s.n_ctx_train;
+    const char* ctx_from = a.n_ctx > 0 ? "-c" : "the model's";
+    if (a.n_predict >= ctx) {
+        return report(make_error(ErrorCode::kOutOfRange,
+                                 "-n {} does not fit the context of {} tokens ({}); use -n -1 to "
+                                 "generate until the context is full, or a smaller -n",
+                                 a.n_predict, ctx, ctx_from));
+    }
+    // -n -1: until end of text or a full context.
+    const auto n_ids = static_cast<int64_t>(ids.size());
+    const int n_predict =
+        a.n_predict == -1 ? static_cast<int>(std::max<int64_t>(1, ctx - n_ids)) : a.n_predict;
 
     RunOptions ro;
     ro.n_ctx = a.n_ctx;
-    ro.max_new_tokens = a.n_predict;
+    ro.max_new_tokens = n_predict;
     ro.sampling = a.sampling;
     ro.stop = a.stop;
     ro.ignore_eos = a.ignore_eos;
     ro.prune = *prune;
     ro.profile = a.profile;
-    const int64_t ctx = a.n_ctx > 0 ? a.n_ctx : s.n_ctx_train;
-    const int64_t room = ctx - a.n_predict;
+    const int64_t room = ctx - n_predict;
     if (static_cast<int64_t>(ids.size()) > room) {
         if (!a.truncate_middle || room < 2) {
             return report(make_error(ErrorCode::kOutOfRange,
-                                     "the prompt has {} tokens; with -n {} the context of {} holds at most {} "
-                                     "(use --truncate-middle to cut the middle, or a smaller -n)",
-                                     ids.size(), a.n_predict, ctx, std::max<int64_t>(room, 0)));
+                                     "the prompt has {} tokens; with -n {} the context of {} ({}) "
+                                     "holds at most {} (use --truncate-middle to cut the middle, or "
+                                     "a smaller -n)",
+                                     ids.size(), a.n_predict, ctx, ctx_from,
+                                     std::max<int64_t>(room, 0)));
         }
         // LongBench-style middle truncation: keep the head and the tail.
         const int64_t half = room / 2;
@@ -189,7 +220,9 @@ int run_run(RunArgs& a) {
         std::fprintf(stderr, "lazyllm: prompt truncated in the middle from %zu to %zu tokens\n", ids.size(), cut.size());
         ids.swap(cut);
     }
-    if (auto st = e.validate(ro); !st.ok()) return report(st.error());
+    // The schedule (flags or --schedule FILE) is the user's input: a fault in it is a usage error.
+    if (auto st = e.validate(ro); !st.ok()) return report_usage(st.error());
+    std::fprintf(stderr, "lazyllm: seed %llu\n", static_cast<unsigned long long>(ro.sampling.seed));
 
     if (a.compare) return run_compare(a, e, ids, ro);
 
@@ -204,14 +237,18 @@ int run_run(RunArgs& a) {
     auto r = e.generate(ids, ro, on_text);
     if (!r.ok()) return report(r.error());
     if (a.json) {
-        std::printf("%s\n", result_json(*r, s).dump(2).c_str());
+        std::printf("%s\n", result_json(*r, s, ro.sampling.seed).dump(2).c_str());
     } else {
         std::printf("\n");
         std::fflush(stdout);
         std::fprintf(stderr, "\nlazyllm: policy %s%s%s\n", r->policy.c_str(), r->schedule.empty() ? "" : ", ",
                      r->schedule.c_str());
-        std::fprintf(stderr, "lazyllm: prompt %lld tokens, TTFT %.1f ms, prefill %.1f tok/s, %.1f%% of prompt token-layers computed\n",
-                     static_cast<long long>(r->n_prompt), r->ttft_ms, r->prefill_tps, 100.0 * r->fraction_computed);
+        std::fprintf(stderr, "lazyllm: prompt %lld tokens, TTFT %.1f ms, prefill %.1f tok/s\n",
+                     static_cast<long long>(r->n_prompt), r->ttft_ms, r->prefill_tps);
+        std::fprintf(stderr,
+                     "lazyllm: prompt token-layers computed: %.1f%% in prefill, %.1f%% by the end "
+                     "of generation (with decode-step revivals)\n",
+                     100.0 * r->prefill_fraction_computed, 100.0 * r->fraction_computed);
         std::fprintf(stderr, "lazyllm: generated %lld tokens (%s), decode %.1f tok/s\n",
                      static_cast<long long>(r->n_gen), r->stop_reason.c_str(), r->decode_tps);
         if (a.verbose && !r->prefill_rows_per_layer.empty()) {
@@ -229,18 +266,24 @@ Runner add_run(CLI::App& app) {
     auto a = std::make_shared<RunArgs>();
     add_engine_flags(app, a->engine);
     a->prompt_opt = app.add_option("-p,--prompt", a->prompt, "Prompt text");
-    a->file_opt = app.add_option("-f,--file", a->file, "Read the prompt from a file");
+    a->file_opt = app.add_option("-f,--file", a->file,
+                                 "Read the prompt from a file (- = stdin); one trailing newline "
+                                 "is dropped, as llama.cpp");
     app.add_flag("--chat", a->chat, "Wrap the prompt in the model's chat template as a user message");
-    app.add_option("--system", a->system, "System message (with --chat)");
-    app.add_option("-n,--n-predict", a->n_predict, "Maximum new tokens (default 256)");
+    app.add_option("--system", a->system, "System message; implies --chat (as llama.cpp's -sys)");
+    app.add_flag("--no-parse-special", a->no_parse_special,
+                 "Encode special-token texts in the prompt (e.g. <|im_start|>) as plain text "
+                 "(default: they become their ids, as in llama.cpp; --chat always parses them)");
+    app.add_option("-n,--n-predict", a->n_predict,
+                   "Maximum new tokens; -1 = until end of text or a full context (default 256)");
     app.add_option("-c,--ctx-size", a->n_ctx, "Context size (default: prompt + n, up to the model's)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("--stop", a->stop, "Stop string (repeatable); not included in the output");
     app.add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-sequence tokens");
     app.add_flag("--truncate-middle", a->truncate_middle, "Cut the middle of a prompt that does not fit");
     add_sampling_flags(app, a->sampling);
     add_prune_flags(app, a->prune);
-    app.add_flag("--json", a->json, "Print one JSON result (text, counts, ttft_ms, speeds, % computed)");
+    app.add_flag("--json", a->json, "Print one JSON result (fields: docs/cli_json.md)");
     app.add_flag("-v,--verbose", a->verbose, "Load time, memory, ISA, rows per layer");
     app.add_flag("--profile", a->profile, "Time per op kind");
     app.add_flag("--compare", a->compare,

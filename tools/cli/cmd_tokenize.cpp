@@ -1,8 +1,12 @@
 // lazyllm tokenize MODEL (TEXT | -f FILE) [--verbose] [--special] [--bos/--no-bos]
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/check_tensors.h"
 #include "cli/common.h"
+#include "cli/options.h"
 #include "lazyllm/gguf.h"
 #include "lazyllm/tokenizer.h"
 
@@ -11,6 +15,7 @@ namespace lazyllm::cli {
 namespace {
 
 struct TokenizeArgs {
+    EngineFlags engine;  // accepted as on every subcommand; --check-tensors checks the tensors
     std::vector<std::string> positional;
     std::string model;
     std::string file;
@@ -57,8 +62,15 @@ int run_tokenize(TokenizeArgs& a) {
     if (!path.ok()) return report(path.error());
     auto gguf = GgufFile::open(*path);
     if (!gguf.ok()) return report(gguf.error());
+    if (a.engine.check_tensors) {
+        if (auto st = check_tensor_data(*gguf); !st.ok()) return report(st.error());
+    }
     auto tok = Tokenizer::from_gguf(*gguf);
     if (!tok.ok()) return report(tok.error());
+    if (auto st = check_bytes_encodable(*tok, text, "the text"); !st.ok()) {
+        std::fprintf(stderr, "lazyllm: warning: %s; the ids below leave it out\n",
+                     st.error().message().c_str());
+    }
     const auto ids = tok->encode(text, a.special, a.bos);
     if (a.verbose) {
         for (size_t i = 0; i < ids.size(); ++i) {
@@ -82,6 +94,7 @@ Runner add_tokenize(CLI::App& app) {
     app.add_flag("--special", a->special, "Parse special-token texts (e.g. <|im_start|>) as their ids");
     app.add_flag_function("--bos,!--no-bos", [a](int64_t n) { a->bos = n > 0; },
                           "Force adding (or not) the BOS token (default: the model's setting)");
+    add_engine_flags(app, a->engine, /*with_model=*/false);
     return [a] { return run_tokenize(*a); };
 }
 

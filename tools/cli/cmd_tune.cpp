@@ -164,12 +164,12 @@ Runner add_tune(CLI::App& app) {
                    "Keep at least this fraction of full's score (default 0.99)")
         ->check(CLI::Range(0.0, 1.0));
     app.add_option("--budget", a->budget, "Candidates evaluated at most (default 24)")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     app.add_option("-o,--out", a->out, "Schedule file to write (default schedule.json)");
     app.add_option("--tasks", a->tasks, "Calibration tasks (default passkey,niah_multivalue,vt,mdqa)");
     app.add_option("--lengths", a->lengths, "Calibration prompt lengths (default 2048)");
     app.add_option("--depths", a->n_depths, "Calibration needle depths (default 5)")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     app.add_option("--seed", a->seed,
                    "Reporting-suite seed; calibration uses seed + 1000000 (default 1)");
     app.add_option("--first-boundaries", a->first,
@@ -185,13 +185,13 @@ Runner add_tune(CLI::App& app) {
         ->check(CLI::IsMember({"safe", "fast"}));
     app.add_option("--lazy-keep-first", a->keep_first,
                    "Never prune the first N tokens (default: the preset's)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("--lazy-keep-recent", a->keep_recent,
                    "Never prune the last N tokens (default: the preset's)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("--lazy-min-context", a->min_context,
                    "No pruning in steps over fewer tokens (default: the preset's)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     add_score_flags(app, a->score_layers, a->score_pool, "the preset's");
     app.add_option("--lazy-decode", a->lazy_decode,
                    "on: prune in decode steps too; off: only revive (default: the preset's)")

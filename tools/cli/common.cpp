@@ -1,10 +1,14 @@
 #include "cli/common.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <fmt/core.h>
@@ -28,9 +32,27 @@ std::string cache_dir() {
     return std::string(home ? home : ".") + "/.cache/lazyllm/models";
 }
 
+std::string dirname_of(const std::string& p) {
+    const size_t slash = p.find_last_of('/');
+    return slash == std::string::npos ? std::string(".") : p.substr(0, std::max<size_t>(slash, 1));
+}
+
+// scripts/fetch_model.py: $LAZYLLM_FETCH_SCRIPT, else the first scripts/ folder found walking
+// up from the binary (build/tools/lazyllm -> the checkout it was built in, wherever that now
+// is), else the source folder recorded at build time. "" when none has it.
 std::string fetch_script() {
     if (const char* s = std::getenv("LAZYLLM_FETCH_SCRIPT"); s && *s) return s;
-    return std::string(LAZYLLM_SOURCE_DIR) + "/scripts/fetch_model.py";
+    constexpr const char* kRel = "/scripts/fetch_model.py";
+    char buf[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n > 0) {
+        std::string dir = dirname_of(std::string(buf, static_cast<size_t>(n)));
+        for (int up = 0; up < 4 && dir.size() > 1; ++up, dir = dirname_of(dir)) {
+            if (file_exists(dir + kRel)) return dir + kRel;
+        }
+    }
+    const std::string built_in = std::string(LAZYLLM_SOURCE_DIR) + kRel;
+    return file_exists(built_in) ? built_in : "";
 }
 
 }  // namespace
@@ -45,10 +67,11 @@ Result<std::string> resolve_model_path(const std::string& flag_value) {
     const std::string path = cache_dir() + "/" + kDefaultModelFile;
     if (file_exists(path)) return path;
     const std::string script = fetch_script();
-    if (!file_exists(script)) {
+    if (script.empty() || !file_exists(script)) {
         return make_error(ErrorCode::kNotFound,
-                          "default model '{}' is missing and the fetch script '{}' is not there; "
-                          "pass -m MODEL", path, script);
+                          "default model '{}' is missing and the fetch script {} is not there "
+                          "(LAZYLLM_FETCH_SCRIPT names it); pass -m MODEL",
+                          path, script.empty() ? "scripts/fetch_model.py" : "'" + script + "'");
     }
     std::fprintf(stderr, "lazyllm: default model not found, fetching it with %s\n", script.c_str());
     const std::string cmd = fmt::format("python3 '{}' >&2", script);
@@ -59,11 +82,35 @@ Result<std::string> resolve_model_path(const std::string& flag_value) {
 }
 
 Result<std::string> read_text_file(const std::string& path) {
+    if (path == "-") {
+        std::ostringstream ss;
+        ss << std::cin.rdbuf();
+        if (std::cin.bad()) return make_error(ErrorCode::kIo, "cannot read the prompt from stdin");
+        return ss.str();
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) return make_error(ErrorCode::kNotFound, "cannot read prompt file '{}'", path);
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+Status check_bytes_encodable(const Tokenizer& tok, std::string_view text, std::string_view what) {
+    if (tok.kind() != TokenizerKind::kBpe) return {};  // SentencePiece: byte fallback or <unk>
+    std::array<int8_t, 256> known{};  // 0 unknown, 1 has a token, -1 has none
+    for (size_t i = 0; i < text.size(); ++i) {
+        const auto b = static_cast<uint8_t>(text[i]);
+        if (known[b] == 0) {
+            known[b] = tok.encode(std::string_view(&text[i], 1), false, false).empty() ? -1 : 1;
+        }
+        if (known[b] < 0) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "{} has byte 0x{:02X} at offset {}, which the model's vocabulary has "
+                              "no token for (byte-level BPE would drop it)",
+                              what, b, i);
+        }
+    }
+    return {};
 }
 
 int report(const Error& e) {
@@ -75,6 +122,11 @@ int report(const Error& e) {
         default:
             return kExitFailure;
     }
+}
+
+int report_usage(const Error& e) {
+    std::fprintf(stderr, "lazyllm: error: %s\n", e.message().c_str());
+    return kExitUsage;
 }
 
 }  // namespace lazyllm::cli

@@ -4,10 +4,13 @@
 #include <string>
 
 #include "lazyllm/result.h"
+#include "lazyllm/tokenizer.h"
 
 namespace lazyllm::cli {
 
-// Exit codes: 0 ok, 1 runtime failure (bad model file, I/O), 2 bad usage / bad input values.
+// Exit codes (README, "Exit codes"): 0 ok; 1 the model or the run failed (model file missing
+// or corrupt, I/O, non-finite logits); 2 usage: a flag, its value, or an input named on the
+// command line other than the model (prompt file, schedule file) is wrong.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
@@ -16,7 +19,14 @@ inline constexpr int kExitUsage = 2;
 // scripts/fetch_model.py when missing.
 Result<std::string> resolve_model_path(const std::string& flag_value);
 Result<std::string> read_text_file(const std::string& path);
+// Byte-level BPE encodes every byte the vocabulary has a token for; one trained on valid UTF-8
+// may lack some (SmolLM2's: 0xC0, 0xC1, 0xF1, 0xF2, 0xF5-0xFF, six control bytes), and such a
+// byte would vanish from the prompt (as in llama.cpp and HF tokenizers). An error naming the
+// first one and its offset, or ok.
+Status check_bytes_encodable(const Tokenizer& tok, std::string_view text, std::string_view what);
 // Prints "lazyllm: error: <message>" and returns the exit code for the error's kind.
 int report(const Error& e);
+// Same message, exit code 2 whatever the error's kind (faults in the user's own input files).
+int report_usage(const Error& e);
 
 }  // namespace lazyllm::cli

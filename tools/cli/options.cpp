@@ -2,16 +2,58 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
+#include <sched.h>
 
+#include <charconv>
+#include <random>
+#include <thread>
+
+#include "cli/check_tensors.h"
 #include "cli/common.h"
+#include "lazyllm/gguf.h"
 #include "lazyllm/schedule.h"
 
 namespace lazyllm::cli {
 
-void add_engine_flags(CLI::App& app, EngineFlags& f) {
-    app.add_option("-m,--model", f.model, "GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched if missing)");
-    app.add_option("-t,--threads", f.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
+namespace {
+
+CLI::Validator number_at_least(double lo, const char* name) {
+    return CLI::Validator(
+        [lo](std::string& v) -> std::string {
+            double d = 0.0;
+            try {
+                size_t used = 0;
+                d = std::stod(v, &used);
+                if (used != v.size()) throw std::invalid_argument(v);
+            } catch (const std::exception&) {
+                return "expected a number, got '" + v + "'";
+            }
+            if (d < lo) return fmt::format("must be >= {}, got {}", lo, v);
+            return "";
+        },
+        lo == 0 ? "NONNEGATIVE" : "POSITIVE", name);
+}
+
+// Cores this process may run on (its affinity mask; hardware_concurrency ignores it).
+int usable_cores() {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+const CLI::Validator kNonNegative = number_at_least(0, "NON-NEGATIVE");
+const CLI::Validator kPositive = number_at_least(1, "POSITIVE");
+
+void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
+    if (with_model) {
+        app.add_option("-m,--model", f.model,
+                       "GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched if missing)");
+    }
+    app.add_option("-t,--threads", f.threads,
+                   "Threads (default: all cores; more than the cores warns and uses all cores)")
+        ->check(kNonNegative);
     app.add_option("--precision", f.precision, "GEMM precision: auto (bf16 on AMX/AVX-512-BF16), f32, bf16")
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
     app.add_option("--decode-weights", f.decode,
@@ -19,6 +61,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                    "products on AVX-512 VNNI or AVX2; the default where the CPU has either) or "
                    "gemm (the prefill GEMM's weights)")
         ->check(CLI::IsMember({"quant", "gemm"}));
+    app.add_flag("--check-tensors", f.check_tensors,
+                 "Check every tensor's data for NaN / Inf before loading (as llama.cpp; reads "
+                 "the whole file)");
 }
 
 void add_sampling_flags(CLI::App& app, SamplingParams& s) {
@@ -28,7 +73,22 @@ void add_sampling_flags(CLI::App& app, SamplingParams& s) {
     app.add_option("--min-p", s.min_p, "Min-p, 0 = off (default 0.05)");
     app.add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty, 1 = off (default 1)");
     app.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the penalty looks back over (default 64)");
-    app.add_option("--seed", s.seed, "Sampling seed, 0 = random (default 0)");
+    app.add_option_function<int64_t>(
+           "--seed", [&s](int64_t v) { s.seed = v < 0 ? 0 : static_cast<uint64_t>(v); },
+           "Sampling seed; -1 or 0 = random (default); the seed used is printed")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                const bool bad = v.size() > 1 && v[0] == '-' && v != "-1";
+                return bad ? "must be -1 (random) or >= 0, got " + v : "";
+            },
+            "SEED"));
+}
+
+void resolve_seed(SamplingParams& s) {
+    if (s.seed != 0) return;
+    std::random_device rd;
+    // 31 bits: easy to read back and to pass to --seed again.
+    s.seed = 1 + (static_cast<uint64_t>(rd()) % 0x7fffffffu);
 }
 
 void add_score_flags(CLI::App& app, int& score_layers, int& score_pool,
@@ -62,21 +122,22 @@ void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
             return "";
         });
     app.add_option("--lazy-keep-first", f.keep_first, "Never prune the first N tokens")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("--lazy-keep-recent", f.keep_recent,
                    "Never prune the last N tokens of the context (the question, the answer being "
                    "generated)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("--lazy-min-context", f.min_context,
                    "Run steps over fewer than N context tokens exactly as full")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
 }
 
 void add_prune_flags(CLI::App& app, PruneFlags& f) {
     app.add_flag("--lazy{safe}", f.lazy,
                  "LazyLLM pruning with the model's default schedule: --lazy (or --lazy=safe) "
                  "keeps answers as full's where it cannot speed them up; --lazy=fast is the "
-                 "fastest measured schedule")
+                 "fastest measured schedule. Any --lazy-* flag or --schedule turns lazy on "
+                 "without --lazy")
         ->check(CLI::IsMember({"safe", "fast"}));
     app.add_option("--policy", f.policy,
                    "full | lazy | lazy:safe | lazy:fast | static | random | gemfilter (default "
@@ -168,9 +229,20 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, const EngineFlags& e)
 
 Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f) {
     LAZYLLM_ASSIGN_OR_RETURN(std::string path, resolve_model_path(f.model));
+    if (f.check_tensors) {
+        LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
+        LAZYLLM_TRY(check_tensor_data(gguf));
+    }
     EngineOptions eo;
     eo.model_path = path;
     eo.n_threads = f.threads;
+    if (const int cores = usable_cores(); f.threads > cores) {
+        std::fprintf(stderr,
+                     "lazyllm: warning: -t %d is more than the %d cores this process may use; "
+                     "using %d\n",
+                     f.threads, cores, cores);
+        eo.n_threads = cores;
+    }
     eo.precision = f.precision;
     eo.quantized_decode = f.decode == "quant";
     return Engine::load(eo);

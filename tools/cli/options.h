@@ -15,10 +15,20 @@ struct EngineFlags {
     int threads = 0;
     std::string precision = "auto";
     std::string decode = "quant";
+    bool check_tensors = false;
 };
-void add_engine_flags(CLI::App& app, EngineFlags& f);
+// -m (unless with_model is false: info and tokenize take the model as a positional argument
+// too), -t, --precision, --decode-weights, --check-tensors.
+void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model = true);
+
+// Flag validators whose messages read "must be >= 0, got -1" (CLI11's NonNegativeNumber prints
+// its bound as a 300-digit double).
+extern const CLI::Validator kNonNegative;
+extern const CLI::Validator kPositive;
 
 void add_sampling_flags(CLI::App& app, SamplingParams& s);
+// --seed -1 or 0 (or no --seed): draws a random seed into s.seed, so that it can be printed.
+void resolve_seed(SamplingParams& s);
 
 struct PruneFlags {
     std::string lazy;    // --lazy[=safe|fast]: the preset; empty when not given
@@ -49,7 +59,9 @@ Result<int> model_n_layer(const EngineFlags& e);
 // to_prune_options for the model -m names (its n_layer read from the file, without loading weights).
 Result<PruneOptions> to_prune_options(const PruneFlags& f, const EngineFlags& e);
 
-// Resolves -m (default model, fetched if missing) and loads the engine with -t / --precision.
+// Resolves -m (default model, fetched if missing) and loads the engine with -t / --precision;
+// -t above the cores this process may use warns and uses that many; --check-tensors checks
+// the tensors for NaN / Inf first.
 Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f);
 // "a, b,,c" -> {"a", "b", "c"}: comma list items, spaces trimmed, empty items dropped.
 std::vector<std::string> split_comma_list(const std::string& s);

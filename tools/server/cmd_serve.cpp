@@ -98,21 +98,21 @@ Runner add_serve(CLI::App& app) {
                    "Requests waiting for a slot; beyond, 503 with Retry-After (default 16)");
     app.add_option("-c,--ctx-size", a->cfg.scheduler.n_ctx,
                    "Context per slot (default: the model's training context)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("-n,--n-predict", a->cfg.default_max_tokens,
                    "New tokens when a request gives no max_tokens (default 512)")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     app.add_option("--api-key", a->cfg.api_key, "Require Authorization: Bearer KEY");
     app.add_option("--max-body", a->cfg.max_body_bytes, "Largest request body in bytes (default 8 MiB); 413 beyond")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     app.add_option("--timeout", a->cfg.timeout_s, "Per-request time limit in seconds (default 600)")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     app.add_option("--idle-timeout", a->cfg.idle_timeout_s,
                    "Seconds an idle or silent connection is kept (default 30)")
-        ->check(CLI::PositiveNumber);
+        ->check(kPositive);
     app.add_option("--http-threads", a->cfg.http_threads,
                    "HTTP worker threads (default: slots + queue + 16)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("--batch-decode", a->batch_decode,
                    "on: the decode steps of generating slots run as one forward (full policy); "
                    "off: one after another (default on)")

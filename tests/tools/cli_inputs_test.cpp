@@ -1,0 +1,266 @@
+// The CLI as llama.cpp users expect it (issue 25): each case behaves as llama.cpp's tools do or
+// fails with a message naming the culprit, and the documented exit codes (README, "Exit codes":
+// 0 ok, 1 model or run failure, 2 usage). Tiny GGUF models, no network.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "lazyllm/gguf.h"
+#include "tools/cli_runner.h"
+
+namespace {
+
+using lazyllm::testing::CliRun;
+using lazyllm::testing::run_cli;
+
+bool contains(const std::string& s, const std::string& what) {
+    return s.find(what) != std::string::npos;
+}
+
+std::string tiny_model() {
+    static const std::string p =
+        lazyllm::testing::write_cli_tiny_model("lazyllm_cli_inputs.gguf", 64);
+    return p;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+    const std::string p = ::testing::TempDir() + name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+}
+
+// A shell command line (environment prefixes, pipes), stdout and stderr merged.
+CliRun run_shell(const std::string& cmd) {
+    CliRun r;
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+// The JSON document in a merged stdout+stderr (run --json prints it last, from '{').
+nlohmann::json json_of(const CliRun& r) {
+    const size_t open = r.out.find("{\n");
+    EXPECT_NE(open, std::string::npos) << r.out;
+    return nlohmann::json::parse(r.out.substr(open == std::string::npos ? 0 : open));
+}
+
+int64_t n_prompt_of(const std::string& args) {
+    const CliRun r = run_cli("run -m " + tiny_model() + " -n 1 --json " + args);
+    EXPECT_EQ(r.rc, 0) << args << "\n" << r.out;
+    return r.rc == 0 ? json_of(r)["n_prompt"].get<int64_t>() : -1;
+}
+
+void expect_error(const std::string& args, int rc, const std::string& head) {
+    const CliRun r = run_cli(args);
+    EXPECT_EQ(r.rc, rc) << args << "\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "lazyllm: error: " + head) || contains(r.out, head)) << args << "\n"
+                                                                                     << r.out;
+}
+
+// The tiny model with every value of token_embd.weight (F32) set to NaN.
+std::string nan_model() {
+    static const std::string p = [] {
+        const std::string path = lazyllm::testing::write_cli_tiny_model("lazyllm_cli_nan.gguf", 64);
+        uint64_t offset = 0, n = 0;
+        {
+            auto g = lazyllm::GgufFile::open(path);
+            EXPECT_TRUE(g.ok());
+            const auto* t = g->find_tensor("token_embd.weight");
+            EXPECT_NE(t, nullptr);
+            offset = g->data_offset() + t->offset;
+            n = t->n_elements();
+        }
+        std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+        f.seekp(static_cast<std::streamoff>(offset));
+        const float nan = std::nanf("");
+        for (uint64_t i = 0; i < n; ++i) f.write(reinterpret_cast<const char*>(&nan), sizeof(nan));
+        return path;
+    }();
+    return p;
+}
+
+TEST(CliInputsTest, NonFiniteLogitsStopWithAnError) {
+    expect_error("run -m " + nan_model() + " -p hello -n 4", 1,
+                 "the model's logits are not finite");
+    expect_error("run -m " + nan_model() + " -p hello -n 4 --json", 1,
+                 "the model's logits are not finite");
+}
+
+TEST(CliInputsTest, CheckTensorsNamesTheTensor) {
+    expect_error("run -m " + nan_model() + " -p hello -n 4 --check-tensors", 1,
+                 "tensor 'token_embd.weight' (F32) holds NaN at element 0");
+    expect_error("info " + nan_model() + " --check-tensors", 1, "tensor 'token_embd.weight'");
+    EXPECT_EQ(run_cli("run -m " + tiny_model() + " -p hello -n 1 --check-tensors").rc, 0);
+}
+
+TEST(CliInputsTest, InvalidUtf8BytesSurvive) {
+    // Byte-level BPE has a token for every byte: a, 0xff, b.
+    const CliRun r = run_cli("tokenize -m " + tiny_model() + " \"$(printf 'a\\377b')\"");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), ','), 2) << r.out;
+    EXPECT_EQ(n_prompt_of("-p \"$(printf 'a\\377b')\""), 3);
+}
+
+TEST(CliInputsTest, SeedMinusOneIsRandomAndPrinted) {
+    const std::string a = "run -m " + tiny_model() + " -p hello -n 2 --temp 0.8 --json ";
+    const CliRun r1 = run_cli(a + "--seed -1");
+    const CliRun r2 = run_cli(a + "--seed -1");
+    ASSERT_EQ(r1.rc, 0) << r1.out;
+    ASSERT_EQ(r2.rc, 0) << r2.out;
+    EXPECT_TRUE(contains(r1.out, "lazyllm: seed ")) << r1.out;
+    EXPECT_NE(json_of(r1)["seed"], json_of(r2)["seed"]);  // 31 random bits each
+    const CliRun r3 = run_cli(a + "--seed 5");
+    EXPECT_EQ(json_of(r3)["seed"], 5) << r3.out;
+    EXPECT_TRUE(contains(r3.out, "lazyllm: seed 5")) << r3.out;
+    expect_error(a + "--seed -2", 2, "--seed");
+}
+
+TEST(CliInputsTest, SystemImpliesChat) {
+    const int64_t plain = n_prompt_of("-p hi");
+    const int64_t chat = n_prompt_of("--chat --system 'Be brief.' -p hi");
+    EXPECT_GT(chat, plain + 5);
+    EXPECT_EQ(n_prompt_of("--system 'Be brief.' -p hi"), chat);
+}
+
+TEST(CliInputsTest, ThreadsAboveTheCoresWarnAndClamp) {
+    const CliRun r = run_cli("run -m " + tiny_model() + " -p hello -n 1 -t 100000 --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "lazyllm: warning: -t 100000 is more than the")) << r.out;
+    EXPECT_LT(json_of(r)["threads"].get<int>(), 100000);
+}
+
+TEST(CliInputsTest, PromptFromStdinAndTrailingNewline) {
+    const int64_t hello = n_prompt_of("-p hello");
+    const std::string one_nl = write_file("lazyllm_cli_nl1.txt", "hello\n");
+    const std::string two_nl = write_file("lazyllm_cli_nl2.txt", "hello\n\n");
+    EXPECT_EQ(n_prompt_of("-f " + one_nl), hello);  // llama.cpp drops one trailing newline
+    EXPECT_GT(n_prompt_of("-f " + two_nl), hello);
+    EXPECT_EQ(n_prompt_of("-f - < " + one_nl), hello);
+    expect_error("run -m " + tiny_model() + " -f /nonexistent/prompt.txt", 2,
+                 "cannot read prompt file '/nonexistent/prompt.txt'");
+}
+
+TEST(CliInputsTest, NMinusOneRunsToTheContext) {
+    const CliRun r = run_cli("run -m " + tiny_model() + " -p hello -n -1 --ignore-eos --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const auto j = json_of(r);
+    EXPECT_EQ(j["n_prompt"].get<int64_t>() + j["n_gen"].get<int64_t>(), 64) << r.out;
+    expect_error("run -m " + tiny_model() + " -p hello -n -2", 2, "-n must be -1");
+}
+
+TEST(CliInputsTest, NBeyondTheContextNamesN) {
+    expect_error("run -m " + tiny_model() + " -p hello -n 100000", 2,
+                 "-n 100000 does not fit the context of 64 tokens (the model's)");
+    expect_error("run -m " + tiny_model() + " -p hello -n 40 -c 32", 2,
+                 "-n 40 does not fit the context of 32 tokens (-c)");
+}
+
+TEST(CliInputsTest, SpecialTokensAreParsedUnlessTurnedOff) {
+    const int64_t parsed = n_prompt_of("-p '<|im_start|>hi'");
+    const int64_t plain = n_prompt_of("-p '<|im_start|>hi' --no-parse-special");
+    EXPECT_LE(parsed, 3);
+    EXPECT_GE(plain, parsed + 5);
+}
+
+TEST(CliInputsTest, RangeErrorsAreReadable) {
+    for (const char* flag : {"-t -1", "-c -5", "--lazy-keep-first -1"}) {
+        const CliRun r = run_cli("run -m " + tiny_model() + " -p hello " + std::string(flag));
+        EXPECT_EQ(r.rc, 2) << flag << "\n" << r.out;
+        EXPECT_TRUE(contains(r.out, "must be >= 0, got -")) << flag << "\n" << r.out;
+        EXPECT_LT(r.out.size(), 300u) << flag << "\n" << r.out;
+    }
+}
+
+TEST(CliInputsTest, EngineFlagsOnEverySubcommand) {
+    const std::string engine = " -t 1 --precision f32 --decode-weights gemm --check-tensors";
+    EXPECT_EQ(run_cli("info " + tiny_model() + engine).rc, 0);
+    EXPECT_EQ(run_cli("tokenize -m " + tiny_model() + " hello" + engine).rc, 0);
+    EXPECT_EQ(run_cli("run -m " + tiny_model() + " -p hello -n 1" + engine).rc, 0);
+}
+
+TEST(CliInputsTest, HelpSaysLazyTuningFlagsTurnLazyOn) {
+    const CliRun help = run_cli("run --help");
+    EXPECT_TRUE(contains(help.out, "Any --lazy-* flag or --schedule turns lazy on")) << help.out;
+    const CliRun r =
+        run_cli("run -m " + tiny_model() + " -p hello -n 1 --lazy-keep-first 2 --json");
+    EXPECT_EQ(json_of(r)["policy"], "lazy") << r.out;
+}
+
+TEST(CliInputsTest, ScheduleFileFaultsAreUsageErrors) {
+    const std::string a = "run -m " + tiny_model() + " -p hello -n 1 --schedule ";
+    const std::string malformed = write_file("lazyllm_cli_bad.schedule.json", "{\"layers\": [1");
+    const std::string wrong =
+        write_file("lazyllm_cli_wrong.schedule.json", "{\"layers\": [1], \"keep\": [0.5, 0.2]}");
+    expect_error(a + malformed, 2, malformed);
+    expect_error(a + wrong, 2, wrong);
+    expect_error(a + "/nonexistent/s.json", 2, "/nonexistent/s.json");
+}
+
+TEST(CliInputsTest, PercentComputedIsLabelled) {
+    const CliRun r = run_cli("run -m " + tiny_model() +
+                             " -p 'hello world, hello world' -n 2 "
+                             "--ignore-eos --lazy-layers 1 --lazy-keep 0.5");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "prompt token-layers computed: ")) << r.out;
+    EXPECT_TRUE(contains(r.out, "% in prefill, ")) << r.out;
+    EXPECT_TRUE(contains(r.out, "% by the end of generation")) << r.out;
+}
+
+TEST(CliInputsTest, DefaultModelFetchFailureIsNamedAndLeavesNoPartialFile) {
+    const std::string dir = ::testing::TempDir() + "lazyllm_cli_empty_cache";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    CliRun r = run_shell("LAZYLLM_MODEL_DIR=" + dir +
+                         " LAZYLLM_FETCH_SCRIPT=/nonexistent/fetch.py " + LAZYLLM_CLI + " info");
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_TRUE(contains(r.out, "'/nonexistent/fetch.py' is not there")) << r.out;
+    // The script next to the binary, with pip kept off the network: it fails, and cleans up.
+    r = run_shell("LAZYLLM_MODEL_DIR=" + dir + " PIP_NO_INDEX=1 " + LAZYLLM_CLI + " info");
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_TRUE(contains(r.out, "scripts/fetch_model.py")) << r.out;
+    EXPECT_TRUE(contains(r.out, "could not fetch the default model")) << r.out;
+    EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a failed fetch left a file in " << dir;
+}
+
+}  // namespace
+
+namespace {
+
+// eval --fidelity --limit N takes the first N prompts of each length (default model).
+TEST(ModelCliInputsTest, FidelityHonoursTheLimit) {
+    const std::string dir = ::testing::TempDir() + "lazyllm_cli_fidelity";
+    const CliRun r = run_cli("eval --fidelity --limit 1 --lengths 128 --greedy-tokens 0 -o " + dir);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    std::ifstream in(dir + "/fidelity.json");
+    EXPECT_EQ(nlohmann::json::parse(in)["n_prompts"], 1);
+}
+
+}  // namespace
+
+namespace {
+
+// SmolLM2's vocabulary has no token for 0xFF (never in valid UTF-8): run refuses the prompt
+// naming the byte, tokenize warns; 0x80 has a token and survives.
+TEST(ModelCliInputsTest, BytesWithoutATokenAreNamed) {
+    CliRun r = run_cli("run -n 1 -p \"$(printf 'a\\377b')\"");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "lazyllm: error: the prompt has byte 0xFF at offset 1")) << r.out;
+    r = run_cli("tokenize \"$(printf 'a\\377b')\"");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "lazyllm: warning: the text has byte 0xFF at offset 1")) << r.out;
+    r = run_cli("tokenize \"$(printf 'a\\200b')\"", /*merge_stderr=*/false);
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), ','), 2) << r.out;
+}
+
+}  // namespace
