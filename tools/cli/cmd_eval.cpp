@@ -163,7 +163,7 @@ int run_eval_cmd(EvalArgs& a) {
         n_layer = *n;
     }
     auto policies = eval::make_policy_runs(policy_names, *schedule, n_layer);
-    if (!policies.ok()) return report(policies.error());
+    if (!policies.ok()) return report_usage(policies.error());  // names and schedule files
 
     const std::vector<std::string> known = eval::builtin_task_names();
     for (const std::string& t : split_comma_list(a.tasks)) {

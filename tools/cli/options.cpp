@@ -185,7 +185,10 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
             return make_error(ErrorCode::kInvalidArgument,
                               "give either a schedule file or --lazy-layers/--lazy-keep, not both");
         }
-        LAZYLLM_ASSIGN_OR_RETURN(p.schedule, load_schedule_file(f.schedule_file, n_layer));
+        auto file = load_schedule_file(f.schedule_file, n_layer);
+        // The file is the user's input: missing, malformed or wrong for the model, a usage error.
+        if (!file.ok()) return Error(ErrorCode::kInvalidArgument, file.error().message());
+        p.schedule = std::move(file).value();
     } else if (!f.layers.empty() || !f.keep.empty()) {
         if (f.layers.empty() || f.keep.empty()) {
             return make_error(ErrorCode::kInvalidArgument,
