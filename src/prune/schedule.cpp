@@ -123,6 +123,29 @@ bool parse_double(std::string_view s, double& out) {
     return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(out);
 }
 
+// One item of a layers list: a layer index, or (`fraction`) a depth fraction in (0, 1) that maps
+// to layer round(f * n_layer). `i` numbers the item in errors.
+Result<int> parse_layer_item(std::string_view item, size_t i, bool fraction, int n_layer) {
+    int index = 0;
+    if (!fraction && parse_int(item, index)) return index;
+    if (!fraction) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "layers item {} '{}' is not a layer index (an integer) or a depth "
+                          "fraction",
+                          i + 1, item);
+    }
+    double f = 0.0;
+    if (!parse_double(item, f)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "layers item {} '{}' is not a number (the list holds depth fractions "
+                          "because an item contains '.')",
+                          i + 1, item);
+    }
+    if (f > 0.0 && f < 1.0) return static_cast<int>(std::lround(f * n_layer));
+    return make_error(ErrorCode::kInvalidArgument,
+                      "layers item {} '{}': depth fractions must be in (0, 1)", i + 1, item);
+}
+
 // Shortest decimal form of a float as a double (0.1f -> 0.1), so files read "0.1", not
 // "0.10000000149011612", and reading back gives the same float.
 double float_for_json(float f) {
@@ -195,31 +218,9 @@ Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, 
         return item.find('.') != std::string_view::npos;
     });
     for (size_t i = 0; i < layer_items.size(); ++i) {
-        const std::string_view item = layer_items[i];
-        if (fractions) {
-            double f = 0.0;
-            if (!parse_double(item, f)) {
-                return make_error(ErrorCode::kInvalidArgument,
-                                  "layers item {} '{}' is not a number (the list holds depth "
-                                  "fractions because an item contains '.')",
-                                  i + 1, item);
-            }
-            if (!(f > 0.0 && f < 1.0)) {
-                return make_error(ErrorCode::kInvalidArgument,
-                                  "layers item {} '{}': depth fractions must be in (0, 1)", i + 1,
-                                  item);
-            }
-            schedule.boundaries.push_back(static_cast<int>(std::lround(f * n_layer)));
-        } else {
-            int b = 0;
-            if (!parse_int(item, b)) {
-                return make_error(ErrorCode::kInvalidArgument,
-                                  "layers item {} '{}' is not a layer index (an "
-                                  "integer) or a depth fraction",
-                                  i + 1, item);
-            }
-            schedule.boundaries.push_back(b);
-        }
+        LAZYLLM_ASSIGN_OR_RETURN(const int b,
+                                 parse_layer_item(layer_items[i], i, fractions, n_layer));
+        schedule.boundaries.push_back(b);
     }
     LAZYLLM_TRY(check_boundaries(schedule.boundaries, n_layer, "layers", [&](size_t i) {
         return fractions ? fmt::format("layers item {} '{}' (layer {})", i + 1, layer_items[i],
