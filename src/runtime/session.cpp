@@ -151,7 +151,8 @@ Result<prune::StepInfo> Session::begin_step(std::span<const int32_t> tokens, Pro
     info.n_total = n_past_ + m;
     // Schedule::min_context: a step over a shorter context runs as full (no cut, no drop).
     info.prune_step = info.n_total >= opts_.schedule.min_context;
-    info.has_deferred = has_deferred();
+    // Only a policy that revives plans by it (an O(n_past) scan: not on every policy's decode step).
+    info.has_deferred = policy_->revives() && has_deferred();
     h_.resize(static_cast<size_t>(m * model_->config().n_embd));
     LAZYLLM_TRY(model_->embed(tokens.data(), m, h_.data(), prof));
     if (info.prefill) n_prompt_ = m;
