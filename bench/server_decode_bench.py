@@ -8,6 +8,12 @@ configurations so that a noisy moment hits all alike.
 
   python3 bench/server_decode_bench.py --lazyllm build/tools/lazyllm --streams 1,4 -r 3
 
+--policy lazy (or lazy:fast) sends `"lazyllm": {"policy": "lazy", ...}` with every request, and
+--context N puts about N tokens of a generated document before each story request, so the
+prompt step prunes (the safe preset runs prompts under 256 tokens as full). A lazy slot joins
+the batched decode step once its next step is a full one (safe preset: after its first decode
+step has revived the deferred tokens); with decode steps that select (lazy:fast) it steps alone.
+
 Only 127.0.0.1 is contacted. No third-party packages.
 """
 import argparse
@@ -24,9 +30,22 @@ import time
 TOPICS = ["a lighthouse", "a robot", "the sea", "a mountain", "a city", "a library", "a train", "a garden"]
 
 
-def start_server(lazyllm, batch, slots, threads):
+def document(n_tokens, seed):
+    """About n_tokens of plain sentences (SmolLM2's tokenizer: ~1.3 tokens per word)."""
+    words = ["river", "stone", "north", "quiet", "market", "lantern", "harbor", "winter", "copper", "field",
+             "window", "garden", "letter", "morning", "bridge", "forest", "signal", "orchard", "valley", "engine"]
+    out, i = [], seed
+    while len(out) * 4 // 3 < n_tokens:
+        i = (i * 1103515245 + 12345) % (1 << 31)
+        out.append(words[i % len(words)])
+        if i % 9 == 0:
+            out[-1] += "."
+    return " ".join(out)
+
+
+def start_server(lazyllm, batch, slots, threads, ctx=2048):
     log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"lazyllm-decode-bench-{batch}.log"), "w+")
-    flags = ["serve", "--port", "0", "--parallel", str(slots), "--ctx-size", "2048", "--batch-decode", batch]
+    flags = ["serve", "--port", "0", "--parallel", str(slots), "--ctx-size", str(ctx), "--batch-decode", batch]
     if threads:
         flags += ["-t", threads]
     env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "passive"))
@@ -43,11 +62,21 @@ def start_server(lazyllm, batch, slots, threads):
     sys.exit("server did not start:\n" + log.read())
 
 
-def stream(port, i, max_tokens):
+def lazy_object(policy):
+    if policy == "full":
+        return {"policy": "full"}
+    name, _, preset = policy.partition(":")
+    return {"policy": name, **({"preset": preset} if preset else {})}
+
+
+def stream(port, i, max_tokens, policy="full", context=0):
     """Returns (time of the first token, end time, tokens generated)."""
-    body = json.dumps({"messages": [{"role": "user", "content": f"Write a long story about {TOPICS[i % len(TOPICS)]}."}],
+    ask = f"Write a long story about {TOPICS[i % len(TOPICS)]}."
+    if context:
+        ask = document(context, i + 1) + "\n\n" + ask
+    body = json.dumps({"messages": [{"role": "user", "content": ask}],
                        "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0, "stream": True,
-                       "stream_options": {"include_usage": True}})
+                       "stream_options": {"include_usage": True}, "lazyllm": lazy_object(policy)})
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
     r = conn.getresponse()
@@ -72,9 +101,9 @@ def stream(port, i, max_tokens):
     return first, end, n_gen
 
 
-def aggregate(port, n, max_tokens):
+def aggregate(port, n, max_tokens, policy="full", context=0):
     with cf.ThreadPoolExecutor(n) as ex:
-        res = list(ex.map(lambda i: stream(port, i, max_tokens), range(n)))
+        res = list(ex.map(lambda i: stream(port, i, max_tokens, policy, context), range(n)))
     t0 = min(r[0] for r in res)
     t1 = max(r[1] for r in res)
     tokens = sum(r[2] - 1 for r in res)
@@ -88,18 +117,21 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("-r", "--reps", type=int, default=3)
     ap.add_argument("-t", "--threads", default="")
+    ap.add_argument("--policy", default="full", help="full, lazy (the safe preset) or lazy:fast")
+    ap.add_argument("--context", type=int, default=0, help="about N tokens of document before each request")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     streams = [int(x) for x in args.streams.split(",")]
-    servers = {b: start_server(args.lazyllm, b, max(streams), args.threads) for b in ("on", "off")}
+    ctx = max(2048, 2 * args.context + args.max_tokens + 256)
+    servers = {b: start_server(args.lazyllm, b, max(streams), args.threads, ctx) for b in ("on", "off")}
     results = {(b, n): [] for b in servers for n in streams}
     try:
         for b, (_, port) in servers.items():  # warm-up
-            aggregate(port, max(streams), 8)
+            aggregate(port, max(streams), 8, args.policy, args.context)
         for rep in range(args.reps):
             for n in streams:
                 for b, (_, port) in servers.items():
-                    results[(b, n)].append(aggregate(port, n, args.max_tokens))
+                    results[(b, n)].append(aggregate(port, n, args.max_tokens, args.policy, args.context))
             print(f"rep {rep + 1}: " + ", ".join(f"batch {b} x{n}: {v[-1]:.1f}" for (b, n), v in results.items()), flush=True)
     finally:
         for proc, _ in servers.values():

@@ -96,6 +96,9 @@ struct GenerateResult {
     std::vector<int32_t> prefill_rows_per_layer;       // rows whose K/V each layer computed
     std::vector<int32_t> prefill_tail_rows_per_layer;  // of which ran its attention and FFN
     std::vector<int64_t> revivals_per_step;  // [n decode steps]
+    // [n_gen] prompt in -> generated token i sampled, ms (token_ms[0] = ttft_ms): the
+    // end-to-end latency of the first i + 1 tokens.
+    std::vector<double> token_ms;
     std::vector<OpTime> profile;             // when RunOptions::profile
     std::vector<float> first_logits;         // [n_vocab] when RunOptions::keep_first_logits
 };

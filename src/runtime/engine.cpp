@@ -273,6 +273,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     LAZYLLM_TRY(check_logits_finite(logits, 0));
     TokenId next = sampler.sample(logits, history);
     r.ttft_ms = total.elapsed_ms();
+    r.token_ms.push_back(r.ttft_ms);
     if (opts.keep_first_logits) r.first_logits = logits;
     r.prefill_tps = 1000.0 * static_cast<double>(r.n_prompt) / prefill.ms;
 
@@ -303,6 +304,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
         r.revivals_per_step.push_back(st.revived);
         LAZYLLM_TRY(check_logits_finite(logits, static_cast<int64_t>(r.tokens.size())));
         next = sampler.sample(logits, history);
+        r.token_ms.push_back(total.elapsed_ms());
     }
     if (keep_going) emit(stream.flush());
     if (keep_going) {
@@ -311,6 +313,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
         if (!rest.empty() && on_text) on_text(rest);
     }
     r.n_gen = static_cast<int64_t>(r.tokens.size());
+    r.token_ms.resize(r.tokens.size());  // the last one sampled may be an end of generation
     r.decode_ms = decode.elapsed_ms();
     r.decode_tps = r.n_gen > 1 ? 1000.0 * static_cast<double>(r.n_gen - 1) / r.decode_ms : 0.0;
     r.total_ms = total.elapsed_ms();

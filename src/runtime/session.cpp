@@ -36,10 +36,11 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
                               prune::policy_name(opts.policy));
         }
         LAZYLLM_TRY(prune::validate_schedule(sch, c.n_layer));
-        if (opts.policy == prune::Policy::kLazy && sch.revive_max >= 0 && !sch.prune_decode) {
+        if (opts.policy == prune::Policy::kLazy && sch.revive_max > 0 && !sch.prune_decode) {
             return make_error(ErrorCode::kInvalidArgument,
                               "revive_max {} needs pruning in decode steps (--lazy-decode on): "
-                              "with it off every deferred token revives in the first decode step",
+                              "with it off a decode step revives every deferred token (all) or "
+                              "none (0)",
                               sch.revive_max);
         }
     }
@@ -277,6 +278,13 @@ void Session::cut(StepCtx& sc, const prune::Boundary& bd, int layer) {
             break;
         case prune::BoundaryMode::kNone:
             kept_ = S_;
+            if (sch.revive_max == 0) {
+                // Nothing revives: a token that stopped at this layer stays in its Aux slot, and
+                // the layers from here on see the set an earlier step left (live_ is sorted).
+                std::erase_if(kept_, [&](int32_t t) {
+                    return depth_[t] == layer && !std::binary_search(live_.begin(), live_.end(), t);
+                });
+            }
             break;
     }
     if (sc.prof) sc.prof->add(OpKind::kPrune, timer.elapsed_ns());

@@ -71,7 +71,9 @@ public:
     // logits ([n, n_vocab]) receive each one's next-token logits. Each must be batchable().
     static Status step_batch(std::span<Session* const> sessions, std::span<const int32_t> tokens,
                              float* logits);
-    // Full policy, past its first step, room for one more token, quantized decode weights.
+    // Past its first step, room for one more token, quantized decode weights, and a next
+    // one-token step that is exactly the full step (the full policy; LazyLLM when decode steps
+    // do not select and no token waits in an Aux slot).
     bool batchable() const;
 
     int64_t n_past() const { return n_past_; }

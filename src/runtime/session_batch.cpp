@@ -1,7 +1,8 @@
-// Session::step_batch: the decode steps of several full-policy sessions as one forward. A
-// full-policy decode step has no boundary: its one new token runs every layer over the whole
-// context, so the state it changes is the token's depth (L), the token list and the counters,
-// exactly as Session::step leaves them for a one-token step.
+// Session::step_batch: the decode steps of several sessions as one forward, each a step with no
+// boundary (the full policy's, or a LazyLLM step with nothing to select or revive): its one new
+// token runs every layer over the whole context, so the state it changes is the token's depth
+// (L), the token list and the counters, exactly as Session::step leaves them for a one-token
+// step.
 #include <algorithm>
 #include <array>
 
@@ -11,8 +12,24 @@
 namespace lazyllm {
 
 bool Session::batchable() const {
-    return opts_.policy == prune::Policy::kFull && n_past_ > 0 && n_past_ < kv_.n_ctx() &&
-           model_->quantized_decode();
+    if (n_past_ == 0 || n_past_ >= kv_.n_ctx() || !model_->quantized_decode()) return false;
+    if (opts_.policy == prune::Policy::kFull) return true;
+    // Another policy's next one-token step is batchable when it is exactly the full step: no
+    // boundary planned, nothing excluded (LazyLLM whose decode steps do not select, once its
+    // first decode step has revived every deferred token).
+    prune::StepInfo info;
+    info.n_new = 1;
+    info.n_total = n_past_ + 1;
+    info.prune_step = info.n_total >= opts_.schedule.min_context;
+    info.has_deferred = policy_->revives() && has_deferred();
+    if (policy_->two_pass(info)) return false;
+    if (policy_->excludes_at_layer0(info) &&
+        std::any_of(excluded_.begin(), excluded_.begin() + n_past_, [](uint8_t e) { return e != 0; })) {
+        return false;
+    }
+    std::vector<prune::Boundary> plan;
+    policy_->plan(info, plan);
+    return plan.empty();
 }
 
 Status Session::step_batch(std::span<Session* const> sessions, std::span<const int32_t> tokens,
@@ -30,8 +47,8 @@ Status Session::step_batch(std::span<Session* const> sessions, std::span<const i
     for (Session* s : sessions) {
         if (s->model_ != &model || !s->batchable()) {
             return make_error(ErrorCode::kInvalidArgument,
-                              "step_batch: a session is not a full-policy decode of this model "
-                              "with room for a token");
+                              "step_batch: a session's next step is not a full decode step of "
+                              "this model with room for a token");
         }
     }
     const ModelConfig& c = model.config();

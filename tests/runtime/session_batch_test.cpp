@@ -65,17 +65,85 @@ TEST(SessionBatch, EqualsEachSessionAlone) {
             EXPECT_EQ(batched[i].total_token_layers(), alone[i].total_token_layers());
         }
     }
-    // A lazy session is not batchable; a mismatch is an error, not a crash.
+    // A lazy session whose decode steps select is not batchable; a mismatch is an error, not a
+    // crash.
     SessionOptions lazy = so;
     lazy.policy = prune::Policy::kLazy;
     lazy.schedule.boundaries = {1};
     lazy.schedule.keep = {0.5f};
+    lazy.schedule.prune_decode = true;
     auto l = Session::create(model, lazy).value();
-    ASSERT_TRUE(l.step(std::vector<int32_t>{1, 2, 3}, logits.data()).ok());
+    ASSERT_TRUE(l.step(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, logits.data()).ok());
+    EXPECT_FALSE(l.batchable());
+    ASSERT_TRUE(l.step(std::vector<int32_t>{7}, logits.data()).ok());
     EXPECT_FALSE(l.batchable());
     Session* two[] = {ptrs[0], &l};
     const int32_t toks[] = {1, 2};
     EXPECT_FALSE(Session::step_batch(two, toks, out.data()).ok());
+}
+
+// LazyLLM with decode steps that only revive (the safe preset): after the prompt step tokens
+// wait in Aux slots, so the session steps alone; once its first decode step has revived them,
+// every later step is the full step and joins the batch, bit for bit what it gives alone.
+TEST(SessionBatch, LazySessionJoinsOnceNothingWaits) {
+    kernels::KernelContext kctx;
+    kctx.isa = kernels::isa_from_env().value();
+    if (!kernels::QuantLinear::has_fast_path(kctx)) GTEST_SKIP() << "no quantized decode path";
+    testing::TinyModelSpec spec;
+    spec.n_layer = 4;
+    spec.seed = 4;
+    const std::string path = ::testing::TempDir() + "lazyllm_batch_lazy.gguf";
+    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+    ModelLoadOptions o;
+    o.ctx.isa = kctx.isa;
+    o.ctx.n_threads = 2;
+    auto loaded = LlamaModel::load(path, o);
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+    const LlamaModel& model = **loaded;
+    const int V = model.config().n_vocab;
+    SessionOptions full;
+    full.n_ctx = 64;
+    full.check_invariants = true;
+    SessionOptions safe = full;
+    safe.policy = prune::Policy::kLazy;
+    safe.schedule.boundaries = {1, 3};
+    safe.schedule.keep = {0.5f, 0.25f};
+    safe.schedule.prune_decode = false;
+    std::mt19937 rng(7);
+    std::vector<int32_t> prompt(24);
+    for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(V));
+    std::vector<float> logits(static_cast<size_t>(V));
+    auto f = Session::create(model, full).value();
+    auto lz = Session::create(model, safe).value();
+    auto lz_alone = Session::create(model, safe).value();
+    ASSERT_TRUE(f.step(prompt, logits.data()).ok());
+    ASSERT_TRUE(lz.step(prompt, logits.data()).ok());
+    ASSERT_TRUE(lz_alone.step(prompt, logits.data()).ok());
+    ASSERT_LT(lz.prompt_fraction_computed(), 1.0);  // the prompt step deferred tokens
+    EXPECT_FALSE(lz.batchable());
+    const int32_t first = 5;
+    auto st = lz.step(std::span<const int32_t>(&first, 1), logits.data());
+    ASSERT_TRUE(st.ok());
+    EXPECT_GT(st->revived, 0);
+    ASSERT_TRUE(lz_alone.step(std::span<const int32_t>(&first, 1), logits.data()).ok());
+    ASSERT_TRUE(f.step(std::span<const int32_t>(&first, 1), logits.data()).ok());
+    EXPECT_TRUE(lz.batchable());
+    Session* ptrs[] = {&f, &lz};
+    std::vector<float> out(static_cast<size_t>(2) * V);
+    for (int step = 0; step < 3; ++step) {
+        const int32_t toks[] = {static_cast<int32_t>(rng() % static_cast<uint32_t>(V)),
+                                static_cast<int32_t>(rng() % static_cast<uint32_t>(V))};
+        ASSERT_TRUE(Session::step_batch(ptrs, toks, out.data()).ok());
+        auto a = lz_alone.step(std::span<const int32_t>(&toks[1], 1), logits.data());
+        ASSERT_TRUE(a.ok());
+        EXPECT_EQ(a->revived, 0);
+        float max_diff = 0.0f;
+        for (int v = 0; v < V; ++v) max_diff = std::max(max_diff, std::fabs(out[V + v] - logits[v]));
+        EXPECT_EQ(max_diff, 0.0f) << "step " << step;
+        EXPECT_EQ(lz.depth(), lz_alone.depth());
+        EXPECT_EQ(lz.total_token_layers(), lz_alone.total_token_layers());
+        EXPECT_EQ(lz.prompt_fraction_computed(), lz_alone.prompt_fraction_computed());
+    }
 }
 
 }  // namespace

@@ -318,6 +318,46 @@ TEST(SessionTest, DecodeOffRevivesEverythingOnce) {
     EXPECT_EQ(s.total_token_layers(), 21 * 6) << "each (token, layer) pair exactly once";
 }
 
+// Decode steps that neither select nor revive (prune_decode off, revive_max 0): every layer
+// from a boundary on sees the set prefill left there, plus the new tokens; no deferred token
+// moves and each new token runs every layer once.
+TEST(SessionTest, DecodeOffReviveZeroKeepsPrefillsSets) {
+    auto model = tiny_model(6, "decode_frozen");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    SessionOptions opts = lazy_options({2, 4}, {0.5f, 0.25f}, /*prune_decode=*/false);
+    opts.schedule.revive_max = 0;
+    std::vector<BoundaryTrace> traces;
+    opts.on_boundary = [&](const BoundaryTrace& t) { traces.push_back(t); };
+    auto s = Session::create(*model, opts).value();
+    run_steps(s, ids_for(20, V, 4), 0, V);
+    const std::vector<int16_t> depth_after_prefill(s.depth().begin(), s.depth().begin() + 20);
+    const double computed = s.prompt_fraction_computed();
+    const int64_t token_layers = s.total_token_layers();
+    ASSERT_LT(computed, 1.0);
+    ASSERT_EQ(traces.size(), 2u);
+    const std::vector<BoundaryTrace> prefill = traces;
+    traces.clear();
+    std::vector<float> logits(V);
+    for (int i = 0; i < 3; ++i) {
+        const int32_t tok = static_cast<int32_t>((7 + 5 * i) % V);
+        auto st = s.step(std::span<const int32_t>(&tok, 1), logits.data());
+        ASSERT_TRUE(st.ok()) << st.error().message();
+        EXPECT_EQ(st->revived, 0);
+        ASSERT_EQ(traces.size(), 2u) << "decode step " << i;
+        for (size_t b = 0; b < 2; ++b) {
+            std::vector<int32_t> want = prefill[b].kept;
+            for (int32_t p = 20; p <= 20 + i; ++p) want.push_back(p);
+            EXPECT_EQ(traces[b].kept, want) << "decode step " << i << ", boundary " << b;
+        }
+        traces.clear();
+    }
+    for (int64_t t = 0; t < 20; ++t) EXPECT_EQ(s.depth()[t], depth_after_prefill[t]) << t;
+    for (int64_t t = 20; t < 23; ++t) EXPECT_EQ(s.depth()[t], 6) << t;
+    EXPECT_DOUBLE_EQ(s.prompt_fraction_computed(), computed);
+    EXPECT_EQ(s.total_token_layers(), token_layers + 3 * 6);
+}
+
 // Schedule::min_context: steps over a shorter context are the full step bit for bit (no
 // boundary is crossed: the trace stays empty, every token reaches the last layer), in prefill
 // and decode; the first step whose context reaches min_context prunes.
@@ -707,6 +747,8 @@ TEST(SessionTest, ErrorsAreClear) {
               std::string::npos)
         << nd.error().message();
     no_decode.schedule.revive_max = -1;
+    EXPECT_TRUE(Session::create(*model, no_decode).ok());
+    no_decode.schedule.revive_max = 0;  // never revive: allowed
     EXPECT_TRUE(Session::create(*model, no_decode).ok());
 }
 

@@ -110,6 +110,20 @@ TEST(BenchCliTest, JsonlRowsAreLlamaBenchCompatibleAndSane) {
             EXPECT_EQ(j["n_gen"].get<int>(), 2);
             EXPECT_EQ(j["n_prompt"].get<int>(), 0);
             EXPECT_TRUE(j["n_depth"].get<int>() == 32 || j["n_depth"].get<int>() == 64);
+            // End to end: prompt in -> the 3rd token (TTFT + 2 decode steps), longer than the
+            // decode steps alone; against full's at every N from 1 to 3.
+            const double e2e = j["e2e_ms"].get<double>();
+            EXPECT_GT(e2e, j["avg_ns"].get<double>() * 1e-6) << j.dump();
+            const double at_end = j["e2e_speedup_vs_full"].get<double>();
+            const double lowest = j["e2e_speedup_min"].get<double>();
+            const int lowest_n = j["e2e_speedup_min_n"].get<int>();
+            EXPECT_GE(lowest_n, 1);
+            EXPECT_LE(lowest_n, 3);
+            EXPECT_LE(lowest, at_end);
+            if (policy == "full") {
+                EXPECT_DOUBLE_EQ(at_end, 1.0);
+                EXPECT_DOUBLE_EQ(lowest, 1.0);
+            }
         }
     }
     EXPECT_EQ(n_pp, 4);
@@ -126,6 +140,16 @@ TEST(BenchCliTest, MarkdownTableWithProfileAndPrefillOnly) {
         EXPECT_TRUE(contains(r.out, what)) << what << "\n" << r.out;
     }
     EXPECT_FALSE(contains(r.out, " @ d")) << r.out;  // -n 0: prefill only, no tg rows
+    EXPECT_FALSE(contains(r.out, "End-to-end latency")) << r.out;
+}
+
+TEST(BenchCliTest, MarkdownEndToEndLatencyTable) {
+    const CliRun r = run("bench -m " + tiny_model_file() + " -p 40 -n 3 --policy full,lazy" + kCommon,
+                         /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    for (const char* what : {"End-to-end latency", "| N = 4 ms |", "lowest x full over N = 1..4"}) {
+        EXPECT_TRUE(contains(r.out, what)) << what << "\n" << r.out;
+    }
 }
 
 TEST(BenchCliTest, ExportedPromptIdsFeedBackExactly) {

@@ -85,18 +85,50 @@ double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
     return flops / 1e9;
 }
 
+std::vector<double> BenchRow::mean_token_ms() const {
+    const size_t n = static_cast<size_t>(n_gen) + 1;
+    std::vector<double> mean(n, 0.0);
+    int reps = 0;
+    for (const std::vector<double>& t : token_ms) {
+        if (t.size() != n) continue;
+        for (size_t i = 0; i < n; ++i) mean[i] += t[i];
+        ++reps;
+    }
+    if (reps == 0) return {};
+    for (double& v : mean) v /= reps;
+    return mean;
+}
+
 void fill_speedups(std::vector<BenchRow>& rows) {
     std::map<std::tuple<int, int64_t>, double> full_ttft;
+    std::map<std::tuple<int, int64_t>, std::vector<double>> full_tokens;
     for (const BenchRow& r : rows) {
-        if (r.is_prompt && r.policy == "full") {
+        if (r.policy != "full") continue;
+        if (r.is_prompt) {
             full_ttft[{r.n_threads, r.n_prompt}] = stats(r.ttft_ms).mean;
+        } else {
+            full_tokens[{r.n_threads, r.n_prompt}] = r.mean_token_ms();
         }
     }
     for (BenchRow& r : rows) {
-        if (!r.is_prompt) continue;
-        auto it = full_ttft.find({r.n_threads, r.n_prompt});
-        const double mine = stats(r.ttft_ms).mean;
-        if (it != full_ttft.end() && mine > 0.0) r.speedup_vs_full = it->second / mine;
+        if (r.is_prompt) {
+            auto it = full_ttft.find({r.n_threads, r.n_prompt});
+            const double mine = stats(r.ttft_ms).mean;
+            if (it != full_ttft.end() && mine > 0.0) r.speedup_vs_full = it->second / mine;
+            continue;
+        }
+        auto it = full_tokens.find({r.n_threads, r.n_prompt});
+        const std::vector<double> mine = r.mean_token_ms();
+        if (it == full_tokens.end() || mine.empty() || it->second.size() != mine.size()) continue;
+        for (size_t i = 0; i < mine.size(); ++i) {
+            if (mine[i] <= 0.0) continue;
+            const double ratio = it->second[i] / mine[i];
+            if (!r.e2e_speedup_min || ratio < *r.e2e_speedup_min) {
+                r.e2e_speedup_min = ratio;
+                r.e2e_speedup_min_n = static_cast<int64_t>(i) + 1;
+            }
+        }
+        if (mine.back() > 0.0) r.e2e_speedup = it->second.back() / mine.back();
     }
 }
 
@@ -133,6 +165,27 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
                    env.model_type, human_size(env.model_size), human_count(env.model_n_params),
                    r.isa, r.gemm, r.n_threads, r.policy, r.test_name(), ts, ttft, speedup, pct,
                    gflops, peak);
+    }
+    bool e2e_header = false;
+    for (const BenchRow& r : rows) {
+        const std::vector<double> t = r.is_prompt ? std::vector<double>{} : r.mean_token_ms();
+        if (t.empty()) continue;
+        if (!e2e_header) {
+            fmt::print(out,
+                       "\nEnd-to-end latency: prompt in -> the N-th generated token (N = 1 is "
+                       "TTFT), mean over repetitions; x full = full's latency / this one's at the "
+                       "same N.\n\n| threads | policy | prompt | N = 1 ms | N = {} ms | x full "
+                       "at N = {} | lowest x full over N = 1..{} (at N) |\n| ---: | --- | ---: | "
+                       "---: | ---: | ---: | ---: |\n",
+                       t.size(), t.size(), t.size());
+            e2e_header = true;
+        }
+        fmt::print(out, "| {} | {} | {} | {:.1f} | {:.1f} | {} | {} |\n", r.n_threads, r.policy,
+                   r.n_prompt, t.front(), t.back(),
+                   r.e2e_speedup ? fmt::format("{:.2f}x", *r.e2e_speedup) : "-",
+                   r.e2e_speedup_min ? fmt::format("{:.2f}x ({})", *r.e2e_speedup_min,
+                                                   r.e2e_speedup_min_n)
+                                     : "-");
     }
     std::map<std::string, std::string> schedules;
     for (const BenchRow& r : rows) {
@@ -195,6 +248,16 @@ void print_jsonl(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow
         j["prompt"] = env.prompt;
         j["pct_computed"] = stats(r.pct_computed).mean;
         j["peak_gflops"] = r.peak_gflops;
+        if (!r.is_prompt) {
+            const std::vector<double> t = r.mean_token_ms();
+            j["e2e_ms"] = t.empty() ? nlohmann::json() : nlohmann::json(t.back());
+            j["e2e_speedup_vs_full"] =
+                r.e2e_speedup ? nlohmann::json(*r.e2e_speedup) : nlohmann::json();
+            j["e2e_speedup_min"] =
+                r.e2e_speedup_min ? nlohmann::json(*r.e2e_speedup_min) : nlohmann::json();
+            j["e2e_speedup_min_n"] = r.e2e_speedup_min ? nlohmann::json(r.e2e_speedup_min_n)
+                                                       : nlohmann::json();
+        }
         if (r.is_prompt) {
             const Stats t = stats(r.ttft_ms);
             j["ttft_ms"] = t.mean;

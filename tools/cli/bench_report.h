@@ -38,9 +38,20 @@ struct BenchRow {
     std::vector<double> pct_computed;  // pp: prompt token-layers after prefill; tg: at the end
     std::vector<double> gflop;         // pp rows: useful GFLOP of each prefill
     std::optional<double> speedup_vs_full;  // pp rows: mean TTFT(full) / mean TTFT(this)
+    // tg rows: per repetition, prompt in -> each of the n + 1 tokens (the first is TTFT's)
+    std::vector<std::vector<double>> token_ms;
+    // tg rows with a full row of the same threads and prompt: end-to-end latency ratios
+    // full / this on the mean curves, for the first N tokens, at N = n + 1 and at the N in
+    // [1, n + 1] where this row is furthest behind (or least ahead)
+    std::optional<double> e2e_speedup;
+    std::optional<double> e2e_speedup_min;
+    int64_t e2e_speedup_min_n = 0;
     std::vector<OpTime> profile;            // pp rows with --profile: one prefill-only run
 
     int64_t n_tokens() const { return is_prompt ? n_prompt : n_gen; }
+    // tg rows: mean over repetitions of prompt in -> token i (empty when no repetition has
+    // every token)
+    std::vector<double> mean_token_ms() const;
     std::string test_name() const;  // "pp512", "tg32 @ d512"
 };
 
@@ -63,7 +74,8 @@ double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
                      std::span<const int32_t> rows_per_layer,
                      std::span<const int32_t> tail_rows_per_layer, double fraction);
 
-// speedup_vs_full of every pp row that has a full row with the same threads and prompt.
+// speedup_vs_full of every pp row and the e2e ratios of every tg row that has a full row of
+// the same kind with the same threads and prompt.
 void fill_speedups(std::vector<BenchRow>& rows);
 
 void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow>& rows);

@@ -201,6 +201,7 @@ void record(Cell& c, const GenerateResult& r, const ModelSummary& s) {
     if (r.n_gen > 1) {
         c.tg.samples_ns.push_back(r.decode_ms * 1e6);
         c.tg.pct_computed.push_back(100.0 * r.fraction_computed);
+        c.tg.token_ms.push_back(r.token_ms);
     }
 }
 

@@ -110,8 +110,9 @@ void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
         ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--lazy-revive-max", f.revive_max,
                    "Decode steps revive at most N pruned tokens per boundary, the highest-scored "
-                   "(bounds a step's extra rows; needs --lazy-decode on); all: no bound, as the "
-                   "paper (default: the schedule's)")
+                   "(bounds a step's extra rows; N > 0 needs --lazy-decode on); 0: never revive "
+                   "(with --lazy-decode off, decode steps keep the sets prefill left); all: no "
+                   "bound, as the paper (default: the schedule's)")
         ->check([](const std::string& v) -> std::string {
             if (v == "all") return "";
             int n = 0;
