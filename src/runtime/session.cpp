@@ -265,7 +265,9 @@ void Session::cut(StepCtx& sc, const prune::Boundary& bd, int layer) {
     switch (bd.mode) {
         case prune::BoundaryMode::kSelect:
             prune::select_kept(sch, S_, scores_, bd.keep, sc.info.n_total, cut_scratch_, kept_);
-            if (sch.revive_max >= 0) {
+            // revive_max bounds one-token decode steps; a step of several new tokens (a new
+            // turn over a cached conversation) revives every selected token, as the paper.
+            if (sch.revive_max >= 0 && sc.info.n_new == 1) {
                 prune::bound_revivals(S_, scores_, live_, depth_, layer, sch.revive_max,
                                       cut_scratch_, kept_);
             }
@@ -278,7 +280,7 @@ void Session::cut(StepCtx& sc, const prune::Boundary& bd, int layer) {
             break;
         case prune::BoundaryMode::kNone:
             kept_ = S_;
-            if (sch.revive_max == 0) {
+            if (sch.revive_max == 0 && sc.info.n_new == 1) {
                 // Nothing revives: a token that stopped at this layer stays in its Aux slot, and
                 // the layers from here on see the set an earlier step left (live_ is sorted).
                 std::erase_if(kept_, [&](int32_t t) {

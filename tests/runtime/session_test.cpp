@@ -356,6 +356,12 @@ TEST(SessionTest, DecodeOffReviveZeroKeepsPrefillsSets) {
     for (int64_t t = 20; t < 23; ++t) EXPECT_EQ(s.depth()[t], 6) << t;
     EXPECT_DOUBLE_EQ(s.prompt_fraction_computed(), computed);
     EXPECT_EQ(s.total_token_layers(), token_layers + 3 * 6);
+    // A step of several new tokens (the next turn of a chat) selects afresh and revives what it
+    // selects: the bound is for one-token decode steps.
+    auto turn = s.step(ids_for(4, V, 9), logits.data());
+    ASSERT_TRUE(turn.ok()) << turn.error().message();
+    EXPECT_GT(turn->revived, 0);
+    EXPECT_GT(s.prompt_fraction_computed(), computed);
 }
 
 // Schedule::min_context: steps over a shorter context are the full step bit for bit (no
