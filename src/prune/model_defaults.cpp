@@ -16,6 +16,7 @@ struct PresetSchedule {
     bool prune_decode;
     int score_layers;
     int score_pool;
+    int revive_max;  // -1: no bound
 };
 
 struct Entry {
@@ -35,8 +36,8 @@ struct Entry {
 // revive, each chosen by `lazyllm eval --fidelity` (docs/evaluation.md, "Presets").
 constexpr Entry kEntries[] = {
     {{"llama", 30, 576, 9, 49152},
-     {{9, 18, 21}, {0.35f, 0.25f, 0.15f}, 40, 64, 256, false, 3, 11},
-     {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11},
+     {{9, 18, 21}, {0.35f, 0.25f, 0.15f}, 40, 64, 256, false, 3, 11, -1},
+     {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1},
      "lazyllm eval --fidelity and lazyllm tune (docs/evaluation.md, Presets)"},
 };
 
@@ -56,6 +57,7 @@ Schedule from_entry(const PresetSchedule& p) {
     s.prune_decode = p.prune_decode;
     s.score_layers = p.score_layers;
     s.score_pool = p.score_pool;
+    s.revive_max = p.revive_max;
     return s;
 }
 
