@@ -147,6 +147,18 @@ struct Tokenizer::Impl {
             spm->encode(vocab, text, add_space_prefix && after_special, out);
             return;
         }
+        std::string escaped;
+        if (!pre_info.byte_level) {  // SentencePiece-style BPE: spaces are U+2581 in tokens
+            escaped.reserve(text.size());
+            for (char c : text) {
+                if (c == ' ') {
+                    escaped += kSpaceMarker;
+                } else {
+                    escaped += c;
+                }
+            }
+            text = escaped;
+        }
         std::vector<Piece> parts;
         pre.split(text, parts);
         BpeModel::Scratch scratch;
@@ -167,16 +179,20 @@ Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
     Vocab& v = impl->vocab;
     const int32_t n_vocab = v.n_vocab();
 
-    if (v.model == "gpt2") {
+    if (v.model == "gpt2" || v.model == "gemma4") {
         impl->kind = TokenizerKind::kBpe;
-        impl->pre_info = tokenizer::pre_type_from_name(v.pre);
+        // "gemma4" fixes its pre-tokenizer whatever tokenizer.ggml.pre says (as llama.cpp).
+        impl->pre_info = tokenizer::pre_type_from_name(v.model == "gemma4" ? "gemma4" : v.pre);
         LAZYLLM_ASSIGN_OR_RETURN(impl->pre, PreTokenizer::create(impl->pre_info.type));
-        LAZYLLM_ASSIGN_OR_RETURN(auto bpe, BpeModel::create(v, impl->pre_info.ignore_merges));
+        LAZYLLM_ASSIGN_OR_RETURN(auto bpe, BpeModel::create(v, impl->pre_info.ignore_merges,
+                                                            impl->pre_info.byte_level));
         impl->bpe.emplace(std::move(bpe));
         impl->add_bos = v.add_bos.value_or(impl->pre_info.default_add_bos);
-        impl->add_space_prefix = false;  // byte-level BPE spells spaces itself
+        if (v.model == "gemma4") impl->add_bos = true;  // llama.cpp overrides a false key
+        impl->add_space_prefix = false;  // BPE spells spaces itself (or escapes them)
         const std::string_view pre_name = tokenizer::pre_type_name(impl->pre_info.type);
-        impl->kind_name = impl->pre_info.known
+        impl->kind_name = v.model == "gemma4" ? std::string("gemma4 (bpe, utf-8)")
+                          : impl->pre_info.known
                               ? fmt::format("gpt2 ({})", pre_name)
                               : fmt::format("gpt2 (gpt-2 regex; unknown pre '{}')", v.pre);
     } else {
@@ -201,7 +217,7 @@ Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
         const TokenType t = v.types[id];
         if (t == TokenType::kControl || t == TokenType::kUnknown) {
             impl->pieces[id] = v.tokens[id];  // rendered only on request
-        } else if (impl->kind == TokenizerKind::kSpm) {
+        } else if (impl->kind == TokenizerKind::kSpm || !impl->pre_info.byte_level) {
             impl->pieces[id] = spm_piece(v, id);
         } else if (t == TokenType::kUserDefined) {
             impl->pieces[id] = v.tokens[id];

@@ -64,10 +64,12 @@ Result<Vocab> load_vocab(const GgufFile& gguf) {
     auto model_s = model->as_string();
     if (!model_s.ok()) return key_error(kKeyModel, model_s.error());
     vocab.model = *model_s;
-    if (vocab.model != "gpt2" && vocab.model != "llama") {
+    if (vocab.model != "gpt2" && vocab.model != "llama" && vocab.model != "gemma4" &&
+        vocab.model != "bert") {
         return make_error(ErrorCode::kUnsupported,
-                          "key '{}' = '{}': only 'gpt2' (byte-level BPE) and 'llama' "
-                          "(SentencePiece BPE) tokenizers are supported",
+                          "key '{}' = '{}': only 'gpt2' (byte-level BPE), 'llama' "
+                          "(SentencePiece BPE), 'gemma4' (BPE on UTF-8) and 'bert' (WordPiece) "
+                          "tokenizers are supported",
                           kKeyModel, vocab.model);
     }
     LAZYLLM_ASSIGN_OR_RETURN(vocab.pre, optional_string(gguf, kKeyPre));
@@ -107,11 +109,11 @@ Result<Vocab> load_vocab(const GgufFile& gguf) {
         }
     }
 
-    if (vocab.model == "gpt2") {
+    if (vocab.model == "gpt2" || vocab.model == "gemma4") {
         const GgufValue* merges = gguf.find(kKeyMerges);
         if (merges == nullptr) {
-            return make_error(ErrorCode::kNotFound, "missing key '{}' (required by '{}' = gpt2)",
-                              kKeyMerges, kKeyModel);
+            return make_error(ErrorCode::kNotFound, "missing key '{}' (required by '{}' = {})",
+                              kKeyMerges, kKeyModel, vocab.model);
         }
         auto m = merges->as_string_array();
         if (!m.ok()) return key_error(kKeyMerges, m.error());

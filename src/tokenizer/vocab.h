@@ -38,12 +38,12 @@ struct StringHash {
 using TokenMap = std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>>;
 
 struct Vocab {
-    std::string model;                // tokenizer.ggml.model: "gpt2" or "llama"
+    std::string model;                // tokenizer.ggml.model: "gpt2", "llama", "gemma4", "bert"
     std::string pre;                  // tokenizer.ggml.pre, "" when absent
     std::vector<std::string> tokens;  // [n_vocab]
     std::vector<float> scores;        // [n_vocab]; zeros when absent
     std::vector<TokenType> types;     // [n_vocab]; kNormal when absent
-    std::vector<std::string> merges;  // gpt2 only, in rank order
+    std::vector<std::string> merges;  // gpt2 and gemma4 only, in rank order
     TokenMap token_to_id;             // a text that occurs twice maps to its last id (as HF)
 
     std::optional<TokenId> bos, eos, eot, eom, unk, pad;
