@@ -69,8 +69,7 @@ public:
     // vocabulary, else an error naming the entry. Bytes without a token are dropped when
     // encoding, as HF's BPE without byte_fallback or unk token does.
     // With byte_level false the symbols are UTF-8 characters (see above).
-    static Result<BpeModel> create(const Vocab& vocab, bool ignore_merges,
-                                   bool byte_level = true);
+    static Result<BpeModel> create(const Vocab& vocab, bool ignore_merges, bool byte_level = true);
 
     // Appends the ids of one pre-tokenized piece (raw bytes). `vocab` is the one given to
     // create(). Scratch buffers are reused across calls.

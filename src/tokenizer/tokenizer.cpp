@@ -192,8 +192,8 @@ Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
         // "gemma4" fixes its pre-tokenizer whatever tokenizer.ggml.pre says (as llama.cpp).
         impl->pre_info = tokenizer::pre_type_from_name(v.model == "gemma4" ? "gemma4" : v.pre);
         LAZYLLM_ASSIGN_OR_RETURN(impl->pre, PreTokenizer::create(impl->pre_info.type));
-        LAZYLLM_ASSIGN_OR_RETURN(auto bpe, BpeModel::create(v, impl->pre_info.ignore_merges,
-                                                            impl->pre_info.byte_level));
+        LAZYLLM_ASSIGN_OR_RETURN(
+            auto bpe, BpeModel::create(v, impl->pre_info.ignore_merges, impl->pre_info.byte_level));
         impl->bpe.emplace(std::move(bpe));
         impl->add_bos = v.add_bos.value_or(impl->pre_info.default_add_bos);
         if (v.model == "gemma4") impl->add_bos = true;  // llama.cpp overrides a false key

@@ -91,18 +91,18 @@ size_t decode_utf8(std::string_view s, size_t pos, uint32_t* cp) {
 CharClass char_class(uint32_t cp) {
     using unicode_data::CategoryRun;
     const CategoryRun* end = unicode_data::kCategoryRuns + unicode_data::kNumCategoryRuns;
-    const CategoryRun* it = std::upper_bound(
-        unicode_data::kCategoryRuns, end, cp,
-        [](uint32_t c, const CategoryRun& r) { return c < r.first; });
+    const CategoryRun* it =
+        std::upper_bound(unicode_data::kCategoryRuns, end, cp,
+                         [](uint32_t c, const CategoryRun& r) { return c < r.first; });
     if (it == unicode_data::kCategoryRuns) return CharClass::kNone;
     --it;
     return cp <= it->last ? it->cls : CharClass::kNone;
 }
 
 bool is_white_space(uint32_t cp) {
-    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 ||
-           cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
-           cp == 0x202F || cp == 0x205F || cp == 0x3000;
+    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+           cp == 0x205F || cp == 0x3000;
 }
 
 void append_lower(uint32_t cp, std::vector<uint32_t>& out) {

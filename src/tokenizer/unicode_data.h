@@ -10,10 +10,10 @@ namespace lazyllm::tokenizer {
 // The general categories the BERT normalizer and pre-tokenizer test (HF tokenizers
 // normalizers/bert.rs, pre_tokenizers/bert.rs).
 enum class CharClass : uint8_t {
-    kNone,             // any other category
-    kOther,            // C*: control, format, unassigned, private use, surrogate
-    kPunctuation,      // P*
-    kNonspacingMark,   // Mn: what strip_accents removes after NFD
+    kNone,            // any other category
+    kOther,           // C*: control, format, unassigned, private use, surrogate
+    kPunctuation,     // P*
+    kNonspacingMark,  // Mn: what strip_accents removes after NFD
 };
 
 namespace unicode_data {

@@ -151,7 +151,7 @@ Result<Vocab> load_vocab(const GgufFile& gguf) {
         {"tokenizer.ggml.unknown_token_id", &vocab.unk},
         {"tokenizer.ggml.padding_token_id", &vocab.pad},
         {"tokenizer.ggml.seperator_token_id", &vocab.sep},  // sic, llama.cpp's spelling
-        {"tokenizer.ggml.cls_token_id", &vocab.bos},         // llama.cpp reads [CLS] as BOS
+        {"tokenizer.ggml.cls_token_id", &vocab.bos},        // llama.cpp reads [CLS] as BOS
     };
     for (const IdKey& k : id_keys) {
         LAZYLLM_ASSIGN_OR_RETURN(auto id, optional_id(gguf, k.key, n_vocab));

@@ -47,13 +47,13 @@ struct Vocab {
     TokenMap token_to_id;             // a text that occurs twice maps to its last id (as HF)
 
     std::optional<TokenId> bos, eos, eot, eom, unk, pad;
-    std::optional<TokenId> sep;  // bert: [SEP]; its [CLS] (cls_token_id) is `bos`
+    std::optional<TokenId> sep;            // bert: [SEP]; its [CLS] (cls_token_id) is `bos`
     std::optional<bool> add_bos;           // tokenizer.ggml.add_bos_token when present
     std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix when present
     std::optional<bool> add_sep;           // tokenizer.ggml.add_sep_token when present
     // tokenizer.ggml.normalizer.lowercase / .strip_accents (bert), when present.
     std::optional<bool> lowercase, strip_accents;
-    std::string chat_template;             // tokenizer.chat_template, "" when absent
+    std::string chat_template;  // tokenizer.chat_template, "" when absent
 
     int32_t n_vocab() const { return static_cast<int32_t>(tokens.size()); }
     bool is_control_like(TokenId id) const {

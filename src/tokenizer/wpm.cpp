@@ -34,7 +34,8 @@ WpmModel::WpmModel(const Vocab& vocab) {
     lowercase_ = vocab.lowercase.value_or(true);
     strip_accents_ = vocab.strip_accents.value_or(lowercase_);
     unk_ = vocab.unk.value_or(-1);
-    for (const std::string& t : vocab.tokens) max_token_bytes_ = std::max(max_token_bytes_, t.size());
+    for (const std::string& t : vocab.tokens)
+        max_token_bytes_ = std::max(max_token_bytes_, t.size());
 }
 
 std::vector<std::vector<uint32_t>> WpmModel::words(std::string_view text) const {
@@ -79,8 +80,8 @@ std::vector<std::vector<uint32_t>> WpmModel::words(std::string_view text) const 
     return out;
 }
 
-void WpmModel::encode_word(const Vocab& vocab, const std::vector<uint32_t>& word,
-                           std::string& s, std::vector<TokenId>& out) const {
+void WpmModel::encode_word(const Vocab& vocab, const std::vector<uint32_t>& word, std::string& s,
+                           std::vector<TokenId>& out) const {
     if (word.size() > kMaxWordChars) {
         if (unk_ >= 0) out.push_back(unk_);
         return;

@@ -1,9 +1,10 @@
 // WordPiece (bert): the BertNormalizer + BertPreTokenizer steps and the greedy longest-match cut,
 // on a hand-made vocabulary spelled as llama.cpp's converter writes it ("▁" word starts).
+#include "tokenizer/wpm.h"
+
 #include <gtest/gtest.h>
 
 #include "tokenizer/unicode.h"
-#include "tokenizer/wpm.h"
 
 namespace lazyllm::tokenizer {
 namespace {
@@ -11,8 +12,17 @@ namespace {
 Vocab tiny_vocab() {
     Vocab v;
     v.model = "bert";
-    v.tokens = {"[UNK]", "\xE2\x96\x81" "fuhrer", "\xE2\x96\x81" "un", "aff", "able",
-                "\xE2\x96\x81" "!", "\xE2\x96\x81" "\xE6\x88\x91"};
+    v.tokens = {"[UNK]",
+                "\xE2\x96\x81"
+                "fuhrer",
+                "\xE2\x96\x81"
+                "un",
+                "aff",
+                "able",
+                "\xE2\x96\x81"
+                "!",
+                "\xE2\x96\x81"
+                "\xE6\x88\x91"};
     for (size_t i = 0; i < v.tokens.size(); ++i) v.token_to_id[v.tokens[i]] = int32_t(i);
     v.types.assign(v.tokens.size(), TokenType::kNormal);
     v.unk = 0;
@@ -30,7 +40,9 @@ TEST(Wpm, NormalizesAndSplits) {
     const WpmModel m(v);
     // Accents stripped (NFD without Mn), lowercased, punctuation and CJK isolated, a format
     // character (U+200D) dropped, whitespace of any kind splits.
-    const auto words = m.words("F\xC3\xBChrer!\xE6\x88\x91x\xE2\x80\x8Dy\xE3\x80\x80" "Z");
+    const auto words = m.words(
+        "F\xC3\xBChrer!\xE6\x88\x91x\xE2\x80\x8Dy\xE3\x80\x80"
+        "Z");
     std::vector<std::string> got;
     for (const auto& w : words) got.push_back(utf8(w));
     EXPECT_EQ(got, (std::vector<std::string>{"fuhrer", "!", "\xE6\x88\x91", "xy", "z"}));
