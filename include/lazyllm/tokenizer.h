@@ -1,5 +1,6 @@
 // Tokenizers built from GGUF metadata: byte-level BPE (tokenizer.ggml.model = "gpt2") with the
-// pre-tokenizer chosen by tokenizer.ggml.pre, and SentencePiece-style BPE ("llama").
+// pre-tokenizer chosen by tokenizer.ggml.pre, BPE on UTF-8 ("gemma4"), SentencePiece-style BPE
+// ("llama") and WordPiece ("bert").
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,11 @@ namespace lazyllm {
 class GgufFile;
 using TokenId = int32_t;
 
-enum class TokenizerKind { kBpe, kSpm };
+enum class TokenizerKind {
+    kBpe,  // "gpt2" (byte-level) and "gemma4" (UTF-8 with <0xXX> byte fallback)
+    kSpm,  // "llama"
+    kWpm,  // "bert" (WordPiece); encode's add_bos adds [CLS] and [SEP], as llama.cpp and HF do
+};
 
 class Tokenizer {
 public:

@@ -47,11 +47,13 @@ void MergeTable::insert(TokenId left, TokenId right, Merge m) {
     }
 }
 
-Result<BpeModel> BpeModel::create(const Vocab& vocab, bool ignore_merges) {
+Result<BpeModel> BpeModel::create(const Vocab& vocab, bool ignore_merges, bool byte_level) {
     BpeModel m;
     m.ignore_merges_ = ignore_merges;
+    m.byte_level_ = byte_level;
     for (int b = 0; b < 256; ++b) {
-        auto id = vocab.find(m.byte_map_.byte_to_utf8(static_cast<uint8_t>(b)));
+        auto id = byte_level ? vocab.find(m.byte_map_.byte_to_utf8(static_cast<uint8_t>(b)))
+                             : vocab.find(fmt::format("<0x{:02X}>", b));
         m.byte_token_[b] = id ? *id : -1;
     }
     m.merges_.reserve(vocab.merges.size());
@@ -92,8 +94,49 @@ void BpeModel::load_bytes(std::string_view bytes, Scratch& s) const {
     }
 }
 
+void BpeModel::merge(Scratch& s, std::vector<TokenId>& out) const {
+    if (s.syms.size() <= kLinearMaxSymbols) {
+        merge_linear(s, out);
+    } else {
+        merge_heap(s, out);
+    }
+}
+
+void BpeModel::encode_chars(const Vocab& vocab, std::string_view text, Scratch& s,
+                            std::vector<TokenId>& out) const {
+    // A run of newlines that is a token stays whole (llama.cpp, for Gemma 4: its merges would
+    // build another split of such runs than its tokenizer.json does).
+    if (text.find_first_not_of('\n') == std::string_view::npos) {
+        if (auto id = vocab.find(text)) {
+            out.push_back(*id);
+            return;
+        }
+    }
+    s.syms.clear();
+    for (size_t pos = 0; pos < text.size();) {
+        const size_t n = std::min(utf8_seq_len(static_cast<uint8_t>(text[pos])), text.size() - pos);
+        const std::string_view ch = text.substr(pos, n);
+        pos += n;
+        if (auto id = vocab.find(ch)) {
+            s.syms.push_back(*id);
+            continue;
+        }
+        merge(s, out);  // the symbols before it
+        s.syms.clear();
+        for (char c : ch) {
+            const TokenId b = byte_token_[static_cast<uint8_t>(c)];
+            if (b >= 0) out.push_back(b);
+        }
+    }
+    merge(s, out);
+}
+
 void BpeModel::encode_piece(const Vocab& vocab, std::string_view bytes, Scratch& s,
                             std::vector<TokenId>& out) const {
+    if (!byte_level_) {
+        encode_chars(vocab, bytes, s, out);
+        return;
+    }
     if (ignore_merges_) {
         // Llama 3 (HF BPE ignore_merges): a piece that is itself a token is not merged.
         s.mapped.clear();
@@ -104,11 +147,7 @@ void BpeModel::encode_piece(const Vocab& vocab, std::string_view bytes, Scratch&
         }
     }
     load_bytes(bytes, s);
-    if (s.syms.size() <= kLinearMaxSymbols) {
-        merge_linear(s, out);
-    } else {
-        merge_heap(s, out);
-    }
+    merge(s, out);
 }
 
 void BpeModel::merge_linear(Scratch& s, std::vector<TokenId>& out) const {

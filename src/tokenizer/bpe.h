@@ -3,6 +3,11 @@
 // adjacent pair with the lowest merge rank is merged, leftmost first on ties, until no pair has
 // a merge. Same result as HF tokenizers' BPE (word.rs merge_all) and llama.cpp's
 // llm_tokenizer_bpe_session.
+//
+// The same merges run on raw UTF-8 for SentencePiece-style BPE vocabularies (Gemma 4,
+// tokenizer.ggml.model = "gemma4"): a piece starts as one symbol per UTF-8 character, and a
+// character without a token becomes its bytes' <0xXX> tokens (HF BPE byte_fallback). Such a
+// character never merges (every merge is between tokens), so it splits the piece in two.
 #pragma once
 
 #include <array>
@@ -63,7 +68,8 @@ public:
     // Resolves tokenizer.ggml.merges to ids: every merge is "A B" with A, B and AB tokens of the
     // vocabulary, else an error naming the entry. Bytes without a token are dropped when
     // encoding, as HF's BPE without byte_fallback or unk token does.
-    static Result<BpeModel> create(const Vocab& vocab, bool ignore_merges);
+    // With byte_level false the symbols are UTF-8 characters (see above).
+    static Result<BpeModel> create(const Vocab& vocab, bool ignore_merges, bool byte_level = true);
 
     // Appends the ids of one pre-tokenized piece (raw bytes). `vocab` is the one given to
     // create(). Scratch buffers are reused across calls.
@@ -91,8 +97,15 @@ public:
     const ByteUnicodeMap& byte_map() const { return byte_map_; }
 
 private:
+    // Merges s.syms into `out` with the strategy that suits its length.
+    void merge(Scratch& s, std::vector<TokenId>& out) const;
+    void encode_chars(const Vocab& vocab, std::string_view text, Scratch& s,
+                      std::vector<TokenId>& out) const;
+
     ByteUnicodeMap byte_map_;
+    // Byte-level: the token of the byte's GPT-2 code point; else the <0xXX> fallback token.
     std::array<TokenId, 256> byte_token_{};  // -1: the byte has no token
+    bool byte_level_ = true;
     MergeTable merges_;
     bool ignore_merges_ = false;
 };

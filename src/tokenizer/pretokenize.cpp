@@ -23,6 +23,50 @@ constexpr const char* kLlama3Regex =
 constexpr const char* kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N})"
     R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen3.5's tokenizer.json Split pattern (llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN35 comment):
+// letter runs take combining marks, and the punctuation alternative excludes them.
+constexpr const char* kQwen35Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N})"
+    R"(| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Falcon (tiiuae/falcon-7b tokenizer.json): Punctuation(contiguous) first, whose character test
+// is Rust's is_ascii_punctuation || general category P, i.e. \p{P} plus the nine ASCII symbols
+// below; then ByteLevel's GPT-2 regex; then Split("[0-9][0-9][0-9]", isolated). The same
+// sequence as llama.cpp's LLAMA_VOCAB_PRE_TYPE_FALCON.
+constexpr const char* kFalconPunctRegex = R"([\p{P}$+<=>^~|`]+)";
+constexpr const char* kThreeDigitsRegex = R"([0-9][0-9][0-9])";
+// DeepSeek LLM (deepseek-ai/deepseek-llm-7b-base tokenizer.json), as llama.cpp's
+// LLAMA_VOCAB_PRE_TYPE_DEEPSEEK_LLM lists it: the letter class is the tokenizer's own list of
+// Latin, Greek, Cyrillic, Armenian, Georgian, Cherokee ... ranges. `\z`: the end of the piece
+// (the tokenizer's `$`; newlines are already pieces of their own).
+constexpr const char* kNewlineRegex = R"([\r\n])";
+constexpr const char* kDeepseekLlmLetterRegex =
+    R"(\s?[A-Za-z\x{b5}\x{c0}-\x{d6}\x{d8}-\x{f6}\x{f8}-\x{1ba}\x{1bc}-\x{1bf}\x{1c4}-\x{293})"
+    R"(\x{295}-\x{2af}\x{370}-\x{373}\x{376}\x{377}\x{37b}-\x{37d}\x{37f}\x{386}\x{388}-\x{38a})"
+    R"(\x{38c}\x{38e}-\x{3a1}\x{3a3}-\x{3f5}\x{3f7}-\x{481}\x{48a}-\x{52f}\x{531}-\x{556})"
+    R"(\x{10a0}-\x{10c5}\x{13a0}-\x{13f5}\x{13f8}-\x{13fd}\x{1c90}-\x{1cba}\x{1cbd}-\x{1cbf})"
+    R"(\x{1d00}-\x{1d2b}\x{1d6b}-\x{1d77}\x{1d79}-\x{1d9a}\x{1e00}-\x{1f15}\x{1f18}-\x{1f1d})"
+    R"(\x{1f20}-\x{1f45}\x{1f48}-\x{1f4d}\x{1f50}-\x{1f57}\x{1f59}\x{1f5b}\x{1f5d})"
+    R"(\x{1f5f}-\x{1f7d}\x{1f80}-\x{1fb4}\x{1fb6}-\x{1fbc}\x{1fbe}\x{1fc2}-\x{1fc4})"
+    R"(\x{1fc6}-\x{1fcc}\x{1fd0}-\x{1fd3}\x{1fd6}-\x{1fdb}\x{1fe0}-\x{1fec}\x{1ff2}-\x{1ff4})"
+    R"(\x{1ff6}-\x{1ffc}\x{2102}\x{2107}\x{210a}-\x{2113}\x{2115}\x{2119}-\x{211d}\x{2124})"
+    R"(\x{2126}\x{2128}\x{212a}-\x{212d}\x{212f}-\x{2134}\x{2139}\x{213c}-\x{213f})"
+    R"(\x{2145}-\x{2149}\x{214e}\x{2183}\x{2184}\x{2c00}-\x{2c7b}\x{2c7e}-\x{2ce4})"
+    R"(\x{2ceb}-\x{2cee}\x{2cf2}\x{2cf3}\x{a640}-\x{a66d}\x{a680}-\x{a69b}\x{a722}-\x{a76f})"
+    R"(\x{a771}-\x{a787}\x{a78b}-\x{a78e}\x{ab70}-\x{abbf}\x{fb00}-\x{fb06}\x{fb13}-\x{fb17})"
+    R"(\x{ff21}-\x{ff3a}\x{ff41}-\x{ff5a}\x{10400}-\x{1044f}\x{104b0}-\x{104d3})"
+    R"(\x{104d8}-\x{104fb}\x{10c80}-\x{10cb2}\x{10cc0}-\x{10cf2}\x{118a0}-\x{118df})"
+    R"(\x{1e900}-\x{1e943}]+)";
+constexpr const char* kDeepseekLlmPunctRegex =
+    R"(\s?[!-/:-~\x{ff01}-\x{ff0f}\x{ff1a}-\x{ff5e}\x{2018}-\x{201f}\x{3000}-\x{3002}]+)";
+constexpr const char* kTrailingSpaceRegex = R"(\s+\z)";
+constexpr const char* kCjkRegex = R"([\x{4e00}-\x{9fa5}\x{800}-\x{4e00}\x{ac00}-\x{d7ff}]+)";
+constexpr const char* kNumberRunRegex = R"(\p{N}+)";
+// DeepSeek Coder (deepseek-ai/deepseek-coder-6.7b-base), llama.cpp's
+// LLAMA_VOCAB_PRE_TYPE_DEEPSEEK_CODER.
+constexpr const char* kLetterRunRegex = R"(\s?\p{L}+)";
+constexpr const char* kPunctRunRegex = R"(\s?\p{P}+)";
+// Gemma 4: llama.cpp's LLAMA_VOCAB_PRE_TYPE_GEMMA4 (merges never cross a newline).
+constexpr const char* kNewlineRunsRegex = R"([^\n]+|\n+)";
 // HF Digits(individual_digits=true): Rust char::is_numeric, i.e. general category N.
 constexpr const char* kDigitRegex = R"(\p{N})";
 
@@ -114,6 +158,20 @@ PreTypeInfo pre_type_from_name(std::string_view pre) {
     } else if (pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "stablelm2" ||
                pre == "megrez") {
         info.type = PreType::kQwen2;
+    } else if (pre == "qwen35") {
+        info.type = PreType::kQwen35;
+    } else if (pre == "falcon") {
+        info.type = PreType::kFalcon;
+    } else if (pre == "deepseek-llm") {
+        info.type = PreType::kDeepseekLlm;
+    } else if (pre == "deepseek-coder") {
+        info.type = PreType::kDeepseekCoder;
+    } else if (pre == "gemma4") {
+        // tokenizer.ggml.model = "gemma4" implies this pre whatever the key says (llama.cpp
+        // sets it so); BOS is always added (llama.cpp overrides add_bos_token=false for it).
+        info.type = PreType::kGemma4;
+        info.byte_level = false;
+        info.default_add_bos = true;
     } else if (pre == "gpt-2" || pre == "phi-2" || pre == "mpt" || pre == "olmo" || pre == "jais" ||
                pre == "default" || pre.empty()) {
         info.type = PreType::kGpt2;
@@ -134,6 +192,16 @@ std::string_view pre_type_name(PreType t) {
             return "llama3";
         case PreType::kQwen2:
             return "qwen2";
+        case PreType::kQwen35:
+            return "qwen35";
+        case PreType::kFalcon:
+            return "falcon";
+        case PreType::kDeepseekLlm:
+            return "deepseek-llm";
+        case PreType::kDeepseekCoder:
+            return "deepseek-coder";
+        case PreType::kGemma4:
+            return "gemma4";
     }
     return "?";
 }
@@ -157,6 +225,22 @@ Result<PreTokenizer> PreTokenizer::create(PreType type) {
             break;
         case PreType::kQwen2:
             patterns = {kQwen2Regex};
+            break;
+        case PreType::kQwen35:
+            patterns = {kQwen35Regex};
+            break;
+        case PreType::kFalcon:
+            patterns = {kFalconPunctRegex, kGpt2Regex, kThreeDigitsRegex};
+            break;
+        case PreType::kDeepseekLlm:
+            patterns = {kNewlineRegex,       kDeepseekLlmLetterRegex, kDeepseekLlmPunctRegex,
+                        kTrailingSpaceRegex, kCjkRegex,               kNumberRunRegex};
+            break;
+        case PreType::kDeepseekCoder:
+            patterns = {kNewlineRegex, kLetterRunRegex, kPunctRunRegex, kCjkRegex, kDigitRegex};
+            break;
+        case PreType::kGemma4:
+            patterns = {kNewlineRunsRegex};
             break;
     }
     PreTokenizer p;

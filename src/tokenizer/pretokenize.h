@@ -15,11 +15,19 @@
 namespace lazyllm::tokenizer {
 
 enum class PreType {
-    kGpt2,    // GPT-2's regex (HF ByteLevel(use_regex=True))
-    kSmollm,  // each \p{N} on its own, then GPT-2's regex (HF Digits(individual_digits) +
-              // ByteLevel): SmolLM, StarCoder
-    kLlama3,  // Llama 3's regex: letters with one leading non-letter, numbers in 1..3 digits
-    kQwen2,   // Qwen2's regex: Llama 3's with single digits
+    kGpt2,           // GPT-2's regex (HF ByteLevel(use_regex=True))
+    kSmollm,         // each \p{N} on its own, then GPT-2's regex (HF Digits(individual_digits) +
+                     // ByteLevel): SmolLM, StarCoder
+    kLlama3,         // Llama 3's regex: letters with one leading non-letter, numbers in 1..3 digits
+    kQwen2,          // Qwen2's regex: Llama 3's with single digits
+    kQwen35,         // Qwen3.5's: Qwen2's with combining marks (\p{M}) kept in letter runs
+    kFalcon,         // punctuation runs isolated first (HF Punctuation), then GPT-2's regex, then
+                     // runs of three ASCII digits
+    kDeepseekLlm,    // newlines, Latin/Greek/Cyrillic.. letter runs, ASCII and full-width
+                     // punctuation runs, trailing spaces, CJK runs, number runs
+    kDeepseekCoder,  // newlines, letter runs, punctuation runs, CJK runs, single digits
+    kGemma4,         // runs of newlines and of other text only: Gemma 4 is SentencePiece-style BPE
+                     // on raw UTF-8 with spaces escaped as U+2581 (no byte-level alphabet)
 };
 
 struct PreTypeInfo {
@@ -27,6 +35,9 @@ struct PreTypeInfo {
     bool known = true;           // false when `pre` was not recognized (GPT-2 fallback)
     bool ignore_merges = false;  // a piece that is a whole vocabulary token is emitted as-is
     bool default_add_bos = false;
+    // false: tokens are raw UTF-8 (SentencePiece style: spaces escaped as U+2581 before the
+    // pre-tokenizer, bytes without a token fall back to <0xXX>), not GPT-2's byte alphabet.
+    bool byte_level = true;
 };
 // Maps tokenizer.ggml.pre to a pre-tokenizer, as llama.cpp's llama_vocab::impl::load does for
 // the names listed there. Absent (""), "default" and unknown names get GPT-2's regex: the

@@ -23,6 +23,7 @@
 #include "tokenizer/spm.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/wpm.h"
 
 namespace lazyllm {
 
@@ -33,6 +34,7 @@ using tokenizer::PreTypeInfo;
 using tokenizer::SpmModel;
 using tokenizer::TokenType;
 using tokenizer::Vocab;
+using tokenizer::WpmModel;
 
 namespace {
 
@@ -99,6 +101,8 @@ struct Tokenizer::Impl {
     PreTokenizer pre;
     std::optional<BpeModel> bpe;
     std::optional<SpmModel> spm;
+    std::optional<WpmModel> wpm;
+    bool add_sep = false;  // WordPiece: [SEP] closes a sequence that add_bos opens with [CLS]
     bool add_bos = false;
     bool add_space_prefix = false;
     std::vector<std::string> pieces;  // [n_vocab] output bytes (control tokens: their text)
@@ -147,6 +151,22 @@ struct Tokenizer::Impl {
             spm->encode(vocab, text, add_space_prefix && after_special, out);
             return;
         }
+        if (wpm) {
+            wpm->encode(vocab, text, out);
+            return;
+        }
+        std::string escaped;
+        if (!pre_info.byte_level) {  // SentencePiece-style BPE: spaces are U+2581 in tokens
+            escaped.reserve(text.size());
+            for (char c : text) {
+                if (c == ' ') {
+                    escaped += kSpaceMarker;
+                } else {
+                    escaped += c;
+                }
+            }
+            text = escaped;
+        }
         std::vector<Piece> parts;
         pre.split(text, parts);
         BpeModel::Scratch scratch;
@@ -167,18 +187,30 @@ Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
     Vocab& v = impl->vocab;
     const int32_t n_vocab = v.n_vocab();
 
-    if (v.model == "gpt2") {
+    if (v.model == "gpt2" || v.model == "gemma4") {
         impl->kind = TokenizerKind::kBpe;
-        impl->pre_info = tokenizer::pre_type_from_name(v.pre);
+        // "gemma4" fixes its pre-tokenizer whatever tokenizer.ggml.pre says (as llama.cpp).
+        impl->pre_info = tokenizer::pre_type_from_name(v.model == "gemma4" ? "gemma4" : v.pre);
         LAZYLLM_ASSIGN_OR_RETURN(impl->pre, PreTokenizer::create(impl->pre_info.type));
-        LAZYLLM_ASSIGN_OR_RETURN(auto bpe, BpeModel::create(v, impl->pre_info.ignore_merges));
+        LAZYLLM_ASSIGN_OR_RETURN(
+            auto bpe, BpeModel::create(v, impl->pre_info.ignore_merges, impl->pre_info.byte_level));
         impl->bpe.emplace(std::move(bpe));
         impl->add_bos = v.add_bos.value_or(impl->pre_info.default_add_bos);
-        impl->add_space_prefix = false;  // byte-level BPE spells spaces itself
+        if (v.model == "gemma4") impl->add_bos = true;  // llama.cpp overrides a false key
+        impl->add_space_prefix = false;  // BPE spells spaces itself (or escapes them)
         const std::string_view pre_name = tokenizer::pre_type_name(impl->pre_info.type);
-        impl->kind_name = impl->pre_info.known
+        impl->kind_name = v.model == "gemma4" ? std::string("gemma4 (bpe, utf-8)")
+                          : impl->pre_info.known
                               ? fmt::format("gpt2 ({})", pre_name)
                               : fmt::format("gpt2 (gpt-2 regex; unknown pre '{}')", v.pre);
+    } else if (v.model == "bert") {
+        impl->kind = TokenizerKind::kWpm;
+        impl->wpm.emplace(v);
+        impl->add_bos = v.add_bos.value_or(true);
+        impl->add_sep = v.add_sep.value_or(true) && v.sep.has_value();
+        // Word-initial pieces decode with their leading space; decode() drops the first one.
+        impl->add_space_prefix = true;
+        impl->kind_name = "bert (wordpiece)";
     } else {
         impl->kind = TokenizerKind::kSpm;
         impl->spm.emplace(v);
@@ -201,7 +233,7 @@ Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
         const TokenType t = v.types[id];
         if (t == TokenType::kControl || t == TokenType::kUnknown) {
             impl->pieces[id] = v.tokens[id];  // rendered only on request
-        } else if (impl->kind == TokenizerKind::kSpm) {
+        } else if (impl->kind != TokenizerKind::kBpe || !impl->pre_info.byte_level) {
             impl->pieces[id] = spm_piece(v, id);
         } else if (t == TokenType::kUserDefined) {
             impl->pieces[id] = v.tokens[id];
@@ -249,7 +281,8 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool parse_special
     const Impl& im = *impl_;
     std::vector<TokenId> out;
     out.reserve(text.size() / 3 + 2);
-    if (add_bos.value_or(im.add_bos) && im.vocab.bos) out.push_back(*im.vocab.bos);
+    const bool bos = add_bos.value_or(im.add_bos) && im.vocab.bos;
+    if (bos) out.push_back(*im.vocab.bos);
     bool after_special = true;  // the start counts as "after a special token" (SPM prefix)
     size_t start = 0;
     while (start < text.size()) {
@@ -265,6 +298,7 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool parse_special
         after_special = true;
         start = at + sp->text.size();
     }
+    if (bos && im.add_sep) out.push_back(*im.vocab.sep);
     return out;
 }
 

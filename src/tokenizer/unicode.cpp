@@ -1,5 +1,7 @@
 #include "tokenizer/unicode.h"
 
+#include <algorithm>
+
 namespace lazyllm::tokenizer {
 
 size_t utf8_seq_len(uint8_t lead) {
@@ -84,6 +86,62 @@ size_t decode_utf8(std::string_view s, size_t pos, uint32_t* cp) {
                   (p[3] & 0x3Fu);
     }
     return len;
+}
+
+CharClass char_class(uint32_t cp) {
+    using unicode_data::CategoryRun;
+    const CategoryRun* end = unicode_data::kCategoryRuns + unicode_data::kNumCategoryRuns;
+    const CategoryRun* it =
+        std::upper_bound(unicode_data::kCategoryRuns, end, cp,
+                         [](uint32_t c, const CategoryRun& r) { return c < r.first; });
+    if (it == unicode_data::kCategoryRuns) return CharClass::kNone;
+    --it;
+    return cp <= it->last ? it->cls : CharClass::kNone;
+}
+
+bool is_white_space(uint32_t cp) {
+    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+           cp == 0x205F || cp == 0x3000;
+}
+
+void append_lower(uint32_t cp, std::vector<uint32_t>& out) {
+    using unicode_data::CaseMap;
+    const CaseMap* end = unicode_data::kLowercase + unicode_data::kNumLowercase;
+    const CaseMap* it = std::lower_bound(unicode_data::kLowercase, end, cp,
+                                         [](const CaseMap& m, uint32_t c) { return m.cp < c; });
+    if (it == end || it->cp != cp) {
+        out.push_back(cp);
+        return;
+    }
+    out.push_back(it->lower[0]);
+    if (it->lower[1] != 0) out.push_back(it->lower[1]);
+}
+
+void append_nfd_stripped(uint32_t cp, std::vector<uint32_t>& out) {
+    // Hangul syllables decompose by arithmetic (Unicode 15, 3.12) into jamo, none of them Mn.
+    constexpr uint32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
+    constexpr uint32_t kTCount = 28, kNCount = 21 * 28, kSCount = 19 * 21 * 28;
+    if (cp >= kSBase && cp < kSBase + kSCount) {
+        const uint32_t s = cp - kSBase;
+        out.push_back(kLBase + s / kNCount);
+        out.push_back(kVBase + (s % kNCount) / kTCount);
+        if (s % kTCount != 0) out.push_back(kTBase + s % kTCount);
+        return;
+    }
+    using unicode_data::Decomposition;
+    const Decomposition* end = unicode_data::kStripped + unicode_data::kNumStripped;
+    const Decomposition* it =
+        std::lower_bound(unicode_data::kStripped, end, cp,
+                         [](const Decomposition& d, uint32_t c) { return d.cp < c; });
+    if (it == end || it->cp != cp) {
+        out.push_back(cp);
+        return;
+    }
+    for (uint32_t k : it->kept) {
+        if (k == 0) break;
+        out.push_back(k);
+    }
 }
 
 ByteUnicodeMap::ByteUnicodeMap() {

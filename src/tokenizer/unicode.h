@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "tokenizer/unicode_data.h"
 
 namespace lazyllm::tokenizer {
 
@@ -28,6 +31,19 @@ enum class Utf8Prefix {
     kInvalid,     // not valid: `len` bytes (>= 1) form the maximal ill-formed subpart
 };
 Utf8Prefix classify_utf8_prefix(std::string_view s, size_t* len);
+
+// The general-category class of a code point (unicode_data.h); kOther above U+10FFFF.
+CharClass char_class(uint32_t cp);
+
+// Unicode's White_Space property (PropList.txt), which Rust's char::is_whitespace tests.
+bool is_white_space(uint32_t cp);
+
+// Appends the lowercase of `cp` (one code point, or two for U+0130).
+void append_lower(uint32_t cp, std::vector<uint32_t>& out);
+
+// Appends the canonical decomposition (NFD) of `cp` without its nonspacing marks, or `cp`
+// itself when it has no decomposition (a nonspacing mark is then still appended).
+void append_nfd_stripped(uint32_t cp, std::vector<uint32_t>& out);
 
 // GPT-2's reversible byte -> printable code point mapping (bytes_to_unicode in openai/gpt-2
 // encoder.py): printable Latin-1 bytes map to themselves, the other 68 bytes to U+0100.. in

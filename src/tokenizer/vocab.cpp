@@ -64,10 +64,12 @@ Result<Vocab> load_vocab(const GgufFile& gguf) {
     auto model_s = model->as_string();
     if (!model_s.ok()) return key_error(kKeyModel, model_s.error());
     vocab.model = *model_s;
-    if (vocab.model != "gpt2" && vocab.model != "llama") {
+    if (vocab.model != "gpt2" && vocab.model != "llama" && vocab.model != "gemma4" &&
+        vocab.model != "bert") {
         return make_error(ErrorCode::kUnsupported,
-                          "key '{}' = '{}': only 'gpt2' (byte-level BPE) and 'llama' "
-                          "(SentencePiece BPE) tokenizers are supported",
+                          "key '{}' = '{}': only 'gpt2' (byte-level BPE), 'llama' "
+                          "(SentencePiece BPE), 'gemma4' (BPE on UTF-8) and 'bert' (WordPiece) "
+                          "tokenizers are supported",
                           kKeyModel, vocab.model);
     }
     LAZYLLM_ASSIGN_OR_RETURN(vocab.pre, optional_string(gguf, kKeyPre));
@@ -107,11 +109,11 @@ Result<Vocab> load_vocab(const GgufFile& gguf) {
         }
     }
 
-    if (vocab.model == "gpt2") {
+    if (vocab.model == "gpt2" || vocab.model == "gemma4") {
         const GgufValue* merges = gguf.find(kKeyMerges);
         if (merges == nullptr) {
-            return make_error(ErrorCode::kNotFound, "missing key '{}' (required by '{}' = gpt2)",
-                              kKeyMerges, kKeyModel);
+            return make_error(ErrorCode::kNotFound, "missing key '{}' (required by '{}' = {})",
+                              kKeyMerges, kKeyModel, vocab.model);
         }
         auto m = merges->as_string_array();
         if (!m.ok()) return key_error(kKeyMerges, m.error());
@@ -130,6 +132,13 @@ Result<Vocab> load_vocab(const GgufFile& gguf) {
         if (n_vocab > 1) vocab.bos = 1;
         if (n_vocab > 2) vocab.eos = 2;
     }
+    // And for WordPiece: [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102 (BERT's uncased vocabulary).
+    if (vocab.model == "bert" && n_vocab > 102) {
+        vocab.pad = 0;
+        vocab.unk = 100;
+        vocab.bos = 101;
+        vocab.sep = 102;
+    }
     struct IdKey {
         const char* key;
         std::optional<TokenId>* dst;
@@ -141,6 +150,8 @@ Result<Vocab> load_vocab(const GgufFile& gguf) {
         {"tokenizer.ggml.eom_token_id", &vocab.eom},
         {"tokenizer.ggml.unknown_token_id", &vocab.unk},
         {"tokenizer.ggml.padding_token_id", &vocab.pad},
+        {"tokenizer.ggml.seperator_token_id", &vocab.sep},  // sic, llama.cpp's spelling
+        {"tokenizer.ggml.cls_token_id", &vocab.bos},        // llama.cpp reads [CLS] as BOS
     };
     for (const IdKey& k : id_keys) {
         LAZYLLM_ASSIGN_OR_RETURN(auto id, optional_id(gguf, k.key, n_vocab));
@@ -149,6 +160,11 @@ Result<Vocab> load_vocab(const GgufFile& gguf) {
 
     LAZYLLM_ASSIGN_OR_RETURN(vocab.add_bos, optional_bool(gguf, kKeyAddBos));
     LAZYLLM_ASSIGN_OR_RETURN(vocab.add_space_prefix, optional_bool(gguf, kKeyAddSpacePrefix));
+    LAZYLLM_ASSIGN_OR_RETURN(vocab.add_sep, optional_bool(gguf, "tokenizer.ggml.add_sep_token"));
+    LAZYLLM_ASSIGN_OR_RETURN(vocab.lowercase,
+                             optional_bool(gguf, "tokenizer.ggml.normalizer.lowercase"));
+    LAZYLLM_ASSIGN_OR_RETURN(vocab.strip_accents,
+                             optional_bool(gguf, "tokenizer.ggml.normalizer.strip_accents"));
     LAZYLLM_ASSIGN_OR_RETURN(vocab.chat_template, optional_string(gguf, kKeyChatTemplate));
     return vocab;
 }

@@ -38,18 +38,22 @@ struct StringHash {
 using TokenMap = std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>>;
 
 struct Vocab {
-    std::string model;                // tokenizer.ggml.model: "gpt2" or "llama"
+    std::string model;                // tokenizer.ggml.model: "gpt2", "llama", "gemma4", "bert"
     std::string pre;                  // tokenizer.ggml.pre, "" when absent
     std::vector<std::string> tokens;  // [n_vocab]
     std::vector<float> scores;        // [n_vocab]; zeros when absent
     std::vector<TokenType> types;     // [n_vocab]; kNormal when absent
-    std::vector<std::string> merges;  // gpt2 only, in rank order
+    std::vector<std::string> merges;  // gpt2 and gemma4 only, in rank order
     TokenMap token_to_id;             // a text that occurs twice maps to its last id (as HF)
 
     std::optional<TokenId> bos, eos, eot, eom, unk, pad;
+    std::optional<TokenId> sep;            // bert: [SEP]; its [CLS] (cls_token_id) is `bos`
     std::optional<bool> add_bos;           // tokenizer.ggml.add_bos_token when present
     std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix when present
-    std::string chat_template;             // tokenizer.chat_template, "" when absent
+    std::optional<bool> add_sep;           // tokenizer.ggml.add_sep_token when present
+    // tokenizer.ggml.normalizer.lowercase / .strip_accents (bert), when present.
+    std::optional<bool> lowercase, strip_accents;
+    std::string chat_template;  // tokenizer.chat_template, "" when absent
 
     int32_t n_vocab() const { return static_cast<int32_t>(tokens.size()); }
     bool is_control_like(TokenId id) const {

@@ -28,6 +28,8 @@ std::optional<std::string> cache_dir() {
 
 }  // namespace
 
+std::optional<std::string> model_cache_dir() { return cache_dir(); }
+
 std::optional<std::string> default_model_candidate() {
     if (auto model = env("LAZYLLM_MODEL")) return model;
     auto dir = cache_dir();

@@ -14,6 +14,10 @@ inline constexpr const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.ggu
 // candidate can be formed (no LAZYLLM_MODEL, LAZYLLM_MODEL_DIR, XDG_CACHE_HOME or HOME).
 std::optional<std::string> default_model_candidate();
 
+// The model cache folder of the lookup above ($LAZYLLM_MODEL_DIR, else
+// $XDG_CACHE_HOME/lazyllm/models, else ~/.cache/lazyllm/models); nullopt without HOME.
+std::optional<std::string> model_cache_dir();
+
 // The default model's path if that file exists, else nullopt.
 std::optional<std::string> default_model_path();
 

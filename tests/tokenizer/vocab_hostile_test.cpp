@@ -34,7 +34,7 @@ TEST(VocabHostile, MissingModel) {
 
 TEST(VocabHostile, UnsupportedModel) {
     GgufWriter w = base();
-    w.set_string("tokenizer.ggml.model", "bert");
+    w.set_string("tokenizer.ggml.model", "t5");  // Unigram: not implemented
     expect_error(w, "tokenizer.ggml.model", ErrorCode::kUnsupported);
 }
 
