@@ -8,8 +8,19 @@ the whole history; the slot reuses everything before the new question), and for 
 prefilled again). It reports TTFT per turn, cached tokens, the share of prefill computed and
 how many follow-ups each mode answers (the fact's value appears in the answer).
 
+With --llama-server PATH it also runs the same conversations (same documents, questions and
+seed) against llama.cpp's llama-server on a free local port, with the same GGUF and threads, one
+slot, an 8192-token context and its own prompt cache (cache_prompt, its default): the
+"llama-server+cache" rows (and "llama-server cold" for the first --cold conversations).
+
+TTFT is measured client-side for every server alike: the request streams, and TTFT is the time
+from sending it to the first chunk that carries answer text. The servers' own figures are kept
+beside it (lazyllm's timings.ttft_ms, llama-server's timings.prompt_ms).
+
   python3 bench/server_cache_bench.py --lazyllm build/tools/lazyllm -n 20 --cold 3 \
       --out docs/results/server_cache.json --svg docs/images/server_cache_ttft.svg
+  python3 bench/server_cache_bench.py --lazyllm build/tools/lazyllm \
+      --llama-server build-llama/build-11434.0.0/bin/llama-server -n 4 --cold 0
 
 Only 127.0.0.1 is contacted. No third-party packages.
 """
@@ -18,6 +29,7 @@ import json
 import os
 import random
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -39,7 +51,19 @@ FILLER = [
 ]
 
 
+def default_model():
+    """lazyllm's default model path (where `lazyllm serve` finds it without -m)."""
+    d = os.environ.get("LAZYLLM_MODEL_DIR")
+    if not d:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        d = os.path.join(xdg, "lazyllm", "models") if xdg else os.path.expanduser("~/.cache/lazyllm/models")
+    return os.path.join(d, "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
 class Server:
+    """A lazyllm serve process on a port of its choosing."""
+    kind = "lazyllm"
+
     def __init__(self, lazyllm, flags):
         self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "lazyllm-bench-serve.log"), "w+")
         env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "passive"))
@@ -59,15 +83,44 @@ class Server:
             self.log.seek(0)
             sys.exit("server did not start:\n" + self.log.read())
 
+    def request(self, path, body):
+        return urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", json.dumps(body).encode(),
+                                      {"Content-Type": "application/json"})
+
     def post(self, path, body):
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=600) as r:
+        with urllib.request.urlopen(self.request(path, body), timeout=600) as r:
             return json.load(r)
 
     def stop(self):
         self.proc.terminate()
         self.proc.wait(10)
+
+
+class LlamaServer(Server):
+    """llama.cpp's llama-server: same GGUF and threads, one slot, on a free local port."""
+    kind = "llama-server"
+
+    def __init__(self, path, model, threads, ctx):
+        with socket.socket() as s:  # a free port; llama-server cannot report one it picked
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.log = open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "lazyllm-bench-llama-server.log"), "w+")
+        env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "passive"))
+        self.proc = subprocess.Popen(
+            [path, "-m", model, "--host", "127.0.0.1", "--port", str(self.port), "-c", str(ctx),
+             "-np", "1", "-t", str(threads), "-tb", str(threads)],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.time() + 120
+        while time.time() < deadline and self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:  # refused while starting, 503 while loading
+                pass
+            time.sleep(0.2)
+        self.log.seek(0)
+        sys.exit("llama-server did not start:\n" + self.log.read())
 
 
 def make_conversation(srv, rng, n_tokens):
@@ -90,14 +143,41 @@ def make_conversation(srv, rng, n_tokens):
 
 
 def ask(srv, messages, policy, cache, max_tokens):
-    r = srv.post("/v1/chat/completions", {
-        "messages": messages, "max_tokens": max_tokens, "temperature": 0,
-        "lazyllm": {"policy": policy}, "cache_prompt": cache})
-    t = r["timings"]
-    return r["choices"][0]["message"]["content"], {
-        "ttft_ms": t["ttft_ms"], "cached": t["cache_n"], "prompt_n": t["prompt_n"],
-        "prompt_tokens": r["usage"]["prompt_tokens"], "pct_computed": t["prefill_pct_computed"],
-        "revivals": t["revivals"]}
+    """One streamed chat turn: the answer and its stats. ttft_ms is client-side (request sent ->
+    first chunk with answer text); server_ms is the server's own (lazyllm: timings.ttft_ms,
+    llama-server: timings.prompt_ms)."""
+    body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "cache_prompt": cache,
+            "stream": True, "stream_options": {"include_usage": True}}
+    if srv.kind == "lazyllm":
+        body["lazyllm"] = {"policy": policy}
+    text, ttft_ms, timings, usage = [], None, {}, {}
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(srv.request("/v1/chat/completions", body), timeout=600) as r:
+        for line in r:
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                break
+            chunk = json.loads(data)
+            for choice in chunk.get("choices") or []:
+                piece = (choice.get("delta") or {}).get("content")
+                if piece:
+                    if ttft_ms is None:
+                        ttft_ms = (time.perf_counter() - t0) * 1e3
+                    text.append(piece)
+            timings = chunk.get("timings") or timings
+            usage = chunk.get("usage") or usage
+    if ttft_ms is None:  # no text at all (an immediate end of sequence): the whole request
+        ttft_ms = (time.perf_counter() - t0) * 1e3
+    lazy = srv.kind == "lazyllm"
+    return "".join(text), {
+        "ttft_ms": ttft_ms, "server_ms": timings.get("ttft_ms" if lazy else "prompt_ms"),
+        "cached": timings.get("cache_n"), "prompt_n": timings.get("prompt_n"),
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "pct_computed": timings.get("prefill_pct_computed", 100.0),
+        "revivals": timings.get("revivals", 0)}
 
 
 def run_chat(srv, doc, questions, policy, cache, max_tokens):
@@ -125,7 +205,9 @@ def summarise(results, modes):
         for turn in range(5):
             ttft = [run[turn]["ttft_ms"] for run in runs]
             m, sd = mean_sd(ttft)
+            server = [run[turn]["server_ms"] for run in runs if run[turn]["server_ms"] is not None]
             rows.append({"mode": mode, "turn": turn + 1, "n": len(runs), "ttft_ms": m, "ttft_sd": sd,
+                         "server_ms": statistics.mean(server) if server else None,
                          "cached": statistics.mean(run[turn]["cached"] for run in runs),
                          "prompt_tokens": statistics.mean(run[turn]["prompt_tokens"] for run in runs),
                          "pct_computed": statistics.mean(run[turn]["pct_computed"] for run in runs),
@@ -136,7 +218,8 @@ def summarise(results, modes):
 def svg_chart(rows, path):
     """TTFT per turn, one bar per mode, log scale; no plotting library needed."""
     modes = list(dict.fromkeys(r["mode"] for r in rows))
-    colors = {"full+cache": "#2b59c3", "lazy+cache": "#d9822b", "full cold": "#8fa8e0", "lazy cold": "#f0c08a"}
+    colors = {"full+cache": "#2b59c3", "lazy+cache": "#d9822b", "full cold": "#8fa8e0", "lazy cold": "#f0c08a",
+              "llama-server+cache": "#3a9a4a", "llama-server cold": "#9fd4a8"}
     import math
     vmax = max(r["ttft_ms"] for r in rows)
     lo, hi = 1.0, 10 ** math.ceil(math.log10(vmax))
@@ -161,8 +244,9 @@ def svg_chart(rows, path):
     for t in range(5):
         out.append(f'<text x="{left + (t + 0.5) * group_w:.1f}" y="{H - bottom + 16}" text-anchor="middle">turn {t + 1}</text>')
     for i, m in enumerate(modes):
-        out.append(f'<rect x="{left + 10 + i * 150}" y="{H - 16}" width="12" height="12" fill="{colors.get(m, "#888")}"/>'
-                   f'<text x="{left + 28 + i * 150}" y="{H - 6}">{m}</text>')
+        step = (W - left - 20) / len(modes)
+        out.append(f'<rect x="{left + 10 + i * step:.0f}" y="{H - 16}" width="12" height="12" fill="{colors.get(m, "#888")}"/>'
+                   f'<text x="{left + 28 + i * step:.0f}" y="{H - 6}">{m}</text>')
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out))
@@ -171,54 +255,85 @@ def svg_chart(rows, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lazyllm", default="build/tools/lazyllm")
+    ap.add_argument("--llama-server", default="", metavar="PATH",
+                    help="also run the conversations against this llama.cpp llama-server")
+    ap.add_argument("--model", default="", help="GGUF for both servers (default: lazyllm's default model)")
+    ap.add_argument("--policies", default="full,lazy",
+                    help="lazyllm policies to run, comma-separated (default full,lazy; empty: none)")
     ap.add_argument("-n", "--conversations", type=int, default=20)
     ap.add_argument("--cold", type=int, default=3, help="conversations also run cold (every turn from scratch)")
     ap.add_argument("--tokens", type=int, default=4096, help="document length in tokens")
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("-t", "--threads", default="")
+    ap.add_argument("-t", "--threads", default="", help="threads of both servers (default: all cores)")
     ap.add_argument("--out", default="")
     ap.add_argument("--svg", default="")
     args = ap.parse_args()
-    flags = ["--ctx-size", "8192", "--parallel", "2"] + (["-t", args.threads] if args.threads else [])
-    srv = Server(args.lazyllm, flags)
+    policies = [p for p in args.policies.split(",") if p]
+    model = args.model or default_model()
+    threads = args.threads or str(os.cpu_count())
+    flags = ["--ctx-size", "8192", "--parallel", "2", "-t", threads] + (["-m", model] if args.model else [])
+    srv = Server(args.lazyllm, flags)  # lazyllm's /tokenize sizes the documents in every case
+    llama = None
     rng = random.Random(args.seed)
     results = []
     t0 = time.time()
     try:
+        if args.llama_server:
+            llama = LlamaServer(args.llama_server, model, threads, 8192)
         # Warm-up: first-touch of weights and caches.
-        ask(srv, [{"role": "user", "content": "Hello"}], "full", False, 4)
-        ask(srv, [{"role": "user", "content": "Hello"}], "lazy", False, 4)
+        for policy in policies:
+            ask(srv, [{"role": "user", "content": "Hello"}], policy, False, 4)
+        if llama:
+            ask(llama, [{"role": "user", "content": "Hello"}], None, False, 4)
         for c in range(args.conversations):
             doc, questions = make_conversation(srv, rng, args.tokens)
             r = {}
-            for policy in ("full", "lazy"):
+            for policy in policies:
                 r[f"{policy}+cache"] = run_chat(srv, doc, questions, policy, True, args.max_tokens)
                 if c < args.cold:
                     r[f"{policy} cold"] = run_chat(srv, doc, questions, policy, False, args.max_tokens)
+            if llama:
+                r["llama-server+cache"] = run_chat(llama, doc, questions, None, True, args.max_tokens)
+                if c < args.cold:
+                    r["llama-server cold"] = run_chat(llama, doc, questions, None, False, args.max_tokens)
             results.append(r)
             print(f"conversation {c + 1}/{args.conversations}: "
                   + ", ".join(f"{m} {sum(t['correct'] for t in v)}/5" for m, v in r.items())
                   + f" ({time.time() - t0:.0f} s)", flush=True)
     finally:
         srv.stop()
-    modes = ["full cold", "full+cache", "lazy cold", "lazy+cache"]
+        if llama:
+            llama.stop()
+    modes = [m for p in policies for m in (f"{p} cold", f"{p}+cache")]
+    if llama:
+        modes += ["llama-server cold", "llama-server+cache"]
     rows = summarise(results, modes)
-    print(f"\n{'mode':<11} {'turn':>4} {'n':>3} {'TTFT ms':>16} {'prompt':>7} {'cached':>7} {'% computed':>10} {'correct':>8}")
+    print(f"\n{'mode':<18} {'turn':>4} {'n':>3} {'TTFT ms (client)':>18} {'server ms':>10} {'prompt':>7} "
+          f"{'cached':>7} {'% computed':>10} {'correct':>8}")
     for row in rows:
-        print(f"{row['mode']:<11} {row['turn']:>4} {row['n']:>3} {row['ttft_ms']:>9.1f} +- {row['ttft_sd']:<5.1f}"
-              f"{row['prompt_tokens']:>7.0f} {row['cached']:>7.0f} {row['pct_computed']:>10.1f} {row['correct']:>5}/{row['n']}")
+        server = f"{row['server_ms']:.1f}" if row["server_ms"] is not None else "-"
+        print(f"{row['mode']:<18} {row['turn']:>4} {row['n']:>3} {row['ttft_ms']:>9.1f} +- {row['ttft_sd']:<7.1f}"
+              f"{server:>10} {row['prompt_tokens']:>7.0f} {row['cached']:>7.0f} {row['pct_computed']:>10.1f} "
+              f"{row['correct']:>5}/{row['n']}")
     by = {(r["mode"], r["turn"]): r for r in rows}
     summary = {}
-    for policy in ("full", "lazy"):
-        if (f"{policy} cold", 2) in by:
-            ratios = [by[(f"{policy} cold", t)]["ttft_ms"] / by[(f"{policy}+cache", t)]["ttft_ms"] for t in range(2, 6)]
-            summary[f"{policy}_cold_over_cache_ttft_turns_2_5"] = ratios
-            print(f"{policy}: cold / cached TTFT, turns 2-5: " + ", ".join(f"{x:.1f}x" for x in ratios))
-        fu = sum(by[(f"{policy}+cache", t)]["correct"] for t in range(2, 6))
-        summary[f"{policy}_cache_followups_correct"] = fu
-        summary[f"{policy}_cache_turn1_correct"] = by[(f"{policy}+cache", 1)]["correct"]
-        print(f"{policy}+cache: follow-ups answered {fu}/{4 * len(results)}, turn 1 {by[(f'{policy}+cache', 1)]['correct']}/{len(results)}")
+    for name in policies + (["llama-server"] if llama else []):
+        if (f"{name} cold", 2) in by:
+            ratios = [by[(f"{name} cold", t)]["ttft_ms"] / by[(f"{name}+cache", t)]["ttft_ms"] for t in range(2, 6)]
+            summary[f"{name}_cold_over_cache_ttft_turns_2_5"] = ratios
+            print(f"{name}: cold / cached TTFT, turns 2-5: " + ", ".join(f"{x:.1f}x" for x in ratios))
+        fu = sum(by[(f"{name}+cache", t)]["correct"] for t in range(2, 6))
+        summary[f"{name}_cache_followups_correct"] = fu
+        summary[f"{name}_cache_turn1_correct"] = by[(f"{name}+cache", 1)]["correct"]
+        print(f"{name}+cache: follow-ups answered {fu}/{4 * len(results)}, turn 1 "
+              f"{by[(f'{name}+cache', 1)]['correct']}/{len(results)}")
+    if llama:
+        for policy in policies:
+            ratios = [by[("llama-server+cache", t)]["ttft_ms"] / by[(f"{policy}+cache", t)]["ttft_ms"]
+                      for t in range(1, 6)]
+            summary[f"llama_server_over_{policy}_cache_ttft_turns_1_5"] = ratios
+            print(f"llama-server+cache / {policy}+cache TTFT, turns 1-5: " + ", ".join(f"{x:.2f}x" for x in ratios))
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:
