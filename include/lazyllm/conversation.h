@@ -67,13 +67,16 @@ public:
     // one step and samples the first token. Errors: empty prompt, prompt + max_new_tokens over
     // the context, bad sampling parameters or ids.
     Result<TurnDelta> start_turn(std::span<const TokenId> prompt, const TurnOptions& opts);
-    // Emits the last sampled token and, unless the turn ends, runs one decode step on it and
-    // samples the next. Call until done.
+    // Emits the next token: the first call, the token start_turn sampled; each later one runs
+    // the decode step on the token emitted last and emits the token it samples. A token's text
+    // goes out as soon as it is sampled, never after the step that follows it (which, under
+    // LazyLLM, may revive every token the prompt step deferred). Call until done.
     Result<TurnDelta> next();
-    // next() for several conversations in turn: those under the full policy take their decode
-    // step together, as one forward (continuous batching; on the quantized decode weights,
-    // where the model has them), the others one by one. deltas[i] is conversation i's next().
-    // All must be in a turn and of one engine.
+    // next() for several conversations in turn: those whose decode step is the full step (the
+    // full policy, or LazyLLM with nothing to select or revive) take it together, as one
+    // forward (continuous batching; on the quantized decode weights, where the model has
+    // them), the others one by one. deltas[i] is conversation i's next(). All must be in a turn
+    // and of one engine.
     static Status next_batch(std::span<Conversation* const> convs, std::vector<TurnDelta>& deltas);
     // Ends the turn now (a cancelled request): the cache keeps what was computed.
     void abandon();

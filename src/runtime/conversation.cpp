@@ -89,12 +89,14 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
     c.stats.ttft_ms = c.turn_timer.elapsed_ms();
     c.decode_timer.reset();
     c.in_turn = true;
+    c.step_due = false;
     return TurnDelta{};
 }
 
 // next() in two halves around the decode step, so that next_batch can run the steps of several
-// conversations together. emit(): the last sampled token goes out; true when the turn goes on
-// and needs a step on c.next. after_step(): samples the next token.
+// conversations together: the step on the token emitted last (when step_due), then emit(): the
+// token sampled goes out at once; true when the turn goes on and needs a step on c.next.
+// after_step(): samples the next token.
 namespace {
 
 bool emit(Conversation::Impl& c, TurnDelta& d) {
@@ -134,9 +136,11 @@ void after_step(Conversation::Impl& c, int64_t revived) {
 Result<TurnDelta> Conversation::next() {
     Impl& c = *impl_;
     LAZYLLM_CHECK_MSG(c.in_turn, "next() outside a turn");
+    if (c.step_due) {
+        if (auto st = next_step_alone(); !st.ok()) return st.error();
+    }
     TurnDelta d;
-    if (!emit(c, d)) return d;
-    if (auto st = next_step_alone(); !st.ok()) return st.error();
+    c.step_due = emit(c, d);
     return d;
 }
 
@@ -156,7 +160,7 @@ Status Conversation::next_batch(std::span<Conversation* const> convs,
     for (size_t i = 0; i < convs.size(); ++i) {
         Impl& c = *convs[i]->impl_;
         LAZYLLM_CHECK_MSG(c.in_turn, "next_batch() outside a turn");
-        if (!emit(c, deltas[i])) continue;
+        if (!c.step_due) continue;
         if (c.session.batchable()) {
             batch.push_back(&c);
             tokens.push_back(c.next);
@@ -179,6 +183,10 @@ Status Conversation::next_batch(std::span<Conversation* const> convs,
             std::copy_n(logits.begin() + static_cast<int64_t>(i * V), V, batch[i]->logits.begin());
             after_step(*batch[i], 0);
         }
+    }
+    for (size_t i = 0; i < convs.size(); ++i) {
+        Impl& c = *convs[i]->impl_;
+        c.step_due = emit(c, deltas[i]);
     }
     return {};
 }

@@ -38,7 +38,11 @@ struct Conversation::Impl {
     std::optional<StopStringMatcher> stops;
     std::vector<TokenId> history;    // prompt + generated, for the repetition penalty
     std::vector<TokenId> generated;  // this turn's ids
-    TokenId next = 0;                // sampled, not yet emitted
+    TokenId next = 0;                // sampled, not yet emitted (or emitted, step_due)
+    // `next` went out and the turn goes on: the next call runs the step on it first. A token's
+    // text leaves as soon as it is sampled, before the step that follows it (which may revive
+    // every token the prompt step deferred).
+    bool step_due = false;
     Timer turn_timer;
     Timer decode_timer;
 };
