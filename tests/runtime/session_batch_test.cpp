@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "kernels/qgemv.h"
@@ -14,22 +15,32 @@
 namespace lazyllm {
 namespace {
 
-TEST(SessionBatch, EqualsEachSessionAlone) {
+bool has_quantized_decode() {
     kernels::KernelContext kctx;
     kctx.isa = kernels::isa_from_env().value();
-    if (!kernels::QuantLinear::has_fast_path(kctx)) GTEST_SKIP() << "no quantized decode path";
+    return kernels::QuantLinear::has_fast_path(kctx);
+}
+
+// A tiny random model on the quantized decode weights (the batched step's path).
+std::unique_ptr<LlamaModel> tiny_model(int n_layer, uint64_t seed, const char* name) {
     testing::TinyModelSpec spec;
-    spec.n_layer = 3;
-    spec.seed = 3;
-    const std::string path = ::testing::TempDir() + "lazyllm_batch.gguf";
-    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+    spec.n_layer = n_layer;
+    spec.seed = seed;
+    const std::string path = ::testing::TempDir() + name;
+    if (!testing::write_tiny_model(spec, path).ok()) return nullptr;
     ModelLoadOptions o;
-    o.ctx.isa = kctx.isa;
+    o.ctx.isa = kernels::isa_from_env().value();
     o.ctx.n_threads = 2;
     auto loaded = LlamaModel::load(path, o);
-    ASSERT_TRUE(loaded.ok()) << loaded.error().message();
-    const LlamaModel& model = **loaded;
-    ASSERT_TRUE(model.quantized_decode());
+    if (!loaded.ok() || !(*loaded)->quantized_decode()) return nullptr;
+    return std::move(*loaded);
+}
+
+TEST(SessionBatch, EqualsEachSessionAlone) {
+    if (!has_quantized_decode()) GTEST_SKIP() << "no quantized decode path";
+    auto loaded = tiny_model(3, 3, "lazyllm_batch.gguf");
+    ASSERT_NE(loaded, nullptr);
+    const LlamaModel& model = *loaded;
     const int V = model.config().n_vocab;
     SessionOptions so;
     so.n_ctx = 64;
@@ -86,20 +97,10 @@ TEST(SessionBatch, EqualsEachSessionAlone) {
 // wait in Aux slots, so the session steps alone; once its first decode step has revived them,
 // every later step is the full step and joins the batch, bit for bit what it gives alone.
 TEST(SessionBatch, LazySessionJoinsOnceNothingWaits) {
-    kernels::KernelContext kctx;
-    kctx.isa = kernels::isa_from_env().value();
-    if (!kernels::QuantLinear::has_fast_path(kctx)) GTEST_SKIP() << "no quantized decode path";
-    testing::TinyModelSpec spec;
-    spec.n_layer = 4;
-    spec.seed = 4;
-    const std::string path = ::testing::TempDir() + "lazyllm_batch_lazy.gguf";
-    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
-    ModelLoadOptions o;
-    o.ctx.isa = kctx.isa;
-    o.ctx.n_threads = 2;
-    auto loaded = LlamaModel::load(path, o);
-    ASSERT_TRUE(loaded.ok()) << loaded.error().message();
-    const LlamaModel& model = **loaded;
+    if (!has_quantized_decode()) GTEST_SKIP() << "no quantized decode path";
+    auto loaded = tiny_model(4, 4, "lazyllm_batch_lazy.gguf");
+    ASSERT_NE(loaded, nullptr);
+    const LlamaModel& model = *loaded;
     const int V = model.config().n_vocab;
     SessionOptions full;
     full.n_ctx = 64;
