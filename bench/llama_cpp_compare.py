@@ -33,16 +33,16 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import fetch_model  # noqa: E402  (the model cache folder, one definition)
+
 FA = {-1: "auto (on for the CPU)", 0: "off", 1: "on"}  # llama-bench's flash_attn field
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def default_model():
-    d = os.environ.get("LAZYLLM_MODEL_DIR")
-    if not d:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        d = os.path.join(xdg, "lazyllm", "models") if xdg else os.path.expanduser("~/.cache/lazyllm/models")
-    return os.path.join(d, "SmolLM2-135M-Instruct.Q4_1.gguf")
+    """lazyllm's default model path (scripts/fetch_model.py's cache folder)."""
+    return os.path.join(fetch_model.cache_dir(), "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def int_list(s):

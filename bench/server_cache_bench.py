@@ -36,6 +36,9 @@ import sys
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import fetch_model  # noqa: E402  (the model cache folder, one definition)
+
 COLORS = ["red", "blue", "green", "yellow", "purple", "orange", "silver", "golden", "black", "white"]
 FILLER = [
     "The committee reviewed the quarterly figures and agreed to revisit the budget next month.",
@@ -53,11 +56,7 @@ FILLER = [
 
 def default_model():
     """lazyllm's default model path (where `lazyllm serve` finds it without -m)."""
-    d = os.environ.get("LAZYLLM_MODEL_DIR")
-    if not d:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        d = os.path.join(xdg, "lazyllm", "models") if xdg else os.path.expanduser("~/.cache/lazyllm/models")
-    return os.path.join(d, "SmolLM2-135M-Instruct.Q4_1.gguf")
+    return os.path.join(fetch_model.cache_dir(), "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 class Server:
