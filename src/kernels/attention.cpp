@@ -96,14 +96,20 @@ void run_ref_parallel(const KernelContext& ctx, const AttentionArgs& a) {
     }
 }
 
+// The keys each query row sees: [lo[i], hi[i]) of the sorted key set (lo empty without a
+// sliding window: 0).
+struct KeyRanges {
+    std::vector<int64_t> hi;  // [n_q] keys at or before the row's position
+    std::vector<int64_t> lo;  // [n_q] keys outside its window (AttentionArgs::window > 0)
+};
+
 // Tiles per KV head: its (row, head-in-group) pairs, kAttnLanes to a tile.
 int64_t tiles_per_head(const AttentionArgs& a) {
     return (a.n_q * (a.n_head / a.n_head_kv) + kAttnLanes - 1) / kAttnLanes;
 }
 
 // Tile `tile_idx` of KV head g: flattened (row, head-in-group) pairs [16 * tile_idx, +16).
-AttnTile make_tile(const AttentionArgs& a, const std::vector<int64_t>& n_vis, int g,
-                   int64_t tile_idx) {
+AttnTile make_tile(const AttentionArgs& a, const KeyRanges& keys, int g, int64_t tile_idx) {
     const int group = a.n_head / a.n_head_kv;
     const int64_t f0 = tile_idx * kAttnLanes;
     AttnTile t;
@@ -111,6 +117,8 @@ AttnTile make_tile(const AttentionArgs& a, const std::vector<int64_t>& n_vis, in
     t.n_lanes = static_cast<int>(std::min<int64_t>(kAttnLanes, a.n_q * group - f0));
     t.n_vis_min = a.n_kv;
     t.n_vis_max = 0;
+    t.n_lo_min = keys.lo.empty() ? 0 : a.n_kv;
+    t.n_lo_max = 0;
     for (int lane = 0; lane < kAttnLanes; ++lane) {
         const int64_t f = f0 + (lane < t.n_lanes ? lane : 0);
         const int64_t row = f / group;
@@ -118,8 +126,12 @@ AttnTile make_tile(const AttentionArgs& a, const std::vector<int64_t>& n_vis, in
         t.head[lane] = g * group + static_cast<int>(f % group);
         t.pos[lane] = a.q_pos[row];
         if (lane < t.n_lanes) {
-            t.n_vis_min = std::min(t.n_vis_min, n_vis[row]);
-            t.n_vis_max = std::max(t.n_vis_max, n_vis[row]);
+            t.n_vis_min = std::min(t.n_vis_min, keys.hi[row]);
+            t.n_vis_max = std::max(t.n_vis_max, keys.hi[row]);
+            if (!keys.lo.empty()) {
+                t.n_lo_min = std::min(t.n_lo_min, keys.lo[row]);
+                t.n_lo_max = std::max(t.n_lo_max, keys.lo[row]);
+            }
         }
     }
     return t;
@@ -181,16 +193,17 @@ struct DecodeScratch {
 // tiles of every KV head over one chunk of keys (one pass over each K/V row); chunks are
 // merged per KV head.
 template <Isa I>
-void run_decode(const KernelContext& ctx, const AttentionArgs& a,
-                const std::vector<int64_t>& n_vis) {
+void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     const int n_threads = std::max(1, ctx.n_threads);
     const int n_g = a.n_head_kv;
     const int d = a.head_dim;
     thread_local DecodeScratch scratch_for_thread;
     DecodeScratch& sc = scratch_for_thread;  // workers must see this thread's copy
     sc.tiles.resize(n_g);
-    for (int g = 0; g < n_g; ++g) sc.tiles[g] = make_tile(a, n_vis, g, 0);
-    const int64_t n_keys = sc.tiles[0].n_vis_max;  // the same rows in every tile
+    for (int g = 0; g < n_g; ++g) sc.tiles[g] = make_tile(a, keys, g, 0);
+    // The same rows in every tile: keys [first, first + n_keys).
+    const int64_t first = std::min(sc.tiles[0].n_lo_min, sc.tiles[0].n_vis_max);
+    const int64_t n_keys = sc.tiles[0].n_vis_max - first;
     const int64_t n_split = key_splits(n_threads, 1, n_keys);
     sc.parts.resize(n_split * n_g);
     const int64_t o_size = static_cast<int64_t>(d) * kAttnLanes;
@@ -202,7 +215,8 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a,
     if (n_keys == 0) {
         for (int g = 0; g < n_g; ++g) clear_state(d, sc.parts[g]);
     } else if (n_split == 1) {
-        detail::attention_lanes<I>(a, sc.tiles.data(), n_g, 0, n_keys, sc.parts.data());
+        detail::attention_lanes<I>(a, sc.tiles.data(), n_g, first, first + n_keys,
+                                   sc.parts.data());
     } else {
 #pragma omp parallel for num_threads(static_cast <int>(std::min <int64_t>(n_threads, n_split))) \
     schedule(dynamic, 1)
@@ -212,7 +226,8 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a,
             split_range(n_keys, n_split, part, j0, j1);
             AttnState* states = sc.parts.data() + part * n_g;
             if (j1 > j0) {
-                detail::attention_lanes<I>(a, sc.tiles.data(), n_g, j0, j1, states);
+                detail::attention_lanes<I>(a, sc.tiles.data(), n_g, first + j0, first + j1,
+                                           states);
             } else {
                 for (int g = 0; g < n_g; ++g) clear_state(d, states[g]);
             }
@@ -231,23 +246,35 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a,
     }
 }
 
-std::vector<int64_t> visible_counts(const AttentionArgs& a) {
-    std::vector<int64_t> n_vis(a.n_q);  // [n_q] visible key count of each query row
+KeyRanges key_ranges(const AttentionArgs& a) {
+    KeyRanges r;
+    r.hi.resize(a.n_q);
     for (int64_t i = 0; i < a.n_q; ++i) {
-        n_vis[i] = std::upper_bound(a.kv_pos, a.kv_pos + a.n_kv, a.q_pos[i]) - a.kv_pos;
+        r.hi[i] = std::upper_bound(a.kv_pos, a.kv_pos + a.n_kv, a.q_pos[i]) - a.kv_pos;
     }
-    return n_vis;
+    if (a.window > 0) {
+        r.lo.resize(a.n_q);
+        for (int64_t i = 0; i < a.n_q; ++i) {
+            // Keys at positions <= q_pos - window are outside the window.
+            const int64_t last_hidden = static_cast<int64_t>(a.q_pos[i]) - a.window;
+            r.lo[i] = last_hidden < 0 ? 0
+                                      : std::upper_bound(a.kv_pos, a.kv_pos + a.n_kv,
+                                                         static_cast<int32_t>(last_hidden)) -
+                                            a.kv_pos;
+        }
+    }
+    return r;
 }
 
 // finalize: the ISA's attention_finalize_* (out = o / l).
 template <typename TileFn>
-void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vector<int64_t>& n_vis,
+void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys,
                TileFn&& tile_fn, FinalizeFn finalize) {
     const int n_threads = std::max(1, ctx.n_threads);
     const int d = a.head_dim;
     const int64_t n_head_tiles = tiles_per_head(a);
     const int64_t n_tasks = n_head_tiles * a.n_head_kv;
-    const int64_t max_vis = *std::max_element(n_vis.begin(), n_vis.end());
+    const int64_t max_vis = *std::max_element(keys.hi.begin(), keys.hi.end());
 
     const int64_t n_split = key_splits(n_threads, n_tasks, max_vis);
 
@@ -264,9 +291,9 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
             for (int64_t idx = 0; idx < n_tasks; ++idx) {
                 const int64_t tile_idx = n_head_tiles - 1 - idx % n_head_tiles;
                 const int g = static_cast<int>(idx / n_head_tiles);
-                const AttnTile t = make_tile(a, n_vis, g, tile_idx);
-                if (t.n_vis_max > 0) {
-                    tile_fn(t, int64_t{0}, t.n_vis_max, st);
+                const AttnTile t = make_tile(a, keys, g, tile_idx);
+                if (t.n_vis_max > t.n_lo_min) {
+                    tile_fn(t, t.n_lo_min, t.n_vis_max, st);
                 } else {
                     clear_state(d, st);
                 }
@@ -288,13 +315,14 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
             const int64_t task = item / n_split;
             const int64_t part = item % n_split;
             const AttnTile t =
-                make_tile(a, n_vis, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv);
+                make_tile(a, keys, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv);
             AttnState& st = parts[item];
             st.o = o_parts.data() + item * d * kAttnLanes;
+            const int64_t first = std::min(t.n_lo_min, t.n_vis_max);
             int64_t j0 = 0, j1 = 0;
-            split_range(t.n_vis_max, n_split, part, j0, j1);
+            split_range(t.n_vis_max - first, n_split, part, j0, j1);
             if (j1 > j0) {
-                tile_fn(t, j0, j1, st);
+                tile_fn(t, first + j0, first + j1, st);
             } else {
                 clear_state(d, st);
             }
@@ -306,7 +334,7 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
             merged.o = o_buf;
             merge_states(parts.data() + task * n_split, static_cast<int>(n_split), 1, d, merged);
             const AttnTile t =
-                make_tile(a, n_vis, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv);
+                make_tile(a, keys, static_cast<int>(task % a.n_head_kv), task / a.n_head_kv);
             finalize(a, t, merged);
         }
     }
@@ -318,7 +346,7 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const std::vect
 // K and V^T come from L2 for all of the group's tiles instead of from L3 for each tile.
 // Heaviest groups first, dynamic schedule, as run_tiles.
 void run_tiles_amx_chunked(const KernelContext& ctx, const AttentionArgs& a,
-                           const std::vector<int64_t>& n_vis, const detail::AmxPackedKv& packed,
+                           const KeyRanges& keys, const detail::AmxPackedKv& packed,
                            int64_t chunk_keys) {
     const int n_threads = std::max(1, ctx.n_threads);
     const int d = a.head_dim;
@@ -341,7 +369,7 @@ void run_tiles_amx_chunked(const KernelContext& ctx, const AttentionArgs& a,
                 static_cast<int>(std::min<int64_t>(kAmxGroupTiles, n_head_tiles - first));
             int64_t n_keys = 0;
             for (int k = 0; k < n_tiles; ++k) {
-                tiles[k] = make_tile(a, n_vis, g, first + k);
+                tiles[k] = make_tile(a, keys, g, first + k);
                 n_keys = std::max(n_keys, tiles[k].n_vis_max);
             }
             for (int64_t j0 = 0; j0 < n_keys; j0 += chunk_keys) {
@@ -371,14 +399,15 @@ int64_t amx_chunk_keys(int head_dim) {
 
 // The fp32 kernels of target I (simd.h), or AMX for a prefill on an AMX context.
 template <Isa I>
-void run_fast(const KernelContext& ctx, const AttentionArgs& a, const std::vector<int64_t>& n_vis) {
+void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     const int group = a.n_head / a.n_head_kv;
     if (a.n_q * group <= detail::kAttnFewLanes) {
-        run_decode<I>(ctx, a, n_vis);
+        run_decode<I>(ctx, a, keys);
         return;
     }
+    // (The AMX kernel has no sliding window: windowed layers take the fp32 kernel.)
     if (I == Isa::kAvx512 && ctx.isa == Isa::kAmx && a.n_q * group >= kAmxMinQueryVectors &&
-        detail::amx_attention_usable(a)) {
+        a.window <= 0 && detail::amx_attention_usable(a)) {
         // Per calling thread and grow-only: a prefill runs this once per layer, and a fresh
         // zero-filled copy of K and V each time costs page faults and a memset.
         thread_local detail::AmxPackedKv packed_for_thread;
@@ -387,14 +416,14 @@ void run_fast(const KernelContext& ctx, const AttentionArgs& a, const std::vecto
         const detail::AmxPackedKv& packed = packed_for_thread;
         detail::amx_pack_kv(ctx, a, packed_for_thread);
         const int64_t chunk_keys = amx_chunk_keys(a.head_dim);
-        const int64_t max_vis = *std::max_element(n_vis.begin(), n_vis.end());
+        const int64_t max_vis = *std::max_element(keys.hi.begin(), keys.hi.end());
         const int64_t n_tasks = tiles_per_head(a) * a.n_head_kv;
         if (max_vis > chunk_keys && key_splits(ctx.n_threads, n_tasks, max_vis) == 1) {
-            run_tiles_amx_chunked(ctx, a, n_vis, packed, chunk_keys);
+            run_tiles_amx_chunked(ctx, a, keys, packed, chunk_keys);
             return;
         }
         run_tiles(
-            ctx, a, n_vis,
+            ctx, a, keys,
             [&packed, &a](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
                 detail::attention_tile_amx(a, packed, t, j0, j1, st);
             },
@@ -402,7 +431,7 @@ void run_fast(const KernelContext& ctx, const AttentionArgs& a, const std::vecto
         return;
     }
     run_tiles(
-        ctx, a, n_vis,
+        ctx, a, keys,
         [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
             detail::attention_tile<I>(a, t, j0, j1, st);
         },
@@ -420,17 +449,17 @@ void attention(const KernelContext& ctx, const AttentionArgs& a) {
         run_ref_parallel(ctx, a);
         return;
     }
-    const std::vector<int64_t> n_vis = visible_counts(a);
+    const KeyRanges keys = key_ranges(a);
     isa_dispatch(ctx.isa, [&]<Isa I>() {
-        if constexpr (I != Isa::kRef) run_fast<I>(ctx, a, n_vis);
+        if constexpr (I != Isa::kRef) run_fast<I>(ctx, a, keys);
     });
 }
 
 void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a,
                                 const float* q_row, int32_t q_pos, float* scores) {
     validate(a);
-    // Vectorized for AVX-512 only (the reference elsewhere).
-    if (!isa_dispatch(ctx.isa, []<Isa I>() { return I == Isa::kAvx512; })) {
+    // Vectorized for AVX-512 without a sliding window only (the reference elsewhere).
+    if (a.window > 0 || !isa_dispatch(ctx.isa, []<Isa I>() { return I == Isa::kAvx512; })) {
         ref::attention_scores_head_mean(a, q_row, q_pos, scores);
         return;
     }

@@ -38,6 +38,9 @@ struct AttentionArgs {
     int n_head_kv = 0;  // n_head % n_head_kv == 0; query head h uses kv head h / (n_head/n_head_kv)
     int head_dim = 0;
     float scale = 0.0f;    // usually 1/sqrt(head_dim)
+    // Sliding-window layers (Gemma 3's local layers): > 0 also hides keys at or more than
+    // `window` positions before the query (visible iff q_pos - window < kv_pos <= q_pos).
+    int32_t window = 0;
     float* out = nullptr;  // [n_q, out_stride], head h at h*head_dim
     int64_t out_stride = 0;
     // If set, the output goes here instead, as bf16 bits rounded to nearest even (the values
@@ -45,18 +48,25 @@ struct AttentionArgs {
     uint16_t* out16 = nullptr;
 };
 
+// Whether key position kp is visible to a query at position qp.
+inline bool key_visible(const AttentionArgs& a, int32_t kp, int32_t qp) {
+    return kp <= qp && (a.window <= 0 || qp - kp < a.window);
+}
+
 // The cache row of key j (see AttentionArgs::kv_row).
 inline int64_t kv_row_of(const AttentionArgs& a, int64_t j) {
     return a.kv_row != nullptr ? a.kv_row[j] : j;
 }
 
-// Key j is visible to query i iff kv_pos[j] <= q_pos[i]. A query with no visible key gets
-// zeros (cannot happen when a token attends to itself).
+// Key j is visible to query i iff kv_pos[j] <= q_pos[i] (and, with a window, q_pos[i] -
+// kv_pos[j] < window). A query with no visible key gets zeros (cannot happen when a token
+// attends to itself).
 void attention(const KernelContext& ctx, const AttentionArgs& args);
 
 // LazyLLM's importance score (paper Eq. 1): for the query row `q_row` ([q_stride], one
 // position q_pos), s_j = mean over the n_head heads of softmax_j(q . k_j * scale) over the
-// visible keys j (kv_pos[j] <= q_pos; invisible keys get 0). fp32. scores: [n_kv].
+// visible keys j (as attention(): kv_pos[j] <= q_pos, within the window; invisible keys get
+// 0). fp32. scores: [n_kv].
 void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& args,
                                 const float* q_row, int32_t q_pos, float* scores);
 

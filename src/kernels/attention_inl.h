@@ -115,11 +115,14 @@ void tile_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int
     float* ot = st.o;  // [D][16]
     std::memset(ot, 0, sizeof(float) * D * kAttnLanes);
     F m[kHalves], l[kHalves], alpha[kHalves];
-    typename V::Ints q_pos[kHalves];
+    typename V::Ints q_pos[kHalves], q_lo[kHalves];
+    alignas(64) int32_t lo_thr[kAttnLanes];  // window_threshold per lane
+    for (int lane = 0; lane < kAttnLanes; ++lane) lo_thr[lane] = window_threshold(a, t.pos[lane]);
     for (int h = 0; h < kHalves; ++h) {
         m[h] = V::set1(kAttnMaxInit);
         l[h] = V::zero();
         q_pos[h] = V::load_i32(t.pos + h * W);
+        q_lo[h] = V::load_i32(lo_thr + h * W);
     }
     const T* k_head = static_cast<const T*>(a.k) + static_cast<int64_t>(t.kv_head) * D;
     const T* v_head = static_cast<const T*>(a.v) + static_cast<int64_t>(t.kv_head) * D;
@@ -164,6 +167,13 @@ void tile_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int
             for (int jj = 0; jj < n_keys; ++jj) {
                 const auto kp = V::set1_i32(jj < nj ? a.kv_pos[j0 + jj] : INT32_MAX);
                 for (int h = 0; h < kHalves; ++h) s[jj][h] = V::hide_after(s[jj][h], kp, q_pos[h]);
+            }
+        }
+        // Keys before some lane's sliding window (only with AttentionArgs::window).
+        if (j0 < t.n_lo_max) {
+            for (int jj = 0; jj < nj; ++jj) {
+                const auto neg_kp = V::set1_i32(-a.kv_pos[j0 + jj]);
+                for (int h = 0; h < kHalves; ++h) s[jj][h] = V::hide_after(s[jj][h], neg_kp, q_lo[h]);
             }
         }
         for (int h = 0; h < kHalves; ++h) {
@@ -288,7 +298,9 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
     constexpr int kSumOffset = kAttnFewLanes * D;  // P sums after the O rows
     static_assert(kAttnFewLanes * (D + kKeys) <= kAttnLanes * D);
     int head_lo = tiles[0].kv_head, head_hi = tiles[0].kv_head;
+    int64_t lo_max = 0;  // keys before this may be outside some lane's sliding window
     for (int i = 0; i < n_tiles; ++i) {
+        lo_max = std::max(lo_max, tiles[i].n_lo_max);
         head_lo = std::min(head_lo, tiles[i].kv_head);
         head_hi = std::max(head_hi, tiles[i].kv_head);
         std::fill(states[i].m, states[i].m + kAttnLanes, kAttnMaxInit);
@@ -303,6 +315,12 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
         const int nj = static_cast<int>(std::min<int64_t>(kKeys, j_end - j0));
         const int n_keys = P::kPadKeys ? kKeys : nj;
         const auto key_pos = V::load_i32(a.kv_pos + j0, nj, INT32_MAX);
+        alignas(64) int32_t neg_kp[kKeys];  // -kv_pos for the window's test
+        const bool windowed = j0 < lo_max;
+        if (windowed) {
+            for (int jj = 0; jj < kKeys; ++jj) neg_kp[jj] = jj < nj ? -a.kv_pos[j0 + jj] : -INT32_MAX;
+        }
+        const auto neg_key_pos = V::load_i32(neg_kp, windowed ? kKeys : 0, -INT32_MAX);
         const int64_t jp_end = std::min(j_end, j0 + kPrefetchKeys + kKeys);
         for (int64_t jp = j0 + kPrefetchKeys; jp < jp_end; ++jp) {
             const int64_t off = kv_row_of(a, jp) * a.kv_stride + pf_offset;
@@ -340,8 +358,12 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
                         acc[jj] = V::fmadd(qv, V::load(k_rows[jj] + kKeys * c), acc[jj]);
                     }
                 }
-                const F s = V::mul(V::transpose_sum(acc), V::set1(q_scale));
-                V::store_aligned(p_buf[lane], V::hide_after(s, key_pos, V::set1_i32(t.pos[lane])));
+                F s = V::mul(V::transpose_sum(acc), V::set1(q_scale));
+                s = V::hide_after(s, key_pos, V::set1_i32(t.pos[lane]));
+                if (windowed) {  // sliding window
+                    s = V::hide_after(s, neg_key_pos, V::set1_i32(window_threshold(a, t.pos[lane])));
+                }
+                V::store_aligned(p_buf[lane], s);
             }
             for (int lane = 0; lane < t.n_lanes; ++lane) {
                 const F s = V::load_aligned(p_buf[lane]);

@@ -36,9 +36,20 @@ struct AttnTile {
     int64_t row[kAttnLanes] = {};  // query row of each lane
     int head[kAttnLanes] = {};     // query head of each lane
     int32_t pos[kAttnLanes] = {};  // query position of each lane
-    int64_t n_vis_min = 0;         // keys [0, n_vis_min) are visible to every lane
+    int64_t n_vis_min = 0;         // no key before n_vis_min is hidden from any lane by causality
     int64_t n_vis_max = 0;         // no lane sees a key at or after n_vis_max
+    // Sliding window (AttentionArgs::window; both 0 without one): no lane sees a key before
+    // n_lo_min, and the window hides no key at or after n_lo_max from any lane. Kernels scan
+    // keys [n_lo_min, n_vis_max) and mask those outside [n_lo_max, n_vis_min).
+    int64_t n_lo_min = 0;
+    int64_t n_lo_max = 0;
 };
+
+// Whether the window hides key position kp from a lane at q_pos, as a comparison the kernels
+// vectorize: -kp > window_threshold(a, q_pos), i.e. kp <= q_pos - window.
+inline int32_t window_threshold(const AttentionArgs& a, int32_t q_pos) {
+    return a.window - q_pos - 1;
+}
 
 // Online-softmax state of one tile over a key range: o = sum_j exp2(s_j - m) v_j (transposed,
 // unnormalized), l = sum_j exp2(s_j - m), m = running max (log2 domain), all per lane.

@@ -1,5 +1,6 @@
 // Reference attention: per (query, head), a straightforward two-pass softmax over the keys
-// whose position is <= the query's position. fp32 throughout (half K/V converted exactly).
+// whose position is <= the query's position (and within its window, if any). fp32 throughout
+// (half K/V converted exactly).
 // The definition the tiled kernels are tested against.
 #include <algorithm>
 #include <cmath>
@@ -27,7 +28,7 @@ bool softmax_row(const AttentionArgs& a, const float* q_head, int32_t q_pos, int
     float max_s = -std::numeric_limits<float>::infinity();
     bool any = false;
     for (int64_t j = 0; j < a.n_kv; ++j) {
-        if (a.kv_pos[j] > q_pos) {
+        if (!key_visible(a, a.kv_pos[j], q_pos)) {
             probs[j] = 0.0f;
             continue;
         }
@@ -39,7 +40,7 @@ bool softmax_row(const AttentionArgs& a, const float* q_head, int32_t q_pos, int
     if (!any) return false;
     float sum = 0.0f;
     for (int64_t j = 0; j < a.n_kv; ++j) {
-        if (a.kv_pos[j] > q_pos) continue;
+        if (!key_visible(a, a.kv_pos[j], q_pos)) continue;
         probs[j] = std::exp(probs[j] - max_s);
         sum += probs[j];
     }

@@ -75,12 +75,34 @@ void rms_norm(const KernelContext& ctx, const float* x, const float* w, float* y
 
 void swiglu(const KernelContext& ctx, const float* gate_up, float* out, int64_t n_rows,
             int64_t n_ff) {
+    glu(ctx, GluAct::kSilu, gate_up, out, n_rows, n_ff);
+}
+
+void glu(const KernelContext& ctx, GluAct act, const float* gate_up, float* out, int64_t n_rows,
+         int64_t n_ff) {
     for_row_blocks(ctx, n_rows, 2 * n_ff, [&](int64_t r0, int64_t rows) {
         isa_dispatch(ctx.isa, [&]<Isa I>() {
             if constexpr (I == Isa::kRef) {
-                ref::swiglu(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+                ref::glu(act, gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
             } else {
-                detail::swiglu_rows<I>(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+                detail::glu_rows<I>(act, gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+            }
+        });
+    });
+}
+
+void rms_norm_heads(const KernelContext& ctx, float* x, int64_t row_stride, int64_t n_rows,
+                    int n_heads, int head_dim, const float* w, float eps) {
+    LAZYLLM_CHECK(row_stride >= static_cast<int64_t>(n_heads) * head_dim);
+    for_row_blocks(ctx, n_rows, static_cast<int64_t>(n_heads) * head_dim,
+                   [&](int64_t r0, int64_t rows) {
+        isa_dispatch(ctx.isa, [&]<Isa I>() {
+            if constexpr (I == Isa::kRef) {
+                ref::rms_norm_heads(x + r0 * row_stride, row_stride, rows, n_heads, head_dim, w,
+                                    eps);
+            } else {
+                detail::rms_norm_heads_rows<I>(x + r0 * row_stride, row_stride, rows, n_heads,
+                                               head_dim, w, eps);
             }
         });
     });
@@ -103,12 +125,17 @@ void rms_norm_bf16(const KernelContext& ctx, const float* x, const float* w, uin
 
 void swiglu_bf16(const KernelContext& ctx, const float* gate_up, uint16_t* out, int64_t n_rows,
                  int64_t n_ff) {
+    glu_bf16(ctx, GluAct::kSilu, gate_up, out, n_rows, n_ff);
+}
+
+void glu_bf16(const KernelContext& ctx, GluAct act, const float* gate_up, uint16_t* out,
+              int64_t n_rows, int64_t n_ff) {
     for_row_blocks(ctx, n_rows, 2 * n_ff, [&](int64_t r0, int64_t rows) {
         isa_dispatch(ctx.isa, [&]<Isa I>() {
             if constexpr (I == Isa::kAvx512) {
-                detail::swiglu_rows<I>(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+                detail::glu_rows<I>(act, gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
             } else {
-                ref::swiglu_bf16(gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
+                ref::glu_bf16(act, gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
             }
         });
     });

@@ -1,4 +1,4 @@
-// Row-wise operators of the Llama-family forward: RMSNorm, RoPE, SwiGLU, residual add,
+// Row-wise operators of the Llama-family forward: RMSNorm, RoPE, SwiGLU/GeGLU, residual add,
 // softmax-free helpers. Each has a scalar reference (namespace ref) and a vectorized variant
 // chosen by ctx.isa; the vectorized ones are tested against the reference.
 #pragma once
@@ -18,6 +18,20 @@ void rms_norm(const KernelContext& ctx, const float* x, const float* w, float* y
 // out: [n_rows, n_ff]  (gate and up computed by one fused GEMM)
 void swiglu(const KernelContext& ctx, const float* gate_up, float* out, int64_t n_rows,
             int64_t n_ff);
+
+// Per-head RMSNorm in place (QK-norm: Qwen3, Gemma 3): each of the n_heads heads of head_dim
+// elements of each row (x: [n_rows, row_stride], head h at h*head_dim) is normalized and
+// scaled by the shared weight w [head_dim].
+void rms_norm_heads(const KernelContext& ctx, float* x, int64_t row_stride, int64_t n_rows,
+                    int n_heads, int head_dim, const float* w, float eps);
+
+// Gated FFN activations: out[r, i] = act(gate_up[r, i]) * gate_up[r, n_ff + i], act = silu
+// (SwiGLU: Llama, Qwen, Phi-3) or GELU's tanh approximation (GeGLU: Gemma).
+enum class GluAct { kSilu, kGeluTanh };
+void glu(const KernelContext& ctx, GluAct act, const float* gate_up, float* out, int64_t n_rows,
+         int64_t n_ff);
+void glu_bf16(const KernelContext& ctx, GluAct act, const float* gate_up, uint16_t* out,
+              int64_t n_rows, int64_t n_ff);
 
 // rms_norm and swiglu writing bf16 (raw bits, round to nearest even) for
 // PackedLinear::forward_bf16. Same math in fp32; only the final store is rounded.
@@ -66,6 +80,12 @@ void add_inplace(float* x, const float* y, int64_t n);
 void rms_norm_bf16(const float* x, const float* w, uint16_t* y, int64_t n_rows, int64_t n,
                    float eps);
 void swiglu_bf16(const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_ff);
+void rms_norm_heads(float* x, int64_t row_stride, int64_t n_rows, int n_heads, int head_dim,
+                    const float* w, float eps);
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as torch's gelu(approximate="tanh").
+float gelu_tanh(float x);
+void glu(GluAct act, const float* gate_up, float* out, int64_t n_rows, int64_t n_ff);
+void glu_bf16(GluAct act, const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_ff);
 void rope(const RopeTable& table, RopeMode mode, float* x, const int32_t* pos, int64_t n_rows,
           int64_t row_stride, int n_heads, int head_dim);
 }  // namespace ref

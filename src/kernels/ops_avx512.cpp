@@ -6,5 +6,5 @@ namespace lazyllm::kernels {
 LAZYLLM_OPS_INSTANTIATE(Isa::kAvx512);
 template void detail::rms_norm_rows<Isa::kAvx512>(const float*, const float*, uint16_t*, int64_t,
                                                   int64_t, float);
-template void detail::swiglu_rows<Isa::kAvx512>(const float*, uint16_t*, int64_t, int64_t);
+template void detail::glu_rows<Isa::kAvx512>(GluAct, const float*, uint16_t*, int64_t, int64_t);
 }  // namespace lazyllm::kernels

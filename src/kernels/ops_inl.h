@@ -44,13 +44,15 @@ void scale_row(const float* xr, const float* w, int64_t n, float inv_s, Store&& 
     }
 }
 
-// out[i] = silu(g[i]) * u[i] for one row, through store(i, mask, value).
-template <Isa I, typename Store>
-void swiglu_row(const float* g, const float* u, int64_t n_ff, Store&& store) {
+// out[i] = act(g[i]) * u[i] for one row, through store(i, mask, value).
+template <Isa I, GluAct kAct, typename Store>
+void glu_row(const float* g, const float* u, int64_t n_ff, Store&& store) {
     using V = Vec<I>;
     for (int64_t i = 0; i < n_ff; i += V::kWidth) {
         const auto m = V::tail(n_ff - i);
-        store(i, m, V::mul(V::silu(V::load(g + i, m)), V::load(u + i, m)));
+        const auto gv = V::load(g + i, m);
+        const auto a = kAct == GluAct::kSilu ? V::silu(gv) : V::gelu_tanh(gv);
+        store(i, m, V::mul(a, V::load(u + i, m)));
     }
 }
 
@@ -82,12 +84,28 @@ void rms_norm_rows(const float* x, const float* w, Out* y, int64_t n_rows, int64
 }
 
 template <Isa I, typename Out>
-void swiglu_rows(const float* gate_up, Out* out, int64_t n_rows, int64_t n_ff) {
+void glu_rows(GluAct act, const float* gate_up, Out* out, int64_t n_rows, int64_t n_ff) {
+    const auto rows = [&]<GluAct kAct>() {
+        for (int64_t r = 0; r < n_rows; ++r) {
+            const float* g = gate_up + r * 2 * n_ff;
+            Out* o = out + r * n_ff;
+            glu_row<I, kAct>(g, g + n_ff, n_ff,
+                             [&](int64_t i, auto m, auto v) { store_out<I>(o + i, m, v); });
+        }
+    };
+    if (act == GluAct::kSilu) {
+        rows.template operator()<GluAct::kSilu>();
+    } else {
+        rows.template operator()<GluAct::kGeluTanh>();
+    }
+}
+
+template <Isa I>
+void rms_norm_heads_rows(float* x, int64_t row_stride, int64_t n_rows, int n_heads, int head_dim,
+                         const float* w, float eps) {
     for (int64_t r = 0; r < n_rows; ++r) {
-        const float* g = gate_up + r * 2 * n_ff;
-        Out* o = out + r * n_ff;
-        swiglu_row<I>(g, g + n_ff, n_ff,
-                      [&](int64_t i, auto m, auto v) { store_out<I>(o + i, m, v); });
+        float* row = x + r * row_stride;
+        rms_norm_rows<I>(row, w, row, n_heads, head_dim, eps);
     }
 }
 
@@ -148,8 +166,10 @@ void rope_rows(const RopeTable& table, RopeMode mode, float* x, const int32_t* p
 #define LAZYLLM_OPS_INSTANTIATE(I)                                                               \
     template void lazyllm::kernels::detail::rms_norm_rows<I>(const float*, const float*, float*, \
                                                              int64_t, int64_t, float);           \
-    template void lazyllm::kernels::detail::swiglu_rows<I>(const float*, float*, int64_t,        \
-                                                           int64_t);                             \
+    template void lazyllm::kernels::detail::glu_rows<I>(GluAct, const float*, float*, int64_t,    \
+                                                        int64_t);                                \
+    template void lazyllm::kernels::detail::rms_norm_heads_rows<I>(float*, int64_t, int64_t, int, \
+                                                                   int, const float*, float);    \
     template void lazyllm::kernels::detail::add_inplace_span<I>(float*, const float*, int64_t);  \
     template void lazyllm::kernels::detail::rope_rows<I>(                                        \
         const RopeTable&, RopeMode, float*, const int32_t*, int64_t, int64_t, int, int)

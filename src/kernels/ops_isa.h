@@ -16,7 +16,10 @@ namespace lazyllm::kernels::detail {
 template <Isa I, typename Out>
 void rms_norm_rows(const float* x, const float* w, Out* y, int64_t n_rows, int64_t n, float eps);
 template <Isa I, typename Out>
-void swiglu_rows(const float* gate_up, Out* out, int64_t n_rows, int64_t n_ff);
+void glu_rows(GluAct act, const float* gate_up, Out* out, int64_t n_rows, int64_t n_ff);
+template <Isa I>
+void rms_norm_heads_rows(float* x, int64_t row_stride, int64_t n_rows, int n_heads, int head_dim,
+                         const float* w, float eps);
 template <Isa I>
 void add_inplace_span(float* x, const float* y, int64_t n);
 template <Isa I>

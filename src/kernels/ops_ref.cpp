@@ -1,6 +1,7 @@
 // Scalar reference of the row-wise operators: the definition every vectorized variant is
 // tested against. Formulas follow HF transformers' modeling_llama.py (LlamaRMSNorm, silu MLP,
-// rotary embedding) and llama.cpp's ggml_rope (GGML_ROPE_TYPE_NORM / NEOX pair layouts).
+// rotary embedding), modeling_gemma3.py (gelu_pytorch_tanh MLP, per-head QK-norm) and
+// llama.cpp's ggml_rope (GGML_ROPE_TYPE_NORM / NEOX pair layouts).
 #include <cmath>
 #include <vector>
 
@@ -42,6 +43,40 @@ void swiglu_bf16(const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_
     std::vector<float> row(n_ff);  // [n_ff] (reference only)
     for (int64_t r = 0; r < n_rows; ++r) {
         swiglu(gate_up + r * 2 * n_ff, row.data(), 1, n_ff);
+        for (int64_t i = 0; i < n_ff; ++i) out[r * n_ff + i] = detail::round_to_bf16(row[i]);
+    }
+}
+
+void rms_norm_heads(float* x, int64_t row_stride, int64_t n_rows, int n_heads, int head_dim,
+                    const float* w, float eps) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        float* row = x + r * row_stride;
+        rms_norm(row, w, row, n_heads, head_dim, eps);
+    }
+}
+
+float gelu_tanh(float x) {
+    const float k = 0.7978845608028654f;  // sqrt(2/pi)
+    return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+}
+
+void glu(GluAct act, const float* gate_up, float* out, int64_t n_rows, int64_t n_ff) {
+    if (act == GluAct::kSilu) {
+        swiglu(gate_up, out, n_rows, n_ff);
+        return;
+    }
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float* g = gate_up + r * 2 * n_ff;
+        const float* u = g + n_ff;
+        float* o = out + r * n_ff;
+        for (int64_t i = 0; i < n_ff; ++i) o[i] = gelu_tanh(g[i]) * u[i];
+    }
+}
+
+void glu_bf16(GluAct act, const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_ff) {
+    std::vector<float> row(n_ff);  // [n_ff] (reference only)
+    for (int64_t r = 0; r < n_rows; ++r) {
+        glu(act, gate_up + r * 2 * n_ff, row.data(), 1, n_ff);
         for (int64_t i = 0; i < n_ff; ++i) out[r * n_ff + i] = detail::round_to_bf16(row[i]);
     }
 }

@@ -131,6 +131,15 @@ struct Vec<Isa::kAvx2> {
         const __m256 e = exp(_mm256_sub_ps(_mm256_setzero_ps(), x));
         return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
     }
+    // GELU, tanh approximation: 0.5 x (1 + tanh(z / 2)) = x / (1 + e^-z) with
+    // z = 2 sqrt(2/pi) (x + 0.044715 x^3); a true division.
+    static F gelu_tanh(F x) {
+        const __m256 x2 = _mm256_mul_ps(x, x);
+        const __m256 z = _mm256_mul_ps(
+            x, _mm256_fmadd_ps(x2, _mm256_set1_ps(kGeluK1), _mm256_set1_ps(kGeluK0)));
+        const __m256 e = exp(_mm256_sub_ps(_mm256_setzero_ps(), z));
+        return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    }
 
     // RoPE on adjacent pairs: (p[0], p[0], ..., p[3], p[3]); sign flipped on even lanes; the
     // two elements of every pair swapped.

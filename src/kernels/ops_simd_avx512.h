@@ -89,6 +89,18 @@ inline __m512 silu(__m512 x) {
     return _mm512_mul_ps(x, r);
 }
 
+// GELU, tanh approximation: x / (1 + e^-z), z = 2 sqrt(2/pi) (x + 0.044715 x^3); the
+// division as in silu.
+inline __m512 gelu_tanh(__m512 x) {
+    const __m512 z = _mm512_mul_ps(
+        x, _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(kGeluK1), _mm512_set1_ps(kGeluK0)));
+    const __m512 d =
+        _mm512_add_ps(_mm512_set1_ps(1.0f), exp(_mm512_sub_ps(_mm512_setzero_ps(), z)));
+    __m512 r = _mm512_rcp14_ps(d);
+    r = _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
+    return _mm512_mul_ps(x, r);
+}
+
 // 16 IEEE halves -> 16 fp32 (exact).
 inline __m512 load_f16(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -204,6 +216,7 @@ struct Vec<Isa::kAvx512> {
     static F exp2(F x) { return simd512::exp2(x); }
     static F exp(F x) { return simd512::exp(x); }
     static F silu(F x) { return simd512::silu(x); }
+    static F gelu_tanh(F x) { return simd512::gelu_tanh(x); }
 
     // RoPE on adjacent pairs: (p[0], p[0], ..., p[7], p[7]); sign flipped on even lanes; the
     // two elements of every pair swapped.

@@ -1,7 +1,7 @@
 // The SIMD layer every per-ISA kernel is written against, and the one way kernels are entered.
 //
 // Vec<I>: the vector operations of target I (load/store, masked tails, arithmetic, reductions,
-// exp2/silu, f16/bf16 conversions), one specialization per target in ops_simd_avx2.h (8 fp32
+// exp2/silu/gelu_tanh, f16/bf16 conversions), one specialization per target in ops_simd_avx2.h (8 fp32
 // lanes) and ops_simd_avx512.h (16 lanes). An op is written once as a template on Isa in a
 // *_inl.h file against Vec<I>; the per-ISA files (*_avx2.cpp, *_avx512.cpp, *_vnni.cpp, built
 // with their ISA flags, src/CMakeLists.txt) include that source and instantiate it for their
@@ -19,6 +19,11 @@ namespace lazyllm::kernels {
 
 template <Isa I>
 struct Vec;
+
+// GELU's tanh approximation as a logistic: 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)) with
+// u = sqrt(2/pi) (x + 0.044715 x^3), so 2u = x (kGeluK0 + kGeluK1 x^2).
+inline constexpr float kGeluK0 = 1.5957691216057308f;          // 2 sqrt(2/pi)
+inline constexpr float kGeluK1 = 1.5957691216057308f * 0.044715f;
 
 // The target whose instantiation runs for a context ISA.
 constexpr Isa simd_target(Isa isa) { return isa == Isa::kAmx ? Isa::kAvx512 : isa; }

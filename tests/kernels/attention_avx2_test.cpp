@@ -73,6 +73,11 @@ TEST(AttentionAvx2, DecodeSplitKeys) {
 
 // One problem per driver path (prefill tiles, decode, key-split prefill with merged partial
 // states, long keys) on 1, 2 and 4 threads.
+TEST(AttentionAvx2, SlidingWindowsMatchReference) {
+    SKIP_WITHOUT_AVX2();
+    check_windows(Isa::kAvx2, {1, 2});
+}
+
 TEST(AttentionAvx2, EveryDriverPath) {
     SKIP_WITHOUT_AVX2();
     std::vector<Problem> problems = path_problems(41);

@@ -91,6 +91,42 @@ TEST(Attention, Avx512DecodeSplitKeys) {
     check_decode_split_keys(Isa::kAvx512, {3, 4});
 }
 
+TEST(Attention, Avx512SlidingWindowsMatchReference) {
+    if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
+    check_windows(Isa::kAvx512, {1, 2});
+}
+
+// On an AMX context a windowed prefill takes the AVX-512 fp32 kernel (no AMX window).
+TEST(Attention, AmxContextSlidingWindowMatchesReference) {
+    if (!cpu_has(Isa::kAmx)) GTEST_SKIP() << "no AMX";
+    Problem p = make_problem(iota_pos(300), iota_pos(300), 8, 2, 64, 41);
+    p.args.window = 64;
+    check_against_ref(p, Isa::kAmx, {2}, kFp32Tol, kFp32Tol, "amx context, window 64");
+}
+
+// The window's definition: a query sees the keys less than `window` positions before it.
+TEST(AttentionRef, WindowEqualsTheKeysInsideIt) {
+    Problem w = make_problem({10, 4}, iota_pos(11), 2, 1, 8, 42);
+    w.args.window = 3;
+    ref::attention(w.args);
+    for (int row = 0; row < 2; ++row) {
+        const int32_t qp = w.q_pos[row];
+        Problem inside = make_problem({qp}, {qp - 2, qp - 1, qp}, 2, 1, 8, 42);
+        inside.q.assign(w.q.begin() + row * w.args.q_stride,
+                        w.q.begin() + (row + 1) * w.args.q_stride);
+        for (int j = 0; j < 3; ++j) {
+            const int64_t src = (qp - 2 + j) * w.args.kv_stride;
+            std::copy_n(w.k.begin() + src, w.args.kv_stride, inside.k.begin() + j * w.args.kv_stride);
+            std::copy_n(w.v.begin() + src, w.args.kv_stride, inside.v.begin() + j * w.args.kv_stride);
+        }
+        rebind(inside);
+        ref::attention(inside.args);
+        for (int c = 0; c < 16; ++c) {
+            EXPECT_FLOAT_EQ(w.out[row * w.args.out_stride + c], inside.out[c]) << "row " << row;
+        }
+    }
+}
+
 TEST(Attention, Avx512IndexedF16EqualsDenseF32) {
     if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
     check_indexed_f16_equals_dense_f32(Isa::kAvx512);

@@ -315,4 +315,32 @@ inline void check_bf16_output_is_rounded_fp32(std::vector<Problem>& problems, Is
     }
 }
 
+// Sliding windows (Gemma 3's local layers): a full prefix prefill with windows shorter than
+// a tile, than a key block and than the context; a pruned step (sparse keys, unsorted
+// queries); decode over a long context (keys split across threads).
+inline void check_windows(Isa isa, std::initializer_list<int> threads) {
+    for (const Layout& l : kLayouts) {
+        for (int32_t w : {1, 5, 37, 4096}) {
+            Problem p = make_problem(iota_pos(150), iota_pos(150), 8, 2, 64, 31, l);
+            p.args.window = w;
+            check_against_ref(p, isa, threads, kFp32Tol, kFp32Tol,
+                              "prefill window " + std::to_string(w));
+        }
+        std::vector<int32_t> kv = random_subset(1000, 300, 32);
+        std::vector<int32_t> q = random_subset(1000, 40, 33);
+        std::shuffle(q.begin(), q.end(), std::mt19937(34));
+        Problem sparse = make_problem(q, kv, 6, 2, 64, 35, l);
+        sparse.args.window = 50;
+        check_against_ref(sparse, isa, threads, kFp32Tol, kFp32Tol, "sparse window 50");
+        for (int n_q : {1, 3}) {
+            std::vector<int32_t> keys = random_subset(3000, 1500, 36);
+            std::vector<int32_t> last(keys.end() - n_q, keys.end());
+            Problem d = make_problem(last, keys, 4, 1, 256, 37, l);
+            d.args.window = 512;
+            check_against_ref(d, isa, threads, kFp32Tol, kFp32Tol,
+                              "decode window 512, n_q " + std::to_string(n_q));
+        }
+    }
+}
+
 }  // namespace lazyllm::kernels::attention_testing

@@ -90,6 +90,58 @@ TEST(Ops, SwigluMatchesRef) {
     }
 }
 
+TEST(OpsRef, GeluTanhClosedForm) {
+    EXPECT_EQ(ref::gelu_tanh(0.0f), 0.0f);
+    // torch.nn.functional.gelu(torch.tensor([1.0, -2.0, 3.0]), approximate="tanh")
+    EXPECT_NEAR(ref::gelu_tanh(1.0f), 0.8411920f, 1e-6f);
+    EXPECT_NEAR(ref::gelu_tanh(-2.0f), -0.0454023f, 1e-6f);
+    EXPECT_NEAR(ref::gelu_tanh(3.0f), 2.9963627f, 1e-6f);
+    const std::vector<float> gu = {1.0f, 2.0f};  // gate | up
+    std::vector<float> out(1);
+    ref::glu(GluAct::kGeluTanh, gu.data(), out.data(), 1, 1);
+    EXPECT_FLOAT_EQ(out[0], 2.0f * ref::gelu_tanh(1.0f));
+}
+
+TEST(Ops, GegluMatchesRef) {
+    for (Isa isa : supported_isas()) {
+        for (int64_t n_ff : {1, 15, 16, 33, 2048}) {
+            const int64_t rows = 13;
+            auto gu = random_vec(rows * 2 * n_ff, 5 + n_ff, -12.0f, 12.0f);
+            gu[0] = -100.0f;  // exp overflow side
+            gu[rows * 2 * n_ff - 1] = 100.0f;
+            std::vector<float> want(rows * n_ff), got(rows * n_ff);
+            ref::glu(GluAct::kGeluTanh, gu.data(), want.data(), rows, n_ff);
+            glu({isa, 2}, GluAct::kGeluTanh, gu.data(), got.data(), rows, n_ff);
+            expect_close(got, want, 2e-5f, 1e-6f,
+                         std::string(isa_name(isa)) + " n_ff=" + std::to_string(n_ff));
+        }
+    }
+}
+
+// QK-norm: each head of each (strided) row normalized on its own with the shared weight; the
+// row padding is left alone.
+TEST(Ops, RmsNormHeadsMatchesRowWiseRmsNorm) {
+    for (Isa isa : supported_isas()) {
+        const int64_t rows = 29, stride = 4 * 64 + 2 * 64 + 5;
+        for (int n_heads : {1, 4}) {
+            const auto x = random_vec(rows * stride, 31 + n_heads, -3.0f, 3.0f);
+            const auto w = random_vec(64, 32, 0.5f, 1.5f);
+            std::vector<float> got = x, want = x;
+            for (int64_t r = 0; r < rows; ++r) {
+                ref::rms_norm(want.data() + r * stride, w.data(), want.data() + r * stride,
+                              n_heads, 64, 1e-6f);
+            }
+            rms_norm_heads({isa, 2}, got.data(), stride, rows, n_heads, 64, w.data(), 1e-6f);
+            expect_close(got, want, 1e-5f, 1e-6f, std::string(isa_name(isa)));
+            for (int64_t r = 0; r < rows; ++r) {
+                for (int64_t c = n_heads * 64; c < stride; ++c) {
+                    ASSERT_EQ(got[r * stride + c], x[r * stride + c]) << "padding written";
+                }
+            }
+        }
+    }
+}
+
 // bf16 outputs: the fp32 math may differ from the reference in the last bits (sum order), so
 // the result is within half a bf16 step (2^-8 relative, 8 significant bits) of a value within
 // a few fp32 ulps of the reference; 2^-7 relative covers both.
@@ -127,6 +179,9 @@ TEST(Ops, Bf16OutputsMatchRef) {
         std::vector<uint16_t> got_s(rows * n_ff);
         swiglu_bf16({isa, 2}, gu.data(), got_s.data(), rows, n_ff);
         expect_bf16_close(got_s, want_s, std::string("swiglu_bf16 ") + std::string(isa_name(isa)));
+        ref::glu(GluAct::kGeluTanh, gu.data(), want_s.data(), rows, n_ff);
+        glu_bf16({isa, 2}, GluAct::kGeluTanh, gu.data(), got_s.data(), rows, n_ff);
+        expect_bf16_close(got_s, want_s, std::string("geglu_bf16 ") + std::string(isa_name(isa)));
     }
 }
 
