@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <cmath>
 #include <limits>
 
 #include "model/tensor_names.h"
@@ -16,24 +17,111 @@ Result<int> get_positive_int(const GgufFile& gguf, const std::string& key) {
     return static_cast<int>(v);
 }
 
+// The architecture's fixed traits. llama GGUFs have Q/K rows permuted by
+// convert_hf_to_gguf.py so that ggml's "normal" RoPE (adjacent pairs) reproduces HF's
+// rotate_half; the others are not permuted and rotate halves (NEOX), as llama.cpp runs them.
+Status set_arch(ModelConfig& c) {
+    c.rope_mode = kernels::RopeMode::kNeox;
+    if (c.arch_name == "llama") {
+        c.arch = Arch::kLlama;
+        c.rope_mode = kernels::RopeMode::kNorm;
+    } else if (c.arch_name == "qwen2") {
+        c.arch = Arch::kQwen2;
+        c.qkv_bias = true;
+    } else if (c.arch_name == "qwen3") {
+        c.arch = Arch::kQwen3;
+        c.qk_norm = true;
+    } else if (c.arch_name == "phi3") {
+        c.arch = Arch::kPhi3;  // fused attn_qkv and ffn_up (gate|up) tensors (llama_model.cpp)
+    } else if (c.arch_name == "gemma3") {
+        c.arch = Arch::kGemma3;
+        c.qk_norm = true;
+        c.post_norms = true;
+        c.ffn_act = kernels::GluAct::kGeluTanh;
+    } else {
+        return make_error(ErrorCode::kUnsupported,
+                          "unsupported architecture '{}' (supported: llama, qwen2, qwen3, phi3, "
+                          "gemma3)",
+                          c.arch_name);
+    }
+    return {};
+}
+
+Result<float> get_float_in(const GgufFile& gguf, const std::string& key, double lo, double hi) {
+    LAZYLLM_ASSIGN_OR_RETURN(double v, gguf.get_float(key));
+    if (!(v >= lo && v <= hi)) {
+        return make_error(ErrorCode::kCorrupt, "'{}' = {} is out of range [{}, {}]", key, v, lo, hi);
+    }
+    return static_cast<float>(v);
+}
+
+// Linear RoPE scaling (rope.scaling.type "linear", factor f: positions / f), as llama.cpp's
+// freq_scale; other scaling types are refused by name. (Llama 3's scaling comes as the
+// rope_freqs tensor instead.)
+Status read_rope_scaling(const GgufFile& gguf, ModelConfig& c) {
+    const std::string type_key = names::arch_key(c.arch_name, names::kRopeScalingType);
+    std::string type = "none";
+    if (gguf.find(type_key) != nullptr) {
+        LAZYLLM_ASSIGN_OR_RETURN(type, gguf.get_string(type_key));
+    }
+    if (type == "none") return {};
+    if (type != "linear") {
+        return make_error(ErrorCode::kUnsupported, "'{}' = '{}' is not supported (none, linear)",
+                          type_key, type);
+    }
+    const std::string factor_key = names::arch_key(c.arch_name, names::kRopeScalingFactor);
+    if (gguf.find(factor_key) == nullptr) return {};
+    LAZYLLM_ASSIGN_OR_RETURN(float f, get_float_in(gguf, factor_key, 1e-3, 1e6));
+    c.rope_freq_scale = 1.0f / f;
+    return {};
+}
+
+// Gemma 3: the sliding window and which layers use it (every sliding_window_pattern-th layer
+// is global, the others local, unless the pattern is given per layer), the local layers' RoPE
+// base, the query scale and the embedding scale, as llama.cpp's gemma3 loader reads them.
+Status read_gemma3(const GgufFile& gguf, ModelConfig& c) {
+    const std::string& a = c.arch_name;
+    c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+    // llama.cpp: 1/sqrt(n_embd / n_head) for the 27B model (62 layers), else 1/sqrt(head_dim).
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.n_layer == 62 ? c.n_embd / c.n_head
+                                                                        : c.head_dim));
+    const std::string softcap_key = names::arch_key(a, names::kFinalLogitSoftcap);
+    if (gguf.find(softcap_key) != nullptr) {
+        LAZYLLM_ASSIGN_OR_RETURN(c.final_softcap, get_float_in(gguf, softcap_key, 0.0, 1e6));
+    }
+    const std::string window_key = names::arch_key(a, names::kSlidingWindow);
+    if (gguf.find(window_key) == nullptr) return {};
+    LAZYLLM_ASSIGN_OR_RETURN(c.sliding_window, get_positive_int(gguf, window_key));
+    c.swa_layers.assign(c.n_layer, 0);
+    const std::string pattern_key = names::arch_key(a, names::kSlidingWindowPattern);
+    const GgufValue* pattern = gguf.find(pattern_key);
+    if (pattern != nullptr && pattern->type == GgufValueType::ARRAY) {
+        LAZYLLM_ASSIGN_OR_RETURN(auto per_layer, pattern->as_int_array());
+        if (static_cast<int>(per_layer.size()) != c.n_layer) {
+            return make_error(ErrorCode::kCorrupt, "'{}' has {} entries for {} layers", pattern_key,
+                              per_layer.size(), c.n_layer);
+        }
+        for (int il = 0; il < c.n_layer; ++il) c.swa_layers[il] = per_layer[il] != 0;
+    } else {
+        int n_pattern = 6;
+        if (pattern != nullptr) {
+            LAZYLLM_ASSIGN_OR_RETURN(n_pattern, get_positive_int(gguf, pattern_key));
+        }
+        for (int il = 0; il < c.n_layer; ++il) c.swa_layers[il] = il % n_pattern < n_pattern - 1;
+    }
+    const std::string base_key = names::arch_key(a, names::kRopeFreqBaseSwa);
+    if (gguf.find(base_key) != nullptr) {
+        LAZYLLM_ASSIGN_OR_RETURN(c.rope_theta_swa, get_float_in(gguf, base_key, 1e-3, 1e12));
+    }
+    return {};
+}
+
 }  // namespace
 
 Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& gguf) {
     ModelConfig c;
     LAZYLLM_ASSIGN_OR_RETURN(c.arch_name, gguf.get_string(names::kArchitecture));
-    if (c.arch_name == "llama") {
-        c.arch = Arch::kLlama;
-        // convert_hf_to_gguf.py permutes Q/K rows for llama so ggml's "normal" rope (adjacent
-        // pairs) reproduces HF's rotate_half.
-        c.rope_mode = kernels::RopeMode::kNorm;
-    } else if (c.arch_name == "qwen2") {
-        c.arch = Arch::kQwen2;
-        c.rope_mode = kernels::RopeMode::kNeox;  // qwen2 is not permuted: llama.cpp uses NEOX
-        c.qkv_bias = true;
-    } else {
-        return make_error(ErrorCode::kUnsupported,
-                          "unsupported architecture '{}' (supported: llama, qwen2)", c.arch_name);
-    }
+    LAZYLLM_TRY(set_arch(c));
     if (auto name = gguf.get_string(names::kName); name.ok()) c.name = *name;
     const std::string& a = c.arch_name;
     LAZYLLM_ASSIGN_OR_RETURN(c.n_layer, get_positive_int(gguf, names::arch_key(a, names::kBlockCount)));
@@ -95,6 +183,9 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& gguf) {
     }
     c.n_vocab = static_cast<int>(embd->shape[1]);
     c.tied_embeddings = gguf.find_tensor(names::kOutput) == nullptr;
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    LAZYLLM_TRY(read_rope_scaling(gguf, c));
+    if (c.arch == Arch::kGemma3) LAZYLLM_TRY(read_gemma3(gguf, c));
     return c;
 }
 

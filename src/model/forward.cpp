@@ -1,9 +1,12 @@
 // The Llama-family forward over a dense block of live rows (design.md 2): every kernel sees
 // dense rows. The K/V of a pruned key set S are not gathered: attention reads rows S straight
 // from the position-addressed cache (kernels::AttentionArgs::kv_row).
-//   per layer: x = rmsnorm(h); [q|k|v] = x Wqkv^T; rope(q, k) at own positions;
-//              KV[il][pos] = k, v (fp32 or f16); a = attn(q, KV[il][S]); h += a Wo^T;
-//              x = rmsnorm(h); [g|u] = x Wgu^T; h += (silu(g) * u) Wdown^T
+//   per layer: x = rmsnorm(h); [q|k|v] = x Wqkv^T; (q, k = rmsnorm per head: QK-norm);
+//              rope(q, k) at own positions; KV[il][pos] = k, v (fp32 or f16);
+//              a = attn(q, KV[il][S]) (within the window on sliding-window layers);
+//              h += a Wo^T (gemma3: h += rmsnorm(a Wo^T));
+//              x = rmsnorm(h); [g|u] = x Wgu^T; h += (act(g) * u) Wdown^T (gemma3: the sum
+//              post-normed as well; act = silu, or GELU-tanh for gemma3)
 #include <algorithm>
 #include <cmath>
 
@@ -36,9 +39,12 @@ private:
 
 // Row work fused into the bf16 AMX GEMMs (kernels::RowsDone): run by the GEMM thread on the
 // rows it just finished, while they are in its cache, on one thread each.
-struct QkvRows {  // after qkv: RoPE on q and k, then k and v into the cache
+struct QkvRows {  // after qkv: QK-norm and RoPE on q and k, then k and v into the cache
     kernels::KernelContext ctx;
     const kernels::RopeTable* rope = nullptr;
+    const float* q_norm = nullptr;  // [head_dim] QK-norm weights, or null
+    const float* k_norm = nullptr;
+    float eps = 0.0f;
     kernels::RopeMode mode = kernels::RopeMode::kNorm;
     float* qkv = nullptr;
     int64_t n_qkv = 0, n_q = 0, n_kv = 0;
@@ -49,17 +55,26 @@ struct QkvRows {  // after qkv: RoPE on q and k, then k and v into the cache
     void* v_cache = nullptr;
 };
 
-void qkv_rows(void* p, int64_t r0, int64_t r1) {
-    const QkvRows& c = *static_cast<const QkvRows*>(p);
+// Rows [r0, r1) on c.ctx's threads (the row hook's: one).
+void qkv_finish(const QkvRows& c, int64_t r0, int64_t r1) {
     const int64_t n = r1 - r0;
     float* rows = c.qkv + r0 * c.n_qkv;
     const int32_t* pos = c.pos + r0;
+    if (c.q_norm != nullptr) {
+        kernels::rms_norm_heads(c.ctx, rows, c.n_qkv, n, c.n_head, c.head_dim, c.q_norm, c.eps);
+        kernels::rms_norm_heads(c.ctx, rows + c.n_q, c.n_qkv, n, c.n_head_kv, c.head_dim,
+                                c.k_norm, c.eps);
+    }
     kernels::rope(c.ctx, *c.rope, c.mode, rows, pos, n, c.n_qkv, c.n_head, c.head_dim);
     kernels::rope(c.ctx, *c.rope, c.mode, rows + c.n_q, pos, n, c.n_qkv, c.n_head_kv, c.head_dim);
     kernels::kv_store_rows(c.ctx, c.kv_type, rows + c.n_q, c.n_qkv, n, c.n_kv, pos, c.k_cache,
                            c.n_kv);
     kernels::kv_store_rows(c.ctx, c.kv_type, rows + c.n_q + c.n_kv, c.n_qkv, n, c.n_kv, pos,
                            c.v_cache, c.n_kv);
+}
+
+void qkv_rows(void* p, int64_t r0, int64_t r1) {
+    qkv_finish(*static_cast<const QkvRows*>(p), r0, r1);
 }
 
 struct NormRows {  // after a GEMM that accumulates into h: the next GEMM's bf16 input
@@ -89,6 +104,9 @@ Status LlamaModel::embed(const int32_t* ids, int64_t n, float* h, Profile* prof)
         }
         const uint8_t* row = token_embd_ + static_cast<size_t>(ids[i]) * token_embd_row_bytes_;
         LAZYLLM_TRY(kernels::dequantize_row_f32(opts_.ctx.isa, token_embd_type_, row, h + i * E, E));
+        if (config_.embd_scale != 1.0f) {
+            for (int64_t e = 0; e < E; ++e) h[i * E + e] *= config_.embd_scale;
+        }
     }
     return {};
 }
@@ -118,9 +136,20 @@ kernels::AttentionArgs LlamaModel::attention_args(const KvCache& kv, int il) con
     a.n_head = c.n_head;
     a.n_head_kv = c.n_head_kv;
     a.head_dim = c.head_dim;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    a.scale = c.attn_scale;
+    a.window = c.is_swa(il) ? c.sliding_window : 0;
     a.out_stride = c.n_embd_q();
     return a;
+}
+
+const kernels::RopeTable& LlamaModel::rope_table(int il) const {
+    return config_.is_swa(il) ? rope_swa_ : rope_;
+}
+
+void LlamaModel::post_norm_add(const std::vector<float>& w, float* y, float* h, int64_t n) const {
+    const int64_t E = config_.n_embd;
+    kernels::rms_norm(opts_.ctx, y, w.data(), y, n, E, config_.rms_eps);
+    kernels::add_inplace(opts_.ctx, h, y, n * E);
 }
 
 // The state of one forward_layers call: its rows, its path and the activation buffers of that
@@ -134,10 +163,15 @@ public:
         qkv_ = grow(s.qkv, n * c_.n_qkv());  // [n, Q + 2 KV]
         step_rows_ = run.step_rows > 0 ? run.step_rows : n;
         prepare(n);
-        // Scores (LazyLLM boundary): summed over layers [score_begin_, il_end).
+        // Scores (LazyLLM boundary): summed over layers [score_begin_, il_end), global layers
+        // only on a sliding-window model (a local layer's query sees only its window).
         LAZYLLM_CHECK(run.score_layers >= 1);
         score_begin_ = std::max(run.il_begin, run.il_end - run.score_layers);
-        if (run.scores != nullptr && score_begin_ < run.il_end - 1) grow(s.score_row, run.n_keys);
+        if (run.scores != nullptr) {
+            first_scored_ = m.first_scored_layer(score_begin_, run.il_end);
+            LAZYLLM_CHECK_MSG(first_scored_ >= 0, "a boundary scored on sliding-window layers only");
+            if (first_scored_ < run.il_end - 1) grow(s.score_row, run.n_keys);
+        }
         // A key set S (pruned step) is read by row index; else keys are the prefix [0, n_keys).
         key_pos_ = run.key_pos != nullptr ? run.key_pos : kv.iota();
         attn_flops_ = attention_flops(run.pos, n);
@@ -175,8 +209,11 @@ private:
         attn16_ = bf16 ? grow(s_.attn16, rows * Q) : nullptr;  // [rows, Q]
         attn_ = bf16 ? nullptr : grow(s_.attn, rows * Q);      // [rows, Q]
         x_ = bf16 ? nullptr : grow(s_.x, rows * E);                  // [rows, E]
-        gate_up_ = bf16 ? nullptr : grow(s_.gate_up, rows * 2 * F);  // [rows, 2F]
+        // fp32 gate|up rows: every fp32 path; bf16 with GeGLU (no fused AMX form).
+        const bool fp32_gate_up = !bf16 || c_.ffn_act != kernels::GluAct::kSilu;
+        gate_up_ = fp32_gate_up ? grow(s_.gate_up, rows * 2 * F) : nullptr;  // [rows, 2F]
         act_ = bf16 ? nullptr : grow(s_.act, rows * F);              // [rows, F]
+        y_ = c_.post_norms ? grow(s_.y, rows * E) : nullptr;         // [rows, E]
     }
     bool bf16() const { return path_ == LinearPath::kBf16; }
     LinearInput x_in() const { return {x_, x16_}; }
@@ -211,6 +248,7 @@ private:
         qkv_hook_.n_head = c_.n_head;
         qkv_hook_.n_head_kv = c_.n_head_kv;
         qkv_hook_.head_dim = c_.head_dim;
+        qkv_hook_.eps = c_.rms_eps;
         qkv_hook_.kv_type = kv_.type();
         norm_hook_.ctx = ctx1;
         norm_hook_.n_embd = c_.n_embd;
@@ -234,28 +272,25 @@ private:
 
     void qkv(const LayerWeights& w, int il) {
         const kernels::KernelContext& ctx = m_.opts_.ctx;
-        const int64_t n = run_.n_rows, NQKV = c_.n_qkv(), Q = c_.n_embd_q(), KV = c_.n_embd_kv();
+        const int64_t n = run_.n_rows, NQKV = c_.n_qkv();
         void* k_cache = kv_.k(il);  // [n_ctx, KV] elements of kv.type()
         void* v_cache = kv_.v(il);
         qkv_hook_.k_cache = k_cache;
         qkv_hook_.v_cache = v_cache;
+        qkv_hook_.rope = &m_.rope_table(il);
+        qkv_hook_.q_norm = w.q_norm.empty() ? nullptr : w.q_norm.data();
+        qkv_hook_.k_norm = w.k_norm.empty() ? nullptr : w.k_norm.data();
         const kernels::RowsDone done{&qkv_rows, &qkv_hook_};
-        bool hooked = false;  // RoPE and the K/V store done by the qkv GEMM's row hook
+        bool hooked = false;  // QK-norm, RoPE and the K/V store done by the qkv GEMM's row hook
         {
             OpTimer t(prof_, OpKind::kQkv, 2.0 * n * c_.n_embd * NQKV);
             hooked = w.qkv.forward(path_, x_in(), n, qkv_, 0, 0, false, bf16() ? &done : nullptr);
         }
         if (hooked) return;
-        {
-            OpTimer t(prof_, OpKind::kRope);
-            kernels::rope(ctx, m_.rope_, c_.rope_mode, qkv_, run_.pos, n, NQKV, c_.n_head,
-                          c_.head_dim);
-            kernels::rope(ctx, m_.rope_, c_.rope_mode, qkv_ + Q, run_.pos, n, NQKV, c_.n_head_kv,
-                          c_.head_dim);
-        }
-        OpTimer t(prof_, OpKind::kKvWrite);
-        kernels::kv_store_rows(ctx, kv_.type(), qkv_ + Q, NQKV, n, KV, run_.pos, k_cache, KV);
-        kernels::kv_store_rows(ctx, kv_.type(), qkv_ + Q + KV, NQKV, n, KV, run_.pos, v_cache, KV);
+        OpTimer t(prof_, OpKind::kRope);  // with the K/V store
+        QkvRows all = qkv_hook_;
+        all.ctx = ctx;
+        qkv_finish(all, 0, n);
     }
 
     // LazyLLM's importance at a boundary: the first scored layer writes run.scores, later ones
@@ -271,9 +306,9 @@ private:
         a.q_stride = NQKV;
         a.out = attn_;
         a.out16 = attn16_;
-        if (run_.scores == nullptr || il < score_begin_) return;
+        if (run_.scores == nullptr || il < first_scored_ || c_.is_swa(il)) return;
         OpTimer t(prof_, OpKind::kScore);
-        float* dst = il == score_begin_ ? run_.scores : s_.score_row.data();
+        float* dst = il == first_scored_ ? run_.scores : s_.score_row.data();
         kernels::attention_scores_head_mean(m_.opts_.ctx, a, qkv_ + (n - 1) * NQKV,
                                             run_.pos[n - 1], dst);
         if (dst != run_.scores) {
@@ -314,6 +349,16 @@ private:
 
     void attn_out(const LayerWeights& w, const TailRows& o) {
         const int64_t Q = c_.n_embd_q(), E = c_.n_embd;
+        if (c_.post_norms) {  // h += rmsnorm(attn Wo^T); x = rmsnorm(h)
+            {
+                OpTimer t(prof_, OpKind::kAttnOut, 2.0 * o.n_rows * Q * E);
+                w.wo.forward(path_, {attn_, attn16_}, o.n_rows, y_, Q, E);
+            }
+            OpTimer t(prof_, OpKind::kRmsNorm);
+            m_.post_norm_add(w.post_attn_norm, y_, o.h, o.n_rows);
+            norm(o.h, w.ffn_norm, o.n_rows);
+            return;
+        }
         norm_hook_.h = o.h;
         norm_hook_.x16 = x16_;
         norm_hook_.w = w.ffn_norm.data();
@@ -329,7 +374,14 @@ private:
 
     void ffn(const LayerWeights& w, const TailRows& o, int il) {
         const int64_t n_o = o.n_rows, E = c_.n_embd, F = c_.n_ff;
-        if (bf16()) {
+        if (bf16() && c_.ffn_act != kernels::GluAct::kSilu) {
+            {
+                OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
+                w.gate_up.forward(path_, x_in(), n_o, gate_up_);
+            }
+            OpTimer t(prof_, OpKind::kSwiglu);
+            kernels::glu_bf16(m_.opts_.ctx, c_.ffn_act, gate_up_, act16_, n_o, F);
+        } else if (bf16()) {
             // One GEMM with SwiGLU fused into its output stage on the AMX backend (the fp32
             // gate/up rows are never written); GEMM + swiglu_bf16 inside on the others.
             OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
@@ -340,7 +392,17 @@ private:
                 w.gate_up.forward(path_, x_in(), n_o, gate_up_);
             }
             OpTimer t(prof_, OpKind::kSwiglu);
-            kernels::swiglu(m_.opts_.ctx, gate_up_, act_, n_o, F);
+            kernels::glu(m_.opts_.ctx, c_.ffn_act, gate_up_, act_, n_o, F);
+        }
+        if (c_.post_norms) {  // h += rmsnorm((act Wdown^T)); no row hook
+            {
+                OpTimer t(prof_, OpKind::kDown, 2.0 * n_o * F * E);
+                w.down.forward(path_, {act_, act16_}, n_o, y_, F, E);
+            }
+            OpTimer t(prof_, OpKind::kRmsNorm);
+            m_.post_norm_add(w.post_ffn_norm, y_, o.h, n_o);
+            x16_ready_ = false;
+            return;
         }
         // The next layer's attention norm, if this call runs it (bf16 path, down's row hook).
         const bool next = il + 1 < run_.il_end;
@@ -361,11 +423,13 @@ private:
     LinearPath path_ = LinearPath::kF32;
     int64_t step_rows_ = 0;
     int score_begin_ = 0;
+    int first_scored_ = 0;  // the first layer summed into run.scores
     const int32_t* key_pos_ = nullptr;
     double attn_flops_ = 0.0, o_flops_ = 0.0;
     float* qkv_ = nullptr;
     uint16_t *x16_ = nullptr, *act16_ = nullptr, *attn16_ = nullptr;
     float *x_ = nullptr, *attn_ = nullptr, *gate_up_ = nullptr, *act_ = nullptr;
+    float* y_ = nullptr;  // a sublayer's output before its post-norm (gemma3)
     QkvRows qkv_hook_;
     NormRows norm_hook_;
     bool x16_ready_ = false;  // x16 = rmsnorm(h) for this layer's attention (the down hook)
@@ -391,6 +455,20 @@ void LlamaModel::logits(const float* h_row, int64_t step_rows, float* out, Forwa
     // fp32 activations into the prefill weights (they convert them where those are bf16).
     const bool quant = quantized_decode_ && step_rows <= kQuantMaxRows;
     lm_head_.forward(quant ? LinearPath::kQuant : LinearPath::kF32, {x, nullptr}, 1, out);
+    softcap(out, 1);
+}
+
+void LlamaModel::softcap(float* logits, int64_t n_rows) const {
+    const float c = config_.final_softcap;
+    if (c <= 0.0f) return;
+    for (int64_t i = 0; i < n_rows * config_.n_vocab; ++i) logits[i] = c * std::tanh(logits[i] / c);
+}
+
+int LlamaModel::first_scored_layer(int begin, int end) const {
+    for (int il = begin; il < end; ++il) {
+        if (!config_.is_swa(il)) return il;
+    }
+    return -1;
 }
 
 }  // namespace lazyllm

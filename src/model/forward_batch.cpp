@@ -29,13 +29,20 @@ void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* con
     float* attn = grow(s.attn, n * Q);          // [n, Q]
     float* gate_up = grow(s.gate_up, n * 2 * F);  // [n, 2F]
     float* act = grow(s.act, n * F);            // [n, F]
+    float* y = c.post_norms ? grow(s.y, n * E) : nullptr;  // [n, E]
     const kernels::KvType kv_type = kvs[0]->type();
     for (int il = 0; il < c.n_layer; ++il) {
         const LayerWeights& L = layers_[il];
         kernels::rms_norm(ctx, h, L.attn_norm.data(), x, n, E, c.rms_eps);
         L.qkv.quant.forward(x, n, qkv);
-        kernels::rope(ctx, rope_, c.rope_mode, qkv, pos, n, NQKV, c.n_head, c.head_dim);
-        kernels::rope(ctx, rope_, c.rope_mode, qkv + Q, pos, n, NQKV, c.n_head_kv, c.head_dim);
+        if (c.qk_norm) {
+            kernels::rms_norm_heads(ctx, qkv, NQKV, n, c.n_head, c.head_dim, L.q_norm.data(), c.rms_eps);
+            kernels::rms_norm_heads(ctx, qkv + Q, NQKV, n, c.n_head_kv, c.head_dim, L.k_norm.data(),
+                                    c.rms_eps);
+        }
+        const kernels::RopeTable& rope = rope_table(il);
+        kernels::rope(ctx, rope, c.rope_mode, qkv, pos, n, NQKV, c.n_head, c.head_dim);
+        kernels::rope(ctx, rope, c.rope_mode, qkv + Q, pos, n, NQKV, c.n_head_kv, c.head_dim);
         for (int64_t i = 0; i < n; ++i) {
             float* row = qkv + i * NQKV;
             kernels::kv_store_rows(ctx, kv_type, row + Q, NQKV, 1, KV, pos + i, kvs[i]->k(il), KV);
@@ -52,14 +59,25 @@ void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* con
             a.out16 = nullptr;
             kernels::attention(ctx, a);
         }
-        L.wo.quant.forward(attn, n, h, Q, E, /*accumulate=*/true);
+        if (c.post_norms) {
+            L.wo.quant.forward(attn, n, y, Q, E);
+            post_norm_add(L.post_attn_norm, y, h, n);
+        } else {
+            L.wo.quant.forward(attn, n, h, Q, E, /*accumulate=*/true);
+        }
         kernels::rms_norm(ctx, h, L.ffn_norm.data(), x, n, E, c.rms_eps);
         L.gate_up.quant.forward(x, n, gate_up);
-        kernels::swiglu(ctx, gate_up, act, n, F);
-        L.down.quant.forward(act, n, h, F, E, /*accumulate=*/true);
+        kernels::glu(ctx, c.ffn_act, gate_up, act, n, F);
+        if (c.post_norms) {
+            L.down.quant.forward(act, n, y, F, E);
+            post_norm_add(L.post_ffn_norm, y, h, n);
+        } else {
+            L.down.quant.forward(act, n, h, F, E, /*accumulate=*/true);
+        }
     }
     kernels::rms_norm(ctx, h, output_norm_.data(), x, n, E, c.rms_eps);
     lm_head_.quant.forward(x, n, logits);
+    softcap(logits, n);
 }
 
 }  // namespace lazyllm

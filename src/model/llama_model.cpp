@@ -90,7 +90,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
 Status LlamaModel::load_weights() {
     const ModelConfig& c = config_;
     const kernels::Isa isa = opts_.ctx.isa;
-    const int64_t E = c.n_embd, Q = c.n_embd_q(), KV = c.n_embd_kv(), F = c.n_ff;
+    const int64_t E = c.n_embd, Q = c.n_embd_q(), F = c.n_ff;
 
     // Rope frequency factors (Llama 3 scaling) come as a tensor when present.
     std::vector<float> freq_factors;
@@ -98,7 +98,16 @@ Status LlamaModel::load_weights() {
         LAZYLLM_ASSIGN_OR_RETURN(freq_factors, read_tensor_f32(gguf_, std::string(names::kRopeFreqs),
                                                                {c.n_rot / 2}, isa));
     }
+    if (gguf_.find_tensor(names::kRopeFactorsLong) != nullptr) {
+        return make_error(ErrorCode::kUnsupported, "LongRoPE ('{}') is not supported",
+                          names::kRopeFactorsLong);
+    }
+    if (c.rope_freq_scale != 1.0f) {  // linear scaling: every frequency divided by the factor
+        if (freq_factors.empty()) freq_factors.assign(c.n_rot / 2, 1.0f);
+        for (float& f : freq_factors) f /= c.rope_freq_scale;
+    }
     rope_ = kernels::RopeTable(c.n_ctx_train, c.n_rot, c.rope_theta, freq_factors);
+    if (c.sliding_window > 0) rope_swa_ = kernels::RopeTable(c.n_ctx_train, c.n_rot, c.rope_theta_swa);
 
     const GgufTensorInfo* embd = gguf_.find_tensor(names::kTokenEmbd);
     if (embd->shape != std::vector<int64_t>{E, c.n_vocab}) {
@@ -122,49 +131,7 @@ Status LlamaModel::load_weights() {
                         Q % 32 == 0 && F % 32 == 0;
 
     layers_.resize(c.n_layer);
-    for (int il = 0; il < c.n_layer; ++il) {
-        LayerWeights& L = layers_[il];
-        auto name = [&](std::string_view what) { return names::blk(il, what); };
-        auto read = [&](std::string_view what, std::vector<int64_t> shape) {
-            return read_tensor_f32(gguf_, name(what), std::move(shape), isa);
-        };
-        LAZYLLM_ASSIGN_OR_RETURN(L.attn_norm, read(names::kAttnNorm, {E}));
-        LAZYLLM_ASSIGN_OR_RETURN(L.ffn_norm, read(names::kFfnNorm, {E}));
-        {
-            LAZYLLM_ASSIGN_OR_RETURN(auto wq, read(names::kAttnQ, {E, Q}));
-            LAZYLLM_ASSIGN_OR_RETURN(auto wk, read(names::kAttnK, {E, KV}));
-            LAZYLLM_ASSIGN_OR_RETURN(auto wv, read(names::kAttnV, {E, KV}));
-            std::vector<float> bias;
-            if (c.qkv_bias) {
-                LAZYLLM_ASSIGN_OR_RETURN(auto bq, read(names::kAttnQBias, {Q}));
-                LAZYLLM_ASSIGN_OR_RETURN(auto bk, read(names::kAttnKBias, {KV}));
-                LAZYLLM_ASSIGN_OR_RETURN(auto bv, read(names::kAttnVBias, {KV}));
-                bias = concat_rows({&bq, &bk, &bv});
-            }
-            LAZYLLM_TRY(make_linear(name("attn_qkv"),
-                                    {name(names::kAttnQ), name(names::kAttnK), name(names::kAttnV)},
-                                    concat_rows({&wq, &wk, &wv}), Q + 2 * KV, E,
-                                    c.qkv_bias ? bias.data() : nullptr, kernels::GemmLayout::kPlain,
-                                    L.qkv));
-        }
-        {
-            LAZYLLM_ASSIGN_OR_RETURN(auto wo, read(names::kAttnOutput, {Q, E}));
-            LAZYLLM_TRY(make_linear(name(names::kAttnOutput), {name(names::kAttnOutput)}, wo, E, Q,
-                                    nullptr, kernels::GemmLayout::kPlain, L.wo));
-        }
-        {
-            LAZYLLM_ASSIGN_OR_RETURN(auto wg, read(names::kFfnGate, {E, F}));
-            LAZYLLM_ASSIGN_OR_RETURN(auto wu, read(names::kFfnUp, {E, F}));
-            LAZYLLM_TRY(make_linear(name("ffn_gate_up"), {name(names::kFfnGate), name(names::kFfnUp)},
-                                    concat_rows({&wg, &wu}), 2 * F, E, nullptr,
-                                    kernels::GemmLayout::kSwiGlu, L.gate_up));
-        }
-        {
-            LAZYLLM_ASSIGN_OR_RETURN(auto wd, read(names::kFfnDown, {F, E}));
-            LAZYLLM_TRY(make_linear(name(names::kFfnDown), {name(names::kFfnDown)}, wd, E, F,
-                                    nullptr, kernels::GemmLayout::kPlain, L.down));
-        }
-    }
+    for (int il = 0; il < c.n_layer; ++il) LAZYLLM_TRY(load_layer(il));
     LAZYLLM_ASSIGN_OR_RETURN(output_norm_, read_tensor_f32(gguf_, std::string(names::kOutputNorm), {E}, isa));
     {
         const std::string head_name(c.tied_embeddings ? names::kTokenEmbd : names::kOutput);
@@ -177,6 +144,72 @@ Status LlamaModel::load_weights() {
     quant_max_rows_ = !layers_.empty() && layers_[0].gate_up.gemm.backend() == kernels::GemmBackend::kAvx2
                           ? kQuantMaxRowsAvx2
                           : kQuantMaxRows;
+    return {};
+}
+
+Status LlamaModel::load_layer(int il) {
+    const ModelConfig& c = config_;
+    const kernels::Isa isa = opts_.ctx.isa;
+    const int64_t E = c.n_embd, Q = c.n_embd_q(), KV = c.n_embd_kv(), F = c.n_ff;
+    LayerWeights& L = layers_[il];
+    auto name = [&](std::string_view what) { return names::blk(il, what); };
+    auto read = [&](std::string_view what, std::vector<int64_t> shape) {
+        return read_tensor_f32(gguf_, name(what), std::move(shape), isa);
+    };
+    LAZYLLM_ASSIGN_OR_RETURN(L.attn_norm, read(names::kAttnNorm, {E}));
+    LAZYLLM_ASSIGN_OR_RETURN(L.ffn_norm, read(names::kFfnNorm, {E}));
+    if (c.qk_norm) {
+        LAZYLLM_ASSIGN_OR_RETURN(L.q_norm, read(names::kAttnQNorm, {c.head_dim}));
+        LAZYLLM_ASSIGN_OR_RETURN(L.k_norm, read(names::kAttnKNorm, {c.head_dim}));
+    }
+    if (c.post_norms) {
+        LAZYLLM_ASSIGN_OR_RETURN(L.post_attn_norm, read(names::kPostAttnNorm, {E}));
+        LAZYLLM_ASSIGN_OR_RETURN(L.post_ffn_norm, read(names::kPostFfnNorm, {E}));
+    }
+    if (c.arch == Arch::kPhi3) {
+        // Fused tensors as convert_hf_to_gguf.py writes Phi-3: attn_qkv = [q; k; v] rows,
+        // ffn_up = [gate; up] rows (HF's gate_up_proj, chunked gate first).
+        LAZYLLM_ASSIGN_OR_RETURN(auto wqkv, read(names::kAttnQkv, {E, Q + 2 * KV}));
+        LAZYLLM_TRY(make_linear(name(names::kAttnQkv), {name(names::kAttnQkv)}, wqkv,
+                                Q + 2 * KV, E, nullptr, kernels::GemmLayout::kPlain, L.qkv));
+    } else {
+        LAZYLLM_ASSIGN_OR_RETURN(auto wq, read(names::kAttnQ, {E, Q}));
+        LAZYLLM_ASSIGN_OR_RETURN(auto wk, read(names::kAttnK, {E, KV}));
+        LAZYLLM_ASSIGN_OR_RETURN(auto wv, read(names::kAttnV, {E, KV}));
+        std::vector<float> bias;
+        if (c.qkv_bias) {
+            LAZYLLM_ASSIGN_OR_RETURN(auto bq, read(names::kAttnQBias, {Q}));
+            LAZYLLM_ASSIGN_OR_RETURN(auto bk, read(names::kAttnKBias, {KV}));
+            LAZYLLM_ASSIGN_OR_RETURN(auto bv, read(names::kAttnVBias, {KV}));
+            bias = concat_rows({&bq, &bk, &bv});
+        }
+        LAZYLLM_TRY(make_linear(name("attn_qkv"),
+                                {name(names::kAttnQ), name(names::kAttnK), name(names::kAttnV)},
+                                concat_rows({&wq, &wk, &wv}), Q + 2 * KV, E,
+                                c.qkv_bias ? bias.data() : nullptr, kernels::GemmLayout::kPlain,
+                                L.qkv));
+    }
+    {
+        LAZYLLM_ASSIGN_OR_RETURN(auto wo, read(names::kAttnOutput, {Q, E}));
+        LAZYLLM_TRY(make_linear(name(names::kAttnOutput), {name(names::kAttnOutput)}, wo, E, Q,
+                                nullptr, kernels::GemmLayout::kPlain, L.wo));
+    }
+    if (c.arch == Arch::kPhi3) {
+        LAZYLLM_ASSIGN_OR_RETURN(auto wgu, read(names::kFfnUp, {E, 2 * F}));
+        LAZYLLM_TRY(make_linear(name(names::kFfnUp), {name(names::kFfnUp)}, wgu, 2 * F, E,
+                                nullptr, kernels::GemmLayout::kSwiGlu, L.gate_up));
+    } else {
+        LAZYLLM_ASSIGN_OR_RETURN(auto wg, read(names::kFfnGate, {E, F}));
+        LAZYLLM_ASSIGN_OR_RETURN(auto wu, read(names::kFfnUp, {E, F}));
+        LAZYLLM_TRY(make_linear(name("ffn_gate_up"), {name(names::kFfnGate), name(names::kFfnUp)},
+                                concat_rows({&wg, &wu}), 2 * F, E, nullptr,
+                                kernels::GemmLayout::kSwiGlu, L.gate_up));
+    }
+    {
+        LAZYLLM_ASSIGN_OR_RETURN(auto wd, read(names::kFfnDown, {F, E}));
+        LAZYLLM_TRY(make_linear(name(names::kFfnDown), {name(names::kFfnDown)}, wd, E, F,
+                                nullptr, kernels::GemmLayout::kPlain, L.down));
+    }
     return {};
 }
 
@@ -201,7 +234,10 @@ size_t LlamaModel::weight_bytes() const {
     size_t total = lm_head_.weight_bytes() + output_norm_.size() * sizeof(float);
     for (const auto& L : layers_) {
         total += L.qkv.weight_bytes() + L.wo.weight_bytes() + L.gate_up.weight_bytes() +
-                 L.down.weight_bytes() + (L.attn_norm.size() + L.ffn_norm.size()) * sizeof(float);
+                 L.down.weight_bytes() +
+                 (L.attn_norm.size() + L.ffn_norm.size() + L.q_norm.size() + L.k_norm.size() +
+                  L.post_attn_norm.size() + L.post_ffn_norm.size()) *
+                     sizeof(float);
     }
     return total;
 }

@@ -1,4 +1,6 @@
-// The Llama-family model (llama: Llama 2/3, SmolLM2; qwen2: QKV biases): weights converted
+// The Llama-family model (llama: Llama 2/3, SmolLM2, Mistral; qwen2: QKV biases; qwen3:
+// QK-norm; phi3: fused QKV and gate|up; gemma3: QK-norm, sandwich norms, GeGLU, sliding-window
+// layers): weights converted
 // once at load into the GEMM's layout, and a forward pass over a dense block of rows that each
 // carry an absolute position. The pruning runtime hands it any subset of tokens per stage;
 // the model knows nothing of pruning (design.md 2).
@@ -79,6 +81,8 @@ struct Linear {
 struct LayerWeights {
     std::vector<float> attn_norm;  // [n_embd]
     std::vector<float> ffn_norm;   // [n_embd]
+    std::vector<float> q_norm, k_norm;  // [head_dim] QK-norm (qwen3, gemma3), else empty
+    std::vector<float> post_attn_norm, post_ffn_norm;  // [n_embd] gemma3, else empty
     Linear qkv;      // [n_qkv, n_embd]: q, k, v rows fused (+ qwen2 biases)
     Linear wo;       // [n_embd, n_embd_q]
     Linear gate_up;  // [2*n_ff, n_embd]: gate rows then up rows
@@ -98,6 +102,7 @@ struct ForwardScratch {
     ScratchVector<uint16_t> attn16;   // [n_rows, n_embd_q] attention output in bf16 (bf16 path)
     ScratchVector<float> gate_up;     // [n_rows, 2*n_ff]
     ScratchVector<float> act;         // [n_rows, n_ff]
+    ScratchVector<float> y;           // [n_rows, n_embd] a sublayer's output (post-norms)
     ScratchVector<float> logits_row;  // [n_embd] normed last row
     ScratchVector<float> score_row;   // [n_keys] one layer's scores when LayerRun sums several
 };
@@ -196,7 +201,16 @@ private:
     // The attention arguments every layer shares: its K/V cache, head counts and scale (the
     // keys, queries and outputs are the caller's).
     kernels::AttentionArgs attention_args(const KvCache& kv, int il) const;
+    const kernels::RopeTable& rope_table(int il) const;  // the local or the global table
+    // Post-norm residual (gemma3): y = rmsnorm(y, w); h += y, over n rows.
+    void post_norm_add(const std::vector<float>& w, float* y, float* h, int64_t n) const;
+    // logits = c tanh(logits / c) where the model has a final soft cap, over n rows.
+    void softcap(float* logits, int64_t n_rows) const;
+    // The first layer in [begin, end) whose attention a LazyLLM score may sum (not a
+    // sliding-window layer), or -1.
+    int first_scored_layer(int begin, int end) const;
     Status load_weights();
+    Status load_layer(int il);  // layers_[il] from the GGUF
     // `out` from the fused matrix w ([n_out, n_in], the GGUF tensors `tensors` row-concatenated):
     // the GEMM weights, and the quantized copy where quantized_decode_. Errors name `what`.
     Status make_linear(std::string_view what, std::initializer_list<std::string> tensors,
@@ -206,7 +220,8 @@ private:
     GgufFile gguf_;
     ModelConfig config_;
     ModelLoadOptions opts_;
-    kernels::RopeTable rope_;
+    kernels::RopeTable rope_;      // every layer, or the global layers of a sliding-window model
+    kernels::RopeTable rope_swa_;  // the local (sliding-window) layers
     std::vector<LayerWeights> layers_;
     std::vector<float> output_norm_;  // [n_embd]
     Linear lm_head_;                  // [n_vocab, n_embd]

@@ -23,6 +23,12 @@ inline constexpr std::string_view kRmsEps = "attention.layer_norm_rms_epsilon";
 inline constexpr std::string_view kRopeFreqBase = "rope.freq_base";
 inline constexpr std::string_view kRopeDimCount = "rope.dimension_count";
 inline constexpr std::string_view kVocabSize = "vocab_size";
+inline constexpr std::string_view kRopeScalingType = "rope.scaling.type";
+inline constexpr std::string_view kRopeScalingFactor = "rope.scaling.factor";
+inline constexpr std::string_view kRopeFreqBaseSwa = "rope.freq_base_swa";
+inline constexpr std::string_view kSlidingWindow = "attention.sliding_window";
+inline constexpr std::string_view kSlidingWindowPattern = "attention.sliding_window_pattern";
+inline constexpr std::string_view kFinalLogitSoftcap = "final_logit_softcapping";
 
 inline std::string arch_key(std::string_view arch, std::string_view suffix) {
     return fmt::format("{}.{}", arch, suffix);
@@ -46,5 +52,11 @@ inline constexpr std::string_view kFfnNorm = "ffn_norm.weight";
 inline constexpr std::string_view kFfnGate = "ffn_gate.weight";
 inline constexpr std::string_view kFfnUp = "ffn_up.weight";
 inline constexpr std::string_view kFfnDown = "ffn_down.weight";
+inline constexpr std::string_view kAttnQkv = "attn_qkv.weight";            // phi3: q, k, v fused
+inline constexpr std::string_view kAttnQNorm = "attn_q_norm.weight";       // qwen3, gemma3
+inline constexpr std::string_view kAttnKNorm = "attn_k_norm.weight";
+inline constexpr std::string_view kPostAttnNorm = "post_attention_norm.weight";  // gemma3
+inline constexpr std::string_view kPostFfnNorm = "post_ffw_norm.weight";
+inline constexpr std::string_view kRopeFactorsLong = "rope_factors_long.weight";  // phi3 LongRoPE
 
 }  // namespace lazyllm::names

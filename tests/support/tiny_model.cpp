@@ -228,15 +228,18 @@ private:
 };
 
 GgufWriter make_writer(const TinyModelSpec& spec) {
-    LAZYLLM_CHECK_MSG(spec.arch == "llama" || spec.arch == "qwen2",
-                      "TinyModelSpec.arch must be llama or qwen2");
-    LAZYLLM_CHECK(spec.n_layer > 0 && spec.n_head > 0 && spec.n_head_kv > 0 && spec.n_ff > 0);
-    LAZYLLM_CHECK_MSG(spec.n_embd % spec.n_head == 0, "n_embd must be a multiple of n_head");
-    LAZYLLM_CHECK_MSG(spec.n_head % spec.n_head_kv == 0, "n_head must be a multiple of n_head_kv");
     const std::string& a = spec.arch;
+    LAZYLLM_CHECK_MSG(a == "llama" || a == "qwen2" || a == "qwen3" || a == "phi3" || a == "gemma3",
+                      "TinyModelSpec.arch must be llama, qwen2, qwen3, phi3 or gemma3");
+    LAZYLLM_CHECK(spec.n_layer > 0 && spec.n_head > 0 && spec.n_head_kv > 0 && spec.n_ff > 0);
+    LAZYLLM_CHECK_MSG(spec.head_dim > 0 || spec.n_embd % spec.n_head == 0,
+                      "n_embd must be a multiple of n_head");
+    LAZYLLM_CHECK_MSG(spec.n_head % spec.n_head_kv == 0, "n_head must be a multiple of n_head_kv");
     const int64_t n_embd = spec.n_embd;
-    const int64_t head_dim = spec.n_embd / spec.n_head;
+    const int64_t head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
+    const int64_t n_embd_q = spec.n_head * head_dim;      // [n_head * head_dim]
     const int64_t n_embd_kv = spec.n_head_kv * head_dim;  // [n_head_kv * head_dim]
+    const bool qk_norm = a == "qwen3" || a == "gemma3";
     Vocab vocab = build_vocab(spec.n_vocab);
 
     Builder b(spec);
@@ -253,6 +256,13 @@ GgufWriter make_writer(const TinyModelSpec& spec) {
     w.set_float32(a + ".attention.layer_norm_rms_epsilon", spec.rms_eps);
     w.set_uint32(a + ".vocab_size", static_cast<uint32_t>(spec.n_vocab));
     w.set_uint32(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
+    if (spec.head_dim > 0) {
+        w.set_uint32(a + ".attention.key_length", static_cast<uint32_t>(head_dim));
+        w.set_uint32(a + ".attention.value_length", static_cast<uint32_t>(head_dim));
+    }
+    if (a == "gemma3") {
+        w.set_uint32(a + ".attention.sliding_window", static_cast<uint32_t>(spec.sliding_window));
+    }
     w.set_uint32("general.alignment", 32);
     w.set_string("tokenizer.ggml.model", "gpt2");
     w.set_string("tokenizer.ggml.pre", "smollm");
@@ -272,19 +282,33 @@ GgufWriter make_writer(const TinyModelSpec& spec) {
     for (int il = 0; il < spec.n_layer; ++il) {
         std::string p = "blk." + std::to_string(il) + ".";
         b.norm(p + "attn_norm.weight", n_embd);
-        b.weight(p + "attn_q.weight", n_embd, n_embd);
-        b.weight(p + "attn_k.weight", n_embd, n_embd_kv);
-        b.weight(p + "attn_v.weight", n_embd, n_embd_kv);
+        if (a == "phi3") {
+            b.weight(p + "attn_qkv.weight", n_embd, n_embd_q + 2 * n_embd_kv);
+        } else {
+            b.weight(p + "attn_q.weight", n_embd, n_embd_q);
+            b.weight(p + "attn_k.weight", n_embd, n_embd_kv);
+            b.weight(p + "attn_v.weight", n_embd, n_embd_kv);
+        }
         if (a == "qwen2") {
-            b.bias(p + "attn_q.bias", n_embd);
+            b.bias(p + "attn_q.bias", n_embd_q);
             b.bias(p + "attn_k.bias", n_embd_kv);
             b.bias(p + "attn_v.bias", n_embd_kv);
         }
-        b.weight(p + "attn_output.weight", n_embd, n_embd);
+        if (qk_norm) {
+            b.norm(p + "attn_q_norm.weight", head_dim);
+            b.norm(p + "attn_k_norm.weight", head_dim);
+        }
+        b.weight(p + "attn_output.weight", n_embd_q, n_embd);
+        if (a == "gemma3") b.norm(p + "post_attention_norm.weight", n_embd);
         b.norm(p + "ffn_norm.weight", n_embd);
-        b.weight(p + "ffn_gate.weight", n_embd, spec.n_ff);
-        b.weight(p + "ffn_up.weight", n_embd, spec.n_ff);
+        if (a == "phi3") {
+            b.weight(p + "ffn_up.weight", n_embd, 2 * spec.n_ff);
+        } else {
+            b.weight(p + "ffn_gate.weight", n_embd, spec.n_ff);
+            b.weight(p + "ffn_up.weight", n_embd, spec.n_ff);
+        }
         b.weight(p + "ffn_down.weight", spec.n_ff, n_embd);
+        if (a == "gemma3") b.norm(p + "post_ffw_norm.weight", n_embd);
     }
     b.norm("output_norm.weight", n_embd);
     if (!spec.tied_embeddings) b.weight("output.weight", n_embd, spec.n_vocab);

@@ -12,12 +12,16 @@
 namespace lazyllm::testing {
 
 struct TinyModelSpec {
-    std::string arch = "llama";  // "llama" or "qwen2" (qwen2 adds q/k/v biases)
+    // "llama"; "qwen2" (q/k/v biases); "qwen3" (QK-norm); "phi3" (fused attn_qkv and
+    // gate|up ffn_up); "gemma3" (QK-norm, post-norms, sliding window on 5 of every 6 layers)
+    std::string arch = "llama";
     int n_layer = 2;
     int n_embd = 64;
     int n_head = 4;
     int n_head_kv = 2;
     int n_ff = 128;
+    int head_dim = 0;        // 0: n_embd / n_head (else written as attention.key_length)
+    int sliding_window = 8;  // gemma3's attention.sliding_window
     int n_vocab = 300;      // >= 260: 256 byte tokens, specials, a few merges
     int n_ctx = 256;
     float rope_theta = 10000.0f;
