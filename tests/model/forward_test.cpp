@@ -23,6 +23,8 @@ struct Case {
     // KV cache element type; default: the one the session picks for the GEMM precision.
     std::optional<kernels::KvType> kv_type = std::nullopt;
     GgmlType weight_type = GgmlType::F32;  // 2-D weights of the tiny model
+    int n_layer = 2;
+    int head_dim = 0;  // 0: n_embd / n_head
 };
 
 std::string temp_path(const std::string& tag) {
@@ -61,6 +63,8 @@ void check_against_reference(const Case& c, double tol) {
     spec.n_head_kv = c.n_head_kv;
     spec.n_embd = 16 * c.n_head;
     spec.weight_type = c.weight_type;
+    spec.n_layer = c.n_layer;
+    spec.head_dim = c.head_dim;
     const std::string path = temp_path(c.arch + (c.tied ? "_tied" : "") + std::to_string(c.n_head_kv) +
                                        std::string(ggml_type_name(c.weight_type)));
     auto model = load(spec, path, c.precision);
@@ -128,6 +132,35 @@ TEST(ForwardTest, LlamaTiedMhaF32MatchesReference) {
 }
 TEST(ForwardTest, Qwen2BiasNeoxF32MatchesReference) {
     check_against_reference({"qwen2", false, kernels::GemmPrecision::kF32, 6, 2}, 2e-4);
+}
+TEST(ForwardTest, Qwen3QkNormF32MatchesReference) {
+    check_against_reference({"qwen3", true, kernels::GemmPrecision::kF32, 4, 2, std::nullopt,
+                             GgmlType::F32, 2, 32},
+                            2e-4);
+}
+TEST(ForwardTest, Phi3FusedF32MatchesReference) {
+    check_against_reference({"phi3", false, kernels::GemmPrecision::kF32, 4, 4}, 2e-4);
+}
+// Six layers: five with an 8-position window (the 37-token prompt and the decode steps go
+// past it) and a global one; head_dim 32 with n_head * head_dim != n_embd, as Gemma 3.
+TEST(ForwardTest, Gemma3SlidingWindowF32MatchesReference) {
+    check_against_reference({"gemma3", true, kernels::GemmPrecision::kF32, 4, 1, std::nullopt,
+                             GgmlType::F32, 6, 32},
+                            2e-4);
+}
+TEST(ForwardTest, Gemma3Bf16CloseToReference) {
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
+    check_against_reference({"gemma3", true, kernels::GemmPrecision::kBf16, 4, 1, std::nullopt,
+                             GgmlType::F32, 6, 32},
+                            5e-2);
+}
+TEST(ForwardTest, Gemma3Q8QuantizedDecodeCloseToReference) {
+    kernels::KernelContext ctx;
+    ctx.isa = testing::engine_isa();
+    if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no QuantLinear fast path";
+    check_against_reference({"gemma3", true, kernels::GemmPrecision::kAuto, 4, 1, std::nullopt,
+                             GgmlType::Q8_0, 6, 32},
+                            5e-2);
 }
 // An f16 KV cache with fp32 GEMMs: K and V rounded to 11 significant bits (2^-12 relative),
 // the only difference from the fp32 path.
