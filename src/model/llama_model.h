@@ -172,6 +172,10 @@ public:
     bool quantized_decode() const { return quantized_decode_; }
     int64_t quant_max_rows() const { return quant_max_rows_; }
     size_t weight_bytes() const;  // converted weights held in memory
+    // The first layer in [begin, end) whose attention a LazyLLM score may sum, or -1: on a
+    // sliding-window model only global layers score (a local layer's query sees only its
+    // window, so every older token would score 0).
+    int first_scored_layer(int begin, int end) const;
     double load_ms() const { return load_ms_; }
 
     // h[i, :] = embedding of ids[i]  (h: [n, n_embd]); ids must be < n_vocab (checked).
@@ -206,9 +210,7 @@ private:
     void post_norm_add(const std::vector<float>& w, float* y, float* h, int64_t n) const;
     // logits = c tanh(logits / c) where the model has a final soft cap, over n rows.
     void softcap(float* logits, int64_t n_rows) const;
-    // The first layer in [begin, end) whose attention a LazyLLM score may sum (not a
-    // sliding-window layer), or -1.
-    int first_scored_layer(int begin, int end) const;
+
     Status load_weights();
     Status load_layer(int il);  // layers_[il] from the GGUF
     // `out` from the fused matrix w ([n_out, n_in], the GGUF tensors `tensors` row-concatenated):

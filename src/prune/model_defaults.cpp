@@ -6,7 +6,7 @@ namespace lazyllm::prune {
 
 namespace {
 
-// One preset's schedule as plain data (three boundaries).
+// One preset's schedule as plain data (up to three boundaries; unused ones 0).
 struct PresetSchedule {
     int boundaries[3];
     float keep[3];
@@ -39,6 +39,13 @@ constexpr Entry kEntries[] = {
      {{9, 18, 21}, {0.35f, 0.25f, 0.15f}, 40, 64, 256, false, 3, 11, -1},
      {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1},
      "lazyllm eval --fidelity and lazyllm tune (docs/evaluation.md, Presets)"},
+    // Gemma 3 270M (18 layers, d 640, 4 heads, vocab 262144; global layers 5, 11, 17): a
+    // boundary needs a global layer in its stage, so two boundaries, after layers 5 and 11,
+    // scored there (score_layers 1). Keep fractions: docs/evaluation.md, Gemma 3.
+    {{"gemma3", 18, 640, 4, 262144},
+     {{6, 12, 0}, {0.5f, 0.3f, 0.0f}, 8, 64, 1024, false, 1, 11, -1},
+     {{6, 12, 0}, {0.3f, 0.15f, 0.0f}, 8, 0, 0, true, 1, 11, -1},
+     "docs/evaluation.md (Gemma 3)"},
 };
 
 // The generic safe preset's window (the default model's measured 64) and floor (1024 tokens:
@@ -49,8 +56,10 @@ constexpr int kGenericMinContext = 1024;
 
 Schedule from_entry(const PresetSchedule& p) {
     Schedule s;
-    s.boundaries.assign(std::begin(p.boundaries), std::end(p.boundaries));
-    s.keep.assign(std::begin(p.keep), std::end(p.keep));
+    for (size_t i = 0; i < std::size(p.boundaries) && p.boundaries[i] > 0; ++i) {
+        s.boundaries.push_back(p.boundaries[i]);
+        s.keep.push_back(p.keep[i]);
+    }
     s.keep_first = p.keep_first;
     s.keep_recent = p.keep_recent;
     s.min_context = p.min_context;
@@ -74,6 +83,16 @@ Schedule model_default_schedule(const ModelShape& shape, Preset preset, std::str
     }
     if (source) *source = "generic";
     Schedule s = default_schedule(shape.n_layer);
+    if (!shape.global_layers.empty()) {  // after each global layer, scored there
+        std::vector<int> b;
+        for (int g : shape.global_layers) {
+            if (g + 1 < shape.n_layer && b.size() < 3) b.push_back(g + 1);
+        }
+        constexpr float kKeep[] = {0.5f, 0.25f, 0.1f};  // default_schedule's
+        s.keep.assign(kKeep, kKeep + b.size());
+        s.boundaries = b;
+        s.score_layers = 1;
+    }
     if (preset == Preset::kSafe) {
         s.keep_recent = kGenericKeepRecent;
         s.min_context = kGenericMinContext;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "lazyllm/result.h"
 #include "prune/schedule.h"
@@ -16,10 +17,14 @@ struct ModelShape {
     int n_embd = 0;
     int n_head = 0;
     int n_vocab = 0;
+    // Layers that attend to the whole context, when the model also has sliding-window layers
+    // (gemma3); empty otherwise. A boundary's score comes from a global layer of its stage.
+    std::vector<int> global_layers = {};
 };
 
 // The measured schedule of a preset for a known model shape, else a generic one built on
-// default_schedule(shape.n_layer). `source` (optional) receives where it came from: a docs
+// default_schedule(shape.n_layer) (on a sliding-window model: one boundary after each of the
+// first global layers, up to three, none at the last layer). `source` (optional) receives where it came from: a docs
 // reference or "generic".
 Schedule model_default_schedule(const ModelShape& shape, Preset preset = Preset::kSafe,
                                 std::string_view* source = nullptr);

@@ -28,8 +28,11 @@ ModelSummary make_summary(const std::string& path, const ModelConfig& c, const T
 
 // The schedule `--lazy` uses when none is given (src/prune/model_defaults.cpp).
 prune::Schedule default_schedule(const ModelConfig& c, prune::Preset preset) {
-    return prune::model_default_schedule({c.arch_name, c.n_layer, c.n_embd, c.n_head, c.n_vocab},
-                                         preset);
+    prune::ModelShape shape{c.arch_name, c.n_layer, c.n_embd, c.n_head, c.n_vocab};
+    for (int il = 0; c.sliding_window > 0 && il < c.n_layer; ++il) {
+        if (!c.is_swa(il)) shape.global_layers.push_back(il);
+    }
+    return prune::model_default_schedule(shape, preset);
 }
 }  // namespace
 

@@ -20,6 +20,33 @@
 
 namespace lazyllm {
 
+namespace {
+
+// Every boundary's score must sum at least one global layer of a sliding-window model
+// (LlamaModel::first_scored_layer): its stage's last score_layers layers.
+Status check_scored_layers(const LlamaModel& model, const prune::Schedule& sch) {
+    const ModelConfig& c = model.config();
+    if (c.sliding_window <= 0) return {};
+    for (size_t i = 0; i < sch.boundaries.size(); ++i) {
+        const int b = sch.boundaries[i];
+        const int start = i == 0 ? 0 : sch.boundaries[i - 1];
+        const int lo = std::max(start, b - sch.score_layers);
+        if (model.first_scored_layer(lo, b) >= 0) continue;
+        std::vector<int> global;
+        for (int il = 0; il < c.n_layer; ++il) {
+            if (!c.is_swa(il)) global.push_back(il);
+        }
+        return make_error(ErrorCode::kInvalidArgument,
+                          "boundary layer {} would score on layers {}..{}, all sliding-window "
+                          "layers of this {} model; put each boundary after a global layer ({}) "
+                          "or raise score_layers",
+                          b, lo, b - 1, c.arch_name, fmt::join(global, ", "));
+    }
+    return {};
+}
+
+}  // namespace
+
 Result<Session> Session::create(const LlamaModel& model, const SessionOptions& opts) {
     const ModelConfig& c = model.config();
     const int64_t n_ctx = opts.n_ctx > 0 ? opts.n_ctx : c.n_ctx_train;
@@ -36,6 +63,7 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
                               prune::policy_name(opts.policy));
         }
         LAZYLLM_TRY(prune::validate_schedule(sch, c.n_layer));
+        LAZYLLM_TRY(check_scored_layers(model, sch));
         if (opts.policy == prune::Policy::kLazy && sch.revive_max > 0 && !sch.prune_decode) {
             return make_error(ErrorCode::kInvalidArgument,
                               "revive_max {} needs pruning in decode steps (--lazy-decode on): "
