@@ -1,5 +1,7 @@
-// The default model (SmolLM2-135M-Instruct Q4_1) against HF transformers on the same GGUF
-// (tests/golden/logits_smollm2_135m_q4_1.json, made by scripts/golden_logits.py).
+// The real models against HF transformers on the same GGUF: the default model
+// (SmolLM2-135M-Instruct Q4_1, tests/golden/logits_smollm2_135m_q4_1.json, made by
+// scripts/golden_logits.py) and Gemma 3 270M (Q4_K_M, logits_gemma3_270m_q4_k_m.json, made by
+// scripts/golden_gemma3.py; its long prompt crosses the local layers' 512-token window).
 //
 // Tolerances (docs/golden.md): transformers dequantizes the same Q4_1 blocks to fp32, so the fp32
 // path (fp32 GEMMs and fp32 attention: the model leaves AMX out) differs only by summation order
@@ -23,10 +25,38 @@
 namespace lazyllm {
 namespace {
 
-nlohmann::json golden() {
-    std::ifstream in(std::string(LAZYLLM_TEST_GOLDEN_DIR) + "/logits_smollm2_135m_q4_1.json");
-    return nlohmann::json::parse(in);
-}
+struct GoldenModel {
+    const char* name;
+    const char* golden;      // in tests/golden
+    const char* model_file;  // in the model cache (scripts/fetch_model.py NAME)
+    int min_greedy;          // prompts with a greedy continuation
+};
+
+const GoldenModel kModels[] = {
+    {"smollm2_135m", "logits_smollm2_135m_q4_1.json", testing::kDefaultModelFile, 4},
+    {"gemma3_270m", "logits_gemma3_270m_q4_k_m.json", "gemma-3-270m-q4_k_m.gguf", 3},
+};
+
+class ModelGolden : public ::testing::TestWithParam<GoldenModel> {
+protected:
+    nlohmann::json golden() const {
+        std::ifstream in(std::string(LAZYLLM_TEST_GOLDEN_DIR) + "/" + GetParam().golden);
+        return nlohmann::json::parse(in);
+    }
+};
+
+// Binds `var` to the parameter's model file in the cache, or skips saying how to fetch it.
+#define GOLDEN_MODEL_OR_SKIP(var)                                                           \
+    std::string var;                                                                        \
+    do {                                                                                    \
+        if (testing::skip_model_tests()) GTEST_SKIP() << "LAZYLLM_SKIP_MODEL_TESTS is set"; \
+        const auto dir = testing::model_cache_dir();                                        \
+        var = dir ? *dir + "/" + GetParam().model_file : std::string();                     \
+        if (!dir || !std::ifstream(var).good()) {                                           \
+            GTEST_SKIP() << "no " << GetParam().model_file                                  \
+                         << " in the model cache (scripts/fetch_model.py)";                 \
+        }                                                                                   \
+    } while (0)
 
 std::unique_ptr<LlamaModel> load(const std::string& path, kernels::GemmPrecision precision) {
     ModelLoadOptions o;
@@ -68,8 +98,8 @@ double logsumexp(const std::vector<float>& v) {
     return mx + std::log(z);
 }
 
-TEST(ModelGolden, F32LogitsMatchTransformers) {
-    LAZYLLM_MODEL_OR_SKIP(path);
+TEST_P(ModelGolden, F32LogitsMatchTransformers) {
+    GOLDEN_MODEL_OR_SKIP(path);
     auto m = load(path, kernels::GemmPrecision::kF32);
     ASSERT_NE(m, nullptr);
     const auto g = golden();
@@ -92,8 +122,8 @@ TEST(ModelGolden, F32LogitsMatchTransformers) {
     }
 }
 
-TEST(ModelGolden, Bf16AgreesOnTop1AndKl) {
-    LAZYLLM_MODEL_OR_SKIP(path);
+TEST_P(ModelGolden, Bf16AgreesOnTop1AndKl) {
+    GOLDEN_MODEL_OR_SKIP(path);
     if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
     auto m = load(path, kernels::GemmPrecision::kBf16);
     ASSERT_NE(m, nullptr);
@@ -125,8 +155,8 @@ TEST(ModelGolden, Bf16AgreesOnTop1AndKl) {
     }
 }
 
-TEST(ModelGolden, GreedyContinuationsMatchTransformers) {
-    LAZYLLM_MODEL_OR_SKIP(path);
+TEST_P(ModelGolden, GreedyContinuationsMatchTransformers) {
+    GOLDEN_MODEL_OR_SKIP(path);
     auto m = load(path, kernels::GemmPrecision::kF32);
     ASSERT_NE(m, nullptr);
     const auto g = golden();
@@ -151,8 +181,11 @@ TEST(ModelGolden, GreedyContinuationsMatchTransformers) {
         EXPECT_EQ(got, want) << p["name"];
         ++checked;
     }
-    EXPECT_GE(checked, 4);
+    EXPECT_GE(checked, GetParam().min_greedy);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, ModelGolden, ::testing::ValuesIn(kModels),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace lazyllm

@@ -39,6 +39,29 @@ std::unique_ptr<LlamaModel> tiny_model(
     return m.ok() ? std::move(m).value() : nullptr;
 }
 
+// Gemma 3's layer shape at test size: 9 layers, every third global (2, 5, 8), the others with
+// a 6-position window.
+std::unique_ptr<LlamaModel> tiny_gemma3(const std::string& tag) {
+    testing::TinyModelSpec spec;
+    spec.arch = "gemma3";
+    spec.n_layer = 9;
+    spec.n_head_kv = 1;
+    spec.head_dim = 32;
+    spec.sliding_window = 6;
+    spec.swa_pattern = 3;
+    spec.tied_embeddings = true;
+    spec.weight_scale = 0.2f;
+    const std::string path = ::testing::TempDir() + "lazyllm_session_" + tag + ".gguf";
+    EXPECT_TRUE(testing::write_tiny_model(spec, path).ok());
+    ModelLoadOptions o;
+    o.ctx.isa = kernels::isa_from_env().value();
+    o.ctx.n_threads = 2;
+    o.precision = kernels::GemmPrecision::kF32;
+    auto m = LlamaModel::load(path, o);
+    EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
+    return m.ok() ? std::move(m).value() : nullptr;
+}
+
 std::vector<int32_t> ids_for(int n, int n_vocab, uint32_t seed) {
     std::mt19937 rng(seed);
     std::vector<int32_t> ids(n);
@@ -147,6 +170,45 @@ TEST(SessionTest, InvariantsHoldOverRandomSchedules) {
         EXPECT_EQ(s.depth()[n_total - 1], L) << "the current token reaches the last layer";
         EXPECT_LE(s.prompt_fraction_computed(), 1.0);
     }
+}
+
+// Sliding-window layers: keep 1.0 is full bit for bit; random keep fractions and decode steps
+// that prune and revive keep every invariant (check_invariants) with the windows in force
+// (prompts far longer than the window); a boundary whose stage scores on local layers only is
+// refused, naming the global layers.
+TEST(SessionTest, SlidingWindowModelKeepsTheInvariants) {
+    auto model = tiny_gemma3("gemma3_sessions");
+    ASSERT_NE(model, nullptr);
+    ASSERT_TRUE(model->config().is_swa(0) && !model->config().is_swa(2));
+    const int V = model->config().n_vocab;
+    const int L = model->config().n_layer;
+    const auto prompt = ids_for(40, V, 3);
+    SessionOptions full;
+    full.n_ctx = 128;
+    auto a = Session::create(*model, full).value();
+    auto b = Session::create(*model, lazy_options({3, 6}, {1.0f, 1.0f})).value();
+    const auto la = run_steps(a, prompt, 4, V);
+    const auto lb = run_steps(b, prompt, 4, V);
+    for (size_t i = 0; i < la.size(); ++i) {
+        ASSERT_EQ(0, std::memcmp(la[i].data(), lb[i].data(), la[i].size() * sizeof(float))) << i;
+    }
+    std::mt19937 rng(7);
+    for (int trial = 0; trial < 12; ++trial) {
+        const float k1 = 0.3f + 0.6f * static_cast<float>(rng() % 100) / 100.0f;
+        auto opts = lazy_options({3, 6}, {k1, k1 * 0.5f}, trial % 2 == 0);
+        opts.schedule.score_layers = 1 + static_cast<int>(rng() % 3);
+        auto s = Session::create(*model, opts).value();
+        run_steps(s, ids_for(20 + static_cast<int>(rng() % 40), V, 100 + trial), 6, V);
+        EXPECT_LE(s.total_token_layers(), static_cast<int64_t>(s.n_past()) * L);
+        EXPECT_LT(s.prompt_fraction_computed(), 1.0 + 1e-9);
+    }
+    auto bad = Session::create(*model, lazy_options({4, 6}, {0.5f, 0.3f}));
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message().find("global layer (2, 5, 8)"), std::string::npos)
+        << bad.error().message();
+    auto wide = lazy_options({4, 6}, {0.5f, 0.3f});
+    wide.schedule.score_layers = 2;  // layers 2..3 for the boundary at 4
+    EXPECT_TRUE(Session::create(*model, wide).ok());
 }
 
 // A test-side model of the rules (design.md 1.2-1.3), fed with the engine's scores, predicts

@@ -262,6 +262,10 @@ GgufWriter make_writer(const TinyModelSpec& spec) {
     }
     if (a == "gemma3") {
         w.set_uint32(a + ".attention.sliding_window", static_cast<uint32_t>(spec.sliding_window));
+        if (spec.swa_pattern > 0) {
+            w.set_uint32(a + ".attention.sliding_window_pattern",
+                         static_cast<uint32_t>(spec.swa_pattern));
+        }
     }
     w.set_uint32("general.alignment", 32);
     w.set_string("tokenizer.ggml.model", "gpt2");

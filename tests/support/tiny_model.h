@@ -22,6 +22,7 @@ struct TinyModelSpec {
     int n_ff = 128;
     int head_dim = 0;        // 0: n_embd / n_head (else written as attention.key_length)
     int sliding_window = 8;  // gemma3's attention.sliding_window
+    int swa_pattern = 0;     // gemma3: attention.sliding_window_pattern if > 0 (else 6)
     int n_vocab = 300;      // >= 260: 256 byte tokens, specials, a few merges
     int n_ctx = 256;
     float rope_theta = 10000.0f;
