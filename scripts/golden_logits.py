@@ -272,11 +272,12 @@ def logits_summary(model, ids):
 
 
 @torch.no_grad()
-def greedy(model, tok, ids):
+def greedy(model, tok, ids, eos_id=EOS_ID, n_new=N_GREEDY):
+    """Greedy continuation; tok: anything with decode(ids) (also scripts/golden_gemma3.py)."""
     prompt = torch.tensor([ids])
     out = model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
-                         num_beams=1, max_new_tokens=N_GREEDY, eos_token_id=EOS_ID,
-                         pad_token_id=EOS_ID)
+                         num_beams=1, max_new_tokens=n_new, eos_token_id=eos_id,
+                         pad_token_id=eos_id)
     new = out[0, len(ids):].tolist()
     # Cache-free cross-check, which is what a full-prefill engine computes for each step.
     full = model(torch.tensor([ids + new[:-1]]), use_cache=False).logits[0]
@@ -284,7 +285,7 @@ def greedy(model, tok, ids):
     top2 = torch.topk(steps, 2, dim=-1)
     if top2.indices[:, 0].tolist() != new:
         raise SystemExit(f"greedy with KV cache and without disagree: {new}")
-    return {"n_new": len(new), "stop": "eos" if new[-1] == EOS_ID else "length", "ids": new,
+    return {"n_new": len(new), "stop": "eos" if new[-1] == eos_id else "length", "ids": new,
             "text": tok.decode(new), "margins": [f7(a - b) for a, b in top2.values.tolist()]}
 
 

@@ -409,15 +409,12 @@ def write_chat_golden(hf, ref, path):
     print(f"wrote {len(out)} chat cases to {path}", file=sys.stderr)
 
 
-def write_gemma_golden(gguf_path, texts, path):
+def gemma_sentencepiece(gguf_path):
     """SentencePiece reference for the Gemma 3 GGUF (tokenizer.ggml.model = "llama"): a BPE
     ModelProto rebuilt from the GGUF's pieces, scores and types, run by the sentencepiece
     library. Settings are Gemma's tokenizer.model: byte_fallback, split_digits, no dummy prefix,
     no whitespace folding. llama.cpp's converter writes Gemma's user-defined whitespace pieces
-    ("\u2581\u2581") with plain spaces; they are escaped back here. Texts holding a literal
-    U+2581 are left out: sentencepiece cannot tell it from an escaped space, so it may match a
-    user-defined whitespace piece there, which llama.cpp and lazyllm (matching on raw text)
-    do not."""
+    ("\u2581\u2581") with plain spaces; they are escaped back here."""
     import sentencepiece as spm
     from gguf import GGUFReader
     from sentencepiece import sentencepiece_model_pb2 as pb
@@ -449,7 +446,15 @@ def write_gemma_golden(gguf_path, texts, path):
         p.piece = t.replace(" ", "\u2581") if ty == 4 else t
         p.score = sc
         p.type = pb.ModelProto.SentencePiece.UNKNOWN if i == unk else sp_type[ty]
-    sp = spm.SentencePieceProcessor(model_proto=m.SerializeToString())
+    return spm.SentencePieceProcessor(model_proto=m.SerializeToString())
+
+
+def write_gemma_golden(gguf_path, texts, path):
+    """tests/golden/tokenizer_gemma3.jsonl from gemma_sentencepiece. Texts holding a literal
+    U+2581 are left out: sentencepiece cannot tell it from an escaped space, so it may match a
+    user-defined whitespace piece there, which llama.cpp and lazyllm (matching on raw text)
+    do not."""
+    sp = gemma_sentencepiece(gguf_path)
     with open(path, "w", encoding="utf-8") as f:
         n = 0
         for text in texts:
