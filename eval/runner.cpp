@@ -202,9 +202,12 @@ Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& 
 
 Result<PreparedPrompt> prepare_prompt(const Engine& engine, const Sample& sample) {
     PreparedPrompt p;
-    p.text = sample.chat ? engine.chat_prompt(sample.prompt) : sample.prompt;
+    // A base model (no tokenizer.chat_template, e.g. Gemma 3 270M) continues the plain prompt,
+    // which ends in the task's answer lead-in.
+    const bool chat = sample.chat && !engine.tokenizer().chat_template().empty();
+    p.text = chat ? engine.chat_prompt(sample.prompt) : sample.prompt;
     // Chat prompts carry the template's special tokens; plain prompts are plain text.
-    p.ids = engine.tokenizer().encode(p.text, /*parse_special=*/sample.chat);
+    p.ids = engine.tokenizer().encode(p.text, /*parse_special=*/chat);
     if (p.ids.empty()) {
         return make_error(ErrorCode::kInvalidArgument, "sample {}/{} has an empty prompt",
                           sample.task, sample.id);

@@ -62,8 +62,8 @@ struct PreparedPrompt {
     std::vector<TokenId> ids;  // after middle truncation
     bool truncated = false;
 };
-// Chat-wraps the sample (engine.chat_prompt, encoded with parse_special) when sample.chat, else
-// encodes the text plainly; then, if the prompt and the sample's new tokens do not fit the
+// Chat-wraps the sample (engine.chat_prompt, encoded with parse_special) when sample.chat and
+// the model has a chat template, else encodes the text plainly (a base model continues it); then, if the prompt and the sample's new tokens do not fit the
 // model's context, keeps the first and last halves of the room (LongBench's middle truncation).
 Result<PreparedPrompt> prepare_prompt(const Engine& engine, const Sample& sample);
 
