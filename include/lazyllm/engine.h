@@ -26,6 +26,8 @@ struct EngineOptions {
     // Decode steps on the GGUF's own 4/8-bit blocks (AVX-512 VNNI); false: the GEMM weights.
     // Never used with precision f32.
     bool quantized_decode = true;
+    // A chat format name (chat_template_from_name) in place of the GGUF's; empty: detect it.
+    std::string chat_template;
 };
 
 // What `lazyllm info` and `run --verbose` print.
@@ -36,6 +38,9 @@ struct ModelSummary {
     float rope_theta = 0.0f, rms_eps = 0.0f;
     bool tied_embeddings = false;
     std::string tokenizer;  // e.g. "gpt2 (pre: smollm)"
+    std::string chat_template;  // the chat format (describe_chat_template), e.g. "llama3"
+    // Where it comes from: "tokenizer.chat_template", "--chat-template", or the fallback's reason.
+    std::string chat_template_source;
     std::string isa;        // kernels in use: ref | avx2 | avx512 | amx
     std::string gemm;       // bf16 | f32
     std::string decode;     // quant (QuantLinear, VNNI) | gemm (the prefill weights)
@@ -115,6 +120,9 @@ public:
 
     const Tokenizer& tokenizer() const;
     const ModelSummary& summary() const;
+    // The chat format prompts are rendered with: the GGUF's, a fallback (chat.recognised is
+    // false; chat_template_warning says which and why), or EngineOptions::chat_template.
+    const ChatTemplateChoice& chat_template() const;
     // Prompt formatting: the model's chat format applied to one user message.
     std::string chat_prompt(std::string_view user_message, std::string_view system = {}) const;
 

@@ -81,12 +81,62 @@ struct ChatMessage {
     std::string content;
 };
 
-enum class ChatFormat { kChatMl, kLlama2, kLlama3, kGemma };
-// Picks the format from the GGUF's chat template text (markers it contains) and architecture.
-ChatFormat detect_chat_format(const Tokenizer& tok, std::string_view architecture);
+// The chat formats we render (src/tokenizer/chat_template.cpp), each checked byte for byte
+// against its models' own Jinja templates (tests/golden/chat_templates.json).
+enum class ChatFormat {
+    kChatMl,           // <|im_start|>role\n...<|im_end|>\n: SmolLM2, Qwen2, Qwen2.5
+    kLlama2,           // Llama-2-chat: [INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST]
+    kLlama3,           // Meta-Llama-3-Instruct
+    kLlama31,          // Llama 3.1 / 3.2 / 3.3 Instruct: a system turn with the dates first
+    kGemma,            // Gemma 2 / 3: the system message opens the first user turn
+    kMistralV1,        // Mistral-7B-Instruct v0.1 / v0.2: " [INST] ... [/INST]"
+    kMistralV3,        // Mistral-7B-Instruct v0.3: "[INST] ...[/INST]", system on the last turn
+    kMistralV3Tekken,  // Mistral-Nemo: as v3 without the spaces
+    kPhi3,             // Phi-3 / Phi-3.5: <|user|>\n...<|end|>\n<|assistant|>\n
+    kQwen3,            // ChatML with Qwen3's <think> handling of assistant turns
+};
+
+// A format with the data its template adds to a chat.
+struct ChatTemplate {
+    ChatFormat format = ChatFormat::kChatMl;
+    // ChatML: the system turn the template adds when a chat has none (SmolLM2's, Qwen2.5's).
+    std::string default_system = {};
+    // Llama 3.1: the "Today Date" it prints, "%d %b %Y"; empty: today's (as transformers'
+    // strftime_now), which Llama 3.2 / 3.3 templates use.
+    std::string date = {};
+};
+
+// What the model's GGUF says about its chat format.
+struct ChatTemplateChoice {
+    ChatTemplate tmpl;
+    // The format came from tokenizer.chat_template (or was asked for by name: Engine's
+    // EngineOptions::chat_template). Otherwise `tmpl` is a fallback chosen from the vocabulary
+    // and architecture, and `reason` says why.
+    bool recognised = false;
+    std::string reason;
+};
+
+// The format of a GGUF's tokenizer.chat_template text, from markers it contains (as llama.cpp's
+// llm_chat_detect_template does); nullopt when it is none we render.
+std::optional<ChatTemplate> chat_template_from_text(std::string_view jinja);
+// The model's format: from its template, else by the vocabulary's markers and the architecture.
+ChatTemplateChoice detect_chat_template(const Tokenizer& tok, std::string_view architecture);
+// One line for stderr when the choice is a fallback (naming it and why), else "".
+std::string chat_template_warning(const ChatTemplateChoice& choice);
+
+// --chat-template NAME: a format name (chat_template_names()); an unknown one is an error that
+// lists them.
+Result<ChatTemplate> chat_template_from_name(std::string_view name);
+// "chatml, gemma, ...": the names chat_template_from_name takes.
+std::string chat_template_names();
 std::string_view chat_format_name(ChatFormat f);
-// Renders messages; with add_generation_prompt, ends with the assistant turn's opening.
-std::string apply_chat_template(ChatFormat format, const std::vector<ChatMessage>& messages,
+// For `info` and warnings: the name, with the default system message or date it carries.
+std::string describe_chat_template(const ChatTemplate& t);
+
+// Renders messages; with add_generation_prompt, ends with the assistant turn's opening. The text
+// never starts with BOS (encode() adds it where the vocabulary asks); encode it with
+// parse_special = true.
+std::string apply_chat_template(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
                                 bool add_generation_prompt = true);
 
 }  // namespace lazyllm

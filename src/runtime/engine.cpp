@@ -26,6 +26,14 @@ namespace {
 ModelSummary make_summary(const std::string& path, const ModelConfig& c, const Tokenizer& tok,
                           uint64_t file_bytes);
 
+// The GGUF's chat format, or the one EngineOptions::chat_template names.
+Result<ChatTemplateChoice> choose_chat_template(const EngineOptions& opts, const Tokenizer& tok,
+                                                const ModelConfig& c) {
+    if (opts.chat_template.empty()) return detect_chat_template(tok, c.arch_name);
+    LAZYLLM_ASSIGN_OR_RETURN(ChatTemplate t, chat_template_from_name(opts.chat_template));
+    return ChatTemplateChoice{std::move(t), true, {}};
+}
+
 // The schedule `--lazy` uses when none is given (src/prune/model_defaults.cpp).
 prune::Schedule default_schedule(const ModelConfig& c, prune::Preset preset) {
     prune::ModelShape shape{c.arch_name, c.n_layer, c.n_embd, c.n_head, c.n_vocab};
@@ -40,13 +48,14 @@ struct Engine::Impl {
     std::unique_ptr<LlamaModel> model;
     Tokenizer tokenizer;
     ModelSummary summary;
-    ChatFormat chat_format = ChatFormat::kChatMl;
+    ChatTemplateChoice chat;
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 const Tokenizer& Engine::tokenizer() const { return impl_->tokenizer; }
 const ModelSummary& Engine::summary() const { return impl_->summary; }
+const ChatTemplateChoice& Engine::chat_template() const { return impl_->chat; }
 
 Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
     LAZYLLM_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::isa_from_env());
@@ -78,10 +87,15 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
         if (!tok.ok()) return tok.error().with_context(opts.model_path);
         impl->tokenizer = std::move(tok).value();
     }
-    impl->chat_format = detect_chat_format(impl->tokenizer, impl->model->config().arch_name);
+    LAZYLLM_ASSIGN_OR_RETURN(impl->chat,
+                             choose_chat_template(opts, impl->tokenizer, impl->model->config()));
     impl->summary = make_summary(opts.model_path, impl->model->config(), impl->tokenizer,
                                  impl->model->gguf().file_size());
     ModelSummary& s = impl->summary;
+    if (!opts.chat_template.empty()) {
+        s.chat_template = describe_chat_template(impl->chat.tmpl);
+        s.chat_template_source = "--chat-template";
+    }
     s.isa = std::string(kernels::isa_name(isa));
     s.gemm = impl->model->gemm_bf16() ? "bf16" : "f32";
     s.decode = impl->model->quantized_decode() ? "quant" : "gemm";
@@ -117,6 +131,9 @@ ModelSummary make_summary(const std::string& path, const ModelConfig& c, const T
     s.tied_embeddings = c.tied_embeddings;
     s.file_bytes = file_bytes;
     s.tokenizer = fmt::format("{} (pre: {})", tok.kind_name(), tok.pre().empty() ? "-" : tok.pre());
+    const ChatTemplateChoice chat = detect_chat_template(tok, c.arch_name);
+    s.chat_template = describe_chat_template(chat.tmpl);
+    s.chat_template_source = chat.recognised ? "tokenizer.chat_template" : chat.reason;
     return s;
 }
 
@@ -135,7 +152,7 @@ std::string Engine::chat_prompt(std::string_view user_message, std::string_view 
     std::vector<ChatMessage> msgs;
     if (!system.empty()) msgs.push_back({"system", std::string(system)});
     msgs.push_back({"user", std::string(user_message)});
-    return apply_chat_template(impl_->chat_format, msgs, true);
+    return apply_chat_template(impl_->chat.tmpl, msgs, true);
 }
 
 namespace {
@@ -327,7 +344,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
 
 // Conversations for servers (include/lazyllm/conversation.h, src/runtime/conversation.cpp).
 std::string Engine::chat_prompt(const std::vector<ChatMessage>& messages) const {
-    return apply_chat_template(impl_->chat_format, messages, true);
+    return apply_chat_template(impl_->chat.tmpl, messages, true);
 }
 
 Result<std::unique_ptr<Conversation>> Engine::open_conversation(const PruneOptions& prune,

@@ -1,7 +1,8 @@
-// Fuzz target: the chat-format detector and renderer (src/tokenizer/chat_template.cpp). The input
-// is split at NUL bytes into the GGUF's tokenizer.chat_template, the architecture, a system and a
-// user message (first byte's low bit: whether the vocabulary has the other formats' markers).
-// Any template must give one of the known formats, and the rendered chat must encode. The
+// Fuzz target: the chat-format detector and renderer (src/tokenizer/chat_detect.cpp,
+// chat_template.cpp). The input is split at NUL bytes into the GGUF's tokenizer.chat_template, the
+// architecture, a system and a user message (first byte's low bit: whether the vocabulary has the
+// other formats' markers). Any template must give one of the known formats, a fallback must come
+// with its warning, and the rendered chat must encode. The
 // vocabulary is a small SentencePiece one (fuzz_support.h), built per input: a byte-level BPE one
 // would compile its regex each time. Encode / decode round trips are tokenizer_fuzz's.
 #include <cstdint>
@@ -31,13 +32,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto tok = Tokenizer::from_gguf(*g);
     if (!tok.ok()) fuzz::fail("fuzz vocabulary does not load", tok.error().message());
     if (tok->chat_template() != parts[0]) fuzz::fail("chat template changed on the way", parts[0]);
-    const ChatFormat f = detect_chat_format(*tok, parts[1]);
-    if (chat_format_name(f) == "?") fuzz::fail("unknown chat format");
+    const ChatTemplateChoice choice = detect_chat_template(*tok, parts[1]);
+    if (chat_format_name(choice.tmpl.format) == "?") fuzz::fail("unknown chat format");
+    if (choice.recognised != chat_template_from_text(parts[0]).has_value()) {
+        fuzz::fail("detection disagrees with chat_template_from_text", parts[0]);
+    }
+    if (!choice.recognised && chat_template_warning(choice).empty()) {
+        fuzz::fail("a fallback without a warning", parts[0]);
+    }
     std::vector<ChatMessage> msgs;
     if (!parts[2].empty()) msgs.push_back({"system", parts[2]});
     msgs.push_back({"user", parts[3]});
     for (bool gen : {true, false}) {
-        const std::string prompt = apply_chat_template(f, msgs, gen);
+        const std::string prompt = apply_chat_template(choice.tmpl, msgs, gen);
         if (prompt.empty()) fuzz::fail("empty chat prompt");
         for (TokenId id : tok->encode(prompt, /*parse_special=*/true)) {
             if (id < 0 || id >= tok->n_vocab()) fuzz::fail("token id outside the vocabulary");

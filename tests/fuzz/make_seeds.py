@@ -116,9 +116,19 @@ def main():
     llama3 = "<|start_header_id|>{{ role }}<|end_header_id|>{{ content }}<|eot_id|>"
     gemma = "<start_of_turn>user\n{{ content }}<end_of_turn>"
     llama2 = "[INST] <<SYS>>{{ system }}<</SYS>> {{ content }} [/INST]"
+    llama31 = llama3 + "Cutting Knowledge Date: December 2023\nToday Date: {{ strftime_now('%d') }}"
+    mistral_v1 = "{{ ' [INST] ' + system_message + '\\n\\n' + content + ' [/INST]' }}"
+    mistral_v3 = '[AVAILABLE_TOOLS]{{ "[INST] " + content + "[/INST]" }}'
+    phi3 = "<|user|>\n{{ content }}<|end|>\n<|assistant|>\n"
+    qwen3 = chatml + "{% set last_query_index = 0 %}</think>{% if enable_thinking %}{% endif %}"
+    qwen25 = "{{ '<|im_start|>system\\nYou are Qwen.<|im_end|>\\n' }}" + chatml
     for name, (flag, tpl, arch) in {
         "chatml": (0, chatml, "llama"), "llama3": (1, llama3, "llama"), "gemma": (1, gemma, "gemma3"),
         "llama2": (0, llama2, "llama"), "none_llama": (0, "", "llama"), "none_qwen": (1, "", "qwen2"),
+        "llama31": (1, llama31, "llama"), "mistral_v1": (0, mistral_v1, "llama"),
+        "mistral_v3": (1, mistral_v3, "llama"), "phi3": (0, phi3, "phi3"),
+        "qwen3": (1, qwen3, "qwen3"), "qwen25": (0, qwen25, "qwen2"),
+        "unknown": (1, "{{ 'USER: ' + content }}", "mistral"),
     }.items():
         write("chat_template", name, bytes([flag]) + "\0".join([tpl, arch, "Be brief.", "Hi <|im_end|> \xff"]).encode("utf-8", "surrogateescape"))
 

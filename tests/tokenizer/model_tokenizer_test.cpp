@@ -114,7 +114,11 @@ TEST(ModelTokenizer, Metadata) {
     // add_bos_token is false in this GGUF.
     EXPECT_EQ(tok.encode("Hello"), (std::vector<TokenId>{19556}));
     EXPECT_EQ(tok.encode("Hello", false, true), (std::vector<TokenId>{1, 19556}));
-    EXPECT_EQ(detect_chat_format(tok, "llama"), ChatFormat::kChatMl);
+    const ChatTemplateChoice chat = detect_chat_template(tok, "llama");
+    EXPECT_TRUE(chat.recognised);
+    EXPECT_EQ(chat.tmpl.format, ChatFormat::kChatMl);
+    EXPECT_EQ(chat.tmpl.default_system,
+              "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
 }
 
 TEST(ModelTokenizer, GoldenIdsFromHf) {
@@ -228,13 +232,14 @@ TEST(ModelTokenizer, ChatTemplateMatchesHfRendering) {
     ASSERT_TRUE(in.good());
     const auto j = nlohmann::json::parse(in);
     ASSERT_FALSE(j.empty());
+    const ChatTemplate tmpl = detect_chat_template(tok, "llama").tmpl;
     for (const auto& c : j) {
         std::vector<ChatMessage> msgs;
         for (const auto& m : c.at("messages")) {
             msgs.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
         }
         const bool gen = c.at("add_generation_prompt").get<bool>();
-        const std::string text = apply_chat_template(ChatFormat::kChatMl, msgs, gen);
+        const std::string text = apply_chat_template(tmpl, msgs, gen);
         EXPECT_EQ(text, c.at("text").get<std::string>());
         EXPECT_EQ(tok.encode(text, true), c.at("ids").get<std::vector<TokenId>>());
     }

@@ -176,6 +176,7 @@ int run_eval_cmd(EvalArgs& a) {
     auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
     const Engine& e = **engine;
+    warn_chat_template(e);  // chat tasks and the fidelity suite wrap prompts in it
     const ModelSummary& s = e.summary();
     std::fprintf(stderr, "lazyllm: %s (%d layers), isa %s, gemm %s, %d threads\n", s.path.c_str(),
                  s.n_layer, s.isa.c_str(), s.gemm.c_str(), s.n_threads);
@@ -232,6 +233,7 @@ int run_eval_cmd(EvalArgs& a) {
 Runner add_eval(CLI::App& app) {
     auto a = std::make_shared<EvalArgs>();
     add_engine_flags(app, a->engine);
+    add_chat_template_flag(app, a->engine);
     a->tasks_opt = app.add_option("--tasks", a->tasks,
                                   "Built-in tasks, comma list (default passkey,niah_single,"
                                   "niah_multikey,niah_multivalue,vt,mdqa)");

@@ -68,6 +68,7 @@ int run_info(const InfoArgs& a) {
         fmt::print("rms eps       {}\n", s->rms_eps);
         fmt::print("output head   {}\n", s->tied_embeddings ? "tied to token embedding" : "separate");
         fmt::print("tokenizer     {}\n", s->tokenizer);
+        fmt::print("chat template {} ({})\n", s->chat_template, s->chat_template_source);
     }
     if (a.metadata) {
         fmt::print("\nmetadata:\n");

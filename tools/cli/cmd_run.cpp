@@ -173,6 +173,11 @@ int run_run(RunArgs& a) {
 
     // --system applies the chat template as llama.cpp's -sys does (conversation mode).
     const bool chat = a.chat || !a.system.empty();
+    if (chat) warn_chat_template(e);
+    if (chat && a.verbose) {
+        std::fprintf(stderr, "lazyllm: chat template %s (%s)\n", s.chat_template.c_str(),
+                     s.chat_template_source.c_str());
+    }
     const std::string prompt_text = chat ? e.chat_prompt(text, a.system) : text;
     // Special-token texts (<|im_start|>) become their ids, as llama.cpp's prompt; chat prompts
     // always carry the template's.
@@ -271,9 +276,11 @@ Runner add_run(CLI::App& app) {
                                  "is dropped, as llama.cpp");
     app.add_flag("--chat", a->chat, "Wrap the prompt in the model's chat template as a user message");
     app.add_option("--system", a->system, "System message; implies --chat (as llama.cpp's -sys)");
+    add_chat_template_flag(app, a->engine);
     app.add_flag("--no-parse-special", a->no_parse_special,
                  "Encode special-token texts in the prompt (e.g. <|im_start|>) as plain text "
-                 "(default: they become their ids, as in llama.cpp; --chat always parses them)");
+                 "(default: they become their ids, as llama.cpp's llama-completion; the flag is "
+                 "llama-tokenize's; --chat always parses them)");
     app.add_option("-n,--n-predict", a->n_predict,
                    "Maximum new tokens; -1 = until end of text or a full context (default 256)");
     app.add_option("-c,--ctx-size", a->n_ctx, "Context size (default: prompt + n, up to the model's)")

@@ -81,6 +81,7 @@ int run_tune(const TuneArgs& a) {
     auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
     const Engine& e = **engine;
+    warn_chat_template(e);  // the tasks wrap prompts in it
     const ModelSummary& sum = e.summary();
     const int n_layer = sum.n_layer;
     // The protection (prefix, recent window, context floor, decode steps) and the score shaping
@@ -160,6 +161,7 @@ int run_tune(const TuneArgs& a) {
 Runner add_tune(CLI::App& app) {
     auto a = std::make_shared<TuneArgs>();
     add_engine_flags(app, a->engine);
+    add_chat_template_flag(app, a->engine);
     app.add_option("--target", a->target,
                    "Keep at least this fraction of full's score (default 0.99)")
         ->check(CLI::Range(0.0, 1.0));

@@ -66,6 +66,24 @@ void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
                  "the whole file)");
 }
 
+void add_chat_template_flag(CLI::App& app, EngineFlags& f) {
+    app.add_option("--chat-template", f.chat_template,
+                   "Chat format in place of the one detected from the GGUF's "
+                   "tokenizer.chat_template: " + chat_template_names())
+        ->type_name("NAME")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                auto t = chat_template_from_name(v);
+                return t.ok() ? "" : t.error().message();
+            },
+            ""));
+}
+
+void warn_chat_template(const Engine& e) {
+    const std::string w = chat_template_warning(e.chat_template());
+    if (!w.empty()) std::fprintf(stderr, "lazyllm: warning: %s\n", w.c_str());
+}
+
 void add_sampling_flags(CLI::App& app, SamplingParams& s) {
     app.add_option("--temp", s.temperature, "Temperature; 0 = greedy (default 0)");
     app.add_option("--top-k", s.top_k, "Top-k, 0 = off (default 40)");
@@ -249,6 +267,7 @@ Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f) {
     }
     eo.precision = f.precision;
     eo.quantized_decode = f.decode == "quant";
+    eo.chat_template = f.chat_template;
     return Engine::load(eo);
 }
 

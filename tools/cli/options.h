@@ -16,10 +16,17 @@ struct EngineFlags {
     std::string precision = "auto";
     std::string decode = "quant";
     bool check_tensors = false;
+    std::string chat_template = {};  // --chat-template NAME; empty: the GGUF's
 };
 // -m (unless with_model is false: info and tokenize take the model as a positional argument
 // too), -t, --precision, --decode-weights, --check-tensors.
 void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model = true);
+// --chat-template NAME, on the commands that render chats (run, eval, tune, serve); an unknown
+// name is a usage error listing the names.
+void add_chat_template_flag(CLI::App& app, EngineFlags& f);
+// The one-line stderr warning when the engine's chat format is a fallback (the GGUF has no
+// tokenizer.chat_template or one we do not know): which format and why.
+void warn_chat_template(const Engine& e);
 
 // Flag validators whose messages read "must be >= 0, got -1" (CLI11's NonNegativeNumber prints
 // its bound as a 300-digit double).
@@ -59,7 +66,8 @@ Result<int> model_n_layer(const EngineFlags& e);
 // to_prune_options for the model -m names (its n_layer read from the file, without loading weights).
 Result<PruneOptions> to_prune_options(const PruneFlags& f, const EngineFlags& e);
 
-// Resolves -m (default model, fetched if missing) and loads the engine with -t / --precision;
+// Resolves -m (default model, fetched if missing) and loads the engine with -t / --precision
+// and --chat-template;
 // -t above the cores this process may use warns and uses that many; --check-tensors checks
 // the tensors for NaN / Inf first.
 Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f);

@@ -73,6 +73,7 @@ int run_serve(ServeArgs& a) {
         listener.join();
         return report(engine.error());
     }
+    warn_chat_template(**engine);
     const ModelSummary& s = (*engine)->summary();
     std::fprintf(stderr, "lazyllm serve: %s loaded in %.0f ms (%s, %d threads), %d slots, queue %d\n",
                  s.path.c_str(), s.load_ms, s.isa.c_str(), s.n_threads, a.cfg.scheduler.n_slots,
@@ -89,6 +90,7 @@ Runner add_serve(CLI::App& app) {
     auto a = std::make_shared<ServeArgs>();
     a->cfg.scheduler.n_slots = default_parallel();
     add_engine_flags(app, a->engine);
+    add_chat_template_flag(app, a->engine);
     app.add_option("--host", a->cfg.host, "Address to listen on (default 127.0.0.1)");
     app.add_option("--port", a->cfg.port, "Port (default 8080; 0: any free port, printed)")
         ->check(CLI::Range(0, 65535));
