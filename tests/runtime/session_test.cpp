@@ -21,13 +21,8 @@
 namespace lazyllm {
 namespace {
 
-std::unique_ptr<LlamaModel> tiny_model(
-    int n_layer, const std::string& tag, uint64_t seed = 5,
-    kernels::GemmPrecision precision = kernels::GemmPrecision::kF32) {
-    testing::TinyModelSpec spec;
-    spec.n_layer = n_layer;
-    spec.seed = seed;
-    spec.weight_scale = 0.2f;  // peaky attention, so scores differ clearly
+std::unique_ptr<LlamaModel> load_spec(const testing::TinyModelSpec& spec, const std::string& tag,
+                                      kernels::GemmPrecision precision) {
     const std::string path = ::testing::TempDir() + "lazyllm_session_" + tag + ".gguf";
     EXPECT_TRUE(testing::write_tiny_model(spec, path).ok());
     ModelLoadOptions o;
@@ -37,6 +32,16 @@ std::unique_ptr<LlamaModel> tiny_model(
     auto m = LlamaModel::load(path, o);
     EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
     return m.ok() ? std::move(m).value() : nullptr;
+}
+
+std::unique_ptr<LlamaModel> tiny_model(
+    int n_layer, const std::string& tag, uint64_t seed = 5,
+    kernels::GemmPrecision precision = kernels::GemmPrecision::kF32) {
+    testing::TinyModelSpec spec;
+    spec.n_layer = n_layer;
+    spec.seed = seed;
+    spec.weight_scale = 0.2f;  // peaky attention, so scores differ clearly
+    return load_spec(spec, tag, precision);
 }
 
 // Gemma 3's layer shape at test size: 9 layers, every third global (2, 5, 8), the others with
@@ -51,15 +56,7 @@ std::unique_ptr<LlamaModel> tiny_gemma3(const std::string& tag) {
     spec.swa_pattern = 3;
     spec.tied_embeddings = true;
     spec.weight_scale = 0.2f;
-    const std::string path = ::testing::TempDir() + "lazyllm_session_" + tag + ".gguf";
-    EXPECT_TRUE(testing::write_tiny_model(spec, path).ok());
-    ModelLoadOptions o;
-    o.ctx.isa = kernels::isa_from_env().value();
-    o.ctx.n_threads = 2;
-    o.precision = kernels::GemmPrecision::kF32;
-    auto m = LlamaModel::load(path, o);
-    EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
-    return m.ok() ? std::move(m).value() : nullptr;
+    return load_spec(spec, tag, kernels::GemmPrecision::kF32);
 }
 
 std::vector<int32_t> ids_for(int n, int n_vocab, uint32_t seed) {
