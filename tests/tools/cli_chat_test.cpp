@@ -4,6 +4,7 @@
 // --no-parse-special. The rendered prompt is checked through its token count against
 // `lazyllm tokenize --special` of the expected text. Tiny GGUF models, no network.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -78,7 +79,10 @@ int64_t n_prompt(const std::string& model, const std::string& args) {
 
 // Token count of `text` as `lazyllm tokenize` gives it (with --special: special texts as ids).
 int64_t n_tokens(const std::string& text, bool special) {
-    const std::string f = write_file("lazyllm_cli_chat_text.txt", text);
+    // A file per text and process: ctest runs these tests in parallel processes.
+    const std::string f = write_file("lazyllm_cli_chat_text_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(std::hash<std::string>{}(text)) + ".txt",
+                                     text);
     const CliRun r =
         run_cli("tokenize -m " + tiny_model() + " -f " + f + (special ? " --special" : ""), false);
     EXPECT_EQ(r.rc, 0) << r.out;
