@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +50,12 @@ bool format_of(GgmlType type, FormatSpec* spec) {
         case GgmlType::Q8_0:
             *spec = {8, false, 128};
             return true;
+        case GgmlType::Q4_K:  // per 32-element sub-block: d * sc as d, -dmin * m as the min
+            *spec = {4, true, 0};
+            return true;
+        case GgmlType::Q5_K:
+            *spec = {8, true, 0};
+            return true;
         default:
             return false;
     }
@@ -80,8 +87,39 @@ void unpack_nibbles(const uint8_t* src, UnpackedBlock* out) {
     }
 }
 
-// GGML block -> UnpackedBlock (layouts: quant_blocks.h, after ggml-common.h).
-void unpack_block(GgmlType type, const uint8_t* src, UnpackedBlock* out) {
+// Sub-block `sub` (32 elements) of a Q4_K / Q5_K super-block: unsigned 4- or 5-bit quants,
+// d = fp16(d * sc) and m = fp16(-dmin * min) for that sub-block. The fp16 rounding of the two
+// products (relative 2^-11) is the only change to the weights. False when a product is not
+// finite in fp16 (no real file has such scales; the caller then requantizes from fp32).
+template <typename Block>
+bool unpack_k(const uint8_t* src, int sub, UnpackedBlock* out) {
+    constexpr bool kHasHigh = requires(const Block& b) { b.qh; };
+    Block b;
+    std::memcpy(&b, src, sizeof(b));
+    uint8_t sc = 0, mn = 0;
+    quant::get_scale_min_k4(sub, b.scales, &sc, &mn);
+    const float d = quant::fp16_to_fp32_scalar(b.d) * static_cast<float>(sc);
+    const float m = -quant::fp16_to_fp32_scalar(b.dmin) * static_cast<float>(mn);
+    out->d = quant::fp32_to_fp16_scalar(d);
+    out->m = quant::fp32_to_fp16_scalar(m);
+    if (!std::isfinite(quant::fp16_to_fp32_scalar(out->d)) ||
+        !std::isfinite(quant::fp16_to_fp32_scalar(out->m))) {
+        return false;
+    }
+    // Sub-block s: nibble s % 2 of qs[32 (s / 2) + l]; bit s of qh[l] is its fifth bit.
+    const uint8_t* qs = b.qs + 32 * (sub / 2);
+    for (int l = 0; l < kBlock; ++l) {
+        int u = (sub % 2 == 0) ? (qs[l] & 0x0F) : (qs[l] >> 4);
+        if constexpr (kHasHigh) u |= ((b.qh[l] >> sub) & 1) << 4;
+        out->u[l] = static_cast<uint8_t>(u);
+    }
+    return true;
+}
+
+// Block of 32 weights `sub` of the GGML block at `src` (sub > 0 only for the K-quants'
+// 256-element super-blocks) -> UnpackedBlock (layouts: quant_blocks.h, after ggml-common.h).
+// False only for K-quant scales that overflow fp16 (unpack_k).
+bool unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out) {
     using namespace quant;  // NOLINT: block structs of this function's concern
     out->m = 0;
     if (type == GgmlType::Q8_0) {
@@ -89,8 +127,10 @@ void unpack_block(GgmlType type, const uint8_t* src, UnpackedBlock* out) {
         std::memcpy(&b, src, sizeof(b));
         out->d = b.d;
         for (int j = 0; j < kBlock; ++j) out->u[j] = static_cast<uint8_t>(b.qs[j]) ^ 0x80u;
-        return;
+        return true;
     }
+    if (type == GgmlType::Q4_K) return unpack_k<BlockQ4K>(src, sub, out);
+    if (type == GgmlType::Q5_K) return unpack_k<BlockQ5K>(src, sub, out);
     const bool unpacked = with_blocks(type, src, kBlock, [&]<typename B>(const B*, int64_t) {
         if constexpr (NibbleBlock<B>) {
             unpack_nibbles<B>(src, out);
@@ -99,6 +139,7 @@ void unpack_block(GgmlType type, const uint8_t* src, UnpackedBlock* out) {
         }
     });
     LAZYLLM_CHECK_MSG(unpacked, "unpack_block: type without a QuantLinear format");
+    return true;
 }
 
 // fp32 -> Q8_0-as-stored (u = q + 128). As ggml's quantize_row_q8_0_ref, except that q is
@@ -192,7 +233,8 @@ struct QuantLinear::Impl {
     }
 
     // Allocates the packed layout and fills every group from `source(row, block, &blk)`, in
-    // parallel over groups. Padding rows get zero quants and scales (they produce 0).
+    // parallel over groups. Padding rows get zero quants and scales (they produce 0). A false
+    // from source (a block it cannot represent) fails the whole matrix.
     template <typename Source>
     Status pack(int64_t n_out, int64_t n_in, const FormatSpec& spec, Source&& source) {
         w.n_in = n_in;
@@ -213,6 +255,7 @@ struct QuantLinear::Impl {
         std::memset(storage.get(), 0, bytes);
         w.data = storage.get();
         const qgemv::Weights& cw = w;
+        std::atomic<int64_t> bad_row{-1};
 #pragma omp parallel for num_threads(n_threads) schedule(static)
         for (int64_t g = 0; g < cw.n_groups; ++g) {
             uint8_t* group = storage.get() + static_cast<size_t>(g) * cw.group_bytes;
@@ -221,10 +264,15 @@ struct QuantLinear::Impl {
                 const int64_t row = g * kGroupRows + lane;
                 if (row >= n_out) break;
                 for (int64_t b = 0; b < cw.n_blocks; ++b) {
-                    source(row, b, &blk);
+                    if (!source(row, b, &blk)) bad_row.store(row, std::memory_order_relaxed);
                     store_lane(cw, group, b, lane, blk);
                 }
             }
+        }
+        if (bad_row.load() >= 0) {
+            return make_error(ErrorCode::kUnsupported,
+                              "QuantLinear: row {} has a block scale that overflows fp16",
+                              bad_row.load());
         }
         return {};
     }
@@ -254,7 +302,7 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
     if (!supports(type)) {
         return make_error(ErrorCode::kUnsupported,
                           "QuantLinear: weight type {} is not taken directly (supported: Q4_0, "
-                          "Q4_1, Q5_0, Q5_1, Q8_0; use create_from_f32)",
+                          "Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K; use create_from_f32)",
                           ggml_type_name(type));
     }
     int64_t n_out = 0;
@@ -284,13 +332,23 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
     // Row -> (part, row within part), by a running table of where each part starts.
     std::vector<int64_t> part_start(parts.size() + 1, 0);
     for (size_t i = 0; i < parts.size(); ++i) part_start[i + 1] = part_start[i] + parts[i].n_out;
-    const size_t block_bytes = quant::block_shape(type).bytes;
-    const int64_t n_blocks = n_in / kBlock;
+    // Block b of 32 inputs lies in GGML block b / per of a row (per = 8 for the K-quants'
+    // super-blocks of 256, else 1), as its sub-block b % per.
+    const quant::BlockShape shape = quant::block_shape(type);
+    const int64_t per = shape.elems / kBlock;
+    if (n_in % shape.elems != 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "QuantLinear: {} weight [n_out={}, n_in={}]: n_in is not a multiple of "
+                          "the block size {}",
+                          ggml_type_name(type), n_out, n_in, shape.elems);
+    }
+    const int64_t row_blocks = n_in / shape.elems;
     const auto source = [&](int64_t row, int64_t b, UnpackedBlock* blk) {
         const size_t p =
             std::upper_bound(part_start.begin(), part_start.end(), row) - part_start.begin() - 1;
         const int64_t r = row - part_start[p];
-        unpack_block(type, parts[p].data + (r * n_blocks + b) * block_bytes, blk);
+        const uint8_t* src = parts[p].data + (r * row_blocks + b / per) * shape.bytes;
+        return unpack_block(type, src, static_cast<int>(b % per), blk);
     };
     return Impl::build(ctx, type, n_out, n_in, bias, source);
 }
@@ -305,6 +363,7 @@ Result<QuantLinear> QuantLinear::create_from_f32(const KernelContext& ctx, const
     }
     const auto source = [&](int64_t row, int64_t b, UnpackedBlock* blk) {
         quantize_block_q8_0(w + row * n_in + b * kBlock, blk);
+        return true;
     };
     return Impl::build(ctx, GgmlType::Q8_0, n_out, n_in, bias, source);
 }

@@ -17,10 +17,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <iterator>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu.h"
@@ -34,6 +36,8 @@ namespace {
 
 constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                GgmlType::Q8_0};
+// Super-blocks of 256: taken as their 32-element sub-blocks with fp16-rounded scales.
+constexpr GgmlType kKTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K};
 
 KernelContext fast_ctx(int n_threads) { return {best_isa(detect_cpu_features()), n_threads}; }
 constexpr KernelContext kRefCtx{Isa::kRef, 1};
@@ -98,6 +102,31 @@ std::vector<Shape> shapes() {
     return out;
 }
 
+// Shapes whose n_in is a whole number of 256-element super-blocks (K-quants).
+std::vector<Shape> k_shapes() {
+    std::vector<Shape> out;
+    for (int64_t m : {1, 3, 8, 11}) {
+        out.push_back({m, 37, 256, 0, 0, false, false});
+        out.push_back({m, 21, 512, 32, 3, true, true});
+    }
+    out.push_back({5, 600, 768, 0, 0, true, false});
+    return out;
+}
+
+// Every (type, shape) pair: the 32-element formats on shapes(), the K-quants on k_shapes().
+std::vector<std::pair<GgmlType, Shape>> cases() {
+    std::vector<std::pair<GgmlType, Shape>> out;
+    for (GgmlType type : kTypes) {
+        for (const Shape& s : shapes()) out.emplace_back(type, s);
+    }
+    for (GgmlType type : kKTypes) {
+        for (const Shape& s : k_shapes()) out.emplace_back(type, s);
+    }
+    return out;
+}
+
+bool is_k_quant(GgmlType type) { return type == GgmlType::Q4_K || type == GgmlType::Q5_K; }
+
 // Runs forward() on a copy of y0 (random, so the row padding can be checked untouched).
 std::vector<float> run(const QuantLinear& lin, const Shape& s, const std::vector<float>& x,
                        const std::vector<float>& y0) {
@@ -109,29 +138,27 @@ std::vector<float> run(const QuantLinear& lin, const Shape& s, const std::vector
 TEST(QuantLinear, FastPathMatchesReferenceBitExact) {
     if (!QuantLinear::has_fast_path(fast_ctx(1))) GTEST_SKIP() << "no AVX2 or AVX-512 VNNI";
     uint32_t seed = 100;
-    for (GgmlType type : kTypes) {
-        for (const Shape& s : shapes()) {
-            seed += 7;
-            const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
-            const auto bias = random_vec(s.n_out, seed + 1);
-            const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
-            const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
-            const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
-            auto ref =
-                QuantLinear::create(kRefCtx, {&part, 1}, s.n_in, s.bias ? bias.data() : nullptr);
-            ASSERT_TRUE(ref.ok()) << ref.error().message();
-            ASSERT_FALSE(ref->uses_fast_path());
-            const auto want = run(*ref, s, x, y0);
-            for (int n_threads : {1, 2}) {
-                auto fast = QuantLinear::create(fast_ctx(n_threads), {&part, 1}, s.n_in,
-                                                s.bias ? bias.data() : nullptr);
-                ASSERT_TRUE(fast.ok()) << fast.error().message();
-                ASSERT_TRUE(fast->uses_fast_path());
-                const auto got = run(*fast, s, x, y0);
-                for (size_t i = 0; i < got.size(); ++i) {
-                    // Same integer sums and the same fp32 operations in the same order.
-                    ASSERT_EQ(got[i], want[i]) << describe(type, s, n_threads) << " at " << i;
-                }
+    for (const auto& [type, s] : cases()) {
+        seed += 7;
+        const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
+        const auto bias = random_vec(s.n_out, seed + 1);
+        const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
+        const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
+        const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
+        auto ref =
+            QuantLinear::create(kRefCtx, {&part, 1}, s.n_in, s.bias ? bias.data() : nullptr);
+        ASSERT_TRUE(ref.ok()) << ref.error().message();
+        ASSERT_FALSE(ref->uses_fast_path());
+        const auto want = run(*ref, s, x, y0);
+        for (int n_threads : {1, 2}) {
+            auto fast = QuantLinear::create(fast_ctx(n_threads), {&part, 1}, s.n_in,
+                                            s.bias ? bias.data() : nullptr);
+            ASSERT_TRUE(fast.ok()) << fast.error().message();
+            ASSERT_TRUE(fast->uses_fast_path());
+            const auto got = run(*fast, s, x, y0);
+            for (size_t i = 0; i < got.size(); ++i) {
+                // Same integer sums and the same fp32 operations in the same order.
+                ASSERT_EQ(got[i], want[i]) << describe(type, s, n_threads) << " at " << i;
             }
         }
     }
@@ -175,26 +202,28 @@ void expect_near_fp32(const std::vector<float>& y, const std::vector<float>& y0,
     }
 }
 
+// K-quants add the fp16 rounding of d * sc and dmin * min: with w in [-m, 15 d sc - m] (31 for
+// Q5_K), amax_w >= half the range and >= m, so |dw| <= 2^-11 (range + m) <= 3 * 2^-11 amax_w,
+// i.e. a weight error scale (in units of amax_w / 254) of 3 * 254 / 2048 < 0.4.
 TEST(QuantLinear, MatchesFp32WithinActivationRounding) {
     uint32_t seed = 500;
-    for (GgmlType type : kTypes) {
-        for (const Shape& s : shapes()) {
-            seed += 7;
-            const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
-            const auto bias = random_vec(s.n_out, seed + 1);
-            const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
-            const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
-            const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
-            // The fast path where there is one (bit-identical to the reference, tested above).
-            auto lin = QuantLinear::create(fast_ctx(2), {&part, 1}, s.n_in,
-                                           s.bias ? bias.data() : nullptr);
-            ASSERT_TRUE(lin.ok()) << lin.error().message();
-            EXPECT_EQ(lin->type(), type);
-            EXPECT_EQ(lin->n_in(), s.n_in);
-            EXPECT_EQ(lin->n_out(), s.n_out);
-            const auto y = run(*lin, s, x, y0);
-            expect_near_fp32(y, y0, x, wq.deq, bias, s, 0.0f, describe(type, s, 2));
-        }
+    for (const auto& [type, s] : cases()) {
+        seed += 7;
+        const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
+        const auto bias = random_vec(s.n_out, seed + 1);
+        const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
+        const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
+        const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
+        // The fast path where there is one (bit-identical to the reference, tested above).
+        auto lin = QuantLinear::create(fast_ctx(2), {&part, 1}, s.n_in,
+                                       s.bias ? bias.data() : nullptr);
+        ASSERT_TRUE(lin.ok()) << lin.error().message();
+        EXPECT_EQ(lin->type(), type);
+        EXPECT_EQ(lin->n_in(), s.n_in);
+        EXPECT_EQ(lin->n_out(), s.n_out);
+        const auto y = run(*lin, s, x, y0);
+        expect_near_fp32(y, y0, x, wq.deq, bias, s, is_k_quant(type) ? 0.4f : 0.0f,
+                         describe(type, s, 2));
     }
 }
 
@@ -259,8 +288,9 @@ TEST(QuantLinear, ZeroRowsIsANoOp) {
 
 TEST(QuantLinear, SupportedTypes) {
     for (GgmlType type : kTypes) EXPECT_TRUE(QuantLinear::supports(type)) << ggml_type_name(type);
-    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_K,
-                          GgmlType::Q6_K, GgmlType::Q8_1}) {
+    for (GgmlType type : kKTypes) EXPECT_TRUE(QuantLinear::supports(type)) << ggml_type_name(type);
+    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q6_K,
+                          GgmlType::Q8_1}) {
         EXPECT_FALSE(QuantLinear::supports(type)) << ggml_type_name(type);
     }
     EXPECT_FALSE(QuantLinear::has_fast_path(kRefCtx));
@@ -441,8 +471,19 @@ void expect_error(const Result<QuantLinear>& r, ErrorCode code, const std::strin
 TEST(QuantLinear, RejectsBadInput) {
     const std::vector<uint8_t> data(64 * 34 * 4, 0);
     const KernelContext ctx = fast_ctx(1);
+    const QuantLinear::Part q6k{GgmlType::Q6_K, data.data(), 4};
+    expect_error(QuantLinear::create(ctx, {&q6k, 1}, 256), ErrorCode::kUnsupported, "Q6_K");
     const QuantLinear::Part q4k{GgmlType::Q4_K, data.data(), 4};
-    expect_error(QuantLinear::create(ctx, {&q4k, 1}, 256), ErrorCode::kUnsupported, "Q4_K");
+    expect_error(QuantLinear::create(ctx, {&q4k, 1}, 96), ErrorCode::kInvalidArgument,
+                 "block size 256");
+    // A Q4_K super-block scale whose product with a 6-bit sub-block scale overflows fp16.
+    std::vector<uint8_t> big(sizeof(quant::BlockQ4K), 0);
+    const uint16_t d_max = 0x7BFF;  // 65504
+    std::memcpy(big.data(), &d_max, sizeof(d_max));
+    big[offsetof(quant::BlockQ4K, scales)] = 63;
+    const QuantLinear::Part huge{GgmlType::Q4_K, big.data(), 1};
+    expect_error(QuantLinear::create(ctx, {&huge, 1}, 256), ErrorCode::kUnsupported,
+                 "overflows fp16");
     const QuantLinear::Part f32{GgmlType::F32, data.data(), 4};
     expect_error(QuantLinear::create(ctx, {&f32, 1}, 32), ErrorCode::kUnsupported, "F32");
     const QuantLinear::Part q8{GgmlType::Q8_0, data.data(), 4};
