@@ -26,6 +26,11 @@ struct EngineOptions {
     // Decode steps on the GGUF's own 4/8-bit blocks (AVX-512 VNNI); false: the GEMM weights.
     // Never used with precision f32.
     bool quantized_decode = true;
+    // Weights of prefill's linear layers: auto | copy | quant. copy: bf16/fp32 copies converted
+    // at load (GEMMs, exact fp32 activations); quant: the GGUF's own blocks with int8
+    // activations, no copy (memory near the file size); auto: quant where the copies would take
+    // more than half the memory available at load, else copy.
+    std::string prefill_weights = "auto";
     // A chat format name (chat_template_from_name) in place of the GGUF's; empty: detect it.
     std::string chat_template;
 };
@@ -42,8 +47,10 @@ struct ModelSummary {
     // Where it comes from: "tokenizer.chat_template", "--chat-template", or the fallback's reason.
     std::string chat_template_source;
     std::string isa;        // kernels in use: ref | avx2 | avx512 | amx
-    std::string gemm;       // bf16 | f32
+    std::string gemm;       // prefill's linear layers: bf16 | f32 (copies) | quant (GGUF blocks)
     std::string decode;     // quant (QuantLinear, VNNI) | gemm (the prefill weights)
+    std::string prefill_weights;  // the choice and why, e.g. "copy (auto: copies 520 MiB, ...)"
+
     int default_keep_first = 0;  // tokens the model's default pruning schedule never prunes
     int default_score_layers = 1;  // the model default schedule's score shaping (prune::Schedule)
     int default_score_pool = 1;
@@ -116,6 +123,9 @@ public:
     static Result<std::unique_ptr<Engine>> load(const EngineOptions& opts);
     // Reads hyper-parameters and tokenizer only (no weights): for `lazyllm info`.
     static Result<ModelSummary> inspect(const std::string& path);
+    // The same, plus the weights a load with `opts` would keep (isa, gemm, decode,
+    // prefill_weights), still without reading the weights.
+    static Result<ModelSummary> inspect(const std::string& path, const EngineOptions& opts);
     ~Engine();
 
     const Tokenizer& tokenizer() const;

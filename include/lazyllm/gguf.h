@@ -88,6 +88,9 @@ public:
     const GgufTensorInfo* find_tensor(std::string_view name) const;
     // Pointer to a tensor's bytes inside the mapping (valid while this object lives).
     const uint8_t* tensor_data(const GgufTensorInfo& t) const;
+    // Lets the pages of a tensor's bytes leave memory once they have been converted (mapped
+    // files only; MmapFile::release). tensor_data stays valid: a later read faults them back.
+    void release_tensor_pages(const GgufTensorInfo& t) const;
 
 private:
     struct Impl;

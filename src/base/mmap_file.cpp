@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -41,6 +42,19 @@ Result<MmapFile> MmapFile::open(const std::string& path) {
     }
     ::close(fd);
     return f;
+}
+
+void MmapFile::release(size_t offset, size_t size) const {
+    if (data_ == nullptr || offset >= size_) return;
+    size = std::min(size, size_ - offset);
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(data_) + offset;
+    const uintptr_t first = (begin + page - 1) / page * page;  // whole pages only
+    const uintptr_t last = (begin + size) / page * page;
+    if (last > first) {
+        // Advice only: on failure the pages simply stay resident.
+        ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    }
 }
 
 MmapFile::MmapFile(MmapFile&& other) noexcept

@@ -23,6 +23,10 @@ public:
     const uint8_t* data() const { return data_; }
     size_t size() const { return size_; }
     const std::string& path() const { return path_; }
+    // Drops the whole pages inside [offset, offset + size) from this process's memory
+    // (madvise MADV_DONTNEED): for bytes that were read once (converted weights), so they stop
+    // counting in the resident set. Reading them again faults them back in from the file.
+    void release(size_t offset, size_t size) const;
 
 private:
     const uint8_t* data_ = nullptr;

@@ -548,4 +548,8 @@ const uint8_t* GgufFile::tensor_data(const GgufTensorInfo& t) const {
     return impl_->data + impl_->data_offset + t.offset;
 }
 
+void GgufFile::release_tensor_pages(const GgufTensorInfo& t) const {
+    impl_->map.release(impl_->data_offset + t.offset, t.n_bytes());
+}
+
 }  // namespace lazyllm

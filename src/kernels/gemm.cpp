@@ -137,6 +137,18 @@ bool cpu_has_bf16_gemm() {
 
 }  // namespace
 
+bool gemm_uses_bf16(const KernelContext& ctx, GemmPrecision precision) {
+    switch (precision) {
+        case GemmPrecision::kAuto:
+            return cpu_has_bf16_gemm() && ctx.isa >= Isa::kAvx512;
+        case GemmPrecision::kF32:
+            return false;
+        case GemmPrecision::kBf16:
+            return cpu_has_bf16_gemm();
+    }
+    return false;
+}
+
 struct PackedLinear::Impl {
     // A matmul for one row count, with its memory objects (re-pointed each call: creating
     // dnnl::memory objects allocates, set_data_handle does not).

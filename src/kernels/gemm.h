@@ -94,6 +94,10 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+// Whether PackedLinear::create(ctx, ..., precision) converts weights to bf16 (else fp32);
+// false where it would fail (kBf16 without AVX-512-BF16).
+bool gemm_uses_bf16(const KernelContext& ctx, GemmPrecision precision);
+
 namespace ref {
 // Plain triple loop, fp32 accumulation (the reference every fast path is tested against).
 void linear(const float* x, const float* w, const float* bias, float* y, int64_t m, int64_t n_out,

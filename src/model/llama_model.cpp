@@ -1,11 +1,13 @@
-// Loading: validate every tensor's shape against the config, dequantize once to fp32, and pack
-// into the GEMM's layout (bf16 on AMX/AVX-512-BF16); where QuantLinear has a fast path (AVX-512
-// VNNI or AVX2) also keep each matrix in 4/8-bit blocks for decode steps. The token embedding
-// stays quantized in the mmap and is dequantized per looked-up row.
+// Loading: validate every tensor's shape against the config; keep each matrix as QuantLinear's
+// repacked 4/8-bit blocks where QuantLinear has a fast path (AVX-512 VNNI or AVX2), and unless
+// prefill runs on those too (PrefillWeights), a copy in the GEMM's layout (bf16 on
+// AMX/AVX-512-BF16, else fp32). A converted tensor's pages of the mapped file are released. The
+// token embedding stays quantized in the mmap and is dequantized per looked-up row.
 #include "model/llama_model.h"
 
 #include <utility>
 
+#include "lazyllm/memory.h"
 #include "base/timer.h"
 #include "kernels/quant.h"
 #include "model/tensor_names.h"
@@ -14,18 +16,32 @@ namespace lazyllm {
 
 namespace {
 
-Result<std::vector<float>> read_tensor_f32(const GgufFile& gguf, const std::string& name,
-                                           const std::vector<int64_t>& shape, kernels::Isa isa) {
+// The tensor `name`, checked to have `shape` (GGUF order, ne[0] first).
+Result<const GgufTensorInfo*> find_checked(const GgufFile& gguf, const std::string& name,
+                                           const std::vector<int64_t>& shape) {
     const GgufTensorInfo* t = gguf.find_tensor(name);
     if (t == nullptr) return make_error(ErrorCode::kNotFound, "missing tensor '{}'", name);
     if (t->shape != shape) {
         return make_error(ErrorCode::kCorrupt, "tensor '{}' has shape [{}], expected [{}]", name,
                           fmt::join(t->shape, ", "), fmt::join(shape, ", "));
     }
+    return t;
+}
+
+// Dequantizes tensor t into out[0, n_elements).
+Status dequantize_tensor(const GgufFile& gguf, const GgufTensorInfo& t, kernels::Isa isa,
+                         float* out) {
+    Status st = kernels::dequantize_row_f32(isa, t.type, gguf.tensor_data(t), out,
+                                            static_cast<int64_t>(t.n_elements()));
+    if (!st.ok()) return st.error().with_context(fmt::format("tensor '{}'", t.name));
+    return {};
+}
+
+Result<std::vector<float>> read_tensor_f32(const GgufFile& gguf, const std::string& name,
+                                           const std::vector<int64_t>& shape, kernels::Isa isa) {
+    LAZYLLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t, find_checked(gguf, name, shape));
     std::vector<float> out(t->n_elements());
-    Status st = kernels::dequantize_row_f32(isa, t->type, gguf.tensor_data(*t), out.data(),
-                                            static_cast<int64_t>(out.size()));
-    if (!st.ok()) return st.error().with_context(fmt::format("tensor '{}'", name));
+    LAZYLLM_TRY(dequantize_tensor(gguf, *t, isa, out.data()));
     return out;
 }
 
@@ -37,27 +53,6 @@ std::vector<float> concat_rows(std::initializer_list<const std::vector<float>*> 
     out.reserve(total);
     for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
     return out;
-}
-
-// The decode copy of one (possibly fused) matrix: straight from the GGUF's blocks when all
-// parts share a type QuantLinear takes, else requantized to Q8_0 from the fp32 rows `w`
-// (K-quants, mixed-type fusions, F16/F32 weights).
-Result<kernels::QuantLinear> make_quant(const kernels::KernelContext& ctx, const GgufFile& gguf,
-                                        std::initializer_list<std::string> names,
-                                        const std::vector<float>& w, int64_t n_in,
-                                        const float* bias) {
-    std::vector<kernels::QuantLinear::Part> parts;
-    bool direct = true;
-    for (const std::string& n : names) {
-        // Present and 2-D [n_in, n_out]: read_tensor_f32 checked it against the config.
-        const GgufTensorInfo* t = gguf.find_tensor(n);
-        direct = direct && kernels::QuantLinear::supports(t->type) &&
-                 (parts.empty() || parts.front().type == t->type);
-        parts.push_back({t->type, gguf.tensor_data(*t), t->shape[1]});
-    }
-    const int64_t n_out = static_cast<int64_t>(w.size()) / n_in;
-    if (direct) return kernels::QuantLinear::create(ctx, parts, n_in, bias);
-    return kernels::QuantLinear::create_from_f32(ctx, w.data(), n_out, n_in, bias);
 }
 
 }  // namespace
@@ -90,7 +85,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
 Status LlamaModel::load_weights() {
     const ModelConfig& c = config_;
     const kernels::Isa isa = opts_.ctx.isa;
-    const int64_t E = c.n_embd, Q = c.n_embd_q(), F = c.n_ff;
+    const int64_t E = c.n_embd;
 
     // Rope frequency factors (Llama 3 scaling) come as a tensor when present.
     std::vector<float> freq_factors;
@@ -123,28 +118,75 @@ Status LlamaModel::load_weights() {
     token_embd_type_ = embd->type;
     token_embd_row_bytes_ = static_cast<size_t>(E / traits->block_size) * traits->type_size;
 
-    // The quantized decode copies need whole 32-blocks along every n_in (n_embd, n_embd_q, n_ff)
-    // and QuantLinear's fast path (AVX-512 VNNI or AVX2); without them (or on the exact fp32
-    // path) decode uses the GEMM weights.
-    quantized_decode_ = opts_.quantized_decode && opts_.precision != kernels::GemmPrecision::kF32 &&
-                        kernels::QuantLinear::has_fast_path(opts_.ctx) && E % 32 == 0 &&
-                        Q % 32 == 0 && F % 32 == 0;
+    LAZYLLM_ASSIGN_OR_RETURN(WeightPlan plan, plan_weights(c, opts_));
+    quantized_decode_ = plan.quantized_decode;
+    prefill_quant_ = plan.prefill_quant;
+    prefill_choice_ = std::move(plan.prefill_choice);
 
     layers_.resize(c.n_layer);
     for (int il = 0; il < c.n_layer; ++il) LAZYLLM_TRY(load_layer(il));
     LAZYLLM_ASSIGN_OR_RETURN(output_norm_, read_tensor_f32(gguf_, std::string(names::kOutputNorm), {E}, isa));
     {
         const std::string head_name(c.tied_embeddings ? names::kTokenEmbd : names::kOutput);
-        LAZYLLM_ASSIGN_OR_RETURN(auto w, read_tensor_f32(gguf_, head_name, {E, c.n_vocab}, isa));
-        LAZYLLM_TRY(make_linear(head_name, {head_name}, w, c.n_vocab, E, nullptr,
+        LAZYLLM_TRY(make_linear(head_name, {{head_name, c.n_vocab}}, E, nullptr,
                                 kernels::GemmLayout::kPlain, lm_head_));
     }
     // How far a decode step's rows (revivals included) stay on the quantized weights depends
-    // on what the GEMMs they would go to are (llama_model.h).
-    quant_max_rows_ = !layers_.empty() && layers_[0].gate_up.gemm.backend() == kernels::GemmBackend::kAvx2
-                          ? kQuantMaxRowsAvx2
-                          : kQuantMaxRows;
+    // on what the GEMMs they would go to are (llama_model.h); without GEMMs, all of them.
+    quant_max_rows_ =
+        prefill_quant_ || (!layers_.empty() &&
+                           layers_[0].gate_up.gemm.backend() == kernels::GemmBackend::kAvx2)
+            ? kQuantMaxRowsAvx2
+            : kQuantMaxRows;
     return {};
+}
+
+Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoadOptions& o) {
+    const int64_t E = c.n_embd, Q = c.n_embd_q(), KV = c.n_embd_kv(), F = c.n_ff;
+    WeightPlan plan;
+    // (--prefill-weights quant asks for them on any ISA: the scalar reference without one.)
+    plan.quantized_decode = o.quantized_decode && o.precision != kernels::GemmPrecision::kF32 &&
+                            (kernels::QuantLinear::has_fast_path(o.ctx) ||
+                             o.prefill_weights == PrefillWeights::kQuant) &&
+                            E % 32 == 0 && Q % 32 == 0 && F % 32 == 0;
+    switch (o.prefill_weights) {
+        case PrefillWeights::kCopy:
+            plan.prefill_choice = "copy (asked)";
+            return plan;
+        case PrefillWeights::kQuant:
+            if (!plan.quantized_decode) {
+                return make_error(
+                    ErrorCode::kUnsupported,
+                    "prefill weights 'quant' need the quantized weights, which this run does not "
+                    "have ({})",
+                    o.precision == kernels::GemmPrecision::kF32 ? "precision f32 is exact"
+                    : !o.quantized_decode ? "decode weights 'gemm'"
+                                          : "n_embd, n_embd_q or n_ff is not a multiple of 32");
+            }
+            plan.prefill_quant = true;
+            plan.prefill_choice = "quant (asked)";
+            return plan;
+        case PrefillWeights::kAuto:
+            break;
+    }
+    if (!plan.quantized_decode) {
+        plan.prefill_choice = "copy (no quantized weights on this run)";
+        return plan;
+    }
+    // The copies' size against half the memory available now: the rest is left to the KV
+    // cache, the activations and the rest of the machine.
+    const double elems = static_cast<double>(c.n_layer) *
+                             static_cast<double>(E * (Q + 2 * KV) + Q * E + 3 * F * E) +
+                         static_cast<double>(c.n_vocab) * static_cast<double>(E);
+    const double copy_bytes = elems * (kernels::gemm_uses_bf16(o.ctx, o.precision) ? 2.0 : 4.0);
+    const double available = static_cast<double>(
+        o.available_memory > 0 ? o.available_memory : available_memory_bytes());
+    const double mib = 1024.0 * 1024.0;
+    plan.prefill_quant = available > 0.0 && copy_bytes > 0.5 * available;
+    plan.prefill_choice = fmt::format("{} (auto: copies {:.0f} MiB, memory available {:.0f} MiB)",
+                                      plan.prefill_quant ? "quant" : "copy", copy_bytes / mib,
+                                      available / mib);
+    return plan;
 }
 
 Status LlamaModel::load_layer(int il) {
@@ -166,16 +208,13 @@ Status LlamaModel::load_layer(int il) {
         LAZYLLM_ASSIGN_OR_RETURN(L.post_attn_norm, read(names::kPostAttnNorm, {E}));
         LAZYLLM_ASSIGN_OR_RETURN(L.post_ffn_norm, read(names::kPostFfnNorm, {E}));
     }
+    const kernels::GemmLayout plain = kernels::GemmLayout::kPlain;
     if (c.arch == Arch::kPhi3) {
         // Fused tensors as convert_hf_to_gguf.py writes Phi-3: attn_qkv = [q; k; v] rows,
         // ffn_up = [gate; up] rows (HF's gate_up_proj, chunked gate first).
-        LAZYLLM_ASSIGN_OR_RETURN(auto wqkv, read(names::kAttnQkv, {E, Q + 2 * KV}));
-        LAZYLLM_TRY(make_linear(name(names::kAttnQkv), {name(names::kAttnQkv)}, wqkv,
-                                Q + 2 * KV, E, nullptr, kernels::GemmLayout::kPlain, L.qkv));
+        LAZYLLM_TRY(make_linear(name(names::kAttnQkv), {{name(names::kAttnQkv), Q + 2 * KV}}, E,
+                                nullptr, plain, L.qkv));
     } else {
-        LAZYLLM_ASSIGN_OR_RETURN(auto wq, read(names::kAttnQ, {E, Q}));
-        LAZYLLM_ASSIGN_OR_RETURN(auto wk, read(names::kAttnK, {E, KV}));
-        LAZYLLM_ASSIGN_OR_RETURN(auto wv, read(names::kAttnV, {E, KV}));
         std::vector<float> bias;
         if (c.qkv_bias) {
             LAZYLLM_ASSIGN_OR_RETURN(auto bq, read(names::kAttnQBias, {Q}));
@@ -183,47 +222,75 @@ Status LlamaModel::load_layer(int il) {
             LAZYLLM_ASSIGN_OR_RETURN(auto bv, read(names::kAttnVBias, {KV}));
             bias = concat_rows({&bq, &bk, &bv});
         }
-        LAZYLLM_TRY(make_linear(name("attn_qkv"),
-                                {name(names::kAttnQ), name(names::kAttnK), name(names::kAttnV)},
-                                concat_rows({&wq, &wk, &wv}), Q + 2 * KV, E,
-                                c.qkv_bias ? bias.data() : nullptr, kernels::GemmLayout::kPlain,
-                                L.qkv));
+        LAZYLLM_TRY(make_linear(
+            name("attn_qkv"),
+            {{name(names::kAttnQ), Q}, {name(names::kAttnK), KV}, {name(names::kAttnV), KV}}, E,
+            c.qkv_bias ? bias.data() : nullptr, plain, L.qkv));
     }
-    {
-        LAZYLLM_ASSIGN_OR_RETURN(auto wo, read(names::kAttnOutput, {Q, E}));
-        LAZYLLM_TRY(make_linear(name(names::kAttnOutput), {name(names::kAttnOutput)}, wo, E, Q,
-                                nullptr, kernels::GemmLayout::kPlain, L.wo));
-    }
+    LAZYLLM_TRY(make_linear(name(names::kAttnOutput), {{name(names::kAttnOutput), E}}, Q, nullptr,
+                            plain, L.wo));
     if (c.arch == Arch::kPhi3) {
-        LAZYLLM_ASSIGN_OR_RETURN(auto wgu, read(names::kFfnUp, {E, 2 * F}));
-        LAZYLLM_TRY(make_linear(name(names::kFfnUp), {name(names::kFfnUp)}, wgu, 2 * F, E,
-                                nullptr, kernels::GemmLayout::kSwiGlu, L.gate_up));
+        LAZYLLM_TRY(make_linear(name(names::kFfnUp), {{name(names::kFfnUp), 2 * F}}, E, nullptr,
+                                kernels::GemmLayout::kSwiGlu, L.gate_up));
     } else {
-        LAZYLLM_ASSIGN_OR_RETURN(auto wg, read(names::kFfnGate, {E, F}));
-        LAZYLLM_ASSIGN_OR_RETURN(auto wu, read(names::kFfnUp, {E, F}));
-        LAZYLLM_TRY(make_linear(name("ffn_gate_up"), {name(names::kFfnGate), name(names::kFfnUp)},
-                                concat_rows({&wg, &wu}), 2 * F, E, nullptr,
+        LAZYLLM_TRY(make_linear(name("ffn_gate_up"),
+                                {{name(names::kFfnGate), F}, {name(names::kFfnUp), F}}, E, nullptr,
                                 kernels::GemmLayout::kSwiGlu, L.gate_up));
     }
-    {
-        LAZYLLM_ASSIGN_OR_RETURN(auto wd, read(names::kFfnDown, {F, E}));
-        LAZYLLM_TRY(make_linear(name(names::kFfnDown), {name(names::kFfnDown)}, wd, E, F,
-                                nullptr, kernels::GemmLayout::kPlain, L.down));
-    }
+    LAZYLLM_TRY(make_linear(name(names::kFfnDown), {{name(names::kFfnDown), E}}, F, nullptr, plain,
+                            L.down));
     return {};
 }
 
-Status LlamaModel::make_linear(std::string_view what, std::initializer_list<std::string> tensors,
-                               const std::vector<float>& w, int64_t n_out, int64_t n_in,
-                               const float* bias, kernels::GemmLayout layout, Linear& out) const {
-    auto p = kernels::PackedLinear::create(opts_.ctx, w.data(), n_out, n_in, bias, opts_.precision,
-                                           layout);
-    if (!p.ok()) return p.error().with_context(std::string(what));
-    out.gemm = std::move(p).value();
-    if (!quantized_decode_) return {};
-    auto q = make_quant(opts_.ctx, gguf_, tensors, w, n_in, bias);
-    if (!q.ok()) return q.error().with_context(std::string(what));
-    out.quant = std::move(q).value();
+Status LlamaModel::make_linear(std::string_view what, std::initializer_list<MatrixPart> parts,
+                               int64_t n_in, const float* bias, kernels::GemmLayout layout,
+                               Linear& out) const {
+    const kernels::Isa isa = opts_.ctx.isa;
+    std::vector<const GgufTensorInfo*> infos;
+    std::vector<kernels::QuantLinear::Part> qparts;
+    int64_t n_out = 0;
+    bool direct = true;  // QuantLinear takes the blocks as they are
+    for (const MatrixPart& p : parts) {
+        LAZYLLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t, find_checked(gguf_, p.name, {n_in, p.rows}));
+        direct = direct && kernels::QuantLinear::supports(t->type) &&
+                 (qparts.empty() || qparts.front().type == t->type);
+        qparts.push_back({t->type, gguf_.tensor_data(*t), p.rows});
+        infos.push_back(t);
+        n_out += p.rows;
+    }
+    std::vector<float> w;  // [n_out, n_in] fp32, the parts stacked, read once when needed
+    const auto read_f32 = [&]() -> Status {
+        if (!w.empty()) return {};
+        w.resize(static_cast<size_t>(n_out * n_in));
+        float* dst = w.data();
+        for (const GgufTensorInfo* t : infos) {
+            LAZYLLM_TRY(dequantize_tensor(gguf_, *t, isa, dst));
+            dst += t->n_elements();
+        }
+        return {};
+    };
+    const auto fail = [&](const Error& e) -> Status { return e.with_context(std::string(what)); };
+    if (!prefill_quant_) {
+        LAZYLLM_TRY(read_f32());
+        auto p = kernels::PackedLinear::create(opts_.ctx, w.data(), n_out, n_in, bias,
+                                               opts_.precision, layout);
+        if (!p.ok()) return fail(p.error());
+        out.gemm = std::move(p).value();
+    }
+    if (quantized_decode_) {
+        Result<kernels::QuantLinear> q =
+            direct ? kernels::QuantLinear::create(opts_.ctx, qparts, n_in, bias)
+                   : make_error(ErrorCode::kUnsupported, "not taken directly");
+        // Types QuantLinear does not take (and K-quant scales that overflow fp16): Q8_0
+        // requantized from fp32.
+        if (!q.ok() && q.error().code() == ErrorCode::kUnsupported) {
+            LAZYLLM_TRY(read_f32());
+            q = kernels::QuantLinear::create_from_f32(opts_.ctx, w.data(), n_out, n_in, bias);
+        }
+        if (!q.ok()) return fail(q.error());
+        out.quant = std::move(q).value();
+    }
+    for (const GgufTensorInfo* t : infos) gguf_.release_tensor_pages(*t);
     return {};
 }
 

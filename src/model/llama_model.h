@@ -28,9 +28,33 @@
 
 namespace lazyllm {
 
+// The weights prefill's linear layers run on (--prefill-weights).
+enum class PrefillWeights {
+    // kQuant where the copies would not fit in memory (LlamaModel::load_weights), else kCopy.
+    kAuto,
+    // Copies converted at load for the GEMM (bf16 or fp32, GemmPrecision), beside the GGUF's
+    // blocks for decode steps.
+    kCopy,
+    // The GGUF's own blocks (QuantLinear, int8 activations) for every step: no copy, memory
+    // near the file size. Needs the quantized decode weights.
+    kQuant,
+};
+
+struct ModelLoadOptions;
+
+// Which weights a load keeps, decided from the config and options alone (no weights read).
+struct WeightPlan {
+    bool quantized_decode = false;  // QuantLinear copies for decode steps
+    bool prefill_quant = false;     // every step on them, no GEMM copies
+    std::string prefill_choice;     // e.g. "quant (auto: copies 4900 MiB, memory available ...)"
+};
+
 struct ModelLoadOptions {
     kernels::KernelContext ctx;
     kernels::GemmPrecision precision = kernels::GemmPrecision::kAuto;
+    PrefillWeights prefill_weights = PrefillWeights::kAuto;
+    // The memory kAuto weighs the copies against, in bytes; 0: MemAvailable at load.
+    uint64_t available_memory = 0;
     // Decode steps (few rows) through QuantLinear: integer dot products on the GGUF's own 4/8-bit
     // blocks, where the CPU has AVX-512 VNNI or AVX2. Never with --precision f32, which stays
     // exact (auto on a CPU without bf16 GEMMs: fp32 prefill GEMMs, quantized decode).
@@ -161,6 +185,12 @@ class LlamaModel {
 public:
     static Result<std::unique_ptr<LlamaModel>> load(const std::string& path,
                                                     const ModelLoadOptions& opts);
+    // What load() would keep for this config and these options: quantized decode copies where
+    // the options allow them, QuantLinear has a fast path (or kQuant asks for them) and every
+    // n_in is a multiple of 32; prefill on them when asked (kQuant, an error where there are
+    // none) or, with kAuto, when the GEMM copies would take more than half the memory
+    // available now.
+    static Result<WeightPlan> plan_weights(const ModelConfig& c, const ModelLoadOptions& opts);
 
     const ModelConfig& config() const { return config_; }
     const GgufFile& gguf() const { return gguf_; }
@@ -171,6 +201,10 @@ public:
     // kQuantMaxRows).
     bool quantized_decode() const { return quantized_decode_; }
     int64_t quant_max_rows() const { return quant_max_rows_; }
+    // Whether every step, prefill included, runs on the QuantLinear weights (PrefillWeights
+    // kQuant, or kAuto's choice); then there are no GEMM copies. prefill_choice() says why.
+    bool prefill_quant() const { return prefill_quant_; }
+    const std::string& prefill_choice() const { return prefill_choice_; }
     size_t weight_bytes() const;  // converted weights held in memory
     // The first layer in [begin, end) whose attention a LazyLLM score may sum, or -1: on a
     // sliding-window model only global layers score (a local layer's query sees only its
@@ -213,11 +247,20 @@ private:
 
     Status load_weights();
     Status load_layer(int il);  // layers_[il] from the GGUF
-    // `out` from the fused matrix w ([n_out, n_in], the GGUF tensors `tensors` row-concatenated):
-    // the GEMM weights, and the quantized copy where quantized_decode_. Errors name `what`.
-    Status make_linear(std::string_view what, std::initializer_list<std::string> tensors,
-                       const std::vector<float>& w, int64_t n_out, int64_t n_in, const float* bias,
-                       kernels::GemmLayout layout, Linear& out) const;
+    // One GGUF matrix of a (possibly fused) linear layer: its name and its rows ([n_in, rows]
+    // in GGUF order).
+    struct MatrixPart {
+        std::string name;
+        int64_t rows;
+    };
+    // `out` from the GGUF matrices `parts` stacked along n_out (fused q|k|v, gate|up), each
+    // checked to be [n_in, rows]: the GEMM weights unless prefill_quant_, and the QuantLinear
+    // copy where quantized_decode_ (from the GGUF's blocks where QuantLinear takes their type,
+    // else requantized from fp32). fp32 is read only where one of them needs it. Errors name
+    // `what`. The parts' pages are released from memory afterwards.
+    Status make_linear(std::string_view what, std::initializer_list<MatrixPart> parts,
+                       int64_t n_in, const float* bias, kernels::GemmLayout layout,
+                       Linear& out) const;
 
     GgufFile gguf_;
     ModelConfig config_;
@@ -228,6 +271,8 @@ private:
     std::vector<float> output_norm_;  // [n_embd]
     Linear lm_head_;                  // [n_vocab, n_embd]
     bool quantized_decode_ = false;
+    bool prefill_quant_ = false;
+    std::string prefill_choice_;
     int64_t quant_max_rows_ = kQuantMaxRows;
     const uint8_t* token_embd_ = nullptr;  // quantized rows in the mmap
     GgmlType token_embd_type_ = GgmlType::F32;

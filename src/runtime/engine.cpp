@@ -57,7 +57,10 @@ const Tokenizer& Engine::tokenizer() const { return impl_->tokenizer; }
 const ModelSummary& Engine::summary() const { return impl_->summary; }
 const ChatTemplateChoice& Engine::chat_template() const { return impl_->chat; }
 
-Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
+namespace {
+
+// The model's load options from the engine's (kernels from LAZYLLM_ISA and the CPU).
+Result<ModelLoadOptions> model_options(const EngineOptions& opts) {
     LAZYLLM_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::isa_from_env());
     ModelLoadOptions mo;
     mo.ctx.isa = isa;
@@ -76,7 +79,36 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
         return make_error(ErrorCode::kInvalidArgument,
                           "precision '{}' is not one of auto, f32, bf16", opts.precision);
     }
+    if (opts.prefill_weights == "auto") {
+        mo.prefill_weights = PrefillWeights::kAuto;
+    } else if (opts.prefill_weights == "copy") {
+        mo.prefill_weights = PrefillWeights::kCopy;
+    } else if (opts.prefill_weights == "quant") {
+        mo.prefill_weights = PrefillWeights::kQuant;
+    } else {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "prefill weights '{}' is not one of auto, copy, quant",
+                          opts.prefill_weights);
+    }
     mo.quantized_decode = opts.quantized_decode;
+    return mo;
+}
+
+// The summary's weight fields for a load with `mo` that keeps `plan`.
+void describe_weights(const ModelLoadOptions& mo, const WeightPlan& plan, ModelSummary& s) {
+    s.isa = std::string(kernels::isa_name(mo.ctx.isa));
+    s.gemm = plan.prefill_quant                                    ? "quant"
+             : kernels::gemm_uses_bf16(mo.ctx, mo.precision) ? "bf16"
+                                                                   : "f32";
+    s.decode = plan.quantized_decode ? "quant" : "gemm";
+    s.prefill_weights = plan.prefill_choice;
+    s.n_threads = mo.ctx.n_threads;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
+    LAZYLLM_ASSIGN_OR_RETURN(ModelLoadOptions mo, model_options(opts));
     // oneDNN and our kernels share OpenMP's pool.
     omp_set_num_threads(mo.ctx.n_threads);
 
@@ -96,14 +128,13 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
         s.chat_template = describe_chat_template(impl->chat.tmpl);
         s.chat_template_source = "--chat-template";
     }
-    s.isa = std::string(kernels::isa_name(isa));
-    s.gemm = impl->model->gemm_bf16() ? "bf16" : "f32";
-    s.decode = impl->model->quantized_decode() ? "quant" : "gemm";
+    const LlamaModel& model = *impl->model;
+    describe_weights(mo, {model.quantized_decode(), model.prefill_quant(), model.prefill_choice()},
+                     s);
     const prune::Schedule dflt = default_schedule(impl->model->config(), prune::Preset::kSafe);
     s.default_keep_first = dflt.keep_first;
     s.default_score_layers = dflt.score_layers;
     s.default_score_pool = dflt.score_pool;
-    s.n_threads = mo.ctx.n_threads;
     s.load_ms = impl->model->load_ms();
     s.weight_bytes = impl->model->weight_bytes();
     return std::unique_ptr<Engine>(new Engine(std::move(impl)));
@@ -146,6 +177,16 @@ Result<ModelSummary> Engine::inspect(const std::string& path) {
     auto tok = Tokenizer::from_gguf(gguf);
     if (!tok.ok()) return tok.error().with_context(path);
     return make_summary(path, *config, *tok, gguf.file_size());
+}
+
+Result<ModelSummary> Engine::inspect(const std::string& path, const EngineOptions& opts) {
+    LAZYLLM_ASSIGN_OR_RETURN(ModelSummary s, inspect(path));
+    LAZYLLM_ASSIGN_OR_RETURN(ModelLoadOptions mo, model_options(opts));
+    LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
+    LAZYLLM_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::from_gguf(gguf));
+    LAZYLLM_ASSIGN_OR_RETURN(WeightPlan plan, LlamaModel::plan_weights(config, mo));
+    describe_weights(mo, plan, s);
+    return s;
 }
 
 std::string Engine::chat_prompt(std::string_view user_message, std::string_view system) const {

@@ -100,24 +100,26 @@ std::vector<double> BenchRow::mean_token_ms() const {
 }
 
 void fill_speedups(std::vector<BenchRow>& rows) {
-    std::map<std::tuple<int, int64_t>, double> full_ttft;
-    std::map<std::tuple<int, int64_t>, std::vector<double>> full_tokens;
+    // Keyed by threads, prefill weights and prompt: lazy against full on the same weights.
+    using Key = std::tuple<int, std::string, int64_t>;
+    std::map<Key, double> full_ttft;
+    std::map<Key, std::vector<double>> full_tokens;
     for (const BenchRow& r : rows) {
         if (r.policy != "full") continue;
         if (r.is_prompt) {
-            full_ttft[{r.n_threads, r.n_prompt}] = stats(r.ttft_ms).mean;
+            full_ttft[{r.n_threads, r.gemm, r.n_prompt}] = stats(r.ttft_ms).mean;
         } else {
-            full_tokens[{r.n_threads, r.n_prompt}] = r.mean_token_ms();
+            full_tokens[{r.n_threads, r.gemm, r.n_prompt}] = r.mean_token_ms();
         }
     }
     for (BenchRow& r : rows) {
         if (r.is_prompt) {
-            auto it = full_ttft.find({r.n_threads, r.n_prompt});
+            auto it = full_ttft.find({r.n_threads, r.gemm, r.n_prompt});
             const double mine = stats(r.ttft_ms).mean;
             if (it != full_ttft.end() && mine > 0.0) r.speedup_vs_full = it->second / mine;
             continue;
         }
-        auto it = full_tokens.find({r.n_threads, r.n_prompt});
+        auto it = full_tokens.find({r.n_threads, r.gemm, r.n_prompt});
         const std::vector<double> mine = r.mean_token_ms();
         if (it == full_tokens.end() || mine.empty() || it->second.size() != mine.size()) continue;
         for (size_t i = 0; i < mine.size(); ++i) {
@@ -144,27 +146,28 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
     }
     fmt::print(out,
                "\n| model | size | params | backend | threads | policy | test | t/s | TTFT ms "
-               "| speedup | % computed | GFLOP/s | % peak |\n");
+               "| speedup | % computed | GFLOP/s | % peak | RSS MiB |\n");
     fmt::print(out,
                "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: "
-               "| ---: | ---: |\n");
+               "| ---: | ---: | ---: |\n");
     for (const BenchRow& r : rows) {
         const std::string ts = pm(stats(samples_ts(r)), 2);
         const double pct = stats(r.pct_computed).mean;
-        std::string ttft = "", speedup = "", gflops = "", peak = "";
+        std::string ttft = "", speedup = "", gflops = "", peak = "", rss = "";
         if (r.is_prompt) {
             ttft = pm(stats(r.ttft_ms), 1);
             speedup = r.speedup_vs_full ? fmt::format("{:.2f}x", *r.speedup_vs_full) : "-";
             const double g = stats(samples_gflops(r)).mean;
             gflops = fmt::format("{:.0f}", g);
             peak = r.peak_gflops > 0 ? fmt::format("{:.1f}%", 100.0 * g / r.peak_gflops) : "-";
+            rss = r.peak_rss_mib > 0 ? fmt::format("{:.0f}", r.peak_rss_mib) : "-";
         }
         fmt::print(out,
                    "| {} | {} | {} | CPU {}/{} | {} | {} | {} | {} | {} | {} | {:.1f}% | {} "
-                   "| {} |\n",
+                   "| {} | {} |\n",
                    env.model_type, human_size(env.model_size), human_count(env.model_n_params),
                    r.isa, r.gemm, r.n_threads, r.policy, r.test_name(), ts, ttft, speedup, pct,
-                   gflops, peak);
+                   gflops, peak, rss);
     }
     bool e2e_header = false;
     for (const BenchRow& r : rows) {
@@ -197,7 +200,8 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
                "\nt/s: pp = prompt tokens / prefill time, tg = decode steps / decode time "
                "(mean ± stddev). TTFT: prefill + first sample. % computed: prompt (token, layer) "
                "pairs computed (pp: after prefill, tg: at the end, with revivals). GFLOP/s: useful "
-               "prefill FLOPs / prefill time.\n");
+               "prefill FLOPs / prefill time. RSS MiB: the process's peak resident set during "
+               "the row's runs (weights, KV cache, scratch).\n");
 
     for (const BenchRow& r : rows) {
         if (r.profile.empty()) continue;
@@ -248,6 +252,7 @@ void print_jsonl(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow
         j["prompt"] = env.prompt;
         j["pct_computed"] = stats(r.pct_computed).mean;
         j["peak_gflops"] = r.peak_gflops;
+        if (r.is_prompt) j["peak_rss_mib"] = r.peak_rss_mib;
         if (!r.is_prompt) {
             const std::vector<double> t = r.mean_token_ms();
             j["e2e_ms"] = t.empty() ? nlohmann::json() : nlohmann::json(t.back());

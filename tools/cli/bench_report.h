@@ -37,6 +37,7 @@ struct BenchRow {
     std::vector<double> ttft_ms;       // pp rows
     std::vector<double> pct_computed;  // pp: prompt token-layers after prefill; tg: at the end
     std::vector<double> gflop;         // pp rows: useful GFLOP of each prefill
+    double peak_rss_mib = 0.0;  // pp rows: the process's peak resident set over this row's runs
     std::optional<double> speedup_vs_full;  // pp rows: mean TTFT(full) / mean TTFT(this)
     // tg rows: per repetition, prompt in -> each of the n + 1 tokens (the first is TTFT's)
     std::vector<std::vector<double>> token_ms;

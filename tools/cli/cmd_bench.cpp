@@ -1,5 +1,6 @@
 // lazyllm bench [-m MODEL] [-p 512,2048,4096] [-n 32] [-r 3] [-t 2] [--policy full,lazy]
-//               [schedule flags] [--precision P] [-o md|jsonl] [--profile]
+//               [schedule flags] [--precision P] [--prefill-weights copy,quant]
+//               [-o md|jsonl] [--profile]
 //               [--prompt-file FILE | --prompt-ids FILE] [--export-prompts DIR]
 // Prefill and decode speed in llama-bench's spirit: one warm-up run per configuration, then -r
 // timed repetitions; policies interleaved inside each repetition so machine noise falls on all
@@ -23,6 +24,7 @@
 #include "lazyllm/engine.h"
 #include "lazyllm/ggml_type.h"
 #include "lazyllm/gguf.h"
+#include "lazyllm/memory.h"
 #include "lazyllm/probe.h"
 
 namespace lazyllm::cli {
@@ -38,6 +40,7 @@ struct BenchArgs {
     std::vector<std::string> policies{"full", "lazy"};
     PruneFlags prune;  // schedule flags; the policy comes from the --policy list
     std::string precision = "auto";
+    std::vector<std::string> prefill_weights{"auto"};
     std::string output = "md";
     bool profile = false;
     std::string prompt_file, prompt_ids, export_dir;
@@ -220,18 +223,22 @@ int run_bench(const BenchArgs& a) {
     std::vector<BenchRow> rows;
 
     const int n_runs =
-        static_cast<int>(a.threads.size() * a.n_prompt.size() * a.policies.size()) * a.reps;
+        static_cast<int>(a.threads.size() * a.prefill_weights.size() * a.n_prompt.size() *
+                         a.policies.size()) *
+        a.reps;
     int run_index = 0;
-    for (size_t ti = 0; ti < a.threads.size(); ++ti) {
+    // One engine per (threads, prefill weights), in that order.
+    for (size_t ci = 0; ci < a.threads.size() * a.prefill_weights.size(); ++ci) {
         EngineOptions eo;
         eo.model_path = *path;
-        eo.n_threads = a.threads[ti];
+        eo.n_threads = a.threads[ci / a.prefill_weights.size()];
         eo.precision = a.precision;
+        eo.prefill_weights = a.prefill_weights[ci % a.prefill_weights.size()];
         auto engine = Engine::load(eo);
         if (!engine.ok()) return report(engine.error());
         const Engine& e = **engine;
         const ModelSummary& s = e.summary();
-        if (ti == 0) {
+        if (ci == 0) {
             if (auto st = describe_model(*path, s.arch, env); !st.ok()) return report(st.error());
             auto p = make_prompts(a, e, env.prompt);
             if (!p.ok()) return report(p.error());
@@ -266,8 +273,10 @@ int run_bench(const BenchArgs& a) {
         auto peak = measure_gemm_peak(s.n_threads, a.precision);
         if (!peak.ok()) return report(peak.error());
         std::fprintf(stderr,
-                     "lazyllm bench: %s, %d threads, isa %s, gemm %s, GEMM peak %.0f GFLOP/s\n",
-                     s.path.c_str(), s.n_threads, s.isa.c_str(), s.gemm.c_str(), peak->gflops);
+                     "lazyllm bench: %s, %d threads, isa %s, gemm %s, GEMM peak %.0f GFLOP/s, "
+                     "loaded in %.0f ms, prefill weights %s\n",
+                     s.path.c_str(), s.n_threads, s.isa.c_str(), s.gemm.c_str(), peak->gflops,
+                     s.load_ms, s.prefill_weights.c_str());
 
         const size_t first_row = rows.size();
         for (int n : a.n_prompt) {
@@ -304,6 +313,7 @@ int run_bench(const BenchArgs& a) {
                     std::fprintf(stderr, "[%d/%d] %s p=%d t=%d rep %d/%d ...", ++run_index, n_runs,
                                  policy.c_str(), n, s.n_threads, rep + 1, a.reps);
                     std::fflush(stderr);
+                    reset_peak_resident();
                     auto r = e.generate(ids, ro);
                     if (!r.ok()) {
                         std::fprintf(stderr, "\n");
@@ -314,6 +324,9 @@ int run_bench(const BenchArgs& a) {
                     if (steps > 0) std::fprintf(stderr, ", decode %.1f tok/s", r->decode_tps);
                     std::fprintf(stderr, "\n");
                     record(cells[policy], *r, s);
+                    Cell& c = cells[policy];
+                    c.pp.peak_rss_mib = std::max(
+                        c.pp.peak_rss_mib, static_cast<double>(peak_resident_bytes()) / (1 << 20));
                 }
             }
             for (const std::string& policy : a.policies) {
@@ -387,6 +400,12 @@ Runner add_bench(CLI::App& app) {
     app.add_option("--precision", a->precision,
                    "GEMM precision: auto (bf16 on AMX/AVX-512-BF16), f32, bf16")
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
+    app.add_option("--prefill-weights", a->prefill_weights,
+                   "Prefill weights, one engine each (comma list; default auto): auto, copy "
+                   "(bf16/fp32 copies made at load) or quant (the GGUF's blocks, int8 "
+                   "activations); the backend column says which ran")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"auto", "copy", "quant"}));
     app.add_option("-o,--output", a->output,
                    "Output format: md (default) or jsonl (llama-bench fields)")
         ->check(CLI::IsMember({"md", "jsonl"}));

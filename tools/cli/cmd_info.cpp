@@ -52,7 +52,7 @@ int run_info(const InfoArgs& a) {
         types += fmt::format("{}{} x{} ({})", types.empty() ? "" : ", ", name, e.first, human_bytes(e.second));
     }
     fmt::print("tensor types  {}\n", types);
-    auto s = Engine::inspect(*path);
+    auto s = Engine::inspect(*path, engine_options(a.engine, *path));
     if (!s.ok()) {
         // The file is valid GGUF but not a model we run: still show what we can.
         fmt::print("model         not loadable: {}\n", s.error().message());
@@ -69,6 +69,9 @@ int run_info(const InfoArgs& a) {
         fmt::print("output head   {}\n", s->tied_embeddings ? "tied to token embedding" : "separate");
         fmt::print("tokenizer     {}\n", s->tokenizer);
         fmt::print("chat template {} ({})\n", s->chat_template, s->chat_template_source);
+        fmt::print("kernels       {} ({} threads)\n", s->isa, s->n_threads);
+        fmt::print("prefill       {} weights: {}\n", s->gemm, s->prefill_weights);
+        fmt::print("decode        {} weights\n", s->decode);
     }
     if (a.metadata) {
         fmt::print("\nmetadata:\n");

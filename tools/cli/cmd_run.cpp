@@ -11,6 +11,7 @@
 #include "cli/common.h"
 #include "cli/options.h"
 #include "lazyllm/engine.h"
+#include "lazyllm/memory.h"
 
 namespace lazyllm::cli {
 
@@ -36,14 +37,7 @@ struct RunArgs {
     CLI::Option* file_opt = nullptr;
 };
 
-double resident_mib() {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-    }
-    return 0.0;
-}
+double resident_mib() { return static_cast<double>(resident_bytes()) / (1 << 20); }
 
 // One run's result; its fields are documented in docs/cli_json.md (schema:
 // docs/cli_run.schema.json).
@@ -71,6 +65,7 @@ nlohmann::json result_json(const GenerateResult& r, const ModelSummary& s, uint6
     j["isa"] = s.isa;
     j["gemm"] = s.gemm;
     j["decode_weights"] = s.decode;
+    j["prefill_weights"] = s.prefill_weights;
     j["seed"] = seed;
     if (!r.profile.empty()) {
         nlohmann::json p = nlohmann::json::array();
@@ -169,6 +164,7 @@ int run_run(RunArgs& a) {
                      static_cast<double>(s.weight_bytes) / (1 << 20), resident_mib());
         std::fprintf(stderr, "lazyllm: isa %s, gemm %s, decode weights %s, %d threads\n",
                      s.isa.c_str(), s.gemm.c_str(), s.decode.c_str(), s.n_threads);
+        std::fprintf(stderr, "lazyllm: prefill weights %s\n", s.prefill_weights.c_str());
     }
 
     // --system applies the chat template as llama.cpp's -sys does (conversation mode).

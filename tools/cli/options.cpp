@@ -61,6 +61,12 @@ void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
                    "products on AVX-512 VNNI or AVX2; the default where the CPU has either) or "
                    "gemm (the prefill GEMM's weights)")
         ->check(CLI::IsMember({"quant", "gemm"}));
+    app.add_option("--prefill-weights", f.prefill_weights,
+                   "Weights of prefill's linear layers: auto (the default: quant where the copies "
+                   "would take more than half the memory available), copy (bf16/fp32 copies made "
+                   "at load, fp32 activations) or quant (the GGUF's own blocks with int8 "
+                   "activations: memory near the file size)")
+        ->check(CLI::IsMember({"auto", "copy", "quant"}));
     app.add_flag("--check-tensors", f.check_tensors,
                  "Check every tensor's data for NaN / Inf before loading (as llama.cpp; reads "
                  "the whole file)");
@@ -249,26 +255,31 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, const EngineFlags& e)
     return to_prune_options(f, n_layer);
 }
 
+EngineOptions engine_options(const EngineFlags& f, const std::string& path) {
+    EngineOptions eo;
+    eo.model_path = path;
+    eo.n_threads = f.threads;
+    if (const int cores = usable_cores(); f.threads > cores) eo.n_threads = cores;
+    eo.precision = f.precision;
+    eo.quantized_decode = f.decode == "quant";
+    eo.prefill_weights = f.prefill_weights;
+    eo.chat_template = f.chat_template;
+    return eo;
+}
+
 Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f) {
     LAZYLLM_ASSIGN_OR_RETURN(std::string path, resolve_model_path(f.model));
     if (f.check_tensors) {
         LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
         LAZYLLM_TRY(check_tensor_data(gguf));
     }
-    EngineOptions eo;
-    eo.model_path = path;
-    eo.n_threads = f.threads;
     if (const int cores = usable_cores(); f.threads > cores) {
         std::fprintf(stderr,
                      "lazyllm: warning: -t %d is more than the %d cores this process may use; "
                      "using %d\n",
                      f.threads, cores, cores);
-        eo.n_threads = cores;
     }
-    eo.precision = f.precision;
-    eo.quantized_decode = f.decode == "quant";
-    eo.chat_template = f.chat_template;
-    return Engine::load(eo);
+    return Engine::load(engine_options(f, path));
 }
 
 std::vector<std::string> split_comma_list(const std::string& s) {

@@ -15,11 +15,12 @@ struct EngineFlags {
     int threads = 0;
     std::string precision = "auto";
     std::string decode = "quant";
+    std::string prefill_weights = "auto";
     bool check_tensors = false;
     std::string chat_template = {};  // --chat-template NAME; empty: the GGUF's
 };
 // -m (unless with_model is false: info and tokenize take the model as a positional argument
-// too), -t, --precision, --decode-weights, --check-tensors.
+// too), -t, --precision, --decode-weights, --prefill-weights, --check-tensors.
 void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model = true);
 // --chat-template NAME, on the commands that render chats (run, eval, tune, serve); an unknown
 // name is a usage error listing the names.
@@ -71,6 +72,8 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, const EngineFlags& e)
 // -t above the cores this process may use warns and uses that many; --check-tensors checks
 // the tensors for NaN / Inf first.
 Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f);
+// The engine options of the flags for the model at `path` (threads capped at the usable cores).
+EngineOptions engine_options(const EngineFlags& f, const std::string& path);
 // "a, b,,c" -> {"a", "b", "c"}: comma list items, spaces trimmed, empty items dropped.
 std::vector<std::string> split_comma_list(const std::string& s);
 

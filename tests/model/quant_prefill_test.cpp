@@ -1,0 +1,152 @@
+// Prefill on the GGUF's own blocks (PrefillWeights::kQuant): every step runs on QuantLinear with
+// int8 activations, for every weight type the loader takes, against the scalar reference; no
+// GEMM copy is made; kAuto chooses it where the copies would not fit.
+//
+// Tolerance. The reference dequantizes the same blocks, so the differences are the int8
+// rounding of the activations per block of 32 (amax / 254 per element, qgemv_test.cpp), the
+// fp16 rounding of the K-quants' sub-block scales (2^-11 relative), and Q8_0 requantization for
+// the types QuantLinear does not take directly (Q6_K, F16, F32: amax / 254 per weight): the same
+// 5e-2 of the logit range as the quantized decode tests.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernels/qgemv.h"
+#include "model/forward_check.h"
+#include "model/llama_model.h"
+#include "support/tiny_model.h"
+
+namespace lazyllm {
+namespace {
+
+using model_test::Case;
+using model_test::check_against_reference;
+using model_test::load;
+using model_test::temp_path;
+
+constexpr double kTol = 5e-2;
+
+Case quant_case(GgmlType type, const std::string& arch = "llama") {
+    Case c{arch, false, kernels::GemmPrecision::kAuto, 4, 2};
+    c.weight_type = type;
+    c.prefill = PrefillWeights::kQuant;
+    const bool k_quant = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+    if (k_quant) {      // every n_in a multiple of the 256-element super-blocks
+        c.n_head = 16;  // n_embd 256
+        c.n_ff = 512;
+    }
+    return c;
+}
+
+class QuantPrefillTypes : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(QuantPrefillTypes, CloseToReference) {
+    check_against_reference(quant_case(GetParam()), kTol);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    QuantPrefill, QuantPrefillTypes,
+    ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                      GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                      GgmlType::F16, GgmlType::F32),
+    [](const ::testing::TestParamInfo<GgmlType>& info) {
+        return std::string(ggml_type_name(info.param));
+    });
+
+// The other layer bodies on the quantized prefill: qwen2's biases, phi3's fused matrices,
+// gemma3's sliding windows and GeGLU.
+TEST(QuantPrefill, Qwen2BiasCloseToReference) {
+    check_against_reference(quant_case(GgmlType::Q8_0, "qwen2"), kTol);
+}
+TEST(QuantPrefill, Phi3FusedCloseToReference) {
+    check_against_reference(quant_case(GgmlType::Q4_0, "phi3"), kTol);
+}
+TEST(QuantPrefill, Gemma3CloseToReference) {
+    Case c = quant_case(GgmlType::Q8_0, "gemma3");
+    c.tied = true;
+    c.n_head_kv = 1;
+    c.n_layer = 6;
+    c.head_dim = 32;
+    check_against_reference(c, kTol);
+}
+
+size_t file_bytes_of_2d(const std::string& path) {
+    const GgufFile gguf = GgufFile::open(path).value();
+    size_t total = 0;
+    for (const GgufTensorInfo& t : gguf.tensors()) {
+        if (t.shape.size() == 2) total += t.n_bytes();
+    }
+    return total;
+}
+
+// No GEMM copy: the weights held are QuantLinear's repacked blocks (Q4_1: 4-bit quants and fp16
+// scale and min per 32, as in the file, plus the 16-row group padding), where the copy path
+// holds fp32 GEMM weights beside them.
+TEST(QuantPrefill, KeepsNoCopy) {
+    testing::TinyModelSpec spec;
+    spec.weight_type = GgmlType::Q4_1;
+    spec.n_vocab = 512;
+    const std::string path = temp_path("no_copy");
+    auto quant = load(spec, path, kernels::GemmPrecision::kAuto, 2, PrefillWeights::kQuant);
+    auto copy = load(spec, path, kernels::GemmPrecision::kF32, 2, PrefillWeights::kCopy);
+    ASSERT_NE(quant, nullptr);
+    ASSERT_NE(copy, nullptr);
+    EXPECT_TRUE(quant->prefill_quant());
+    EXPECT_FALSE(copy->prefill_quant());
+    const size_t file = file_bytes_of_2d(path);
+    // Norm vectors (fp32) are a few KiB in both.
+    EXPECT_LT(quant->weight_bytes(), file * 11 / 10 + 16 * 1024) << "file: " << file;
+    EXPECT_GT(copy->weight_bytes(), quant->weight_bytes() * 5) << "fp32 is 6.4x Q4_1's bytes";
+}
+
+// kAuto weighs the copies against the memory available: quant where they would take more
+// than half of it, else copy; the choice says why.
+TEST(QuantPrefill, AutoChoosesByMemory) {
+    kernels::KernelContext ctx;
+    ctx.isa = kernels::isa_from_env().value();
+    if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no QuantLinear fast path";
+    testing::TinyModelSpec spec;
+    spec.weight_type = GgmlType::Q8_0;
+    const std::string path = temp_path("auto");
+    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+    ModelLoadOptions o;
+    o.ctx = ctx;
+    o.ctx.n_threads = 1;
+    o.available_memory = 1024;  // 1 KiB: no copy fits
+    auto small = LlamaModel::load(path, o);
+    ASSERT_TRUE(small.ok()) << small.error().message();
+    EXPECT_TRUE((*small)->prefill_quant());
+    EXPECT_NE((*small)->prefill_choice().find("quant (auto: copies"), std::string::npos)
+        << (*small)->prefill_choice();
+    o.available_memory = uint64_t{1} << 40;
+    auto large = LlamaModel::load(path, o);
+    ASSERT_TRUE(large.ok()) << large.error().message();
+    EXPECT_FALSE((*large)->prefill_quant());
+    EXPECT_NE((*large)->prefill_choice().find("copy (auto: copies"), std::string::npos)
+        << (*large)->prefill_choice();
+}
+
+// kQuant where there are no quantized weights is an error that says why.
+TEST(QuantPrefill, RefusedOnTheExactPath) {
+    testing::TinyModelSpec spec;
+    spec.weight_type = GgmlType::Q8_0;
+    const std::string path = temp_path("refused");
+    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+    ModelLoadOptions o;
+    o.ctx.isa = kernels::isa_from_env().value();
+    o.precision = kernels::GemmPrecision::kF32;
+    o.prefill_weights = PrefillWeights::kQuant;
+    auto m = LlamaModel::load(path, o);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.error().code(), ErrorCode::kUnsupported);
+    EXPECT_NE(m.error().message().find("precision f32"), std::string::npos) << m.error().message();
+    o.precision = kernels::GemmPrecision::kAuto;
+    o.quantized_decode = false;
+    m = LlamaModel::load(path, o);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.error().message().find("decode weights 'gemm'"), std::string::npos)
+        << m.error().message();
+}
+
+}  // namespace
+}  // namespace lazyllm
