@@ -177,12 +177,13 @@ int greedy_common_prefix(std::span<const TokenId> a, std::span<const TokenId> b,
 Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions& opts) {
     std::vector<const PolicyRun*> policies;
     for (const PolicyRun& p : opts.policies) {
-        if (p.name != "full") policies.push_back(&p);
+        if (p.name != "full" || opts.reference != nullptr) policies.push_back(&p);
     }
     if (policies.empty()) {
         return make_error(ErrorCode::kInvalidArgument,
                           "fidelity compares policies with full: give at least one other policy");
     }
+    const Engine& full_engine = opts.reference != nullptr ? *opts.reference : engine;
     if (opts.greedy_tokens < 0 || opts.greedy_every < 1) {
         return make_error(ErrorCode::kInvalidArgument,
                           "greedy tokens must be >= 0 and greedy-every >= 1 (got {} and {})",
@@ -221,8 +222,8 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
         const bool greedy =
             opts.greedy_tokens > 0 && i % static_cast<size_t>(opts.greedy_every) == 0;
         const int n_gen = greedy ? opts.greedy_tokens : 1;
-        LAZYLLM_ASSIGN_OR_RETURN(GenerateResult full,
-                                 engine.generate(pp.ids, greedy_options(PruneOptions{}, n_gen)));
+        LAZYLLM_ASSIGN_OR_RETURN(
+            GenerateResult full, full_engine.generate(pp.ids, greedy_options(PruneOptions{}, n_gen)));
         const int full_top = argmax(full.first_logits);
         for (size_t k = 0; k < policies.size(); ++k) {
             LAZYLLM_ASSIGN_OR_RETURN(

@@ -40,6 +40,10 @@ struct FidelityOptions {
     int greedy_tokens = 64;
     int greedy_every = 1;  // greedy agreement on every k-th prompt
     int64_t limit = 0;     // only the first N prompts of each length; 0: all
+    // Where full runs: the engine under test (nullptr), or another engine of the same model
+    // file (other weights, e.g. copies against the GGUF's blocks); then "full" on the engine
+    // under test is a policy like the others, measured against it.
+    const Engine* reference = nullptr;
     std::function<void(std::string_view)> log;
 };
 

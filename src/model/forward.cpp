@@ -156,6 +156,8 @@ void LlamaModel::post_norm_add(const std::vector<float>& w, float* y, float* h, 
 // path, the row hooks of the bf16 GEMMs. Each method is one named part of a layer.
 class LlamaModel::LayerPass {
 public:
+    static constexpr int64_t kFfnChunkRows = 256;
+
     LayerPass(const LlamaModel& m, const LayerRun& run, KvCache& kv, ForwardScratch& s,
               Profile* prof)
         : m_(m), c_(m.config_), run_(run), kv_(kv), s_(s), prof_(prof) {
@@ -212,8 +214,10 @@ private:
         x_ = bf16 ? nullptr : grow(s_.x, rows * E);                  // [rows, E]
         // fp32 gate|up rows: every fp32 path; bf16 with GeGLU (no fused AMX form).
         const bool fp32_gate_up = !bf16 || c_.ffn_act != kernels::GluAct::kSilu;
-        gate_up_ = fp32_gate_up ? grow(s_.gate_up, rows * 2 * F) : nullptr;  // [rows, 2F]
-        act_ = bf16 ? nullptr : grow(s_.act, rows * F);              // [rows, F]
+        // The quantized path runs the FFN kFfnChunkRows rows at a time (ffn()).
+        const int64_t ffn_rows = quant ? std::min(rows, kFfnChunkRows) : rows;
+        gate_up_ = fp32_gate_up ? grow(s_.gate_up, ffn_rows * 2 * F) : nullptr;  // [.., 2F]
+        act_ = bf16 ? nullptr : grow(s_.act, ffn_rows * F);                      // [.., F]
         y_ = c_.post_norms ? grow(s_.y, rows * E) : nullptr;         // [rows, E]
     }
     bool bf16() const { return path_ == LinearPath::kBf16; }
@@ -373,12 +377,31 @@ private:
         if (!hooked) norm(o.h, w.ffn_norm, o.n_rows);
     }
 
+    // On the quantized path (every step without GEMM copies) the FFN runs kFfnChunkRows rows
+    // at a time, so its [rows, 2 n_ff] and [rows, n_ff] buffers stay bounded on long prompts
+    // (on a 1B model they would be 200 MB at 2k rows). QuantLinear computes each row alone, so
+    // the results are the same bit for bit.
     void ffn(const LayerWeights& w, const TailRows& o, int il) {
+        const int64_t E = c_.n_embd;
+        if (path_ != LinearPath::kQuant || o.n_rows <= kFfnChunkRows) {
+            ffn_rows(w, o, x_in(), il);
+            return;
+        }
+        for (int64_t r0 = 0; r0 < o.n_rows; r0 += kFfnChunkRows) {
+            TailRows part = o;
+            part.h = o.h + r0 * E;
+            part.n_rows = std::min(kFfnChunkRows, o.n_rows - r0);
+            ffn_rows(w, part, {x_ + r0 * E, nullptr}, il);
+        }
+    }
+
+    // The FFN of the rows of o, whose normed input is x.
+    void ffn_rows(const LayerWeights& w, const TailRows& o, LinearInput x, int il) {
         const int64_t n_o = o.n_rows, E = c_.n_embd, F = c_.n_ff;
         if (bf16() && c_.ffn_act != kernels::GluAct::kSilu) {
             {
                 OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
-                w.gate_up.forward(path_, x_in(), n_o, gate_up_);
+                w.gate_up.forward(path_, x, n_o, gate_up_);
             }
             OpTimer t(prof_, OpKind::kSwiglu);
             kernels::glu_bf16(m_.opts_.ctx, c_.ffn_act, gate_up_, act16_, n_o, F);
@@ -390,7 +413,7 @@ private:
         } else {
             {
                 OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
-                w.gate_up.forward(path_, x_in(), n_o, gate_up_);
+                w.gate_up.forward(path_, x, n_o, gate_up_);
             }
             OpTimer t(prof_, OpKind::kSwiglu);
             kernels::glu(m_.opts_.ctx, c_.ffn_act, gate_up_, act_, n_o, F);

@@ -30,6 +30,7 @@ struct Case {
     int n_layer = 2;
     int head_dim = 0;  // 0: n_embd / n_head
     int n_ff = 128;
+    int n_prompt = 37;  // rows of the prefill block
     // kCopy (GEMM copies for prefill) unless a test asks for the quantized prefill.
     PrefillWeights prefill = PrefillWeights::kCopy;
 };
@@ -78,6 +79,7 @@ inline void check_against_reference(const Case& c, double tol) {
     spec.n_layer = c.n_layer;
     spec.head_dim = c.head_dim;
     spec.n_ff = c.n_ff;
+    spec.n_ctx = std::max(spec.n_ctx, c.n_prompt + 8);
     const bool quant = c.prefill == PrefillWeights::kQuant;
     const std::string path =
         temp_path(c.arch + (c.tied ? "_tied" : "") + std::to_string(c.n_head_kv) +
@@ -95,14 +97,14 @@ inline void check_against_reference(const Case& c, double tol) {
         EXPECT_EQ(model->quantized_decode(), kernels::QuantLinear::has_fast_path(model->ctx()));
     }
     const ModelConfig& cfg = model->config();
-    const int n_prompt = 37, n_decode = 4, n = n_prompt + n_decode;
+    const int n_prompt = c.n_prompt, n_decode = 4, n = n_prompt + n_decode;
     const auto ids = random_ids(n, cfg.n_vocab, 7);
 
     auto gguf = GgufFile::open(path).value();
     const ReferenceForward ref = ReferenceForward::create(gguf).value();
     const auto want = ref.run(ids);  // [n, n_vocab]
 
-    KvCache kv(cfg.n_layer, 64, cfg.n_embd_kv(),
+    KvCache kv(cfg.n_layer, std::max(64, n), cfg.n_embd_kv(),
                c.kv_type.value_or(kv_type_for_gemm(model->gemm_bf16())));
     ForwardScratch s;
     std::vector<float> h(static_cast<size_t>(n_prompt) * cfg.n_embd), logits(cfg.n_vocab);

@@ -53,6 +53,21 @@ INSTANTIATE_TEST_SUITE_P(
         return std::string(ggml_type_name(info.param));
     });
 
+// A prefill longer than the FFN's row chunk (256 rows at a time on this path), with gemma3's
+// post-norm residual on the chunked rows.
+TEST(QuantPrefill, LongPrefillRunsTheFfnInChunks) {
+    Case c = quant_case(GgmlType::Q4_1);
+    c.n_prompt = 600;
+    check_against_reference(c, kTol);
+    Case g = quant_case(GgmlType::Q8_0, "gemma3");
+    g.tied = true;
+    g.n_head_kv = 1;
+    g.n_layer = 6;
+    g.head_dim = 32;
+    g.n_prompt = 300;
+    check_against_reference(g, kTol);
+}
+
 // The other layer bodies on the quantized prefill: qwen2's biases, phi3's fused matrices,
 // gemma3's sliding windows and GeGLU.
 TEST(QuantPrefill, Qwen2BiasCloseToReference) {

@@ -3,8 +3,9 @@
 //   appending one JSON line per (sample, policy) to DIR/samples.jsonl (resumable), then writes
 //   DIR/summary.md, summary.csv and report.html.
 // lazyllm eval --report-only DIR      rewrites the reports of an earlier run without running.
-// lazyllm eval --fidelity [--policies lazy]
-//   First-token top-1 agreement, KL(full || policy) and greedy agreement over a fixed prompt set.
+// lazyllm eval --fidelity [--policies lazy] [--fidelity-reference-weights copy|quant]
+//   First-token top-1 agreement, KL(full || policy) and greedy agreement over a fixed prompt set
+//   (full on a second engine with other prefill weights where asked).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -45,6 +46,7 @@ struct EvalArgs {
     bool fidelity = false;
     int greedy_tokens = 64;
     int greedy_every = 1;
+    std::string reference_weights;  // --fidelity-reference-weights
     CLI::Option* tasks_opt = nullptr;
     CLI::Option* lengths_opt = nullptr;
     CLI::Option* depths_opt = nullptr;
@@ -121,6 +123,18 @@ int run_fidelity_cmd(const EvalArgs& a, const Engine& e,
         fo.n_depths = static_cast<int>(std::max<size_t>(3, (16 + n_tasks - 1) / n_tasks));
     }
     if (a.seed_opt->count() > 0) fo.seed = a.seed;
+    std::unique_ptr<Engine> reference;
+    if (!a.reference_weights.empty()) {
+        EngineFlags rf = a.engine;
+        rf.prefill_weights = a.reference_weights;
+        auto r = load_engine(rf);
+        if (!r.ok()) return report(r.error().with_context("--fidelity-reference-weights"));
+        reference = std::move(r).value();
+        fo.reference = reference.get();
+        std::fprintf(stderr, "lazyllm eval: full runs on prefill weights %s; policies on %s\n",
+                     reference->summary().prefill_weights.c_str(),
+                     e.summary().prefill_weights.c_str());
+    }
     auto rep = eval::run_fidelity(e, fo);
     if (!rep.ok()) return report(rep.error());
     const std::string dir = a.out_dir.empty() ? timestamped("fidelity") : a.out_dir;
@@ -275,6 +289,12 @@ Runner add_eval(CLI::App& app) {
     app.add_option("--greedy-every", a->greedy_every,
                    "--fidelity: greedy comparison on every k-th prompt (default 1)")
         ->check(kPositive);
+    app.add_option("--fidelity-reference-weights", a->reference_weights,
+                   "--fidelity: run full on a second engine with these prefill weights (copy, "
+                   "quant) and compare every policy with it, full on --prefill-weights "
+                   "included: e.g. --policies full --prefill-weights quant "
+                   "--fidelity-reference-weights copy")
+        ->check(CLI::IsMember({"auto", "copy", "quant"}));
     return [a] { return run_eval_cmd(*a); };
 }
 
