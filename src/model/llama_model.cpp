@@ -151,8 +151,7 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
                             E % 32 == 0 && Q % 32 == 0 && F % 32 == 0;
     switch (o.prefill_weights) {
         case PrefillWeights::kCopy:
-            plan.prefill_choice = "copy (asked)";
-            return plan;
+            break;
         case PrefillWeights::kQuant:
             if (!plan.quantized_decode) {
                 return make_error(
@@ -169,12 +168,9 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
         case PrefillWeights::kAuto:
             break;
     }
-    if (!plan.quantized_decode) {
-        plan.prefill_choice = "copy (no quantized weights on this run)";
-        return plan;
-    }
-    // The copies' size against half the memory available now: the rest is left to the KV
-    // cache, the activations and the rest of the machine.
+    // The copies' size against the memory available now: copies that cannot fit are refused;
+    // kAuto takes them only within half of it, leaving the rest to the KV cache, the
+    // activations and the rest of the machine.
     const double elems = static_cast<double>(c.n_layer) *
                              static_cast<double>(E * (Q + 2 * KV) + Q * E + 3 * F * E) +
                          static_cast<double>(c.n_vocab) * static_cast<double>(E);
@@ -182,6 +178,25 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
     const double available = static_cast<double>(
         o.available_memory > 0 ? o.available_memory : available_memory_bytes());
     const double mib = 1024.0 * 1024.0;
+    if (available > 0.0 && copy_bytes > available) {
+        if (o.prefill_weights == PrefillWeights::kCopy || !plan.quantized_decode) {
+            return make_error(ErrorCode::kOutOfRange,
+                              "the prefill weight copies would take {:.0f} MiB, more than the "
+                              "{:.0f} MiB of memory available{}",
+                              copy_bytes / mib, available / mib,
+                              plan.quantized_decode ? "; --prefill-weights quant runs on the "
+                                                      "GGUF's blocks"
+                                                    : "");
+        }
+    }
+    if (o.prefill_weights == PrefillWeights::kCopy) {
+        plan.prefill_choice = "copy (asked)";
+        return plan;
+    }
+    if (!plan.quantized_decode) {
+        plan.prefill_choice = "copy (no quantized weights on this run)";
+        return plan;
+    }
     plan.prefill_quant = available > 0.0 && copy_bytes > 0.5 * available;
     plan.prefill_choice = fmt::format("{} (auto: copies {:.0f} MiB, memory available {:.0f} MiB)",
                                       plan.prefill_quant ? "quant" : "copy", copy_bytes / mib,

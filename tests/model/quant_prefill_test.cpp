@@ -141,6 +141,25 @@ TEST(QuantPrefill, AutoChoosesByMemory) {
         << (*large)->prefill_choice();
 }
 
+// Copies that cannot fit in the memory available are refused with the sizes, naming the way
+// out.
+TEST(QuantPrefill, CopiesOverTheMemoryAreRefused) {
+    testing::TinyModelSpec spec;
+    spec.weight_type = GgmlType::Q8_0;
+    const std::string path = temp_path("too_big");
+    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+    ModelLoadOptions o;
+    o.ctx.isa = kernels::isa_from_env().value();
+    o.prefill_weights = PrefillWeights::kCopy;
+    o.available_memory = 1024;
+    auto m = LlamaModel::load(path, o);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.error().code(), ErrorCode::kOutOfRange);
+    EXPECT_NE(m.error().message().find("more than the 0 MiB of memory available"),
+              std::string::npos)
+        << m.error().message();
+}
+
 // kQuant where there are no quantized weights is an error that says why.
 TEST(QuantPrefill, RefusedOnTheExactPath) {
     testing::TinyModelSpec spec;
