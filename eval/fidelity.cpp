@@ -223,7 +223,8 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
             opts.greedy_tokens > 0 && i % static_cast<size_t>(opts.greedy_every) == 0;
         const int n_gen = greedy ? opts.greedy_tokens : 1;
         LAZYLLM_ASSIGN_OR_RETURN(
-            GenerateResult full, full_engine.generate(pp.ids, greedy_options(PruneOptions{}, n_gen)));
+            GenerateResult full,
+            full_engine.generate(pp.ids, greedy_options(PruneOptions{}, n_gen)));
         const int full_top = argmax(full.first_logits);
         for (size_t k = 0; k < policies.size(); ++k) {
             LAZYLLM_ASSIGN_OR_RETURN(

@@ -202,9 +202,9 @@ private:
     // inside), prefill on the GEMMs; with prefill_quant() there are only the 4/8-bit weights.
     void prepare(int64_t rows) {
         const int64_t E = c_.n_embd, Q = c_.n_embd_q(), F = c_.n_ff;
-        const bool quant = m_.prefill_quant_ || (m_.quantized_decode_ &&
-                                                  step_rows_ <= kQuantMaxRows &&
-                                                  rows <= m_.quant_max_rows_);
+        const bool quant =
+            m_.prefill_quant_ ||
+            (m_.quantized_decode_ && step_rows_ <= kQuantMaxRows && rows <= m_.quant_max_rows_);
         const bool bf16 = !quant && m_.layers_[run_.il_begin].qkv.gemm.is_bf16();
         path_ = quant ? LinearPath::kQuant : (bf16 ? LinearPath::kBf16 : LinearPath::kF32);
         x16_ = bf16 ? grow(s_.x16, rows * E) : nullptr;        // [rows, E]

@@ -7,9 +7,9 @@
 
 #include <utility>
 
-#include "lazyllm/memory.h"
 #include "base/timer.h"
 #include "kernels/quant.h"
+#include "lazyllm/memory.h"
 #include "model/tensor_names.h"
 
 namespace lazyllm {
@@ -133,11 +133,10 @@ Status LlamaModel::load_weights() {
     }
     // How far a decode step's rows (revivals included) stay on the quantized weights depends
     // on what the GEMMs they would go to are (llama_model.h); without GEMMs, all of them.
-    quant_max_rows_ =
-        prefill_quant_ || (!layers_.empty() &&
-                           layers_[0].gate_up.gemm.backend() == kernels::GemmBackend::kAvx2)
-            ? kQuantMaxRowsAvx2
-            : kQuantMaxRows;
+    quant_max_rows_ = prefill_quant_ || (!layers_.empty() && layers_[0].gate_up.gemm.backend() ==
+                                                                 kernels::GemmBackend::kAvx2)
+                          ? kQuantMaxRowsAvx2
+                          : kQuantMaxRows;
     return {};
 }
 
@@ -159,7 +158,7 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
                     "prefill weights 'quant' need the quantized weights, which this run does not "
                     "have ({})",
                     o.precision == kernels::GemmPrecision::kF32 ? "precision f32 is exact"
-                    : !o.quantized_decode ? "decode weights 'gemm'"
+                    : !o.quantized_decode                       ? "decode weights 'gemm'"
                                           : "n_embd, n_embd_q or n_ff is not a multiple of 32");
             }
             plan.prefill_quant = true;
@@ -171,12 +170,12 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
     // The copies' size against the memory available now: copies that cannot fit are refused;
     // kAuto takes them only within half of it, leaving the rest to the KV cache, the
     // activations and the rest of the machine.
-    const double elems = static_cast<double>(c.n_layer) *
-                             static_cast<double>(E * (Q + 2 * KV) + Q * E + 3 * F * E) +
-                         static_cast<double>(c.n_vocab) * static_cast<double>(E);
+    const double elems =
+        static_cast<double>(c.n_layer) * static_cast<double>(E * (Q + 2 * KV) + Q * E + 3 * F * E) +
+        static_cast<double>(c.n_vocab) * static_cast<double>(E);
     const double copy_bytes = elems * (kernels::gemm_uses_bf16(o.ctx, o.precision) ? 2.0 : 4.0);
-    const double available = static_cast<double>(
-        o.available_memory > 0 ? o.available_memory : available_memory_bytes());
+    const double available =
+        static_cast<double>(o.available_memory > 0 ? o.available_memory : available_memory_bytes());
     const double mib = 1024.0 * 1024.0;
     if (available > 0.0 && copy_bytes > available) {
         if (o.prefill_weights == PrefillWeights::kCopy || !plan.quantized_decode) {
@@ -198,9 +197,9 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
         return plan;
     }
     plan.prefill_quant = available > 0.0 && copy_bytes > 0.5 * available;
-    plan.prefill_choice = fmt::format("{} (auto: copies {:.0f} MiB, memory available {:.0f} MiB)",
-                                      plan.prefill_quant ? "quant" : "copy", copy_bytes / mib,
-                                      available / mib);
+    plan.prefill_choice =
+        fmt::format("{} (auto: copies {:.0f} MiB, memory available {:.0f} MiB)",
+                    plan.prefill_quant ? "quant" : "copy", copy_bytes / mib, available / mib);
     return plan;
 }
 
@@ -266,7 +265,8 @@ Status LlamaModel::make_linear(std::string_view what, std::initializer_list<Matr
     int64_t n_out = 0;
     bool direct = true;  // QuantLinear takes the blocks as they are
     for (const MatrixPart& p : parts) {
-        LAZYLLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t, find_checked(gguf_, p.name, {n_in, p.rows}));
+        LAZYLLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t,
+                                 find_checked(gguf_, p.name, {n_in, p.rows}));
         direct = direct && kernels::QuantLinear::supports(t->type) &&
                  (qparts.empty() || qparts.front().type == t->type);
         qparts.push_back({t->type, gguf_.tensor_data(*t), p.rows});

@@ -258,9 +258,8 @@ private:
     // copy where quantized_decode_ (from the GGUF's blocks where QuantLinear takes their type,
     // else requantized from fp32). fp32 is read only where one of them needs it. Errors name
     // `what`. The parts' pages are released from memory afterwards.
-    Status make_linear(std::string_view what, std::initializer_list<MatrixPart> parts,
-                       int64_t n_in, const float* bias, kernels::GemmLayout layout,
-                       Linear& out) const;
+    Status make_linear(std::string_view what, std::initializer_list<MatrixPart> parts, int64_t n_in,
+                       const float* bias, kernels::GemmLayout layout, Linear& out) const;
 
     GgufFile gguf_;
     ModelConfig config_;

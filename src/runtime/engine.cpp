@@ -97,9 +97,9 @@ Result<ModelLoadOptions> model_options(const EngineOptions& opts) {
 // The summary's weight fields for a load with `mo` that keeps `plan`.
 void describe_weights(const ModelLoadOptions& mo, const WeightPlan& plan, ModelSummary& s) {
     s.isa = std::string(kernels::isa_name(mo.ctx.isa));
-    s.gemm = plan.prefill_quant                                    ? "quant"
+    s.gemm = plan.prefill_quant                              ? "quant"
              : kernels::gemm_uses_bf16(mo.ctx, mo.precision) ? "bf16"
-                                                                   : "f32";
+                                                             : "f32";
     s.decode = plan.quantized_decode ? "quant" : "gemm";
     s.prefill_weights = plan.prefill_choice;
     s.n_threads = mo.ctx.n_threads;

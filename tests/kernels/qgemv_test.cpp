@@ -125,6 +125,26 @@ std::vector<std::pair<GgmlType, Shape>> cases() {
     return out;
 }
 
+// One case's random data: the weights (and the part over them), bias, input rows and initial
+// output.
+struct CaseData {
+    QuantMatrix wq;
+    std::vector<float> bias, x, y0;
+    QuantLinear::Part part;
+
+    const float* bias_if(const Shape& s) const { return s.bias ? bias.data() : nullptr; }
+};
+
+CaseData make_case(GgmlType type, const Shape& s, uint32_t seed) {
+    CaseData d{make_matrix(type, s.n_out, s.n_in, seed),
+               random_vec(s.n_out, seed + 1),
+               make_x(s.m, s.ldx(), s.n_in, seed + 2),
+               random_vec(s.m * s.ldy(), seed + 3),
+               {}};
+    d.part = {type, d.wq.blocks.data(), s.n_out};
+    return d;
+}
+
 bool is_k_quant(GgmlType type) { return type == GgmlType::Q4_K || type == GgmlType::Q5_K; }
 
 // Runs forward() on a copy of y0 (random, so the row padding can be checked untouched).
@@ -140,22 +160,17 @@ TEST(QuantLinear, FastPathMatchesReferenceBitExact) {
     uint32_t seed = 100;
     for (const auto& [type, s] : cases()) {
         seed += 7;
-        const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
-        const auto bias = random_vec(s.n_out, seed + 1);
-        const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
-        const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
-        const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
-        auto ref =
-            QuantLinear::create(kRefCtx, {&part, 1}, s.n_in, s.bias ? bias.data() : nullptr);
+        const CaseData d = make_case(type, s, seed);
+        auto ref = QuantLinear::create(kRefCtx, {&d.part, 1}, s.n_in, d.bias_if(s));
         ASSERT_TRUE(ref.ok()) << ref.error().message();
         ASSERT_FALSE(ref->uses_fast_path());
-        const auto want = run(*ref, s, x, y0);
+        const auto want = run(*ref, s, d.x, d.y0);
         for (int n_threads : {1, 2}) {
-            auto fast = QuantLinear::create(fast_ctx(n_threads), {&part, 1}, s.n_in,
-                                            s.bias ? bias.data() : nullptr);
+            auto fast =
+                QuantLinear::create(fast_ctx(n_threads), {&d.part, 1}, s.n_in, d.bias_if(s));
             ASSERT_TRUE(fast.ok()) << fast.error().message();
             ASSERT_TRUE(fast->uses_fast_path());
-            const auto got = run(*fast, s, x, y0);
+            const auto got = run(*fast, s, d.x, d.y0);
             for (size_t i = 0; i < got.size(); ++i) {
                 // Same integer sums and the same fp32 operations in the same order.
                 ASSERT_EQ(got[i], want[i]) << describe(type, s, n_threads) << " at " << i;
@@ -209,20 +224,15 @@ TEST(QuantLinear, MatchesFp32WithinActivationRounding) {
     uint32_t seed = 500;
     for (const auto& [type, s] : cases()) {
         seed += 7;
-        const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
-        const auto bias = random_vec(s.n_out, seed + 1);
-        const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
-        const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
-        const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
+        const CaseData d = make_case(type, s, seed);
         // The fast path where there is one (bit-identical to the reference, tested above).
-        auto lin = QuantLinear::create(fast_ctx(2), {&part, 1}, s.n_in,
-                                       s.bias ? bias.data() : nullptr);
+        auto lin = QuantLinear::create(fast_ctx(2), {&d.part, 1}, s.n_in, d.bias_if(s));
         ASSERT_TRUE(lin.ok()) << lin.error().message();
         EXPECT_EQ(lin->type(), type);
         EXPECT_EQ(lin->n_in(), s.n_in);
         EXPECT_EQ(lin->n_out(), s.n_out);
-        const auto y = run(*lin, s, x, y0);
-        expect_near_fp32(y, y0, x, wq.deq, bias, s, is_k_quant(type) ? 0.4f : 0.0f,
+        const auto y = run(*lin, s, d.x, d.y0);
+        expect_near_fp32(y, d.y0, d.x, d.wq.deq, d.bias, s, is_k_quant(type) ? 0.4f : 0.0f,
                          describe(type, s, 2));
     }
 }
@@ -289,8 +299,8 @@ TEST(QuantLinear, ZeroRowsIsANoOp) {
 TEST(QuantLinear, SupportedTypes) {
     for (GgmlType type : kTypes) EXPECT_TRUE(QuantLinear::supports(type)) << ggml_type_name(type);
     for (GgmlType type : kKTypes) EXPECT_TRUE(QuantLinear::supports(type)) << ggml_type_name(type);
-    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q6_K,
-                          GgmlType::Q8_1}) {
+    for (GgmlType type :
+         {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q6_K, GgmlType::Q8_1}) {
         EXPECT_FALSE(QuantLinear::supports(type)) << ggml_type_name(type);
     }
     EXPECT_FALSE(QuantLinear::has_fast_path(kRefCtx));

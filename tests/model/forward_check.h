@@ -41,9 +41,8 @@ inline std::string temp_path(const std::string& tag) {
 
 // Writes `spec` to `path` and loads it (kernels from LAZYLLM_ISA; kCopy by default, so that the
 // weights a test runs on do not depend on the memory available).
-inline std::unique_ptr<LlamaModel> load(const testing::TinyModelSpec& spec,
-                                        const std::string& path, kernels::GemmPrecision precision,
-                                        int n_threads = 2,
+inline std::unique_ptr<LlamaModel> load(const testing::TinyModelSpec& spec, const std::string& path,
+                                        kernels::GemmPrecision precision, int n_threads = 2,
                                         PrefillWeights prefill = PrefillWeights::kCopy) {
     EXPECT_TRUE(testing::write_tiny_model(spec, path).ok());
     ModelLoadOptions o;
@@ -123,8 +122,11 @@ inline void check_against_reference(const Case& c, double tol) {
     for (int i = 0; i < n_prompt; ++i) {
         model->logits(h.data() + static_cast<size_t>(i) * cfg.n_embd, n_prompt, logits.data(), s);
         for (int t = 0; t < cfg.n_vocab; ++t) {
-            max_err = std::max(max_err, std::abs(static_cast<double>(logits[t]) - want[static_cast<size_t>(i) * cfg.n_vocab + t]));
-            max_ref = std::max(max_ref, std::abs(static_cast<double>(want[static_cast<size_t>(i) * cfg.n_vocab + t])));
+            max_err = std::max(max_err, std::abs(static_cast<double>(logits[t]) -
+                                                 want[static_cast<size_t>(i) * cfg.n_vocab + t]));
+            max_ref = std::max(
+                max_ref,
+                std::abs(static_cast<double>(want[static_cast<size_t>(i) * cfg.n_vocab + t])));
         }
     }
     for (int i = n_prompt; i < n; ++i) {  // decode: one row over the cached prefix
@@ -138,9 +140,11 @@ inline void check_against_reference(const Case& c, double tol) {
         model->forward_layers(run, kv, s);
         model->logits(hr.data(), 1, logits.data(), s);
         for (int t = 0; t < cfg.n_vocab; ++t)
-            max_err = std::max(max_err, std::abs(static_cast<double>(logits[t]) - want[static_cast<size_t>(i) * cfg.n_vocab + t]));
+            max_err = std::max(max_err, std::abs(static_cast<double>(logits[t]) -
+                                                 want[static_cast<size_t>(i) * cfg.n_vocab + t]));
     }
-    EXPECT_LT(max_err, tol * std::max(1.0, max_ref)) << "max |logit - ref| = " << max_err << ", max |ref| = " << max_ref;
+    EXPECT_LT(max_err, tol * std::max(1.0, max_ref))
+        << "max |logit - ref| = " << max_err << ", max |ref| = " << max_ref;
 }
 
 }  // namespace lazyllm::model_test

@@ -44,14 +44,14 @@ TEST_P(QuantPrefillTypes, CloseToReference) {
     check_against_reference(quant_case(GetParam()), kTol);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    QuantPrefill, QuantPrefillTypes,
-    ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                      GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                      GgmlType::F16, GgmlType::F32),
-    [](const ::testing::TestParamInfo<GgmlType>& info) {
-        return std::string(ggml_type_name(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(QuantPrefill, QuantPrefillTypes,
+                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                                           GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
+                                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16,
+                                           GgmlType::F32),
+                         [](const ::testing::TestParamInfo<GgmlType>& info) {
+                             return std::string(ggml_type_name(info.param));
+                         });
 
 // A prefill longer than the FFN's row chunk (256 rows at a time on this path), with gemma3's
 // post-norm residual on the chunked rows.
@@ -83,6 +83,15 @@ TEST(QuantPrefill, Gemma3CloseToReference) {
     c.n_layer = 6;
     c.head_dim = 32;
     check_against_reference(c, kTol);
+}
+
+// A tiny Q8_0 model written to a temp file named by `tag`; its path.
+std::string write_q8_model(const std::string& tag) {
+    testing::TinyModelSpec spec;
+    spec.weight_type = GgmlType::Q8_0;
+    const std::string path = temp_path(tag);
+    EXPECT_TRUE(testing::write_tiny_model(spec, path).ok());
+    return path;
 }
 
 size_t file_bytes_of_2d(const std::string& path) {
@@ -120,10 +129,7 @@ TEST(QuantPrefill, AutoChoosesByMemory) {
     kernels::KernelContext ctx;
     ctx.isa = kernels::isa_from_env().value();
     if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no QuantLinear fast path";
-    testing::TinyModelSpec spec;
-    spec.weight_type = GgmlType::Q8_0;
-    const std::string path = temp_path("auto");
-    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+    const std::string path = write_q8_model("auto");
     ModelLoadOptions o;
     o.ctx = ctx;
     o.ctx.n_threads = 1;
@@ -144,10 +150,7 @@ TEST(QuantPrefill, AutoChoosesByMemory) {
 // Copies that cannot fit in the memory available are refused with the sizes, naming the way
 // out.
 TEST(QuantPrefill, CopiesOverTheMemoryAreRefused) {
-    testing::TinyModelSpec spec;
-    spec.weight_type = GgmlType::Q8_0;
-    const std::string path = temp_path("too_big");
-    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+    const std::string path = write_q8_model("too_big");
     ModelLoadOptions o;
     o.ctx.isa = kernels::isa_from_env().value();
     o.prefill_weights = PrefillWeights::kCopy;
@@ -162,10 +165,7 @@ TEST(QuantPrefill, CopiesOverTheMemoryAreRefused) {
 
 // kQuant where there are no quantized weights is an error that says why.
 TEST(QuantPrefill, RefusedOnTheExactPath) {
-    testing::TinyModelSpec spec;
-    spec.weight_type = GgmlType::Q8_0;
-    const std::string path = temp_path("refused");
-    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+    const std::string path = write_q8_model("refused");
     ModelLoadOptions o;
     o.ctx.isa = kernels::isa_from_env().value();
     o.precision = kernels::GemmPrecision::kF32;

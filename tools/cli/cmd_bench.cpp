@@ -222,10 +222,9 @@ int run_bench(const BenchArgs& a) {
     std::map<int, std::vector<TokenId>> prompts;
     std::vector<BenchRow> rows;
 
-    const int n_runs =
-        static_cast<int>(a.threads.size() * a.prefill_weights.size() * a.n_prompt.size() *
-                         a.policies.size()) *
-        a.reps;
+    const int n_runs = static_cast<int>(a.threads.size() * a.prefill_weights.size() *
+                                        a.n_prompt.size() * a.policies.size()) *
+                       a.reps;
     int run_index = 0;
     // One engine per (threads, prefill weights), in that order.
     for (size_t ci = 0; ci < a.threads.size() * a.prefill_weights.size(); ++ci) {

@@ -2,7 +2,6 @@
 // Streams tokens to stdout as they are made; reports prompt tokens, TTFT, prefill and decode
 // speed on stderr. --json prints one machine-readable result instead.
 #include <cstdio>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
