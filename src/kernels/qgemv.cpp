@@ -142,6 +142,14 @@ bool unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out
     return true;
 }
 
+// nearbyint(x) in the default rounding mode (half to even) for |x| < 2^22, without a libm
+// call (the generic build has no SSE4.1 roundss): adding 1.5 * 2^23 leaves no fraction bits
+// (the build has no -ffast-math, so the sum is rounded and not folded away).
+inline float round_half_even(float x) {
+    constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+    return (x + kMagic) - kMagic;
+}
+
 // fp32 -> Q8_0-as-stored (u = q + 128). As ggml's quantize_row_q8_0_ref, except that q is
 // rounded against the fp16-rounded scale actually stored, which removes the scale's rounding
 // from the error (the clamp covers a scale that rounded down).
@@ -153,7 +161,7 @@ void quantize_block_q8_0(const float* x, UnpackedBlock* out) {
     const float d = quant::fp16_to_fp32_scalar(out->d);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     for (int j = 0; j < kBlock; ++j) {
-        const float q = std::clamp(std::nearbyint(x[j] * id), -127.0f, 127.0f);
+        const float q = std::clamp(round_half_even(x[j] * id), -127.0f, 127.0f);
         out->u[j] = static_cast<uint8_t>(static_cast<int>(q) + 128);
     }
 }
@@ -252,7 +260,9 @@ struct QuantLinear::Impl {
                               "QuantLinear: cannot allocate {} bytes for [n_out={}, n_in={}]",
                               bytes, n_out, n_in);
         }
-        std::memset(storage.get(), 0, bytes);
+        // Every lane of a real row is written below; only the last group's padding rows
+        // (which must produce 0) are zeroed first.
+        std::memset(storage.get() + (w.n_groups - 1) * w.group_bytes, 0, w.group_bytes);
         w.data = storage.get();
         const qgemv::Weights& cw = w;
         std::atomic<int64_t> bad_row{-1};
