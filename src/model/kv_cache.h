@@ -19,11 +19,6 @@
 
 namespace lazyllm {
 
-// The cache element type that goes with a model's GEMM precision.
-inline kernels::KvType kv_type_for_gemm(bool gemm_bf16) {
-    return gemm_bf16 ? kernels::KvType::kF16 : kernels::KvType::kF32;
-}
-
 class KvCache {
 public:
     KvCache() = default;

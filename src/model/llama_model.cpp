@@ -311,6 +311,10 @@ Status LlamaModel::make_linear(std::string_view what, std::initializer_list<Matr
 
 bool LlamaModel::gemm_bf16() const { return lm_head_.gemm.is_bf16(); }
 
+kernels::KvType LlamaModel::kv_type() const {
+    return gemm_bf16() || prefill_quant_ ? kernels::KvType::kF16 : kernels::KvType::kF32;
+}
+
 size_t LlamaModel::weight_bytes() const {
     // The QuantLinear copies count 0 bytes when empty (no quantized decode).
     size_t total = lm_head_.weight_bytes() + output_norm_.size() * sizeof(float);

@@ -196,6 +196,10 @@ public:
     const GgufFile& gguf() const { return gguf_; }
     const kernels::KernelContext& ctx() const { return opts_.ctx; }
     bool gemm_bf16() const;
+    // The KV cache element type that goes with the weights: f16 where prefill is not exact
+    // fp32 anyway (bf16 GEMMs, or the int8 activations of the quantized prefill), which halves
+    // the cache; f32 on the fp32 copies.
+    kernels::KvType kv_type() const;
     // Whether decode steps (<= kQuantMaxRows new tokens) use the QuantLinear copies of the
     // weights, and for up to how many rows (kQuantMaxRowsAvx2 over our AVX2 fp32 GEMM, else
     // kQuantMaxRows).

@@ -77,7 +77,7 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
     s.opts_ = opts;
     s.opts_.n_ctx = n_ctx;
     s.policy_ = prune::make_policy(opts.policy, sch, opts.seed);
-    s.kv_ = KvCache(c.n_layer, n_ctx, c.n_embd_kv(), kv_type_for_gemm(model.gemm_bf16()));
+    s.kv_ = KvCache(c.n_layer, n_ctx, c.n_embd_kv(), model.kv_type());
     s.depth_.assign(static_cast<size_t>(n_ctx), 0);
     s.excluded_.assign(static_cast<size_t>(n_ctx), 0);
     if (opts.policy == prune::Policy::kLazy) {

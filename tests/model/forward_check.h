@@ -104,7 +104,7 @@ inline void check_against_reference(const Case& c, double tol) {
     const auto want = ref.run(ids);  // [n, n_vocab]
 
     KvCache kv(cfg.n_layer, std::max(64, n), cfg.n_embd_kv(),
-               c.kv_type.value_or(kv_type_for_gemm(model->gemm_bf16())));
+               c.kv_type.value_or(model->kv_type()));
     ForwardScratch s;
     std::vector<float> h(static_cast<size_t>(n_prompt) * cfg.n_embd), logits(cfg.n_vocab);
     std::vector<int32_t> pos(n_prompt);

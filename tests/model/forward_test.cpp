@@ -119,7 +119,7 @@ TEST(ForwardTest, StepRowsChooseTheWeights) {
     ASSERT_TRUE(model->embed(ids.data(), n, h0.data()).ok());
     auto run = [&](const LlamaModel& m, int64_t step_rows) {
         std::vector<float> h = h0;
-        KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), kv_type_for_gemm(m.gemm_bf16()));
+        KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), m.kv_type());
         ForwardScratch s;
         LayerRun r{h.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
         r.step_rows = step_rows;
@@ -230,7 +230,7 @@ TEST(ForwardTest, Bf16RowHooksEqualSeparatePasses) {
         const auto ids = random_ids(n, cfg.n_vocab, 5);
         std::vector<int32_t> pos(n);
         std::iota(pos.begin(), pos.end(), 0);
-        const kernels::KvType type = kv_type_for_gemm(true);
+        const kernels::KvType type = kernels::KvType::kF16;
         KvCache kv1(cfg.n_layer, n, cfg.n_embd_kv(), type);
         KvCache kv2(cfg.n_layer, n, cfg.n_embd_kv(), type);
         KvCache kv3(cfg.n_layer, n, cfg.n_embd_kv(), type);
@@ -285,7 +285,7 @@ TEST(ForwardTest, LastRowOutComputesOnlyTheLastRow) {
             const auto ids = random_ids(n, cfg.n_vocab, 11);
             std::vector<int32_t> pos(n);
             std::iota(pos.begin(), pos.end(), 0);
-            const kernels::KvType type = kv_type_for_gemm(model->gemm_bf16());
+            const kernels::KvType type = model->kv_type();
             KvCache kv_all(cfg.n_layer, n, cfg.n_embd_kv(), type);
             KvCache kv_last(cfg.n_layer, n, cfg.n_embd_kv(), type);
             KvCache kv_prefix(cfg.n_layer, n, cfg.n_embd_kv(), type);
@@ -355,7 +355,7 @@ TEST(ForwardTest, CutRunsTheRestOfTheLayerOnTheRowsItReturns) {
         }
         const ModelConfig& cfg = model->config();
         const int64_t E = cfg.n_embd, Q = cfg.n_embd_q();
-        const kernels::KvType type = kv_type_for_gemm(model->gemm_bf16());
+        const kernels::KvType type = model->kv_type();
         const float tol = bf16 ? 2e-2f : 1e-4f;  // another row count, another rounding only
         for (const int n : {23, 300, 800}) {
             const std::string what = name + " n=" + std::to_string(n);

@@ -78,7 +78,7 @@ std::map<int, std::vector<float>> checked_logits(const LlamaModel& m, const nloh
     const ModelConfig& c = m.config();
     const std::vector<int32_t> ids = p["ids"].get<std::vector<int32_t>>();
     const int64_t n = static_cast<int64_t>(ids.size());
-    KvCache kv(c.n_layer, n, c.n_embd_kv(), kv_type_for_gemm(m.gemm_bf16()));  // as a session
+    KvCache kv(c.n_layer, n, c.n_embd_kv(), m.kv_type());  // as a session
     ForwardScratch s;
     std::vector<float> h(static_cast<size_t>(n) * c.n_embd);
     std::vector<int32_t> pos(n);
@@ -136,7 +136,7 @@ TEST_P(ModelGolden, Bf16AgreesOnTop1AndKl) {
     auto m = load(path, kernels::GemmPrecision::kBf16);
     ASSERT_NE(m, nullptr);
     ASSERT_TRUE(m->gemm_bf16());
-    ASSERT_EQ(kv_type_for_gemm(m->gemm_bf16()), kernels::KvType::kF16);
+    ASSERT_EQ(m->kv_type(), kernels::KvType::kF16);
     const auto g = golden();
     for (const auto& p : g["prompts"]) {
         const auto got = checked_logits(*m, p);

@@ -105,7 +105,7 @@ TEST(SessionTest, KeepOneIsBitIdenticalToFull) {
     for (kernels::GemmPrecision precision : precisions) {
         auto model = tiny_model(6, "keep1", 5, precision);
         ASSERT_NE(model, nullptr);
-        const kernels::KvType type = kv_type_for_gemm(model->gemm_bf16());
+        const kernels::KvType type = model->kv_type();
         const int V = model->config().n_vocab;
         const auto prompt = ids_for(33, V, 1);
         SessionOptions full;
@@ -593,7 +593,7 @@ TEST(SessionTest, RevivedTokensFinishTheLayerTheyStoppedIn) {
     ASSERT_EQ(kept.size(), 10u);
     EXPECT_EQ(traces[1].revived, n - 10);
 
-    KvCache kv(L, 32, c.n_embd_kv(), kv_type_for_gemm(model->gemm_bf16()));
+    KvCache kv(L, 32, c.n_embd_kv(), model->kv_type());
     ForwardScratch scratch;
     std::vector<int32_t> pos(n + 1);
     std::iota(pos.begin(), pos.end(), 0);
@@ -715,7 +715,7 @@ TEST(SessionTest, GemFilterRunsTheWholeModelOnKeptTokens) {
     // Same logits as running the model on the kept tokens alone at their original positions.
     std::vector<int32_t> kept_ids;
     for (int32_t t : kept) kept_ids.push_back(prompt[t]);
-    KvCache kv(c.n_layer, 32, c.n_embd_kv(), kv_type_for_gemm(model->gemm_bf16()));
+    KvCache kv(c.n_layer, 32, c.n_embd_kv(), model->kv_type());
     ForwardScratch scratch;
     std::vector<float> h(kept.size() * static_cast<size_t>(c.n_embd)), want(c.n_vocab);
     ASSERT_TRUE(model->embed(kept_ids.data(), static_cast<int64_t>(kept.size()), h.data()).ok());
@@ -770,7 +770,7 @@ TEST(SessionTest, LastLayerRunsTheLastRowOnly) {
         // The last row's logits equal a forward that runs every row of every layer.
         if (o.policy == prune::Policy::kFull) {
             std::vector<float> h(prompt.size() * c.n_embd), want(V);
-            KvCache kv(c.n_layer, 128, c.n_embd_kv(), kv_type_for_gemm(model->gemm_bf16()));
+            KvCache kv(c.n_layer, 128, c.n_embd_kv(), model->kv_type());
             ForwardScratch scratch;
             std::vector<int32_t> pos(prompt.size());
             std::iota(pos.begin(), pos.end(), 0);
