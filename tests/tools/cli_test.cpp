@@ -192,4 +192,25 @@ TEST(ModelCliTest, DecodeWeightsFlag) {
     EXPECT_NE(run("run -m " + path + q + " --decode-weights int4").rc, 0);
 }
 
+// Prefill on the GGUF's blocks: it answers, --json and info say which weights ran, and a
+// combination without quantized weights is refused by name.
+TEST(ModelCliTest, PrefillWeightsFlag) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    const std::string q = " --chat -p 'What is the capital of France?' -n 12 --json";
+    const CliRun quant = run("run -m " + path + q + " --prefill-weights quant");
+    ASSERT_EQ(quant.rc, 0) << quant.out;
+    EXPECT_TRUE(contains(quant.out, "\"gemm\": \"quant\"")) << quant.out;
+    EXPECT_TRUE(contains(quant.out, "\"prefill_weights\": \"quant (asked)\"")) << quant.out;
+    EXPECT_TRUE(contains(quant.out, "Paris")) << quant.out;
+    const CliRun copy = run("run -m " + path + q + " --prefill-weights copy");
+    ASSERT_EQ(copy.rc, 0) << copy.out;
+    EXPECT_TRUE(contains(copy.out, "\"prefill_weights\": \"copy (asked)\"")) << copy.out;
+    const CliRun info = run("info " + path + " --prefill-weights quant");
+    ASSERT_EQ(info.rc, 0) << info.out;
+    EXPECT_TRUE(contains(info.out, "prefill       quant weights: quant (asked)")) << info.out;
+    const CliRun exact = run("run -m " + path + q + " --prefill-weights quant --precision f32");
+    EXPECT_NE(exact.rc, 0);
+    EXPECT_TRUE(contains(exact.out, "precision f32 is exact")) << exact.out;
+}
+
 }  // namespace
