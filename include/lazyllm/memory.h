@@ -7,7 +7,8 @@
 namespace lazyllm {
 
 // The kernel's estimate of memory available to new allocations without swapping
-// (MemAvailable in /proc/meminfo), in bytes; 0 where it cannot be read.
+// (MemAvailable in /proc/meminfo), bounded by the process's cgroup limit less its usage where
+// one is set (containers); in bytes, 0 where it cannot be read.
 uint64_t available_memory_bytes();
 
 // This process's resident set (VmRSS in /proc/self/status), in bytes; 0 where it cannot be read.
