@@ -36,7 +36,7 @@ TEST(Memory, PeakFollowsATouchedBufferAndResets) {
     ASSERT_TRUE(reset_peak_resident());
     const uint64_t after = peak_resident_bytes();
     EXPECT_LE(after, resident_bytes() + 4 * kMiB);
-    EXPECT_LE(after, high);
+    EXPECT_LE(after, high + 4 * kMiB);  // (the resident set may grow a little in between)
 }
 
 }  // namespace
