@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <utility>
 
 #include "base/timer.h"
 #include "kernels/cpu.h"
@@ -170,23 +171,31 @@ ModelSummary make_summary(const std::string& path, const ModelConfig& c, const T
 
 }  // namespace
 
-Result<ModelSummary> Engine::inspect(const std::string& path) {
+namespace {
+
+// The summary of the model at `path` without its weights, and its config.
+Result<std::pair<ModelSummary, ModelConfig>> read_summary(const std::string& path) {
     LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
     auto config = ModelConfig::from_gguf(gguf);
     if (!config.ok()) return config.error().with_context(path);
     auto tok = Tokenizer::from_gguf(gguf);
     if (!tok.ok()) return tok.error().with_context(path);
-    return make_summary(path, *config, *tok, gguf.file_size());
+    return std::pair{make_summary(path, *config, *tok, gguf.file_size()), std::move(*config)};
+}
+
+}  // namespace
+
+Result<ModelSummary> Engine::inspect(const std::string& path) {
+    LAZYLLM_ASSIGN_OR_RETURN(auto summary, read_summary(path));
+    return std::move(summary.first);
 }
 
 Result<ModelSummary> Engine::inspect(const std::string& path, const EngineOptions& opts) {
-    LAZYLLM_ASSIGN_OR_RETURN(ModelSummary s, inspect(path));
     LAZYLLM_ASSIGN_OR_RETURN(ModelLoadOptions mo, model_options(opts));
-    LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
-    LAZYLLM_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::from_gguf(gguf));
-    LAZYLLM_ASSIGN_OR_RETURN(WeightPlan plan, LlamaModel::plan_weights(config, mo));
-    describe_weights(mo, plan, s);
-    return s;
+    LAZYLLM_ASSIGN_OR_RETURN(auto summary, read_summary(path));
+    LAZYLLM_ASSIGN_OR_RETURN(WeightPlan plan, LlamaModel::plan_weights(summary.second, mo));
+    describe_weights(mo, plan, summary.first);
+    return std::move(summary.first);
 }
 
 std::string Engine::chat_prompt(std::string_view user_message, std::string_view system) const {
