@@ -176,39 +176,36 @@ TEST(ModelCliTest, DefaultModelAnswers) {
     EXPECT_TRUE(contains(r.out, "TTFT")) << r.out;
 }
 
+// The France question as a chat, answered as JSON with `flags`: the run succeeds, names Paris
+// and its JSON holds `needle` (which weights ran).
+void expect_paris(const std::string& path, const std::string& flags, const std::string& needle) {
+    const CliRun r = run("run -m " + path +
+                         " --chat -p 'What is the capital of France?' -n 12 --json " + flags);
+    ASSERT_EQ(r.rc, 0) << flags << ": " << r.out;
+    EXPECT_TRUE(contains(r.out, needle)) << flags << ": " << r.out;
+    EXPECT_TRUE(contains(r.out, "Paris")) << flags << ": " << r.out;
+}
+
 // Decode on the GGUF's 4-bit blocks (where the CPU has VNNI) or on the prefill GEMM's weights:
 // both answer, and --json says which ran.
 TEST(ModelCliTest, DecodeWeightsFlag) {
     LAZYLLM_MODEL_OR_SKIP(path);
-    const std::string q = " --chat -p 'What is the capital of France?' -n 12 --json";
-    const CliRun gemm = run("run -m " + path + q + " --decode-weights gemm");
-    ASSERT_EQ(gemm.rc, 0) << gemm.out;
-    EXPECT_TRUE(contains(gemm.out, "\"decode_weights\": \"gemm\"")) << gemm.out;
-    EXPECT_TRUE(contains(gemm.out, "Paris")) << gemm.out;
-    const CliRun quant = run("run -m " + path + q + " --decode-weights quant");
-    ASSERT_EQ(quant.rc, 0) << quant.out;
-    EXPECT_TRUE(contains(quant.out, "\"decode_weights\"")) << quant.out;
-    EXPECT_TRUE(contains(quant.out, "Paris")) << quant.out;
-    EXPECT_NE(run("run -m " + path + q + " --decode-weights int4").rc, 0);
+    expect_paris(path, "--decode-weights gemm", "\"decode_weights\": \"gemm\"");
+    expect_paris(path, "--decode-weights quant", "\"decode_weights\"");
+    EXPECT_NE(run("run -m " + path + " -p hi -n 1 --decode-weights int4").rc, 0);
 }
 
 // Prefill on the GGUF's blocks: it answers, --json and info say which weights ran, and a
 // combination without quantized weights is refused by name.
 TEST(ModelCliTest, PrefillWeightsFlag) {
     LAZYLLM_MODEL_OR_SKIP(path);
-    const std::string q = " --chat -p 'What is the capital of France?' -n 12 --json";
-    const CliRun quant = run("run -m " + path + q + " --prefill-weights quant");
-    ASSERT_EQ(quant.rc, 0) << quant.out;
-    EXPECT_TRUE(contains(quant.out, "\"gemm\": \"quant\"")) << quant.out;
-    EXPECT_TRUE(contains(quant.out, "\"prefill_weights\": \"quant (asked)\"")) << quant.out;
-    EXPECT_TRUE(contains(quant.out, "Paris")) << quant.out;
-    const CliRun copy = run("run -m " + path + q + " --prefill-weights copy");
-    ASSERT_EQ(copy.rc, 0) << copy.out;
-    EXPECT_TRUE(contains(copy.out, "\"prefill_weights\": \"copy (asked)\"")) << copy.out;
+    expect_paris(path, "--prefill-weights quant", "\"prefill_weights\": \"quant (asked)\"");
+    expect_paris(path, "--prefill-weights quant", "\"gemm\": \"quant\"");
+    expect_paris(path, "--prefill-weights copy", "\"prefill_weights\": \"copy (asked)\"");
     const CliRun info = run("info " + path + " --prefill-weights quant");
     ASSERT_EQ(info.rc, 0) << info.out;
     EXPECT_TRUE(contains(info.out, "prefill       quant weights: quant (asked)")) << info.out;
-    const CliRun exact = run("run -m " + path + q + " --prefill-weights quant --precision f32");
+    const CliRun exact = run("run -m " + path + " -p hi -n 1 --prefill-weights quant --precision f32");
     EXPECT_NE(exact.rc, 0);
     EXPECT_TRUE(contains(exact.out, "precision f32 is exact")) << exact.out;
 }
