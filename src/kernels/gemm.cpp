@@ -396,25 +396,13 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
                           "PackedLinear: bad weight [n_out={}, n_in={}] (null={})", n_out, n_in,
                           w == nullptr);
     }
-    const bool bf16_ok = cpu_has_bf16_gemm();
-    bool use_bf16 = false;
-    switch (precision) {
-        case GemmPrecision::kAuto:
-            use_bf16 = bf16_ok && ctx.isa >= Isa::kAvx512;
-            break;
-        case GemmPrecision::kF32:
-            use_bf16 = false;
-            break;
-        case GemmPrecision::kBf16:
-            if (!bf16_ok) {
-                return make_error(ErrorCode::kUnsupported,
-                                  "PackedLinear: bf16 GEMM requested but this CPU has no "
-                                  "AVX-512-BF16 ([n_out={}, n_in={}])",
-                                  n_out, n_in);
-            }
-            use_bf16 = true;
-            break;
+    if (precision == GemmPrecision::kBf16 && !cpu_has_bf16_gemm()) {
+        return make_error(ErrorCode::kUnsupported,
+                          "PackedLinear: bf16 GEMM requested but this CPU has no AVX-512-BF16 "
+                          "([n_out={}, n_in={}])",
+                          n_out, n_in);
     }
+    const bool use_bf16 = gemm_uses_bf16(ctx, precision);
 
     if (layout == GemmLayout::kSwiGlu && n_out % 2 != 0) {
         return make_error(ErrorCode::kInvalidArgument,
