@@ -42,10 +42,10 @@ bool format_of(GgmlType type, FormatSpec* spec) {
             *spec = {4, true, 0};
             return true;
         case GgmlType::Q5_0:
-            *spec = {8, false, 16};
+            *spec = {5, false, 16};
             return true;
         case GgmlType::Q5_1:
-            *spec = {8, true, 0};
+            *spec = {5, true, 0};
             return true;
         case GgmlType::Q8_0:
             *spec = {8, false, 128};
@@ -54,7 +54,7 @@ bool format_of(GgmlType type, FormatSpec* spec) {
             *spec = {4, true, 0};
             return true;
         case GgmlType::Q5_K:
-            *spec = {8, true, 0};
+            *spec = {5, true, 0};
             return true;
         default:
             return false;

@@ -11,7 +11,9 @@
 //   m    [n_blocks][16]        fp16 mins (affine formats only)
 // 4-bit quants: 4 chunks of 64 bytes per block; byte 4*i + j of chunk c holds element
 // 8c + j of row i in its low nibble and element 8c + 4 + j in its high nibble (j < 4).
-// 8-bit quants: 8 chunks of 64 bytes; byte 4*i + j of chunk c is element 4c + j of row i.
+// 5- and 8-bit quants: 8 chunks of 64 bytes; byte 4*i + j of chunk c is element 4c + j of
+// row i. (5-bit quants, u <= 31, are stored as bytes too; the bound lets the AVX2 kernels
+// skip the nibble split of 8-bit ones.)
 // So every 64-byte chunk (after masking out one nibble) is the u8 operand of one vpdpbusd
 // against 4 consecutive activations broadcast to all 16 lanes.
 //
@@ -39,7 +41,7 @@ constexpr int kBlock = 32;          // inputs per block, for weights and activat
 constexpr int kMaxRowsPerPass = 8;  // activation rows sharing one pass over a group
 constexpr int kChunkBytes = 64;
 
-// Bytes of one block's quants for one group (qs above): 4 or 8 chunks.
+// Bytes of one block's quants for one group (qs above): 4 or 8 chunks (5 and 8 bits).
 constexpr size_t qs_bytes_for(int bits) { return bits == 4 ? 4 * kChunkBytes : 8 * kChunkBytes; }
 
 struct Weights {
@@ -48,7 +50,7 @@ struct Weights {
     int64_t n_out = 0;
     int64_t n_groups = 0;
     int64_t n_blocks = 0;  // n_in / 32
-    int bits = 4;          // 4 or 8 bits per stored quant
+    int bits = 4;          // 4, 5 or 8 bits per stored quant (5 and 8 in bytes)
     bool has_min = false;
     size_t group_bytes = 0;  // multiple of 64
 
@@ -90,6 +92,8 @@ template <typename F>
 inline void with_format(const Weights& w, F&& f) {
     if (w.bits == 4) {
         w.has_min ? f.template operator()<4, true>() : f.template operator()<4, false>();
+    } else if (w.bits == 5) {
+        w.has_min ? f.template operator()<5, true>() : f.template operator()<5, false>();
     } else {
         w.has_min ? f.template operator()<8, true>() : f.template operator()<8, false>();
     }
@@ -156,6 +160,8 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
 #define LAZYLLM_QGEMV_FORMATS(I)      \
     LAZYLLM_QGEMV_FORMAT(I, 4, false) \
     LAZYLLM_QGEMV_FORMAT(I, 4, true)  \
+    LAZYLLM_QGEMV_FORMAT(I, 5, false) \
+    LAZYLLM_QGEMV_FORMAT(I, 5, true)  \
     LAZYLLM_QGEMV_FORMAT(I, 8, false) \
     LAZYLLM_QGEMV_FORMAT(I, 8, true)
 
