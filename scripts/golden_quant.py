@@ -42,6 +42,12 @@ CASES = {
     T.Q5_K: (2, [0, 2]),
     T.Q6_K: (2, [208]),
 }
+# Types added later draw from their own generator (seed SEED + 1), so that the cases above and
+# the rounding inputs keep their bytes.
+LATER_CASES = {
+    T.Q3_K: (2, [108]),
+    T.IQ4_XS: (2, [0]),
+}
 
 
 def random_scales(rng: np.random.Generator, count: int) -> np.ndarray:
@@ -106,6 +112,10 @@ def main() -> int:
     dequant = plain_cases(rng)
     for qtype, (n_blocks, offsets) in CASES.items():
         dequant.append(quant_case(rng, qtype, n_blocks, offsets))
+
+    rng_later = np.random.default_rng(SEED + 1)
+    for qtype, (n_blocks, offsets) in LATER_CASES.items():
+        dequant.append(quant_case(rng_later, qtype, n_blocks, offsets))
 
     f32_in = rounding_inputs(rng)
     nan_in = np.array([0x7fc00000, 0xffc00001, 0x7f800001, 0xff812345, 0x7fffffff],

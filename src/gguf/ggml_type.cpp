@@ -15,7 +15,7 @@ struct TypeRow {
     GgmlTypeTraits traits;
 };
 
-// ggml_half is 2 bytes; K_SCALE_SIZE is 12.
+// ggml_half is 2 bytes; K_SCALE_SIZE is 12. IQ4_XS: d, scales_h (uint16), scales_l, qs.
 constexpr TypeRow kTypes[] = {
     {GgmlType::F32, {"F32", 1, 4, true}},
     {GgmlType::F16, {"F16", 1, 2, true}},
@@ -26,11 +26,12 @@ constexpr TypeRow kTypes[] = {
     {GgmlType::Q8_0, {"Q8_0", kQk, 2 + kQk, true}},                            // d, qs: 34
     {GgmlType::Q8_1, {"Q8_1", kQk, 2 * 2 + kQk, false}},                       // d, s, qs: 36
     {GgmlType::Q2_K, {"Q2_K", kQkK, kQkK / 16 + kQkK / 4 + 2 * 2, false}},     // 84
-    {GgmlType::Q3_K, {"Q3_K", kQkK, kQkK / 8 + kQkK / 4 + 12 + 2, false}},     // 110
+    {GgmlType::Q3_K, {"Q3_K", kQkK, kQkK / 8 + kQkK / 4 + 12 + 2, true}},      // 110
     {GgmlType::Q4_K, {"Q4_K", kQkK, 2 * 2 + 12 + kQkK / 2, true}},             // 144
     {GgmlType::Q5_K, {"Q5_K", kQkK, 2 * 2 + 12 + kQkK / 8 + kQkK / 2, true}},  // 176
     {GgmlType::Q6_K, {"Q6_K", kQkK, kQkK / 2 + kQkK / 4 + kQkK / 16 + 2, true}},  // 210
     {GgmlType::Q8_K, {"Q8_K", kQkK, 4 + kQkK + kQkK / 16 * 2, false}},            // 292
+    {GgmlType::IQ4_XS, {"IQ4_XS", kQkK, 2 + 2 + kQkK / 64 + kQkK / 2, true}},     // 136
     {GgmlType::I8, {"I8", 1, 1, false}},
     {GgmlType::I16, {"I16", 1, 2, false}},
     {GgmlType::I32, {"I32", 1, 4, false}},
@@ -45,6 +46,7 @@ static_assert(kTypes[6].traits.type_size == 34 && kTypes[7].traits.type_size == 
 static_assert(kTypes[8].traits.type_size == 84 && kTypes[9].traits.type_size == 110);
 static_assert(kTypes[10].traits.type_size == 144 && kTypes[11].traits.type_size == 176);
 static_assert(kTypes[12].traits.type_size == 210 && kTypes[13].traits.type_size == 292);
+static_assert(kTypes[14].traits.type_size == 136);
 
 }  // namespace
 
@@ -83,8 +85,6 @@ std::string_view unsupported_ggml_type_name(uint32_t type) {
             return "IQ3_S";
         case 22:
             return "IQ2_S";
-        case 23:
-            return "IQ4_XS";
         case 29:
             return "IQ1_M";
         case 34:

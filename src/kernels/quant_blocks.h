@@ -7,7 +7,8 @@
 // Exactness. An fp16 scale has at most 11 significant bits, and every product the formats form
 // stays within fp32's 24: d * q (Q4_0, Q4_1, Q5_0, Q5_1: 11 + 5 bits; Q8_0: 11 + 7), the K-quant
 // sub-block scales d * sc and dmin * m (11 + 6, and 11 + 7 for Q6_K's int8 scale) and their
-// products with q (17 + 5, 18 + 5 bits), all far from overflow and underflow. So products are
+// products with q (17 + 5, 18 + 5 bits; Q3_K 16 + 3), IQ4_XS's d * (ls - 32) times a table
+// value of at most 7 bits (16 + 7), all far from overflow and underflow. So products are
 // exact, only the final add or subtract of the affine formats rounds, and any evaluation order
 // or a fused multiply-add gives the same bits: the vector variants, ggml and gguf-py's numpy
 // code all agree exactly (tested), whatever the compiler's FP contraction setting.
@@ -97,6 +98,35 @@ struct BlockQ6K {
 };
 static_assert(sizeof(BlockQ6K) == 210);
 
+// 16 sub-blocks of 16: x = (d * (sc - 32)) * (q - 4 * !h), q the 2 low bits in qs and h the
+// high bit in hmask, sc 6-bit (4 low bits in scales[0..7], 2 high in scales[8..11]).
+// Element e of a super-block: its low bits are bits 2 * (e % 128 / 32) of qs[32 * (e / 128) +
+// e % 32], its high bit is bit e / 32 of hmask[e % 32]; it has scale e / 16 (ggml-quants.c,
+// dequantize_row_q3_K and quantize_row_q3_K_ref).
+struct BlockQ3K {
+    uint8_t hmask[kQkK / 8];
+    uint8_t qs[kQkK / 4];
+    uint8_t scales[kKScaleSize];
+    uint16_t d;
+};
+static_assert(sizeof(BlockQ3K) == 110);
+
+// 8 sub-blocks of 32: x = (d * (ls - 32)) * kValuesIq4nl[q], q 4-bit (the low nibbles of 16
+// bytes of qs are elements 0..15 of the sub-block, the high ones 16..31); ls 6-bit, its low 4
+// bits in scales_l[ib / 2] (nibble ib % 2), its high 2 bits at bit 2 * ib of scales_h
+// (ggml-quants.c, dequantize_row_iq4_xs).
+struct BlockIQ4XS {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[kQkK / 64];
+    uint8_t qs[kQkK / 2];
+};
+static_assert(sizeof(BlockIQ4XS) == 136);
+
+// The non-linear 4-bit grid of IQ4_NL and IQ4_XS (ggml-common.h, kvalues_iq4nl).
+inline constexpr int8_t kValuesIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
 // Elements and bytes per block of the types quant.h dequantizes ({0, 0} for any other type).
 // Must agree with ggml_type_traits (tested); kept here so the kernels need no lookup.
 struct BlockShape {
@@ -112,8 +142,9 @@ struct Format {
     static constexpr int elems = kElems;
 };
 
-// For the block format `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K): calls
-// f.template operator()<Block, elems>() and returns true; false for any other type.
+// For the block format `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K,
+// IQ4_XS): calls f.template operator()<Block, elems>() and returns true; false for any other
+// type.
 template <typename F>
 constexpr bool with_block_type(GgmlType type, F&& f) {
     return [&]<typename... Fs>() {
@@ -124,7 +155,9 @@ constexpr bool with_block_type(GgmlType type, F&& f) {
                Format<GgmlType::Q8_0, BlockQ8_0, kQk8_0>, Format<GgmlType::Q4_0, BlockQ4_0, kQk4_0>,
                Format<GgmlType::Q4_1, BlockQ4_1, kQk4_1>, Format<GgmlType::Q5_0, BlockQ5_0, kQk5_0>,
                Format<GgmlType::Q5_1, BlockQ5_1, kQk5_1>, Format<GgmlType::Q4_K, BlockQ4K, kQkK>,
-               Format<GgmlType::Q5_K, BlockQ5K, kQkK>, Format<GgmlType::Q6_K, BlockQ6K, kQkK>>();
+               Format<GgmlType::Q5_K, BlockQ5K, kQkK>, Format<GgmlType::Q6_K, BlockQ6K, kQkK>,
+               Format<GgmlType::Q3_K, BlockQ3K, kQkK>,
+               Format<GgmlType::IQ4_XS, BlockIQ4XS, kQkK>>();
 }
 
 constexpr BlockShape block_shape(GgmlType type) {
@@ -201,6 +234,21 @@ inline uint16_t fp32_to_bf16_scalar(float f) {
 }
 
 inline float bf16_to_fp32_scalar(uint16_t h) { return bits_f32(static_cast<uint32_t>(h) << 16); }
+
+// The 6-bit scale of sub-block j (0..15) of a Q3_K super-block, 0..63 (the stored sc; the
+// dequantizer subtracts 32).
+inline int q3_k_scale(int j, const uint8_t* scales) {
+    const int low = j < 8 ? scales[j] & 0xF : scales[j - 8] >> 4;
+    const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return low | (high << 4);
+}
+
+// The 6-bit scale of sub-block ib (0..7) of an IQ4_XS super-block, 0..63 (the stored ls).
+inline int iq4_xs_scale(int ib, uint16_t scales_h, const uint8_t* scales_l) {
+    const int low = (scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
+    const int high = (scales_h >> (2 * ib)) & 3;
+    return low | (high << 4);
+}
 
 // Unpacks the 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block
 // (ggml-quants.c, get_scale_min_k4).

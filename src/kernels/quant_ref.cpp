@@ -117,6 +117,47 @@ void dequantize_blocks(const BlockQ6K* x, float* y, int64_t nb) {
     }
 }
 
+// Q3_K (ggml's dequantize_row_q3_K): per 128 elements 32 bytes of qs, read at shifts 0, 2, 4,
+// 6 for four runs of 32 elements; each run is two sub-blocks of 16 with their own scale. A clear
+// high bit (hmask) subtracts 4, giving q in -4..3.
+void dequantize_blocks(const BlockQ3K* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        float dl[kQkK / 16];  // ggml's dl = d * (sc - 32), then y = dl * q
+        for (int j = 0; j < kQkK / 16; ++j) {
+            dl[j] = d * static_cast<float>(q3_k_scale(j, x[i].scales) - 32);
+        }
+        // Runs of 32 elements r = 0..7: low bits at shift 2 * (r % 4) of qs[32 * (r / 4) + l],
+        // high bit at bit r of hmask[l].
+        for (int r = 0; r < kQkK / 32; ++r, y += 32) {
+            const uint8_t* q = x[i].qs + 32 * (r / 4);
+            const int shift = 2 * (r % 4);
+            for (int l = 0; l < 32; ++l) {
+                const int low = (q[l] >> shift) & 3;
+                const int high = (x[i].hmask[l] >> r) & 1;
+                y[l] = dl[2 * r + l / 16] * static_cast<float>(low - (high ? 0 : 4));
+            }
+        }
+    }
+}
+
+// IQ4_XS (ggml's dequantize_row_iq4_xs): 8 sub-blocks of 32, each 16 bytes of 4-bit indices
+// into kValuesIq4nl (low nibbles first), scaled by d * (ls - 32).
+void dequantize_blocks(const BlockIQ4XS* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        const uint8_t* qs = x[i].qs;
+        for (int ib = 0; ib < kQkK / 32; ++ib, qs += 16, y += 32) {
+            const int ls = iq4_xs_scale(ib, x[i].scales_h, x[i].scales_l);
+            const float dl = d * static_cast<float>(ls - 32);
+            for (int j = 0; j < 16; ++j) {
+                y[j] = dl * static_cast<float>(kValuesIq4nl[qs[j] & 0xF]);
+                y[j + 16] = dl * static_cast<float>(kValuesIq4nl[qs[j] >> 4]);
+            }
+        }
+    }
+}
+
 }  // namespace
 
 bool quant_type_supported(GgmlType type) {
@@ -132,6 +173,8 @@ bool quant_type_supported(GgmlType type) {
         case GgmlType::Q4_K:
         case GgmlType::Q5_K:
         case GgmlType::Q6_K:
+        case GgmlType::Q3_K:
+        case GgmlType::IQ4_XS:
             return true;
         default:
             return false;

@@ -136,6 +136,7 @@ TEST(GgufRoundTrip, TensorsOfEveryTypeAndRank) {
         {GgmlType::Q5_K, {256, 1}},
         {GgmlType::Q6_K, {256, 2, 2}},
         {GgmlType::Q8_K, {256}},
+        {GgmlType::IQ4_XS, {256, 3}},
         {GgmlType::I8, {7}},
         {GgmlType::I16, {7}},
         {GgmlType::I32, {7, 2}},

@@ -190,7 +190,7 @@ TEST(GgufTinyModel, QuantizedWeights) {
     k.n_embd = 256;
     k.n_ff = 512;
     k.n_layer = 1;
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::IQ4_XS}) {
         k.weight_type = t;
         check_model(k);
     }

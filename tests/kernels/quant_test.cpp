@@ -34,9 +34,10 @@ namespace {
 using quant::block_shape;
 
 // Plain types first, then the block formats (kAllTypes + 3 onward).
-constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                                  GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+constexpr GgmlType kAllTypes[] = {GgmlType::F32,   GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                                  GgmlType::Q4_0,  GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                  GgmlType::Q3_K,  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                                  GgmlType::IQ4_XS};
 
 // The vectorized ISAs this CPU runs (kAmx dispatches to the AVX-512 code but is listed so the
 // dispatch itself is covered).
@@ -55,12 +56,15 @@ std::vector<size_t> scale_offsets(GgmlType type) {
         case GgmlType::Q4_0:
         case GgmlType::Q5_0:
         case GgmlType::Q8_0:
+        case GgmlType::IQ4_XS:
             return {0};
         case GgmlType::Q4_1:
         case GgmlType::Q5_1:
         case GgmlType::Q4_K:
         case GgmlType::Q5_K:
             return {0, 2};
+        case GgmlType::Q3_K:
+            return {108};
         case GgmlType::Q6_K:
             return {208};
         default:
@@ -250,7 +254,7 @@ TEST(QuantGolden, ReferenceMatchesGgufPy) {
         }
         ++n_cases;
     }
-    EXPECT_EQ(n_cases, 11);  // every type quant.h supports
+    EXPECT_EQ(n_cases, 13);  // every type quant.h supports
 }
 
 TEST(QuantGolden, RoundingMatchesGgufPyAndNumpy) {
@@ -442,18 +446,43 @@ float simple_block_bound(GgmlType type, const float* x) {
 // K-quants search their sub-block scales, so there is no closed form in the input alone; the
 // bound is in terms of the decoded block. The quantizer picks q = clamp(round((x + o) / s)) with
 // the very s, o the dequantizer uses (s = d * sc, o = dmin * m for Q4_K / Q5_K; s = d * sc,
-// o = 0 for Q6_K), so |e| <= |s|/2 + the distance from x to the representable range
-// [s * qmin - o, s * qmax - o]. That range's coverage is what the RMS check below measures.
+// o = 0 for Q6_K; s = d * (sc - 32), o = 0 for Q3_K), so |e| <= |s|/2 + the distance from x to
+// the representable range [s * qmin - o, s * qmax - o]. IQ4_XS picks the nearest of its
+// non-linear grid values times s = d * (ls - 32), so |e| <= |s| * 12 (half its widest gap,
+// 89..113) + the distance to [s * -127, s * 113]. That range's coverage is what the RMS check
+// below measures.
 std::vector<float> k_quant_bounds(GgmlType type, const uint8_t* blk, const float* x) {
     std::vector<float> bound(256);
-    auto fill = [&](int first, int count, float s, float o, int qmin, int qmax) {
+    // half_step: the largest rounding error inside the range, in units of |s|.
+    auto fill = [&](int first, int count, float s, float o, int qmin, int qmax,
+                    float half_step = 0.5f) {
         const float lo = std::min(s * qmin, s * qmax) - o;
         const float hi = std::max(s * qmin, s * qmax) - o;
         for (int i = first; i < first + count; ++i) {
             const float outside = std::max({0.0f, lo - x[i], x[i] - hi});
-            bound[i] = std::fabs(s) / 2 + outside + 1e-5f * (std::fabs(x[i]) + std::fabs(s));
+            bound[i] = std::fabs(s) * half_step + outside +
+                       1e-5f * (std::fabs(x[i]) + std::fabs(s) * 2 * half_step);
         }
     };
+    if (type == GgmlType::Q3_K) {
+        const auto* b = reinterpret_cast<const quant::BlockQ3K*>(blk);
+        const float d = fp16_to_fp32(b->d);
+        for (int j = 0; j < 16; ++j) {
+            const float s = d * static_cast<float>(quant::q3_k_scale(j, b->scales) - 32);
+            fill(16 * j, 16, s, 0.0f, -4, 3);
+        }
+        return bound;
+    }
+    if (type == GgmlType::IQ4_XS) {
+        const auto* b = reinterpret_cast<const quant::BlockIQ4XS*>(blk);
+        const float d = fp16_to_fp32(b->d);
+        for (int ib = 0; ib < 8; ++ib) {
+            const float s =
+                d * static_cast<float>(quant::iq4_xs_scale(ib, b->scales_h, b->scales_l) - 32);
+            fill(32 * ib, 32, s, 0.0f, -127, 113, 12.0f);
+        }
+        return bound;
+    }
     if (type == GgmlType::Q6_K) {
         const auto* b = reinterpret_cast<const quant::BlockQ6K*>(blk);
         const float d = fp16_to_fp32(b->d);
@@ -486,13 +515,14 @@ std::vector<float> quantize_dequantize(GgmlType type, const std::vector<float>& 
 TEST(QuantRoundTrip, QuantizeDequantizeWithinFormatBounds) {
     // Relative RMS error on N(0, 1) data, measured with these (ggml reference) quantizers
     // (Q8_0 .0054, Q4_0 .0855, Q4_1 .0789, Q5_0 .0429, Q5_1 .0380, Q4_K .0716, Q5_K .0365,
-    // Q6_K .0176) and given 20% headroom: the value the format is known for, so a quantizer that
-    // stops searching, or a wrong scale packing, shows up here even when every element stays within
-    // its structural bound.
+    // Q6_K .0176, Q3_K .1524, IQ4_XS .0768) and given 20% headroom: the value the format is known
+    // for, so a quantizer that stops searching, or a wrong scale packing, shows up here even when
+    // every element stays within its structural bound.
     const std::pair<GgmlType, float> max_rel_rms[] = {
         {GgmlType::Q8_0, 0.0065f}, {GgmlType::Q4_0, 0.103f}, {GgmlType::Q4_1, 0.095f},
         {GgmlType::Q5_0, 0.052f},  {GgmlType::Q5_1, 0.046f}, {GgmlType::Q4_K, 0.086f},
-        {GgmlType::Q5_K, 0.044f},  {GgmlType::Q6_K, 0.021f}};
+        {GgmlType::Q5_K, 0.044f},  {GgmlType::Q6_K, 0.021f}, {GgmlType::Q3_K, 0.183f},
+        {GgmlType::IQ4_XS, 0.092f}};
     std::mt19937 rng(42);
     const int64_t n = 256 * 32;
     const std::vector<float> awkward = round_trip_data(n, rng);
@@ -590,7 +620,8 @@ TEST(QuantErrors, LengthNotMultipleOfBlockNamesTypeAndN) {
         int64_t n;
     };
     for (Case c : {Case{GgmlType::Q4_1, 33}, Case{GgmlType::Q8_0, 48}, Case{GgmlType::Q4_K, 288},
-                   Case{GgmlType::Q6_K, 100}, Case{GgmlType::F16, -2}}) {
+                   Case{GgmlType::Q6_K, 100}, Case{GgmlType::Q3_K, 300},
+                   Case{GgmlType::IQ4_XS, 128}, Case{GgmlType::F16, -2}}) {
         const std::string name(ggml_type_name(c.type));
         const std::string n = std::to_string(c.n);
         std::vector<Isa> isas = fast_isas();

@@ -41,6 +41,18 @@ TEST(ForwardTest, Qwen3QkNormF32MatchesReference) {
 TEST(ForwardTest, Phi3FusedF32MatchesReference) {
     check_against_reference({"phi3", false, kernels::GemmPrecision::kF32, 4, 4}, 2e-4);
 }
+// Weights in formats only dequantized at load (fp32 copies; token_embd dequantized per looked-up
+// row and, tied, as the LM head): the reference dequantizes the same blocks, so the fp32 path
+// still matches to rounding. n_embd 256 and n_ff 512 for the 256-element super-blocks.
+TEST(ForwardTest, Q3KAndIq4XsF32MatchesReference) {
+    for (GgmlType type : {GgmlType::Q3_K, GgmlType::IQ4_XS}) {
+        SCOPED_TRACE(std::string(ggml_type_name(type)));
+        Case c{"llama", true, kernels::GemmPrecision::kF32, 16, 4};
+        c.weight_type = type;
+        c.n_ff = 512;
+        check_against_reference(c, 2e-4);
+    }
+}
 // Six layers: five with an 8-position window (the 37-token prompt and the decode steps go
 // past it) and a global one; head_dim 32 with n_head * head_dim != n_embd, as Gemma 3.
 TEST(ForwardTest, Gemma3SlidingWindowF32MatchesReference) {

@@ -5,8 +5,8 @@
 // Tolerance. The reference dequantizes the same blocks, so the differences are the int8
 // rounding of the activations per block of 32 (amax / 254 per element, qgemv_test.cpp), the
 // fp16 rounding of the K-quants' sub-block scales (2^-11 relative), and Q8_0 requantization for
-// the types QuantLinear does not take directly (Q6_K, F16, F32: amax / 254 per weight): the same
-// 5e-2 of the logit range as the quantized decode tests.
+// the types QuantLinear does not take directly (Q3_K, Q6_K, IQ4_XS, F16, F32: amax / 254 per
+// weight): the same 5e-2 of the logit range as the quantized decode tests.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -30,8 +30,8 @@ Case quant_case(GgmlType type, const std::string& arch = "llama") {
     Case c{arch, false, kernels::GemmPrecision::kAuto, 4, 2};
     c.weight_type = type;
     c.prefill = PrefillWeights::kQuant;
-    const bool k_quant = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
-    if (k_quant) {      // every n_in a multiple of the 256-element super-blocks
+    if (ggml_type_traits(static_cast<uint32_t>(type))->block_size == 256) {
+        // every n_in a multiple of the 256-element super-blocks (K-quants, IQ4_XS)
         c.n_head = 16;  // n_embd 256
         c.n_ff = 512;
     }
@@ -47,8 +47,8 @@ TEST_P(QuantPrefillTypes, CloseToReference) {
 INSTANTIATE_TEST_SUITE_P(QuantPrefill, QuantPrefillTypes,
                          ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
                                            GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16,
-                                           GgmlType::F32),
+                                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K,
+                                           GgmlType::IQ4_XS, GgmlType::F16, GgmlType::F32),
                          [](const ::testing::TestParamInfo<GgmlType>& info) {
                              return std::string(ggml_type_name(info.param));
                          });

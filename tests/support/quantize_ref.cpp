@@ -5,7 +5,10 @@
 //                                 weighted least-squares scale + min search (make_qkx2_quants),
 //                                 then 6-bit scales and mins relative to the super-block maxima;
 //   Q6_K                          quantize_row_q6_K_ref: make_qx_quants(rmse_type 1) per
-//                                 sub-block of 16, 8-bit scales.
+//                                 sub-block of 16, 8-bit scales;
+//   Q3_K                          quantize_row_q3_K_ref, with make_qx_quants for make_q3_quants;
+//   IQ4_XS                        quantize_row_iq4_nl_impl (ggml's quantize_iq4_xs) without an
+//                                 importance matrix.
 // Scales are stored as fp16 with lazyllm's fp32_to_fp16 (round to nearest even, like ggml's
 // GGML_FP32_TO_FP16). This file is compiled without FMA flags, so float expressions round the
 // way ggml's non-FMA build does.
@@ -409,6 +412,136 @@ void quantize_q6_k(const float* x, BlockQ6K* y, int64_t nb) {
     }
 }
 
+// quantize_row_q3_K_ref with make_qx_quants (rmse_type 1, as Q6_K) standing in for
+// make_q3_quants: per sub-block of 16 a symmetric scale for q in -4..3, then 6-bit scales
+// relative to the largest (stored + 32), and the quants again with the decoded scales.
+void quantize_q3_k(const float* x, BlockQ3K* y, int64_t nb) {
+    int8_t L[kQkK];
+    float scales[kQkK / 16];
+    for (int64_t i = 0; i < nb; ++i, x += kQkK) {
+        float max_scale = 0, amax = 0;
+        for (int j = 0; j < kQkK / 16; ++j) {
+            scales[j] = make_qx_quants(16, 4, x + 16 * j, L + 16 * j);
+            if (std::fabs(scales[j]) > amax) {
+                amax = std::fabs(scales[j]);
+                max_scale = scales[j];
+            }
+        }
+        std::memset(y[i].scales, 0, kKScaleSize);
+        y[i].d = to_half(0.0f);
+        if (max_scale != 0.0f) {
+            const float iscale = -32.f / max_scale;
+            for (int j = 0; j < kQkK / 16; ++j) {
+                const int l = std::clamp(nearest_int(iscale * scales[j]), -32, 31) + 32;
+                if (j < 8) {
+                    y[i].scales[j] = static_cast<uint8_t>(l & 0xF);
+                } else {
+                    y[i].scales[j - 8] = static_cast<uint8_t>(y[i].scales[j - 8] | (l & 0xF) << 4);
+                }
+                y[i].scales[8 + j % 4] =
+                    static_cast<uint8_t>(y[i].scales[8 + j % 4] | (l >> 4) << (2 * (j / 4)));
+            }
+            y[i].d = to_half(1 / iscale);
+        }
+        for (int j = 0; j < kQkK / 16; ++j) {
+            const float d = from_half(y[i].d) * static_cast<float>(q3_k_scale(j, y[i].scales) - 32);
+            if (d == 0.0f) continue;
+            for (int ii = 0; ii < 16; ++ii) {
+                L[16 * j + ii] =
+                    static_cast<int8_t>(std::clamp(nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
+            }
+        }
+        // Element e: high bit at bit e / 32 of hmask[e % 32], 2 low bits in qs.
+        std::memset(y[i].hmask, 0, kQkK / 8);
+        std::memset(y[i].qs, 0, kQkK / 4);
+        for (int e = 0; e < kQkK; ++e) {
+            const int q = L[e];
+            if (q > 3)
+                y[i].hmask[e % 32] = static_cast<uint8_t>(y[i].hmask[e % 32] | 1 << (e / 32));
+            uint8_t& b = y[i].qs[32 * (e / 128) + e % 32];
+            b = static_cast<uint8_t>(b | (q & 3) << (2 * (e % 128 / 32)));
+        }
+    }
+}
+
+// Index of the grid value nearest to x (ggml's best_index_int8: a tie goes to the upper one).
+int best_index_iq4nl(float x) {
+    int best = 0;
+    for (int k = 1; k < 16; ++k) {
+        if (std::fabs(x - kValuesIq4nl[k]) <= std::fabs(x - kValuesIq4nl[best])) best = k;
+    }
+    return best;
+}
+
+// quantize_row_iq4_nl_impl for IQ4_XS without an importance matrix (weights x^2, ntry 7): per
+// sub-block of 32 a least-squares scale over 15 candidates, then 6-bit scales relative to the
+// largest (d = -max / 32) and the indices again with the decoded scales.
+void quantize_iq4_xs(const float* x, BlockIQ4XS* y, int64_t nb) {
+    constexpr int kTry = 7;
+    float scales[kQkK / 32];
+    for (int64_t i = 0; i < nb; ++i, x += kQkK) {
+        float max_scale = 0, amax_scale = 0;
+        for (int ib = 0; ib < kQkK / 32; ++ib) {
+            const float* xb = x + 32 * ib;
+            float amax = 0, max = 0;
+            for (int j = 0; j < 32; ++j) {
+                if (std::fabs(xb[j]) > amax) {
+                    amax = std::fabs(xb[j]);
+                    max = xb[j];
+                }
+            }
+            scales[ib] = 0;
+            if (amax < kGroupMaxEps) continue;
+            // Weighted least-squares scale of the indices id * x picks; ggml starts from
+            // id = -values[0] / max, then tries the flipped grid, id = (values[0] + itry) / max.
+            const auto fit = [&](float id, float* sumqx, float* sumq2) {
+                *sumqx = *sumq2 = 0;
+                for (int j = 0; j < 32; ++j) {
+                    const float q = kValuesIq4nl[best_index_iq4nl(id * xb[j])];
+                    const float w = xb[j] * xb[j];
+                    *sumqx += w * q * xb[j];
+                    *sumq2 += w * q * q;
+                }
+            };
+            float sumqx, sumq2;
+            fit(1 / (-max / kValuesIq4nl[0]), &sumqx, &sumq2);
+            float d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
+            float best = d * sumqx;
+            for (int itry = -kTry; itry <= kTry; ++itry) {
+                fit((itry + kValuesIq4nl[0]) / max, &sumqx, &sumq2);
+                if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                    d = sumqx / sumq2;
+                    best = d * sumqx;
+                }
+            }
+            scales[ib] = d;
+            if (std::fabs(scales[ib]) > amax_scale) {
+                amax_scale = std::fabs(scales[ib]);
+                max_scale = scales[ib];
+            }
+        }
+        const float d = -max_scale / 32;
+        const float id = d != 0.0f ? 1 / d : 0.0f;
+        y[i].d = to_half(d);
+        y[i].scales_h = 0;
+        std::memset(y[i].scales_l, 0, sizeof(y[i].scales_l));
+        for (int ib = 0; ib < kQkK / 32; ++ib) {
+            const int l = std::clamp(nearest_int(id * scales[ib]), -32, 31);
+            const float dl = from_half(y[i].d) * static_cast<float>(l);
+            const float idl = dl != 0.0f ? 1 / dl : 0.0f;
+            const float* xb = x + 32 * ib;
+            for (int j = 0; j < 16; ++j) {
+                y[i].qs[16 * ib + j] = static_cast<uint8_t>(
+                    best_index_iq4nl(idl * xb[j]) | best_index_iq4nl(idl * xb[j + 16]) << 4);
+            }
+            const int ls = l + 32;
+            y[i].scales_l[ib / 2] =
+                static_cast<uint8_t>(y[i].scales_l[ib / 2] | (ls & 0xF) << (4 * (ib % 2)));
+            y[i].scales_h = static_cast<uint16_t>(y[i].scales_h | (ls >> 4) << (2 * ib));
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<uint8_t> quantize_ref(GgmlType type, const float* x, int64_t n) {
@@ -455,6 +588,12 @@ std::vector<uint8_t> quantize_ref(GgmlType type, const float* x, int64_t n) {
             break;
         case GgmlType::Q6_K:
             quantize_q6_k(x, static_cast<BlockQ6K*>(y), nb);
+            break;
+        case GgmlType::Q3_K:
+            quantize_q3_k(x, static_cast<BlockQ3K*>(y), nb);
+            break;
+        case GgmlType::IQ4_XS:
+            quantize_iq4_xs(x, static_cast<BlockIQ4XS*>(y), nb);
             break;
         default:
             LAZYLLM_CHECK_MSG(false, "quantize_ref: unsupported type");

@@ -168,6 +168,29 @@ TEST(CliTest, InfoAndTokenizeOnTinyModel) {
     EXPECT_TRUE(contains(r.out, "[")) << r.out;
 }
 
+// Matrices in the formats dequantized at load (Q3_K, IQ4_XS; token_embd too): info lists the
+// type and loads the model, --check-tensors reads their scales, and run generates.
+TEST(CliTest, InfoAndRunOnQ3KAndIq4XsModels) {
+    for (lazyllm::GgmlType type : {lazyllm::GgmlType::Q3_K, lazyllm::GgmlType::IQ4_XS}) {
+        const std::string name(lazyllm::ggml_type_name(type));
+        SCOPED_TRACE(name);
+        lazyllm::testing::TinyModelSpec spec;
+        spec.n_embd = 256;  // n_in of every matrix a multiple of the 256-element super-blocks
+        spec.n_ff = 512;
+        spec.n_layer = 1;
+        spec.weight_type = type;
+        const std::string m = ::testing::TempDir() + "lazyllm_cli_" + name + ".gguf";
+        ASSERT_TRUE(lazyllm::testing::write_tiny_model(spec, m).ok());
+        CliRun r = run("info " + m + " --check-tensors");
+        EXPECT_EQ(r.rc, 0) << r.out;
+        EXPECT_TRUE(contains(r.out, name + " x")) << r.out;
+        EXPECT_TRUE(contains(r.out, "layers")) << r.out;
+        EXPECT_FALSE(contains(r.out, "not loadable")) << r.out;
+        r = run("run -m " + m + " -p hello -n 2 --check-tensors");
+        EXPECT_EQ(r.rc, 0) << r.out;
+    }
+}
+
 TEST(ModelCliTest, DefaultModelAnswers) {
     LAZYLLM_MODEL_OR_SKIP(path);
     const CliRun r = run("run -m " + path + " --chat -p 'What is the capital of France?' -n 12");

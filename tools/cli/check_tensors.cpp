@@ -57,6 +57,8 @@ ScaleLayout scale_layout(GgmlType t) {
             return {1, {108, 0}, false};  // hmask[32], qs[64], scales[12], d
         case GgmlType::Q6_K:
             return {1, {208, 0}, false};  // ql[128], qh[64], scales[16], d
+        case GgmlType::IQ4_XS:
+            return {1, {0, 0}, false};  // d, scales_h, scales_l[4], qs[128]
         case GgmlType::Q8_K:
             return {1, {0, 0}, true};
         default:
