@@ -30,7 +30,8 @@ namespace lazyllm {
 
 // The weights prefill's linear layers run on (--prefill-weights).
 enum class PrefillWeights {
-    // kQuant where the copies would not fit in memory (LlamaModel::load_weights), else kCopy.
+    // kQuant where the copies would take more than half the memory available, or would be
+    // fp32 copies over kFp32CopyLimit (LlamaModel::plan_weights); else kCopy.
     kAuto,
     // Copies converted at load for the GEMM (bf16 or fp32, GemmPrecision), beside the GGUF's
     // blocks for decode steps.
@@ -39,6 +40,9 @@ enum class PrefillWeights {
     // near the file size. Needs the quantized decode weights.
     kQuant,
 };
+
+// Past this many bytes of fp32 copies (no bf16 GEMM on the CPU), kAuto takes the blocks.
+inline constexpr double kFp32CopyLimit = 2.0 * 1024 * 1024 * 1024;
 
 struct ModelLoadOptions;
 
@@ -189,7 +193,7 @@ public:
     // the options allow them, QuantLinear has a fast path (or kQuant asks for them) and every
     // n_in is a multiple of 32; prefill on them when asked (kQuant, an error where there are
     // none) or, with kAuto, when the GEMM copies would take more than half the memory
-    // available now.
+    // available now or be fp32 copies over kFp32CopyLimit.
     static Result<WeightPlan> plan_weights(const ModelConfig& c, const ModelLoadOptions& opts);
 
     const ModelConfig& config() const { return config_; }

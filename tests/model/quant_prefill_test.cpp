@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "kernels/gemm.h"
 #include "kernels/qgemv.h"
 #include "model/forward_check.h"
 #include "model/llama_model.h"
@@ -145,6 +146,50 @@ TEST(QuantPrefill, AutoChoosesByMemory) {
     EXPECT_FALSE((*large)->prefill_quant());
     EXPECT_NE((*large)->prefill_choice().find("copy (auto: copies"), std::string::npos)
         << (*large)->prefill_choice();
+}
+
+// Without bf16 GEMMs the copies are fp32, and past kFp32CopyLimit kAuto takes the blocks even
+// where memory is plentiful; the default model's shape stays on its copies. Decided from the
+// config alone (Llama-3.2-1B's and SmolLM2-135M's shapes).
+TEST(QuantPrefill, AutoTakesTheBlocksOverFp32CopiesPastTheLimit) {
+    kernels::KernelContext ctx;
+    ctx.isa = kernels::isa_from_env().value();
+    if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no QuantLinear fast path";
+    ModelLoadOptions o;
+    o.ctx = ctx;
+    o.precision = kernels::GemmPrecision::kAuto;
+    o.available_memory = uint64_t{1} << 40;
+    ModelConfig c;
+    c.n_layer = 16;
+    c.n_embd = 2048;
+    c.n_head = 32;
+    c.n_head_kv = 8;
+    c.head_dim = 64;
+    c.n_ff = 8192;
+    c.n_vocab = 128256;
+    auto big = LlamaModel::plan_weights(c, o);
+    ASSERT_TRUE(big.ok()) << big.error().message();
+    const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
+    EXPECT_EQ(big->prefill_quant, !bf16) << big->prefill_choice;
+    if (!bf16) {
+        EXPECT_NE(big->prefill_choice.find("quant (auto: fp32 copies"), std::string::npos)
+            << big->prefill_choice;
+    }
+    ModelConfig small = c;
+    small.n_layer = 30;
+    small.n_embd = 576;
+    small.n_head = 9;
+    small.n_head_kv = 3;
+    small.n_ff = 1536;
+    small.n_vocab = 49152;
+    auto def = LlamaModel::plan_weights(small, o);
+    ASSERT_TRUE(def.ok()) << def.error().message();
+    EXPECT_FALSE(def->prefill_quant) << def->prefill_choice;
+    // Asked for, the copies are kept at any size that fits.
+    o.prefill_weights = PrefillWeights::kCopy;
+    auto asked = LlamaModel::plan_weights(c, o);
+    ASSERT_TRUE(asked.ok()) << asked.error().message();
+    EXPECT_FALSE(asked->prefill_quant);
 }
 
 // Copies that cannot fit in the memory available are refused with the sizes, naming the way
