@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "base/check.h"
@@ -241,8 +242,9 @@ struct QuantLinear::Impl {
     }
 
     // Allocates the packed layout and fills every group from `source(row, block, &blk)`, in
-    // parallel over groups. Padding rows get zero quants and scales (they produce 0). A false
-    // from source (a block it cannot represent) fails the whole matrix.
+    // parallel over groups (n_threads; a row's blocks in order, on one thread). Padding rows
+    // get zero quants and scales (they produce 0). A false from source (a block it cannot
+    // represent) fails the whole matrix.
     template <typename Source>
     Status pack(int64_t n_out, int64_t n_in, const FormatSpec& spec, Source&& source) {
         w.n_in = n_in;
@@ -376,6 +378,42 @@ Result<QuantLinear> QuantLinear::create_from_f32(const KernelContext& ctx, const
         return true;
     };
     return Impl::build(ctx, GgmlType::Q8_0, n_out, n_in, bias, source);
+}
+
+Result<QuantLinear> QuantLinear::create_from_rows(const KernelContext& ctx, int64_t n_out,
+                                                  int64_t n_in, const RowSource& row,
+                                                  const float* bias) {
+    if (!row || n_out <= 0 || n_in <= 0 || n_in % kBlock != 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "QuantLinear: bad row source [n_out={}, n_in={}] (n_in must be a "
+                          "positive multiple of {})",
+                          n_out, n_in, kBlock);
+    }
+    // One row buffer per thread of pack(), which visits a row's blocks in order on one thread.
+    const int n_threads = resolve_threads(ctx);
+    std::vector<float> rows(static_cast<size_t>(n_threads * n_in));
+    std::vector<int64_t> current(static_cast<size_t>(n_threads), -1);
+    std::atomic<bool> failed{false};
+    Status first_error;
+    std::mutex error_mutex;
+    const auto source = [&](int64_t r, int64_t b, UnpackedBlock* blk) {
+        const int t = omp_get_thread_num();
+        float* buf = rows.data() + static_cast<size_t>(t) * n_in;
+        if (current[t] != r) {
+            current[t] = r;
+            Status st = failed.load(std::memory_order_relaxed) ? Status{} : row(r, buf);
+            if (!st.ok()) {
+                const std::lock_guard<std::mutex> lock(error_mutex);
+                if (!failed.exchange(true)) first_error = std::move(st);
+                std::fill(buf, buf + n_in, 0.0f);
+            }
+        }
+        quantize_block_q8_0(buf + b * kBlock, blk);
+        return true;
+    };
+    Result<QuantLinear> out = Impl::build(ctx, GgmlType::Q8_0, n_out, n_in, bias, source);
+    if (failed.load()) return first_error.error();
+    return out;
 }
 
 QuantLinear::QuantLinear() = default;

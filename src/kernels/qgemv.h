@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -49,6 +50,13 @@ public:
     static Result<QuantLinear> create_from_f32(const KernelContext& ctx, const float* w,
                                                int64_t n_out, int64_t n_in,
                                                const float* bias = nullptr);
+    // As create_from_f32, with the fp32 rows made one at a time by `row(r, dst)` (dst: n_in
+    // floats), so only one row per thread exists at once. `row` is called from several
+    // threads, once per row; its first error is returned.
+    using RowSource = std::function<Status(int64_t r, float* dst)>;
+    static Result<QuantLinear> create_from_rows(const KernelContext& ctx, int64_t n_out,
+                                                int64_t n_in, const RowSource& row,
+                                                const float* bias = nullptr);
     // True when forward() runs SIMD kernels for this context: AVX-512 VNNI (CPU has VNNI and
     // ctx.isa >= kAvx512), else AVX2 (CPU has AVX2 + FMA + F16C and ctx.isa >= kAvx2); both
     // measured faster than PackedLinear's GEMM for decode rows (bench/qgemv_bench.cpp).

@@ -7,6 +7,7 @@
 
 #include <utility>
 
+#include "base/check.h"
 #include "base/timer.h"
 #include "kernels/quant.h"
 #include "lazyllm/memory.h"
@@ -43,6 +44,28 @@ Result<std::vector<float>> read_tensor_f32(const GgufFile& gguf, const std::stri
     std::vector<float> out(t->n_elements());
     LAZYLLM_TRY(dequantize_tensor(gguf, *t, isa, out.data()));
     return out;
+}
+
+// Row r of the parts stacked along n_out, as fp32 (n_in floats).
+Status dequantize_stacked_row(const std::vector<const GgufTensorInfo*>& infos,
+                              const std::vector<kernels::QuantLinear::Part>& parts, int64_t r,
+                              int64_t n_in, kernels::Isa isa, float* dst) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+        if (r >= parts[i].n_out) {
+            r -= parts[i].n_out;
+            continue;
+        }
+        const auto traits = ggml_type_traits(static_cast<uint32_t>(parts[i].type));
+        LAZYLLM_CHECK(traits.has_value() && n_in % traits->block_size == 0);
+        const size_t row_bytes = static_cast<size_t>(n_in / traits->block_size) * traits->type_size;
+        Status st = kernels::dequantize_row_f32(isa, parts[i].type,
+                                                parts[i].data + static_cast<size_t>(r) * row_bytes,
+                                                dst, n_in);
+        if (!st.ok()) return st.error().with_context(fmt::format("tensor '{}'", infos[i]->name));
+        return {};
+    }
+    LAZYLLM_CHECK_MSG(false, "row past the stacked parts");
+    return {};
 }
 
 // Concatenates row blocks [rows_i, n_in] into one [sum rows_i, n_in] matrix.
@@ -304,10 +327,17 @@ Status LlamaModel::make_linear(std::string_view what, std::initializer_list<Matr
             direct ? kernels::QuantLinear::create(opts_.ctx, qparts, n_in, bias)
                    : make_error(ErrorCode::kUnsupported, "not taken directly");
         // Types QuantLinear does not take (and K-quant scales that overflow fp16): Q8_0
-        // requantized from fp32.
+        // requantized from fp32, from the copy where one was read, else a row at a time (a
+        // 128k x 2048 tied head would otherwise pass through 1 GiB of fp32 at load).
         if (!q.ok() && q.error().code() == ErrorCode::kUnsupported) {
-            LAZYLLM_TRY(read_f32());
-            q = kernels::QuantLinear::create_from_f32(opts_.ctx, w.data(), n_out, n_in, bias);
+            q = !w.empty() ? kernels::QuantLinear::create_from_f32(opts_.ctx, w.data(), n_out,
+                                                                   n_in, bias)
+                           : kernels::QuantLinear::create_from_rows(
+                                 opts_.ctx, n_out, n_in,
+                                 [&](int64_t r, float* dst) {
+                                     return dequantize_stacked_row(infos, qparts, r, n_in, isa, dst);
+                                 },
+                                 bias);
         }
         if (!q.ok()) return fail(q.error());
         out.quant = std::move(q).value();

@@ -259,6 +259,42 @@ TEST(QuantLinear, FromF32WithinWeightAndActivationRounding) {
     }
 }
 
+// Rows made one at a time give the same layer as the whole fp32 matrix, on 1 and 2 threads;
+// a row source's error is returned.
+TEST(QuantLinear, FromRowsEqualsFromF32) {
+    const int64_t n_out = 53, n_in = 96;
+    const auto w = random_vec(n_out * n_in, 31);
+    const auto bias = random_vec(n_out, 32);
+    const Shape s{5, n_out, n_in, 0, 0, true, false};
+    const auto x = make_x(s.m, s.ldx(), s.n_in, 33);
+    const auto y0 = random_vec(s.m * s.ldy(), 34);
+    for (const KernelContext& ctx : {kRefCtx, fast_ctx(1), fast_ctx(2)}) {
+        auto whole = QuantLinear::create_from_f32(ctx, w.data(), n_out, n_in, bias.data());
+        ASSERT_TRUE(whole.ok()) << whole.error().message();
+        std::vector<int> calls(n_out, 0);
+        auto rows = QuantLinear::create_from_rows(
+            ctx, n_out, n_in,
+            [&](int64_t r, float* dst) -> Status {
+                ++calls[r];
+                std::copy_n(w.data() + r * n_in, n_in, dst);
+                return {};
+            },
+            bias.data());
+        ASSERT_TRUE(rows.ok()) << rows.error().message();
+        EXPECT_EQ(rows->weight_bytes(), whole->weight_bytes());
+        EXPECT_EQ(run(*rows, s, x, y0), run(*whole, s, x, y0)) << "threads " << ctx.n_threads;
+        EXPECT_EQ(std::count(calls.begin(), calls.end(), 1), n_out) << "each row made once";
+    }
+    auto bad = QuantLinear::create_from_rows(kRefCtx, n_out, n_in, [&](int64_t r, float* dst) -> Status {
+        if (r == 17) return make_error(ErrorCode::kCorrupt, "row 17 is broken");
+        std::fill_n(dst, n_in, 0.0f);
+        return {};
+    });
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().code(), ErrorCode::kCorrupt);
+    EXPECT_NE(bad.error().message().find("row 17 is broken"), std::string::npos);
+}
+
 TEST(QuantLinear, StackedPartsEqualOneMatrix) {
     const int64_t n_in = 128, rows[] = {40, 9, 23};
     const int64_t n_out = rows[0] + rows[1] + rows[2];
