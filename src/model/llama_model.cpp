@@ -58,9 +58,8 @@ Status dequantize_stacked_row(const std::vector<const GgufTensorInfo*>& infos,
         const auto traits = ggml_type_traits(static_cast<uint32_t>(parts[i].type));
         LAZYLLM_CHECK(traits.has_value() && n_in % traits->block_size == 0);
         const size_t row_bytes = static_cast<size_t>(n_in / traits->block_size) * traits->type_size;
-        Status st = kernels::dequantize_row_f32(isa, parts[i].type,
-                                                parts[i].data + static_cast<size_t>(r) * row_bytes,
-                                                dst, n_in);
+        Status st = kernels::dequantize_row_f32(
+            isa, parts[i].type, parts[i].data + static_cast<size_t>(r) * row_bytes, dst, n_in);
         if (!st.ok()) return st.error().with_context(fmt::format("tensor '{}'", infos[i]->name));
         return {};
     }
@@ -330,14 +329,14 @@ Status LlamaModel::make_linear(std::string_view what, std::initializer_list<Matr
         // requantized from fp32, from the copy where one was read, else a row at a time (a
         // 128k x 2048 tied head would otherwise pass through 1 GiB of fp32 at load).
         if (!q.ok() && q.error().code() == ErrorCode::kUnsupported) {
-            q = !w.empty() ? kernels::QuantLinear::create_from_f32(opts_.ctx, w.data(), n_out,
-                                                                   n_in, bias)
-                           : kernels::QuantLinear::create_from_rows(
-                                 opts_.ctx, n_out, n_in,
-                                 [&](int64_t r, float* dst) {
-                                     return dequantize_stacked_row(infos, qparts, r, n_in, isa, dst);
-                                 },
-                                 bias);
+            q = !w.empty()
+                    ? kernels::QuantLinear::create_from_f32(opts_.ctx, w.data(), n_out, n_in, bias)
+                    : kernels::QuantLinear::create_from_rows(
+                          opts_.ctx, n_out, n_in,
+                          [&](int64_t r, float* dst) {
+                              return dequantize_stacked_row(infos, qparts, r, n_in, isa, dst);
+                          },
+                          bias);
         }
         if (!q.ok()) return fail(q.error());
         out.quant = std::move(q).value();

@@ -285,11 +285,12 @@ TEST(QuantLinear, FromRowsEqualsFromF32) {
         EXPECT_EQ(run(*rows, s, x, y0), run(*whole, s, x, y0)) << "threads " << ctx.n_threads;
         EXPECT_EQ(std::count(calls.begin(), calls.end(), 1), n_out) << "each row made once";
     }
-    auto bad = QuantLinear::create_from_rows(kRefCtx, n_out, n_in, [&](int64_t r, float* dst) -> Status {
-        if (r == 17) return make_error(ErrorCode::kCorrupt, "row 17 is broken");
-        std::fill_n(dst, n_in, 0.0f);
-        return {};
-    });
+    auto bad =
+        QuantLinear::create_from_rows(kRefCtx, n_out, n_in, [&](int64_t r, float* dst) -> Status {
+            if (r == 17) return make_error(ErrorCode::kCorrupt, "row 17 is broken");
+            std::fill_n(dst, n_in, 0.0f);
+            return {};
+        });
     ASSERT_FALSE(bad.ok());
     EXPECT_EQ(bad.error().code(), ErrorCode::kCorrupt);
     EXPECT_NE(bad.error().message().find("row 17 is broken"), std::string::npos);
