@@ -14,7 +14,7 @@ namespace lazyllm {
 struct GemmPeak {
     double gflops = 0.0;  // best single-call throughput, 2 * m * n_in * n_out / time
     double mean_gflops = 0.0;
-    std::string precision;  // bf16 | f32: what the GEMM actually ran in
+    std::string precision;  // bf16 | f32 | quant: what the layer actually ran in
     std::string isa;        // ref | avx2 | avx512 | amx
     int n_threads = 0;
     int64_t m = 0, n_in = 0, n_out = 0;
@@ -23,8 +23,10 @@ struct GemmPeak {
 // Times the engine's own linear layer (weights packed at load) on
 // y[2048, 1536] = x[2048, 576] . W^T, a SmolLM2-135M gate/up-sized prefill GEMM, after a warm-up
 // call: bf16 activations in (as the model feeds its bf16 GEMMs) or fp32 on the fp32 path, fp32
-// out. `precision`: auto | f32 | bf16, as EngineOptions::precision. Sets the OpenMP thread
-// count to `n_threads` (0: all cores), as Engine::load does. Takes well under a second.
+// out. `precision`: auto | f32 | bf16, as EngineOptions::precision, or quant: the same shape on
+// QuantLinear over random Q4_1 blocks (the default model's type; int8 activations), the layer
+// prefill runs on with --prefill-weights quant. Sets the OpenMP thread count to `n_threads`
+// (0: all cores), as Engine::load does. Takes well under a second.
 Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision = "auto");
 
 }  // namespace lazyllm

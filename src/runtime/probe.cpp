@@ -1,5 +1,6 @@
 // GEMM peak probe (include/lazyllm/probe.h): the shape is the one design.md section 3 quotes for
-// oneDNN bf16 on AMX (2048x1536x576, 3.6 TFLOP/s on 2 threads), run through PackedLinear. On the
+// oneDNN bf16 on AMX (2048x1536x576, 3.6 TFLOP/s on 2 threads), run through PackedLinear (or
+// QuantLinear for the quantized prefill). On the
 // bf16 path the activations go in as bf16 (forward_bf16), as the model's GEMMs get them from
 // rms_norm_bf16 / swiglu_bf16, so no fp32 -> bf16 conversion is timed.
 #include "lazyllm/probe.h"
@@ -15,6 +16,8 @@
 #include "base/timer.h"
 #include "kernels/cpu.h"
 #include "kernels/gemm.h"
+#include "kernels/qgemv.h"
+#include "kernels/quant.h"
 
 namespace lazyllm {
 
@@ -42,6 +45,20 @@ std::vector<float> random_values(size_t n, uint32_t seed) {
     return v;
 }
 
+// Random Q4_1 blocks (20 bytes per 32 weights: fp16 d and m, 16 bytes of nibbles) with
+// trained-model-like scales; the kernel's speed does not depend on the values.
+std::vector<uint8_t> random_q4_1(int64_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> out(static_cast<size_t>(n / 32) * 20);
+    for (size_t off = 0; off < out.size(); off += 20) {
+        for (size_t i = 4; i < 20; ++i) out[off + i] = static_cast<uint8_t>(rng());
+        const uint16_t d = kernels::fp32_to_fp16(0.02f), m = kernels::fp32_to_fp16(-0.16f);
+        std::memcpy(&out[off], &d, 2);
+        std::memcpy(&out[off + 2], &m, 2);
+    }
+    return out;
+}
+
 }  // namespace
 
 Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
@@ -49,13 +66,15 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
         return make_error(ErrorCode::kInvalidArgument, "threads must be >= 0, got {}", n_threads);
     }
     kernels::GemmPrecision p = kernels::GemmPrecision::kAuto;
-    if (precision == "f32") {
+    const bool quant = precision == "quant";
+    if (quant || precision == "auto") {
+    } else if (precision == "f32") {
         p = kernels::GemmPrecision::kF32;
     } else if (precision == "bf16") {
         p = kernels::GemmPrecision::kBf16;
-    } else if (precision != "auto") {
+    } else {
         return make_error(ErrorCode::kInvalidArgument,
-                          "precision '{}' is not one of auto, f32, bf16", precision);
+                          "precision '{}' is not one of auto, f32, bf16, quant", precision);
     }
     LAZYLLM_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::isa_from_env());
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -66,11 +85,21 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
         random_values(static_cast<size_t>(kOut * kIn), 1);                         // [n_out, n_in]
     const std::vector<float> x = random_values(static_cast<size_t>(kM * kIn), 2);  // [m, n_in]
     std::vector<float> y(static_cast<size_t>(kM * kOut));                          // [m, n_out]
-    LAZYLLM_ASSIGN_OR_RETURN(kernels::PackedLinear lin,
-                             kernels::PackedLinear::create(ctx, w.data(), kOut, kIn, nullptr, p));
+    kernels::PackedLinear lin;
+    kernels::QuantLinear qlin;
+    if (quant) {
+        const std::vector<uint8_t> blocks = random_q4_1(kOut * kIn, 3);
+        const kernels::QuantLinear::Part part{GgmlType::Q4_1, blocks.data(), kOut};
+        LAZYLLM_ASSIGN_OR_RETURN(qlin, kernels::QuantLinear::create(ctx, {&part, 1}, kIn));
+    } else {
+        LAZYLLM_ASSIGN_OR_RETURN(lin,
+                                 kernels::PackedLinear::create(ctx, w.data(), kOut, kIn, nullptr, p));
+    }
     const std::vector<uint16_t> x_bf16 = lin.is_bf16() ? to_bf16(x) : std::vector<uint16_t>();
     auto call = [&] {
-        if (lin.is_bf16()) {
+        if (quant) {
+            qlin.forward(x.data(), kM, y.data());
+        } else if (lin.is_bf16()) {
             lin.forward_bf16(x_bf16.data(), kM, y.data());
         } else {
             lin.forward(x.data(), kM, y.data());
@@ -90,7 +119,7 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
     GemmPeak r;
     r.gflops = flops / static_cast<double>(best_ns);
     r.mean_gflops = flops * kCalls / static_cast<double>(total_ns);
-    r.precision = lin.is_bf16() ? "bf16" : "f32";
+    r.precision = quant ? "quant" : lin.is_bf16() ? "bf16" : "f32";
     r.isa = std::string(kernels::isa_name(isa));
     r.n_threads = ctx.n_threads;
     r.m = kM;

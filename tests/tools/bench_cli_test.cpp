@@ -143,6 +143,18 @@ TEST(BenchCliTest, MarkdownTableWithProfileAndPrefillOnly) {
     EXPECT_FALSE(contains(r.out, "End-to-end latency")) << r.out;
 }
 
+// Copies and blocks in one run: each engine's rows are measured against its own layer's probe
+// (PackedLinear, or QuantLinear on the blocks), one peak line each.
+TEST(BenchCliTest, EachPrefillWeightsHasItsOwnPeak) {
+    const CliRun r = run("bench -m " + tiny_model_file() +
+                             " -p 48 -n 0 --policy full --prefill-weights copy,quant" + kCommon,
+                         /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, ": PackedLinear 2048x576x1536")) << r.out;
+    EXPECT_TRUE(contains(r.out, "(quant on ")) << r.out;
+    EXPECT_TRUE(contains(r.out, ": QuantLinear Q4_1 2048x576x1536")) << r.out;
+}
+
 TEST(BenchCliTest, MarkdownEndToEndLatencyTable) {
     const CliRun r = run("bench -m " + tiny_model_file() + " -p 40 -n 3 --policy full,lazy" + kCommon,
                          /*merge_stderr=*/false);

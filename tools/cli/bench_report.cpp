@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
@@ -135,14 +136,17 @@ void fill_speedups(std::vector<BenchRow>& rows) {
 }
 
 void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow>& rows) {
-    std::map<int, const BenchRow*> peaks;  // threads -> a row carrying the probe
-    for (const BenchRow& r : rows) peaks.emplace(r.n_threads, &r);
+    // (threads, gemm) -> a row carrying that engine's probe
+    std::map<std::pair<int, std::string>, const BenchRow*> peaks;
+    for (const BenchRow& r : rows) peaks.emplace(std::make_pair(r.n_threads, r.gemm), &r);
     fmt::print(out, "model: {} ({}), prompt: {}\n", env.model_filename, env.model_type, env.prompt);
-    for (const auto& [t, r] : peaks) {
+    for (const auto& [key, r] : peaks) {
+        const int t = key.first;
         fmt::print(out,
-                   "GEMM peak at t={}: {:.0f} GFLOP/s ({} on {}: PackedLinear 2048x576x1536, "
+                   "GEMM peak at t={}: {:.0f} GFLOP/s ({} on {}: {} 2048x576x1536, "
                    "best call of the probes before and after the runs)\n",
-                   t, r->peak_gflops, r->gemm, r->isa);
+                   t, r->peak_gflops, r->gemm, r->isa,
+                   r->gemm == "quant" ? "QuantLinear Q4_1" : "PackedLinear");
     }
     fmt::print(out,
                "\n| model | size | params | backend | threads | policy | test | t/s | TTFT ms "

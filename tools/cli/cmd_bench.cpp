@@ -269,7 +269,9 @@ int run_bench(const BenchArgs& a) {
                 return kExitOk;
             }
         }
-        auto peak = measure_gemm_peak(s.n_threads, a.precision);
+        // The peak of the layer prefill runs on: QuantLinear on the blocks, else the GEMM.
+        const std::string probe = s.gemm == "quant" ? "quant" : a.precision;
+        auto peak = measure_gemm_peak(s.n_threads, probe);
         if (!peak.ok()) return report(peak.error());
         std::fprintf(stderr,
                      "lazyllm bench: %s, %d threads, isa %s, gemm %s, GEMM peak %.0f GFLOP/s, "
@@ -347,7 +349,7 @@ int run_bench(const BenchArgs& a) {
         }
         // The probe again at the end: on a shared machine one short probe can land in a slow
         // moment; the better of the two is the closer estimate of what the hardware gives.
-        auto peak_after = measure_gemm_peak(s.n_threads, a.precision);
+        auto peak_after = measure_gemm_peak(s.n_threads, probe);
         if (!peak_after.ok()) return report(peak_after.error());
         const double best_peak = std::max(peak->gflops, peak_after->gflops);
         for (size_t i = first_row; i < rows.size(); ++i) rows[i].peak_gflops = best_peak;
