@@ -92,8 +92,8 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
         const kernels::QuantLinear::Part part{GgmlType::Q4_1, blocks.data(), kOut};
         LAZYLLM_ASSIGN_OR_RETURN(qlin, kernels::QuantLinear::create(ctx, {&part, 1}, kIn));
     } else {
-        LAZYLLM_ASSIGN_OR_RETURN(lin,
-                                 kernels::PackedLinear::create(ctx, w.data(), kOut, kIn, nullptr, p));
+        LAZYLLM_ASSIGN_OR_RETURN(
+            lin, kernels::PackedLinear::create(ctx, w.data(), kOut, kIn, nullptr, p));
     }
     const std::vector<uint16_t> x_bf16 = lin.is_bf16() ? to_bf16(x) : std::vector<uint16_t>();
     auto call = [&] {

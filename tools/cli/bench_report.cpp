@@ -4,9 +4,9 @@
 
 #include <cmath>
 #include <map>
-#include <utility>
 #include <nlohmann/json.hpp>
 #include <tuple>
+#include <utility>
 
 namespace lazyllm::cli {
 
