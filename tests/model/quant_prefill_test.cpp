@@ -148,26 +148,31 @@ TEST(QuantPrefill, AutoChoosesByMemory) {
         << (*large)->prefill_choice();
 }
 
+// A Llama config with these shapes (head_dim 64), for plans made from the config alone.
+ModelConfig llama_shape(int n_layer, int n_embd, int n_head_kv, int n_ff, int n_vocab) {
+    ModelConfig c;
+    c.n_layer = n_layer;
+    c.n_embd = n_embd;
+    c.head_dim = 64;
+    c.n_head = n_embd / c.head_dim;
+    c.n_head_kv = n_head_kv;
+    c.n_ff = n_ff;
+    c.n_vocab = n_vocab;
+    return c;
+}
+
 // Without bf16 GEMMs the copies are fp32, and past kFp32CopyLimit kAuto takes the blocks even
-// where memory is plentiful; the default model's shape stays on its copies. Decided from the
-// config alone (Llama-3.2-1B's and SmolLM2-135M's shapes).
+// where memory is plentiful; the default model's shape stays on its copies.
 TEST(QuantPrefill, AutoTakesTheBlocksOverFp32CopiesPastTheLimit) {
     kernels::KernelContext ctx;
     ctx.isa = kernels::isa_from_env().value();
     if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no QuantLinear fast path";
     ModelLoadOptions o;
     o.ctx = ctx;
-    o.precision = kernels::GemmPrecision::kAuto;
     o.available_memory = uint64_t{1} << 40;
-    ModelConfig c;
-    c.n_layer = 16;
-    c.n_embd = 2048;
-    c.n_head = 32;
-    c.n_head_kv = 8;
-    c.head_dim = 64;
-    c.n_ff = 8192;
-    c.n_vocab = 128256;
-    auto big = LlamaModel::plan_weights(c, o);
+    const ModelConfig llama_1b = llama_shape(16, 2048, 8, 8192, 128256);
+    const ModelConfig smollm2 = llama_shape(30, 576, 3, 1536, 49152);
+    auto big = LlamaModel::plan_weights(llama_1b, o);
     ASSERT_TRUE(big.ok()) << big.error().message();
     const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
     EXPECT_EQ(big->prefill_quant, !bf16) << big->prefill_choice;
@@ -175,19 +180,12 @@ TEST(QuantPrefill, AutoTakesTheBlocksOverFp32CopiesPastTheLimit) {
         EXPECT_NE(big->prefill_choice.find("quant (auto: fp32 copies"), std::string::npos)
             << big->prefill_choice;
     }
-    ModelConfig small = c;
-    small.n_layer = 30;
-    small.n_embd = 576;
-    small.n_head = 9;
-    small.n_head_kv = 3;
-    small.n_ff = 1536;
-    small.n_vocab = 49152;
-    auto def = LlamaModel::plan_weights(small, o);
+    auto def = LlamaModel::plan_weights(smollm2, o);
     ASSERT_TRUE(def.ok()) << def.error().message();
     EXPECT_FALSE(def->prefill_quant) << def->prefill_choice;
     // Asked for, the copies are kept at any size that fits.
     o.prefill_weights = PrefillWeights::kCopy;
-    auto asked = LlamaModel::plan_weights(c, o);
+    auto asked = LlamaModel::plan_weights(llama_1b, o);
     ASSERT_TRUE(asked.ok()) << asked.error().message();
     EXPECT_FALSE(asked->prefill_quant);
 }
