@@ -364,20 +364,26 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
     return scale;
 }
 
+// The symmetric scale of each 16-element sub-block of a super-block (make_qx_quants with
+// nmax, quants into L), and the one of largest magnitude, signed (the first of equals).
+float sub_block_scales(const float* x, int nmax, int8_t* L, float* scales) {
+    float max_scale = 0, max_abs = 0;
+    for (int j = 0; j < kQkK / 16; ++j) {
+        scales[j] = make_qx_quants(16, nmax, x + 16 * j, L + 16 * j);
+        if (std::fabs(scales[j]) > max_abs) {
+            max_abs = std::fabs(scales[j]);
+            max_scale = scales[j];
+        }
+    }
+    return max_scale;
+}
+
 void quantize_q6_k(const float* x, BlockQ6K* y, int64_t nb) {
     int8_t L[kQkK];
     float scales[kQkK / 16];
     for (int64_t i = 0; i < nb; ++i, x += kQkK) {
-        float max_scale = 0, max_abs_scale = 0;
-        for (int ib = 0; ib < kQkK / 16; ++ib) {
-            const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib);
-            scales[ib] = scale;
-            if (std::fabs(scale) > max_abs_scale) {
-                max_abs_scale = std::fabs(scale);
-                max_scale = scale;
-            }
-        }
-        if (max_abs_scale < kGroupMaxEps) {
+        const float max_scale = sub_block_scales(x, 32, L, scales);
+        if (std::fabs(max_scale) < kGroupMaxEps) {
             std::memset(&y[i], 0, sizeof(BlockQ6K));
             continue;
         }
@@ -419,14 +425,7 @@ void quantize_q3_k(const float* x, BlockQ3K* y, int64_t nb) {
     int8_t L[kQkK];
     float scales[kQkK / 16];
     for (int64_t i = 0; i < nb; ++i, x += kQkK) {
-        float max_scale = 0, amax = 0;
-        for (int j = 0; j < kQkK / 16; ++j) {
-            scales[j] = make_qx_quants(16, 4, x + 16 * j, L + 16 * j);
-            if (std::fabs(scales[j]) > amax) {
-                amax = std::fabs(scales[j]);
-                max_scale = scales[j];
-            }
-        }
+        const float max_scale = sub_block_scales(x, 4, L, scales);
         std::memset(y[i].scales, 0, kKScaleSize);
         y[i].d = to_half(0.0f);
         if (max_scale != 0.0f) {
