@@ -1,8 +1,8 @@
 // GEMM peak probe (include/lazyllm/probe.h): the shape is the one design.md section 3 quotes for
 // oneDNN bf16 on AMX (2048x1536x576, 3.6 TFLOP/s on 2 threads), run through PackedLinear (or
-// QuantLinear for the quantized prefill). On the
-// bf16 path the activations go in as bf16 (forward_bf16), as the model's GEMMs get them from
-// rms_norm_bf16 / swiglu_bf16, so no fp32 -> bf16 conversion is timed.
+// QuantLinear for the quantized prefill). On the bf16 path the activations go in as bf16
+// (forward_bf16), as the model's GEMMs get them from rms_norm_bf16 / swiglu_bf16, so no
+// fp32 -> bf16 conversion is timed.
 #include "lazyllm/probe.h"
 
 #include <omp.h>
@@ -65,14 +65,13 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
     if (n_threads < 0) {
         return make_error(ErrorCode::kInvalidArgument, "threads must be >= 0, got {}", n_threads);
     }
-    kernels::GemmPrecision p = kernels::GemmPrecision::kAuto;
     const bool quant = precision == "quant";
-    if (quant || precision == "auto") {
-    } else if (precision == "f32") {
+    kernels::GemmPrecision p = kernels::GemmPrecision::kAuto;
+    if (precision == "f32") {
         p = kernels::GemmPrecision::kF32;
     } else if (precision == "bf16") {
         p = kernels::GemmPrecision::kBf16;
-    } else {
+    } else if (precision != "auto" && !quant) {
         return make_error(ErrorCode::kInvalidArgument,
                           "precision '{}' is not one of auto, f32, bf16, quant", precision);
     }
