@@ -46,6 +46,11 @@ Result<std::vector<float>> read_tensor_f32(const GgufFile& gguf, const std::stri
     return out;
 }
 
+// Bytes of one row of n elements of a type whose blocks divide n.
+size_t row_bytes(const GgmlTypeTraits& t, int64_t n) {
+    return static_cast<size_t>(n / t.block_size) * t.type_size;
+}
+
 // Row r of the parts stacked along n_out, as fp32 (n_in floats).
 Status dequantize_stacked_row(const std::vector<const GgufTensorInfo*>& infos,
                               const std::vector<kernels::QuantLinear::Part>& parts, int64_t r,
@@ -57,9 +62,9 @@ Status dequantize_stacked_row(const std::vector<const GgufTensorInfo*>& infos,
         }
         const auto traits = ggml_type_traits(static_cast<uint32_t>(parts[i].type));
         LAZYLLM_CHECK(traits.has_value() && n_in % traits->block_size == 0);
-        const size_t row_bytes = static_cast<size_t>(n_in / traits->block_size) * traits->type_size;
         Status st = kernels::dequantize_row_f32(
-            isa, parts[i].type, parts[i].data + static_cast<size_t>(r) * row_bytes, dst, n_in);
+            isa, parts[i].type, parts[i].data + static_cast<size_t>(r) * row_bytes(*traits, n_in),
+            dst, n_in);
         if (!st.ok()) return st.error().with_context(fmt::format("tensor '{}'", infos[i]->name));
         return {};
     }
@@ -138,7 +143,7 @@ Status LlamaModel::load_weights() {
     }
     token_embd_ = gguf_.tensor_data(*embd);
     token_embd_type_ = embd->type;
-    token_embd_row_bytes_ = static_cast<size_t>(E / traits->block_size) * traits->type_size;
+    token_embd_row_bytes_ = row_bytes(*traits, E);
 
     LAZYLLM_ASSIGN_OR_RETURN(WeightPlan plan, plan_weights(c, opts_));
     quantized_decode_ = plan.quantized_decode;
