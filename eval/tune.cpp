@@ -70,8 +70,34 @@ bool at_most_as_wide(const Schedule& a, const Schedule& b, int n_layer) {
 std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_layer) {
     std::vector<TuneCandidate> out;
     if (n_layer < 2) return out;
-    auto to_layer = [n_layer](double f) {
-        return std::clamp(static_cast<int>(std::lround(f * n_layer)), 1, n_layer - 1);
+    // Where a boundary may go: anywhere, or within score_layers after a global layer.
+    std::vector<int> allowed;
+    for (int g : space.global_layers) {
+        for (int b = g + 1; b <= g + std::max(space.score_layers, 1) && b < n_layer; ++b) {
+            allowed.push_back(b);
+        }
+    }
+    std::sort(allowed.begin(), allowed.end());
+    allowed.erase(std::unique(allowed.begin(), allowed.end()), allowed.end());
+    if (!space.global_layers.empty() && allowed.empty()) return out;
+    auto to_layer = [&](double f) {
+        const int b = std::clamp(static_cast<int>(std::lround(f * n_layer)), 1, n_layer - 1);
+        if (allowed.empty()) return b;
+        // The nearest allowed layer; on a tie the shallower one.
+        return *std::min_element(allowed.begin(), allowed.end(), [b](int x, int y) {
+            return std::pair(std::abs(x - b), x) < std::pair(std::abs(y - b), y);
+        });
+    };
+    // A boundary's stage (from the previous boundary) must hold the global layer it scores on.
+    auto scores_on_global = [&](const std::vector<int>& bounds) {
+        if (space.global_layers.empty()) return true;
+        for (size_t j = 0; j < bounds.size(); ++j) {
+            const int lo = std::max(j == 0 ? 0 : bounds[j - 1], bounds[j] - space.score_layers);
+            const bool any = std::any_of(space.global_layers.begin(), space.global_layers.end(),
+                                         [&](int g) { return g >= lo && g < bounds[j]; });
+            if (!any) return false;
+        }
+        return true;
     };
     std::vector<float> keep = space.keep;
     std::sort(keep.begin(), keep.end(), std::greater<>());
@@ -96,7 +122,7 @@ std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_la
                     increasing = increasing && b > bounds.back();
                     bounds.push_back(b);
                 }
-                if (!increasing) continue;
+                if (!increasing || !scores_on_global(bounds)) continue;
                 for (const auto& ks : keep_sets) {
                     Schedule s;
                     s.boundaries = bounds;

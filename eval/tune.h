@@ -37,6 +37,10 @@ struct TuneSpace {
     bool prune_decode = true;
     int score_layers = 1;
     int score_pool = 1;
+    // A sliding-window model's layers that see the whole context (ModelSummary::global_layers):
+    // each boundary then sits within score_layers after a global layer of its stage, where its
+    // score comes from (Session::create refuses the rest). Empty: any layer.
+    std::vector<int> global_layers = {};
 };
 
 struct TuneCandidate {
@@ -51,7 +55,8 @@ double predicted_cost(const Schedule& schedule, int n_layer);
 // True when `a` keeps no more tokens than `b` at every layer (a is at least as aggressive).
 bool at_most_as_wide(const Schedule& a, const Schedule& b, int n_layer);
 // Every schedule of the space for an n_layer model: 1..max_boundaries boundaries (the first from
-// first_boundary, later ones from later_boundary, strictly increasing after rounding to layers)
+// first_boundary, later ones from later_boundary, strictly increasing after rounding to layers;
+// with global_layers, rounded to the nearest layer a boundary may score on)
 // with strictly decreasing keep fractions; duplicates removed; sorted by cost (ties: fewer
 // boundaries, then boundaries, then keep), so the order is deterministic.
 std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_layer);

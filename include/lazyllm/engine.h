@@ -51,6 +51,9 @@ struct ModelSummary {
     std::string decode;     // quant (QuantLinear, VNNI) | gemm (the prefill weights)
     std::string prefill_weights;  // the choice and why, e.g. "copy (auto: copies 520 MiB, ...)"
 
+    // Layers that see the whole context when the model also has sliding-window layers (gemma3;
+    // a pruning boundary scores on one of them); empty otherwise.
+    std::vector<int> global_layers;
     int default_keep_first = 0;  // tokens the model's default pruning schedule never prunes
     int default_score_layers = 1;  // the model default schedule's score shaping (prune::Schedule)
     int default_score_pool = 1;

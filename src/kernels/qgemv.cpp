@@ -57,16 +57,21 @@ bool format_of(GgmlType type, FormatSpec* spec) {
         case GgmlType::Q5_K:
             *spec = {5, true, 0};
             return true;
+        case GgmlType::Q6_K:  // exact: its d and two int8 half-block scales (qgemv_isa.h)
+            *spec = {6, false, 0};
+            return true;
         default:
             return false;
     }
 }
 
-// One block of 32 weights as stored: unsigned quants u, fp16 scale and min (raw bits).
+// One block of 32 weights as stored: unsigned quants u, fp16 scale and min (raw bits), and
+// for 6-bit quants the two halves' int8 scales.
 struct UnpackedBlock {
     uint8_t u[kBlock];
     uint16_t d;
     uint16_t m;
+    int8_t sc[2];
 };
 
 // The 4- and 5-bit formats: qs[j] holds element j in its low nibble and element j + 16 in its
@@ -117,6 +122,26 @@ bool unpack_k(const uint8_t* src, int sub, UnpackedBlock* out) {
     return true;
 }
 
+// Sub-block `sub` (32 elements) of a Q6_K super-block: element e = 32 sub + l has its low 4
+// bits in nibble (e % 128) / 64 of ql[64 (e / 128) + e % 64], its high 2 bits at bit
+// 2 ((e % 128) / 32) of qh[32 (e / 128) + l], and scale e / 16 (ggml-quants.c,
+// dequantize_row_q6_K).
+void unpack_q6_k(const uint8_t* src, int sub, UnpackedBlock* out) {
+    quant::BlockQ6K b;
+    std::memcpy(&b, src, sizeof(b));
+    out->d = b.d;
+    out->m = 0;
+    out->sc[0] = b.scales[2 * sub];
+    out->sc[1] = b.scales[2 * sub + 1];
+    const int half = sub / 4, quarter = sub % 4;
+    const uint8_t* ql = b.ql + 64 * half + 32 * (quarter % 2);
+    const uint8_t* qh = b.qh + 32 * half;
+    for (int l = 0; l < kBlock; ++l) {
+        const int lo = quarter < 2 ? (ql[l] & 0x0F) : (ql[l] >> 4);
+        out->u[l] = static_cast<uint8_t>(lo | (((qh[l] >> (2 * quarter)) & 3) << 4));
+    }
+}
+
 // Block of 32 weights `sub` of the GGML block at `src` (sub > 0 only for the K-quants'
 // 256-element super-blocks) -> UnpackedBlock (layouts: quant_blocks.h, after ggml-common.h).
 // False only for K-quant scales that overflow fp16 (unpack_k).
@@ -132,6 +157,10 @@ bool unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out
     }
     if (type == GgmlType::Q4_K) return unpack_k<BlockQ4K>(src, sub, out);
     if (type == GgmlType::Q5_K) return unpack_k<BlockQ5K>(src, sub, out);
+    if (type == GgmlType::Q6_K) {
+        unpack_q6_k(src, sub, out);
+        return true;
+    }
     const bool unpacked = with_blocks(type, src, kBlock, [&]<typename B>(const B*, int64_t) {
         if constexpr (NibbleBlock<B>) {
             unpack_nibbles<B>(src, out);
@@ -171,11 +200,19 @@ void quantize_block_q8_0(const float* x, UnpackedBlock* out) {
 void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
                 const UnpackedBlock& blk) {
     uint8_t* qs = group + b * w.qs_bytes();
-    if (w.bits == 4) {
+    if (w.bits == 4 || w.bits == 6) {
         for (int c = 0; c < 4; ++c) {
             for (int j = 0; j < 4; ++j) {
-                qs[c * kChunkBytes + lane * 4 + j] =
-                    static_cast<uint8_t>(blk.u[8 * c + j] | (blk.u[8 * c + 4 + j] << 4));
+                qs[c * kChunkBytes + lane * 4 + j] = static_cast<uint8_t>(
+                    (blk.u[8 * c + j] & 0x0F) | ((blk.u[8 * c + 4 + j] & 0x0F) << 4));
+            }
+        }
+        // 6 bits: the high 2 bits of elements 16p + j, + 4, + 8, + 12 in chunk 4 + p.
+        for (int p = 0; w.bits == 6 && p < 2; ++p) {
+            for (int j = 0; j < 4; ++j) {
+                const uint8_t* u = blk.u + 16 * p + j;
+                qs[(4 + p) * kChunkBytes + lane * 4 + j] = static_cast<uint8_t>(
+                    (u[0] >> 4) | ((u[4] >> 4) << 2) | ((u[8] >> 4) << 4) | ((u[12] >> 4) << 6));
             }
         }
     } else {
@@ -186,6 +223,11 @@ void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
     auto* d = reinterpret_cast<uint16_t*>(group + w.n_blocks * w.qs_bytes());
     d[b * kGroupRows + lane] = blk.d;
     if (w.has_min) d[(w.n_blocks + b) * kGroupRows + lane] = blk.m;
+    if (w.bits == 6) {
+        auto* sc = reinterpret_cast<int8_t*>(d + w.n_blocks * kGroupRows);
+        sc[(b * kGroupRows + lane) * 2] = blk.sc[0];
+        sc[(b * kGroupRows + lane) * 2 + 1] = blk.sc[1];
+    }
 }
 
 // Work (groups x blocks x activation rows) below which a thread is not worth waking (a
@@ -200,9 +242,9 @@ int resolve_threads(const KernelContext& ctx) {
 // Activation scratch per calling thread (as PackedLinear's): bounded by the largest
 // m x n_in seen, shared by every layer.
 struct Scratch {
-    std::vector<int8_t> q;      // [m, n_in]
-    std::vector<float> d, s;    // [m, n_blocks]
-    std::vector<int32_t> corr;  // [m, n_blocks]
+    std::vector<int8_t> q;                 // [m, n_in]
+    std::vector<float> d, s;               // [m, n_blocks]
+    std::vector<int32_t> corr, half_sums;  // [m, n_blocks]
 };
 
 Scratch& thread_scratch() {
@@ -236,6 +278,9 @@ struct QuantLinear::Impl {
         im.type = type;
         im.n_threads = resolve_threads(ctx);
         im.isa = qgemv::qgemv_isa(ctx);
+        // A target without this format's kernel runs the next one down (AVX2 for 6 bits on
+        // AVX-512: a VNNI machine has AVX2).
+        if (!qgemv::implements(im.isa, spec.bits)) im.isa = Isa::kAvx2;
         LAZYLLM_TRY(im.pack(n_out, n_in, spec, source));
         im.set_bias(bias);
         return out;
@@ -314,7 +359,7 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
     if (!supports(type)) {
         return make_error(ErrorCode::kUnsupported,
                           "QuantLinear: weight type {} is not taken directly (supported: Q4_0, "
-                          "Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K; use create_from_f32)",
+                          "Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K; use create_from_f32)",
                           ggml_type_name(type));
     }
     int64_t n_out = 0;
@@ -448,7 +493,12 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
             qgemv::quantize_rows<I>(x, m, ldx, w.n_in, im.offset, buf);
         }
     });
-    const qgemv::Activations a{m, buf.q, buf.d, buf.s, buf.corr};
+    qgemv::Activations a{m, buf.q, buf.d, buf.s, buf.corr};
+    if (w.bits == 6) {
+        int32_t* hs = grow(s.half_sums, n_qblocks);
+        qgemv::ref::half_sums(buf.q, m, w.n_blocks, hs);
+        a.half_sums = hs;
+    }
     const float* bias = im.bias.empty() ? nullptr : im.bias.data();
     const auto run = [&](int64_t g0, int64_t g1) {
         isa_dispatch(im.isa, [&]<Isa I>() {
@@ -509,16 +559,55 @@ void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t
     }
 }
 
+void half_sums(const int8_t* q, int64_t m, int64_t n_blocks, int32_t* out) {
+    for (int64_t i = 0; i < m * n_blocks; ++i) {
+        const int8_t* qb = q + i * kBlock;
+        int32_t lo = 0, hi = 0;
+        for (int k = 0; k < kBlock / 2; ++k) {
+            lo += qb[k];
+            hi += qb[k + kBlock / 2];
+        }
+        // |sum| <= 16 * 127: each fits the int16 half of the pair.
+        out[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
+                                      (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
+    }
+}
+
 namespace {
 // Stored unsigned quant of element k of block b, lane `lane` (layout: qgemv_isa.h).
 int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
     const uint8_t* qs = w.group(g) + b * w.qs_bytes();
-    if (w.bits == 4) {
+    if (w.bits == 4 || w.bits == 6) {
         const int c = k / 8, j = k % 8;
         const uint8_t byte = qs[c * kChunkBytes + lane * 4 + (j % 4)];
-        return j < 4 ? (byte & 0x0F) : (byte >> 4);
+        const int lo = j < 4 ? (byte & 0x0F) : (byte >> 4);
+        if (w.bits == 4) return lo;
+        const uint8_t high = qs[(4 + c / 2) * kChunkBytes + lane * 4 + (j % 4)];
+        return lo | (((high >> (4 * (c % 2) + 2 * (j / 4))) & 3) << 4);
     }
     return qs[(k / 4) * kChunkBytes + lane * 4 + k % 4];
+}
+
+// The exact int32 dot product of block b of row `lane` with activation row r (qgemv_isa.h,
+// Values), offset included.
+int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, int64_t b,
+                  int lane, int64_t r) {
+    const int8_t* xq = a.q + (b * m + r) * kBlock;
+    if (w.bits != 6) {
+        int32_t isum = a.corr[b * m + r];
+        for (int k = 0; k < kBlock; ++k) isum += stored_quant(w, g, b, lane, k) * xq[k];
+        return isum;
+    }
+    const int8_t* sc = w.sub_scales(g) + (b * kGroupRows + lane) * 2;
+    int32_t isum = 0;
+    for (int h = 0; h < 2; ++h) {
+        int32_t part = 0;
+        for (int k = 16 * h; k < 16 * h + 16; ++k) {
+            part += (stored_quant(w, g, b, lane, k) - kQ6Offset) * xq[k];
+        }
+        isum += sc[h] * part;
+    }
+    return isum;
 }
 }  // namespace
 
@@ -534,10 +623,7 @@ void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t
             for (int64_t r = 0; r < m; ++r) {
                 float acc = 0.0f;
                 for (int64_t b = 0; b < nb; ++b) {
-                    int32_t isum = a.corr[b * m + r];
-                    for (int k = 0; k < kBlock; ++k) {
-                        isum += stored_quant(w, g, b, lane, k) * a.q[(b * m + r) * kBlock + k];
-                    }
+                    const int32_t isum = block_dot(w, a, m, g, b, lane, r);
                     const float dd =
                         quant::fp16_to_fp32_scalar(dw[b * kGroupRows + lane]) * a.d[b * m + r];
                     acc = std::fma(static_cast<float>(isum), dd, acc);

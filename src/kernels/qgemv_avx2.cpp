@@ -16,6 +16,9 @@
 //     summed as above over the block's 8 chunks (<= 30480), and
 //     sum u * qx = 16 * sum hi * qx + sum lo * qx in int32. (Q8_0's u * qx alone would reach
 //     2 * 255 * 127 = 64770 per pair and saturate.)
+//   6-bit quants (Q6_K u <= 63): a pair is <= 2 * 63 * 127 = 16002; a chunk's two products
+//     (<= 32004 per int16 lane) are widened at once, multiplied by their half's int8 scale
+//     (vpmaddwd), and summed in int32 (block_sums_q6).
 // So the int32 block sums equal the reference's, and the fp32 operations after them are the
 // same ones in the same order: the results are bit-identical.
 #include <immintrin.h>
@@ -52,14 +55,140 @@ inline void add_to(__m256i& acc, __m256i p) {
     __asm__("" : "+x"(acc));
 }
 
+// Int32 sums of one block for H halves (8 output rows each; qb: the block's quants at the
+// first half) x M activation rows (xb: row 0's 32 quants, rows kBlock apart; xc: their
+// offset corrections), one lane per output row, for the 4-, 5- and 8-bit formats. The M rows
+// share each weight load and nibble unpack; the H halves share each activation broadcast.
+template <int kBits, bool kMin, int H, int M>
+inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
+                       __m256i (&isum)[H][M]) {
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    const __m256i ones = _mm256_set1_epi16(1);
+    // int16 pair sums (file comment): 4-bit quants sum both nibbles into s_lo; 5-bit quants
+    // sum chunks 0-3 into s_lo and 4-7 into s_hi; 8-bit quants sum their low and high
+    // nibbles apart (u = 16 * hi + lo).
+    constexpr int kChunks = kBits == 4 ? 4 : 8;
+    __m256i s_lo[H][M], s_hi[H][M];
+#pragma GCC unroll 2
+    for (int h = 0; h < H; ++h) {
+#pragma GCC unroll 4
+        for (int r = 0; r < M; ++r) s_lo[h][r] = s_hi[h][r] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < kChunks; ++c) {
+#pragma GCC unroll 2
+        for (int h = 0; h < H; ++h) {
+            const __m256i v = _mm256_load_si256(
+                reinterpret_cast<const __m256i*>(qb + c * kChunkBytes + h * kHalfBytes));
+            if constexpr (kBits == 5) {
+#pragma GCC unroll 4
+                for (int r = 0; r < M; ++r) {
+                    const __m256i x = bcast4(xb + r * kBlock + 4 * c);
+                    add_to(c < 4 ? s_lo[h][r] : s_hi[h][r], _mm256_maddubs_epi16(v, x));
+                }
+                continue;
+            }
+            const __m256i lo = _mm256_and_si256(v, nib);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+#pragma GCC unroll 4
+            for (int r = 0; r < M; ++r) {
+                if constexpr (kBits == 4) {
+                    const int8_t* xr = xb + r * kBlock + 8 * c;
+                    add_to(s_lo[h][r], _mm256_maddubs_epi16(lo, bcast4(xr)));
+                    add_to(s_lo[h][r], _mm256_maddubs_epi16(hi, bcast4(xr + 4)));
+                } else {
+                    const __m256i x = bcast4(xb + r * kBlock + 4 * c);
+                    add_to(s_lo[h][r], _mm256_maddubs_epi16(lo, x));
+                    add_to(s_hi[h][r], _mm256_maddubs_epi16(hi, x));
+                }
+            }
+        }
+    }
+    // Formats with a min have offset 0 (qgemv_isa.h), so their correction term is 0 and
+    // skipped.
+#pragma GCC unroll 4
+    for (int r = 0; r < M; ++r) {
+        const __m256i corr = _mm256_set1_epi32(kMin ? 0 : xc[r]);
+#pragma GCC unroll 2
+        for (int h = 0; h < H; ++h) {
+            __m256i t = _mm256_madd_epi16(s_lo[h][r], ones);
+            if constexpr (kBits != 4) {
+                __m256i hi = _mm256_madd_epi16(s_hi[h][r], ones);
+                if constexpr (kBits == 8) hi = _mm256_slli_epi32(hi, 4);
+                t = _mm256_add_epi32(t, hi);
+            }
+            isum[h][r] = kMin ? t : _mm256_add_epi32(corr, t);
+        }
+    }
+}
+
+// block_sums for 6-bit quants (Q6_K; layout and values: qgemv_isa.h). sc: the block's int8
+// (sc_0, sc_1) pairs at the first half's first row; hs: the rows' half sums (X_0, X_1). Each
+// chunk's two vpmaddubsw (u <= 63: <= 2 * 16002 per int16 lane) are widened at once by a
+// vpmaddwd against the chunk's half scale, so the int32 lanes hold sc_h * sum u * qx.
+template <int H, int M>
+inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
+                          const int32_t* hs, __m256i (&isum)[H][M]) {
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    const __m256i bits45 = _mm256_set1_epi8(0x30);
+    __m256i pairs[H], sc_half[H][2];
+#pragma GCC unroll 2
+    for (int h = 0; h < H; ++h) {
+        // int16 (sc_0, sc_1) per int32 lane; each scale repeated over its lane's two int16.
+        pairs[h] = _mm256_cvtepi8_epi16(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + h * kHalfRows * 2)));
+        sc_half[h][0] = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pairs[h], 0xA0), 0xA0);
+        sc_half[h][1] = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pairs[h], 0xF5), 0xF5);
+#pragma GCC unroll 4
+        for (int r = 0; r < M; ++r) isum[h][r] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 2
+        for (int h = 0; h < H; ++h) {
+            const __m256i v = _mm256_load_si256(
+                reinterpret_cast<const __m256i*>(qb + c * kChunkBytes + h * kHalfBytes));
+            const __m256i high = _mm256_load_si256(reinterpret_cast<const __m256i*>(
+                qb + (4 + c / 2) * kChunkBytes + h * kHalfBytes));
+            // The two high bits of the low- and high-nibble elements moved to bits 4-5: from
+            // bits 0-1 and 2-3 of each byte for even chunks, 4-5 and 6-7 for odd ones.
+            const __m256i h_lo = c % 2 == 1 ? _mm256_and_si256(high, bits45)
+                                            : _mm256_and_si256(_mm256_slli_epi16(high, 4), bits45);
+            const __m256i h_hi = c % 2 == 1 ? _mm256_and_si256(_mm256_srli_epi16(high, 2), bits45)
+                                            : _mm256_and_si256(_mm256_slli_epi16(high, 2), bits45);
+            const __m256i u_lo = _mm256_or_si256(_mm256_and_si256(v, nib), h_lo);
+            const __m256i u_hi =
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nib), h_hi);
+#pragma GCC unroll 4
+            for (int r = 0; r < M; ++r) {
+                const int8_t* xr = xb + r * kBlock + 8 * c;
+                const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u_lo, bcast4(xr)),
+                                                   _mm256_maddubs_epi16(u_hi, bcast4(xr + 4)));
+                isum[h][r] =
+                    _mm256_add_epi32(isum[h][r], _mm256_madd_epi16(t, sc_half[h][c / 2]));
+            }
+        }
+    }
+    // - 32 (sc_0 X_0 + sc_1 X_1), the offset term.
+#pragma GCC unroll 4
+    for (int r = 0; r < M; ++r) {
+        const __m256i x_halves = _mm256_set1_epi32(hs[r]);
+#pragma GCC unroll 2
+        for (int h = 0; h < H; ++h) {
+            const __m256i corr = _mm256_madd_epi16(pairs[h], x_halves);
+            isum[h][r] = _mm256_sub_epi32(isum[h][r], _mm256_slli_epi32(corr, 5));
+        }
+    }
+}
+
 // One pass: H halves (8 output rows each, starting at half h0 of group g) x M activation rows
-// (r0 .. r0 + M - 1), over all blocks. The H halves share each activation broadcast and the M
-// rows share each weight load and nibble unpack.
+// (r0 .. r0 + M - 1), over all blocks.
 template <int kBits, bool kMin, int H, int M>
 void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate, bool prefetch) {
     constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
-    constexpr int64_t kBlockBytes = kQs + (kMin ? 2 : 1) * kGroupRows * 2;
+    constexpr int64_t kBlockBytes = kQs + (kMin || kBits == 6 ? 2 : 1) * kGroupRows * 2;
+    static_assert(kQ6Offset == 32, "block_sums_q6 multiplies by 32 as a shift");
     const int64_t nb = w.n_blocks;
     // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
     const int64_t m = a.m;
@@ -67,12 +196,12 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
     const float* xd = a.d + r0;
     const float* xs = a.s + r0;
     const int32_t* xc = a.corr + r0;
+    const int32_t* xh = a.half_sums + r0;  // 6 bits only
     const uint8_t* qs = w.group(g) + h0 * kHalfBytes;
     const uint16_t* dw = w.scales(g) + h0 * kHalfRows;
     const uint16_t* mw = w.mins(g) + h0 * kHalfRows;
+    const int8_t* sw = w.sub_scales(g) + h0 * kHalfRows * 2;
     const char* pf = reinterpret_cast<const char*>(w.group(g)) + kPrefetchBytes;
-    const __m256i nib = _mm256_set1_epi8(0x0F);
-    const __m256i ones = _mm256_set1_epi16(1);
 
     __m256 acc[H][M];
 #pragma GCC unroll 2
@@ -87,63 +216,12 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
                 _mm_prefetch(pf + b * kBlockBytes + l, _MM_HINT_T1);
             }
         }
-        const int8_t* xb = xq + b * m * kBlock;
-        // int16 pair sums (file comment): 4-bit quants sum both nibbles into s_lo; 5-bit quants
-        // sum chunks 0-3 into s_lo and 4-7 into s_hi; 8-bit quants sum their low and high
-        // nibbles apart (u = 16 * hi + lo).
-        constexpr int kChunks = kBits == 4 ? 4 : 8;
-        __m256i s_lo[H][M], s_hi[H][M];
-#pragma GCC unroll 2
-        for (int h = 0; h < H; ++h) {
-#pragma GCC unroll 4
-            for (int r = 0; r < M; ++r) s_lo[h][r] = s_hi[h][r] = _mm256_setzero_si256();
-        }
-#pragma GCC unroll 8
-        for (int c = 0; c < kChunks; ++c) {
-#pragma GCC unroll 2
-            for (int h = 0; h < H; ++h) {
-                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(
-                    qs + b * kQs + c * kChunkBytes + h * kHalfBytes));
-                if constexpr (kBits == 5) {
-#pragma GCC unroll 4
-                    for (int r = 0; r < M; ++r) {
-                        const __m256i x = bcast4(xb + r * kBlock + 4 * c);
-                        add_to(c < 4 ? s_lo[h][r] : s_hi[h][r], _mm256_maddubs_epi16(v, x));
-                    }
-                    continue;
-                }
-                const __m256i lo = _mm256_and_si256(v, nib);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
-#pragma GCC unroll 4
-                for (int r = 0; r < M; ++r) {
-                    if constexpr (kBits == 4) {
-                        const int8_t* xr = xb + r * kBlock + 8 * c;
-                        add_to(s_lo[h][r], _mm256_maddubs_epi16(lo, bcast4(xr)));
-                        add_to(s_lo[h][r], _mm256_maddubs_epi16(hi, bcast4(xr + 4)));
-                    } else {
-                        const __m256i x = bcast4(xb + r * kBlock + 4 * c);
-                        add_to(s_lo[h][r], _mm256_maddubs_epi16(lo, x));
-                        add_to(s_hi[h][r], _mm256_maddubs_epi16(hi, x));
-                    }
-                }
-            }
-        }
-        // [H][M] int32 block sums, one lane per output row. Formats with a min have offset 0
-        // (qgemv_isa.h), so their correction term is 0 and skipped.
-        __m256i isum[H][M];
-#pragma GCC unroll 4
-        for (int r = 0; r < M; ++r) {
-            const __m256i c = _mm256_set1_epi32(kMin ? 0 : xc[b * m + r]);
-#pragma GCC unroll 2
-            for (int h = 0; h < H; ++h) {
-                __m256i t = _mm256_madd_epi16(s_lo[h][r], ones);
-                if constexpr (kBits != 4) {
-                    __m256i hi = _mm256_madd_epi16(s_hi[h][r], ones);
-                    if constexpr (kBits == 8) hi = _mm256_slli_epi32(hi, 4);
-                    t = _mm256_add_epi32(t, hi);
-                }
-                isum[h][r] = kMin ? t : _mm256_add_epi32(c, t);
-            }
+        __m256i isum[H][M];  // [H][M] int32 block sums, one lane per output row
+        if constexpr (kBits == 6) {
+            block_sums_q6<H, M>(qs + b * kQs, sw + b * kGroupRows * 2, xq + b * m * kBlock,
+                                xh + b * m, isum);
+        } else {
+            block_sums<kBits, kMin, H, M>(qs + b * kQs, xq + b * m * kBlock, xc + b * m, isum);
         }
         // Float part, as the reference: acc = fma(float(isum), d * d_x, acc) (+ fma(m, s_x)).
 #pragma GCC unroll 2
@@ -280,5 +358,6 @@ void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t ldx, int64_t n
 }
 
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx2)
+LAZYLLM_QGEMV_FORMAT(Isa::kAvx2, 6, false)
 
 }  // namespace lazyllm::kernels::qgemv

@@ -8,12 +8,17 @@
 // and holds, for each of the n_blocks blocks of 32 inputs:
 //   qs   [n_blocks][qs_bytes]  unsigned quants, 4 per int32 lane, lane i = row g*16 + i
 //   d    [n_blocks][16]        fp16 scales
-//   m    [n_blocks][16]        fp16 mins (affine formats only)
+//   m    [n_blocks][16]        fp16 mins (affine formats only), or for 6-bit quants
+//                              [n_blocks][16][2] int8 sub-block scales
 // 4-bit quants: 4 chunks of 64 bytes per block; byte 4*i + j of chunk c holds element
 // 8c + j of row i in its low nibble and element 8c + 4 + j in its high nibble (j < 4).
 // 5- and 8-bit quants: 8 chunks of 64 bytes; byte 4*i + j of chunk c is element 4c + j of
 // row i. (5-bit quants, u <= 31, are stored as bytes too; the bound lets the AVX2 kernels
 // skip the nibble split of 8-bit ones.)
+// 6-bit quants (Q6_K): the low 4 bits as the 4-bit layout (chunks 0-3), then 2 chunks of the
+// high 2 bits: byte 4*i + j of chunk 4 + p holds, from bit 0 up, the high bits of elements
+// 8c + j and 8c + 4 + j for c = 2p, then for c = 2p + 1 (the two nibbles of byte 4*i + j of
+// chunks 2p and 2p + 1).
 // So every 64-byte chunk (after masking out one nibble) is the u8 operand of one vpdpbusd
 // against 4 consecutive activations broadcast to all 16 lanes.
 //
@@ -22,6 +27,11 @@
 // With activations a = d_x * qx, one block contributes
 //   d * d_x * (sum u * qx - offset * sum qx)  +  m * (d_x * sum qx)
 // where the int32 part is exact (|sum| < 2^24, so also exact in fp32).
+// Q6_K keeps its own values exactly: d its super-block's fp16 scale and, per 16-element half
+// h of the block, an int8 scale sc_h and offset 32, so the int32 part is
+//   sc_0 * (sum_{k<16} u * qx - 32 * X_0) + sc_1 * (sum_{k>=16} u * qx - 32 * X_1)
+// with X_h the activations' half sums (Activations::half_sums); |.| <= 2 * 16 * 32 * 127 * 128
+// < 2^24.
 //
 // Float operations, identical in every kernel set so their results are bit-identical:
 // per row and block, acc = fma(float(isum), d * d_x, acc), then for affine formats
@@ -41,8 +51,12 @@ constexpr int kBlock = 32;          // inputs per block, for weights and activat
 constexpr int kMaxRowsPerPass = 8;  // activation rows sharing one pass over a group
 constexpr int kChunkBytes = 64;
 
-// Bytes of one block's quants for one group (qs above): 4 or 8 chunks (5 and 8 bits).
-constexpr size_t qs_bytes_for(int bits) { return bits == 4 ? 4 * kChunkBytes : 8 * kChunkBytes; }
+// Bytes of one block's quants for one group (qs above): 4, 6 or 8 chunks (4, 6, 5 and 8 bits).
+constexpr size_t qs_bytes_for(int bits) {
+    return bits == 4 ? 4 * kChunkBytes : bits == 6 ? 6 * kChunkBytes : 8 * kChunkBytes;
+}
+// Offset of a Q6_K half block's quants (qgemv_isa.h, Values).
+constexpr int32_t kQ6Offset = 32;
 
 struct Weights {
     const uint8_t* data = nullptr;  // [n_groups][group_bytes], 64-byte aligned
@@ -50,8 +64,8 @@ struct Weights {
     int64_t n_out = 0;
     int64_t n_groups = 0;
     int64_t n_blocks = 0;  // n_in / 32
-    int bits = 4;          // 4, 5 or 8 bits per stored quant (5 and 8 in bytes)
-    bool has_min = false;
+    int bits = 4;          // 4, 5, 6 or 8 bits per stored quant (5 and 8 in bytes)
+    bool has_min = false;  // never with 6 bits
     size_t group_bytes = 0;  // multiple of 64
 
     size_t qs_bytes() const { return qs_bytes_for(bits); }
@@ -60,11 +74,14 @@ struct Weights {
         return reinterpret_cast<const uint16_t*>(group(g) + n_blocks * qs_bytes());
     }
     const uint16_t* mins(int64_t g) const { return scales(g) + n_blocks * kGroupRows; }
+    // 6 bits: [n_blocks][16 rows][2 halves] int8 scales, in the place of the mins.
+    const int8_t* sub_scales(int64_t g) const { return reinterpret_cast<const int8_t*>(mins(g)); }
 };
 
 // Bytes of one group in the layout above, rounded up to 64.
 inline size_t group_bytes_for(int bits, bool has_min, int64_t n_blocks) {
-    const size_t per_block = qs_bytes_for(bits) + (has_min ? 2 : 1) * kGroupRows * sizeof(uint16_t);
+    const bool second = has_min || bits == 6;  // mins, or two int8 sub-block scales a row
+    const size_t per_block = qs_bytes_for(bits) + (second ? 2 : 1) * kGroupRows * sizeof(uint16_t);
     const size_t bytes = per_block * static_cast<size_t>(n_blocks);
     return (bytes + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
 }
@@ -77,6 +94,9 @@ struct Activations {
     const float* d = nullptr;       // [n_blocks, m] scale amax / 127 (0 for an all-zero block)
     const float* s = nullptr;       // [n_blocks, m] d * float(sum q)
     const int32_t* corr = nullptr;  // [n_blocks, m] -offset * sum q
+    // 6-bit weights only: [n_blocks, m] the two 16-element halves' sums of q, as int16 in the
+    // low and high half of each int32 (ref::half_sums).
+    const int32_t* half_sums = nullptr;
 };
 
 struct ActivationBuffers {
@@ -92,6 +112,8 @@ template <typename F>
 inline void with_format(const Weights& w, F&& f) {
     if (w.bits == 4) {
         w.has_min ? f.template operator()<4, true>() : f.template operator()<4, false>();
+    } else if (w.bits == 6) {
+        f.template operator()<6, false>();
     } else if (w.bits == 5) {
         w.has_min ? f.template operator()<5, true>() : f.template operator()<5, false>();
     } else {
@@ -104,6 +126,8 @@ namespace ref {
 // Activations; q rounds x / d to nearest even (the default rounding mode, as vcvtps2dq).
 void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
                    const ActivationBuffers& out);
+// half_sums of Activations from its q ([n_blocks, m] of 32), for 6-bit weights.
+void half_sums(const int8_t* q, int64_t m, int64_t n_blocks, int32_t* out);
 // y[r, n] for rows r < m and the output rows of groups [g0, g1). bias: [n_groups * 16] or
 // nullptr. y: leading dimension ldy.
 void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
@@ -117,18 +141,24 @@ Isa qgemv_isa(const KernelContext& ctx);
 
 // The SIMD kernels of target I, same contracts as ref::quantize_rows and ref::gemv: I =
 // kAvx512 (vpdpbusd, qgemv_vnni.cpp) or kAvx2 (vpmaddubsw with exact int16 partial sums,
-// qgemv_avx2.cpp). gemv runs gemv_format for the weights' format.
+// qgemv_avx2.cpp). gemv runs gemv_format for the weights' format. kAvx512 has no 6-bit
+// kernel: QuantLinear runs 6-bit weights on kAvx2 there (implements, qgemv.cpp).
 template <Isa I>
 void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
                    const ActivationBuffers& out);
 template <Isa I, int kBits, bool kMin>
 void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate);
+constexpr bool implements(Isa isa, int bits) { return bits != 6 || isa != Isa::kAvx512; }
 template <Isa I>
 inline void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
     with_format(w, [&]<int kBits, bool kHasMin>() {
-        gemv_format<I, kBits, kHasMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        if constexpr (implements(I, kBits)) {
+            gemv_format<I, kBits, kHasMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        } else {
+            __builtin_trap();  // QuantLinear never picks target I for this format
+        }
     });
 }
 
@@ -149,7 +179,7 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
 }
 
 // In the ISA file of target I, after its gemv_passes<kBits, kMin> (same parameters as
-// gemv_format): gemv_format<I, ...> for the four formats.
+// gemv_format): gemv_format<I, ...> for the 4-, 5- and 8-bit formats (the AVX2 file adds 6 bits).
 #define LAZYLLM_QGEMV_FORMAT(I, kBits, kMin)                                              \
     template <>                                                                           \
     void gemv_format<I, kBits, kMin>(const Weights& w, const Activations& a, int64_t m,   \

@@ -35,12 +35,19 @@ Result<ChatTemplateChoice> choose_chat_template(const EngineOptions& opts, const
     return ChatTemplateChoice{std::move(t), true, {}};
 }
 
+// The layers that see the whole context on a sliding-window model; empty on others.
+std::vector<int> global_layers(const ModelConfig& c) {
+    std::vector<int> out;
+    for (int il = 0; c.sliding_window > 0 && il < c.n_layer; ++il) {
+        if (!c.is_swa(il)) out.push_back(il);
+    }
+    return out;
+}
+
 // The schedule `--lazy` uses when none is given (src/prune/model_defaults.cpp).
 prune::Schedule default_schedule(const ModelConfig& c, prune::Preset preset) {
     prune::ModelShape shape{c.arch_name, c.n_layer, c.n_embd, c.n_head, c.n_vocab};
-    for (int il = 0; c.sliding_window > 0 && il < c.n_layer; ++il) {
-        if (!c.is_swa(il)) shape.global_layers.push_back(il);
-    }
+    shape.global_layers = global_layers(c);
     return prune::model_default_schedule(shape, preset);
 }
 }  // namespace
@@ -161,6 +168,7 @@ ModelSummary make_summary(const std::string& path, const ModelConfig& c, const T
     s.rope_theta = c.rope_theta;
     s.rms_eps = c.rms_eps;
     s.tied_embeddings = c.tied_embeddings;
+    s.global_layers = global_layers(c);
     s.file_bytes = file_bytes;
     s.tokenizer = fmt::format("{} (pre: {})", tok.kind_name(), tok.pre().empty() ? "-" : tok.pre());
     const ChatTemplateChoice chat = detect_chat_template(tok, c.arch_name);

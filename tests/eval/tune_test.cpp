@@ -96,6 +96,35 @@ TEST(TuneTest, CandidatesAreWellFormedAndSorted) {
     EXPECT_TRUE(enumerate_candidates(space, 1).empty());
 }
 
+// On a sliding-window model (Gemma 3 270M: 18 layers, global 5, 11, 17) each boundary sits
+// within score_layers after a global layer of its own stage, as Session::create requires.
+TEST(TuneTest, SlidingWindowBoundariesFollowGlobalLayers) {
+    TuneSpace space;
+    space.global_layers = {5, 11, 17};
+    space.first_boundary = {0.3, 0.5, 0.7};  // layers 5, 9 (a tie: the shallower), 13
+    std::set<std::vector<int>> layouts;
+    for (const auto& c : enumerate_candidates(space, 18)) layouts.insert(c.schedule.boundaries);
+    EXPECT_EQ(layouts, (std::set<std::vector<int>>{{6}, {12}, {6, 12}}));
+
+    space.score_layers = 3;
+    const auto cands = enumerate_candidates(space, 18);
+    ASSERT_FALSE(cands.empty());
+    layouts.clear();
+    for (const auto& c : cands) {
+        const std::vector<int>& b = c.schedule.boundaries;
+        layouts.insert(b);
+        for (size_t j = 0; j < b.size(); ++j) {
+            const int lo = std::max(j == 0 ? 0 : b[j - 1], b[j] - 3);
+            const bool scored = (lo <= 5 && 5 < b[j]) || (lo <= 11 && 11 < b[j]);
+            EXPECT_TRUE(scored) << prune::to_string(c.schedule);
+        }
+    }
+    EXPECT_GT(layouts.size(), 3u);  // more than one layer after each global one
+
+    space.global_layers = {17};  // only the last layer is global: nowhere to cut
+    EXPECT_TRUE(enumerate_candidates(space, 18).empty());
+}
+
 // Monotone in the keep profile (the paper's ablation): pass iff the first boundary is at
 // layer >= 9 and the final keep is >= 0.25.
 bool monotone_ok(const prune::Schedule& s) {

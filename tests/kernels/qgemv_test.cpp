@@ -36,8 +36,9 @@ namespace {
 
 constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                GgmlType::Q8_0};
-// Super-blocks of 256: taken as their 32-element sub-blocks with fp16-rounded scales.
-constexpr GgmlType kKTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K};
+// Super-blocks of 256: Q4_K and Q5_K taken as their 32-element sub-blocks with fp16-rounded
+// scales, Q6_K exactly (6-bit quants, two int8 scales per 32-element block).
+constexpr GgmlType kKTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 KernelContext fast_ctx(int n_threads) { return {best_isa(detect_cpu_features()), n_threads}; }
 constexpr KernelContext kRefCtx{Isa::kRef, 1};
@@ -145,7 +146,8 @@ CaseData make_case(GgmlType type, const Shape& s, uint32_t seed) {
     return d;
 }
 
-bool is_k_quant(GgmlType type) { return type == GgmlType::Q4_K || type == GgmlType::Q5_K; }
+// Types whose scales QuantLinear rounds to fp16 (MatchesFp32WithinActivationRounding).
+bool rounds_scales(GgmlType type) { return type == GgmlType::Q4_K || type == GgmlType::Q5_K; }
 
 // Runs forward() on a copy of y0 (random, so the row padding can be checked untouched).
 std::vector<float> run(const QuantLinear& lin, const Shape& s, const std::vector<float>& x,
@@ -232,7 +234,7 @@ TEST(QuantLinear, MatchesFp32WithinActivationRounding) {
         EXPECT_EQ(lin->n_in(), s.n_in);
         EXPECT_EQ(lin->n_out(), s.n_out);
         const auto y = run(*lin, s, d.x, d.y0);
-        expect_near_fp32(y, d.y0, d.x, d.wq.deq, d.bias, s, is_k_quant(type) ? 0.4f : 0.0f,
+        expect_near_fp32(y, d.y0, d.x, d.wq.deq, d.bias, s, rounds_scales(type) ? 0.4f : 0.0f,
                          describe(type, s, 2));
     }
 }
@@ -337,7 +339,7 @@ TEST(QuantLinear, SupportedTypes) {
     for (GgmlType type : kTypes) EXPECT_TRUE(QuantLinear::supports(type)) << ggml_type_name(type);
     for (GgmlType type : kKTypes) EXPECT_TRUE(QuantLinear::supports(type)) << ggml_type_name(type);
     for (GgmlType type :
-         {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q6_K, GgmlType::Q8_1}) {
+         {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q3_K, GgmlType::Q8_1}) {
         EXPECT_FALSE(QuantLinear::supports(type)) << ggml_type_name(type);
     }
     EXPECT_FALSE(QuantLinear::has_fast_path(kRefCtx));
@@ -399,6 +401,17 @@ TEST(QuantLinearAvx2, MatchesReferenceBitExact) {
             const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
             const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
             expect_avx2_matches_ref(type, wq.blocks, s, x, seed);
+        }
+    }
+    for (GgmlType type : kKTypes) {
+        for (int64_t m : {1, 2, 3, 4, 5, 8, 9}) {
+            for (const Shape& s : {Shape{m, 37, 256, 0, 0, false, false},
+                                   Shape{m, 24, 512, 8, 3, true, true}}) {
+                seed += 7;
+                const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
+                const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
+                expect_avx2_matches_ref(type, wq.blocks, s, x, seed);
+            }
         }
     }
 }
@@ -488,6 +501,43 @@ TEST(QuantLinearAvx2, ExtremeValuesBitExact) {
     }
 }
 
+// Q6_K blocks at the extremes: quants all 63, all 0 or mixed (u * qx at its largest, with
+// u - 32 at both ends) and half-block scales 127, -128 or mixed, against the extreme
+// activations: the largest int16 and int32 sums of block_sums_q6.
+std::vector<uint8_t> extreme_q6_k(int64_t n_out, int64_t n_in, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int64_t n_blocks = n_out * n_in / 256;
+    std::vector<uint8_t> out(static_cast<size_t>(n_blocks) * sizeof(quant::BlockQ6K));
+    const uint16_t d16 = fp32_to_fp16(0.001f);
+    for (int64_t i = 0; i < n_blocks; ++i) {
+        quant::BlockQ6K b;
+        const int kind = static_cast<int>(i % 4);
+        const uint8_t q = kind == 0 ? 0xFF : kind == 1 ? 0x00 : 0;
+        for (uint8_t& v : b.ql) v = kind < 2 ? q : static_cast<uint8_t>(rng());
+        for (uint8_t& v : b.qh) v = kind < 2 ? q : static_cast<uint8_t>(rng());
+        for (int j = 0; j < 16; ++j) {
+            b.scales[j] = kind == 3 ? static_cast<int8_t>(rng()) : (j + kind) % 2 ? -128 : 127;
+        }
+        b.d = d16;
+        std::memcpy(out.data() + static_cast<size_t>(i) * sizeof(b), &b, sizeof(b));
+    }
+    return out;
+}
+
+TEST(QuantLinearAvx2, Q6KExtremeValuesBitExact) {
+    if (!have_avx2()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+    uint32_t seed = 1900;
+    for (int64_t m : {1, 2, 3, 4, 5, 8}) {
+        for (const Shape& s :
+             {Shape{m, 37, 256, 0, 0, false, false}, Shape{m, 64, 512, 4, 3, true, true}}) {
+            seed += 7;
+            const auto blocks = extreme_q6_k(s.n_out, s.n_in, seed);
+            const auto x = extreme_x(s.m, s.ldx(), s.n_in, seed + 2);
+            expect_avx2_matches_ref(GgmlType::Q6_K, blocks, s, x, seed);
+        }
+    }
+}
+
 // create_from_f32 (Q8_0 requantization, |q| <= 127) through the AVX2 kernels.
 TEST(QuantLinearAvx2, FromF32MatchesReferenceBitExact) {
     if (!have_avx2()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
@@ -518,8 +568,8 @@ void expect_error(const Result<QuantLinear>& r, ErrorCode code, const std::strin
 TEST(QuantLinear, RejectsBadInput) {
     const std::vector<uint8_t> data(64 * 34 * 4, 0);
     const KernelContext ctx = fast_ctx(1);
-    const QuantLinear::Part q6k{GgmlType::Q6_K, data.data(), 4};
-    expect_error(QuantLinear::create(ctx, {&q6k, 1}, 256), ErrorCode::kUnsupported, "Q6_K");
+    const QuantLinear::Part q3k{GgmlType::Q3_K, data.data(), 4};
+    expect_error(QuantLinear::create(ctx, {&q3k, 1}, 256), ErrorCode::kUnsupported, "Q3_K");
     const QuantLinear::Part q4k{GgmlType::Q4_K, data.data(), 4};
     expect_error(QuantLinear::create(ctx, {&q4k, 1}, 96), ErrorCode::kInvalidArgument,
                  "block size 256");

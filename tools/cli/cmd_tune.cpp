@@ -99,6 +99,7 @@ int run_tune(const TuneArgs& a) {
     space.prune_decode = a.lazy_decode.empty() ? base.prune_decode : a.lazy_decode == "on";
     space.score_layers = pick(a.score_layers, base.score_layers);
     space.score_pool = pick(a.score_pool, base.score_pool);
+    space.global_layers = sum.global_layers;
 
     eval::SuiteSpec suite;
     suite.tasks = split_comma_list(a.tasks);
