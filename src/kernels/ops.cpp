@@ -17,21 +17,33 @@ RopeTable::RopeTable(int64_t n_ctx, int n_rot, float theta, const std::vector<fl
     LAZYLLM_CHECK(n_ctx > 0 && n_rot > 0 && n_rot % 2 == 0);
     const int half = n_rot / 2;
     LAZYLLM_CHECK(freq_factors.empty() || static_cast<int>(freq_factors.size()) == half);
-    cos_.resize(static_cast<size_t>(n_ctx) * half);
-    sin_.resize(static_cast<size_t>(n_ctx) * half);
-    // Frequencies and angles in double, stored as float: pos * freq reaches ~8e3 rad at long
-    // context, where a float angle would already be off by ~5e-4 rad.
-    std::vector<double> freq(half);
+    // Default-initialized: the pages of rows never made are never touched.
+    cos_ = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n_ctx) * half);
+    sin_ = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n_ctx) * half);
+    filled_ = std::make_unique<std::once_flag[]>(static_cast<size_t>((n_ctx + kFillRows - 1) / kFillRows));
+    freq_.resize(half);
     for (int i = 0; i < half; ++i) {
-        freq[i] = std::pow(static_cast<double>(theta), -2.0 * i / n_rot);
-        if (!freq_factors.empty()) freq[i] /= freq_factors[i];  // Llama 3 rope scaling
+        freq_[i] = std::pow(static_cast<double>(theta), -2.0 * i / n_rot);
+        if (!freq_factors.empty()) freq_[i] /= freq_factors[i];  // Llama 3 rope scaling
     }
-    for (int64_t p = 0; p < n_ctx; ++p) {
-        for (int i = 0; i < half; ++i) {
-            const double angle = static_cast<double>(p) * freq[i];
-            cos_[p * half + i] = static_cast<float>(std::cos(angle));
-            sin_[p * half + i] = static_cast<float>(std::sin(angle));
-        }
+}
+
+void RopeTable::ensure(int64_t n) const {
+    LAZYLLM_CHECK(n <= n_ctx_);
+    const int half = n_rot_ / 2;
+    for (int64_t chunk = 0; chunk * kFillRows < n; ++chunk) {
+        std::call_once(filled_[chunk], [&] {
+            // Angles in double, stored as float: pos * freq reaches ~8e3 rad at long context,
+            // where a float angle would already be off by ~5e-4 rad.
+            const int64_t end = std::min(n_ctx_, (chunk + 1) * kFillRows);
+            for (int64_t p = chunk * kFillRows; p < end; ++p) {
+                for (int i = 0; i < half; ++i) {
+                    const double angle = static_cast<double>(p) * freq_[i];
+                    cos_[p * half + i] = static_cast<float>(std::cos(angle));
+                    sin_[p * half + i] = static_cast<float>(std::sin(angle));
+                }
+            }
+        });
     }
 }
 
@@ -160,13 +172,16 @@ void add_inplace(const KernelContext& ctx, float* x, const float* y, int64_t n) 
 void rope(const KernelContext& ctx, const RopeTable& table, RopeMode mode, float* x,
           const int32_t* pos, int64_t n_rows, int64_t row_stride, int n_heads, int head_dim) {
     LAZYLLM_CHECK(table.n_rot() <= head_dim);
+    int32_t last = -1;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        LAZYLLM_CHECK(pos[r] >= 0 && pos[r] < table.n_ctx());
+        last = std::max(last, pos[r]);
+    }
+    table.ensure(int64_t{last} + 1);
     const int64_t row_elems = static_cast<int64_t>(n_heads) * table.n_rot();
     for_row_blocks(ctx, n_rows, row_elems, [&](int64_t r0, int64_t rows) {
         float* xb = x + r0 * row_stride;
         const int32_t* pb = pos + r0;
-        for (int64_t r = 0; r < rows; ++r) {
-            LAZYLLM_CHECK(pb[r] >= 0 && pb[r] < table.n_ctx());
-        }
         isa_dispatch(ctx.isa, [&]<Isa I>() {
             if constexpr (I == Isa::kRef) {
                 ref::rope(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);

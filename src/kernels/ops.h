@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "kernels/cpu.h"
@@ -49,23 +51,34 @@ enum class RopeMode {
     kNorm,  // rotate adjacent pairs (x[2i], x[2i+1]): llama GGUFs (Q/K permuted by convert)
     kNeox,  // rotate halves (x[i], x[i + n_rot/2]): qwen2, gemma
 };
+// Rows are made on first use, kFillRows positions at a time (ensure(), called by rope()), so
+// a table over a 128k-token training context holds only the positions runs have reached: all
+// of it would take 32 MiB for Llama 3.2 1B and as long to compute as a short prompt's prefill.
 class RopeTable {
 public:
+    static constexpr int64_t kFillRows = 1024;
+
     RopeTable() = default;
     RopeTable(int64_t n_ctx, int n_rot, float theta, const std::vector<float>& freq_factors = {});
     int n_rot() const { return n_rot_; }
     int64_t n_ctx() const { return n_ctx_; }
+    // Makes the rows of positions below n (<= n_ctx) that are not made yet; thread-safe, and
+    // cheap once they are.
+    void ensure(int64_t n) const;
+    // The rows of `pos`, once ensure(pos + 1) has returned.
     const float* cos_row(int32_t pos) const {
-        return cos_.data() + static_cast<int64_t>(pos) * (n_rot_ / 2);
+        return cos_.get() + static_cast<int64_t>(pos) * (n_rot_ / 2);
     }
     const float* sin_row(int32_t pos) const {
-        return sin_.data() + static_cast<int64_t>(pos) * (n_rot_ / 2);
+        return sin_.get() + static_cast<int64_t>(pos) * (n_rot_ / 2);
     }
 
 private:
     int64_t n_ctx_ = 0;
     int n_rot_ = 0;
-    std::vector<float> cos_, sin_;  // [n_ctx, n_rot/2]
+    std::vector<double> freq_;                   // [n_rot/2]
+    std::unique_ptr<float[]> cos_, sin_;         // [n_ctx, n_rot/2], untouched until made
+    std::unique_ptr<std::once_flag[]> filled_;  // one per kFillRows rows
 };
 
 // Rotates, in place, the first n_rot dims of each of n_heads heads of each row.

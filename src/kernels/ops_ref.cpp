@@ -85,6 +85,7 @@ void rope(const RopeTable& table, RopeMode mode, float* x, const int32_t* pos, i
           int64_t row_stride, int n_heads, int head_dim) {
     const int half = table.n_rot() / 2;
     for (int64_t r = 0; r < n_rows; ++r) {
+        table.ensure(int64_t{pos[r]} + 1);
         const float* c = table.cos_row(pos[r]);
         const float* s = table.sin_row(pos[r]);
         for (int h = 0; h < n_heads; ++h) {

@@ -196,6 +196,8 @@ TEST(RopeTable, AnglesInDoubleAndFreqFactors) {
     factors[3] = 8.0f;
     const RopeTable plain(8192, n_rot, theta);
     const RopeTable scaled(8192, n_rot, theta, factors);
+    plain.ensure(8192);
+    scaled.ensure(8192);
     for (int32_t pos : {0, 1, 100, 8191}) {
         for (int i : {0, 3, 31}) {
             const double freq = std::pow(10000.0, -2.0 * i / n_rot);
@@ -204,6 +206,32 @@ TEST(RopeTable, AnglesInDoubleAndFreqFactors) {
             const double f = i == 3 ? freq / 8.0 : freq;
             EXPECT_FLOAT_EQ(scaled.sin_row(pos)[i], static_cast<float>(std::sin(pos * f)));
         }
+    }
+}
+
+// Rows made on first use, by rope() calls from several threads at scattered positions, equal
+// the rows of a table made whole up front, and reading them is the same rotation.
+TEST(RopeTable, RowsMadeOnFirstUseEqualEagerOnes) {
+    const int64_t n_ctx = 5 * RopeTable::kFillRows + 17;
+    const int d = 64;
+    const RopeTable eager(n_ctx, d, 500000.0f), lazy(n_ctx, d, 500000.0f);
+    eager.ensure(n_ctx);
+    std::vector<int32_t> pos = {static_cast<int32_t>(n_ctx - 1), 3, 2 * RopeTable::kFillRows, 0,
+                                static_cast<int32_t>(RopeTable::kFillRows - 1)};
+    const auto x = test::random_vec(static_cast<int64_t>(pos.size()) * d, 5);
+    std::vector<float> want = x;
+    rope({Isa::kRef, 1}, eager, RopeMode::kNeox, want.data(), pos.data(),
+         static_cast<int64_t>(pos.size()), d, 1, d);
+    std::vector<std::vector<float>> got(8, x);
+#pragma omp parallel for num_threads(4)
+    for (int t = 0; t < 8; ++t) {
+        rope({Isa::kRef, 1}, lazy, RopeMode::kNeox, got[t].data(), pos.data(),
+             static_cast<int64_t>(pos.size()), d, 1, d);
+    }
+    for (const auto& g : got) EXPECT_EQ(g, want);
+    for (int32_t p : pos) {
+        EXPECT_EQ(std::vector<float>(lazy.cos_row(p), lazy.cos_row(p) + d / 2),
+                  std::vector<float>(eager.cos_row(p), eager.cos_row(p) + d / 2));
     }
 }
 
