@@ -262,6 +262,9 @@ struct QuantLinear::Impl {
     int32_t offset = 0;
     int n_threads = 1;
     Isa isa = Isa::kRef;  // qgemv_isa(ctx) at create()
+    // Output rows [first, first + layer.n_out()) stored in another format (create(): parts of
+    // more than one type); each layer runs its own forward() into its columns of y.
+    std::vector<std::pair<int64_t, QuantLinear>> tail;
 
     size_t storage_bytes() const { return w.group_bytes * static_cast<size_t>(w.n_groups); }
 
@@ -356,21 +359,24 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
         return make_error(ErrorCode::kInvalidArgument, "QuantLinear: no weight parts");
     }
     const GgmlType type = parts[0].type;
-    if (!supports(type)) {
-        return make_error(ErrorCode::kUnsupported,
-                          "QuantLinear: weight type {} is not taken directly (supported: Q4_0, "
-                          "Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K; use create_from_f32)",
-                          ggml_type_name(type));
+    for (const Part& p : parts) {
+        if (!supports(p.type)) {
+            return make_error(ErrorCode::kUnsupported,
+                              "QuantLinear: weight type {} is not taken directly (supported: "
+                              "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K; use "
+                              "create_from_f32)",
+                              ggml_type_name(p.type));
+        }
     }
+    // Parts of another type than the first (a fused q|k|v with Q6_K v rows) form the layers
+    // of Impl::tail, each made the same way.
+    const auto run_end = std::find_if(parts.begin(), parts.end(),
+                                      [type](const Part& p) { return p.type != type; });
+    const std::span<const Part> tail = parts.subspan(run_end - parts.begin());
+    parts = parts.first(run_end - parts.begin());
     int64_t n_out = 0;
     for (size_t i = 0; i < parts.size(); ++i) {
         const Part& p = parts[i];
-        if (p.type != type) {
-            return make_error(ErrorCode::kUnsupported,
-                              "QuantLinear: part {} has type {} but part 0 has {} (parts must "
-                              "share one type)",
-                              i, ggml_type_name(p.type), ggml_type_name(type));
-        }
         if (p.data == nullptr || p.n_out <= 0) {
             return make_error(ErrorCode::kInvalidArgument,
                               "QuantLinear: part {} ({}) has bad weight [n_out={}, n_in={}] "
@@ -407,7 +413,13 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
         const uint8_t* src = parts[p].data + (r * row_blocks + b / per) * shape.bytes;
         return unpack_block(type, src, static_cast<int>(b % per), blk);
     };
-    return Impl::build(ctx, type, n_out, n_in, bias, source);
+    Result<QuantLinear> out = Impl::build(ctx, type, n_out, n_in, bias, source);
+    if (!out.ok() || tail.empty()) return out;
+    Result<QuantLinear> rest =
+        create(ctx, tail, n_in, bias != nullptr ? bias + n_out : nullptr);
+    if (!rest.ok()) return rest.error();
+    out->impl_->tail.emplace_back(n_out, std::move(rest).value());
+    return out;
 }
 
 Result<QuantLinear> QuantLinear::create_from_f32(const KernelContext& ctx, const float* w,
@@ -467,8 +479,18 @@ QuantLinear& QuantLinear::operator=(QuantLinear&&) noexcept = default;
 QuantLinear::~QuantLinear() = default;
 
 int64_t QuantLinear::n_in() const { return impl_ ? impl_->w.n_in : 0; }
-int64_t QuantLinear::n_out() const { return impl_ ? impl_->w.n_out : 0; }
-size_t QuantLinear::weight_bytes() const { return impl_ ? impl_->storage_bytes() : 0; }
+int64_t QuantLinear::n_out() const {
+    if (!impl_) return 0;
+    int64_t n = impl_->w.n_out;
+    for (const auto& [first, layer] : impl_->tail) n += layer.n_out();
+    return n;
+}
+size_t QuantLinear::weight_bytes() const {
+    if (!impl_) return 0;
+    size_t bytes = impl_->storage_bytes();
+    for (const auto& [first, layer] : impl_->tail) bytes += layer.weight_bytes();
+    return bytes;
+}
 GgmlType QuantLinear::type() const { return impl_ ? impl_->type : GgmlType::Q8_0; }
 bool QuantLinear::uses_fast_path() const { return impl_ && impl_->isa != Isa::kRef; }
 
@@ -478,9 +500,10 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     const Impl& im = *impl_;
     const qgemv::Weights& w = im.w;
     if (ldx == 0) ldx = w.n_in;
-    if (ldy == 0) ldy = w.n_out;
-    LAZYLLM_CHECK(ldx >= w.n_in && ldy >= w.n_out && m >= 0);
+    if (ldy == 0) ldy = n_out();
+    LAZYLLM_CHECK(ldx >= w.n_in && ldy >= n_out() && m >= 0);
     if (m == 0) return;
+    for (const auto& [first, layer] : im.tail) layer.forward(x, m, y + first, ldx, ldy, accumulate);
 
     Scratch& s = thread_scratch();
     const int64_t n_qblocks = m * w.n_blocks;

@@ -40,8 +40,10 @@ public:
         int64_t n_out;
     };
 
-    // Stacks `parts` along n_out (fused q|k|v, gate|up); all parts must have one type (see
-    // supports()). n_in must be a multiple of 32. `bias`: [sum of n_out] or nullptr.
+    // Stacks `parts` along n_out (fused q|k|v, gate|up), each of a type supports() takes;
+    // parts of another type than the first are stored as layers of their own, run one after
+    // the other into their columns of y. n_in must be a multiple of 32 (of 256 for the
+    // K-quants). `bias`: [sum of n_out] or nullptr.
     static Result<QuantLinear> create(const KernelContext& ctx, std::span<const Part> parts,
                                       int64_t n_in, const float* bias = nullptr);
     // Any weight type through fp32: `w` [n_out, n_in] is requantized to Q8_0 blocks (fp16
@@ -78,7 +80,8 @@ public:
     // Bytes of packed weights (quants and scales, with the last group's padding rows), which
     // is what one forward() streams.
     size_t weight_bytes() const;
-    // The GGML type the weights are stored in (Q8_0 after create_from_f32).
+    // The GGML type the weights (the first part's rows) are stored in (Q8_0 after
+    // create_from_f32).
     GgmlType type() const;
     bool uses_fast_path() const;
 

@@ -301,8 +301,7 @@ Status LlamaModel::make_linear(std::string_view what, std::initializer_list<Matr
     for (const MatrixPart& p : parts) {
         LAZYLLM_ASSIGN_OR_RETURN(const GgufTensorInfo* t,
                                  find_checked(gguf_, p.name, {n_in, p.rows}));
-        direct = direct && kernels::QuantLinear::supports(t->type) &&
-                 (qparts.empty() || qparts.front().type == t->type);
+        direct = direct && kernels::QuantLinear::supports(t->type);
         qparts.push_back({t->type, gguf_.tensor_data(*t), p.rows});
         infos.push_back(t);
         n_out += p.rows;

@@ -325,6 +325,46 @@ TEST(QuantLinear, StackedPartsEqualOneMatrix) {
     EXPECT_EQ(ya, yb);
 }
 
+// Parts of several types (a Q4_K_M file's q|k|v with Q6_K v rows): each run of one type is a
+// layer of its own, and the whole gives what the separate layers give in their columns.
+TEST(QuantLinear, MixedTypePartsEqualSeparateLayers) {
+    const int64_t n_in = 512;
+    const std::pair<GgmlType, int64_t> runs[] = {
+        {GgmlType::Q4_K, 40}, {GgmlType::Q6_K, 19}, {GgmlType::Q4_K, 9}, {GgmlType::Q8_0, 16}};
+    std::vector<QuantMatrix> mats;
+    std::vector<QuantLinear::Part> parts;
+    int64_t n_out = 0;
+    for (const auto& [type, rows] : runs) mats.push_back(make_matrix(type, rows, n_in, 11 + rows));
+    for (size_t i = 0; i < mats.size(); ++i) {
+        parts.push_back({runs[i].first, mats[i].blocks.data(), runs[i].second});
+        n_out += runs[i].second;
+    }
+    const auto bias = random_vec(n_out, 12);
+    for (const KernelContext& ctx : {kRefCtx, fast_ctx(2)}) {
+        auto all = QuantLinear::create(ctx, parts, n_in, bias.data());
+        ASSERT_TRUE(all.ok()) << all.error().message();
+        EXPECT_EQ(all->n_out(), n_out);
+        EXPECT_EQ(all->type(), GgmlType::Q4_K);
+        for (int64_t m : {1, 5}) {
+            const Shape s{m, n_out, n_in, 0, 3, true, true};
+            const auto x = make_x(m, s.ldx(), n_in, 13);
+            const auto y0 = random_vec(m * s.ldy(), 14);
+            std::vector<float> want = y0;
+            size_t bytes = 0;
+            int64_t first = 0;
+            for (const QuantLinear::Part& p : parts) {
+                auto one = QuantLinear::create(ctx, {&p, 1}, n_in, bias.data() + first);
+                ASSERT_TRUE(one.ok()) << one.error().message();
+                one->forward(x.data(), m, want.data() + first, s.ldx(), s.ldy(), true);
+                bytes += one->weight_bytes();
+                first += p.n_out;
+            }
+            EXPECT_EQ(run(*all, s, x, y0), want) << "m=" << m << " threads " << ctx.n_threads;
+            EXPECT_EQ(all->weight_bytes(), bytes);
+        }
+    }
+}
+
 TEST(QuantLinear, ZeroRowsIsANoOp) {
     const QuantMatrix wq = make_matrix(GgmlType::Q8_0, 16, 32, 3);
     const QuantLinear::Part part{GgmlType::Q8_0, wq.blocks.data(), 16};
@@ -593,8 +633,8 @@ TEST(QuantLinear, RejectsBadInput) {
     expect_error(QuantLinear::create(ctx, {&empty_part, 1}, 32), ErrorCode::kInvalidArgument,
                  "n_out=0");
     expect_error(QuantLinear::create(ctx, {}, 32), ErrorCode::kInvalidArgument, "no weight");
-    const QuantLinear::Part mixed[] = {q8, {GgmlType::Q4_0, data.data(), 4}};
-    expect_error(QuantLinear::create(ctx, mixed, 32), ErrorCode::kUnsupported, "Q4_0");
+    const QuantLinear::Part mixed[] = {q8, {GgmlType::Q3_K, data.data(), 4}};
+    expect_error(QuantLinear::create(ctx, mixed, 256), ErrorCode::kUnsupported, "Q3_K");
     const std::vector<float> w(4 * 48, 1.0f);
     expect_error(QuantLinear::create_from_f32(ctx, w.data(), 4, 48), ErrorCode::kInvalidArgument,
                  "n_in=48");
