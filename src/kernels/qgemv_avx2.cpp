@@ -196,7 +196,7 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
     const float* xd = a.d + r0;
     const float* xs = a.s + r0;
     const int32_t* xc = a.corr + r0;
-    const int32_t* xh = a.half_sums + r0;  // 6 bits only
+    const int32_t* xh = kBits == 6 ? a.half_sums + r0 : nullptr;  // null for other formats
     const uint8_t* qs = w.group(g) + h0 * kHalfBytes;
     const uint16_t* dw = w.scales(g) + h0 * kHalfRows;
     const uint16_t* mw = w.mins(g) + h0 * kHalfRows;
