@@ -200,11 +200,16 @@ Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& 
     return runs;
 }
 
+bool wraps_chat(const Engine& engine) {
+    return !engine.tokenizer().chat_template().empty() ||
+           engine.summary().chat_template_source == "--chat-template";
+}
+
 Result<PreparedPrompt> prepare_prompt(const Engine& engine, const Sample& sample) {
     PreparedPrompt p;
     // A base model (no tokenizer.chat_template, e.g. Gemma 3 270M) continues the plain prompt,
     // which ends in the task's answer lead-in.
-    const bool chat = sample.chat && !engine.tokenizer().chat_template().empty();
+    const bool chat = sample.chat && wraps_chat(engine);
     p.text = chat ? engine.chat_prompt(sample.prompt) : sample.prompt;
     // Chat prompts carry the template's special tokens; plain prompts are plain text.
     p.ids = engine.tokenizer().encode(p.text, /*parse_special=*/chat);

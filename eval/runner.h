@@ -62,9 +62,14 @@ struct PreparedPrompt {
     std::vector<TokenId> ids;  // after middle truncation
     bool truncated = false;
 };
+// Whether chat samples are wrapped in the chat format: the GGUF has tokenizer.chat_template,
+// or the format was named (--chat-template). Otherwise the model is taken for a base model,
+// which continues the plain task text (it ends in the answer's lead-in).
+bool wraps_chat(const Engine& engine);
 // Chat-wraps the sample (engine.chat_prompt, encoded with parse_special) when sample.chat and
-// the model has a chat template, else encodes the text plainly (a base model continues it); then, if the prompt and the sample's new tokens do not fit the
-// model's context, keeps the first and last halves of the room (LongBench's middle truncation).
+// wraps_chat(engine), else encodes the text plainly; then, if the prompt and the sample's new
+// tokens do not fit the model's context, keeps the first and last halves of the room
+// (LongBench's middle truncation).
 Result<PreparedPrompt> prepare_prompt(const Engine& engine, const Sample& sample);
 
 // Greedy generation of one prepared sample under one policy, scored.

@@ -239,6 +239,42 @@ protected:
     std::unique_ptr<Engine> engine_;
 };
 
+// A model without tokenizer.chat_template (a base model) is given the plain task text to
+// continue; naming a format (--chat-template) wraps chat samples in it.
+TEST_F(TinyRunnerTest, BaseModelGetsPlainPromptsUnlessAFormatIsNamed) {
+    std::vector<Sample> samples = suite();
+    ASSERT_FALSE(samples.empty());
+    Sample s = samples[0];
+    s.chat = true;
+    EXPECT_TRUE(wraps_chat(*engine_));  // the tiny model has SmolLM2's template
+    EXPECT_EQ(prepare_prompt(*engine_, s)->text, engine_->chat_prompt(s.prompt));
+
+    testing::TinyModelSpec spec;
+    spec.chat_template = false;
+    spec.n_ctx = 2048;
+    const std::string base_path = ::testing::TempDir() + "lazyllm_eval_runner_base.gguf";
+    ASSERT_TRUE(testing::write_tiny_model(spec, base_path).ok());
+    EngineOptions eo;
+    eo.model_path = base_path;
+    eo.n_threads = 1;
+    eo.precision = "f32";
+    auto base = Engine::load(eo);
+    ASSERT_TRUE(base.ok()) << base.error().message();
+    EXPECT_FALSE(wraps_chat(**base));
+    auto plain = prepare_prompt(**base, s);
+    ASSERT_TRUE(plain.ok()) << plain.error().message();
+    EXPECT_EQ(plain->text, s.prompt);
+
+    eo.chat_template = "chatml";  // the base model with a named format
+    auto named = Engine::load(eo);
+    ASSERT_TRUE(named.ok()) << named.error().message();
+    EXPECT_TRUE(wraps_chat(**named));
+    auto wrapped = prepare_prompt(**named, s);
+    ASSERT_TRUE(wrapped.ok()) << wrapped.error().message();
+    EXPECT_EQ(wrapped->text, (*named)->chat_prompt(s.prompt));
+    EXPECT_NE(wrapped->text, s.prompt);
+}
+
 TEST_F(TinyRunnerTest, RecordsResumeAndReports) {
     const std::vector<Sample> samples = suite();
     ASSERT_EQ(samples.size(), 4u);  // 2 tasks x 1 length x 2 depths

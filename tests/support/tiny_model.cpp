@@ -279,7 +279,7 @@ GgufWriter make_writer(const TinyModelSpec& spec) {
     w.set_uint32("tokenizer.ggml.padding_token_id", kEosId);
     w.set_bool("tokenizer.ggml.add_bos_token", false);
     w.set_bool("tokenizer.ggml.add_space_prefix", false);
-    w.set_string("tokenizer.chat_template", kChatTemplate);
+    if (spec.chat_template) w.set_string("tokenizer.chat_template", kChatTemplate);
 
     // Shapes in GGUF order, ne[0] first (the input dimension of a weight).
     b.weight("token_embd.weight", n_embd, spec.n_vocab);

@@ -28,6 +28,7 @@ struct TinyModelSpec {
     float rope_theta = 10000.0f;
     float rms_eps = 1e-5f;
     bool tied_embeddings = false;  // no output.weight when true
+    bool chat_template = true;     // SmolLM2's tokenizer.chat_template; false: a base model
     GgmlType weight_type = GgmlType::F32;  // 2-D weights; norms stay F32
     uint64_t seed = 1;
     float weight_scale = 0.08f;  // uniform(-scale, scale)

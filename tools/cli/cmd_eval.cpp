@@ -190,7 +190,7 @@ int run_eval_cmd(EvalArgs& a) {
     auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
     const Engine& e = **engine;
-    warn_chat_template(e);  // chat tasks and the fidelity suite wrap prompts in it
+    warn_task_prompts(e);
     const ModelSummary& s = e.summary();
     std::fprintf(stderr, "lazyllm: %s (%d layers), isa %s, gemm %s, %d threads\n", s.path.c_str(),
                  s.n_layer, s.isa.c_str(), s.gemm.c_str(), s.n_threads);

@@ -81,7 +81,7 @@ int run_tune(const TuneArgs& a) {
     auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
     const Engine& e = **engine;
-    warn_chat_template(e);  // the tasks wrap prompts in it
+    warn_task_prompts(e);
     const ModelSummary& sum = e.summary();
     const int n_layer = sum.n_layer;
     // The protection (prefix, recent window, context floor, decode steps) and the score shaping

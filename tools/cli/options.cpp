@@ -10,6 +10,7 @@
 
 #include "cli/check_tensors.h"
 #include "cli/common.h"
+#include "eval/runner.h"
 #include "lazyllm/gguf.h"
 #include "lazyllm/schedule.h"
 
@@ -88,6 +89,17 @@ void add_chat_template_flag(CLI::App& app, EngineFlags& f) {
 void warn_chat_template(const Engine& e) {
     const std::string w = chat_template_warning(e.chat_template());
     if (!w.empty()) std::fprintf(stderr, "lazyllm: warning: %s\n", w.c_str());
+}
+
+void warn_task_prompts(const Engine& e) {
+    if (eval::wraps_chat(e)) {
+        warn_chat_template(e);
+        return;
+    }
+    std::fprintf(stderr,
+                 "lazyllm: the GGUF has no tokenizer.chat_template (a base model): task prompts "
+                 "go in as plain text for the model to continue (--chat-template NAME wraps "
+                 "them)\n");
 }
 
 void add_sampling_flags(CLI::App& app, SamplingParams& s) {

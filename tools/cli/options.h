@@ -28,6 +28,9 @@ void add_chat_template_flag(CLI::App& app, EngineFlags& f);
 // The one-line stderr warning when the engine's chat format is a fallback (the GGUF has no
 // tokenizer.chat_template or one we do not know): which format and why.
 void warn_chat_template(const Engine& e);
+// eval and tune: the chat-format warning where task prompts are wrapped (eval::wraps_chat),
+// else a note that they go in as plain text.
+void warn_task_prompts(const Engine& e);
 
 // Flag validators whose messages read "must be >= 0, got -1" (CLI11's NonNegativeNumber prints
 // its bound as a 300-digit double).
