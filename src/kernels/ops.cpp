@@ -20,7 +20,8 @@ RopeTable::RopeTable(int64_t n_ctx, int n_rot, float theta, const std::vector<fl
     // Default-initialized: the pages of rows never made are never touched.
     cos_ = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n_ctx) * half);
     sin_ = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n_ctx) * half);
-    filled_ = std::make_unique<std::once_flag[]>(static_cast<size_t>((n_ctx + kFillRows - 1) / kFillRows));
+    filled_ = std::make_unique<std::once_flag[]>(
+        static_cast<size_t>((n_ctx + kFillRows - 1) / kFillRows));
     freq_.resize(half);
     for (int i = 0; i < half; ++i) {
         freq_[i] = std::pow(static_cast<double>(theta), -2.0 * i / n_rot);

@@ -76,8 +76,8 @@ public:
 private:
     int64_t n_ctx_ = 0;
     int n_rot_ = 0;
-    std::vector<double> freq_;                   // [n_rot/2]
-    std::unique_ptr<float[]> cos_, sin_;         // [n_ctx, n_rot/2], untouched until made
+    std::vector<double> freq_;                  // [n_rot/2]
+    std::unique_ptr<float[]> cos_, sin_;        // [n_ctx, n_rot/2], untouched until made
     std::unique_ptr<std::once_flag[]> filled_;  // one per kFillRows rows
 };
 

@@ -370,8 +370,8 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
     }
     // Parts of another type than the first (a fused q|k|v with Q6_K v rows) form the layers
     // of Impl::tail, each made the same way.
-    const auto run_end = std::find_if(parts.begin(), parts.end(),
-                                      [type](const Part& p) { return p.type != type; });
+    const auto run_end =
+        std::find_if(parts.begin(), parts.end(), [type](const Part& p) { return p.type != type; });
     const std::span<const Part> tail = parts.subspan(run_end - parts.begin());
     parts = parts.first(run_end - parts.begin());
     int64_t n_out = 0;
@@ -415,8 +415,7 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
     };
     Result<QuantLinear> out = Impl::build(ctx, type, n_out, n_in, bias, source);
     if (!out.ok() || tail.empty()) return out;
-    Result<QuantLinear> rest =
-        create(ctx, tail, n_in, bias != nullptr ? bias + n_out : nullptr);
+    Result<QuantLinear> rest = create(ctx, tail, n_in, bias != nullptr ? bias + n_out : nullptr);
     if (!rest.ok()) return rest.error();
     out->impl_->tail.emplace_back(n_out, std::move(rest).value());
     return out;
@@ -613,8 +612,8 @@ int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
 
 // The exact int32 dot product of block b of row `lane` with activation row r (qgemv_isa.h,
 // Values), offset included.
-int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, int64_t b,
-                  int lane, int64_t r) {
+int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, int64_t b, int lane,
+                  int64_t r) {
     const int8_t* xq = a.q + (b * m + r) * kBlock;
     if (w.bits != 6) {
         int32_t isum = a.corr[b * m + r];

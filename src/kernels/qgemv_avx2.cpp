@@ -127,8 +127,8 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
 // chunk's two vpmaddubsw (u <= 63: <= 2 * 16002 per int16 lane) are widened at once by a
 // vpmaddwd against the chunk's half scale, so the int32 lanes hold sc_h * sum u * qx.
 template <int H, int M>
-inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
-                          const int32_t* hs, __m256i (&isum)[H][M]) {
+inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb, const int32_t* hs,
+                          __m256i (&isum)[H][M]) {
     const __m256i nib = _mm256_set1_epi8(0x0F);
     const __m256i bits45 = _mm256_set1_epi8(0x30);
     __m256i pairs[H], sc_half[H][2];
@@ -148,8 +148,8 @@ inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
         for (int h = 0; h < H; ++h) {
             const __m256i v = _mm256_load_si256(
                 reinterpret_cast<const __m256i*>(qb + c * kChunkBytes + h * kHalfBytes));
-            const __m256i high = _mm256_load_si256(reinterpret_cast<const __m256i*>(
-                qb + (4 + c / 2) * kChunkBytes + h * kHalfBytes));
+            const __m256i high = _mm256_load_si256(
+                reinterpret_cast<const __m256i*>(qb + (4 + c / 2) * kChunkBytes + h * kHalfBytes));
             // The two high bits of the low- and high-nibble elements moved to bits 4-5: from
             // bits 0-1 and 2-3 of each byte for even chunks, 4-5 and 6-7 for odd ones.
             const __m256i h_lo = c % 2 == 1 ? _mm256_and_si256(high, bits45)
@@ -164,8 +164,7 @@ inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
                 const int8_t* xr = xb + r * kBlock + 8 * c;
                 const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u_lo, bcast4(xr)),
                                                    _mm256_maddubs_epi16(u_hi, bcast4(xr + 4)));
-                isum[h][r] =
-                    _mm256_add_epi32(isum[h][r], _mm256_madd_epi16(t, sc_half[h][c / 2]));
+                isum[h][r] = _mm256_add_epi32(isum[h][r], _mm256_madd_epi16(t, sc_half[h][c / 2]));
             }
         }
     }

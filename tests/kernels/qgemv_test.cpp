@@ -445,8 +445,8 @@ TEST(QuantLinearAvx2, MatchesReferenceBitExact) {
     }
     for (GgmlType type : kKTypes) {
         for (int64_t m : {1, 2, 3, 4, 5, 8, 9}) {
-            for (const Shape& s : {Shape{m, 37, 256, 0, 0, false, false},
-                                   Shape{m, 24, 512, 8, 3, true, true}}) {
+            for (const Shape& s :
+                 {Shape{m, 37, 256, 0, 0, false, false}, Shape{m, 24, 512, 8, 3, true, true}}) {
                 seed += 7;
                 const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
                 const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);

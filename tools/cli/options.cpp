@@ -1,7 +1,6 @@
 #include "cli/options.h"
 
 #include <fmt/format.h>
-
 #include <sched.h>
 
 #include <charconv>
