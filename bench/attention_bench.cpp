@@ -1,6 +1,7 @@
 // Attention micro-benchmarks at SmolLM2-135M's shape (9 query heads, 3 KV heads, head_dim 64):
 // full causal prefill of n queries over n keys, and decode (1 query over n keys), for
-// n = 1k..8k, per kernel (ISA: AVX2, AVX-512, AMX) and K/V element type (fp32, f16). GFLOPS
+// n = 1k..8k, per kernel (ISA: AVX2, AVX-512 fp32, AVX-512-BF16, AMX) and K/V element type
+// (fp32, f16). GFLOPS
 // counts the causal work actually needed: 4 * head_dim * n_head * sum_i visible_i (Q.K^T and
 // P.V, 2 flops per multiply-add).
 //
@@ -117,14 +118,17 @@ double visible_pairs(const Buffers& b) {  // sum over queries of visible keys
 
 // n_layers > 1: each iteration runs every layer's cache once, as a decode step does, so the
 // K/V come from beyond L2 (n_layers = 30, SmolLM2-135M's depth: 23-189 MB at 1k-8k keys).
+// bf16: AttentionArgs::bf16 (the AMX or AVX-512-BF16 tiles on a prefill).
 void run(benchmark::State& state, Isa isa, int64_t n_q, int64_t n_kv, KvType type, bool indexed,
-         int n_layers = 1) {
-    if (!isa_supported(isa, detect_cpu_features())) {
+         int n_layers = 1, bool bf16 = false) {
+    const CpuFeatures f = detect_cpu_features();
+    if (!isa_supported(isa, f) || (bf16 && !f.avx512bf16)) {
         state.SkipWithError("ISA not supported by this CPU");
         return;
     }
     Buffers b;
-    const AttentionArgs a0 = make_args(b, n_q, n_kv, type, indexed, n_layers);
+    AttentionArgs a0 = make_args(b, n_q, n_kv, type, indexed, n_layers);
+    a0.bf16 = bf16;
     std::vector<AttentionArgs> layers;
     for (int il = 0; il < n_layers; ++il) layers.push_back(layer_args(a0, b, il));
     const KernelContext ctx{isa, omp_get_max_threads()};
@@ -142,15 +146,17 @@ void run(benchmark::State& state, Isa isa, int64_t n_q, int64_t n_kv, KvType typ
 }
 
 // args: n (context), decode (0: n queries over n keys, 1: one query over n keys), f16.
-void run_attention(benchmark::State& state, Isa isa) {
+void run_attention(benchmark::State& state, Isa isa, bool bf16 = false) {
     const int64_t n = state.range(0);
     const KvType type = state.range(2) != 0 ? KvType::kF16 : KvType::kF32;
-    run(state, isa, state.range(1) != 0 ? 1 : n, n, type, /*indexed=*/false);
+    run(state, isa, state.range(1) != 0 ? 1 : n, n, type, /*indexed=*/false, 1, bf16);
 }
 
 void BM_AttentionAvx2(benchmark::State& state) { run_attention(state, Isa::kAvx2); }
 void BM_AttentionAvx512(benchmark::State& state) { run_attention(state, Isa::kAvx512); }
-void BM_AttentionAmx(benchmark::State& state) { run_attention(state, Isa::kAmx); }
+// bf16 products: VDPBF16PS tiles (AVX-512-BF16), AMX tiles.
+void BM_AttentionAvx512Bf16(benchmark::State& state) { run_attention(state, Isa::kAvx512, true); }
+void BM_AttentionAmx(benchmark::State& state) { run_attention(state, Isa::kAmx, true); }
 
 void contexts(benchmark::internal::Benchmark* b) {
     for (int f16 : {0, 1}) {
@@ -164,6 +170,7 @@ void contexts(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_AttentionAvx2)->Apply(contexts);
 BENCHMARK(BM_AttentionAvx512)->Apply(contexts);
+BENCHMARK(BM_AttentionAvx512Bf16)->Apply(contexts);
 BENCHMARK(BM_AttentionAmx)->Apply(contexts);
 
 // Decode (1 query): args n, f16, indexed, layers (1: one cache, warm in L2 for n <= 4k;

@@ -2,10 +2,11 @@
 // sharing a KV head (attention_isa.h), and runs them over ctx.n_threads with OpenMP.
 //
 // Paths by ctx.isa:
-// - kAmx: bf16 AMX tiles (attention_amx.cpp) when the call has enough queries to pay for the
-//   one-off bf16 packing of K and V (prefill), else the AVX-512 fp32 kernel; tiles that see
-//   more keys than fit a quarter of L2 take them in chunks, 16 tiles per chunk
-//   (run_tiles_amx_chunked);
+// - bf16 (AttentionArgs::bf16) on a call with enough queries to pay for the one-off bf16
+//   packing of K and V (prefill): kAmx runs AMX tiles (attention_amx.cpp) and kAvx512 with
+//   AVX-512-BF16 (or kAmx on a sliding-window layer) VDPBF16PS tiles
+//   (attention_bf16_avx512.cpp); tiles that see more keys than fit a quarter of L2 take them
+//   in chunks, 16 tiles per chunk (run_tiles_bf16_chunked);
 // - kAvx512, kAvx2: the fp32 kernels (attention_inl.h, entered through isa_dispatch): queries
 //   in lanes for full tiles, keys in lanes for tiles with few real lanes; with AVX2 a tile's
 //   16 lanes are two 8-wide halves and keys in lanes takes 8 keys per vector;
@@ -44,17 +45,17 @@ constexpr FinalizeFn kFinalize =
     I == Isa::kAvx512 ? detail::attention_finalize_avx512 : detail::attention_finalize_scalar;
 
 constexpr int kMaxHeadDim = 256;
-// AMX needs this many query vectors per KV head (n_q * group) to beat the fp32 kernel once the
-// K/V packing is paid for.
-constexpr int64_t kAmxMinQueryVectors = 64;
+// The bf16 kernels need this many query vectors per KV head (n_q * group) to beat the fp32
+// kernel once the K/V packing is paid for (measured with AMX).
+constexpr int64_t kBf16MinQueryVectors = 64;
 // Key-split granularity: a multiple of the AMX key block, and big enough to amortize a tile's
 // setup.
 constexpr int64_t kSplitAlign = 64;
 constexpr int64_t kMinSplitKeys = 256;
-// L2 blocking of the AMX prefill (run_tiles_amx_chunked): tiles per group, and the bytes of
+// L2 blocking of the bf16 prefill (run_tiles_bf16_chunked): tiles per group, and the bytes of
 // bf16 K and V^T per key chunk.
-constexpr int kAmxGroupTiles = 16;
-constexpr int64_t kAmxChunkBytes = 512 * 1024;
+constexpr int kBf16GroupTiles = 16;
+constexpr int64_t kBf16ChunkBytes = 512 * 1024;
 
 void validate(const AttentionArgs& a) {
     LAZYLLM_CHECK(a.n_q >= 0 && a.n_kv >= 0);
@@ -340,64 +341,111 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges
     }
 }
 
-// AMX prefill over long key ranges, blocked for L2: a group of kAmxGroupTiles consecutive
+// bf16 prefill over long key ranges, blocked for L2: a group of kBf16GroupTiles consecutive
 // tiles of one KV head walks the keys in chunks, and every tile of the group takes a chunk
-// before the next chunk starts (attention_tile_amx resumes its state), so each chunk's bf16
+// before the next chunk starts (the tile kernels resume their state), so each chunk's bf16
 // K and V^T come from L2 for all of the group's tiles instead of from L3 for each tile.
 // Heaviest groups first, dynamic schedule, as run_tiles.
-void run_tiles_amx_chunked(const KernelContext& ctx, const AttentionArgs& a,
-                           const KeyRanges& keys, const detail::AmxPackedKv& packed,
-                           int64_t chunk_keys) {
+template <typename TileFn>
+void run_tiles_bf16_chunked(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys,
+                            int64_t chunk_keys, TileFn&& tile_fn) {
     const int n_threads = std::max(1, ctx.n_threads);
     const int d = a.head_dim;
     const int64_t n_head_tiles = tiles_per_head(a);
-    const int64_t groups_per_head = (n_head_tiles + kAmxGroupTiles - 1) / kAmxGroupTiles;
+    const int64_t groups_per_head = (n_head_tiles + kBf16GroupTiles - 1) / kBf16GroupTiles;
     const int64_t n_tasks = groups_per_head * a.n_head_kv;
 #pragma omp parallel num_threads(n_threads)
     {
         const ScopedFlushDenormals ftz;
         thread_local AlignedVector<float> o_for_thread;  // grow-only: once per thread, not call
-        float* o_buf = grow(o_for_thread, static_cast<int64_t>(kAmxGroupTiles) * d * kAttnLanes);
-        AttnTile tiles[kAmxGroupTiles];
-        AttnState states[kAmxGroupTiles];
-        for (int k = 0; k < kAmxGroupTiles; ++k) states[k].o = o_buf + k * d * kAttnLanes;
+        float* o_buf = grow(o_for_thread, static_cast<int64_t>(kBf16GroupTiles) * d * kAttnLanes);
+        AttnTile tiles[kBf16GroupTiles];
+        AttnState states[kBf16GroupTiles];
+        for (int k = 0; k < kBf16GroupTiles; ++k) states[k].o = o_buf + k * d * kAttnLanes;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t idx = 0; idx < n_tasks; ++idx) {
             const int g = static_cast<int>(idx / groups_per_head);
-            const int64_t first = (groups_per_head - 1 - idx % groups_per_head) * kAmxGroupTiles;
+            const int64_t first = (groups_per_head - 1 - idx % groups_per_head) * kBf16GroupTiles;
             const int n_tiles =
-                static_cast<int>(std::min<int64_t>(kAmxGroupTiles, n_head_tiles - first));
-            int64_t n_keys = 0;
+                static_cast<int>(std::min<int64_t>(kBf16GroupTiles, n_head_tiles - first));
+            int64_t j_lo = a.n_kv, n_keys = 0;  // the keys any tile of the group sees
             for (int k = 0; k < n_tiles; ++k) {
                 tiles[k] = make_tile(a, keys, g, first + k);
+                j_lo = std::min(j_lo, tiles[k].n_lo_min);
                 n_keys = std::max(n_keys, tiles[k].n_vis_max);
             }
-            for (int64_t j0 = 0; j0 < n_keys; j0 += chunk_keys) {
+            j_lo = j_lo / chunk_keys * chunk_keys;
+            for (int64_t j0 = j_lo; j0 < n_keys; j0 += chunk_keys) {
                 for (int k = 0; k < n_tiles; ++k) {
+                    const int64_t jb = std::max(j0, tiles[k].n_lo_min);
                     const int64_t j1 = std::min(j0 + chunk_keys, tiles[k].n_vis_max);
-                    if (j0 < j1) {
-                        detail::attention_tile_amx(a, packed, tiles[k], j0, j1, states[k],
-                                                   /*resume=*/j0 > 0);
-                    }
+                    if (jb < j1)
+                        tile_fn(tiles[k], jb, j1, states[k], /*resume=*/jb > tiles[k].n_lo_min);
                 }
             }
             for (int k = 0; k < n_tiles; ++k) {
-                if (tiles[k].n_vis_max == 0) clear_state(d, states[k]);
+                if (tiles[k].n_vis_max <= tiles[k].n_lo_min) clear_state(d, states[k]);
                 detail::attention_finalize_avx512(a, tiles[k], states[k]);
             }
         }
     }
 }
 
-// Keys per chunk of run_tiles_amx_chunked: K and V^T of a chunk (4 * head_dim bytes a key)
-// fill a quarter of a 2 MiB L2; a multiple of the AMX key block. (256 KiB, 512 KiB and 1 MiB
-// measured alike at 8k keys, all 10-15% faster than no chunking on one thread.)
-int64_t amx_chunk_keys(int head_dim) {
+// Keys per chunk of run_tiles_bf16_chunked: K and V^T of a chunk (4 * head_dim bytes a key)
+// fill a quarter of a 2 MiB L2; a multiple of the split alignment. (With AMX, 256 KiB,
+// 512 KiB and 1 MiB measured alike at 8k keys, all 10-15% faster than no chunking on one
+// thread.)
+int64_t bf16_chunk_keys(int head_dim) {
     return std::max<int64_t>(kSplitAlign,
-                             kAmxChunkBytes / (4 * head_dim) / kSplitAlign * kSplitAlign);
+                             kBf16ChunkBytes / (4 * head_dim) / kSplitAlign * kSplitAlign);
 }
 
-// The fp32 kernels of target I (simd.h), or AMX for a prefill on an AMX context.
+bool cpu_has_avx512_bf16() {
+    static const bool has = detect_cpu_features().avx512bf16;
+    return has;
+}
+
+// The bf16 prefill: AMX tiles, or VDPBF16PS tiles; false where neither applies.
+bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
+    if (!a.bf16 || a.n_q * (a.n_head / a.n_head_kv) < kBf16MinQueryVectors) return false;
+    // (The AMX kernel has no sliding window: windowed layers take the VDPBF16PS kernel.)
+    const bool amx = ctx.isa == Isa::kAmx && a.window <= 0 && detail::amx_attention_usable(a);
+    if (!amx &&
+        !(ctx.isa >= Isa::kAvx512 && cpu_has_avx512_bf16() && detail::bf16_attention_usable(a))) {
+        return false;
+    }
+    // Per calling thread and grow-only: a prefill runs this once per layer, and a fresh
+    // zero-filled copy of K and V each time costs page faults and a memset.
+    thread_local detail::PackedKvBf16 packed_for_thread;
+    // A named reference: inside the lambdas, the worker threads must see this thread's copy,
+    // not their own thread_local instance.
+    const detail::PackedKvBf16& packed = packed_for_thread;
+    detail::pack_kv_bf16(ctx, a, packed_for_thread);
+    const auto tile_fn = [&packed, &a, amx](const AttnTile& t, int64_t j0, int64_t j1,
+                                            AttnState& st, bool resume) {
+        if (amx) {
+            detail::attention_tile_amx(a, packed, t, j0, j1, st, resume);
+        } else {
+            detail::attention_tile_bf16(a, packed, t, j0, j1, st, resume);
+        }
+    };
+    const int64_t chunk_keys = bf16_chunk_keys(a.head_dim);
+    const int64_t max_vis = *std::max_element(keys.hi.begin(), keys.hi.end());
+    const int64_t n_tasks = tiles_per_head(a) * a.n_head_kv;
+    if (max_vis > chunk_keys && key_splits(ctx.n_threads, n_tasks, max_vis) == 1) {
+        run_tiles_bf16_chunked(ctx, a, keys, chunk_keys, tile_fn);
+        return true;
+    }
+    run_tiles(
+        ctx, a, keys,
+        [&tile_fn](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
+            tile_fn(t, j0, j1, st, false);
+        },
+        detail::attention_finalize_avx512);
+    return true;
+}
+
+// The fp32 kernels of target I (simd.h), or the bf16 ones on a bf16 prefill.
 template <Isa I>
 void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     const int group = a.n_head / a.n_head_kv;
@@ -405,31 +453,7 @@ void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
         run_decode<I>(ctx, a, keys);
         return;
     }
-    // (The AMX kernel has no sliding window: windowed layers take the fp32 kernel.)
-    if (I == Isa::kAvx512 && ctx.isa == Isa::kAmx && a.n_q * group >= kAmxMinQueryVectors &&
-        a.window <= 0 && detail::amx_attention_usable(a)) {
-        // Per calling thread and grow-only: a prefill runs this once per layer, and a fresh
-        // zero-filled copy of K and V each time costs page faults and a memset.
-        thread_local detail::AmxPackedKv packed_for_thread;
-        // A named reference: inside the lambda, the worker threads must see this thread's
-        // copy, not their own thread_local instance.
-        const detail::AmxPackedKv& packed = packed_for_thread;
-        detail::amx_pack_kv(ctx, a, packed_for_thread);
-        const int64_t chunk_keys = amx_chunk_keys(a.head_dim);
-        const int64_t max_vis = *std::max_element(keys.hi.begin(), keys.hi.end());
-        const int64_t n_tasks = tiles_per_head(a) * a.n_head_kv;
-        if (max_vis > chunk_keys && key_splits(ctx.n_threads, n_tasks, max_vis) == 1) {
-            run_tiles_amx_chunked(ctx, a, keys, packed, chunk_keys);
-            return;
-        }
-        run_tiles(
-            ctx, a, keys,
-            [&packed, &a](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
-                detail::attention_tile_amx(a, packed, t, j0, j1, st);
-            },
-            detail::attention_finalize_avx512);
-        return;
-    }
+    if (I == Isa::kAvx512 && run_bf16(ctx, a, keys)) return;
     run_tiles(
         ctx, a, keys,
         [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {

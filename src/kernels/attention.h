@@ -4,7 +4,8 @@
 //
 // K and V are read where they live: fp32 or IEEE half rows, either the first n_kv rows or the
 // rows named by kv_row (a pruned key set read straight from the position-addressed KV cache,
-// no gather). Arithmetic is fp32 on every path; half values are converted exactly.
+// no gather). Arithmetic is fp32 unless AttentionArgs::bf16 allows bf16 products; half values
+// are converted exactly.
 #pragma once
 
 #include <cstddef>
@@ -41,6 +42,10 @@ struct AttentionArgs {
     // Sliding-window layers (Gemma 3's local layers): > 0 also hides keys at or more than
     // `window` positions before the query (visible iff q_pos - window < kv_pos <= q_pos).
     int32_t window = 0;
+    // bf16 products allowed: Q, K, the probabilities and V may be rounded to bf16 (softmax and
+    // sums stay fp32) where a kernel has them: AMX, or AVX-512-BF16 (prefill-sized calls).
+    // The model sets it where its linear layers run bf16; false keeps every path fp32.
+    bool bf16 = false;
     float* out = nullptr;  // [n_q, out_stride], head h at h*head_dim
     int64_t out_stride = 0;
     // If set, the output goes here instead, as bf16 bits rounded to nearest even (the values

@@ -13,7 +13,7 @@
 // Tiles: tmm0-3 O^T (16 dims each); tmm4-5 S^T (16 keys each) in Q.K^T; tmm6 its A operand
 // (K), tmm7 its B operand (Q^T); in P.V the V^T operands rotate over tmm4-6 and P^T is tmm7.
 // head_dim is processed in passes of 64 output dims (S recomputed per pass).
-// The packing reads K/V (fp32 or f16, at row j or kv_row[j]) once per call.
+// K and V^T come packed as bf16 once per call (pack_kv_bf16, attention_bf16_avx512.cpp).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,7 +27,7 @@ namespace lazyllm::kernels::detail {
 
 namespace {
 
-constexpr int kKeyBlock = 32;
+constexpr int kKeyBlock = kBf16KeyBlock;
 constexpr float kRescaleLog2 = 8.0f;
 constexpr int kMaxHeadDimAmx = 256;
 // Masked scores: finite, so that exp2_bf16_finite needs no clamp, and far enough below
@@ -39,17 +39,8 @@ inline __m512i bf16_pairs(__m512 lo, __m512 hi) {
     return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
 }
 
-// Interleaves two rows of 16 fp32 into 16 bf16 pairs: out[2i] = a[i], out[2i + 1] = b[i].
-inline __m512i interleave_bf16(__m512 a, __m512 b) {
-    alignas(64) static constexpr uint16_t kIdx[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
-                                                      21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
-                                                      11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    const __m512i idx = _mm512_load_si512(kIdx);
-    return _mm512_permutexvar_epi16(idx, bf16_pairs(a, b));
-}
-
 template <int D>
-void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTile& t,
+void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                  int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
     static_assert(D % 64 == 0 && D <= kMaxHeadDimAmx);
     constexpr int kChunks = D / 32;                         // K-steps of the S product
@@ -211,7 +202,7 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
                 const __m512 p0 = simd512::exp2_bf16_finite(_mm512_sub_ps(s0, m_ref));
                 const __m512 p1 = simd512::exp2_bf16_finite(_mm512_sub_ps(s1, m_ref));
                 p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
-                _mm512_store_si512(pb[cur][kk], interleave_bf16(p0, p1));
+                _mm512_store_si512(pb[cur][kk], simd512::interleave_bf16(p0, p1));
                 // After row kk, steps [ceil(kk n / rows), ceil((kk + 1) n / rows)) of the
                 // n = kSteps: all of them by the last row.
                 for (int i = (kk * kSteps + kRows - 1) / kRows;
@@ -247,7 +238,7 @@ void tile_kernel(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTi
                     const __m512 p1 = simd512::exp2_bf16_finite(
                         _mm512_sub_ps(_mm512_load_ps(s_cur[2 * kk + 1]), m_ref));
                     p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
-                    _mm512_store_si512(pb[cur][kk], interleave_bf16(p0, p1));
+                    _mm512_store_si512(pb[cur][kk], simd512::interleave_bf16(p0, p1));
                 }
             }
             l = _mm512_add_ps(l, p_sum);
@@ -274,58 +265,7 @@ bool amx_attention_usable(const AttentionArgs& a) {
     return amx_permission();
 }
 
-void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& packed) {
-    const int d = a.head_dim;
-    const int64_t n_pad = (a.n_kv + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
-    packed.n_kv_pad = n_pad;
-    // Grow only (every element used below is written below).
-    const size_t size = static_cast<size_t>(a.n_head_kv) * n_pad * d;
-    if (packed.k.size() < size) packed.k.resize(size);
-    if (packed.vt.size() < size) packed.vt.resize(size);
-    const int64_t blocks = n_pad / 16;
-    const bool f16 = a.kv_type == KvType::kF16;
-    // Each item: 16 keys of one KV head, all head dims.
-#pragma omp parallel for num_threads(std::max(1, ctx.n_threads)) schedule(static)
-    for (int64_t item = 0; item < a.n_head_kv * blocks; ++item) {
-        const int g = static_cast<int>(item / blocks);
-        const int64_t j0 = (item % blocks) * 16;
-        const int n_rows = static_cast<int>(std::min<int64_t>(16, a.n_kv - j0));
-        uint16_t* k_dst = packed.k.data() + (g * n_pad + j0) * d;
-        // Block of 32 keys containing j0, then the 16-key half.
-        uint16_t* vt_dst = packed.vt.data() + static_cast<int64_t>(g) * d * n_pad +
-                           (j0 / kKeyBlock) * kKeyBlock * d + j0 % kKeyBlock;
-        int64_t row_off[16];  // element offset of each key's head-g segment (K and V alike)
-        for (int jj = 0; jj < n_rows; ++jj) {
-            const int64_t row = kv_row_of(a, j0 + jj);
-            row_off[jj] = row * a.kv_stride + static_cast<int64_t>(g) * d;
-        }
-        for (int c = 0; c < d; c += 16) {
-            __m512 kr[16], vr[16];
-            for (int jj = 0; jj < 16; ++jj) {
-                if (jj >= n_rows) {
-                    kr[jj] = vr[jj] = _mm512_setzero_ps();
-                } else if (f16) {
-                    kr[jj] = simd512::load_f16(static_cast<const uint16_t*>(a.k) + row_off[jj] + c);
-                    vr[jj] = simd512::load_f16(static_cast<const uint16_t*>(a.v) + row_off[jj] + c);
-                } else {
-                    kr[jj] = _mm512_loadu_ps(static_cast<const float*>(a.k) + row_off[jj] + c);
-                    vr[jj] = _mm512_loadu_ps(static_cast<const float*>(a.v) + row_off[jj] + c);
-                }
-            }
-            for (int jj = 0; jj < 16; ++jj) {
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(k_dst + jj * d + c),
-                                    reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(kr[jj])));
-            }
-            simd512::transpose16x16(vr);
-            for (int dd = 0; dd < 16; ++dd) {
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(vt_dst + (c + dd) * kKeyBlock),
-                                    reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(vr[dd])));
-            }
-        }
-    }
-}
-
-void attention_tile_amx(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTile& t,
+void attention_tile_amx(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                         int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
     switch (a.head_dim) {
         case 64:

@@ -107,20 +107,30 @@ void attention_lanes(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,
 void attention_finalize_avx512(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
 void attention_finalize_scalar(const AttentionArgs& a, const AttnTile& t, const AttnState& st);
 
-// bf16 copies of K and V^T for one attention call, laid out for AMX tile loads.
-struct AmxPackedKv {
+// bf16 copies of K and V^T for one attention call, in blocks of kBf16KeyBlock keys, read by
+// the AMX and the AVX-512-BF16 kernels (tile loads, pair broadcasts).
+constexpr int kBf16KeyBlock = 32;
+struct PackedKvBf16 {
     int64_t n_kv_pad = 0;        // n_kv rounded up to a multiple of 32 (zero padded)
     AlignedVector<uint16_t> k;   // [n_head_kv][n_kv_pad][head_dim] bf16
     AlignedVector<uint16_t> vt;  // [n_head_kv][n_kv_pad / 32][head_dim][32] bf16 (V^T blocks)
 };
+// attention_bf16_avx512.cpp; needs AVX-512-BF16.
+void pack_kv_bf16(const KernelContext& ctx, const AttentionArgs& a, PackedKvBf16& packed);
 
-// True when the AMX kernel handles this shape and the OS granted AMX tile state.
+// The bf16 tile kernels (AttentionArgs::bf16). Keys [j_begin, j_end) of the tile. They
+// initialize `st`, or with `resume` continue it: st then holds this tile's state over keys
+// before j_begin (an earlier call).
+// AMX (attention_amx.cpp): j_begin a multiple of 32; true for its shapes when the OS granted
+// AMX tile state.
 bool amx_attention_usable(const AttentionArgs& a);
-void amx_pack_kv(const KernelContext& ctx, const AttentionArgs& a, AmxPackedKv& packed);
-// Keys [j_begin, j_end), j_begin a multiple of 32. Initializes `st`, or with `resume`
-// continues it: st then holds this tile's state over keys before j_begin (an earlier call).
-void attention_tile_amx(const AttentionArgs& a, const AmxPackedKv& packed, const AttnTile& t,
+void attention_tile_amx(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                         int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
+// AVX-512-BF16 (attention_bf16_avx512.cpp): any j_begin, sliding windows included; head_dim
+// 32, 64, 96, 128, 192 or 256.
+bool bf16_attention_usable(const AttentionArgs& a);
+void attention_tile_bf16(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
+                         int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
 
 // probs[j] = softmax_j(scale * q_head . k_j) over keys [0, n) of kv head `kv_head` (n >= 1).
 void head_probs_avx512(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n,

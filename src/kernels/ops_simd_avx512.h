@@ -117,6 +117,16 @@ inline __m256i to_bf16(__m512 v) {
     return _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16));
 }
 
+// Two rows of 16 fp32 as 16 bf16 pairs (RNE, AVX-512-BF16): 32-bit lane i holds (a[i], b[i]),
+// a[i] in the low half. The B operand layout of VDPBF16PS and of AMX's TDPBF16PS.
+inline __m512i interleave_bf16(__m512 a, __m512 b) {
+    alignas(64) static constexpr uint16_t kIdx[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                      21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                      11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i idx = _mm512_load_si512(kIdx);
+    return _mm512_permutexvar_epi16(idx, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(b, a)));
+}
+
 inline __mmask16 tail_mask(int64_t n_left) {
     return n_left >= 16 ? static_cast<__mmask16>(0xffff)
                         : static_cast<__mmask16>((1u << n_left) - 1u);

@@ -138,6 +138,7 @@ kernels::AttentionArgs LlamaModel::attention_args(const KvCache& kv, int il) con
     a.head_dim = c.head_dim;
     a.scale = c.attn_scale;
     a.window = c.is_swa(il) ? c.sliding_window : 0;
+    a.bf16 = bf16_attention_;
     a.out_stride = c.n_embd_q();
     return a;
 }
@@ -203,8 +204,8 @@ private:
     void prepare(int64_t rows) {
         const int64_t E = c_.n_embd, Q = c_.n_embd_q(), F = c_.n_ff;
         const bool quant =
-            m_.prefill_quant_ ||
-            (m_.quantized_decode_ && step_rows_ <= kQuantMaxRows && rows <= m_.quant_max_rows_);
+            m_.prefill_quant_ || (m_.quantized_decode_ && !run_.prompt &&
+                                  step_rows_ <= kQuantMaxRows && rows <= m_.quant_max_rows_);
         const bool bf16 = !quant && m_.layers_[run_.il_begin].qkv.gemm.is_bf16();
         path_ = quant ? LinearPath::kQuant : (bf16 ? LinearPath::kBf16 : LinearPath::kF32);
         x16_ = bf16 ? grow(s_.x16, rows * E) : nullptr;        // [rows, E]
@@ -471,13 +472,14 @@ void LlamaModel::forward_layers(const LayerRun& run, KvCache& kv, ForwardScratch
     for (int il = run.il_begin; il < run.il_end; ++il) pass.layer(il);
 }
 
-void LlamaModel::logits(const float* h_row, int64_t step_rows, float* out, ForwardScratch& s,
-                        Profile* prof) const {
+void LlamaModel::logits(const float* h_row, int64_t step_rows, bool prompt, float* out,
+                        ForwardScratch& s, Profile* prof) const {
     OpTimer t(prof, OpKind::kLmHead, 2.0 * config_.n_embd * config_.n_vocab);
     float* x = grow(s.logits_row, config_.n_embd);
     kernels::rms_norm(opts_.ctx, h_row, output_norm_.data(), x, 1, config_.n_embd, config_.rms_eps);
     // fp32 activations into the prefill weights (they convert them where those are bf16).
-    const bool quant = prefill_quant_ || (quantized_decode_ && step_rows <= kQuantMaxRows);
+    const bool quant =
+        prefill_quant_ || (quantized_decode_ && !prompt && step_rows <= kQuantMaxRows);
     lm_head_.forward(quant ? LinearPath::kQuant : LinearPath::kF32, {x, nullptr}, 1, out);
     softcap(out, 1);
 }

@@ -93,6 +93,9 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path,
     if (opts.precision == kernels::GemmPrecision::kF32 && m->opts_.ctx.isa == kernels::Isa::kAmx) {
         m->opts_.ctx.isa = kernels::Isa::kAvx512;
     }
+    // Attention's products in bf16 where the linear layers' are (prefill-sized calls on AMX or
+    // AVX-512-BF16); --precision f32 keeps it fp32.
+    m->bf16_attention_ = kernels::gemm_uses_bf16(m->opts_.ctx, opts.precision);
     {
         auto g = GgufFile::open(path);
         if (!g.ok()) return g.error();

@@ -180,9 +180,14 @@ struct LayerRun {
     // rows are left at that layer's input. Not with last_row_out at the model's last layer.
     RowCut cut = nullptr;
     // New tokens of the step this run belongs to (0: n_rows). A decode-sized step (at most
-    // kQuantMaxRows) runs on the quantized weights where quantized_decode(), also when its cut
-    // brings in more rows, up to quant_max_rows(); a longer step runs on the GEMM weights.
+    // kQuantMaxRows) of generated tokens runs on the quantized weights where
+    // quantized_decode(), also when its cut brings in more rows, up to quant_max_rows(); a
+    // longer step, or one of prompt tokens, runs on the GEMM weights.
     int64_t step_rows = 0;
+    // The step's tokens are prompt text (a new turn, the rest of a cached prompt): the GEMM
+    // weights whatever their count, so a prompt's logits do not depend on how much of it a
+    // cache held.
+    bool prompt = false;
 };
 
 class LlamaModel {
@@ -233,11 +238,12 @@ public:
     // one-token step of each session alone.
     void forward_decode_batch(float* h, const int32_t* pos, KvCache* const* kvs, int64_t n,
                               float* logits, ForwardScratch& s) const;
-    // Final RMSNorm and LM head of one hidden row: logits [n_vocab]. `step_rows`: the tokens
-    // of the step this row ends. Decode-sized steps (at most kQuantMaxRows) take the QuantLinear
-    // copy where quantized_decode(), as their layers do; a prefill takes the prefill weights,
-    // as its layers did, so its first token does not carry int8 activation rounding.
-    void logits(const float* h_row, int64_t step_rows, float* out, ForwardScratch& s,
+    // Final RMSNorm and LM head of one hidden row: logits [n_vocab]. `step_rows`, `prompt`: the
+    // step this row ends (LayerRun). Decode-sized steps of generated tokens take the QuantLinear
+    // copy where quantized_decode(), as their layers do; a prefill or a prompt step takes the
+    // prefill weights, as its layers did, so its first token does not carry int8 activation
+    // rounding.
+    void logits(const float* h_row, int64_t step_rows, bool prompt, float* out, ForwardScratch& s,
                 Profile* prof = nullptr) const;
 
 private:
@@ -279,6 +285,7 @@ private:
     Linear lm_head_;                  // [n_vocab, n_embd]
     bool quantized_decode_ = false;
     bool prefill_quant_ = false;
+    bool bf16_attention_ = false;  // AttentionArgs::bf16: the linear layers' precision is bf16
     std::string prefill_choice_;
     int64_t quant_max_rows_ = kQuantMaxRows;
     const uint8_t* token_embd_ = nullptr;  // quantized rows in the mmap

@@ -75,7 +75,8 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
     if (keep < n_past()) c.session.truncate(keep);
     const std::span<const TokenId> suffix = prompt.subspan(static_cast<size_t>(keep));
     c.logits.resize(static_cast<size_t>(n_vocab));
-    LAZYLLM_ASSIGN_OR_RETURN(StepStats st, c.session.step(suffix, c.logits.data()));
+    LAZYLLM_ASSIGN_OR_RETURN(StepStats st,
+                             c.session.step(suffix, c.logits.data(), StepTokens::kPrompt));
     const int L = c.model->config().n_layer;
     int64_t suffix_pairs = 0;
     for (int64_t t = keep; t < n_prompt; ++t) suffix_pairs += c.session.depth()[t];

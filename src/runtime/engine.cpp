@@ -304,7 +304,7 @@ Result<std::vector<float>> Engine::first_token_logits(std::span<const TokenId> p
     LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(*impl_->model, ro, static_cast<int64_t>(prompt.size())));
     LAZYLLM_ASSIGN_OR_RETURN(Session session, Session::create(*impl_->model, so));
     std::vector<float> logits(static_cast<size_t>(impl_->model->config().n_vocab));
-    LAZYLLM_TRY(session.step(prompt, logits.data()));
+    LAZYLLM_TRY(session.step(prompt, logits.data(), StepTokens::kPrompt));
     if (fraction_computed) *fraction_computed = session.prompt_fraction_computed();
     return logits;
 }
@@ -344,7 +344,8 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
         }
     };
 
-    LAZYLLM_ASSIGN_OR_RETURN(StepStats prefill, session.step(prompt, logits.data()));
+    LAZYLLM_ASSIGN_OR_RETURN(StepStats prefill,
+                             session.step(prompt, logits.data(), StepTokens::kPrompt));
     r.prefill_rows_per_layer = prefill.rows_per_layer;
     r.prefill_tail_rows_per_layer = prefill.tail_rows_per_layer;
     r.prefill_fraction_computed = session.prompt_fraction_computed();

@@ -129,14 +129,14 @@ void Session::check_aux_slots(int64_t n_total) const {
     }
 }
 
-Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) {
+Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits, StepTokens kind) {
     Timer timer;
     const int L = model_->config().n_layer;
     const int64_t E = model_->config().n_embd;
     Profile* prof = opts_.profile ? &profile_ : nullptr;
     StepStats st;
     LAZYLLM_ASSIGN_OR_RETURN(const prune::StepInfo info, begin_step(tokens, prof));
-    StepCtx sc{info, st, prof};
+    StepCtx sc{info, st, prof, kind == StepTokens::kPrompt};
     st.n_new = info.n_new;
     st.rows_per_layer.assign(static_cast<size_t>(L), 0);
     st.tail_rows_per_layer.assign(static_cast<size_t>(L), 0);
@@ -157,7 +157,8 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits) 
     }
 
     LAZYLLM_CHECK(!live_.empty() && live_.back() == info.n_total - 1);
-    model_->logits(h_.data() + (live_.size() - 1) * E, info.n_new, logits, scratch_, prof);
+    model_->logits(h_.data() + (live_.size() - 1) * E, info.n_new, sc.prompt, logits, scratch_,
+                   prof);
     if (!aux_valid_.empty()) check_aux_slots(info.n_total);
     n_past_ = info.n_total;
     ++n_steps_;
@@ -276,6 +277,7 @@ void Session::run_stage(StepCtx& sc, int start, int end, float* scores,
     run.score_layers = opts_.schedule.score_layers;
     run.last_row_out = end == L;  // the step's only output: the last row's logits
     run.step_rows = sc.info.n_new;
+    run.prompt = sc.prompt;
     if (bd != nullptr) {
         run.cut = [this, &sc, bd, end](const float* qkv, int64_t qkv_stride) {
             return cross_boundary(sc, *bd, end, qkv, qkv_stride);

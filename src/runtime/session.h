@@ -41,6 +41,9 @@ struct SessionOptions {
     std::function<void(const BoundaryTrace&)> on_boundary;  // optional observer
 };
 
+// What a step's tokens are (Session::step).
+enum class StepTokens { kGenerated, kPrompt };
+
 // What one step did.
 struct StepStats {
     int64_t n_new = 0;
@@ -60,8 +63,11 @@ public:
     static Result<Session> create(const LlamaModel& model, const SessionOptions& opts);
 
     // Appends `tokens` at the next positions and runs one step; `logits` ([n_vocab]) receives
-    // the last token's logits. Errors: empty input, context overflow, bad ids.
-    Result<StepStats> step(std::span<const int32_t> tokens, float* logits);
+    // the last token's logits. `tokens` is kPrompt text or kGenerated tokens: a prompt runs on
+    // the prefill weights however short (LayerRun::prompt). Errors: empty input, context
+    // overflow, bad ids.
+    Result<StepStats> step(std::span<const int32_t> tokens, float* logits,
+                           StepTokens kind = StepTokens::kGenerated);
     // Forgets the tokens at positions >= n (0 <= n <= n_past): their depths, Aux slots and
     // exclusions; their KV rows become stale and are overwritten by later steps. The tokens
     // kept are untouched, so design.md 1.3's invariants still hold (Conversation's prefix reuse).
@@ -100,6 +106,7 @@ private:
         prune::StepInfo info;
         StepStats& st;
         Profile* prof;
+        bool prompt = false;  // StepTokens::kPrompt
     };
 
     Session() = default;

@@ -1,8 +1,9 @@
-// Attention: the fast paths (AVX-512 fp32 tiles, keys-in-lanes decode, key-split, AMX bf16)
-// against the two-pass reference on full causal prefixes, sparse key subsets (pruned steps),
+// Attention: the fast fp32 paths (AVX-512 tiles, keys-in-lanes decode, key-split) against the
+// two-pass reference on full causal prefixes, sparse key subsets (pruned steps),
 // decode, GQA ratios 1/3/4, head_dim 64/80/128, for K/V in fp32 and f16, as dense rows or by
 // row index into a bigger cache; the reference against closed forms; the LazyLLM head-mean
-// scores; the KV cache write (f16 rounding identical on every path).
+// scores; the KV cache write (f16 rounding identical on every path). The bf16 tiles:
+// attention_bf16_test.cpp.
 #include "kernels/attention.h"
 
 #include <gtest/gtest.h>
@@ -96,14 +97,6 @@ TEST(Attention, Avx512SlidingWindowsMatchReference) {
     check_windows(Isa::kAvx512, {1, 2});
 }
 
-// On an AMX context a windowed prefill takes the AVX-512 fp32 kernel (no AMX window).
-TEST(Attention, AmxContextSlidingWindowMatchesReference) {
-    if (!cpu_has(Isa::kAmx)) GTEST_SKIP() << "no AMX";
-    Problem p = make_problem(iota_pos(300), iota_pos(300), 8, 2, 64, 41);
-    p.args.window = 64;
-    check_against_ref(p, Isa::kAmx, {2}, kFp32Tol, kFp32Tol, "amx context, window 64");
-}
-
 // The window's definition: a query sees the keys less than `window` positions before it.
 TEST(AttentionRef, WindowEqualsTheKeysInsideIt) {
     Problem w = make_problem({10, 4}, iota_pos(11), 2, 1, 8, 42);
@@ -132,84 +125,17 @@ TEST(Attention, Avx512IndexedF16EqualsDenseF32) {
     check_indexed_f16_equals_dense_f32(Isa::kAvx512);
 }
 
-TEST(Attention, AmxPrefillAndSparse) {
-    if (!cpu_has(Isa::kAmx)) GTEST_SKIP() << "no AMX";
-    for (const Layout& l : kLayouts) {
-        for (const Shape& s : kShapes) {
-            // 130 queries are enough for the AMX path (>= 64 query vectors per KV head).
-            check_against_ref(
-                make_problem(iota_pos(130), iota_pos(130), s.n_head, s.n_head_kv, s.head_dim, 6, l),
-                Isa::kAmx, {2}, kBf16Tol, kBf16MeanTol, "amx prefill " + shape_name(s));
-            std::vector<int32_t> kv = random_subset(2000, 400, 7);
-            std::vector<int32_t> q = random_subset(2000, 80, 8);
-            q.push_back(kv.front() > 0 ? kv.front() - 1 : 0);
-            check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, 9, l),
-                              Isa::kAmx, {1}, kBf16Tol, kBf16MeanTol,
-                              "amx sparse " + shape_name(s));
-        }
-        // Few tiles over many keys with 4 threads: the key-split path with AMX tiles.
-        std::vector<int32_t> q_late = iota_pos(64);
-        for (int32_t& e : q_late) e += 3936;
-        check_against_ref(make_problem(q_late, random_subset(4000, 2500, 10), 1, 1, 64, 11, l),
-                          Isa::kAmx, {4}, kBf16Tol, kBf16MeanTol, "amx split");
-    }
-}
-
-TEST(Attention, AmxLargeScoresRescale) {
-    if (!cpu_has(Isa::kAmx)) GTEST_SKIP() << "no AMX";
-    // Scores growing along the keys force repeated reference-max raises in the AMX kernel.
-    Problem p = make_problem(iota_pos(256), iota_pos(256), 4, 1, 64, 12);
-    for (int64_t j = 0; j < p.args.n_kv; ++j) {
-        for (int c = 0; c < 64; ++c)
-            p.k[j * p.args.kv_stride + c] *= 0.05f * static_cast<float>(j % 97);
-    }
-    check_against_ref(p, Isa::kAmx, {2}, kBf16Tol, kBf16MeanTol, "amx rescale");
-}
-
-// Prefill over more keys than one L2 chunk of the AMX driver (2048 keys at head_dim 64,
-// 1024 at 128) with enough tiles for the chunked path: each tile resumes its state chunk by
-// chunk. Dense and sparse keys, every layout.
-TEST(Attention, AmxKeyChunksMatchReference) {
-    if (!cpu_has(Isa::kAmx)) GTEST_SKIP() << "no AMX";
-    for (const Layout& l : kLayouts) {
-        for (int d : {64, 128}) {
-            std::vector<int32_t> q(150);
-            std::iota(q.begin(), q.end(), 2450);
-            check_against_ref(make_problem(q, iota_pos(2600), 4, 1, d, 14, l), Isa::kAmx, {1, 2},
-                              kBf16Tol, kBf16MeanTol, "amx chunks dense d=" + std::to_string(d));
-            check_against_ref(make_problem(random_subset(7000, 100, 15),
-                                           random_subset(7000, 2700, 16), 8, 2, d, 17, l),
-                              Isa::kAmx, {2}, kBf16Tol, kBf16MeanTol,
-                              "amx chunks sparse d=" + std::to_string(d));
-        }
-    }
-}
-
-// Keys whose scores jump far above everything before them, at the first block of a later
-// chunk (where a resumed call must rescale the O it was handed) and inside one.
-TEST(Attention, AmxKeyChunksRescaleResumedState) {
-    if (!cpu_has(Isa::kAmx)) GTEST_SKIP() << "no AMX";
-    for (int d : {64, 128}) {
-        std::vector<int32_t> q(150);
-        std::iota(q.begin(), q.end(), 2450);
-        Problem p = make_problem(q, iota_pos(2600), 4, 1, d, 18);
-        for (int64_t i = 0; i < p.args.n_q; ++i) {
-            for (int h = 0; h < p.args.n_head; ++h) p.q[i * p.args.q_stride + h * d] = 4.0f;
-        }
-        for (int64_t j : {1029, 2053, 2300}) p.k[j * p.args.kv_stride] = 40.0f;
-        check_against_ref(p, Isa::kAmx, {1, 2}, kBf16Tol, kBf16MeanTol,
-                          "amx chunk rescale d=" + std::to_string(d));
-    }
-}
-
 // out16 (the bf16 path's output) holds exactly the bf16 rounding of what the same call writes
-// to out, on every path: reference, AVX-512 tiles and decode, AMX tiles, key split and key
-// chunks; the row padding is left alone.
+// to out, on every path: reference, AVX-512 tiles and decode, the bf16 tiles (AVX-512-BF16,
+// AMX), key split and key chunks; the row padding is left alone.
 TEST(Attention, Bf16OutputIsTheRoundedFp32Output) {
     std::vector<Problem> problems = path_problems(31);
     problems.push_back(make_problem(iota_pos(40), iota_pos(40), 4, 2, 80, 36));  // no fast kernel
-    for (Isa isa : {Isa::kRef, Isa::kAvx512, Isa::kAmx}) {
-        if (cpu_has(isa)) check_bf16_output_is_rounded_fp32(problems, isa, 4);
+    for (bool bf16 : {false, true}) {
+        for (Problem& p : problems) p.args.bf16 = bf16;
+        for (Isa isa : {Isa::kRef, Isa::kAvx512, Isa::kAmx}) {
+            if (cpu_has(isa)) check_bf16_output_is_rounded_fp32(problems, isa, 4);
+        }
     }
 }
 
@@ -243,9 +169,14 @@ TEST(FpEnv, ScopedFlushDenormalsFlushesAndRestores) {
 // and on each worker, and must leave both as they found them.
 TEST(Attention, FastPathsRestoreTheFloatingPointEnvironment) {
     std::vector<Problem> problems = path_problems(21);
+    for (Problem& p : path_problems(22)) {
+        p.args.bf16 = true;  // the bf16 tiles where the CPU has them
+        problems.push_back(std::move(p));
+    }
     for (Isa isa : {Isa::kAvx512, Isa::kAmx}) {
         if (!cpu_has(isa)) continue;
         for (Problem& p : problems) {
+            rebind(p);
             const unsigned before = _mm_getcsr();
             attention({isa, 4}, p.args);
             EXPECT_EQ(_mm_getcsr(), before) << "calling thread, isa " << static_cast<int>(isa);

@@ -90,7 +90,7 @@ EngineRun run_sequence(const LlamaModel& m, const std::vector<int32_t>& ids,
     }
     r.logits.resize(static_cast<size_t>(n) * c.n_vocab);
     for (int64_t p = 0; p < n; ++p) {
-        m.logits(h.data() + p * E, n, r.logits.data() + p * c.n_vocab, s);
+        m.logits(h.data() + p * E, n, false, r.logits.data() + p * c.n_vocab, s);
     }
     return r;
 }

@@ -120,7 +120,8 @@ inline void check_against_reference(const Case& c, double tol) {
     model->forward_layers(run, kv, s);
     double max_err = 0, max_ref = 0;
     for (int i = 0; i < n_prompt; ++i) {
-        model->logits(h.data() + static_cast<size_t>(i) * cfg.n_embd, n_prompt, logits.data(), s);
+        model->logits(h.data() + static_cast<size_t>(i) * cfg.n_embd, n_prompt, false,
+                      logits.data(), s);
         for (int t = 0; t < cfg.n_vocab; ++t) {
             max_err = std::max(max_err, std::abs(static_cast<double>(logits[t]) -
                                                  want[static_cast<size_t>(i) * cfg.n_vocab + t]));
@@ -138,7 +139,7 @@ inline void check_against_reference(const Case& c, double tol) {
         run.n_rows = 1;
         run.n_keys = i + 1;
         model->forward_layers(run, kv, s);
-        model->logits(hr.data(), 1, logits.data(), s);
+        model->logits(hr.data(), 1, false, logits.data(), s);
         for (int t = 0; t < cfg.n_vocab; ++t)
             max_err = std::max(max_err, std::abs(static_cast<double>(logits[t]) -
                                                  want[static_cast<size_t>(i) * cfg.n_vocab + t]));

@@ -147,6 +147,47 @@ TEST(ForwardTest, StepRowsChooseTheWeights) {
     }
 }
 
+// A decode-sized step of prompt tokens (LayerRun::prompt: a new turn, the rest of a cached
+// prompt) runs on the prefill weights as a long step does, bit for bit, and its logits too; a
+// step of generated tokens of the same size does not. Any precision.
+TEST(ForwardTest, PromptStepsRunOnThePrefillWeights) {
+    kernels::KernelContext ctx;
+    ctx.isa = testing::engine_isa();
+    if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no QuantLinear fast path";
+    testing::TinyModelSpec spec;
+    auto model = load(spec, temp_path("prompt_steps"), kernels::GemmPrecision::kAuto);
+    ASSERT_NE(model, nullptr);
+    ASSERT_TRUE(model->quantized_decode());
+    const ModelConfig& cfg = model->config();
+    const int n = 5;
+    const auto ids = random_ids(n, cfg.n_vocab, 22);
+    std::vector<int32_t> pos(n);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::vector<float> h0(static_cast<size_t>(n) * cfg.n_embd);
+    ASSERT_TRUE(model->embed(ids.data(), n, h0.data()).ok());
+    struct Out {
+        std::vector<float> h, logits;
+    };
+    auto run = [&](int64_t step_rows, bool prompt) {
+        Out o{h0, std::vector<float>(cfg.n_vocab)};
+        KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), model->kv_type());
+        ForwardScratch s;
+        LayerRun r{o.h.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
+        r.step_rows = step_rows;
+        r.prompt = prompt;
+        model->forward_layers(r, kv, s);
+        model->logits(o.h.data() + (n - 1) * cfg.n_embd, r.step_rows > 0 ? r.step_rows : n, prompt,
+                      o.logits.data(), s);
+        return o;
+    };
+    const Out long_step = run(100, false);
+    const Out prompt = run(0, true);
+    const Out generated = run(0, false);
+    EXPECT_EQ(prompt.h, long_step.h);
+    EXPECT_EQ(prompt.logits, long_step.logits);
+    EXPECT_NE(generated.h, long_step.h) << "a decode step's rows run on the quantized weights";
+}
+
 // A key set given by row index (a pruned step reads S straight from the cache) that happens to
 // be the whole prefix gives bit for bit the prefix run, for both cache types and for prefill
 // and decode shapes.

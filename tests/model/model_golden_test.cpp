@@ -90,7 +90,7 @@ std::map<int, std::vector<float>> checked_logits(const LlamaModel& m, const nloh
     for (const auto& chk : p["checked"]) {
         const int at = chk["pos"].get<int>();
         std::vector<float> logits(c.n_vocab);
-        m.logits(h.data() + static_cast<size_t>(at) * c.n_embd, n, logits.data(), s);
+        m.logits(h.data() + static_cast<size_t>(at) * c.n_embd, n, false, logits.data(), s);
         out[at] = std::move(logits);
     }
     return out;

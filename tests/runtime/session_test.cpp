@@ -621,7 +621,7 @@ TEST(SessionTest, RevivedTokensFinishTheLayerTheyStoppedIn) {
                   static_cast<int64_t>(kept.size()), b, L, nullptr};
     tail.last_row_out = true;
     model->forward_layers(tail, kv, scratch);
-    model->logits(rows.data() + (kept.size() - 1) * E, n, want.data(), scratch);
+    model->logits(rows.data() + (kept.size() - 1) * E, n, false, want.data(), scratch);
     check(got[0], "prefill");
 
     // The decode step: the new token through [0, b), then with every cut token through [b, L).
@@ -641,7 +641,7 @@ TEST(SessionTest, RevivedTokensFinishTheLayerTheyStoppedIn) {
                   n + 1, b, L, nullptr};
     rest.last_row_out = true;
     model->forward_layers(rest, kv, scratch);
-    model->logits(rows.data() + (rows_pos.size() - 1) * E, 1, want.data(), scratch);
+    model->logits(rows.data() + (rows_pos.size() - 1) * E, 1, false, want.data(), scratch);
     check(got[1], "decode");
 }
 
@@ -723,7 +723,7 @@ TEST(SessionTest, GemFilterRunsTheWholeModelOnKeptTokens) {
                  static_cast<int64_t>(kept.size()), 0, c.n_layer, nullptr};
     run.last_row_out = true;  // as every step runs its last layer
     model->forward_layers(run, kv, scratch);
-    model->logits(h.data() + (kept.size() - 1) * c.n_embd, 24, want.data(), scratch);
+    model->logits(h.data() + (kept.size() - 1) * c.n_embd, 24, false, want.data(), scratch);
     EXPECT_EQ(0, std::memcmp(want.data(), logits.data(), want.size() * sizeof(float)));
 }
 
@@ -777,7 +777,7 @@ TEST(SessionTest, LastLayerRunsTheLastRowOnly) {
             ASSERT_TRUE(model->embed(prompt.data(), 40, h.data()).ok());
             LayerRun run{h.data(), pos.data(), 40, nullptr, 40, 0, c.n_layer, nullptr};
             model->forward_layers(run, kv, scratch);
-            model->logits(h.data() + 39 * c.n_embd, 40, want.data(), scratch);
+            model->logits(h.data() + 39 * c.n_embd, 40, false, want.data(), scratch);
             for (int t = 0; t < V; ++t) {
                 ASSERT_NEAR(logits[t], want[t], 1e-4f * (1.0f + std::abs(want[t]))) << t;
             }

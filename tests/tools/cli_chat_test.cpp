@@ -28,9 +28,11 @@ std::string read_bytes(const std::string& path) {
 }
 
 std::string write_file(const std::string& name, const std::string& bytes) {
-    const std::string p = ::testing::TempDir() + name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
+    return lazyllm::testing::publish_temp_file(name, [&](const std::string& tmp) {
+        std::ofstream out(tmp, std::ios::binary);
+        out << bytes;
+        return static_cast<bool>(out.flush());
+    });
 }
 
 // The tiny model (SmolLM2's ChatML template, a vocabulary with <|im_start|>).

@@ -30,9 +30,11 @@ std::string tiny_model() {
 }
 
 std::string write_file(const std::string& name, const std::string& text) {
-    const std::string p = ::testing::TempDir() + name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
+    return lazyllm::testing::publish_temp_file(name, [&](const std::string& tmp) {
+        std::ofstream out(tmp, std::ios::binary);
+        out << text;
+        return static_cast<bool>(out.flush());
+    });
 }
 
 // A shell command line (environment prefixes, pipes), stdout and stderr merged.

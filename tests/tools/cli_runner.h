@@ -1,13 +1,13 @@
 // Runs the built `lazyllm` binary (LAZYLLM_CLI) for the CLI tests and captures its output.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "support/tiny_model.h"
 
@@ -32,14 +32,25 @@ inline CliRun run_cli(const std::string& args, bool merge_stderr = true) {
     return r;
 }
 
-// Writes a tiny random llama model with context n_ctx into the test temp folder as `file` and
-// returns its path (callers keep it in a function-local static: written once per binary).
-inline std::string write_cli_tiny_model(const std::string& file, int n_ctx) {
+// ctest runs each test in its own process, two at a time, and tests of one binary write the
+// same temp files: each writes a file of its own and renames it into place (atomic), so a
+// reader never sees one half written. `write(tmp)` writes the file and says whether it did.
+template <typename Write>
+inline std::string publish_temp_file(const std::string& file, Write&& write) {
     const std::string p = ::testing::TempDir() + file;
+    const std::string tmp = p + "." + std::to_string(::getpid()) + ".tmp";
+    EXPECT_TRUE(write(tmp)) << tmp;
+    EXPECT_EQ(std::rename(tmp.c_str(), p.c_str()), 0) << p;
+    return p;
+}
+
+// Writes a tiny random llama model with context n_ctx into the test temp folder as `file` and
+// returns its path (callers keep it in a function-local static: written once per process).
+inline std::string write_cli_tiny_model(const std::string& file, int n_ctx) {
     TinyModelSpec spec;
     spec.n_ctx = n_ctx;
-    EXPECT_TRUE(write_tiny_model(spec, p).ok());
-    return p;
+    return publish_temp_file(
+        file, [&](const std::string& tmp) { return write_tiny_model(spec, tmp).ok(); });
 }
 
 }  // namespace lazyllm::testing

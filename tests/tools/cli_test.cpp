@@ -199,11 +199,11 @@ TEST(ModelCliTest, DefaultModelAnswers) {
     EXPECT_TRUE(contains(r.out, "TTFT")) << r.out;
 }
 
-// The France question as a chat, answered as JSON with `flags`: the run succeeds, names Paris
+// A France question as a chat, answered as JSON with `flags`: the run succeeds, names Paris
 // and its JSON holds `needle` (which weights ran).
-void expect_paris(const std::string& path, const std::string& flags, const std::string& needle) {
-    const CliRun r = run("run -m " + path +
-                         " --chat -p 'What is the capital of France?' -n 12 --json " + flags);
+void expect_paris(const std::string& path, const std::string& flags, const std::string& needle,
+                  const std::string& question = "What is the capital of France?") {
+    const CliRun r = run("run -m " + path + " --chat -p '" + question + "' -n 12 --json " + flags);
     ASSERT_EQ(r.rc, 0) << flags << ": " << r.out;
     EXPECT_TRUE(contains(r.out, needle)) << flags << ": " << r.out;
     EXPECT_TRUE(contains(r.out, "Paris")) << flags << ": " << r.out;
@@ -220,10 +220,16 @@ TEST(ModelCliTest, DecodeWeightsFlag) {
 
 // Prefill on the GGUF's blocks: it answers, --json and info say which weights ran, and a
 // combination without quantized weights is refused by name.
+// (int8 activations change prefill slightly, differently per ISA: on AVX-512 VNNI the 135M
+// model's greedy answer to "What is the capital of France?" is "L'Etoile, la Marseillaise, ...",
+// on AVX2 "The capital of France is Paris."; this question gets Paris on both. How far int8
+// prefill moves answers is measured by `eval --fidelity`, docs/evaluation.md.)
 TEST(ModelCliTest, PrefillWeightsFlag) {
     LAZYLLM_MODEL_OR_SKIP(path);
-    expect_paris(path, "--prefill-weights quant", "\"prefill_weights\": \"quant (asked)\"");
-    expect_paris(path, "--prefill-weights quant", "\"gemm\": \"quant\"");
+    const std::string question = "Name the capital city of France.";
+    expect_paris(path, "--prefill-weights quant", "\"prefill_weights\": \"quant (asked)\"",
+                 question);
+    expect_paris(path, "--prefill-weights quant", "\"gemm\": \"quant\"", question);
     expect_paris(path, "--prefill-weights copy", "\"prefill_weights\": \"copy (asked)\"");
     const CliRun info = run("info " + path + " --prefill-weights quant");
     ASSERT_EQ(info.rc, 0) << info.out;

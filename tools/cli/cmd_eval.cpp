@@ -4,8 +4,9 @@
 //   DIR/summary.md, summary.csv and report.html.
 // lazyllm eval --report-only DIR      rewrites the reports of an earlier run without running.
 // lazyllm eval --fidelity [--policies lazy] [--fidelity-reference-weights copy|quant]
+//                         [--fidelity-reference-precision f32|bf16|auto]
 //   First-token top-1 agreement, KL(full || policy) and greedy agreement over a fixed prompt set
-//   (full on a second engine with other prefill weights where asked).
+//   (full on a second engine with other prefill weights or precision where asked).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -46,7 +47,8 @@ struct EvalArgs {
     bool fidelity = false;
     int greedy_tokens = 64;
     int greedy_every = 1;
-    std::string reference_weights;  // --fidelity-reference-weights
+    std::string reference_weights;    // --fidelity-reference-weights
+    std::string reference_precision;  // --fidelity-reference-precision
     CLI::Option* tasks_opt = nullptr;
     CLI::Option* lengths_opt = nullptr;
     CLI::Option* depths_opt = nullptr;
@@ -124,16 +126,19 @@ int run_fidelity_cmd(const EvalArgs& a, const Engine& e,
     }
     if (a.seed_opt->count() > 0) fo.seed = a.seed;
     std::unique_ptr<Engine> reference;
-    if (!a.reference_weights.empty()) {
+    if (!a.reference_weights.empty() || !a.reference_precision.empty()) {
         EngineFlags rf = a.engine;
-        rf.prefill_weights = a.reference_weights;
+        if (!a.reference_weights.empty()) rf.prefill_weights = a.reference_weights;
+        if (!a.reference_precision.empty()) rf.precision = a.reference_precision;
         auto r = load_engine(rf);
-        if (!r.ok()) return report(r.error().with_context("--fidelity-reference-weights"));
+        if (!r.ok()) return report(r.error().with_context("the --fidelity-reference-* engine"));
         reference = std::move(r).value();
         fo.reference = reference.get();
-        std::fprintf(stderr, "lazyllm eval: full runs on prefill weights %s; policies on %s\n",
-                     reference->summary().prefill_weights.c_str(),
-                     e.summary().prefill_weights.c_str());
+        std::fprintf(stderr,
+                     "lazyllm eval: full runs on prefill weights %s, precision %s; policies on "
+                     "%s, precision %s\n",
+                     reference->summary().prefill_weights.c_str(), rf.precision.c_str(),
+                     e.summary().prefill_weights.c_str(), a.engine.precision.c_str());
     }
     auto rep = eval::run_fidelity(e, fo);
     if (!rep.ok()) return report(rep.error());
@@ -295,6 +300,11 @@ Runner add_eval(CLI::App& app) {
                    "included: e.g. --policies full --prefill-weights quant "
                    "--fidelity-reference-weights copy")
         ->check(CLI::IsMember({"auto", "copy", "quant"}));
+    app.add_option("--fidelity-reference-precision", a->reference_precision,
+                   "--fidelity: run full on a second engine with this precision and compare "
+                   "every policy with it: e.g. --policies full --fidelity-reference-precision "
+                   "f32 (what bf16 GEMMs and attention change)")
+        ->check(CLI::IsMember({"auto", "f32", "bf16"}));
     return [a] { return run_eval_cmd(*a); };
 }
 
