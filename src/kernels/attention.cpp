@@ -400,11 +400,6 @@ int64_t bf16_chunk_keys(int head_dim) {
                              kBf16ChunkBytes / (4 * head_dim) / kSplitAlign * kSplitAlign);
 }
 
-bool cpu_has_avx512_bf16() {
-    static const bool has = detect_cpu_features().avx512bf16;
-    return has;
-}
-
 // The bf16 prefill: AMX tiles, or VDPBF16PS tiles; false where neither applies.
 bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     if (!a.bf16 || a.n_q * (a.n_head / a.n_head_kv) < kBf16MinQueryVectors) return false;

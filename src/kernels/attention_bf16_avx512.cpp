@@ -169,10 +169,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
 
 }  // namespace
 
-bool bf16_attention_usable(const AttentionArgs& a) {
-    return [&]<int... Ds>(std::integer_sequence<int, Ds...>) { return ((a.head_dim == Ds) || ...); }
-    (HeadDims{});
-}
+bool bf16_attention_usable(const AttentionArgs& a) { return head_dim_in(HeadDims{}, a.head_dim); }
 
 void pack_kv_bf16(const KernelContext& ctx, const AttentionArgs& a, PackedKvBf16& packed) {
     const int d = a.head_dim;

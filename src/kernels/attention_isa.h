@@ -62,9 +62,14 @@ struct AttnState {
 // head_dim values the fp32 kernels are instantiated for; others use the reference.
 using Fp32HeadDims = std::integer_sequence<int, 32, 64, 80, 96, 128, 256>;
 
+// Whether head_dim is one of the Ds (a kernel's instantiated head_dims).
+template <int... Ds>
+constexpr bool head_dim_in(std::integer_sequence<int, Ds...>, int head_dim) {
+    return ((head_dim == Ds) || ...);
+}
+
 constexpr bool fp32_attention_head_dim_supported(int head_dim) {
-    return []<int... Ds>(std::integer_sequence<int, Ds...>, int d) { return ((d == Ds) || ...); }
-    (Fp32HeadDims{}, head_dim);
+    return head_dim_in(Fp32HeadDims{}, head_dim);
 }
 // Calls f.template operator()<D, T>() with D == a.head_dim, one of Fp32HeadDims (the driver
 // checks; anything else traps), and T the K/V element type (float, or uint16_t for half

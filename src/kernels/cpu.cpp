@@ -57,6 +57,14 @@ bool isa_supported(Isa isa, const CpuFeatures& f) {
     return false;
 }
 
+bool cpu_has_avx512_bf16() {
+    static const bool has = [] {
+        const CpuFeatures f = detect_cpu_features();
+        return isa_supported(Isa::kAvx512, f) && f.avx512bf16;
+    }();
+    return has;
+}
+
 Isa best_isa(const CpuFeatures& f) {
     for (Isa isa : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2}) {
         if (isa_supported(isa, f)) return isa;

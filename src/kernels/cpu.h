@@ -20,6 +20,9 @@ struct CpuFeatures {
 };
 
 CpuFeatures detect_cpu_features();
+// AVX-512 (as Isa::kAvx512 needs it) with AVX-512-BF16: bf16 dot products (VDPBF16PS). Detected
+// once.
+bool cpu_has_avx512_bf16();
 bool isa_supported(Isa isa, const CpuFeatures& f);
 Isa best_isa(const CpuFeatures& f);
 std::string_view isa_name(Isa isa);

@@ -130,21 +130,16 @@ Result<bool> gemm_env_allows_own() {
                       v);
 }
 
-bool cpu_has_bf16_gemm() {
-    const CpuFeatures f = detect_cpu_features();
-    return isa_supported(Isa::kAvx512, f) && f.avx512bf16;
-}
-
 }  // namespace
 
 bool gemm_uses_bf16(const KernelContext& ctx, GemmPrecision precision) {
     switch (precision) {
         case GemmPrecision::kAuto:
-            return cpu_has_bf16_gemm() && ctx.isa >= Isa::kAvx512;
+            return cpu_has_avx512_bf16() && ctx.isa >= Isa::kAvx512;
         case GemmPrecision::kF32:
             return false;
         case GemmPrecision::kBf16:
-            return cpu_has_bf16_gemm();
+            return cpu_has_avx512_bf16();
     }
     return false;
 }
@@ -396,7 +391,7 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
                           "PackedLinear: bad weight [n_out={}, n_in={}] (null={})", n_out, n_in,
                           w == nullptr);
     }
-    if (precision == GemmPrecision::kBf16 && !cpu_has_bf16_gemm()) {
+    if (precision == GemmPrecision::kBf16 && !cpu_has_avx512_bf16()) {
         return make_error(ErrorCode::kUnsupported,
                           "PackedLinear: bf16 GEMM requested but this CPU has no AVX-512-BF16 "
                           "([n_out={}, n_in={}])",

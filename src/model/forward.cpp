@@ -203,9 +203,8 @@ private:
     // inside), prefill on the GEMMs; with prefill_quant() there are only the 4/8-bit weights.
     void prepare(int64_t rows) {
         const int64_t E = c_.n_embd, Q = c_.n_embd_q(), F = c_.n_ff;
-        const bool quant =
-            m_.prefill_quant_ || (m_.quantized_decode_ && !run_.prompt &&
-                                  step_rows_ <= kQuantMaxRows && rows <= m_.quant_max_rows_);
+        const bool quant = m_.prefill_quant_ || (m_.decode_weights_step(step_rows_, run_.prompt) &&
+                                                 rows <= m_.quant_max_rows_);
         const bool bf16 = !quant && m_.layers_[run_.il_begin].qkv.gemm.is_bf16();
         path_ = quant ? LinearPath::kQuant : (bf16 ? LinearPath::kBf16 : LinearPath::kF32);
         x16_ = bf16 ? grow(s_.x16, rows * E) : nullptr;        // [rows, E]
@@ -478,8 +477,7 @@ void LlamaModel::logits(const float* h_row, int64_t step_rows, bool prompt, floa
     float* x = grow(s.logits_row, config_.n_embd);
     kernels::rms_norm(opts_.ctx, h_row, output_norm_.data(), x, 1, config_.n_embd, config_.rms_eps);
     // fp32 activations into the prefill weights (they convert them where those are bf16).
-    const bool quant =
-        prefill_quant_ || (quantized_decode_ && !prompt && step_rows <= kQuantMaxRows);
+    const bool quant = prefill_quant_ || decode_weights_step(step_rows, prompt);
     lm_head_.forward(quant ? LinearPath::kQuant : LinearPath::kF32, {x, nullptr}, 1, out);
     softcap(out, 1);
 }

@@ -245,6 +245,11 @@ public:
     // rounding.
     void logits(const float* h_row, int64_t step_rows, bool prompt, float* out, ForwardScratch& s,
                 Profile* prof = nullptr) const;
+    // Whether a step of `step_rows` new tokens (LayerRun) runs on the QuantLinear copies: a
+    // decode-sized step of generated tokens, where quantized_decode().
+    bool decode_weights_step(int64_t step_rows, bool prompt) const {
+        return quantized_decode_ && !prompt && step_rows <= kQuantMaxRows;
+    }
 
 private:
     class LayerPass;  // one forward_layers call (forward.cpp)

@@ -108,6 +108,38 @@ TEST(ForwardTest, Q41AutoPrecisionWithoutBf16CloseToReference) {
                             5e-2);
 }
 
+// A step through every layer of `m`: the rows h0 ([n, n_embd], positions 0..n-1) as a step of
+// `step_rows` new tokens (0: n) that are prompt text or not (LayerRun), and the last row's
+// logits.
+struct StepOut {
+    std::vector<float> h, logits;
+};
+StepOut run_step(const LlamaModel& m, const std::vector<float>& h0, int64_t step_rows,
+                 bool prompt) {
+    const ModelConfig& cfg = m.config();
+    const auto n = static_cast<int64_t>(h0.size()) / cfg.n_embd;
+    std::vector<int32_t> pos(n);
+    std::iota(pos.begin(), pos.end(), 0);
+    StepOut o{h0, std::vector<float>(cfg.n_vocab)};
+    KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), m.kv_type());
+    ForwardScratch s;
+    LayerRun r{o.h.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
+    r.step_rows = step_rows;
+    r.prompt = prompt;
+    m.forward_layers(r, kv, s);
+    m.logits(o.h.data() + (n - 1) * cfg.n_embd, step_rows > 0 ? step_rows : n, prompt,
+             o.logits.data(), s);
+    return o;
+}
+
+// The embeddings of n random ids.
+std::vector<float> random_rows(const LlamaModel& m, int n, uint32_t seed) {
+    const auto ids = random_ids(n, m.config().n_vocab, seed);
+    std::vector<float> h(static_cast<size_t>(n) * m.config().n_embd);
+    EXPECT_TRUE(m.embed(ids.data(), n, h.data()).ok());
+    return h;
+}
+
 // LayerRun::step_rows picks the weights: a few rows of a step with many new tokens (a short
 // stage of a prefill) run on the GEMM weights, bit for bit what the fp32 model computes; the
 // same rows as a decode step (at most kQuantMaxRows new tokens) run on the quantized ones.
@@ -122,25 +154,11 @@ TEST(ForwardTest, StepRowsChooseTheWeights) {
     ASSERT_NE(model, nullptr);
     ASSERT_NE(exact, nullptr);
     ASSERT_TRUE(model->quantized_decode());
-    const ModelConfig& cfg = model->config();
-    const int n = 5;
-    const auto ids = random_ids(n, cfg.n_vocab, 21);
-    std::vector<int32_t> pos(n);
-    std::iota(pos.begin(), pos.end(), 0);
-    std::vector<float> h0(static_cast<size_t>(n) * cfg.n_embd);
-    ASSERT_TRUE(model->embed(ids.data(), n, h0.data()).ok());
-    auto run = [&](const LlamaModel& m, int64_t step_rows) {
-        std::vector<float> h = h0;
-        KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), m.kv_type());
-        ForwardScratch s;
-        LayerRun r{h.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
-        r.step_rows = step_rows;
-        m.forward_layers(r, kv, s);
-        return h;
-    };
-    const std::vector<float> want = run(*exact, 0);
-    EXPECT_EQ(run(*model, 100), want) << "a long step's rows run on the GEMM weights";
-    const std::vector<float> decode = run(*model, 0);
+    const std::vector<float> h0 = random_rows(*model, 5, 21);
+    const std::vector<float> want = run_step(*exact, h0, 0, false).h;
+    EXPECT_EQ(run_step(*model, h0, 100, false).h, want)
+        << "a long step's rows run on the GEMM weights";
+    const std::vector<float> decode = run_step(*model, h0, 0, false).h;
     EXPECT_NE(decode, want) << "a decode step's rows run on the quantized weights";
     for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_NEAR(decode[i], want[i], 5e-2f * (1.0f + std::abs(want[i]))) << i;
@@ -158,31 +176,10 @@ TEST(ForwardTest, PromptStepsRunOnThePrefillWeights) {
     auto model = load(spec, temp_path("prompt_steps"), kernels::GemmPrecision::kAuto);
     ASSERT_NE(model, nullptr);
     ASSERT_TRUE(model->quantized_decode());
-    const ModelConfig& cfg = model->config();
-    const int n = 5;
-    const auto ids = random_ids(n, cfg.n_vocab, 22);
-    std::vector<int32_t> pos(n);
-    std::iota(pos.begin(), pos.end(), 0);
-    std::vector<float> h0(static_cast<size_t>(n) * cfg.n_embd);
-    ASSERT_TRUE(model->embed(ids.data(), n, h0.data()).ok());
-    struct Out {
-        std::vector<float> h, logits;
-    };
-    auto run = [&](int64_t step_rows, bool prompt) {
-        Out o{h0, std::vector<float>(cfg.n_vocab)};
-        KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), model->kv_type());
-        ForwardScratch s;
-        LayerRun r{o.h.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
-        r.step_rows = step_rows;
-        r.prompt = prompt;
-        model->forward_layers(r, kv, s);
-        model->logits(o.h.data() + (n - 1) * cfg.n_embd, r.step_rows > 0 ? r.step_rows : n, prompt,
-                      o.logits.data(), s);
-        return o;
-    };
-    const Out long_step = run(100, false);
-    const Out prompt = run(0, true);
-    const Out generated = run(0, false);
+    const std::vector<float> h0 = random_rows(*model, 5, 22);
+    const StepOut long_step = run_step(*model, h0, 100, false);
+    const StepOut prompt = run_step(*model, h0, 0, true);
+    const StepOut generated = run_step(*model, h0, 0, false);
     EXPECT_EQ(prompt.h, long_step.h);
     EXPECT_EQ(prompt.logits, long_step.logits);
     EXPECT_NE(generated.h, long_step.h) << "a decode step's rows run on the quantized weights";
