@@ -190,6 +190,7 @@ BENCHMARK(BM_QuantLinearAvx2)->Apply(two_threads);
 BENCHMARK(BM_PackedLinearBf16)->Apply(two_threads);
 BENCHMARK(BM_PackedLinearF32)->Apply(two_threads);
 BENCHMARK(BM_QuantLinear)->Apply(many_rows);
+BENCHMARK(BM_PackedLinearBf16)->Apply(many_rows);
 BENCHMARK(BM_PackedLinearF32)->Apply(many_rows);
 
 }  // namespace

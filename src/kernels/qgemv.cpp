@@ -348,6 +348,10 @@ bool QuantLinear::has_fast_path(const KernelContext& ctx) {
     return qgemv::qgemv_isa(ctx) != Isa::kRef;
 }
 
+bool QuantLinear::has_vnni_path(const KernelContext& ctx) {
+    return qgemv::qgemv_isa(ctx) == Isa::kAvx512;
+}
+
 bool QuantLinear::supports(GgmlType type) {
     FormatSpec spec;
     return format_of(type, &spec);

@@ -64,6 +64,8 @@ public:
     // measured faster than PackedLinear's GEMM for decode rows (bench/qgemv_bench.cpp).
     // Otherwise forward() runs the scalar reference.
     static bool has_fast_path(const KernelContext& ctx);
+    // True when that fast path is the AVX-512 VNNI one.
+    static bool has_vnni_path(const KernelContext& ctx);
     // Types create() takes directly: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q6_K (exactly: 6 bits and
     // its int8 scales per 16 weights), and Q4_K, Q5_K as their 32-element sub-blocks with
     // d * sc and -dmin * min rounded to fp16 (relative 2^-11). create() fails (kUnsupported)

@@ -30,8 +30,9 @@ namespace lazyllm {
 
 // The weights prefill's linear layers run on (--prefill-weights).
 enum class PrefillWeights {
-    // kQuant where the copies would take more than half the memory available, or would be
-    // fp32 copies over kFp32CopyLimit (LlamaModel::plan_weights); else kCopy.
+    // kQuant where the copies would take more than half the memory available, would be fp32
+    // copies over kFp32CopyLimit, or bf16 copies over kVnniCopyLimit on a CPU without AMX whose
+    // int8 kernels are AVX-512 VNNI (LlamaModel::plan_weights); else kCopy.
     kAuto,
     // Copies converted at load for the GEMM (bf16 or fp32, GemmPrecision), beside the GGUF's
     // blocks for decode steps.
@@ -43,6 +44,9 @@ enum class PrefillWeights {
 
 // Past this many bytes of fp32 copies (no bf16 GEMM on the CPU), kAuto takes the blocks.
 inline constexpr double kFp32CopyLimit = 2.0 * 1024 * 1024 * 1024;
+// Past this many bytes of bf16 copies run by oneDNN without AMX, kAuto takes the blocks where
+// the int8 kernels are AVX-512 VNNI (about 250M parameters; the default model stays below).
+inline constexpr double kVnniCopyLimit = 512.0 * 1024 * 1024;
 
 struct ModelLoadOptions;
 
@@ -77,8 +81,11 @@ inline constexpr int64_t kQuantMaxRows = 8;
 // With our AVX2 fp32 GEMM (Zen 3, 2 threads, bench/qgemv_bench.cpp many_rows): the AVX2
 // QuantLinear took 0.47x the GEMM's time at 8 rows, 0.69x at 32, 0.82x at 128 and 256 summed
 // over the four layer shapes with the weights from memory, and 0.94x at 1024 with them in
-// cache; 256 covers the revivals of a decode step after a long prompt.
-inline constexpr int64_t kQuantMaxRowsAvx2 = 256;
+// cache; 256 covers the revivals of a decode step after a long prompt. (Beside oneDNN's bf16
+// GEMM without AMX, Zen 4: the VNNI QuantLinear took 0.74-0.83x its time at 8 to 1024 rows,
+// but lazy decode over the default model was 2-7% slower with revived rows on the blocks up
+// to 256 rows, so those stay at kQuantMaxRows; docs/benchmarks.md, Zen 4.)
+inline constexpr int64_t kQuantMaxRowsWide = 256;
 
 // The path a run's linear layers take, chosen once per run (forward.cpp): decode-sized steps
 // on the GGUF's own blocks (kQuant), else the prefill GEMM weights, bf16 or fp32 as converted
@@ -198,7 +205,8 @@ public:
     // the options allow them, QuantLinear has a fast path (or kQuant asks for them) and every
     // n_in is a multiple of 32; prefill on them when asked (kQuant, an error where there are
     // none) or, with kAuto, when the GEMM copies would take more than half the memory
-    // available now or be fp32 copies over kFp32CopyLimit.
+    // available now, be fp32 copies over kFp32CopyLimit or bf16 copies over kVnniCopyLimit
+    // beside AVX-512 VNNI int8 kernels (no AMX).
     static Result<WeightPlan> plan_weights(const ModelConfig& c, const ModelLoadOptions& opts);
 
     const ModelConfig& config() const { return config_; }
@@ -210,8 +218,8 @@ public:
     // the cache; f32 on the fp32 copies.
     kernels::KvType kv_type() const;
     // Whether decode steps (<= kQuantMaxRows new tokens) use the QuantLinear copies of the
-    // weights, and for up to how many rows (kQuantMaxRowsAvx2 over our AVX2 fp32 GEMM, else
-    // kQuantMaxRows).
+    // weights, and for up to how many rows (kQuantMaxRowsWide over our AVX2 fp32 GEMM or
+    // with prefill on the blocks, else kQuantMaxRows).
     bool quantized_decode() const { return quantized_decode_; }
     int64_t quant_max_rows() const { return quant_max_rows_; }
     // Whether every step, prefill included, runs on the QuantLinear weights (PrefillWeights

@@ -56,10 +56,10 @@ Status Session::step_batch(std::span<Session* const> sessions, std::span<const i
     Session& s0 = *sessions[0];
     s0.h_.resize(static_cast<size_t>(n * c.n_embd));
     LAZYLLM_TRY(model.embed(tokens.data(), n, s0.h_.data(), nullptr));
-    // n <= quant_max_rows() <= kQuantMaxRowsAvx2: fixed arrays, no allocation per step.
-    static_assert(kQuantMaxRows <= kQuantMaxRowsAvx2);
-    std::array<int32_t, kQuantMaxRowsAvx2> pos{};
-    std::array<KvCache*, kQuantMaxRowsAvx2> kvs{};
+    // n <= quant_max_rows() <= kQuantMaxRowsWide: fixed arrays, no allocation per step.
+    static_assert(kQuantMaxRows <= kQuantMaxRowsWide);
+    std::array<int32_t, kQuantMaxRowsWide> pos{};
+    std::array<KvCache*, kQuantMaxRowsWide> kvs{};
     for (int64_t i = 0; i < n; ++i) {
         pos[i] = static_cast<int32_t>(sessions[i]->n_past_);
         kvs[i] = &sessions[i]->kv_;

@@ -162,23 +162,34 @@ ModelConfig llama_shape(int n_layer, int n_embd, int n_head_kv, int n_ff, int n_
 }
 
 // Without bf16 GEMMs the copies are fp32, and past kFp32CopyLimit kAuto takes the blocks even
-// where memory is plentiful; the default model's shape stays on its copies.
-TEST(QuantPrefill, AutoTakesTheBlocksOverFp32CopiesPastTheLimit) {
+// where memory is plentiful; with bf16 GEMMs on oneDNN beside AVX-512 VNNI int8 kernels (no
+// AMX), past kVnniCopyLimit. The default model's shape stays on its copies everywhere.
+TEST(QuantPrefill, AutoTakesTheBlocksPastTheCopyLimits) {
     kernels::KernelContext ctx;
     ctx.isa = kernels::isa_from_env().value();
     if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no QuantLinear fast path";
     ModelLoadOptions o;
     o.ctx = ctx;
     o.available_memory = uint64_t{1} << 40;
-    const ModelConfig llama_1b = llama_shape(16, 2048, 8, 8192, 128256);
-    const ModelConfig smollm2 = llama_shape(30, 576, 3, 1536, 49152);
+    const ModelConfig llama_1b = llama_shape(16, 2048, 8, 8192, 128256);  // 2.3 GiB bf16
+    const ModelConfig qwen_05b = llama_shape(24, 896, 2, 4864, 151936);   // 0.9 GiB bf16
+    const ModelConfig smollm2 = llama_shape(30, 576, 3, 1536, 49152);     // 257 MiB bf16
+    const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
+    const bool vnni =
+        bf16 && ctx.isa == kernels::Isa::kAvx512 && kernels::QuantLinear::has_vnni_path(ctx);
     auto big = LlamaModel::plan_weights(llama_1b, o);
     ASSERT_TRUE(big.ok()) << big.error().message();
-    const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
-    EXPECT_EQ(big->prefill_quant, !bf16) << big->prefill_choice;
+    EXPECT_EQ(big->prefill_quant, !bf16 || vnni) << big->prefill_choice;
     if (!bf16) {
         EXPECT_NE(big->prefill_choice.find("quant (auto: fp32 copies"), std::string::npos)
             << big->prefill_choice;
+    }
+    auto mid = LlamaModel::plan_weights(qwen_05b, o);
+    ASSERT_TRUE(mid.ok()) << mid.error().message();
+    EXPECT_EQ(mid->prefill_quant, vnni) << mid->prefill_choice;  // fp32: 1.8 GiB, under 2 GiB
+    if (vnni) {
+        EXPECT_NE(mid->prefill_choice.find("over the VNNI limit"), std::string::npos)
+            << mid->prefill_choice;
     }
     auto def = LlamaModel::plan_weights(smollm2, o);
     ASSERT_TRUE(def.ok()) << def.error().message();
@@ -188,6 +199,43 @@ TEST(QuantPrefill, AutoTakesTheBlocksOverFp32CopiesPastTheLimit) {
     auto asked = LlamaModel::plan_weights(llama_1b, o);
     ASSERT_TRUE(asked.ok()) << asked.error().message();
     EXPECT_FALSE(asked->prefill_quant);
+}
+
+// The VNNI rule is for oneDNN's bf16 GEMMs: on an AVX2 context of the same CPU the copies are
+// fp32 and kFp32CopyLimit decides alone.
+TEST(QuantPrefill, TheVnniLimitNeedsAnAvx512Context) {
+    kernels::KernelContext ctx;
+    ctx.isa = kernels::Isa::kAvx2;
+    if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no AVX2 QuantLinear path";
+    ModelLoadOptions o;
+    o.ctx = ctx;
+    o.available_memory = uint64_t{1} << 40;
+    EXPECT_FALSE(kernels::QuantLinear::has_vnni_path(ctx));
+    auto mid = LlamaModel::plan_weights(llama_shape(24, 896, 2, 4864, 151936), o);
+    ASSERT_TRUE(mid.ok()) << mid.error().message();
+    EXPECT_FALSE(mid->prefill_quant) << mid->prefill_choice;
+}
+
+// A decode step's revived rows stay on the blocks up to kQuantMaxRowsWide where prefill runs
+// on them or on our AVX2 fp32 GEMM; up to kQuantMaxRows beside bf16 or oneDNN GEMMs.
+TEST(QuantPrefill, RevivedRowsStayOnTheBlocksWhereTheyAreFaster) {
+    const std::string path = write_q8_model("wide");
+    kernels::KernelContext ctx;
+    ctx.isa = kernels::isa_from_env().value();
+    if (!kernels::QuantLinear::has_fast_path(ctx)) GTEST_SKIP() << "no QuantLinear fast path";
+    ModelLoadOptions o;
+    o.ctx = ctx;
+    o.ctx.n_threads = 1;
+    o.prefill_weights = PrefillWeights::kCopy;
+    auto copy = LlamaModel::load(path, o);
+    ASSERT_TRUE(copy.ok()) << copy.error().message();
+    const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
+    const bool wide = !bf16 && ctx.isa == kernels::Isa::kAvx2;  // our AVX2 GEMM, else oneDNN
+    EXPECT_EQ((*copy)->quant_max_rows(), wide ? kQuantMaxRowsWide : kQuantMaxRows);
+    o.prefill_weights = PrefillWeights::kQuant;
+    auto quant = LlamaModel::load(path, o);
+    ASSERT_TRUE(quant.ok()) << quant.error().message();
+    EXPECT_EQ((*quant)->quant_max_rows(), kQuantMaxRowsWide);
 }
 
 // Copies that cannot fit in the memory available are refused with the sizes, naming the way
