@@ -22,6 +22,7 @@
 #include "kernels/attention.h"
 #include "kernels/cpu.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm::kernels {
 namespace {
@@ -131,7 +132,8 @@ void run(benchmark::State& state, Isa isa, int64_t n_q, int64_t n_kv, KvType typ
     a0.bf16 = bf16;
     std::vector<AttentionArgs> layers;
     for (int il = 0; il < n_layers; ++il) layers.push_back(layer_args(a0, b, il));
-    const KernelContext ctx{isa, omp_get_max_threads()};
+    Workspace ws;  // the model's: kept across calls
+    const KernelContext ctx{isa, omp_get_max_threads(), &ws};
     for (auto _ : state) {
         for (const AttentionArgs& a : layers) attention(ctx, a);
         benchmark::DoNotOptimize(b.out.data());

@@ -6,9 +6,9 @@
 // fp32->bf16 conversion): 3.6 TFLOP/s at 2048x1536x576, 4.6 TFLOP/s at 4096x576x576
 // (design.md section 3). Threads: all OpenMP threads (OMP_NUM_THREADS to change).
 #include <benchmark/benchmark.h>
-#include <cstdlib>
 #include <omp.h>
 
+#include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <unordered_map>
@@ -16,11 +16,12 @@
 
 #include "base/scratch.h"
 #include "bench/bench_util.h"
-#include "kernels/cpu.h"
 #include "kernels/amx_tiles.h"
+#include "kernels/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_amx.h"
 #include "kernels/gemm_convert.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm::kernels {
 namespace {
@@ -41,9 +42,10 @@ void run_linear(benchmark::State& state, GemmPrecision precision, bool force_one
         state.SkipWithError(lin.error().message().c_str());
         return;
     }
-    lin->forward(x.data(), m, y.data());  // creates and caches the primitive for this m
+    Workspace ws;
+    lin->forward(x.data(), m, y.data(), 0, 0, false, &ws);  // caches the primitive for this m
     for (auto _ : state) {
-        lin->forward(x.data(), m, y.data());
+        lin->forward(x.data(), m, y.data(), 0, 0, false, &ws);
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
     }
@@ -147,11 +149,12 @@ void BM_LinearBf16In(benchmark::State& state) {
         state.SkipWithError("AMX GEMM backend not available here");
         return;
     }
+    Workspace ws;
     auto run = [&] {
         if (stage == 2) {
-            lin->forward_swiglu_bf16(x.data(), m, act.data());
+            lin->forward_swiglu_bf16(x.data(), m, act.data(), 0, 0, &ws);
         } else {
-            lin->forward_bf16(x.data(), m, y.data(), 0, 0, stage == 1);
+            lin->forward_bf16(x.data(), m, y.data(), 0, 0, stage == 1, nullptr, &ws);
         }
     };
     run();

@@ -22,6 +22,7 @@
 #include "kernels/qgemv.h"
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm::kernels {
 namespace {
@@ -69,10 +70,11 @@ void run_layers(benchmark::State& state, const Args& a, const std::vector<Layer>
                 size_t bytes) {
     const auto x = random_vec(static_cast<size_t>(a.m * a.n_in), 2);
     std::vector<float> y(static_cast<size_t>(a.m * a.n_out));
-    for (const Layer& l : layers) l.forward(x.data(), a.m, y.data());  // warm-up, caches
+    Workspace ws;
+    for (const Layer& l : layers) l.forward(x.data(), a.m, y.data(), 0, 0, false, &ws);  // warm-up
     size_t i = 0;
     for (auto _ : state) {
-        layers[i].forward(x.data(), a.m, y.data());
+        layers[i].forward(x.data(), a.m, y.data(), 0, 0, false, &ws);
         i = i + 1 == layers.size() ? 0 : i + 1;
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();

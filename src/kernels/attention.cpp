@@ -21,6 +21,8 @@
 // The fast kernels run with denormals flushed (fp_env.h): masked scores underflow in exp2.
 #include "kernels/attention.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -29,6 +31,7 @@
 #include "kernels/attention_isa.h"
 #include "kernels/fp_env.h"
 #include "kernels/gemm_convert.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm::kernels {
 
@@ -182,8 +185,8 @@ int64_t key_splits(int n_threads, int64_t n_tasks, int64_t max_vis) {
     return std::clamp<int64_t>(max_vis / kMinSplitKeys, 1, want);
 }
 
-// Scratch of one decode call: per (key chunk, KV head) a tile state. Grow-only, owned by the
-// calling thread (decode runs this once per layer and token).
+// Scratch of one decode call: per (key chunk, KV head) a tile state. Grow-only, the caller's
+// Workspace part (decode runs this once per layer and token).
 struct DecodeScratch {
     std::vector<AttnTile> tiles;   // [n_head_kv]
     std::vector<AttnState> parts;  // [n_split][n_head_kv]
@@ -198,8 +201,7 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRange
     const int n_threads = std::max(1, ctx.n_threads);
     const int n_g = a.n_head_kv;
     const int d = a.head_dim;
-    thread_local DecodeScratch scratch_for_thread;
-    DecodeScratch& sc = scratch_for_thread;  // workers must see this thread's copy
+    DecodeScratch& sc = ctx.ws->caller<DecodeScratch>();
     sc.tiles.resize(n_g);
     for (int g = 0; g < n_g; ++g) sc.tiles[g] = make_tile(a, keys, g, 0);
     // The same rows in every tile: keys [first, first + n_keys).
@@ -346,6 +348,11 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges
 // before the next chunk starts (the tile kernels resume their state), so each chunk's bf16
 // K and V^T come from L2 for all of the group's tiles instead of from L3 for each tile.
 // Heaviest groups first, dynamic schedule, as run_tiles.
+// A worker's tile states of run_tiles_bf16_chunked (a Workspace part).
+struct ChunkedTileStates {
+    AlignedVector<float> o;  // [kBf16GroupTiles][head_dim][kAttnLanes]
+};
+
 template <typename TileFn>
 void run_tiles_bf16_chunked(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys,
                             int64_t chunk_keys, TileFn&& tile_fn) {
@@ -354,11 +361,13 @@ void run_tiles_bf16_chunked(const KernelContext& ctx, const AttentionArgs& a, co
     const int64_t n_head_tiles = tiles_per_head(a);
     const int64_t groups_per_head = (n_head_tiles + kBf16GroupTiles - 1) / kBf16GroupTiles;
     const int64_t n_tasks = groups_per_head * a.n_head_kv;
+    ctx.ws->workers(n_threads);
 #pragma omp parallel num_threads(n_threads)
     {
         const ScopedFlushDenormals ftz;
-        thread_local AlignedVector<float> o_for_thread;  // grow-only: once per thread, not call
-        float* o_buf = grow(o_for_thread, static_cast<int64_t>(kBf16GroupTiles) * d * kAttnLanes);
+        // Grow-only: once per worker of the workspace, not per call.
+        AlignedVector<float>& o_vec = ctx.ws->worker<ChunkedTileStates>(omp_get_thread_num()).o;
+        float* o_buf = grow(o_vec, static_cast<int64_t>(kBf16GroupTiles) * d * kAttnLanes);
         AttnTile tiles[kBf16GroupTiles];
         AttnState states[kBf16GroupTiles];
         for (int k = 0; k < kBf16GroupTiles; ++k) states[k].o = o_buf + k * d * kAttnLanes;
@@ -409,13 +418,11 @@ bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
         !(ctx.isa >= Isa::kAvx512 && cpu_has_avx512_bf16() && detail::bf16_attention_usable(a))) {
         return false;
     }
-    // Per calling thread and grow-only: a prefill runs this once per layer, and a fresh
+    // The caller's Workspace part, grow-only: a prefill runs this once per layer, and a fresh
     // zero-filled copy of K and V each time costs page faults and a memset.
-    thread_local detail::PackedKvBf16 packed_for_thread;
-    // A named reference: inside the lambdas, the worker threads must see this thread's copy,
-    // not their own thread_local instance.
-    const detail::PackedKvBf16& packed = packed_for_thread;
-    detail::pack_kv_bf16(ctx, a, packed_for_thread);
+    detail::PackedKvBf16& packed_kv = ctx.ws->caller<detail::PackedKvBf16>();
+    detail::pack_kv_bf16(ctx, a, packed_kv);
+    const detail::PackedKvBf16& packed = packed_kv;
     const auto tile_fn = [&packed, &a, amx](const AttnTile& t, int64_t j0, int64_t j1,
                                             AttnState& st, bool resume) {
         if (amx) {
@@ -459,9 +466,12 @@ void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
 
 }  // namespace
 
-void attention(const KernelContext& ctx, const AttentionArgs& a) {
+void attention(const KernelContext& ctx_in, const AttentionArgs& a) {
     validate(a);
     if (a.n_q == 0) return;
+    Workspace local;
+    KernelContext ctx = ctx_in;
+    if (ctx.ws == nullptr) ctx.ws = &local;
     const bool fast = ctx.isa >= Isa::kAvx2 && a.head_dim <= kMaxHeadDim &&
                       detail::fp32_attention_head_dim_supported(a.head_dim);
     if (!fast || a.n_kv == 0) {

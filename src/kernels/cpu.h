@@ -30,9 +30,14 @@ Result<Isa> parse_isa(std::string_view name);
 // best_isa(), unless LAZYLLM_ISA names another one.
 Result<Isa> isa_from_env();
 
+class Workspace;  // workspace.h
+
 struct KernelContext {
     Isa isa = Isa::kRef;
     int n_threads = 1;
+    // Scratch of the kernels that take this context per call (attention); null: a temporary
+    // workspace per call.
+    Workspace* ws = nullptr;
 };
 
 }  // namespace lazyllm::kernels

@@ -37,6 +37,7 @@
 #include "kernels/gemm_avx2.h"
 #include "kernels/gemm_convert.h"
 #include "kernels/ops.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm::kernels {
 
@@ -99,8 +100,8 @@ private:
     bool changed_ = false;
 };
 
-// Activation scratch, per calling thread rather than per layer: 30 layers x 4 linears, each
-// holding scratch for 8k rows, would pin over 1 GB; one set per thread is bounded by the
+// Activation scratch, a Workspace part rather than per layer: 30 layers x 4 linears, each
+// holding scratch for 8k rows, would pin over 1 GB; one set per workspace is bounded by the
 // largest layer (8k x 1536 bf16 = 25 MB).
 struct Scratch {
     std::vector<uint16_t> src_bf16;  // [m, n_in] bf16 activations
@@ -108,11 +109,6 @@ struct Scratch {
     std::vector<float> dst_f32;      // [m, n_out] dense output when ldy > n_out
     std::vector<float> gate_up;      // [m, n_out] fp32 gate/up for the unfused SwiGLU path
 };
-
-Scratch& thread_scratch() {
-    thread_local Scratch scratch;
-    return scratch;
-}
 
 // LAZYLLM_GEMM: auto (default) or amx run our own kernels on every GEMM they fit (AMX bf16,
 // or AVX2 fp32 when the context ISA is avx2); onednn keeps them all on oneDNN (for
@@ -242,10 +238,11 @@ struct PackedLinear::Impl {
         }
     }
 
-    void forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy, bool accumulate) {
+    void forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy, bool accumulate,
+                 Workspace& ws) {
         std::lock_guard<std::mutex> lock(mu);
         OmpThreadScope threads(ctx.n_threads);
-        Scratch& scratch = thread_scratch();
+        Scratch& scratch = ws.caller<Scratch>();
         const void* src_ptr = x;
         if (bf16) {
             uint16_t* converted = grow(scratch.src_bf16, m * n_in);
@@ -262,10 +259,10 @@ struct PackedLinear::Impl {
     }
 
     void forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
-                      bool accumulate) {
+                      bool accumulate, Workspace& ws) {
         std::lock_guard<std::mutex> lock(mu);
         OmpThreadScope threads(ctx.n_threads);
-        Scratch& scratch = thread_scratch();
+        Scratch& scratch = ws.caller<Scratch>();
         const void* src_ptr = x;
         if (ldx != n_in) {
             uint16_t* dense = grow(scratch.src_bf16, m * n_in);
@@ -278,9 +275,11 @@ struct PackedLinear::Impl {
     }
 
     // AMX backend. x: bf16 [m, n_in] with leading dimension ldx.
-    bool amx_run(const uint16_t* x, int64_t m, int64_t ldx, detail::AmxGemmOut out, float* y,
-                 int64_t ldy, uint16_t* y16, int64_t ldy16, const RowsDone* done = nullptr) const {
+    bool amx_run(Workspace& ws, const uint16_t* x, int64_t m, int64_t ldx, detail::AmxGemmOut out,
+                 float* y, int64_t ldy, uint16_t* y16, int64_t ldy16,
+                 const RowsDone* done = nullptr) const {
         detail::AmxGemmArgs a;
+        a.ws = &ws;
         a.x = x;
         a.ldx = ldx;
         a.m = m;
@@ -300,17 +299,17 @@ struct PackedLinear::Impl {
         return detail::amx_gemm(a, ctx.n_threads);
     }
 
-    bool amx_forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
-                          bool accumulate, const RowsDone* done) const {
+    bool amx_forward_bf16(Workspace& ws, const uint16_t* x, int64_t m, float* y, int64_t ldx,
+                          int64_t ldy, bool accumulate, const RowsDone* done) const {
         using detail::AmxGemmOut;
         if (amx_col_row.empty()) {
-            return amx_run(x, m, ldx, accumulate ? AmxGemmOut::kAccumulate : AmxGemmOut::kStore, y,
-                           ldy, nullptr, 0, done);
+            return amx_run(ws, x, m, ldx, accumulate ? AmxGemmOut::kAccumulate : AmxGemmOut::kStore,
+                           y, ldy, nullptr, 0, done);
         }
         // kSwiGlu layout asked for plain outputs: run in packed column order, then put each
         // column back where W had it.
-        float* tmp = grow(thread_scratch().dst_f32, m * n_out);
-        amx_run(x, m, ldx, AmxGemmOut::kStore, tmp, n_out, nullptr, 0);
+        float* tmp = grow(ws.caller<Scratch>().dst_f32, m * n_out);
+        amx_run(ws, x, m, ldx, AmxGemmOut::kStore, tmp, n_out, nullptr, 0);
         for (int64_t r = 0; r < m; ++r) {
             const float* src = tmp + r * n_out;
             float* dst = y + r * ldy;
@@ -493,22 +492,24 @@ size_t PackedLinear::weight_bytes() const {
 }
 
 bool PackedLinear::forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
-                                bool accumulate, const RowsDone* done) const {
+                                bool accumulate, const RowsDone* done, Workspace* ws) const {
     LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward_bf16 on an empty PackedLinear");
     LAZYLLM_CHECK_MSG(impl_->bf16, "PackedLinear::forward_bf16 on an fp32 PackedLinear");
     if (m <= 0) return false;
     if (ldx == 0) ldx = impl_->n_in;
     if (ldy == 0) ldy = impl_->n_out;
     LAZYLLM_CHECK(ldx >= impl_->n_in && ldy >= impl_->n_out);
+    Workspace local;
+    Workspace& w = ws != nullptr ? *ws : local;
     if (impl_->backend == GemmBackend::kAmx) {
-        return impl_->amx_forward_bf16(x, m, y, ldx, ldy, accumulate, done);
+        return impl_->amx_forward_bf16(w, x, m, y, ldx, ldy, accumulate, done);
     }
-    impl_->forward_bf16(x, m, y, ldx, ldy, accumulate);
+    impl_->forward_bf16(x, m, y, ldx, ldy, accumulate, w);
     return false;
 }
 
 void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* act, int64_t ldx,
-                                       int64_t ld_act) const {
+                                       int64_t ld_act, Workspace* ws) const {
     LAZYLLM_CHECK_MSG(impl_ != nullptr,
                       "PackedLinear::forward_swiglu_bf16 on an empty PackedLinear");
     LAZYLLM_CHECK_MSG(impl_->bf16, "PackedLinear::forward_swiglu_bf16 on an fp32 PackedLinear");
@@ -519,12 +520,14 @@ void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* a
     if (ldx == 0) ldx = impl_->n_in;
     if (ld_act == 0) ld_act = n_ff;
     LAZYLLM_CHECK(ldx >= impl_->n_in && ld_act >= n_ff);
+    Workspace local;
+    Workspace& w = ws != nullptr ? *ws : local;
     if (impl_->backend == GemmBackend::kAmx) {
-        impl_->amx_run(x, m, ldx, detail::AmxGemmOut::kSwiGlu, nullptr, 0, act, ld_act);
+        impl_->amx_run(w, x, m, ldx, detail::AmxGemmOut::kSwiGlu, nullptr, 0, act, ld_act);
         return;
     }
-    float* gate_up = grow(thread_scratch().gate_up, m * impl_->n_out);
-    forward_bf16(x, m, gate_up, ldx, impl_->n_out);
+    float* gate_up = grow(w.caller<Scratch>().gate_up, m * impl_->n_out);
+    forward_bf16(x, m, gate_up, ldx, impl_->n_out, false, nullptr, &w);
     if (ld_act == n_ff) {
         swiglu_bf16(impl_->ctx, gate_up, act, m, n_ff);
         return;
@@ -535,16 +538,18 @@ void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* a
 }
 
 void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
-                           bool accumulate) const {
+                           bool accumulate, Workspace* ws) const {
     LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward on an empty PackedLinear");
     if (m <= 0) return;
     if (ldx == 0) ldx = impl_->n_in;
     if (ldy == 0) ldy = impl_->n_out;
     LAZYLLM_CHECK(ldx >= impl_->n_in && ldy >= impl_->n_out);
+    Workspace local;
+    Workspace& w = ws != nullptr ? *ws : local;
     if (impl_->backend == GemmBackend::kAmx) {
-        uint16_t* x16 = grow(thread_scratch().src_bf16, m * impl_->n_in);
+        uint16_t* x16 = grow(w.caller<Scratch>().src_bf16, m * impl_->n_in);
         impl_->convert_src(x, m, ldx, x16);
-        impl_->amx_forward_bf16(x16, m, y, impl_->n_in, ldy, accumulate, nullptr);
+        impl_->amx_forward_bf16(w, x16, m, y, impl_->n_in, ldy, accumulate, nullptr);
         return;
     }
     if (impl_->backend == GemmBackend::kAvx2) {
@@ -562,7 +567,7 @@ void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int
         detail::avx2_gemm(a, impl_->ctx.n_threads);  // no state: no lock
         return;
     }
-    impl_->forward(x, m, y, ldx, ldy, accumulate);
+    impl_->forward(x, m, y, ldx, ldy, accumulate, w);
 }
 
 namespace ref {

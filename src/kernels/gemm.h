@@ -69,9 +69,10 @@ public:
     // copy; the AVX2 backend reads strided rows in place). Runs on the ctx.n_threads given to
     // create() (oneDNN: sets OpenMP's thread count for the calling thread for the duration of
     // the call and restores it). Thread-safe (oneDNN calls on one PackedLinear are serialized
-    // by a mutex; the AMX and AVX2 backends keep no state across calls).
+    // by a mutex; the AMX and AVX2 backends keep no state across calls). Activation scratch
+    // comes from ws (workspace.h; without one, a temporary one per call).
     void forward(const float* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
-                 bool accumulate = false) const;
+                 bool accumulate = false, Workspace* ws = nullptr) const;
 
     // As forward(), with x already in bf16 (raw bits, [m, n_in], leading dimension ldx): for
     // producers that write bf16 directly (rms_norm_bf16, swiglu_bf16), which saves the fp32
@@ -80,14 +81,15 @@ public:
     // backend, when its work items span all output columns); false when it was called for
     // none, and the caller must do that work on the rows itself.
     bool forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
-                      bool accumulate = false, const RowsDone* done = nullptr) const;
+                      bool accumulate = false, const RowsDone* done = nullptr,
+                      Workspace* ws = nullptr) const;
 
     // act[m, n_out / 2] = bf16(silu(x W_gate^T) * (x W_up^T)) for a kSwiGlu-layout linear
     // with x in bf16 (leading dimensions ldx, ld_act; 0 = dense). One fused GEMM on the AMX
     // backend; GEMM + swiglu_bf16 otherwise (same result up to fp32 summation order). Only
     // when is_bf16() (checked). x and act must not overlap.
     void forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* act, int64_t ldx = 0,
-                             int64_t ld_act = 0) const;
+                             int64_t ld_act = 0, Workspace* ws = nullptr) const;
 
 private:
     struct Impl;

@@ -24,6 +24,8 @@
 // Output stage: plain fp32 store or accumulate with full row tiles goes tile-to-memory (the
 // accumulate case starts the accumulators from y); bias, SwiGLU and a short last micro-tile
 // (rows padded with zeros) go through a 4 KiB buffer and AVX-512.
+#include "kernels/gemm_amx.h"
+
 #include <immintrin.h>
 #include <omp.h>
 
@@ -33,8 +35,8 @@
 
 #include "base/scratch.h"
 #include "kernels/amx_tiles.h"
-#include "kernels/gemm_amx.h"
 #include "kernels/ops_simd_avx512.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm::kernels::detail {
 
@@ -129,15 +131,11 @@ void epilogue(const AmxGemmArgs& a, const float (*cbuf)[kRows], int64_t r, int64
     }
 }
 
+// A worker's part of the Workspace.
 struct ThreadScratch {
     AlignedVector<uint16_t> xpack;  // the item's x rows in A-tile order (pack_rows)
     AlignedVector<float> acc;       // [rows, panels * 32] partial sums between k blocks
 };
-
-ThreadScratch& thread_scratch() {
-    thread_local ThreadScratch s;
-    return s;
-}
 
 // Copies rows [r0, r0 + rows) of x into A-tile order: tile (micro-tile t, chunk c, half h)
 // is 16 rows x 32 values, contiguous at ((t * n_chunks + c) * 2 + h) * 512. Rows past the
@@ -188,14 +186,14 @@ inline void micro_step(const AmxGemmArgs& a, const uint16_t* xt, const uint16_t*
 // kBlockChunks chunks (n_in = 576 in one block, which measured best even though a panel and
 // a micro-tile's x then no longer fit L1 together; n_in = 1536 in three). Partial sums
 // between blocks live in y itself (plain store/accumulate) or in a per-thread buffer.
-void run_item(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t p1) {
+void run_item(const AmxGemmArgs& a, ThreadScratch& scratch, int64_t r0, int64_t r1, int64_t p0,
+              int64_t p1) {
     const int64_t n_chunks = a.n_in / kAmxGemmChunk;
     const int64_t n_kb = (n_chunks + kBlockChunks - 1) / kBlockChunks;
     const bool direct = a.bias == nullptr && a.out != AmxGemmOut::kSwiGlu;
     const bool accumulate = a.out == AmxGemmOut::kAccumulate;
     const int64_t rows_all = r1 - r0;
     const int64_t n_tiles = (rows_all + kRows - 1) / kRows;
-    ThreadScratch& scratch = thread_scratch();
 
     pack_rows(a, r0, rows_all, grow(scratch.xpack, n_tiles * n_chunks * kChunkElems));
     const int64_t acc_ld = (p1 - p0) * kAmxGemmPanel;
@@ -236,12 +234,12 @@ void run_item(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t 
 // still in L1/L2. For one k block and weights that stay in L2 (kHotWeightBytes): the panels
 // are then read from L2 once per micro-tile, as run_item reads x, and the output is not
 // written out to memory between the GEMM and the hook.
-void run_item_by_rows(const AmxGemmArgs& a, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
-                      bool hook) {
+void run_item_by_rows(const AmxGemmArgs& a, ThreadScratch& scratch, int64_t r0, int64_t r1,
+                      int64_t p0, int64_t p1, bool hook) {
     const int64_t n_chunks = a.n_in / kAmxGemmChunk;
     const bool direct = a.bias == nullptr && a.out != AmxGemmOut::kSwiGlu;
     const bool accumulate = a.out == AmxGemmOut::kAccumulate;
-    uint16_t* xt = grow(thread_scratch().xpack, n_chunks * kChunkElems);
+    uint16_t* xt = grow(scratch.xpack, n_chunks * kChunkElems);
     const int64_t ld_b = a.ldy * static_cast<int64_t>(sizeof(float));
     alignas(64) float cbuf[kRows][kRows];
     for (int64_t r = r0; r < r1; r += kRows) {
@@ -286,10 +284,14 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
     const bool by_rows =
         n_chunks <= kBlockChunks && group * n_chunks * kChunkElems * 2 <= kHotWeightBytes;
 
+    Workspace local;
+    Workspace& ws = a.ws != nullptr ? *a.ws : local;
+    ws.workers(threads);
 #pragma omp parallel num_threads(threads)
     {
         const TileConfig cfg = full_tile_config();
         LAZYLLM_TILE_LOADCONFIG(cfg);
+        ThreadScratch& scratch = ws.worker<ThreadScratch>(omp_get_thread_num());
 #pragma omp for schedule(static)
         for (int64_t item = 0; item < n_items; ++item) {
             const int64_t rb = item / n_groups;
@@ -299,9 +301,9 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
             const int64_t p0 = g * group;
             const int64_t p1 = std::min(n_panels, p0 + group);
             if (by_rows) {
-                if (p0 < p1) run_item_by_rows(a, r0, r1, p0, p1, rows_done);
+                if (p0 < p1) run_item_by_rows(a, scratch, r0, r1, p0, p1, rows_done);
             } else {
-                if (p0 < p1) run_item(a, r0, r1, p0, p1);
+                if (p0 < p1) run_item(a, scratch, r0, r1, p0, p1);
                 if (rows_done) a.rows_done(a.rows_ctx, r0, r1);
             }
         }

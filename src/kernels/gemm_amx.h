@@ -16,6 +16,10 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace lazyllm::kernels {
+class Workspace;  // workspace.h
+}
+
 namespace lazyllm::kernels::detail {
 
 constexpr int64_t kAmxGemmPanel = 32;  // packed columns per panel
@@ -60,6 +64,7 @@ struct AmxGemmArgs {
     // item spans all output columns (amx_gemm says whether it did).
     void (*rows_done)(void* ctx, int64_t r0, int64_t r1) = nullptr;
     void* rows_ctx = nullptr;
+    Workspace* ws = nullptr;  // the workers' packed rows and partial sums (null: per call)
 };
 
 // Runs on n_threads OpenMP threads. Requires amx_gemm_usable(n_in, n_out). Returns true when

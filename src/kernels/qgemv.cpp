@@ -18,6 +18,7 @@
 #include "kernels/qgemv_isa.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_isa.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm::kernels {
 
@@ -239,18 +240,13 @@ int resolve_threads(const KernelContext& ctx) {
     return ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads();
 }
 
-// Activation scratch per calling thread (as PackedLinear's): bounded by the largest
-// m x n_in seen, shared by every layer.
+// Activation scratch, a Workspace part (as PackedLinear's): bounded by the largest m x n_in
+// seen, shared by every layer.
 struct Scratch {
     std::vector<int8_t> q;                 // [m, n_in]
     std::vector<float> d, s;               // [m, n_blocks]
     std::vector<int32_t> corr, half_sums;  // [m, n_blocks]
 };
-
-Scratch& thread_scratch() {
-    thread_local Scratch scratch;
-    return scratch;
-}
 
 }  // namespace
 
@@ -498,7 +494,7 @@ GgmlType QuantLinear::type() const { return impl_ ? impl_->type : GgmlType::Q8_0
 bool QuantLinear::uses_fast_path() const { return impl_ && impl_->isa != Isa::kRef; }
 
 void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
-                          bool accumulate) const {
+                          bool accumulate, Workspace* ws) const {
     LAZYLLM_CHECK(impl_ != nullptr);
     const Impl& im = *impl_;
     const qgemv::Weights& w = im.w;
@@ -506,9 +502,13 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     if (ldy == 0) ldy = n_out();
     LAZYLLM_CHECK(ldx >= w.n_in && ldy >= n_out() && m >= 0);
     if (m == 0) return;
-    for (const auto& [first, layer] : im.tail) layer.forward(x, m, y + first, ldx, ldy, accumulate);
+    Workspace local;
+    Workspace& space = ws != nullptr ? *ws : local;
+    for (const auto& [first, layer] : im.tail) {
+        layer.forward(x, m, y + first, ldx, ldy, accumulate, &space);
+    }
 
-    Scratch& s = thread_scratch();
+    Scratch& s = space.caller<Scratch>();
     const int64_t n_qblocks = m * w.n_blocks;
     const qgemv::ActivationBuffers buf{grow(s.q, m * w.n_in), grow(s.d, n_qblocks),
                                        grow(s.s, n_qblocks), grow(s.corr, n_qblocks)};

@@ -90,10 +90,11 @@ public:
     // As PackedLinear::forward. x: [m, n_in] fp32 rows with leading dimension ldx (>= n_in,
     // 0 = n_in); y: [m, n_out] fp32 with leading dimension ldy (>= n_out, 0 = n_out); x and y
     // must not overlap. accumulate: y += x W^T (+ bias). Runs on the ctx.n_threads given to
-    // create() (OpenMP over groups of 16 output rows). Thread-safe; the activation scratch is
-    // per calling thread and grows only, so steady-state calls allocate nothing.
+    // create() (OpenMP over groups of 16 output rows). Thread-safe; the activation scratch
+    // comes from ws (workspace.h; without one, a temporary one per call) and grows only, so
+    // steady-state calls allocate nothing.
     void forward(const float* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
-                 bool accumulate = false) const;
+                 bool accumulate = false, Workspace* ws = nullptr) const;
 
 private:
     struct Impl;

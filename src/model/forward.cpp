@@ -111,16 +111,17 @@ Status LlamaModel::embed(const int32_t* ids, int64_t n, float* h, Profile* prof)
     return {};
 }
 
-bool Linear::forward(LinearPath path, LinearInput x, int64_t n, float* y, int64_t ldx,
-                     int64_t ldy, bool accumulate, const kernels::RowsDone* done) const {
+bool Linear::forward(kernels::Workspace& ws, LinearPath path, LinearInput x, int64_t n, float* y,
+                     int64_t ldx, int64_t ldy, bool accumulate,
+                     const kernels::RowsDone* done) const {
     switch (path) {
         case LinearPath::kQuant:
-            quant.forward(x.f32, n, y, ldx, ldy, accumulate);
+            quant.forward(x.f32, n, y, ldx, ldy, accumulate, &ws);
             return false;
         case LinearPath::kBf16:
-            return gemm.forward_bf16(x.bf16, n, y, ldx, ldy, accumulate, done);
+            return gemm.forward_bf16(x.bf16, n, y, ldx, ldy, accumulate, done, &ws);
         case LinearPath::kF32:
-            gemm.forward(x.f32, n, y, ldx, ldy, accumulate);
+            gemm.forward(x.f32, n, y, ldx, ldy, accumulate, &ws);
             return false;
     }
     return false;
@@ -289,7 +290,8 @@ private:
         bool hooked = false;  // QK-norm, RoPE and the K/V store done by the qkv GEMM's row hook
         {
             OpTimer t(prof_, OpKind::kQkv, 2.0 * n * c_.n_embd * NQKV);
-            hooked = w.qkv.forward(path_, x_in(), n, qkv_, 0, 0, false, bf16() ? &done : nullptr);
+            hooked = w.qkv.forward(s_.kernels, path_, x_in(), n, qkv_, 0, 0, false,
+                                   bf16() ? &done : nullptr);
         }
         if (hooked) return;
         OpTimer t(prof_, OpKind::kRope);  // with the K/V store
@@ -349,7 +351,9 @@ private:
         a.out = attn_;  // chosen again if the cut grew the rows
         a.out16 = attn16_;
         OpTimer t(prof_, OpKind::kAttention, o_flops_);
-        kernels::attention(m_.opts_.ctx, a);
+        kernels::KernelContext ctx = m_.opts_.ctx;
+        ctx.ws = &s_.kernels;
+        kernels::attention(ctx, a);
     }
 
     void attn_out(const LayerWeights& w, const TailRows& o) {
@@ -357,7 +361,7 @@ private:
         if (c_.post_norms) {  // h += rmsnorm(attn Wo^T); x = rmsnorm(h)
             {
                 OpTimer t(prof_, OpKind::kAttnOut, 2.0 * o.n_rows * Q * E);
-                w.wo.forward(path_, {attn_, attn16_}, o.n_rows, y_, Q, E);
+                w.wo.forward(s_.kernels, path_, {attn_, attn16_}, o.n_rows, y_, Q, E);
             }
             OpTimer t(prof_, OpKind::kRmsNorm);
             m_.post_norm_add(w.post_attn_norm, y_, o.h, o.n_rows);
@@ -371,7 +375,7 @@ private:
         bool hooked = false;  // x16 = rmsnorm(h, ffn_norm) done by wo's row hook
         {
             OpTimer t(prof_, OpKind::kAttnOut, 2.0 * o.n_rows * Q * E);
-            hooked = w.wo.forward(path_, {attn_, attn16_}, o.n_rows, o.h, Q, E,
+            hooked = w.wo.forward(s_.kernels, path_, {attn_, attn16_}, o.n_rows, o.h, Q, E,
                                   /*accumulate=*/true, bf16() ? &done : nullptr);
         }
         if (!hooked) norm(o.h, w.ffn_norm, o.n_rows);
@@ -401,7 +405,7 @@ private:
         if (bf16() && c_.ffn_act != kernels::GluAct::kSilu) {
             {
                 OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
-                w.gate_up.forward(path_, x, n_o, gate_up_);
+                w.gate_up.forward(s_.kernels, path_, x, n_o, gate_up_);
             }
             OpTimer t(prof_, OpKind::kSwiglu);
             kernels::glu_bf16(m_.opts_.ctx, c_.ffn_act, gate_up_, act16_, n_o, F);
@@ -409,11 +413,11 @@ private:
             // One GEMM with SwiGLU fused into its output stage on the AMX backend (the fp32
             // gate/up rows are never written); GEMM + swiglu_bf16 inside on the others.
             OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
-            w.gate_up.gemm.forward_swiglu_bf16(x16_, n_o, act16_);
+            w.gate_up.gemm.forward_swiglu_bf16(x16_, n_o, act16_, 0, 0, &s_.kernels);
         } else {
             {
                 OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
-                w.gate_up.forward(path_, x, n_o, gate_up_);
+                w.gate_up.forward(s_.kernels, path_, x, n_o, gate_up_);
             }
             OpTimer t(prof_, OpKind::kSwiglu);
             kernels::glu(m_.opts_.ctx, c_.ffn_act, gate_up_, act_, n_o, F);
@@ -421,7 +425,7 @@ private:
         if (c_.post_norms) {  // h += rmsnorm((act Wdown^T)); no row hook
             {
                 OpTimer t(prof_, OpKind::kDown, 2.0 * n_o * F * E);
-                w.down.forward(path_, {act_, act16_}, n_o, y_, F, E);
+                w.down.forward(s_.kernels, path_, {act_, act16_}, n_o, y_, F, E);
             }
             OpTimer t(prof_, OpKind::kRmsNorm);
             m_.post_norm_add(w.post_ffn_norm, y_, o.h, n_o);
@@ -433,7 +437,7 @@ private:
         if (next) norm_hook_.w = m_.layers_[il + 1].attn_norm.data();
         const kernels::RowsDone done{&norm_rows, &norm_hook_};
         OpTimer t(prof_, OpKind::kDown, 2.0 * n_o * F * E);
-        const bool hooked = w.down.forward(path_, {act_, act16_}, n_o, o.h, F, E,
+        const bool hooked = w.down.forward(s_.kernels, path_, {act_, act16_}, n_o, o.h, F, E,
                                            /*accumulate=*/true, bf16() && next ? &done : nullptr);
         x16_ready_ = bf16() && hooked;
     }
@@ -478,7 +482,8 @@ void LlamaModel::logits(const float* h_row, int64_t step_rows, bool prompt, floa
     kernels::rms_norm(opts_.ctx, h_row, output_norm_.data(), x, 1, config_.n_embd, config_.rms_eps);
     // fp32 activations into the prefill weights (they convert them where those are bf16).
     const bool quant = prefill_quant_ || decode_weights_step(step_rows, prompt);
-    lm_head_.forward(quant ? LinearPath::kQuant : LinearPath::kF32, {x, nullptr}, 1, out);
+    lm_head_.forward(s.kernels, quant ? LinearPath::kQuant : LinearPath::kF32, {x, nullptr}, 1,
+                     out);
     softcap(out, 1);
 }
 

@@ -16,7 +16,8 @@ namespace lazyllm {
 void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* const* kvs, int64_t n,
                                       float* logits, ForwardScratch& s) const {
     const ModelConfig& c = config_;
-    const kernels::KernelContext& ctx = opts_.ctx;
+    kernels::KernelContext ctx = opts_.ctx;
+    ctx.ws = &s.kernels;
     const int64_t E = c.n_embd, Q = c.n_embd_q(), KV = c.n_embd_kv(), F = c.n_ff;
     const int64_t NQKV = c.n_qkv();
     LAZYLLM_CHECK_MSG(quantized_decode_ && n >= 1 && n <= quant_max_rows_,
@@ -34,7 +35,7 @@ void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* con
     for (int il = 0; il < c.n_layer; ++il) {
         const LayerWeights& L = layers_[il];
         kernels::rms_norm(ctx, h, L.attn_norm.data(), x, n, E, c.rms_eps);
-        L.qkv.quant.forward(x, n, qkv);
+        L.qkv.quant.forward(x, n, qkv, 0, 0, false, &s.kernels);
         if (c.qk_norm) {
             kernels::rms_norm_heads(ctx, qkv, NQKV, n, c.n_head, c.head_dim, L.q_norm.data(), c.rms_eps);
             kernels::rms_norm_heads(ctx, qkv + Q, NQKV, n, c.n_head_kv, c.head_dim, L.k_norm.data(),
@@ -60,23 +61,23 @@ void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* con
             kernels::attention(ctx, a);
         }
         if (c.post_norms) {
-            L.wo.quant.forward(attn, n, y, Q, E);
+            L.wo.quant.forward(attn, n, y, Q, E, false, &s.kernels);
             post_norm_add(L.post_attn_norm, y, h, n);
         } else {
-            L.wo.quant.forward(attn, n, h, Q, E, /*accumulate=*/true);
+            L.wo.quant.forward(attn, n, h, Q, E, /*accumulate=*/true, &s.kernels);
         }
         kernels::rms_norm(ctx, h, L.ffn_norm.data(), x, n, E, c.rms_eps);
-        L.gate_up.quant.forward(x, n, gate_up);
+        L.gate_up.quant.forward(x, n, gate_up, 0, 0, false, &s.kernels);
         kernels::glu(ctx, c.ffn_act, gate_up, act, n, F);
         if (c.post_norms) {
-            L.down.quant.forward(act, n, y, F, E);
+            L.down.quant.forward(act, n, y, F, E, false, &s.kernels);
             post_norm_add(L.post_ffn_norm, y, h, n);
         } else {
-            L.down.quant.forward(act, n, h, F, E, /*accumulate=*/true);
+            L.down.quant.forward(act, n, h, F, E, /*accumulate=*/true, &s.kernels);
         }
     }
     kernels::rms_norm(ctx, h, output_norm_.data(), x, n, E, c.rms_eps);
-    lm_head_.quant.forward(x, n, logits);
+    lm_head_.quant.forward(x, n, logits, 0, 0, false, &s.kernels);
     softcap(logits, n);
 }
 

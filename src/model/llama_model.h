@@ -8,8 +8,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +20,7 @@
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "kernels/qgemv.h"
+#include "kernels/workspace.h"
 #include "lazyllm/gguf.h"
 #include "lazyllm/result.h"
 #include "model/config.h"
@@ -107,8 +108,9 @@ struct Linear {
 
     // y[n, :] = x W^T (accumulate: y += x W^T), leading dimensions ldx / ldy (0: dense). On the
     // bf16 path `done` runs on finished rows where the GEMM can; returns whether it did.
-    bool forward(LinearPath path, LinearInput x, int64_t n, float* y, int64_t ldx = 0,
-                 int64_t ldy = 0, bool accumulate = false,
+    // The kernels' scratch comes from ws.
+    bool forward(kernels::Workspace& ws, LinearPath path, LinearInput x, int64_t n, float* y,
+                 int64_t ldx = 0, int64_t ldy = 0, bool accumulate = false,
                  const kernels::RowsDone* done = nullptr) const;
     size_t weight_bytes() const { return gemm.weight_bytes() + quant.weight_bytes(); }
 };
@@ -140,6 +142,7 @@ struct ForwardScratch {
     ScratchVector<float> y;           // [n_rows, n_embd] a sublayer's output (post-norms)
     ScratchVector<float> logits_row;  // [n_embd] normed last row
     ScratchVector<float> score_row;   // [n_keys] one layer's scores when LayerRun sums several
+    kernels::Workspace kernels;       // the kernels' own scratch (GEMM inputs, attention states)
 };
 
 // Rows that run a layer's attention, Wo and FFN once its K/V are stored (LayerRun::cut):

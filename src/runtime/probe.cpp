@@ -18,6 +18,7 @@
 #include "kernels/gemm.h"
 #include "kernels/qgemv.h"
 #include "kernels/quant.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm {
 
@@ -95,13 +96,14 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
             lin, kernels::PackedLinear::create(ctx, w.data(), kOut, kIn, nullptr, p));
     }
     const std::vector<uint16_t> x_bf16 = lin.is_bf16() ? to_bf16(x) : std::vector<uint16_t>();
+    kernels::Workspace ws;
     auto call = [&] {
         if (quant) {
-            qlin.forward(x.data(), kM, y.data());
+            qlin.forward(x.data(), kM, y.data(), 0, 0, false, &ws);
         } else if (lin.is_bf16()) {
-            lin.forward_bf16(x_bf16.data(), kM, y.data());
+            lin.forward_bf16(x_bf16.data(), kM, y.data(), 0, 0, false, nullptr, &ws);
         } else {
-            lin.forward(x.data(), kM, y.data());
+            lin.forward(x.data(), kM, y.data(), 0, 0, false, &ws);
         }
     };
     call();  // creates and caches the primitive for this m
