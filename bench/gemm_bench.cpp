@@ -28,16 +28,15 @@ namespace {
 
 using bench::random_vec;
 
-// args: m, n_in, n_out. force_onednn: LAZYLLM_GEMM=onednn at create().
+// args: m, n_in, n_out. force_onednn: GemmKernels::kOneDnn at create().
 void run_linear(benchmark::State& state, GemmPrecision precision, bool force_onednn = false) {
     const int64_t m = state.range(0), n_in = state.range(1), n_out = state.range(2);
-    const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads()};
+    const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads(), nullptr,
+                            force_onednn ? GemmKernels::kOneDnn : GemmKernels::kOwn};
     const auto w = random_vec(n_out * n_in, 1);
     const auto x = random_vec(m * n_in, 2);
     AlignedVector<float> y(m * n_out);
-    if (force_onednn) setenv("LAZYLLM_GEMM", "onednn", 1);
     auto lin = PackedLinear::create(ctx, w.data(), n_out, n_in, nullptr, precision);
-    if (force_onednn) unsetenv("LAZYLLM_GEMM");
     if (!lin.ok()) {
         state.SkipWithError(lin.error().message().c_str());
         return;
@@ -98,7 +97,7 @@ BENCHMARK(BM_LinearBf16)
 // tokens (8-256 rows) produce, on the four model shapes: where oneDNN 2.6.3's sgemm had a
 // cliff on Zen 3 (576 -> 3072 at 68-94 GFLOP/s for m = 8..256, ~145-185 from 384; 2 threads).
 // onednn = 0: the backend PackedLinear picks (our AVX2 kernel on an avx2 context), 1: oneDNN
-// (LAZYLLM_GEMM=onednn). Run with --benchmark_repetitions=7
+// (GemmKernels::kOneDnn). Run with --benchmark_repetitions=7
 // --benchmark_enable_random_interleaving=true: on the shared 2-core Zen 3 VM whole runs
 // drifted between ~135 and ~190 GFLOP/s for the same kernel, so the two backends must sample
 // the same machine states. Measured there (2 threads, FMA-loop peak ~200 GFLOP/s, medians of
@@ -123,24 +122,23 @@ BENCHMARK(BM_LinearF32Rows)->Apply(stage_rows);
 BENCHMARK(BM_LinearF32)->Apply(model_shapes);
 
 // The model's path: bf16 activations in (written by RMSNorm / SwiGLU), per backend (0 = oneDNN,
-// 1 = our AMX kernel; LAZYLLM_GEMM picks it at create()), output stage 0 = store fp32,
+// 1 = our AMX kernel; KernelContext::gemm picks it at create()), output stage 0 = store fp32,
 // 1 = accumulate fp32 (attn_out, down), 2 = SwiGLU to bf16 (gate|up, the shape n_out = 2 n_ff).
 // args: m, n_in, n_out, backend, stage.
 void BM_LinearBf16In(benchmark::State& state) {
     const int64_t m = state.range(0), n_in = state.range(1), n_out = state.range(2);
     const bool amx = state.range(3) == 1;
     const int stage = static_cast<int>(state.range(4));
-    const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads()};
+    const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads(), nullptr,
+                            amx ? GemmKernels::kOwn : GemmKernels::kOneDnn};
     const auto w = random_vec(n_out * n_in, 1);
     const auto xf = random_vec(m * n_in, 2);
     AlignedVector<uint16_t> x(m * n_in);
     detail::convert_rows_to_bf16_ref(xf.data(), m, n_in, n_in, x.data(), n_in);
     AlignedVector<float> y(m * n_out);
     std::vector<uint16_t> act(m * n_out / 2);
-    setenv("LAZYLLM_GEMM", amx ? "amx" : "onednn", 1);
     auto lin = PackedLinear::create(ctx, w.data(), n_out, n_in, nullptr, GemmPrecision::kBf16,
                                     stage == 2 ? GemmLayout::kSwiGlu : GemmLayout::kPlain);
-    unsetenv("LAZYLLM_GEMM");
     if (!lin.ok()) {
         state.SkipWithError(lin.error().message().c_str());
         return;

@@ -90,6 +90,16 @@ Result<Isa> parse_isa(std::string_view name) {
                       "unknown ISA '{}' (expected ref, avx2, avx512 or amx)", name);
 }
 
+Result<GemmKernels> gemm_kernels_from_env() {
+    const char* v = std::getenv("LAZYLLM_GEMM");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0 || std::strcmp(v, "amx") == 0) {
+        return GemmKernels::kOwn;
+    }
+    if (std::strcmp(v, "onednn") == 0) return GemmKernels::kOneDnn;
+    return make_error(ErrorCode::kInvalidArgument, "LAZYLLM_GEMM={}: expected auto, amx or onednn",
+                      v);
+}
+
 Result<Isa> isa_from_env() {
     const CpuFeatures f = detect_cpu_features();
     const char* env = std::getenv("LAZYLLM_ISA");

@@ -30,6 +30,13 @@ Result<Isa> parse_isa(std::string_view name);
 // best_isa(), unless LAZYLLM_ISA names another one.
 Result<Isa> isa_from_env();
 
+// The GEMM kernels PackedLinear::create may take: our own wherever they fit (AMX bf16, AVX2
+// fp32; the default), or oneDNN for every GEMM (for comparisons).
+enum class GemmKernels { kOwn, kOneDnn };
+// kOwn, unless LAZYLLM_GEMM=onednn (auto and amx also mean kOwn; anything else is an error).
+// The environment is read here, where the runtime builds its context, never inside a kernel.
+Result<GemmKernels> gemm_kernels_from_env();
+
 class Workspace;  // workspace.h
 
 struct KernelContext {
@@ -38,6 +45,7 @@ struct KernelContext {
     // Scratch of the kernels that take this context per call (attention); null: a temporary
     // workspace per call.
     Workspace* ws = nullptr;
+    GemmKernels gemm = GemmKernels::kOwn;
 };
 
 }  // namespace lazyllm::kernels

@@ -110,22 +110,6 @@ struct Scratch {
     std::vector<float> gate_up;      // [m, n_out] fp32 gate/up for the unfused SwiGLU path
 };
 
-// LAZYLLM_GEMM: auto (default) or amx run our own kernels on every GEMM they fit (AMX bf16,
-// or AVX2 fp32 when the context ISA is avx2); onednn keeps them all on oneDNN (for
-// comparisons), fp32 included. Measured end to end at 4k tokens, 2 threads
-// (docs/benchmarks.md): full prefill 1690-1732 ms on our AMX kernel against 1895-2022 ms on
-// oneDNN, lazy 854-865 against 992-1000; our kernel on the fused SwiGLU GEMM only measured
-// 1664-1735 and 874-936, so every GEMM it fits goes to it.
-Result<bool> gemm_env_allows_own() {
-    const char* v = std::getenv("LAZYLLM_GEMM");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0 || std::strcmp(v, "amx") == 0) {
-        return true;
-    }
-    if (std::strcmp(v, "onednn") == 0) return false;
-    return make_error(ErrorCode::kInvalidArgument, "LAZYLLM_GEMM={}: expected auto, amx or onednn",
-                      v);
-}
-
 }  // namespace
 
 bool gemm_uses_bf16(const KernelContext& ctx, GemmPrecision precision) {
@@ -402,9 +386,10 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
         return make_error(ErrorCode::kInvalidArgument,
                           "PackedLinear: SwiGLU layout needs [gate; up] rows, got n_out={}", n_out);
     }
-    auto own_env = gemm_env_allows_own();
-    if (!own_env.ok()) return own_env.error();
-    const bool own_allowed = own_env.value();
+    // Our kernels on every GEMM they fit unless the context asks for oneDNN alone. Measured
+    // end to end at 4k tokens, 2 threads (docs/benchmarks.md): full prefill 1690-1732 ms on our
+    // AMX kernel against 1895-2022 ms on oneDNN, lazy 854-865 against 992-1000.
+    const bool own_allowed = ctx.gemm == GemmKernels::kOwn;
 
     PackedLinear out;
     out.impl_ = std::make_unique<Impl>();
@@ -412,7 +397,8 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
     im.n_in = n_in;
     im.n_out = n_out;
     im.bf16 = use_bf16;
-    im.ctx = KernelContext{ctx.isa, ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads()};
+    im.ctx = KernelContext{ctx.isa, ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads(),
+                           nullptr, ctx.gemm};
     im.layout = layout;
 
     if (use_bf16 && ctx.isa >= Isa::kAmx && own_allowed && detail::amx_gemm_usable(n_in, n_out)) {

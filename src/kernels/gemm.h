@@ -4,10 +4,11 @@
 //   multiples of 32: fused output stages (accumulate, bias, SwiGLU), any row count and row
 //   stride without copies;
 // - bf16 packed by oneDNN (format_tag::any + reorder) for other shapes on CPUs with AMX or
-//   AVX-512-BF16, or everywhere when LAZYLLM_GEMM=onednn (for comparisons);
+//   AVX-512-BF16, or everywhere when KernelContext::gemm is kOneDnn (LAZYLLM_GEMM=onednn, for
+//   comparisons);
 // - fp32 in panels of 16 columns for our own AVX2 + FMA kernel (gemm_avx2.h) when the
 //   context ISA is avx2 (any shape; also LAZYLLM_ISA=avx2 on an AVX-512 CPU);
-// - fp32 packed by oneDNN otherwise (avx512 and ref contexts, or LAZYLLM_GEMM=onednn).
+// - fp32 packed by oneDNN otherwise (avx512 and ref contexts, or GemmKernels::kOneDnn).
 // The model never names the ISA: it passes a KernelContext.
 #pragma once
 

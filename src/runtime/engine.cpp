@@ -67,11 +67,14 @@ const ChatTemplateChoice& Engine::chat_template() const { return impl_->chat; }
 
 namespace {
 
-// The model's load options from the engine's (kernels from LAZYLLM_ISA and the CPU).
+// The model's load options from the engine's (kernels from LAZYLLM_ISA, LAZYLLM_GEMM and the
+// CPU).
 Result<ModelLoadOptions> model_options(const EngineOptions& opts) {
     LAZYLLM_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::isa_from_env());
+    LAZYLLM_ASSIGN_OR_RETURN(kernels::GemmKernels gemm, kernels::gemm_kernels_from_env());
     ModelLoadOptions mo;
     mo.ctx.isa = isa;
+    mo.ctx.gemm = gemm;
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (opts.n_threads < 0) {
         return make_error(ErrorCode::kInvalidArgument, "threads must be >= 0, got {}", opts.n_threads);

@@ -77,8 +77,9 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
                           "precision '{}' is not one of auto, f32, bf16, quant", precision);
     }
     LAZYLLM_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::isa_from_env());
+    LAZYLLM_ASSIGN_OR_RETURN(kernels::GemmKernels gemm, kernels::gemm_kernels_from_env());
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const kernels::KernelContext ctx{isa, n_threads > 0 ? n_threads : hw};
+    const kernels::KernelContext ctx{isa, n_threads > 0 ? n_threads : hw, nullptr, gemm};
     omp_set_num_threads(ctx.n_threads);
 
     const std::vector<float> w =

@@ -2,8 +2,8 @@
 // panels split over threads) against ref::linear: ragged row counts (every micro-tile height
 // 1-6, more than one row block), ragged n_out (a masked last panel), n_in not a multiple of 8
 // and over one k block, strided x and y, bias, accumulate, 1 and 2 threads, and no write
-// outside y's [m, n_out] columns; the backend choice (ISA, precision, LAZYLLM_GEMM); the same
-// layer on oneDNN. Any shape fits the kernel, so there is no fallback to test. Skips on CPUs
+// outside y's [m, n_out] columns; the backend choice (ISA, precision, KernelContext::gemm); the
+// same layer on oneDNN. Any shape fits the kernel, so there is no fallback to test. Skips on CPUs
 // without AVX2/FMA/F16C.
 //
 // Error bound per output y = sum_i x_i w_i (+ b): the kernel sums in another order (8 lanes,
@@ -24,8 +24,6 @@
 
 namespace lazyllm::kernels {
 namespace {
-
-using lazyllm::test::GemmEnv;
 
 using test::random_vec;
 
@@ -168,20 +166,10 @@ TEST(GemmAvx2, BackendFollowsIsaPrecisionAndEnv) {
         ASSERT_TRUE(avx512.ok());
         EXPECT_EQ(avx512->backend(), GemmBackend::kOneDnn);
     }
-    {
-        GemmEnv env("onednn");
-        auto forced =
-            PackedLinear::create({Isa::kAvx2, 2}, w.data(), 50, 30, nullptr, GemmPrecision::kF32);
-        ASSERT_TRUE(forced.ok());
-        EXPECT_EQ(forced->backend(), GemmBackend::kOneDnn);
-    }
-    for (const char* v : {"auto", "amx"}) {
-        GemmEnv env(v);
-        auto lin =
-            PackedLinear::create({Isa::kAvx2, 2}, w.data(), 50, 30, nullptr, GemmPrecision::kF32);
-        ASSERT_TRUE(lin.ok());
-        EXPECT_EQ(lin->backend(), GemmBackend::kAvx2) << v;
-    }
+    auto forced = PackedLinear::create({Isa::kAvx2, 2, nullptr, GemmKernels::kOneDnn}, w.data(), 50,
+                                       30, nullptr, GemmPrecision::kF32);
+    ASSERT_TRUE(forced.ok());
+    EXPECT_EQ(forced->backend(), GemmBackend::kOneDnn);
 }
 
 TEST(GemmAvx2, SameResultAsOneDnnWithinRounding) {
@@ -193,9 +181,8 @@ TEST(GemmAvx2, SameResultAsOneDnnWithinRounding) {
     const auto x = random_vec(m * n_in, 33);
     auto own =
         PackedLinear::create({Isa::kAvx2, 2}, w.data(), n_out, n_in, b.data(), GemmPrecision::kF32);
-    GemmEnv env("onednn");
-    auto dnn =
-        PackedLinear::create({Isa::kAvx2, 2}, w.data(), n_out, n_in, b.data(), GemmPrecision::kF32);
+    auto dnn = PackedLinear::create({Isa::kAvx2, 2, nullptr, GemmKernels::kOneDnn}, w.data(), n_out,
+                                    n_in, b.data(), GemmPrecision::kF32);
     ASSERT_TRUE(own.ok() && dnn.ok());
     ASSERT_EQ(own->backend(), GemmBackend::kAvx2);
     ASSERT_EQ(dnn->backend(), GemmBackend::kOneDnn);

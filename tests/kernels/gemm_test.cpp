@@ -34,9 +34,10 @@
 namespace lazyllm::kernels {
 namespace {
 
-using lazyllm::test::GemmEnv;
+using lazyllm::test::gemm_ctx;
+using lazyllm::test::GemmScope;
 
-KernelContext best_ctx() { return {best_isa(detect_cpu_features()), 2}; }
+KernelContext best_ctx() { return gemm_ctx(best_isa(detect_cpu_features())); }
 
 bool amx_gemm_here() {
     const float w[32 * 32] = {};
@@ -129,9 +130,9 @@ TEST(Gemm, F32MatchesRef) {
 }
 
 // oneDNN's fp32 path (strided copies, ragged tails, primitive cache) where the default is our
-// AVX2 kernel (LAZYLLM_GEMM=onednn keeps oneDNN).
+// AVX2 kernel (GemmKernels::kOneDnn keeps oneDNN).
 TEST(Gemm, F32OnOneDnnMatchesRef) {
-    const GemmEnv onednn("onednn");
+    const GemmScope onednn(GemmKernels::kOneDnn);
     uint32_t seed = 3;
     const std::vector<Case> all = cases();
     // Every third case: the shapes, strides and flags all recur (F32MatchesRef runs them all).
@@ -146,7 +147,7 @@ TEST(Gemm, Bf16MatchesRefWithinRounding) {
 
 TEST(Gemm, Bf16OnOneDnnMatchesRefWithinRounding) {
     if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no AVX-512-BF16";
-    GemmEnv env("onednn");
+    GemmScope onednn(GemmKernels::kOneDnn);
     uint32_t seed = 3;
     for (const Case& c : cases()) run_case(c, GemmPrecision::kBf16, seed += 10);
 }
@@ -165,18 +166,30 @@ TEST(Gemm, BackendFollowsShapeCpuAndEnv) {
     ASSERT_TRUE(f32.ok());
     EXPECT_EQ(f32->backend(), GemmBackend::kOneDnn);
     {
-        GemmEnv env("onednn");
+        GemmScope onednn(GemmKernels::kOneDnn);
         auto forced = PackedLinear::create(best_ctx(), w.data(), 96, 64);
         ASSERT_TRUE(forced.ok());
         EXPECT_EQ(forced->backend(), GemmBackend::kOneDnn);
     }
-    {
-        GemmEnv env("cublas");
-        auto bad = PackedLinear::create(best_ctx(), w.data(), 96, 64);
-        ASSERT_FALSE(bad.ok());
-        EXPECT_NE(bad.error().message().find("LAZYLLM_GEMM=cublas"), std::string::npos)
-            << bad.error().message();
-    }
+}
+
+// LAZYLLM_GEMM is read where the runtime builds its context: auto and amx mean our kernels,
+// onednn oneDNN alone, anything else an error naming the value.
+TEST(Gemm, KernelsFromTheEnvironment) {
+    const auto with = [](const char* v) {
+        setenv("LAZYLLM_GEMM", v, 1);
+        auto k = gemm_kernels_from_env();
+        unsetenv("LAZYLLM_GEMM");
+        return k;
+    };
+    EXPECT_EQ(gemm_kernels_from_env().value(), GemmKernels::kOwn);
+    EXPECT_EQ(with("auto").value(), GemmKernels::kOwn);
+    EXPECT_EQ(with("amx").value(), GemmKernels::kOwn);
+    EXPECT_EQ(with("onednn").value(), GemmKernels::kOneDnn);
+    auto bad = with("cublas");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error().message().find("LAZYLLM_GEMM=cublas"), std::string::npos)
+        << bad.error().message();
 }
 
 // forward_swiglu_bf16 against GEMM + swiglu_bf16 on a plain-layout linear (same bf16 inputs,
@@ -219,8 +232,8 @@ void run_swiglu_case(int64_t m, int64_t n_in, int64_t n_ff, bool with_bias, uint
 
 TEST(Gemm, SwiGluLayoutMatchesGemmThenSwiglu) {
     if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no AVX-512-BF16";
-    for (const char* backend : {"auto", "onednn"}) {
-        GemmEnv env(backend);
+    for (const GemmKernels backend : {GemmKernels::kOwn, GemmKernels::kOneDnn}) {
+        GemmScope scope(backend);
         uint32_t seed = 40;
         for (int64_t m : {1, 9, 32, 133}) {
             run_swiglu_case(m, 64, 48, false, seed += 10);   // 2 n_ff = 96: AMX-able
@@ -320,9 +333,8 @@ TEST(Gemm, RowsDoneHookSeesEachFinalRowOnce) {
     // 1536 -> 64: three k blocks, panel by panel (the hook per row block).
     for (const auto& [n_in, n_out] : {std::pair<int64_t, int64_t>{64, 96}, {1536, 64}}) {
         const auto w = random_vec(n_out * n_in, 21);
-        for (const char* backend : {"auto", "onednn"}) {
-            std::unique_ptr<GemmEnv> env;
-            if (std::string(backend) == "onednn") env = std::make_unique<GemmEnv>("onednn");
+        for (const GemmKernels backend : {GemmKernels::kOwn, GemmKernels::kOneDnn}) {
+            GemmScope scope(backend);
             auto lin = PackedLinear::create(best_ctx(), w.data(), n_out, n_in, nullptr,
                                             GemmPrecision::kBf16);
             ASSERT_TRUE(lin.ok());
@@ -349,8 +361,9 @@ TEST(Gemm, RowsDoneHookSeesEachFinalRowOnce) {
                     const bool called =
                         lin->forward_bf16(x.data(), m, got.data(), 0, 0, accumulate, &done);
                     const std::string what =
-                        std::string(backend) + " n_in=" + std::to_string(n_in) +
-                        " m=" + std::to_string(m) + (accumulate ? " accumulate" : " store");
+                        std::string(backend == GemmKernels::kOwn ? "own" : "onednn") +
+                        " n_in=" + std::to_string(n_in) + " m=" + std::to_string(m) +
+                        (accumulate ? " accumulate" : " store");
                     EXPECT_EQ(got, want) << what;
                     // Whole-row items need at least 128 rows per thread (gemm_amx.cpp).
                     EXPECT_EQ(called, amx && m >= 256) << what;

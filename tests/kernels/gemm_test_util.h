@@ -1,6 +1,6 @@
-// Shared by the PackedLinear tests (gemm_test.cpp, gemm_avx2_test.cpp): the LAZYLLM_GEMM
-// switch for one scope, one GEMM problem with strided operands, and its reference output from
-// ref::linear on a dense copy of x.
+// Shared by the PackedLinear tests (gemm_test.cpp, gemm_avx2_test.cpp): the GEMM kernels the
+// tests' contexts ask for, for one scope, one GEMM problem with strided operands, and its reference
+// output from ref::linear on a dense copy of x.
 #pragma once
 
 #include <cstdint>
@@ -12,13 +12,29 @@
 
 namespace lazyllm::test {
 
-// Sets LAZYLLM_GEMM for one scope (PackedLinear::create reads it).
-class GemmEnv {
+// KernelContext::gemm of the contexts these tests make (gemm_ctx()).
+inline kernels::GemmKernels& test_gemm_kernels() {
+    static kernels::GemmKernels kernels = kernels::GemmKernels::kOwn;
+    return kernels;
+}
+
+// A context of `isa` and 2 threads asking for the scope's GEMM kernels.
+inline kernels::KernelContext gemm_ctx(kernels::Isa isa) {
+    return {isa, 2, nullptr, test_gemm_kernels()};
+}
+
+// Sets the GEMM kernels of gemm_ctx() for one scope.
+class GemmScope {
 public:
-    explicit GemmEnv(const char* value) { setenv("LAZYLLM_GEMM", value, 1); }
-    ~GemmEnv() { unsetenv("LAZYLLM_GEMM"); }
-    GemmEnv(const GemmEnv&) = delete;
-    GemmEnv& operator=(const GemmEnv&) = delete;
+    explicit GemmScope(kernels::GemmKernels k) : prev_(test_gemm_kernels()) {
+        test_gemm_kernels() = k;
+    }
+    ~GemmScope() { test_gemm_kernels() = prev_; }
+    GemmScope(const GemmScope&) = delete;
+    GemmScope& operator=(const GemmScope&) = delete;
+
+private:
+    kernels::GemmKernels prev_;
 };
 
 struct LinearCase {
