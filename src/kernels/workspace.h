@@ -53,9 +53,11 @@ private:
 
     private:
         using Owned = std::unique_ptr<void, void (*)(void*)>;
+        // A writable static per type: never merged with another type's (read-only constants
+        // may be, under identical-data folding).
         template <typename T>
         static const void* key_of() {
-            static const char key = 0;
+            static char key;
             return &key;
         }
         std::vector<std::pair<const void*, Owned>> parts_;

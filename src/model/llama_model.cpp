@@ -234,8 +234,12 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
     // bf16 path: its int8 prefill agrees with the fp32 path on 98% of first tokens.
     const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
     const bool fp32_big = !bf16 && copy_bytes > kFp32CopyLimit;
-    const bool vnni_big = bf16 && o.ctx.isa == kernels::Isa::kAvx512 &&
-                          kernels::QuantLinear::has_vnni_path(o.ctx) && copy_bytes > kVnniCopyLimit;
+    // (No AMX on the CPU at all: with LAZYLLM_ISA=avx512 on an AMX machine oneDNN still runs
+    // its bf16 GEMMs on the tile unit.)
+    const bool vnni_big =
+        bf16 && o.ctx.isa == kernels::Isa::kAvx512 &&
+        !kernels::isa_supported(kernels::Isa::kAmx, kernels::detect_cpu_features()) &&
+        kernels::QuantLinear::has_vnni_path(o.ctx) && copy_bytes > kVnniCopyLimit;
     plan.prefill_quant = (available > 0.0 && copy_bytes > 0.5 * available) || fp32_big || vnni_big;
     plan.prefill_choice =
         fmt::format("{} (auto: {}copies {:.0f} MiB{}, memory available {:.0f} MiB)",

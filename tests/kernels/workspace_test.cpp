@@ -47,14 +47,15 @@ TEST(Workspace, OnePartPerTypeKeptAcrossCalls) {
     EXPECT_EQ(moved.worker<PartA>(1).v, std::vector<int>{6});
 }
 
-// Attention (prefill tiles, bf16 where the CPU has it, decode) with one workspace over calls
-// of growing and shrinking sizes: the same output as a fresh workspace per call.
+// Attention (prefill tiles, bf16 where the CPU has it, its key-chunked driver past 2048 keys at
+// head_dim 64, decode) with one workspace over calls of growing and shrinking sizes: the same
+// output as a fresh workspace per call.
 TEST(Workspace, AttentionReusingOneWorkspaceMatchesFreshOnes) {
     const Isa isa = best_isa(detect_cpu_features());
     if (isa == Isa::kRef) GTEST_SKIP() << "no SIMD attention";
     Workspace ws;
     for (const bool bf16 : {false, true}) {
-        for (const int n : {300, 40, 1200, 1, 300}) {
+        for (const int n : {300, 40, 2600, 1, 1200, 2600}) {
             Problem shared = make_problem(iota_pos(n), iota_pos(n), 9, 3, 64, 5, kLayouts[0]);
             shared.args.bf16 = bf16;
             Problem fresh = shared;

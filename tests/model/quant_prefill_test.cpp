@@ -175,8 +175,9 @@ TEST(QuantPrefill, AutoTakesTheBlocksPastTheCopyLimits) {
     const ModelConfig qwen_05b = llama_shape(24, 896, 2, 4864, 151936);   // 0.9 GiB bf16
     const ModelConfig smollm2 = llama_shape(30, 576, 3, 1536, 49152);     // 257 MiB bf16
     const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
-    const bool vnni =
-        bf16 && ctx.isa == kernels::Isa::kAvx512 && kernels::QuantLinear::has_vnni_path(ctx);
+    const bool vnni = bf16 && ctx.isa == kernels::Isa::kAvx512 &&
+                      !kernels::isa_supported(kernels::Isa::kAmx, kernels::detect_cpu_features()) &&
+                      kernels::QuantLinear::has_vnni_path(ctx);
     auto big = LlamaModel::plan_weights(llama_1b, o);
     ASSERT_TRUE(big.ok()) << big.error().message();
     EXPECT_EQ(big->prefill_quant, !bf16 || vnni) << big->prefill_choice;
