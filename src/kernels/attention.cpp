@@ -420,9 +420,8 @@ bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
     }
     // The caller's Workspace part, grow-only: a prefill runs this once per layer, and a fresh
     // zero-filled copy of K and V each time costs page faults and a memset.
-    detail::PackedKvBf16& packed_kv = ctx.ws->caller<detail::PackedKvBf16>();
-    detail::pack_kv_bf16(ctx, a, packed_kv);
-    const detail::PackedKvBf16& packed = packed_kv;
+    detail::PackedKvBf16& packed = ctx.ws->caller<detail::PackedKvBf16>();
+    detail::pack_kv_bf16(ctx, a, packed);
     const auto tile_fn = [&packed, &a, amx](const AttnTile& t, int64_t j0, int64_t j1,
                                             AttnState& st, bool resume) {
         if (amx) {
