@@ -1,6 +1,5 @@
 // Measured default schedules per model (design.md 1.4: the schedule is a tuned trade-off, per
-// model). Models without an entry get prune::default_schedule(n_layer), the paper's Fig. 7
-// layout (boundaries near 28/59/88% of depth).
+// model). Models without an entry get a generic schedule per preset (below).
 #pragma once
 
 #include <string_view>
@@ -22,10 +21,12 @@ struct ModelShape {
     std::vector<int> global_layers = {};
 };
 
-// The measured schedule of a preset for a known model shape, else a generic one built on
+// The measured schedule of a preset for a known model shape, else a generic one: fast is
 // default_schedule(shape.n_layer) (on a sliding-window model: one boundary after each of the
-// first global layers, up to three, none at the last layer). `source` (optional) receives where it came from: a docs
-// reference or "generic".
+// first global layers, up to three, none at the last layer); safe is one cut nearest 70% of
+// the depth keeping 0.25 (after a global layer on a sliding-window model), with a recent
+// window, a context floor and decode steps that only revive. `source` (optional) receives
+// where it came from: a docs reference or "generic".
 Schedule model_default_schedule(const ModelShape& shape, Preset preset = Preset::kSafe,
                                 std::string_view* source = nullptr);
 

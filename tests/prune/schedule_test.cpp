@@ -484,7 +484,12 @@ TEST(ModelDefaults, UnknownModelsGetTheGenericLayout) {
         std::string_view source;
         const Schedule s = model_default_schedule({"llama", 32, 4096, 32, 32000}, preset, &source);
         EXPECT_EQ(source, "generic");
-        EXPECT_EQ(s.boundaries, default_schedule(32).boundaries);
+        if (preset == Preset::kFast) {
+            EXPECT_EQ(s.boundaries, default_schedule(32).boundaries);
+        } else {  // one cut at 70% of the depth keeping a quarter
+            EXPECT_EQ(s.boundaries, (std::vector<int>{22}));
+            EXPECT_EQ(s.keep, (std::vector<float>{0.25f}));
+        }
         EXPECT_EQ(s.score_layers, 1);  // the paper's score where nothing was measured
         EXPECT_EQ(s.score_pool, 1);
         EXPECT_EQ(s.prune_decode, preset == Preset::kFast);
@@ -494,8 +499,34 @@ TEST(ModelDefaults, UnknownModelsGetTheGenericLayout) {
     }
 }
 
-// The safe preset (the default) is the fast one's cuts with the answer protected: a recent
-// window, a context floor and decode steps that only revive; the fast one has none of them.
+// On a sliding-window model a cut goes after a global layer, never after the last layer; the
+// safe preset's single cut is the one nearest 70% of the depth.
+TEST(ModelDefaults, SlidingWindowModelsCutAfterGlobalLayers) {
+    const ModelShape shape{"gemma3", 26, 1152, 4, 262144, {5, 11, 17, 23, 25}};
+    const Schedule fast = model_default_schedule(shape, Preset::kFast);
+    EXPECT_EQ(fast.boundaries, (std::vector<int>{6, 12, 18}));
+    EXPECT_EQ(fast.keep, (std::vector<float>{0.5f, 0.25f, 0.1f}));
+    const Schedule safe = model_default_schedule(shape, Preset::kSafe);
+    EXPECT_EQ(safe.boundaries, (std::vector<int>{18}));  // 0.7 * 26 = 18.2
+    EXPECT_EQ(safe.keep, (std::vector<float>{0.25f}));
+    EXPECT_TRUE(validate_schedule(safe, 26).ok());
+    // Only the last layer global: nowhere to cut, so neither preset prunes.
+    for (Preset preset : {Preset::kSafe, Preset::kFast}) {
+        const Schedule none = model_default_schedule({"gemma3", 6, 64, 2, 100, {5}}, preset);
+        EXPECT_TRUE(none.boundaries.empty());
+    }
+}
+
+// One layer leaves no room for a boundary.
+TEST(ModelDefaults, OneLayerModelsAreNotPruned) {
+    for (Preset preset : {Preset::kSafe, Preset::kFast}) {
+        EXPECT_TRUE(model_default_schedule({"llama", 1, 64, 2, 100}, preset).boundaries.empty());
+    }
+}
+
+// The safe preset (the default) protects the answer: a recent window, a context floor and
+// decode steps that only revive; the fast one has none of them. It also prunes later and keeps
+// more at every layer.
 TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
     const ModelShape smollm2{"llama", 30, 576, 9, 49152};
     const Schedule safe = model_default_schedule(smollm2);
@@ -508,6 +539,17 @@ TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
     EXPECT_EQ(fast.keep_recent, 0);
     EXPECT_EQ(fast.min_context, 0);
     EXPECT_TRUE(fast.prune_decode);
+    EXPECT_GT(safe.boundaries.front(), fast.boundaries.front());
+    auto keep_at = [](const Schedule& s, int layer) {  // the keep fraction layer runs at
+        float keep = 1.0f;
+        for (size_t i = 0; i < s.boundaries.size() && s.boundaries[i] <= layer; ++i) {
+            keep = s.keep[i];
+        }
+        return keep;
+    };
+    for (int layer = 0; layer < 30; ++layer) {
+        EXPECT_GE(keep_at(safe, layer), keep_at(fast, layer)) << layer;
+    }
 }
 
 TEST(ModelDefaults, PresetNames) {
