@@ -80,7 +80,17 @@ FidelityRow aggregate(const std::string& policy, const std::string& schedule, in
     return row;
 }
 
-RunOptions greedy_options(const PruneOptions& prune, int max_new_tokens) {
+// The first N prompts of each length (FidelityOptions::limit), in suite order.
+std::vector<Sample> first_per_length(std::vector<Sample> samples, int64_t limit) {
+    if (limit <= 0) return samples;
+    std::map<int64_t, int64_t> taken;
+    std::erase_if(samples, [&](const Sample& s) { return taken[s.target_tokens]++ >= limit; });
+    return samples;
+}
+
+}  // namespace
+
+RunOptions greedy_run_options(const PruneOptions& prune, int max_new_tokens) {
     RunOptions ro;
     ro.max_new_tokens = max_new_tokens;
     ro.prune = prune;
@@ -90,17 +100,7 @@ RunOptions greedy_options(const PruneOptions& prune, int max_new_tokens) {
     return ro;
 }
 
-// The first N prompts of each length (FidelityOptions::limit), in suite order.
-std::vector<Sample> first_per_length(std::vector<Sample> samples, int64_t limit) {
-    if (limit <= 0) return samples;
-    std::map<int64_t, int64_t> taken;
-    std::erase_if(samples, [&](const Sample& s) { return taken[s.target_tokens]++ >= limit; });
-    return samples;
-}
-
-// The prompts of every length: each task whose template fits the length (a short length
-// leaves out the tasks whose needles and question alone are longer), with enough depths that the
-// length has at least opts.n_depths x |tasks| prompts.
+// A short length leaves out the tasks whose needles and question alone are longer.
 Result<std::vector<Sample>> fidelity_suite(const Engine& engine, const FidelityOptions& opts) {
     SuiteSpec spec;
     spec.seed = opts.seed;
@@ -132,8 +132,6 @@ Result<std::vector<Sample>> fidelity_suite(const Engine& engine, const FidelityO
     }
     return out;
 }
-
-}  // namespace
 
 double kl_divergence(std::span<const float> logits_p, std::span<const float> logits_q) {
     const size_t n = std::min(logits_p.size(), logits_q.size());
@@ -224,11 +222,12 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
         const int n_gen = greedy ? opts.greedy_tokens : 1;
         LAZYLLM_ASSIGN_OR_RETURN(
             GenerateResult full,
-            full_engine.generate(pp.ids, greedy_options(PruneOptions{}, n_gen)));
+            full_engine.generate(pp.ids, greedy_run_options(PruneOptions{}, n_gen)));
         const int full_top = argmax(full.first_logits);
         for (size_t k = 0; k < policies.size(); ++k) {
             LAZYLLM_ASSIGN_OR_RETURN(
-                GenerateResult g, engine.generate(pp.ids, greedy_options(policies[k]->prune, n_gen)));
+                GenerateResult g,
+                engine.generate(pp.ids, greedy_run_options(policies[k]->prune, n_gen)));
             schedules[k] = g.schedule;
             Measure m;
             m.length = samples[i].target_tokens;

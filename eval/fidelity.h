@@ -74,6 +74,12 @@ struct FidelityReport {
     double seconds = 0.0;
 };
 
+// The suite's prompts for opts' tasks, lengths, depths and seed (every task whose template fits
+// a length, with enough depths that each length has at least n_depths x |tasks| prompts).
+Result<std::vector<Sample>> fidelity_suite(const Engine& engine, const FidelityOptions& opts);
+// Greedy generation of max_new_tokens under `prune`, keeping the first token's logits.
+RunOptions greedy_run_options(const PruneOptions& prune, int max_new_tokens);
+
 Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions& opts);
 std::string fidelity_json(const FidelityReport& report);
 std::string fidelity_table(const FidelityReport& report);

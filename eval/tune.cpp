@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
+
+#include "eval/fidelity.h"
 
 namespace lazyllm::eval {
 
@@ -40,24 +43,6 @@ std::vector<std::vector<int>> combinations(int n, int k) {
 std::string describe(const Schedule& s) { return to_string(s); }
 
 }  // namespace
-
-std::vector<float> keep_profile(const Schedule& schedule, int n_layer) {
-    std::vector<float> p(static_cast<size_t>(std::max(n_layer, 0)), 1.0f);
-    for (size_t j = 0; j < schedule.boundaries.size(); ++j) {
-        const int end = j + 1 < schedule.boundaries.size() ? schedule.boundaries[j + 1] : n_layer;
-        for (int l = std::max(schedule.boundaries[j], 0); l < std::min(end, n_layer); ++l) {
-            p[static_cast<size_t>(l)] = schedule.keep[j];
-        }
-    }
-    return p;
-}
-
-double predicted_cost(const Schedule& schedule, int n_layer) {
-    if (n_layer <= 0) return 1.0;
-    double sum = 0.0;
-    for (float k : keep_profile(schedule, n_layer)) sum += k;
-    return sum / n_layer;
-}
 
 bool at_most_as_wide(const Schedule& a, const Schedule& b, int n_layer) {
     const std::vector<float> pa = keep_profile(a, n_layer), pb = keep_profile(b, n_layer);
@@ -134,7 +119,7 @@ std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_la
                     s.score_layers = space.score_layers;
                     s.score_pool = space.score_pool;
                     if (!seen.emplace(std::pair(s.boundaries, s.keep), true).second) continue;
-                    out.push_back({s, predicted_cost(s, n_layer)});
+                    out.push_back({s, predicted_prefill_fraction(s, n_layer)});
                 }
             }
         }
@@ -202,12 +187,15 @@ Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
     }
     result.n_judged = static_cast<int>(judged.size());
     const double needed = opts.target * full_sum;
+    const bool uniform = std::adjacent_find(result.full_scores.begin(), result.full_scores.end(),
+                                            std::not_equal_to<>()) == result.full_scores.end();
     log(fmt::format(
-        "tune: full scores {:.3f} on {} samples (per sample: {:.2g}); candidates are "
-        "judged on the {} full scores > 0 on and need >= {:.3f} of full's {:.3f} there; "
-        "{} candidates, budget {}",
-        result.full_score, n, fmt::join(result.full_scores, " "), judged.size(), needed, full_sum,
-        candidates.size(), opts.budget));
+        "tune: full scores {:.3f} on {} samples{}; candidates are judged on the {} full scores "
+        "> 0 on and need >= {:.3f} of full's {:.3f} there; {} candidates, budget {}",
+        result.full_score, n,
+        uniform ? std::string()
+                : fmt::format(" (per sample: {:.2g})", fmt::join(result.full_scores, " ")),
+        judged.size(), needed, full_sum, candidates.size(), opts.budget));
 
     auto eval_sample = [&](CandidateResult& c, int i) -> Status {
         LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, evaluator.evaluate(&c.candidate.schedule, i));
@@ -297,9 +285,12 @@ Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
     return result;
 }
 
-std::string tune_meta_json(const TuneResult& result, double target, std::string_view calibration) {
+std::string tune_meta_json(const TuneResult& result, double target, std::string_view calibration,
+                           TuneObjective objective, int answer_tokens) {
     nlohmann::json j;
     j["tool"] = "lazyllm tune";
+    j["objective"] = std::string(tune_objective_name(objective));
+    if (objective == TuneObjective::kAnswers) j["answer_tokens"] = answer_tokens;
     j["calibration"] = std::string(calibration);
     j["calibration_samples"] = result.n_samples;
     j["judged_samples"] = result.n_judged;
@@ -338,6 +329,54 @@ Result<TuneSampleResult> EngineTuneEvaluator::evaluate(const Schedule* schedule,
     LAZYLLM_ASSIGN_OR_RETURN(SampleRecord rec,
                              evaluate_one(*engine_, samples_[k], prompts_[k], policy));
     return TuneSampleResult{rec.score, rec.ttft_ms, rec.pct_computed};
+}
+
+Result<TuneObjective> parse_tune_objective(std::string_view name) {
+    if (name == "score") return TuneObjective::kScore;
+    if (name == "answers") return TuneObjective::kAnswers;
+    return make_error(ErrorCode::kInvalidArgument,
+                      "unknown tune objective '{}' (expected score or answers)", name);
+}
+
+std::string_view tune_objective_name(TuneObjective objective) {
+    return objective == TuneObjective::kAnswers ? "answers" : "score";
+}
+
+Result<AnswersTuneEvaluator> AnswersTuneEvaluator::create(const Engine& engine,
+                                                          std::vector<Sample> samples,
+                                                          int n_tokens) {
+    if (n_tokens < 1) {
+        return make_error(ErrorCode::kInvalidArgument, "answer tokens must be >= 1, got {}",
+                          n_tokens);
+    }
+    std::vector<PreparedPrompt> prompts;
+    for (const Sample& s : samples) {
+        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt p, prepare_prompt(engine, s));
+        prompts.push_back(std::move(p));
+    }
+    return AnswersTuneEvaluator(engine, std::move(prompts), n_tokens);
+}
+
+Result<TuneSampleResult> AnswersTuneEvaluator::evaluate(const Schedule* schedule, int i) {
+    if (i < 0 || i >= n_samples()) {
+        return make_error(ErrorCode::kOutOfRange, "calibration sample {} of {}", i, n_samples());
+    }
+    const size_t k = static_cast<size_t>(i);
+    FullAnswer& full = full_[k];
+    if (!full.done) {
+        LAZYLLM_ASSIGN_OR_RETURN(
+            GenerateResult g,
+            engine_->generate(prompts_[k].ids, greedy_run_options(PruneOptions{}, n_tokens_)));
+        full = FullAnswer{true, std::move(g.tokens), g.ttft_ms};
+    }
+    if (schedule == nullptr) return TuneSampleResult{1.0, full.ttft_ms, 100.0};
+    PruneOptions prune;
+    prune.policy = Policy::kLazy;
+    prune.schedule = *schedule;
+    LAZYLLM_ASSIGN_OR_RETURN(
+        GenerateResult g, engine_->generate(prompts_[k].ids, greedy_run_options(prune, n_tokens_)));
+    const bool same = greedy_common_prefix(full.tokens, g.tokens, n_tokens_) == n_tokens_;
+    return TuneSampleResult{same ? 1.0 : 0.0, g.ttft_ms, 100.0 * g.prefill_fraction_computed};
 }
 
 }  // namespace lazyllm::eval

@@ -1,5 +1,6 @@
 // `lazyllm tune` (design.md 1.4): search boundary layers and keep fractions for the cheapest
-// LazyLLM schedule whose score on a calibration suite stays >= target x full's score.
+// LazyLLM schedule that, on a calibration suite, keeps full's greedy answers on >= target of
+// the prompts (TuneObjective::kAnswers) or a task score >= target x full's (kScore).
 //
 // Cost is the predicted fraction of prompt token-layers computed in prefill (deterministic, unlike
 // TTFT); the winner's TTFT is measured afterwards. The search leans on the paper's ablation
@@ -45,13 +46,9 @@ struct TuneSpace {
 
 struct TuneCandidate {
     Schedule schedule;  // boundaries as layer indices
-    double cost = 1.0;         // predicted prefill fraction of prompt token-layers
+    double cost = 1.0;  // predicted_prefill_fraction (lazyllm/schedule.h)
 };
 
-// Keep fraction each layer runs at under a schedule ([n_layer]; 1 before the first boundary).
-std::vector<float> keep_profile(const Schedule& schedule, int n_layer);
-// The mean of keep_profile: the prefill fraction computed, ignoring keep_first and the last token.
-double predicted_cost(const Schedule& schedule, int n_layer);
 // True when `a` keeps no more tokens than `b` at every layer (a is at least as aggressive).
 bool at_most_as_wide(const Schedule& a, const Schedule& b, int n_layer);
 // Every schedule of the space for an n_layer model: 1..max_boundaries boundaries (the first from
@@ -122,6 +119,17 @@ Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
                                  const std::vector<TuneCandidate>& candidates, int n_layer,
                                  const TuneOptions& opts);
 
+// What a candidate is judged on (`tune --objective`).
+enum class TuneObjective {
+    kScore,    // the calibration tasks' scores, >= target x full's
+    kAnswers,  // full's own answers: a prompt counts when the candidate's first N greedy tokens
+               // equal full's (AnswersTuneEvaluator), on >= target of the prompts
+};
+
+// "score" | "answers"; the error lists them.
+Result<TuneObjective> parse_tune_objective(std::string_view name);
+std::string_view tune_objective_name(TuneObjective objective);
+
 // The engine-backed evaluator: greedy generation of prepared samples, scored.
 class EngineTuneEvaluator : public TuneEvaluator {
 public:
@@ -140,9 +148,38 @@ private:
     std::vector<PreparedPrompt> prompts_;
 };
 
+// Same answers as full (TuneObjective::kAnswers): full answers every sample greedily for
+// n_tokens tokens once (its score is 1 by definition); a candidate scores 1 on a sample when
+// its first n_tokens greedy tokens equal full's (greedy_common_prefix, fidelity.h), else 0.
+// The samples are eval --fidelity's prompts (chat-wrapped built-in tasks).
+class AnswersTuneEvaluator : public TuneEvaluator {
+public:
+    static Result<AnswersTuneEvaluator> create(const Engine& engine, std::vector<Sample> samples,
+                                               int n_tokens);
+    int n_samples() const override { return static_cast<int>(prompts_.size()); }
+    Result<TuneSampleResult> evaluate(const Schedule* schedule, int i) override;
+
+private:
+    AnswersTuneEvaluator(const Engine& engine, std::vector<PreparedPrompt> prompts, int n_tokens)
+        : engine_(&engine),
+          prompts_(std::move(prompts)),
+          n_tokens_(n_tokens),
+          full_(prompts_.size()) {}
+    struct FullAnswer {
+        bool done = false;
+        std::vector<TokenId> tokens;
+        double ttft_ms = 0.0;
+    };
+    const Engine* engine_;
+    std::vector<PreparedPrompt> prompts_;
+    int n_tokens_;
+    std::vector<FullAnswer> full_;  // [n_samples], filled on first use
+};
+
 // The schedule file's "meta" object: score, full_score, target, ttft_speedup, pct_computed,
 // predicted_prefill_pct, candidates searched and evaluated, and the calibration suite.
-std::string tune_meta_json(const TuneResult& result, double target, std::string_view calibration);
+std::string tune_meta_json(const TuneResult& result, double target, std::string_view calibration,
+                           TuneObjective objective = TuneObjective::kScore, int answer_tokens = 0);
 
 // "layers" and "keep" flag strings of a schedule ("8,18" / "0.5,0.25").
 std::string layers_string(const Schedule& s);

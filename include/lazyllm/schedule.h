@@ -69,6 +69,12 @@ void apply(const ScheduleOverrides& overrides, Schedule& schedule);
 // (kInvalidArgument) name the entry at fault and the rule.
 Status validate_schedule(const Schedule& schedule, int n_layer);
 
+// The keep fraction each layer runs at under a schedule ([n_layer]; 1 before the first
+// boundary), and its mean: the predicted fraction of prompt token-layers prefill computes
+// (ignoring keep_first, keep_recent and the last token). `tune` ranks candidates by the mean.
+std::vector<float> keep_profile(const Schedule& schedule, int n_layer);
+double predicted_prefill_fraction(const Schedule& schedule, int n_layer);
+
 // Parses flag values. `layers` is a comma list of either layer indices ("9,19,28") or depth
 // fractions ("0.28,0.59,0.88"); the list is fractions iff any item contains '.'. A fraction f must
 // be in (0, 1) and maps to layer round(f * n_layer), which must lie in [1, n_layer - 1]. `keep` is

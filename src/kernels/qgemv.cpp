@@ -1,6 +1,6 @@
 // QuantLinear: validation, repacking GGML blocks into the interleaved layout of
-// qgemv_isa.h, dispatch (AVX-512 VNNI, AVX2 or scalar reference, OpenMP over row groups),
-// and the scalar reference kernels themselves.
+// qgemv_isa.h, and dispatch (AVX-512 VNNI, AVX2 or the scalar reference of qgemv_ref.cpp,
+// OpenMP over row groups).
 #include "kernels/qgemv.h"
 
 #include <omp.h>
@@ -559,114 +559,5 @@ Isa qgemv::qgemv_isa(const KernelContext& ctx) {
     if (ctx.isa >= Isa::kAvx2 && isa_supported(Isa::kAvx2, f)) return Isa::kAvx2;
     return Isa::kRef;
 }
-
-// ---- Scalar reference -------------------------------------------------------------------
-
-namespace qgemv::ref {
-
-void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out) {
-    const int64_t nb = n_in / kBlock;
-    for (int64_t r = 0; r < m; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-            const float* xb = x + r * ldx + b * kBlock;
-            int8_t* qb = out.q + (b * m + r) * kBlock;
-            float amax = 0.0f;
-            for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(xb[j]));
-            const auto [d, id] = block_scale(amax);
-            int32_t sum = 0;
-            for (int j = 0; j < kBlock; ++j) {
-                const int q = static_cast<int>(std::nearbyint(xb[j] * id));
-                qb[j] = static_cast<int8_t>(q);
-                sum += q;
-            }
-            set_block_stats(out, b * m + r, d, sum, offset);
-        }
-    }
-}
-
-void half_sums(const int8_t* q, int64_t m, int64_t n_blocks, int32_t* out) {
-    for (int64_t i = 0; i < m * n_blocks; ++i) {
-        const int8_t* qb = q + i * kBlock;
-        int32_t lo = 0, hi = 0;
-        for (int k = 0; k < kBlock / 2; ++k) {
-            lo += qb[k];
-            hi += qb[k + kBlock / 2];
-        }
-        // |sum| <= 16 * 127: each fits the int16 half of the pair.
-        out[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
-                                      (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
-    }
-}
-
-namespace {
-// Stored unsigned quant of element k of block b, lane `lane` (layout: qgemv_isa.h).
-int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
-    const uint8_t* qs = w.group(g) + b * w.qs_bytes();
-    if (w.bits == 4 || w.bits == 6) {
-        const int c = k / 8, j = k % 8;
-        const uint8_t byte = qs[c * kChunkBytes + lane * 4 + (j % 4)];
-        const int lo = j < 4 ? (byte & 0x0F) : (byte >> 4);
-        if (w.bits == 4) return lo;
-        const uint8_t high = qs[(4 + c / 2) * kChunkBytes + lane * 4 + (j % 4)];
-        return lo | (((high >> (4 * (c % 2) + 2 * (j / 4))) & 3) << 4);
-    }
-    return qs[(k / 4) * kChunkBytes + lane * 4 + k % 4];
-}
-
-// The exact int32 dot product of block b of row `lane` with activation row r (qgemv_isa.h,
-// Values), offset included.
-int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, int64_t b, int lane,
-                  int64_t r) {
-    const int8_t* xq = a.q + (b * m + r) * kBlock;
-    if (w.bits != 6) {
-        int32_t isum = a.corr[b * m + r];
-        for (int k = 0; k < kBlock; ++k) isum += stored_quant(w, g, b, lane, k) * xq[k];
-        return isum;
-    }
-    const int8_t* sc = w.sub_scales(g) + (b * kGroupRows + lane) * 2;
-    int32_t isum = 0;
-    for (int h = 0; h < 2; ++h) {
-        int32_t part = 0;
-        for (int k = 16 * h; k < 16 * h + 16; ++k) {
-            part += (stored_quant(w, g, b, lane, k) - kQ6Offset) * xq[k];
-        }
-        isum += sc[h] * part;
-    }
-    return isum;
-}
-}  // namespace
-
-void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-          const float* bias, float* y, int64_t ldy, bool accumulate) {
-    const int64_t nb = w.n_blocks;
-    for (int64_t g = g0; g < g1; ++g) {
-        const uint16_t* dw = w.scales(g);
-        const uint16_t* mw = w.mins(g);
-        for (int lane = 0; lane < kGroupRows; ++lane) {
-            const int64_t n = g * kGroupRows + lane;
-            if (n >= w.n_out) break;
-            for (int64_t r = 0; r < m; ++r) {
-                float acc = 0.0f;
-                for (int64_t b = 0; b < nb; ++b) {
-                    const int32_t isum = block_dot(w, a, m, g, b, lane, r);
-                    const float dd =
-                        quant::fp16_to_fp32_scalar(dw[b * kGroupRows + lane]) * a.d[b * m + r];
-                    acc = std::fma(static_cast<float>(isum), dd, acc);
-                    if (w.has_min) {
-                        acc = std::fma(quant::fp16_to_fp32_scalar(mw[b * kGroupRows + lane]),
-                                       a.s[b * m + r], acc);
-                    }
-                }
-                float out = acc;
-                if (bias != nullptr) out = out + bias[n];
-                float* yp = y + r * ldy + n;
-                *yp = accumulate ? out + *yp : out;
-            }
-        }
-    }
-}
-
-}  // namespace qgemv::ref
 
 }  // namespace lazyllm::kernels

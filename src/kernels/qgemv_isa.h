@@ -1,5 +1,5 @@
 // Internal interface of QuantLinear (qgemv.h): the packed weight layout, the quantized
-// activations, and the kernels that read them: the scalar reference (qgemv.cpp) and the
+// activations, and the kernels that read them: the scalar reference (qgemv_ref.cpp) and the
 // instantiations for Isa::kAvx512 (AVX-512 VNNI, qgemv_vnni.cpp) and Isa::kAvx2
 // (qgemv_avx2.cpp), entered through isa_dispatch (simd.h) with the target QuantLinear picked
 // at create() (qgemv_isa()).

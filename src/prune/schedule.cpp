@@ -244,6 +244,24 @@ Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, 
     return schedule;
 }
 
+std::vector<float> keep_profile(const Schedule& schedule, int n_layer) {
+    std::vector<float> p(static_cast<size_t>(std::max(n_layer, 0)), 1.0f);
+    for (size_t j = 0; j < schedule.boundaries.size(); ++j) {
+        const int end = j + 1 < schedule.boundaries.size() ? schedule.boundaries[j + 1] : n_layer;
+        for (int l = std::max(schedule.boundaries[j], 0); l < std::min(end, n_layer); ++l) {
+            p[static_cast<size_t>(l)] = schedule.keep[j];
+        }
+    }
+    return p;
+}
+
+double predicted_prefill_fraction(const Schedule& schedule, int n_layer) {
+    if (n_layer <= 0) return 1.0;
+    double sum = 0.0;
+    for (float k : keep_profile(schedule, n_layer)) sum += k;
+    return sum / n_layer;
+}
+
 std::string to_string(const Schedule& schedule) {
     std::string out = "layers=";
     for (size_t i = 0; i < schedule.boundaries.size(); ++i) {

@@ -7,16 +7,18 @@
 
 namespace lazyllm::prune {
 
+using ::lazyllm::keep_profile;
 using ::lazyllm::kMaxScoreLayers;
 using ::lazyllm::kMaxScorePool;
 using ::lazyllm::load_schedule_file;
 using ::lazyllm::parse_policy;
 using ::lazyllm::parse_preset;
-using ::lazyllm::Preset;
-using ::lazyllm::preset_name;
 using ::lazyllm::parse_schedule;
 using ::lazyllm::Policy;
 using ::lazyllm::policy_name;
+using ::lazyllm::predicted_prefill_fraction;
+using ::lazyllm::Preset;
+using ::lazyllm::preset_name;
 using ::lazyllm::read_schedule_file;
 using ::lazyllm::save_schedule_file;
 using ::lazyllm::Schedule;

@@ -55,37 +55,9 @@ Error length_error(const char* key, size_t n, size_t n_vocab) {
                       kKeyTokens, n_vocab);
 }
 
-}  // namespace
-
-Result<Vocab> load_vocab(const GgufFile& gguf) {
-    Vocab vocab;
-    const GgufValue* model = gguf.find(kKeyModel);
-    if (model == nullptr) return make_error(ErrorCode::kNotFound, "missing key '{}'", kKeyModel);
-    auto model_s = model->as_string();
-    if (!model_s.ok()) return key_error(kKeyModel, model_s.error());
-    vocab.model = *model_s;
-    if (vocab.model != "gpt2" && vocab.model != "llama" && vocab.model != "gemma4" &&
-        vocab.model != "bert") {
-        return make_error(ErrorCode::kUnsupported,
-                          "key '{}' = '{}': only 'gpt2' (byte-level BPE), 'llama' "
-                          "(SentencePiece BPE), 'gemma4' (BPE on UTF-8) and 'bert' (WordPiece) "
-                          "tokenizers are supported",
-                          kKeyModel, vocab.model);
-    }
-    LAZYLLM_ASSIGN_OR_RETURN(vocab.pre, optional_string(gguf, kKeyPre));
-
-    const GgufValue* tokens = gguf.find(kKeyTokens);
-    if (tokens == nullptr) return make_error(ErrorCode::kNotFound, "missing key '{}'", kKeyTokens);
-    auto tokens_v = tokens->as_string_array();
-    if (!tokens_v.ok()) return key_error(kKeyTokens, tokens_v.error());
-    vocab.tokens = std::move(tokens_v).value();
+// tokenizer.ggml.scores and token_type: optional, one entry per token when present.
+Status read_scores_and_types(const GgufFile& gguf, Vocab& vocab) {
     const size_t n = vocab.tokens.size();
-    if (n == 0) return make_error(ErrorCode::kCorrupt, "key '{}' is empty", kKeyTokens);
-    if (n > static_cast<size_t>(INT32_MAX)) {
-        return make_error(ErrorCode::kCorrupt, "key '{}' has {} entries (too many)", kKeyTokens, n);
-    }
-    const auto n_vocab = static_cast<int32_t>(n);
-
     vocab.scores.assign(n, 0.0f);
     if (const GgufValue* scores = gguf.find(kKeyScores)) {
         auto s = scores->as_float_array();
@@ -108,23 +80,11 @@ Result<Vocab> load_vocab(const GgufFile& gguf) {
             vocab.types[i] = static_cast<TokenType>(v);
         }
     }
+    return {};
+}
 
-    if (vocab.model == "gpt2" || vocab.model == "gemma4") {
-        const GgufValue* merges = gguf.find(kKeyMerges);
-        if (merges == nullptr) {
-            return make_error(ErrorCode::kNotFound, "missing key '{}' (required by '{}' = {})",
-                              kKeyMerges, kKeyModel, vocab.model);
-        }
-        auto m = merges->as_string_array();
-        if (!m.ok()) return key_error(kKeyMerges, m.error());
-        vocab.merges = std::move(m).value();
-    }
-
-    vocab.token_to_id.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-        if (!vocab.tokens[i].empty()) vocab.token_to_id[vocab.tokens[i]] = static_cast<TokenId>(i);
-    }
-
+// The special token ids: the tokenizer's defaults, then the file's keys.
+Status read_special_ids(const GgufFile& gguf, int32_t n_vocab, Vocab& vocab) {
     // llama.cpp's defaults for SentencePiece vocabularies (llama-vocab.cpp, load()): <unk> = 0,
     // <s> = 1, </s> = 2, used when the keys are absent; BPE vocabularies have no defaults.
     if (vocab.model == "llama") {
@@ -157,6 +117,59 @@ Result<Vocab> load_vocab(const GgufFile& gguf) {
         LAZYLLM_ASSIGN_OR_RETURN(auto id, optional_id(gguf, k.key, n_vocab));
         if (id) *k.dst = id;
     }
+    return {};
+}
+
+}  // namespace
+
+Result<Vocab> load_vocab(const GgufFile& gguf) {
+    Vocab vocab;
+    const GgufValue* model = gguf.find(kKeyModel);
+    if (model == nullptr) return make_error(ErrorCode::kNotFound, "missing key '{}'", kKeyModel);
+    auto model_s = model->as_string();
+    if (!model_s.ok()) return key_error(kKeyModel, model_s.error());
+    vocab.model = *model_s;
+    if (vocab.model != "gpt2" && vocab.model != "llama" && vocab.model != "gemma4" &&
+        vocab.model != "bert") {
+        return make_error(ErrorCode::kUnsupported,
+                          "key '{}' = '{}': only 'gpt2' (byte-level BPE), 'llama' "
+                          "(SentencePiece BPE), 'gemma4' (BPE on UTF-8) and 'bert' (WordPiece) "
+                          "tokenizers are supported",
+                          kKeyModel, vocab.model);
+    }
+    LAZYLLM_ASSIGN_OR_RETURN(vocab.pre, optional_string(gguf, kKeyPre));
+
+    const GgufValue* tokens = gguf.find(kKeyTokens);
+    if (tokens == nullptr) return make_error(ErrorCode::kNotFound, "missing key '{}'", kKeyTokens);
+    auto tokens_v = tokens->as_string_array();
+    if (!tokens_v.ok()) return key_error(kKeyTokens, tokens_v.error());
+    vocab.tokens = std::move(tokens_v).value();
+    const size_t n = vocab.tokens.size();
+    if (n == 0) return make_error(ErrorCode::kCorrupt, "key '{}' is empty", kKeyTokens);
+    if (n > static_cast<size_t>(INT32_MAX)) {
+        return make_error(ErrorCode::kCorrupt, "key '{}' has {} entries (too many)", kKeyTokens, n);
+    }
+    const auto n_vocab = static_cast<int32_t>(n);
+
+    LAZYLLM_TRY(read_scores_and_types(gguf, vocab));
+
+    if (vocab.model == "gpt2" || vocab.model == "gemma4") {
+        const GgufValue* merges = gguf.find(kKeyMerges);
+        if (merges == nullptr) {
+            return make_error(ErrorCode::kNotFound, "missing key '{}' (required by '{}' = {})",
+                              kKeyMerges, kKeyModel, vocab.model);
+        }
+        auto m = merges->as_string_array();
+        if (!m.ok()) return key_error(kKeyMerges, m.error());
+        vocab.merges = std::move(m).value();
+    }
+
+    vocab.token_to_id.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        if (!vocab.tokens[i].empty()) vocab.token_to_id[vocab.tokens[i]] = static_cast<TokenId>(i);
+    }
+
+    LAZYLLM_TRY(read_special_ids(gguf, n_vocab, vocab));
 
     LAZYLLM_ASSIGN_OR_RETURN(vocab.add_bos, optional_bool(gguf, kKeyAddBos));
     LAZYLLM_ASSIGN_OR_RETURN(vocab.add_space_prefix, optional_bool(gguf, kKeyAddSpacePrefix));

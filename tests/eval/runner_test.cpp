@@ -1,5 +1,6 @@
 // The eval runner on a tiny random model (accuracy ~0, but the machinery must work): records,
-// resumability, reports; plus SHA-256 test vectors and the fidelity math.
+// resumability, reports, tune's same-answers evaluator; plus SHA-256 test vectors and the
+// fidelity math.
 #include "eval/runner.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "eval/record.h"
 #include "eval/report.h"
 #include "eval/sha256.h"
+#include "eval/tune.h"
 #include "support/tiny_model.h"
 
 namespace lazyllm::eval {
@@ -381,6 +383,48 @@ TEST_F(TinyRunnerTest, BadPolicyScheduleFailsBeforeRunning) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message().find("lazy"), std::string::npos) << r.error().message();
     EXPECT_FALSE(std::filesystem::exists(out_dir_ + "/samples.jsonl"));
+}
+
+// tune --objective answers: full scores 1 on every prompt; a candidate scores 1 exactly when
+// its greedy answer equals full's, which a schedule that cannot prune (context floor above the
+// prompt) always does, with nothing pruned.
+TEST_F(TinyRunnerTest, AnswersEvaluatorComparesWithFullsAnswer) {
+    EXPECT_FALSE(AnswersTuneEvaluator::create(*engine_, suite(), 0).ok());
+    auto ev = AnswersTuneEvaluator::create(*engine_, suite(), 8);
+    ASSERT_TRUE(ev.ok()) << ev.error().message();
+    ASSERT_EQ(ev->n_samples(), 4);
+    Schedule never{{2}, {0.25f}};
+    never.min_context = 100000;
+    // A candidate before full: full's answer is made on first use.
+    auto first = ev->evaluate(&never, 1);
+    ASSERT_TRUE(first.ok()) << first.error().message();
+    EXPECT_EQ(first->score, 1.0);
+    EXPECT_EQ(first->pct_computed, 100.0);
+    for (int i = 0; i < ev->n_samples(); ++i) {
+        auto full = ev->evaluate(nullptr, i);
+        ASSERT_TRUE(full.ok());
+        EXPECT_EQ(full->score, 1.0);
+        EXPECT_GT(full->ttft_ms, 0.0);
+        auto same = ev->evaluate(&never, i);
+        ASSERT_TRUE(same.ok());
+        EXPECT_EQ(same->score, 1.0) << i;
+    }
+    // A schedule that prunes computes less; its score is 0 or 1 and equals whether its answer
+    // is full's, checked against a direct generation.
+    const Schedule prunes{{1}, {0.1f}};
+    auto cut = ev->evaluate(&prunes, 0);
+    ASSERT_TRUE(cut.ok());
+    EXPECT_LT(cut->pct_computed, 100.0);
+    auto pp = prepare_prompt(*engine_, suite()[0]);
+    ASSERT_TRUE(pp.ok());
+    PruneOptions lazy;
+    lazy.policy = Policy::kLazy;
+    lazy.schedule = prunes;
+    auto g_full = engine_->generate(pp->ids, greedy_run_options(PruneOptions{}, 8));
+    auto g_lazy = engine_->generate(pp->ids, greedy_run_options(lazy, 8));
+    ASSERT_TRUE(g_full.ok() && g_lazy.ok());
+    EXPECT_EQ(cut->score, greedy_common_prefix(g_full->tokens, g_lazy->tokens, 8) == 8 ? 1.0 : 0.0);
+    EXPECT_EQ(ev->evaluate(nullptr, 4).error().code(), ErrorCode::kOutOfRange);
 }
 
 }  // namespace

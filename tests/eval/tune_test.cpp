@@ -2,7 +2,6 @@
 // returns the cheapest candidate meeting the target (checked by brute force), rules out
 // candidates at least as aggressive as a failure, and stops evaluating a candidate early.
 #include "eval/tune.h"
-#include "prune/schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +10,10 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
+
+#include "prune/schedule.h"
 
 namespace lazyllm::eval {
 namespace {
@@ -33,7 +35,7 @@ public:
         }
         samples_seen.push_back(i);
         const double score = ok_(*s) ? 1.0 : (i == 0 ? 0.0 : fail_score_);
-        return TuneSampleResult{score, 100.0 * predicted_cost(*s, kLayers), 100.0};
+        return TuneSampleResult{score, 100.0 * predicted_prefill_fraction(*s, kLayers), 100.0};
     }
     int calls = 0;
     std::vector<double> full_scores;  // per sample; 1 where not given
@@ -45,16 +47,10 @@ private:
     double fail_score_;
 };
 
-TEST(TuneTest, CostAndProfile) {
+TEST(TuneTest, AtMostAsWide) {
     prune::Schedule s;
     s.boundaries = {10, 20};
     s.keep = {0.5f, 0.25f};
-    const auto p = keep_profile(s, kLayers);
-    ASSERT_EQ(p.size(), 30u);
-    EXPECT_EQ(p[9], 1.0f);
-    EXPECT_EQ(p[10], 0.5f);
-    EXPECT_EQ(p[29], 0.25f);
-    EXPECT_NEAR(predicted_cost(s, kLayers), (10 + 5 + 2.5) / 30.0, 1e-9);
     prune::Schedule later = s;
     later.boundaries = {12, 20};
     EXPECT_TRUE(at_most_as_wide(s, later, kLayers));
@@ -63,6 +59,27 @@ TEST(TuneTest, CostAndProfile) {
     one.boundaries = {10};
     one.keep = {0.5f};
     EXPECT_TRUE(at_most_as_wide(s, one, kLayers));  // same until 20, then keeps less
+}
+
+TEST(TuneTest, ObjectiveNamesAndMeta) {
+    EXPECT_EQ(parse_tune_objective("answers").value(), TuneObjective::kAnswers);
+    EXPECT_EQ(parse_tune_objective("score").value(), TuneObjective::kScore);
+    EXPECT_EQ(tune_objective_name(TuneObjective::kAnswers), "answers");
+    auto bad = parse_tune_objective("speed");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(
+        bad.error().message().find("unknown tune objective 'speed' (expected score or answers)"),
+        std::string::npos);
+    TuneResult r;
+    r.n_samples = 54;
+    const auto answers =
+        nlohmann::json::parse(tune_meta_json(r, 0.8, "calibration", TuneObjective::kAnswers, 32));
+    EXPECT_EQ(answers["objective"], "answers");
+    EXPECT_EQ(answers["answer_tokens"], 32);
+    EXPECT_EQ(answers["target"], 0.8);
+    const auto score = nlohmann::json::parse(tune_meta_json(r, 0.99, "calibration"));
+    EXPECT_EQ(score["objective"], "score");
+    EXPECT_FALSE(score.contains("answer_tokens"));
 }
 
 TEST(TuneTest, CandidatesAreWellFormedAndSorted) {
@@ -87,7 +104,7 @@ TEST(TuneTest, CandidatesAreWellFormedAndSorted) {
             EXPECT_LT(s.keep[j], s.keep[j - 1]);
             EXPECT_GT(s.boundaries[j], s.boundaries[j - 1]);
         }
-        EXPECT_NEAR(cands[i].cost, predicted_cost(s, kLayers), 1e-12);
+        EXPECT_NEAR(cands[i].cost, predicted_prefill_fraction(s, kLayers), 1e-12);
         if (i > 0) {
             EXPECT_LE(cands[i - 1].cost, cands[i].cost + 1e-8);  // ties within rounding
         }

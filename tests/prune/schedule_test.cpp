@@ -540,16 +540,26 @@ TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
     EXPECT_EQ(fast.min_context, 0);
     EXPECT_TRUE(fast.prune_decode);
     EXPECT_GT(safe.boundaries.front(), fast.boundaries.front());
-    auto keep_at = [](const Schedule& s, int layer) {  // the keep fraction layer runs at
-        float keep = 1.0f;
-        for (size_t i = 0; i < s.boundaries.size() && s.boundaries[i] <= layer; ++i) {
-            keep = s.keep[i];
-        }
-        return keep;
-    };
+    const std::vector<float> safe_keep = keep_profile(safe, 30), fast_keep = keep_profile(fast, 30);
     for (int layer = 0; layer < 30; ++layer) {
-        EXPECT_GE(keep_at(safe, layer), keep_at(fast, layer)) << layer;
+        EXPECT_GE(safe_keep[layer], fast_keep[layer]) << layer;
     }
+}
+
+TEST(Schedule, KeepProfileAndPredictedFraction) {
+    Schedule s;
+    s.boundaries = {10, 20};
+    s.keep = {0.5f, 0.25f};
+    const std::vector<float> p = keep_profile(s, 30);
+    ASSERT_EQ(p.size(), 30u);
+    EXPECT_EQ(p[9], 1.0f);
+    EXPECT_EQ(p[10], 0.5f);
+    EXPECT_EQ(p[19], 0.5f);
+    EXPECT_EQ(p[20], 0.25f);
+    EXPECT_EQ(p[29], 0.25f);
+    EXPECT_NEAR(predicted_prefill_fraction(s, 30), (10 + 5 + 2.5) / 30.0, 1e-9);
+    EXPECT_EQ(predicted_prefill_fraction(Schedule{}, 30), 1.0);
+    EXPECT_TRUE(keep_profile(s, 0).empty());
 }
 
 TEST(ModelDefaults, PresetNames) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "support/model_path.h"
@@ -237,6 +238,32 @@ TEST(ModelCliTest, PrefillWeightsFlag) {
     const CliRun exact = run("run -m " + path + " -p hi -n 1 --prefill-weights quant --precision f32");
     EXPECT_NE(exact.rc, 0);
     EXPECT_TRUE(contains(exact.out, "precision f32 is exact")) << exact.out;
+}
+
+}  // namespace
+
+namespace {
+
+// tune's same-answers objective end to end on the default model, on a one-candidate space (a
+// mild cut, layer 24 keeping 0.7) and a target any working run meets: the schedule file says
+// which objective made it, and the summary counts the prompts answered as full answers them.
+TEST(ModelCliTest, TuneKeepsFullsAnswers) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    const std::string out = ::testing::TempDir() + "lazyllm_cli_tune_answers.json";
+    std::remove(out.c_str());
+    const CliRun r = run("tune -m " + path +
+                         " --lengths 512 --depths 1 --first-boundaries 0.8 --max-boundaries 1 "
+                         "--keep-grid 0.7 --target 0.01 --answer-tokens 16 -o " +
+                         out);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "objective answers: 6 prompts")) << r.out;
+    EXPECT_TRUE(contains(r.out, "same 16-token answers as full on")) << r.out;
+    EXPECT_TRUE(contains(r.out, "layers=24 keep=0.7")) << r.out;
+    std::ifstream in(out);
+    const auto meta = nlohmann::json::parse(in)["meta"];
+    EXPECT_EQ(meta["objective"], "answers") << meta;
+    EXPECT_EQ(meta["answer_tokens"], 16) << meta;
+    expect_usage_error("tune -m " + path + " --objective speed", "--objective");
 }
 
 }  // namespace
