@@ -458,25 +458,26 @@ TEST(Policy, ParseAndName) {
 namespace lazyllm::prune {
 namespace {
 
-// The fast preset is the schedule `lazyllm tune` wrote, committed with its provenance.
-TEST(ModelDefaults, SmolLM2HasItsTunedSchedule) {
-    std::string_view source;
-    const Schedule s = model_default_schedule({"llama", 30, 576, 9, 49152}, Preset::kFast, &source);
-    auto tuned = load_schedule_file(std::string(LAZYLLM_SOURCE_DIR) +
-                                        "/schedules/smollm2-135m-instruct.json",
-                                    30);
-    ASSERT_TRUE(tuned.ok()) << tuned.error().message();
-    EXPECT_EQ(s.boundaries, tuned->boundaries);
-    EXPECT_EQ(s.keep, tuned->keep);
-    EXPECT_EQ(s.keep_first, tuned->keep_first);
-    EXPECT_EQ(s.prune_decode, tuned->prune_decode);
-    EXPECT_EQ(s.score_layers, tuned->score_layers);
-    EXPECT_EQ(s.score_pool, tuned->score_pool);
-    EXPECT_EQ(s.boundaries, (std::vector<int>{9, 18, 21}));
-    EXPECT_EQ(s.score_layers, 3);
-    EXPECT_EQ(s.score_pool, 11);
-    EXPECT_NE(source, "generic");
-    EXPECT_TRUE(validate_schedule(s, 30).ok());
+// Both presets are schedules `lazyllm tune` wrote, committed with their provenance (fast: the
+// score objective; safe: the answers objective).
+TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
+    for (const auto& [preset, file] :
+         {std::pair(Preset::kFast, "fast"), std::pair(Preset::kSafe, "safe")}) {
+        SCOPED_TRACE(file);
+        std::string_view source;
+        const Schedule s = model_default_schedule({"llama", 30, 576, 9, 49152}, preset, &source);
+        auto tuned = load_schedule_file(
+            std::string(LAZYLLM_SOURCE_DIR) + "/schedules/smollm2-135m-instruct-" + file + ".json",
+            30);
+        ASSERT_TRUE(tuned.ok()) << tuned.error().message();
+        EXPECT_EQ(to_string(s), to_string(*tuned));
+        EXPECT_EQ(s.score_layers, 3);
+        EXPECT_EQ(s.score_pool, 11);
+        EXPECT_NE(source, "generic");
+        EXPECT_TRUE(validate_schedule(s, 30).ok());
+    }
+    EXPECT_EQ(model_default_schedule({"llama", 30, 576, 9, 49152}, Preset::kFast).boundaries,
+              (std::vector<int>{9, 18, 21}));
 }
 
 TEST(ModelDefaults, UnknownModelsGetTheGenericLayout) {
