@@ -42,6 +42,17 @@ std::vector<std::vector<int>> combinations(int n, int k) {
 
 std::string describe(const Schedule& s) { return to_string(s); }
 
+// Every sample chat-wrapped and tokenized once (prepare_prompt), in order.
+Result<std::vector<PreparedPrompt>> prepare_all(const Engine& engine,
+                                                const std::vector<Sample>& samples) {
+    std::vector<PreparedPrompt> prompts;
+    for (const Sample& s : samples) {
+        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt p, prepare_prompt(engine, s));
+        prompts.push_back(std::move(p));
+    }
+    return prompts;
+}
+
 }  // namespace
 
 bool at_most_as_wide(const Schedule& a, const Schedule& b, int n_layer) {
@@ -309,11 +320,7 @@ std::string tune_meta_json(const TuneResult& result, double target, std::string_
 
 Result<EngineTuneEvaluator> EngineTuneEvaluator::create(const Engine& engine,
                                                         std::vector<Sample> samples) {
-    std::vector<PreparedPrompt> prompts;
-    for (const Sample& s : samples) {
-        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt p, prepare_prompt(engine, s));
-        prompts.push_back(std::move(p));
-    }
+    LAZYLLM_ASSIGN_OR_RETURN(std::vector<PreparedPrompt> prompts, prepare_all(engine, samples));
     return EngineTuneEvaluator(engine, std::move(samples), std::move(prompts));
 }
 
@@ -349,11 +356,7 @@ Result<AnswersTuneEvaluator> AnswersTuneEvaluator::create(const Engine& engine,
         return make_error(ErrorCode::kInvalidArgument, "answer tokens must be >= 1, got {}",
                           n_tokens);
     }
-    std::vector<PreparedPrompt> prompts;
-    for (const Sample& s : samples) {
-        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt p, prepare_prompt(engine, s));
-        prompts.push_back(std::move(p));
-    }
+    LAZYLLM_ASSIGN_OR_RETURN(std::vector<PreparedPrompt> prompts, prepare_all(engine, samples));
     return AnswersTuneEvaluator(engine, std::move(prompts), n_tokens);
 }
 
