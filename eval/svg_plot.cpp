@@ -127,110 +127,122 @@ std::string score_color(double score) {
     return fmt::format("#{:02x}{:02x}{:02x}", r, g, b);
 }
 
-std::string render(const Plot& plot) {
-    const int pw = plot.width - kMarginLeft - kMarginRight;
-    const int ph = plot.height - kMarginTop - kMarginBottom;
-    const Range xr = make_range(plot.x, plot.series, true);
-    const Range yr = make_range(plot.y, plot.series, false);
-    auto px = [&](double x) { return kMarginLeft + (x - xr.lo) / (xr.hi - xr.lo) * pw; };
-    auto py = [&](double y) { return kMarginTop + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph; };
+namespace {
 
-    std::string s = fmt::format(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-        "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"11\">\n"
-        "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
-        plot.width, plot.height);
-    s += fmt::format("<text x=\"{}\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
-                     kMarginLeft, escape(plot.title));
-    // Grid and tick labels.
-    const double xstep = xr.ticks.size() > 1 ? xr.ticks[1] - xr.ticks[0] : 1.0;
-    for (size_t i = 0; i < xr.ticks.size(); ++i) {
-        const double t = xr.ticks[i];
-        if (t < xr.lo - 1e-9 || t > xr.hi + 1e-9) continue;
+// The plotting area and the data-to-pixel maps.
+struct Frame {
+    int pw = 0, ph = 0;  // width and height of the area inside the margins
+    Range xr, yr;
+    double px(double x) const { return kMarginLeft + (x - xr.lo) / (xr.hi - xr.lo) * pw; }
+    double py(double y) const { return kMarginTop + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph; }
+};
+
+// Grid lines, tick labels, the frame, the dashed x references and the axis labels.
+std::string axes(const Plot& plot, const Frame& f) {
+    std::string s;
+    const double xstep = f.xr.ticks.size() > 1 ? f.xr.ticks[1] - f.xr.ticks[0] : 1.0;
+    for (size_t i = 0; i < f.xr.ticks.size(); ++i) {
+        const double t = f.xr.ticks[i];
+        if (t < f.xr.lo - 1e-9 || t > f.xr.hi + 1e-9) continue;
         const std::string label =
             plot.x.categories.empty() ? tick_label(t, xstep) : plot.x.categories[i];
         s += fmt::format(
             "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" "
             "stroke=\"#e5e5e5\"/>\n<text x=\"{0:.1f}\" y=\"{3}\" "
             "text-anchor=\"middle\">{4}</text>\n",
-            px(t), kMarginTop, kMarginTop + ph, kMarginTop + ph + 15, escape(label));
+            f.px(t), kMarginTop, kMarginTop + f.ph, kMarginTop + f.ph + 15, escape(label));
     }
-    const double ystep = yr.ticks.size() > 1 ? yr.ticks[1] - yr.ticks[0] : 1.0;
-    for (double t : yr.ticks) {
-        if (t < yr.lo - 1e-9 || t > yr.hi + 1e-9) continue;
+    const double ystep = f.yr.ticks.size() > 1 ? f.yr.ticks[1] - f.yr.ticks[0] : 1.0;
+    for (double t : f.yr.ticks) {
+        if (t < f.yr.lo - 1e-9 || t > f.yr.hi + 1e-9) continue;
         s += fmt::format(
             "<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" "
             "stroke=\"#e5e5e5\"/>\n<text x=\"{3}\" y=\"{4:.1f}\" "
             "text-anchor=\"end\">{5}</text>\n",
-            py(t), kMarginLeft, kMarginLeft + pw, kMarginLeft - 5, py(t) + 4, tick_label(t, ystep));
+            f.py(t), kMarginLeft, kMarginLeft + f.pw, kMarginLeft - 5, f.py(t) + 4,
+            tick_label(t, ystep));
     }
     s += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
         "stroke=\"#333\"/>\n",
-        kMarginLeft, kMarginTop, pw, ph);
+        kMarginLeft, kMarginTop, f.pw, f.ph);
     for (double xref : plot.x_refs) {
-        if (xref < xr.lo || xref > xr.hi) continue;
+        if (xref < f.xr.lo || xref > f.xr.hi) continue;
         s += fmt::format(
             "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" "
             "stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n",
-            px(xref), kMarginTop, kMarginTop + ph);
+            f.px(xref), kMarginTop, kMarginTop + f.ph);
     }
     s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                     kMarginLeft + pw / 2.0, plot.height - 10, escape(plot.x.label));
+                     kMarginLeft + f.pw / 2.0, plot.height - 10, escape(plot.x.label));
     s += fmt::format(
         "<text transform=\"translate(14 {:.1f}) rotate(-90)\" "
         "text-anchor=\"middle\">{}</text>\n",
-        kMarginTop + ph / 2.0, escape(plot.y.label));
+        kMarginTop + f.ph / 2.0, escape(plot.y.label));
+    return s;
+}
 
-    // Series, clipped to the frame.
-    s += fmt::format(
+// One series' markers (circles or diamonds, with their tooltips and optional labels).
+std::string markers(const Series& ser, const Frame& f) {
+    std::string s;
+    const size_t n = std::min(ser.x.size(), ser.y.size());
+    for (size_t i = 0; i < n && ser.markers; ++i) {
+        if (!std::isfinite(ser.x[i]) || !std::isfinite(ser.y[i])) continue;
+        const double cx = f.px(ser.x[i]), cy = f.py(ser.y[i]), r = ser.marker_r;
+        const std::string tip =
+            i < ser.tips.size() ? "<title>" + escape(ser.tips[i]) + "</title>" : "";
+        if (ser.diamond) {
+            s += fmt::format(
+                "<path d=\"M{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} "
+                "{:.1f}Z\" fill=\"{}\" stroke=\"white\">{}</path>\n",
+                cx, cy - r, cx + r, cy, cx, cy + r, cx - r, cy, ser.color, tip);
+        } else {
+            s += fmt::format(
+                "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\" "
+                "fill-opacity=\"0.85\">{}</circle>\n",
+                cx, cy, r, ser.color, tip);
+        }
+        if (ser.label_points && i < ser.tips.size()) {
+            s += fmt::format(
+                "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\" "
+                "fill=\"{}\">{}</text>\n",
+                cx + r + 2, cy - r, ser.color, escape(ser.tips[i]));
+        }
+    }
+    return s;
+}
+
+// Every series, clipped to the frame.
+std::string series(const Plot& plot, const Frame& f) {
+    std::string s = fmt::format(
         "<clipPath id=\"c{0}{1}\"><rect x=\"{2}\" y=\"{3}\" width=\"{4}\" "
         "height=\"{5}\"/></clipPath>\n<g clip-path=\"url(#c{0}{1})\">\n",
-        plot.width, plot.height, kMarginLeft - 6, kMarginTop - 6, pw + 12, ph + 12);
+        plot.width, plot.height, kMarginLeft - 6, kMarginTop - 6, f.pw + 12, f.ph + 12);
     for (const Series& ser : plot.series) {
         const size_t n = std::min(ser.x.size(), ser.y.size());
         if (ser.line && n > 1) {
             std::string pts;
             for (size_t i = 0; i < n; ++i) {
                 if (!std::isfinite(ser.x[i]) || !std::isfinite(ser.y[i])) continue;
-                pts += fmt::format("{:.1f},{:.1f} ", px(ser.x[i]), py(ser.y[i]));
+                pts += fmt::format("{:.1f},{:.1f} ", f.px(ser.x[i]), f.py(ser.y[i]));
             }
             s += fmt::format(
                 "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" "
                 "stroke-width=\"1.8\"/>\n",
                 pts, ser.color);
         }
-        for (size_t i = 0; i < n && ser.markers; ++i) {
-            if (!std::isfinite(ser.x[i]) || !std::isfinite(ser.y[i])) continue;
-            const double cx = px(ser.x[i]), cy = py(ser.y[i]), r = ser.marker_r;
-            const std::string tip =
-                i < ser.tips.size() ? "<title>" + escape(ser.tips[i]) + "</title>" : "";
-            if (ser.diamond) {
-                s += fmt::format(
-                    "<path d=\"M{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} {:.1f}L{:.1f} "
-                    "{:.1f}Z\" fill=\"{}\" stroke=\"white\">{}</path>\n",
-                    cx, cy - r, cx + r, cy, cx, cy + r, cx - r, cy, ser.color, tip);
-            } else {
-                s += fmt::format(
-                    "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\" "
-                    "fill-opacity=\"0.85\">{}</circle>\n",
-                    cx, cy, r, ser.color, tip);
-            }
-            if (ser.label_points && i < ser.tips.size()) {
-                s += fmt::format(
-                    "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"9\" "
-                    "fill=\"{}\">{}</text>\n",
-                    cx + r + 2, cy - r, ser.color, escape(ser.tips[i]));
-            }
-        }
+        s += markers(ser, f);
     }
-    s += "</g>\n";
+    return s + "</g>\n";
+}
 
-    // Legend on the right.
+// The legend, right of the frame.
+std::string legend(const Plot& plot, const Frame& f) {
+    std::string s;
     int ly = kMarginTop + 8;
     for (const Series& ser : plot.series) {
         if (ser.name.empty()) continue;
-        const int lx = kMarginLeft + pw + 12;
+        const int lx = kMarginLeft + f.pw + 12;
         if (ser.line) {
             s += fmt::format(
                 "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
@@ -244,6 +256,27 @@ std::string render(const Plot& plot) {
         s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 24, ly + 4, escape(ser.name));
         ly += 16;
     }
+    return s;
+}
+
+}  // namespace
+
+std::string render(const Plot& plot) {
+    Frame f;
+    f.pw = plot.width - kMarginLeft - kMarginRight;
+    f.ph = plot.height - kMarginTop - kMarginBottom;
+    f.xr = make_range(plot.x, plot.series, true);
+    f.yr = make_range(plot.y, plot.series, false);
+    std::string s = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+        "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"11\">\n"
+        "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
+        plot.width, plot.height);
+    s += fmt::format("<text x=\"{}\" y=\"18\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
+                     kMarginLeft, escape(plot.title));
+    s += axes(plot, f);
+    s += series(plot, f);
+    s += legend(plot, f);
     s += "</svg>\n";
     return s;
 }

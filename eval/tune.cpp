@@ -158,142 +158,191 @@ std::string keep_string(const Schedule& s) {
     return out;
 }
 
-Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
-                                 const std::vector<TuneCandidate>& candidates, int n_layer,
-                                 const TuneOptions& opts) {
-    auto log = [&opts](const std::string& s) {
-        if (opts.log) opts.log(s);
-    };
-    const int n = evaluator.n_samples();
-    if (n <= 0) return make_error(ErrorCode::kInvalidArgument, "the calibration suite is empty");
-    if (!(opts.target > 0.0 && opts.target <= 1.0)) {
-        return make_error(ErrorCode::kInvalidArgument, "target must be in (0, 1], got {}",
-                          opts.target);
-    }
-    if (opts.budget < 1) {
-        return make_error(ErrorCode::kInvalidArgument, "budget must be >= 1, got {}", opts.budget);
-    }
-    TuneResult result;
-    result.n_samples = n;
-    result.n_candidates = static_cast<int>(candidates.size());
-    double full_sum = 0.0;
-    for (int i = 0; i < n; ++i) {
-        LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, evaluator.evaluate(nullptr, i));
-        full_sum += r.score;
-        result.full_scores.push_back(r.score);
-        result.full_ttft_ms.push_back(r.ttft_ms);
-    }
-    result.full_score = full_sum / n;
-    // Judged samples: those full scores > 0 on, best first (ties in suite order).
-    std::vector<int> judged;
-    for (int i = 0; i < n; ++i) {
-        if (result.full_scores[i] > 0.0) judged.push_back(i);
-    }
-    std::stable_sort(judged.begin(), judged.end(),
-                     [&](int a, int b) { return result.full_scores[a] > result.full_scores[b]; });
-    if (judged.empty()) {
-        log("tune: warning: full scores 0 on every calibration sample, so accuracy cannot "
-            "constrain the search (every candidate passes)");
-        for (int i = 0; i < n; ++i) judged.push_back(i);
-    }
-    result.n_judged = static_cast<int>(judged.size());
-    const double needed = opts.target * full_sum;
-    const bool uniform = std::adjacent_find(result.full_scores.begin(), result.full_scores.end(),
-                                            std::not_equal_to<>()) == result.full_scores.end();
-    log(fmt::format(
-        "tune: full scores {:.3f} on {} samples{}; candidates are judged on the {} full scores "
-        "> 0 on and need >= {:.3f} of full's {:.3f} there; {} candidates, budget {}",
-        result.full_score, n,
-        uniform ? std::string()
-                : fmt::format(" (per sample: {:.2g})", fmt::join(result.full_scores, " ")),
-        judged.size(), needed, full_sum, candidates.size(), opts.budget));
+namespace {
 
-    auto eval_sample = [&](CandidateResult& c, int i) -> Status {
-        LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, evaluator.evaluate(&c.candidate.schedule, i));
+// One tune_schedule call (tune.h): full's pass, then the bisection over the candidates.
+class TuneSearch {
+public:
+    TuneSearch(TuneEvaluator& evaluator, const std::vector<TuneCandidate>& candidates, int n_layer,
+               const TuneOptions& opts)
+        : ev_(evaluator),
+          cands_(candidates),
+          n_layer_(n_layer),
+          opts_(opts),
+          n_(evaluator.n_samples()),
+          tried_(candidates.size(), false) {}
+
+    Result<TuneResult> run() {
+        if (n_ <= 0)
+            return make_error(ErrorCode::kInvalidArgument, "the calibration suite is empty");
+        if (!(opts_.target > 0.0 && opts_.target <= 1.0)) {
+            return make_error(ErrorCode::kInvalidArgument, "target must be in (0, 1], got {}",
+                              opts_.target);
+        }
+        if (opts_.budget < 1) {
+            return make_error(ErrorCode::kInvalidArgument, "budget must be >= 1, got {}",
+                              opts_.budget);
+        }
+        LAZYLLM_TRY(score_full());
+        for (int round = 0; round < opts_.budget; ++round) {
+            LAZYLLM_ASSIGN_OR_RETURN(bool searched, search_step(round));
+            if (!searched) break;
+        }
+        for (size_t i = 0; i < cands_.size(); ++i) {
+            if (!tried_[i] && ruled_out(i)) ++result_.n_skipped;
+        }
+        if (best_) LAZYLLM_TRY(complete_winner());
+        return std::move(result_);
+    }
+
+private:
+    void log(const std::string& s) const {
+        if (opts_.log) opts_.log(s);
+    }
+
+    // Full on every sample; the judged samples are those it scores > 0 on, best first (ties in
+    // suite order), or all of them when it scores 0 everywhere.
+    Status score_full() {
+        result_.n_samples = n_;
+        result_.n_candidates = static_cast<int>(cands_.size());
+        double full_sum = 0.0;
+        for (int i = 0; i < n_; ++i) {
+            LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, ev_.evaluate(nullptr, i));
+            full_sum += r.score;
+            result_.full_scores.push_back(r.score);
+            result_.full_ttft_ms.push_back(r.ttft_ms);
+        }
+        result_.full_score = full_sum / n_;
+        const std::vector<double>& fs = result_.full_scores;
+        for (int i = 0; i < n_; ++i) {
+            if (fs[i] > 0.0) judged_.push_back(i);
+        }
+        std::stable_sort(judged_.begin(), judged_.end(),
+                         [&](int a, int b) { return fs[a] > fs[b]; });
+        if (judged_.empty()) {
+            log("tune: warning: full scores 0 on every calibration sample, so accuracy cannot "
+                "constrain the search (every candidate passes)");
+            for (int i = 0; i < n_; ++i) judged_.push_back(i);
+        }
+        result_.n_judged = static_cast<int>(judged_.size());
+        needed_ = opts_.target * full_sum;
+        const bool uniform =
+            std::adjacent_find(fs.begin(), fs.end(), std::not_equal_to<>()) == fs.end();
+        log(fmt::format(
+            "tune: full scores {:.3f} on {} samples{}; candidates are judged on the {} full "
+            "scores > 0 on and need >= {:.3f} of full's {:.3f} there; {} candidates, budget {}",
+            result_.full_score, n_,
+            uniform ? std::string() : fmt::format(" (per sample: {:.2g})", fmt::join(fs, " ")),
+            judged_.size(), needed_, full_sum, cands_.size(), opts_.budget));
+        return {};
+    }
+
+    Status eval_sample(CandidateResult& c, int i) {
+        LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, ev_.evaluate(&c.candidate.schedule, i));
         ++c.n_evaluated;
         c.score_sum += r.score;
         c.pct_sum += r.pct_computed;
         c.ttft_ms[static_cast<size_t>(i)] = r.ttft_ms;
         return {};
-    };
+    }
+
     // Judged samples in order, stopping once the outcome is certain.
-    auto judge = [&](CandidateResult& c) -> Status {
-        c.ttft_ms.assign(static_cast<size_t>(n), std::numeric_limits<double>::quiet_NaN());
-        for (size_t k = 0; k < judged.size(); ++k) {
-            LAZYLLM_TRY(eval_sample(c, judged[k]));
-            const auto remaining = static_cast<double>(judged.size() - 1 - k);
+    Status judge(CandidateResult& c) {
+        c.ttft_ms.assign(static_cast<size_t>(n_), std::numeric_limits<double>::quiet_NaN());
+        for (size_t k = 0; k < judged_.size(); ++k) {
+            LAZYLLM_TRY(eval_sample(c, judged_[k]));
+            const auto remaining = static_cast<double>(judged_.size() - 1 - k);
             if (remaining == 0) break;
             // Scores are in [0, 1]: the best the rest can add is `remaining`.
-            if (c.score_sum + remaining < needed - kEps || c.score_sum >= needed - kEps) {
+            if (c.score_sum + remaining < needed_ - kEps || c.score_sum >= needed_ - kEps) {
                 c.stopped_early = true;
                 break;
             }
         }
-        c.passed = c.score_sum >= needed - kEps;
+        c.passed = c.score_sum >= needed_ - kEps;
         return {};
-    };
+    }
 
-    std::vector<bool> tried(candidates.size(), false);
-    std::vector<size_t> failed;
-    std::optional<size_t> best;
-    auto ruled_out = [&](size_t i) {
-        for (size_t f : failed) {
-            if (at_most_as_wide(candidates[i].schedule, candidates[f].schedule, n_layer))
-                return true;
+    bool ruled_out(size_t i) const {
+        for (size_t f : failed_) {
+            if (at_most_as_wide(cands_[i].schedule, cands_[f].schedule, n_layer_)) return true;
         }
         return false;
-    };
-    for (int round = 0; round < opts.budget; ++round) {
+    }
+
+    // Judges the median-cost open candidate; false when none is open.
+    Result<bool> search_step(int round) {
         std::vector<size_t> open;
-        for (size_t i = 0; i < candidates.size(); ++i) {
-            if (tried[i]) continue;
-            if (best && candidates[i].cost >= candidates[*best].cost - kEps) continue;
+        for (size_t i = 0; i < cands_.size(); ++i) {
+            if (tried_[i]) continue;
+            if (best_ && cands_[i].cost >= cands_[*best_].cost - kEps) continue;
             if (ruled_out(i)) continue;
             open.push_back(i);
         }
-        if (open.empty()) break;
+        if (open.empty()) return false;
         const size_t pick = open[open.size() / 2];
-        tried[pick] = true;
+        tried_[pick] = true;
         CandidateResult c;
-        c.candidate = candidates[pick];
+        c.candidate = cands_[pick];
         LAZYLLM_TRY(judge(c));
         log(
             fmt::format("tune: [{}/{}] {} (predicted {:.1f}% computed): {} after {}/{} judged "
                         "samples, score {:.2f} of {:.2f} needed; {} open",
-                        round + 1, opts.budget, describe(c.candidate.schedule),
+                        round + 1, opts_.budget, describe(c.candidate.schedule),
                         100.0 * c.candidate.cost, c.passed ? "pass" : "fail", c.n_evaluated,
-                        judged.size(), c.score_sum, needed, open.size() - 1));
+                        judged_.size(), c.score_sum, needed_, open.size() - 1));
         if (c.passed) {
-            best = pick;
+            best_ = pick;
         } else {
-            failed.push_back(pick);
+            failed_.push_back(pick);
         }
-        result.evaluated.push_back(std::move(c));
+        result_.evaluated.push_back(std::move(c));
+        return true;
     }
-    for (size_t i = 0; i < candidates.size(); ++i) {
-        if (!tried[i] && ruled_out(i)) ++result.n_skipped;
-    }
-    if (!best) return result;
 
-    // Complete the winner on every sample for its score, % computed and TTFT.
-    auto it = std::find_if(
-        result.evaluated.begin(), result.evaluated.end(), [&](const CandidateResult& c) {
-            return c.passed &&
-                   c.candidate.schedule.boundaries == candidates[*best].schedule.boundaries &&
-                   c.candidate.schedule.keep == candidates[*best].schedule.keep;
-        });
-    CandidateResult winner = *it;
-    for (int i = 0; i < n; ++i) {
-        if (std::isnan(winner.ttft_ms[static_cast<size_t>(i)])) LAZYLLM_TRY(eval_sample(winner, i));
+    // The winner on every sample, for its score, % computed and TTFT speedup.
+    Status complete_winner() {
+        const Schedule& best = cands_[*best_].schedule;
+        auto it = std::find_if(
+            result_.evaluated.begin(), result_.evaluated.end(), [&](const CandidateResult& c) {
+                return c.passed && c.candidate.schedule.boundaries == best.boundaries &&
+                       c.candidate.schedule.keep == best.keep;
+            });
+        CandidateResult winner = *it;
+        for (int i = 0; i < n_; ++i) {
+            if (std::isnan(winner.ttft_ms[static_cast<size_t>(i)])) {
+                LAZYLLM_TRY(eval_sample(winner, i));
+            }
+        }
+        double sp = 0.0;
+        for (int i = 0; i < n_; ++i) {
+            sp += result_.full_ttft_ms[static_cast<size_t>(i)] /
+                  std::max(winner.ttft_ms[static_cast<size_t>(i)], 1e-9);
+        }
+        result_.ttft_speedup = sp / n_;
+        result_.best = std::move(winner);
+        return {};
     }
-    double sp = 0.0;
-    for (int i = 0; i < n; ++i) {
-        sp += result.full_ttft_ms[static_cast<size_t>(i)] /
-              std::max(winner.ttft_ms[static_cast<size_t>(i)], 1e-9);
-    }
-    result.ttft_speedup = sp / n;
-    result.best = std::move(winner);
-    return result;
+
+    TuneEvaluator& ev_;
+    const std::vector<TuneCandidate>& cands_;
+    const int n_layer_;
+    const TuneOptions& opts_;
+    const int n_;
+    TuneResult result_;
+    std::vector<int> judged_;
+    double needed_ = 0.0;
+    std::vector<bool> tried_;
+    std::vector<size_t> failed_;
+    std::optional<size_t> best_;
+};
+
+}  // namespace
+
+Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
+                                 const std::vector<TuneCandidate>& candidates, int n_layer,
+                                 const TuneOptions& opts) {
+    return TuneSearch(evaluator, candidates, n_layer, opts).run();
 }
 
 std::string tune_meta_json(const TuneResult& result, double target, std::string_view calibration,

@@ -39,14 +39,6 @@ void rms_norm_bf16(const float* x, const float* w, uint16_t* y, int64_t n_rows, 
     }
 }
 
-void swiglu_bf16(const float* gate_up, uint16_t* out, int64_t n_rows, int64_t n_ff) {
-    std::vector<float> row(n_ff);  // [n_ff] (reference only)
-    for (int64_t r = 0; r < n_rows; ++r) {
-        swiglu(gate_up + r * 2 * n_ff, row.data(), 1, n_ff);
-        for (int64_t i = 0; i < n_ff; ++i) out[r * n_ff + i] = detail::round_to_bf16(row[i]);
-    }
-}
-
 void rms_norm_heads(float* x, int64_t row_stride, int64_t n_rows, int n_heads, int head_dim,
                     const float* w, float eps) {
     for (int64_t r = 0; r < n_rows; ++r) {

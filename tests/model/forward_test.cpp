@@ -86,6 +86,23 @@ TEST(ForwardTest, LlamaBf16CloseToReference) {
     if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
     check_against_reference({"llama", false, kernels::GemmPrecision::kBf16, 4, 2}, 5e-2);
 }
+// The other layer bodies on the bf16 path (the default on AMX and AVX-512-BF16 CPUs): qwen2's
+// biases added to the bf16 GEMM's output, qwen3's QK-norm in the qkv row hook, phi3's fused
+// q|k|v and gate|up matrices.
+TEST(ForwardTest, Qwen2BiasBf16CloseToReference) {
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
+    check_against_reference({"qwen2", false, kernels::GemmPrecision::kBf16, 6, 2}, 5e-2);
+}
+TEST(ForwardTest, Qwen3QkNormBf16CloseToReference) {
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
+    check_against_reference(
+        {"qwen3", true, kernels::GemmPrecision::kBf16, 4, 2, std::nullopt, GgmlType::F32, 2, 32},
+        5e-2);
+}
+TEST(ForwardTest, Phi3FusedBf16CloseToReference) {
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
+    check_against_reference({"phi3", false, kernels::GemmPrecision::kBf16, 4, 4}, 5e-2);
+}
 
 // Q4_1 weights (the default model's type): prefill through the bf16 GEMMs, decode steps and the
 // LM head through QuantLinear on the same 4-bit blocks with int8 activations. The reference

@@ -69,10 +69,16 @@ TEST(QuantPrefill, LongPrefillRunsTheFfnInChunks) {
     check_against_reference(g, kTol);
 }
 
-// The other layer bodies on the quantized prefill: qwen2's biases, phi3's fused matrices,
-// gemma3's sliding windows and GeGLU.
+// The other layer bodies on the quantized prefill: qwen2's biases, qwen3's QK-norm, phi3's fused
+// matrices, gemma3's sliding windows and GeGLU.
 TEST(QuantPrefill, Qwen2BiasCloseToReference) {
     check_against_reference(quant_case(GgmlType::Q8_0, "qwen2"), kTol);
+}
+TEST(QuantPrefill, Qwen3QkNormCloseToReference) {
+    Case c = quant_case(GgmlType::Q4_K, "qwen3");
+    c.tied = true;
+    c.head_dim = 32;  // n_head x head_dim = 512 > n_embd = 256
+    check_against_reference(c, kTol);
 }
 TEST(QuantPrefill, Phi3FusedCloseToReference) {
     check_against_reference(quant_case(GgmlType::Q4_0, "phi3"), kTol);

@@ -208,10 +208,120 @@ void record(Cell& c, const GenerateResult& r, const ModelSummary& s) {
     }
 }
 
+using PolicyRuns = std::map<std::string, RunOptions>;
+using Prompts = std::map<int, std::vector<TokenId>>;
+
+// On the first engine: the model's description, the prompts (each within the context), every
+// policy validated. With --export-prompts, also writes the prompts to files.
+Result<Prompts> first_engine(const BenchArgs& a, const Engine& e, const std::string& path,
+                             const PolicyRuns& runs, BenchEnv& env) {
+    const ModelSummary& s = e.summary();
+    LAZYLLM_TRY(describe_model(path, s.arch, env));
+    LAZYLLM_ASSIGN_OR_RETURN(Prompts prompts, make_prompts(a, e, env.prompt));
+    for (const auto& [n, ids] : prompts) {
+        if (n > s.n_ctx_train) {
+            return make_error(ErrorCode::kOutOfRange, "-p {} is over the model's context of {}", n,
+                              s.n_ctx_train);
+        }
+        if (decode_steps(a, s, n) == 0 && a.n_gen > 0) {
+            std::fprintf(stderr,
+                         "lazyllm bench: p=%d leaves no room for %d decode steps in the context "
+                         "of %d: pp only\n",
+                         n, a.n_gen, s.n_ctx_train);
+        }
+    }
+    for (const auto& [policy, ro] : runs) {
+        if (auto st = e.validate(ro); !st.ok()) {
+            return st.error().with_context(fmt::format("--policy {}", policy));
+        }
+    }
+    for (const auto& [n, ids] : prompts) {
+        if (a.export_dir.empty()) break;
+        const std::string file = fmt::format("{}/prompt-{}.ids", a.export_dir, n);
+        LAZYLLM_TRY(write_token_ids(file, ids));
+        std::fprintf(stderr, "lazyllm bench: wrote %s\n", file.c_str());
+    }
+    return prompts;
+}
+
+struct Progress {
+    int done = 0, total = 0;
+};
+
+// One prompt length on one engine: a warm-up per policy (pages the weights in, creates the
+// GEMM primitives for its row counts, one decode step), the timed repetitions with the policies
+// interleaved, then the profile runs apart from them; appends the pp rows, then the tg rows.
+Status bench_prompt(const BenchArgs& a, const Engine& e, const PolicyRuns& runs, int n,
+                    const std::vector<TokenId>& ids, double peak_gflops, Progress& progress,
+                    std::vector<BenchRow>& rows) {
+    const ModelSummary& s = e.summary();
+    const int steps = decode_steps(a, s, n);
+    std::map<std::string, Cell> cells;
+    for (const std::string& policy : a.policies) {
+        Cell& c = cells[policy];
+        for (BenchRow* r : {&c.pp, &c.tg}) {
+            r->n_threads = s.n_threads;
+            r->isa = s.isa;
+            r->gemm = s.gemm;
+            r->peak_gflops = peak_gflops;
+            r->policy = policy;
+            r->n_prompt = n;
+            r->n_gen = steps;
+            r->n_depth = n;
+        }
+        c.tg.is_prompt = false;
+        RunOptions warm = runs.at(policy);
+        warm.max_new_tokens = steps > 0 ? 2 : 0;
+        std::fprintf(stderr, "warm-up %s p=%d t=%d\n", policy.c_str(), n, s.n_threads);
+        LAZYLLM_TRY(e.generate(ids, warm));
+    }
+    for (int rep = 0; rep < a.reps; ++rep) {
+        for (const std::string& policy : a.policies) {
+            RunOptions ro = runs.at(policy);
+            // n decode steps: the first token comes from prefill, each later one from one
+            // single-token step.
+            ro.max_new_tokens = steps > 0 ? steps + 1 : 0;
+            std::fprintf(stderr, "[%d/%d] %s p=%d t=%d rep %d/%d ...", ++progress.done,
+                         progress.total, policy.c_str(), n, s.n_threads, rep + 1, a.reps);
+            std::fflush(stderr);
+            reset_peak_resident();
+            auto r = e.generate(ids, ro);
+            if (!r.ok()) {
+                std::fprintf(stderr, "\n");
+                return r.error();
+            }
+            std::fprintf(stderr, " TTFT %.1f ms, %.1f%% computed", r->ttft_ms,
+                         100.0 * r->prefill_fraction_computed);
+            if (steps > 0) std::fprintf(stderr, ", decode %.1f tok/s", r->decode_tps);
+            std::fprintf(stderr, "\n");
+            Cell& c = cells[policy];
+            record(c, *r, s);
+            c.pp.peak_rss_mib =
+                std::max(c.pp.peak_rss_mib, static_cast<double>(peak_resident_bytes()) / (1 << 20));
+        }
+    }
+    for (const std::string& policy : a.policies) {
+        Cell& c = cells[policy];
+        if (a.profile) {
+            // Separate run so the op timers never touch the measured numbers.
+            RunOptions ro = runs.at(policy);
+            ro.max_new_tokens = 0;
+            ro.profile = true;
+            LAZYLLM_ASSIGN_OR_RETURN(GenerateResult r, e.generate(ids, ro));
+            c.pp.profile = r.profile;
+        }
+        rows.push_back(c.pp);
+    }
+    for (const std::string& policy : a.policies) {
+        if (steps > 0) rows.push_back(cells[policy].tg);
+    }
+    return {};
+}
+
 int run_bench(const BenchArgs& a) {
     if (auto st = check_args(a); !st.ok()) return report(st.error());
-    auto opts = run_options(a);
-    if (!opts.ok()) return report(opts.error());
+    auto runs = run_options(a);
+    if (!runs.ok()) return report(runs.error());
     auto path = resolve_model_path(a.model);
     if (!path.ok()) return report(path.error());
 
@@ -219,13 +329,12 @@ int run_bench(const BenchArgs& a) {
     env.build_commit = LAZYLLM_VERSION;
     env.cpu_info = cpu_model_name();
     env.test_time = utc_now_iso8601();
-    std::map<int, std::vector<TokenId>> prompts;
+    Prompts prompts;
     std::vector<BenchRow> rows;
-
-    const int n_runs = static_cast<int>(a.threads.size() * a.prefill_weights.size() *
-                                        a.n_prompt.size() * a.policies.size()) *
-                       a.reps;
-    int run_index = 0;
+    Progress progress;
+    progress.total = static_cast<int>(a.threads.size() * a.prefill_weights.size() *
+                                      a.n_prompt.size() * a.policies.size()) *
+                     a.reps;
     // One engine per (threads, prefill weights), in that order.
     for (size_t ci = 0; ci < a.threads.size() * a.prefill_weights.size(); ++ci) {
         EngineOptions eo;
@@ -238,36 +347,10 @@ int run_bench(const BenchArgs& a) {
         const Engine& e = **engine;
         const ModelSummary& s = e.summary();
         if (ci == 0) {
-            if (auto st = describe_model(*path, s.arch, env); !st.ok()) return report(st.error());
-            auto p = make_prompts(a, e, env.prompt);
+            auto p = first_engine(a, e, *path, *runs, env);
             if (!p.ok()) return report(p.error());
+            if (!a.export_dir.empty()) return kExitOk;  // --export-prompts: nothing to time
             prompts = std::move(p).value();
-            for (const auto& [n, ids] : prompts) {
-                if (n > s.n_ctx_train) {
-                    return report(make_error(ErrorCode::kOutOfRange,
-                                             "-p {} is over the model's context of {}", n,
-                                             s.n_ctx_train));
-                }
-                if (decode_steps(a, s, n) == 0 && a.n_gen > 0) {
-                    std::fprintf(stderr,
-                                 "lazyllm bench: p=%d leaves no room for %d decode steps in the "
-                                 "context of %d: pp only\n",
-                                 n, a.n_gen, s.n_ctx_train);
-                }
-            }
-            for (const auto& [policy, ro] : *opts) {
-                if (auto st = e.validate(ro); !st.ok()) {
-                    return report(st.error().with_context(fmt::format("--policy {}", policy)));
-                }
-            }
-            if (!a.export_dir.empty()) {
-                for (const auto& [n, ids] : prompts) {
-                    const std::string file = fmt::format("{}/prompt-{}.ids", a.export_dir, n);
-                    if (auto st = write_token_ids(file, ids); !st.ok()) return report(st.error());
-                    std::fprintf(stderr, "lazyllm bench: wrote %s\n", file.c_str());
-                }
-                return kExitOk;
-            }
         }
         // The peak of the layer prefill runs on: QuantLinear on the blocks, else the GEMM.
         const std::string probe = s.gemm == "quant" ? "quant" : a.precision;
@@ -278,74 +361,10 @@ int run_bench(const BenchArgs& a) {
                      "loaded in %.0f ms, prefill weights %s\n",
                      s.path.c_str(), s.n_threads, s.isa.c_str(), s.gemm.c_str(), peak->gflops,
                      s.load_ms, s.prefill_weights.c_str());
-
         const size_t first_row = rows.size();
         for (int n : a.n_prompt) {
-            const std::vector<TokenId>& ids = prompts.at(n);
-            const int steps = decode_steps(a, s, n);
-            std::map<std::string, Cell> cells;
-            for (const std::string& policy : a.policies) {
-                Cell& c = cells[policy];
-                for (BenchRow* r : {&c.pp, &c.tg}) {
-                    r->n_threads = s.n_threads;
-                    r->isa = s.isa;
-                    r->gemm = s.gemm;
-                    r->peak_gflops = peak->gflops;
-                    r->policy = policy;
-                    r->n_prompt = n;
-                    r->n_gen = steps;
-                    r->n_depth = n;
-                }
-                c.tg.is_prompt = false;
-                // Warm-up: page in weights, create the GEMM primitives for this policy's row
-                // counts, and one decode step.
-                RunOptions warm = opts->at(policy);
-                warm.max_new_tokens = steps > 0 ? 2 : 0;
-                std::fprintf(stderr, "warm-up %s p=%d t=%d\n", policy.c_str(), n, s.n_threads);
-                auto w = e.generate(ids, warm);
-                if (!w.ok()) return report(w.error());
-            }
-            for (int rep = 0; rep < a.reps; ++rep) {
-                for (const std::string& policy : a.policies) {
-                    RunOptions ro = opts->at(policy);
-                    // n decode steps: the first token comes from prefill, each later one from
-                    // one single-token step.
-                    ro.max_new_tokens = steps > 0 ? steps + 1 : 0;
-                    std::fprintf(stderr, "[%d/%d] %s p=%d t=%d rep %d/%d ...", ++run_index, n_runs,
-                                 policy.c_str(), n, s.n_threads, rep + 1, a.reps);
-                    std::fflush(stderr);
-                    reset_peak_resident();
-                    auto r = e.generate(ids, ro);
-                    if (!r.ok()) {
-                        std::fprintf(stderr, "\n");
-                        return report(r.error());
-                    }
-                    std::fprintf(stderr, " TTFT %.1f ms, %.1f%% computed", r->ttft_ms,
-                                 100.0 * r->prefill_fraction_computed);
-                    if (steps > 0) std::fprintf(stderr, ", decode %.1f tok/s", r->decode_tps);
-                    std::fprintf(stderr, "\n");
-                    record(cells[policy], *r, s);
-                    Cell& c = cells[policy];
-                    c.pp.peak_rss_mib = std::max(
-                        c.pp.peak_rss_mib, static_cast<double>(peak_resident_bytes()) / (1 << 20));
-                }
-            }
-            for (const std::string& policy : a.policies) {
-                Cell& c = cells[policy];
-                if (a.profile) {
-                    // Separate run so the op timers never touch the measured numbers.
-                    RunOptions ro = opts->at(policy);
-                    ro.max_new_tokens = 0;
-                    ro.profile = true;
-                    auto r = e.generate(ids, ro);
-                    if (!r.ok()) return report(r.error());
-                    c.pp.profile = r->profile;
-                }
-                rows.push_back(c.pp);
-            }
-            for (const std::string& policy : a.policies) {
-                if (steps > 0) rows.push_back(cells[policy].tg);
-            }
+            Status st = bench_prompt(a, e, *runs, n, prompts.at(n), peak->gflops, progress, rows);
+            if (!st.ok()) return report(st.error());
         }
         // The probe again at the end: on a shared machine one short probe can land in a slow
         // moment; the better of the two is the closer estimate of what the hardware gives.

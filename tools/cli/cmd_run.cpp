@@ -129,6 +129,81 @@ int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& i
     return kExitOk;
 }
 
+// -v: the model, its load time and memory, the kernels that run.
+void print_model(const ModelSummary& s) {
+    std::fprintf(stderr,
+                 "lazyllm: %s (%s, %d layers), loaded in %.0f ms, weights %.0f MiB, resident %.0f "
+                 "MiB\n",
+                 s.path.c_str(), s.arch.c_str(), s.n_layer, s.load_ms,
+                 static_cast<double>(s.weight_bytes) / (1 << 20), resident_mib());
+    std::fprintf(stderr, "lazyllm: isa %s, gemm %s, decode weights %s, %d threads\n", s.isa.c_str(),
+                 s.gemm.c_str(), s.decode.c_str(), s.n_threads);
+    std::fprintf(stderr, "lazyllm: prefill weights %s\n", s.prefill_weights.c_str());
+}
+
+// The prompt's token ids, fitted to the context with -n: sets ro.n_ctx and ro.max_new_tokens
+// (-n -1: until end of text or a full context); --truncate-middle cuts a prompt that does not
+// fit, else it is an error.
+Result<std::vector<TokenId>> prompt_ids(const RunArgs& a, const Engine& e,
+                                        const std::string& prompt_text, bool chat, RunOptions& ro) {
+    const ModelSummary& s = e.summary();
+    // Special-token texts (<|im_start|>) become their ids, as llama.cpp's prompt; chat prompts
+    // always carry the template's.
+    const bool parse_special = chat || !a.no_parse_special;
+    LAZYLLM_TRY(check_bytes_encodable(e.tokenizer(), prompt_text, "the prompt"));
+    std::vector<TokenId> ids = e.tokenizer().encode(prompt_text, parse_special);
+    if (ids.empty()) return Error(ErrorCode::kInvalidArgument, "the prompt has no tokens");
+    const int64_t ctx = a.n_ctx > 0 ? a.n_ctx : s.n_ctx_train;
+    const char* ctx_from = a.n_ctx > 0 ? "-c" : "the model's";
+    if (a.n_predict >= ctx) {
+        return make_error(ErrorCode::kOutOfRange,
+                          "-n {} does not fit the context of {} tokens ({}); use -n -1 to generate "
+                          "until the context is full, or a smaller -n",
+                          a.n_predict, ctx, ctx_from);
+    }
+    const auto n_ids = static_cast<int64_t>(ids.size());
+    const int n_predict =
+        a.n_predict == -1 ? static_cast<int>(std::max<int64_t>(1, ctx - n_ids)) : a.n_predict;
+    ro.n_ctx = a.n_ctx;
+    ro.max_new_tokens = n_predict;
+    const int64_t room = ctx - n_predict;
+    if (n_ids <= room) return ids;
+    if (!a.truncate_middle || room < 2) {
+        return make_error(ErrorCode::kOutOfRange,
+                          "the prompt has {} tokens; with -n {} the context of {} ({}) holds at "
+                          "most {} (use --truncate-middle to cut the middle, or a smaller -n)",
+                          ids.size(), a.n_predict, ctx, ctx_from, std::max<int64_t>(room, 0));
+    }
+    // LongBench-style middle truncation: keep the head and the tail.
+    const int64_t half = room / 2;
+    std::vector<TokenId> cut(ids.begin(), ids.begin() + half);
+    cut.insert(cut.end(), ids.end() - (room - half), ids.end());
+    std::fprintf(stderr, "lazyllm: prompt truncated in the middle from %zu to %zu tokens\n",
+                 ids.size(), cut.size());
+    return cut;
+}
+
+// After the streamed text: the run's figures on stderr.
+void print_result(const RunArgs& a, const GenerateResult& r) {
+    std::printf("\n");
+    std::fflush(stdout);
+    std::fprintf(stderr, "\nlazyllm: policy %s%s%s\n", r.policy.c_str(),
+                 r.schedule.empty() ? "" : ", ", r.schedule.c_str());
+    std::fprintf(stderr, "lazyllm: prompt %lld tokens, TTFT %.1f ms, prefill %.1f tok/s\n",
+                 static_cast<long long>(r.n_prompt), r.ttft_ms, r.prefill_tps);
+    std::fprintf(stderr,
+                 "lazyllm: prompt token-layers computed: %.1f%% in prefill, %.1f%% by the end of "
+                 "generation (with decode-step revivals)\n",
+                 100.0 * r.prefill_fraction_computed, 100.0 * r.fraction_computed);
+    std::fprintf(stderr, "lazyllm: generated %lld tokens (%s), decode %.1f tok/s\n",
+                 static_cast<long long>(r.n_gen), r.stop_reason.c_str(), r.decode_tps);
+    if (a.verbose && !r.prefill_rows_per_layer.empty()) {
+        std::fprintf(stderr, "lazyllm: prefill rows per layer: %s\n",
+                     fmt::format("{}", fmt::join(r.prefill_rows_per_layer, " ")).c_str());
+    }
+    if (a.profile) print_profile(r);
+}
+
 int run_run(RunArgs& a) {
     if ((a.prompt_opt->count() > 0) == (a.file_opt->count() > 0)) {
         return report(Error(ErrorCode::kInvalidArgument, "give exactly one of -p TEXT or -f FILE"));
@@ -157,14 +232,7 @@ int run_run(RunArgs& a) {
     if (!engine.ok()) return report(engine.error());
     const Engine& e = **engine;
     const ModelSummary& s = e.summary();
-    if (a.verbose) {
-        std::fprintf(stderr, "lazyllm: %s (%s, %d layers), loaded in %.0f ms, weights %.0f MiB, resident %.0f MiB\n",
-                     s.path.c_str(), s.arch.c_str(), s.n_layer, s.load_ms,
-                     static_cast<double>(s.weight_bytes) / (1 << 20), resident_mib());
-        std::fprintf(stderr, "lazyllm: isa %s, gemm %s, decode weights %s, %d threads\n",
-                     s.isa.c_str(), s.gemm.c_str(), s.decode.c_str(), s.n_threads);
-        std::fprintf(stderr, "lazyllm: prefill weights %s\n", s.prefill_weights.c_str());
-    }
+    if (a.verbose) print_model(s);
 
     // --system applies the chat template as llama.cpp's -sys does (conversation mode).
     const bool chat = a.chat || !a.system.empty();
@@ -174,57 +242,19 @@ int run_run(RunArgs& a) {
                      s.chat_template_source.c_str());
     }
     const std::string prompt_text = chat ? e.chat_prompt(text, a.system) : text;
-    // Special-token texts (<|im_start|>) become their ids, as llama.cpp's prompt; chat prompts
-    // always carry the template's.
-    const bool parse_special = chat || !a.no_parse_special;
-    if (auto st = check_bytes_encodable(e.tokenizer(), prompt_text, "the prompt"); !st.ok()) {
-        return report(st.error());
-    }
-    std::vector<TokenId> ids = e.tokenizer().encode(prompt_text, parse_special);
-    if (ids.empty()) return report(Error(ErrorCode::kInvalidArgument, "the prompt has no tokens"));
-    const int64_t ctx = a.n_ctx > 0 ? a.n_ctx : s.n_ctx_train;
-    const char* ctx_from = a.n_ctx > 0 ? "-c" : "the model's";
-    if (a.n_predict >= ctx) {
-        return report(make_error(ErrorCode::kOutOfRange,
-                                 "-n {} does not fit the context of {} tokens ({}); use -n -1 to "
-                                 "generate until the context is full, or a smaller -n",
-                                 a.n_predict, ctx, ctx_from));
-    }
-    // -n -1: until end of text or a full context.
-    const auto n_ids = static_cast<int64_t>(ids.size());
-    const int n_predict =
-        a.n_predict == -1 ? static_cast<int>(std::max<int64_t>(1, ctx - n_ids)) : a.n_predict;
-
     RunOptions ro;
-    ro.n_ctx = a.n_ctx;
-    ro.max_new_tokens = n_predict;
     ro.sampling = a.sampling;
     ro.stop = a.stop;
     ro.ignore_eos = a.ignore_eos;
     ro.prune = *prune;
     ro.profile = a.profile;
-    const int64_t room = ctx - n_predict;
-    if (static_cast<int64_t>(ids.size()) > room) {
-        if (!a.truncate_middle || room < 2) {
-            return report(make_error(ErrorCode::kOutOfRange,
-                                     "the prompt has {} tokens; with -n {} the context of {} ({}) "
-                                     "holds at most {} (use --truncate-middle to cut the middle, or "
-                                     "a smaller -n)",
-                                     ids.size(), a.n_predict, ctx, ctx_from,
-                                     std::max<int64_t>(room, 0)));
-        }
-        // LongBench-style middle truncation: keep the head and the tail.
-        const int64_t half = room / 2;
-        std::vector<TokenId> cut(ids.begin(), ids.begin() + half);
-        cut.insert(cut.end(), ids.end() - (room - half), ids.end());
-        std::fprintf(stderr, "lazyllm: prompt truncated in the middle from %zu to %zu tokens\n", ids.size(), cut.size());
-        ids.swap(cut);
-    }
+    auto ids = prompt_ids(a, e, prompt_text, chat, ro);
+    if (!ids.ok()) return report(ids.error());
     // The schedule (flags or --schedule FILE) is the user's input: a fault in it is a usage error.
     if (auto st = e.validate(ro); !st.ok()) return report_usage(st.error());
     std::fprintf(stderr, "lazyllm: seed %llu\n", static_cast<unsigned long long>(ro.sampling.seed));
 
-    if (a.compare) return run_compare(a, e, ids, ro);
+    if (a.compare) return run_compare(a, e, *ids, ro);
 
     TextCallback on_text;
     if (!a.json) {
@@ -234,28 +264,12 @@ int run_run(RunArgs& a) {
             return true;
         };
     }
-    auto r = e.generate(ids, ro, on_text);
+    auto r = e.generate(*ids, ro, on_text);
     if (!r.ok()) return report(r.error());
     if (a.json) {
         std::printf("%s\n", result_json(*r, s, ro.sampling.seed).dump(2).c_str());
     } else {
-        std::printf("\n");
-        std::fflush(stdout);
-        std::fprintf(stderr, "\nlazyllm: policy %s%s%s\n", r->policy.c_str(), r->schedule.empty() ? "" : ", ",
-                     r->schedule.c_str());
-        std::fprintf(stderr, "lazyllm: prompt %lld tokens, TTFT %.1f ms, prefill %.1f tok/s\n",
-                     static_cast<long long>(r->n_prompt), r->ttft_ms, r->prefill_tps);
-        std::fprintf(stderr,
-                     "lazyllm: prompt token-layers computed: %.1f%% in prefill, %.1f%% by the end "
-                     "of generation (with decode-step revivals)\n",
-                     100.0 * r->prefill_fraction_computed, 100.0 * r->fraction_computed);
-        std::fprintf(stderr, "lazyllm: generated %lld tokens (%s), decode %.1f tok/s\n",
-                     static_cast<long long>(r->n_gen), r->stop_reason.c_str(), r->decode_tps);
-        if (a.verbose && !r->prefill_rows_per_layer.empty()) {
-            std::fprintf(stderr, "lazyllm: prefill rows per layer: %s\n",
-                         fmt::format("{}", fmt::join(r->prefill_rows_per_layer, " ")).c_str());
-        }
-        if (a.profile) print_profile(*r);
+        print_result(a, *r);
     }
     return kExitOk;
 }
