@@ -79,6 +79,10 @@ public:
     // Metadata in file order.
     const std::vector<std::pair<std::string, GgufValue>>& metadata() const;
     const GgufValue* find(std::string_view key) const;
+    // Frees the ARRAY values of the keys that start with `prefix` once their readers have
+    // copied them (the tokenizer's token, score, type and merge lists: tens of MB on a 128k
+    // vocabulary); find() and metadata() no longer see those keys.
+    void drop_array_metadata(std::string_view prefix);
     // Convenience: error "missing key 'llama.block_count'" when absent.
     Result<uint64_t> get_uint(std::string_view key) const;
     Result<double> get_float(std::string_view key) const;

@@ -502,6 +502,18 @@ const std::vector<std::pair<std::string, GgufValue>>& GgufFile::metadata() const
     return impl_->metadata;
 }
 
+void GgufFile::drop_array_metadata(std::string_view prefix) {
+    auto& md = impl_->metadata;
+    auto& index = impl_->key_index;
+    std::erase_if(md, [&](const std::pair<std::string, GgufValue>& kv) {
+        const bool drop = kv.first.starts_with(prefix) && kv.second.type == GgufValueType::ARRAY;
+        if (drop) index.erase(std::string_view(kv.first));
+        return drop;
+    });
+    // The index's keys are views into the file's bytes, still valid; only positions moved.
+    for (size_t i = 0; i < md.size(); ++i) index.find(std::string_view(md[i].first))->second = i;
+}
+
 const GgufValue* GgufFile::find(std::string_view key) const {
     auto it = impl_->key_index.find(key);
     return it == impl_->key_index.end() ? nullptr : &impl_->metadata[it->second].second;

@@ -211,8 +211,11 @@ private:
         x16_ = bf16 ? grow(s_.x16, rows * E) : nullptr;        // [rows, E]
         act16_ = bf16 ? grow(s_.act16, rows * F) : nullptr;    // [rows, F]
         attn16_ = bf16 ? grow(s_.attn16, rows * Q) : nullptr;  // [rows, Q]
-        attn_ = bf16 ? nullptr : grow(s_.attn, rows * Q);      // [rows, Q]
-        x_ = bf16 ? nullptr : grow(s_.x, rows * E);                  // [rows, E]
+        // fp32 and quantized paths: x and attention's output share one buffer. x (the normed
+        // input) is dead once the qkv GEMM has read it, attention's output once Wo has, and only
+        // then does the FFN norm write x ([rows, E] and [rows, Q] views of rows x max(E, Q)).
+        x_ = bf16 ? nullptr : grow(s_.x, rows * std::max(E, Q));
+        attn_ = x_;
         // fp32 gate|up rows: every fp32 path; bf16 with GeGLU (no fused AMX form).
         const bool fp32_gate_up = !bf16 || c_.ffn_act != kernels::GluAct::kSilu;
         // The quantized path runs the FFN kFfnChunkRows rows at a time (ffn()).

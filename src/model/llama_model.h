@@ -214,6 +214,9 @@ public:
 
     const ModelConfig& config() const { return config_; }
     const GgufFile& gguf() const { return gguf_; }
+    // Frees the tokenizer's lists in the file's metadata, once a Tokenizer has been built from
+    // them: the model reads nothing else from them.
+    void release_tokenizer_metadata() { gguf_.drop_array_metadata("tokenizer.ggml."); }
     const kernels::KernelContext& ctx() const { return opts_.ctx; }
     bool gemm_bf16() const;
     // The KV cache element type that goes with the weights: f16 where prefill is not exact

@@ -129,6 +129,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
         auto tok = Tokenizer::from_gguf(impl->model->gguf());
         if (!tok.ok()) return tok.error().with_context(opts.model_path);
         impl->tokenizer = std::move(tok).value();
+        impl->model->release_tokenizer_metadata();
     }
     LAZYLLM_ASSIGN_OR_RETURN(impl->chat,
                              choose_chat_template(opts, impl->tokenizer, impl->model->config()));

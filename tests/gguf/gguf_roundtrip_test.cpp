@@ -39,6 +39,31 @@ GgufFile parse_ok(const std::vector<uint8_t>& bytes) {
     return std::move(*f);
 }
 
+// What the engine drops once its tokenizer is built: the arrays under a prefix, nothing else.
+TEST(GgufRoundTrip, DropArrayMetadataLeavesTheRest) {
+    GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.set_string_array("tokenizer.ggml.tokens", {"a", "b"});
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_float32_array("tokenizer.ggml.scores", {0.5f, 1.0f});
+    w.set_int32_array("llama.ints", {1, 2});
+    w.set_uint32("llama.block_count", 2);
+    auto bytes = w.to_bytes();
+    GgufFile f = parse_ok(bytes);
+    f.drop_array_metadata("tokenizer.ggml.");
+    EXPECT_EQ(f.find("tokenizer.ggml.tokens"), nullptr);
+    EXPECT_EQ(f.find("tokenizer.ggml.scores"), nullptr);
+    ASSERT_NE(f.find("tokenizer.ggml.model"), nullptr);  // not an array
+    EXPECT_EQ(*f.get_string("tokenizer.ggml.model"), "gpt2");
+    EXPECT_EQ(f.find("llama.ints")->array_size(), 2u);  // not under the prefix
+    EXPECT_EQ(*f.get_uint("llama.block_count"), 2u);
+    EXPECT_EQ(*f.get_string("general.architecture"), "llama");
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : f.metadata()) keys.push_back(k);
+    EXPECT_EQ(keys, (std::vector<std::string>{"general.architecture", "tokenizer.ggml.model",
+                                              "llama.ints", "llama.block_count"}));
+}
+
 TEST(GgufRoundTrip, WriterMetadataOfEveryWriterType) {
     GgufWriter w;
     w.set_uint32("u32", 4000000000u);
