@@ -131,11 +131,13 @@ struct LayerWeights {
 // with tile instructions. Not zeroed when grown: every op writes its output rows before the
 // next one reads them.
 struct ForwardScratch {
-    ScratchVector<float> x;           // [n_rows, n_embd] normed input (fp32 GEMMs, quantized steps)
+    // [n_rows, max(n_embd, n_embd_q)] normed input (fp32 GEMMs, quantized steps); in
+    // forward_layers also attention's output ([n_rows, n_embd_q]), never live at the same time
+    ScratchVector<float> x;
     ScratchVector<uint16_t> x16;      // [n_rows, n_embd] bf16 GEMM input (bf16 path)
     ScratchVector<uint16_t> act16;    // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
     ScratchVector<float> qkv;         // [n_rows, n_qkv]
-    ScratchVector<float> attn;        // [n_rows, n_embd_q] attention output (fp32 GEMMs)
+    ScratchVector<float> attn;        // [n_rows, n_embd_q] attention output (batched decode)
     ScratchVector<uint16_t> attn16;   // [n_rows, n_embd_q] attention output in bf16 (bf16 path)
     ScratchVector<float> gate_up;     // [n_rows, 2*n_ff]
     ScratchVector<float> act;         // [n_rows, n_ff]
