@@ -173,8 +173,9 @@ public:
           tried_(candidates.size(), false) {}
 
     Result<TuneResult> run() {
-        if (n_ <= 0)
+        if (n_ <= 0) {
             return make_error(ErrorCode::kInvalidArgument, "the calibration suite is empty");
+        }
         if (!(opts_.target > 0.0 && opts_.target <= 1.0)) {
             return make_error(ErrorCode::kInvalidArgument, "target must be in (0, 1], got {}",
                               opts_.target);
