@@ -3,6 +3,7 @@
 // weights for all rows together, so a decode step streams every weight once however many
 // sessions it serves; RoPE, the K/V store and attention are per row, each on its own cache.
 // The same ops as forward_layers' quantized path on one row (forward.cpp), row for row.
+#include <algorithm>
 #include <cmath>
 
 #include "base/check.h"
@@ -25,9 +26,10 @@ void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* con
     for (int64_t i = 0; i < n; ++i) {
         LAZYLLM_CHECK(kvs[i]->type() == kvs[0]->type() && pos[i] >= 0 && pos[i] < kvs[i]->n_ctx());
     }
-    float* x = grow(s.x, n * E);                // [n, E]
-    float* qkv = grow(s.qkv, n * NQKV);         // [n, Q + 2 KV]
-    float* attn = grow(s.attn, n * Q);          // [n, Q]
+    // x and attention's output share one buffer, as in forward_layers (ForwardScratch::x).
+    float* x = grow(s.x, n * std::max(E, Q));  // [n, E] / [n, Q]
+    float* attn = x;
+    float* qkv = grow(s.qkv, n * NQKV);           // [n, Q + 2 KV]
     float* gate_up = grow(s.gate_up, n * 2 * F);  // [n, 2F]
     float* act = grow(s.act, n * F);            // [n, F]
     float* y = c.post_norms ? grow(s.y, n * E) : nullptr;  // [n, E]

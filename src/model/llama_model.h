@@ -131,13 +131,12 @@ struct LayerWeights {
 // with tile instructions. Not zeroed when grown: every op writes its output rows before the
 // next one reads them.
 struct ForwardScratch {
-    // [n_rows, max(n_embd, n_embd_q)] normed input (fp32 GEMMs, quantized steps); in
-    // forward_layers also attention's output ([n_rows, n_embd_q]), never live at the same time
+    // [n_rows, max(n_embd, n_embd_q)] normed input (fp32 GEMMs, quantized steps), and also
+    // attention's output ([n_rows, n_embd_q]): the two are never live at the same time
     ScratchVector<float> x;
     ScratchVector<uint16_t> x16;      // [n_rows, n_embd] bf16 GEMM input (bf16 path)
     ScratchVector<uint16_t> act16;    // [n_rows, n_ff] bf16 SwiGLU output, the down GEMM's input
     ScratchVector<float> qkv;         // [n_rows, n_qkv]
-    ScratchVector<float> attn;        // [n_rows, n_embd_q] attention output (batched decode)
     ScratchVector<uint16_t> attn16;   // [n_rows, n_embd_q] attention output in bf16 (bf16 path)
     ScratchVector<float> gate_up;     // [n_rows, 2*n_ff]
     ScratchVector<float> act;         // [n_rows, n_ff]
