@@ -44,8 +44,9 @@ std::vector<uint8_t> random_blocks(GgmlType type, int64_t n, uint32_t seed) {
         for (size_t i = 0; i < shape.bytes; ++i) blk[i] = static_cast<uint8_t>(rng());
         const float d = scale(rng);
         const uint16_t d16 = fp32_to_fp16(d);
-        std::memcpy(blk, &d16, 2);
-        if (type == GgmlType::Q4_1) {
+        // Q6_K keeps its d last; the other formats first (K-quants: d, then dmin).
+        std::memcpy(type == GgmlType::Q6_K ? blk + shape.bytes - 2 : blk, &d16, 2);
+        if (type == GgmlType::Q4_1 || type == GgmlType::Q4_K || type == GgmlType::Q5_K) {
             const uint16_t m16 = fp32_to_fp16(-8.0f * d);
             std::memcpy(blk + 2, &m16, 2);
         }
@@ -99,14 +100,14 @@ const char* kernel_label(const KernelContext& ctx) {
                                                                                      : " avx2";
 }
 
-void run_quant(benchmark::State& state, Isa isa) {
+void run_quant(benchmark::State& state, Isa isa, GgmlType type_arg = GgmlType::F32) {
     const Args a = args_of(state);
     if (!isa_supported(isa, detect_cpu_features())) {
         state.SkipWithError("ISA not supported by this CPU");
         return;
     }
     const KernelContext ctx{isa, a.threads};
-    const GgmlType type = model_type(a.n_out);
+    const GgmlType type = type_arg == GgmlType::F32 ? model_type(a.n_out) : type_arg;
     const auto blocks = random_blocks(type, a.n_out * a.n_in, 1);
     const QuantLinear::Part part{type, blocks.data(), a.n_out};
     std::vector<QuantLinear> layers;
@@ -127,6 +128,13 @@ void run_quant(benchmark::State& state, Isa isa) {
 void BM_QuantLinear(benchmark::State& state) { run_quant(state, best_isa(detect_cpu_features())); }
 // The AVX2 kernels, also on AVX-512 machines (which would pick VNNI).
 void BM_QuantLinearAvx2(benchmark::State& state) { run_quant(state, Isa::kAvx2); }
+// The K-quant and Q8_0 formats of 1B-8B GGUFs (arg 5: the GgmlType), best kernels and AVX2.
+void BM_QuantLinearType(benchmark::State& state) {
+    run_quant(state, best_isa(detect_cpu_features()), static_cast<GgmlType>(state.range(5)));
+}
+void BM_QuantLinearTypeAvx2(benchmark::State& state) {
+    run_quant(state, Isa::kAvx2, static_cast<GgmlType>(state.range(5)));
+}
 
 void run_packed(benchmark::State& state, GemmPrecision precision) {
     const Args a = args_of(state);
@@ -183,7 +191,22 @@ void many_rows(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
+// Llama-3.2-1B's down projection (2048 x 8192) and Llama-3.1-8B's q projection (4096 x 4096)
+// per K-quant / Q8_0 type, m = 1 (decode) and 8 (prefill passes), weights cold, two threads.
+void type_shapes(benchmark::internal::Benchmark* b) {
+    constexpr int64_t kTypeShapes[][2] = {{2048, 8192}, {4096, 4096}};
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+        for (const auto& s : kTypeShapes) {
+            for (int64_t m : {1, 8}) b->Args({m, s[0], s[1], 2, 1, static_cast<int64_t>(t)});
+        }
+    }
+    b->ArgNames({"m", "n_out", "n_in", "threads", "cold", "type"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 BENCHMARK(BM_QuantLinear)->Apply(decode_shapes);
+BENCHMARK(BM_QuantLinearType)->Apply(type_shapes);
+BENCHMARK(BM_QuantLinearTypeAvx2)->Apply(type_shapes);
 BENCHMARK(BM_QuantLinearAvx2)->Apply(decode_shapes);
 BENCHMARK(BM_PackedLinearBf16)->Apply(decode_shapes);
 BENCHMARK(BM_PackedLinearF32)->Apply(decode_shapes);

@@ -277,9 +277,6 @@ struct QuantLinear::Impl {
         im.type = type;
         im.n_threads = resolve_threads(ctx);
         im.isa = qgemv::qgemv_isa(ctx);
-        // A target without this format's kernel runs the next one down (AVX2 for 6 bits on
-        // AVX-512: a VNNI machine has AVX2).
-        if (!qgemv::implements(im.isa, spec.bits)) im.isa = Isa::kAvx2;
         LAZYLLM_TRY(im.pack(n_out, n_in, spec, source));
         im.set_bias(bias);
         return out;

@@ -357,6 +357,5 @@ void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t ldx, int64_t n
 }
 
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx2)
-LAZYLLM_QGEMV_FORMAT(Isa::kAvx2, 6, false)
 
 }  // namespace lazyllm::kernels::qgemv

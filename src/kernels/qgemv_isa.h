@@ -141,24 +141,18 @@ Isa qgemv_isa(const KernelContext& ctx);
 
 // The SIMD kernels of target I, same contracts as ref::quantize_rows and ref::gemv: I =
 // kAvx512 (vpdpbusd, qgemv_vnni.cpp) or kAvx2 (vpmaddubsw with exact int16 partial sums,
-// qgemv_avx2.cpp). gemv runs gemv_format for the weights' format. kAvx512 has no 6-bit
-// kernel: QuantLinear runs 6-bit weights on kAvx2 there (implements, qgemv.cpp).
+// qgemv_avx2.cpp). gemv runs gemv_format for the weights' format.
 template <Isa I>
 void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
                    const ActivationBuffers& out);
 template <Isa I, int kBits, bool kMin>
 void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate);
-constexpr bool implements(Isa isa, int bits) { return bits != 6 || isa != Isa::kAvx512; }
 template <Isa I>
 inline void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
     with_format(w, [&]<int kBits, bool kHasMin>() {
-        if constexpr (implements(I, kBits)) {
-            gemv_format<I, kBits, kHasMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);
-        } else {
-            __builtin_trap();  // QuantLinear never picks target I for this format
-        }
+        gemv_format<I, kBits, kHasMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);
     });
 }
 
@@ -179,7 +173,7 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
 }
 
 // In the ISA file of target I, after its gemv_passes<kBits, kMin> (same parameters as
-// gemv_format): gemv_format<I, ...> for the 4-, 5- and 8-bit formats (the AVX2 file adds 6 bits).
+// gemv_format): gemv_format<I, ...> for every format.
 #define LAZYLLM_QGEMV_FORMAT(I, kBits, kMin)                                              \
     template <>                                                                           \
     void gemv_format<I, kBits, kMin>(const Weights& w, const Activations& a, int64_t m,   \
@@ -192,6 +186,7 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
     LAZYLLM_QGEMV_FORMAT(I, 4, true)  \
     LAZYLLM_QGEMV_FORMAT(I, 5, false) \
     LAZYLLM_QGEMV_FORMAT(I, 5, true)  \
+    LAZYLLM_QGEMV_FORMAT(I, 6, false) \
     LAZYLLM_QGEMV_FORMAT(I, 8, false) \
     LAZYLLM_QGEMV_FORMAT(I, 8, true)
 

@@ -33,6 +33,66 @@ inline __m512i in_register(__m512i v) {
     return v;
 }
 
+// Int32 sums of one 6-bit block (Q6_K; layout and values: qgemv_isa.h) for G groups x M rows:
+// the 6-bit quants of chunk c (its low nibbles, and the two high bits from chunk 4 + c / 2) go
+// through two vpdpbusd per row into half h = c / 2's sum, and once per block
+//   isum = sc_0 * s_0 + sc_1 * s_1 - 32 * (sc_0 X_0 + sc_1 X_1)
+// (vpmulld for the first two terms: s_h reaches 16 * 63 * 127, beyond int16; vpmaddwd for the
+// offset term, as the AVX2 kernels). qs: each group's quants of this block; sc: each group's
+// int8 (sc_0, sc_1) pairs of this block; xb: row 0's 32 quants (rows kBlock apart); hs: the
+// rows' half sums.
+template <int G, int M>
+inline void block_sums_q6(const uint8_t* const (&qs)[G], const int8_t* const (&sc)[G],
+                          const int8_t* xb, const int32_t* hs, __m512i (&isum)[G][M]) {
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    const __m512i bits45 = _mm512_set1_epi8(0x30);
+    __m512i s[G][M][2];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 8
+        for (int r = 0; r < M; ++r) s[g][r][0] = s[g][r][1] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+            const __m512i v = in_register(_mm512_load_si512(qs[g] + c * kChunkBytes));
+            const __m512i high = in_register(_mm512_load_si512(qs[g] + (4 + c / 2) * kChunkBytes));
+            // The two high bits of the low- and high-nibble elements moved to bits 4-5: from
+            // bits 0-1 and 2-3 of each byte for even chunks, 4-5 and 6-7 for odd ones.
+            const __m512i h_lo = c % 2 == 1 ? _mm512_and_si512(high, bits45)
+                                            : _mm512_and_si512(_mm512_slli_epi16(high, 4), bits45);
+            const __m512i h_hi = c % 2 == 1 ? _mm512_and_si512(_mm512_srli_epi16(high, 2), bits45)
+                                            : _mm512_and_si512(_mm512_slli_epi16(high, 2), bits45);
+            const __m512i u_lo = _mm512_or_si512(_mm512_and_si512(v, nib), h_lo);
+            const __m512i u_hi =
+                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), nib), h_hi);
+#pragma GCC unroll 8
+            for (int r = 0; r < M; ++r) {
+                const int8_t* xr = xb + r * kBlock + 8 * c;
+                __m512i& acc = s[g][r][c / 2];
+                acc = _mm512_dpbusd_epi32(acc, u_lo, bcast4(xr));
+                acc = _mm512_dpbusd_epi32(acc, u_hi, bcast4(xr + 4));
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+        // int16 (sc_0, sc_1) per int32 lane, and each scale alone as int32.
+        const __m512i pairs =
+            _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc[g])));
+        const __m512i sc0 = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);
+        const __m512i sc1 = _mm512_srai_epi32(pairs, 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < M; ++r) {
+            const __m512i corr = _mm512_madd_epi16(pairs, _mm512_set1_epi32(hs[r]));
+            const __m512i t = _mm512_add_epi32(_mm512_mullo_epi32(s[g][r][0], sc0),
+                                               _mm512_mullo_epi32(s[g][r][1], sc1));
+            isum[g][r] = _mm512_sub_epi32(t, _mm512_slli_epi32(corr, 5));
+        }
+    }
+}
+
 // Software prefetch, 4 KB ahead into L2, of every line of the stream. A decode step streams
 // all layers' weights (far more than L2) once per token, so the weights come from L3 or
 // DRAM; there the hardware prefetcher alone leaves bandwidth unused (measured on the 2-core
@@ -55,7 +115,8 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
           float* y, int64_t ldy, bool accumulate) {
     constexpr bool kSplitHi = kBits == 4 && M == 1;
     constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
-    constexpr int64_t kBlockBytes = kQs + (kMin ? 2 : 1) * kGroupRows * 2;
+    constexpr int64_t kBlockBytes = kQs + (kMin || kBits == 6 ? 2 : 1) * kGroupRows * 2;
+    static_assert(kQ6Offset == 32, "block_sums_q6 multiplies by 32 as a shift");
     const int64_t nb = w.n_blocks;
     // Activations are block-major ([n_blocks][m] rows): the M rows of a block are adjacent,
     // one pointer per array with constant offsets for the rows.
@@ -64,6 +125,7 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     const float* xd = a.d + r0;            // block b, row r at b * m + r
     const float* xs = a.s + r0;
     const int32_t* xc = a.corr + r0;
+    const int32_t* xh = kBits == 6 ? a.half_sums + r0 : nullptr;  // null for other formats
     const uint8_t* qs[G];
     const uint16_t* dw[G];
     const uint16_t* mw[G];
@@ -94,7 +156,7 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
         __m512i isum[G][M];
         __m512i ihi[G][M];  // kSplitHi only: 16 x the high-nibble dot products
 #pragma GCC unroll 8
-        for (int r = 0; r < M; ++r) {
+        for (int r = 0; kBits != 6 && r < M; ++r) {
             const __m512i c = _mm512_set1_epi32(xc[b * m + r]);
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {
@@ -103,7 +165,16 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
             }
         }
         const int8_t* xb = xq + b * m * kBlock;
-        if constexpr (kBits == 4) {
+        if constexpr (kBits == 6) {
+            const uint8_t* qb[G];
+            const int8_t* sb[G];
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                qb[g] = qs[g] + b * kQs;
+                sb[g] = reinterpret_cast<const int8_t*>(mw[g] + b * kGroupRows);
+            }
+            block_sums_q6<G, M>(qb, sb, xb, xh + b * m, isum);
+        } else if constexpr (kBits == 4) {
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 4

@@ -390,10 +390,10 @@ TEST(QuantLinear, SupportedTypes) {
 bool have_avx2() { return isa_supported(Isa::kAvx2, detect_cpu_features()); }
 KernelContext avx2_ctx(int n_threads) { return {Isa::kAvx2, n_threads}; }
 
-// Builds the reference and the AVX2 QuantLinear over `blocks` and checks forward() bit-exact
+// Builds the reference and the `isa` QuantLinear over `blocks` and checks forward() bit-exact
 // for 1 and 2 threads.
-void expect_avx2_matches_ref(GgmlType type, const std::vector<uint8_t>& blocks, const Shape& s,
-                             const std::vector<float>& x, uint32_t seed) {
+void expect_isa_matches_ref(Isa isa, GgmlType type, const std::vector<uint8_t>& blocks,
+                            const Shape& s, const std::vector<float>& x, uint32_t seed) {
     const auto bias = random_vec(s.n_out, seed + 1);
     const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
     const QuantLinear::Part part{type, blocks.data(), s.n_out};
@@ -402,14 +402,19 @@ void expect_avx2_matches_ref(GgmlType type, const std::vector<uint8_t>& blocks, 
     ASSERT_TRUE(ref.ok()) << ref.error().message();
     const auto want = run(*ref, s, x, y0);
     for (int n_threads : {1, 2}) {
-        auto avx2 = QuantLinear::create(avx2_ctx(n_threads), {&part, 1}, s.n_in, b);
-        ASSERT_TRUE(avx2.ok()) << avx2.error().message();
-        ASSERT_TRUE(avx2->uses_fast_path());
-        const auto got = run(*avx2, s, x, y0);
+        auto fast = QuantLinear::create({isa, n_threads}, {&part, 1}, s.n_in, b);
+        ASSERT_TRUE(fast.ok()) << fast.error().message();
+        ASSERT_TRUE(fast->uses_fast_path());
+        const auto got = run(*fast, s, x, y0);
         for (size_t i = 0; i < got.size(); ++i) {
-            ASSERT_EQ(got[i], want[i]) << describe(type, s, n_threads) << " at " << i;
+            ASSERT_EQ(got[i], want[i])
+                << describe(type, s, n_threads) << " isa " << static_cast<int>(isa) << " at " << i;
         }
     }
+}
+void expect_avx2_matches_ref(GgmlType type, const std::vector<uint8_t>& blocks, const Shape& s,
+                             const std::vector<float>& x, uint32_t seed) {
+    expect_isa_matches_ref(Isa::kAvx2, type, blocks, s, x, seed);
 }
 
 TEST(QuantLinearAvx2, UsedWhereSupported) {
@@ -564,18 +569,30 @@ std::vector<uint8_t> extreme_q6_k(int64_t n_out, int64_t n_in, uint32_t seed) {
     return out;
 }
 
-TEST(QuantLinearAvx2, Q6KExtremeValuesBitExact) {
-    if (!have_avx2()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+// Every row count of a VNNI pass (1-8, then a second pass) and of an AVX2 one (1-4), groups
+// taken 4, 2 or 1 at a time (n_out 64 and 37: whole and ragged).
+void expect_q6_k_extremes_match_ref(Isa isa) {
     uint32_t seed = 1900;
-    for (int64_t m : {1, 2, 3, 4, 5, 8}) {
+    for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13}) {
         for (const Shape& s :
              {Shape{m, 37, 256, 0, 0, false, false}, Shape{m, 64, 512, 4, 3, true, true}}) {
             seed += 7;
             const auto blocks = extreme_q6_k(s.n_out, s.n_in, seed);
             const auto x = extreme_x(s.m, s.ldx(), s.n_in, seed + 2);
-            expect_avx2_matches_ref(GgmlType::Q6_K, blocks, s, x, seed);
+            expect_isa_matches_ref(isa, GgmlType::Q6_K, blocks, s, x, seed);
         }
     }
+}
+
+TEST(QuantLinearAvx2, Q6KExtremeValuesBitExact) {
+    if (!have_avx2()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+    expect_q6_k_extremes_match_ref(Isa::kAvx2);
+}
+
+TEST(QuantLinearVnni, Q6KExtremeValuesBitExact) {
+    const CpuFeatures f = detect_cpu_features();
+    if (!isa_supported(Isa::kAvx512, f) || !f.avx512vnni) GTEST_SKIP() << "no AVX-512 VNNI";
+    expect_q6_k_extremes_match_ref(Isa::kAvx512);
 }
 
 // create_from_f32 (Q8_0 requantization, |q| <= 127) through the AVX2 kernels.
