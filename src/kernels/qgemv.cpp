@@ -31,43 +31,45 @@ namespace {
 // How a GGML type is stored (qgemv_isa.h, "Values").
 struct FormatSpec {
     int bits;
-    bool has_min;
+    qgemv::Scales scales;
     int32_t offset;
 };
 
 bool format_of(GgmlType type, FormatSpec* spec) {
+    using qgemv::Scales;
     switch (type) {
         case GgmlType::Q4_0:
-            *spec = {4, false, 8};
+            *spec = {4, Scales::kD, 8};
             return true;
         case GgmlType::Q4_1:
-            *spec = {4, true, 0};
+            *spec = {4, Scales::kDMin, 0};
             return true;
         case GgmlType::Q5_0:
-            *spec = {5, false, 16};
+            *spec = {5, Scales::kD, 16};
             return true;
         case GgmlType::Q5_1:
-            *spec = {5, true, 0};
+            *spec = {5, Scales::kDMin, 0};
             return true;
         case GgmlType::Q8_0:
-            *spec = {8, false, 128};
+            *spec = {8, Scales::kD, 128};
             return true;
-        case GgmlType::Q4_K:  // per 32-element sub-block: d * sc as d, -dmin * m as the min
-            *spec = {4, true, 0};
+        case GgmlType::Q4_K:
+            *spec = {4, Scales::kK, 0};
             return true;
         case GgmlType::Q5_K:
-            *spec = {5, true, 0};
+            *spec = {5, Scales::kK, 0};
             return true;
-        case GgmlType::Q6_K:  // exact: its d and two int8 half-block scales (qgemv_isa.h)
-            *spec = {6, false, 0};
+        case GgmlType::Q6_K:
+            *spec = {6, Scales::kD, 0};
             return true;
         default:
             return false;
     }
 }
 
-// One block of 32 weights as stored: unsigned quants u, fp16 scale and min (raw bits), and
-// for 6-bit quants the two halves' int8 scales.
+// One block of 32 weights as stored: unsigned quants u, fp16 scale and min (raw bits; the
+// K-quants' super-block D and M), and the K-quants' two int8 multipliers (Q6_K: the halves'
+// scales; Q4_K, Q5_K: the block's scale and min).
 struct UnpackedBlock {
     uint8_t u[kBlock];
     uint16_t d;
@@ -95,24 +97,18 @@ void unpack_nibbles(const uint8_t* src, UnpackedBlock* out) {
 }
 
 // Sub-block `sub` (32 elements) of a Q4_K / Q5_K super-block: unsigned 4- or 5-bit quants,
-// d = fp16(d * sc) and m = fp16(-dmin * min) for that sub-block. The fp16 rounding of the two
-// products (relative 2^-11) is the only change to the weights. False when a product is not
-// finite in fp16 (no real file has such scales; the caller then requantizes from fp32).
+// the super-block's d and -dmin, and the sub-block's 6-bit scale and min multipliers.
 template <typename Block>
-bool unpack_k(const uint8_t* src, int sub, UnpackedBlock* out) {
+void unpack_k(const uint8_t* src, int sub, UnpackedBlock* out) {
     constexpr bool kHasHigh = requires(const Block& b) { b.qh; };
     Block b;
     std::memcpy(&b, src, sizeof(b));
     uint8_t sc = 0, mn = 0;
     quant::get_scale_min_k4(sub, b.scales, &sc, &mn);
-    const float d = quant::fp16_to_fp32_scalar(b.d) * static_cast<float>(sc);
-    const float m = -quant::fp16_to_fp32_scalar(b.dmin) * static_cast<float>(mn);
-    out->d = quant::fp32_to_fp16_scalar(d);
-    out->m = quant::fp32_to_fp16_scalar(m);
-    if (!std::isfinite(quant::fp16_to_fp32_scalar(out->d)) ||
-        !std::isfinite(quant::fp16_to_fp32_scalar(out->m))) {
-        return false;
-    }
+    out->d = b.d;
+    out->m = static_cast<uint16_t>(b.dmin ^ 0x8000u);  // -dmin: the fp16 sign bit flipped
+    out->sc[0] = static_cast<int8_t>(sc);              // <= 63
+    out->sc[1] = static_cast<int8_t>(mn);
     // Sub-block s: nibble s % 2 of qs[32 (s / 2) + l]; bit s of qh[l] is its fifth bit.
     const uint8_t* qs = b.qs + 32 * (sub / 2);
     for (int l = 0; l < kBlock; ++l) {
@@ -120,7 +116,6 @@ bool unpack_k(const uint8_t* src, int sub, UnpackedBlock* out) {
         if constexpr (kHasHigh) u |= ((b.qh[l] >> sub) & 1) << 4;
         out->u[l] = static_cast<uint8_t>(u);
     }
-    return true;
 }
 
 // Sub-block `sub` (32 elements) of a Q6_K super-block: element e = 32 sub + l has its low 4
@@ -145,8 +140,7 @@ void unpack_q6_k(const uint8_t* src, int sub, UnpackedBlock* out) {
 
 // Block of 32 weights `sub` of the GGML block at `src` (sub > 0 only for the K-quants'
 // 256-element super-blocks) -> UnpackedBlock (layouts: quant_blocks.h, after ggml-common.h).
-// False only for K-quant scales that overflow fp16 (unpack_k).
-bool unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out) {
+void unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out) {
     using namespace quant;  // NOLINT: block structs of this function's concern
     out->m = 0;
     if (type == GgmlType::Q8_0) {
@@ -154,14 +148,11 @@ bool unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out
         std::memcpy(&b, src, sizeof(b));
         out->d = b.d;
         for (int j = 0; j < kBlock; ++j) out->u[j] = static_cast<uint8_t>(b.qs[j]) ^ 0x80u;
-        return true;
+        return;
     }
     if (type == GgmlType::Q4_K) return unpack_k<BlockQ4K>(src, sub, out);
     if (type == GgmlType::Q5_K) return unpack_k<BlockQ5K>(src, sub, out);
-    if (type == GgmlType::Q6_K) {
-        unpack_q6_k(src, sub, out);
-        return true;
-    }
+    if (type == GgmlType::Q6_K) return unpack_q6_k(src, sub, out);
     const bool unpacked = with_blocks(type, src, kBlock, [&]<typename B>(const B*, int64_t) {
         if constexpr (NibbleBlock<B>) {
             unpack_nibbles<B>(src, out);
@@ -170,7 +161,6 @@ bool unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out
         }
     });
     LAZYLLM_CHECK_MSG(unpacked, "unpack_block: type without a QuantLinear format");
-    return true;
 }
 
 // nearbyint(x) in the default rounding mode (half to even) for |x| < 2^22, without a libm
@@ -221,11 +211,13 @@ void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
             for (int j = 0; j < 4; ++j) qs[c * kChunkBytes + lane * 4 + j] = blk.u[4 * c + j];
         }
     }
+    // d and m per super-block (written by each of its blocks: the same values) or per block.
+    const int64_t is = w.per_super() ? b / qgemv::kSuperBlocks : b;
     auto* d = reinterpret_cast<uint16_t*>(group + w.n_blocks * w.qs_bytes());
-    d[b * kGroupRows + lane] = blk.d;
-    if (w.has_min) d[(w.n_blocks + b) * kGroupRows + lane] = blk.m;
-    if (w.bits == 6) {
-        auto* sc = reinterpret_cast<int8_t*>(d + w.n_blocks * kGroupRows);
+    d[is * kGroupRows + lane] = blk.d;
+    if (w.has_min()) d[(w.n_scale() + is) * kGroupRows + lane] = blk.m;
+    if (w.per_super()) {
+        auto* sc = reinterpret_cast<int8_t*>(d + (w.has_min() ? 2 : 1) * w.n_scale() * kGroupRows);
         sc[(b * kGroupRows + lane) * 2] = blk.sc[0];
         sc[(b * kGroupRows + lane) * 2 + 1] = blk.sc[1];
     }
@@ -284,8 +276,7 @@ struct QuantLinear::Impl {
 
     // Allocates the packed layout and fills every group from `source(row, block, &blk)`, in
     // parallel over groups (n_threads; a row's blocks in order, on one thread). Padding rows
-    // get zero quants and scales (they produce 0). A false from source (a block it cannot
-    // represent) fails the whole matrix.
+    // get zero quants and scales (they produce 0).
     template <typename Source>
     Status pack(int64_t n_out, int64_t n_in, const FormatSpec& spec, Source&& source) {
         w.n_in = n_in;
@@ -293,8 +284,8 @@ struct QuantLinear::Impl {
         w.n_blocks = n_in / kBlock;
         w.n_groups = (n_out + kGroupRows - 1) / kGroupRows;
         w.bits = spec.bits;
-        w.has_min = spec.has_min;
-        w.group_bytes = qgemv::group_bytes_for(spec.bits, spec.has_min, w.n_blocks);
+        w.scales_kind = spec.scales;
+        w.group_bytes = qgemv::group_bytes_for(spec.bits, spec.scales, w.n_blocks);
         offset = spec.offset;
         const size_t bytes = storage_bytes();
         storage.reset(static_cast<uint8_t*>(std::aligned_alloc(kChunkBytes, bytes)));
@@ -308,7 +299,6 @@ struct QuantLinear::Impl {
         std::memset(storage.get() + (w.n_groups - 1) * w.group_bytes, 0, w.group_bytes);
         w.data = storage.get();
         const qgemv::Weights& cw = w;
-        std::atomic<int64_t> bad_row{-1};
 #pragma omp parallel for num_threads(n_threads) schedule(static)
         for (int64_t g = 0; g < cw.n_groups; ++g) {
             uint8_t* group = storage.get() + static_cast<size_t>(g) * cw.group_bytes;
@@ -317,15 +307,10 @@ struct QuantLinear::Impl {
                 const int64_t row = g * kGroupRows + lane;
                 if (row >= n_out) break;
                 for (int64_t b = 0; b < cw.n_blocks; ++b) {
-                    if (!source(row, b, &blk)) bad_row.store(row, std::memory_order_relaxed);
+                    source(row, b, &blk);
                     store_lane(cw, group, b, lane, blk);
                 }
             }
-        }
-        if (bad_row.load() >= 0) {
-            return make_error(ErrorCode::kUnsupported,
-                              "QuantLinear: row {} has a block scale that overflows fp16",
-                              bad_row.load());
         }
         return {};
     }
@@ -408,7 +393,7 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
             std::upper_bound(part_start.begin(), part_start.end(), row) - part_start.begin() - 1;
         const int64_t r = row - part_start[p];
         const uint8_t* src = parts[p].data + (r * row_blocks + b / per) * shape.bytes;
-        return unpack_block(type, src, static_cast<int>(b % per), blk);
+        unpack_block(type, src, static_cast<int>(b % per), blk);
     };
     Result<QuantLinear> out = Impl::build(ctx, type, n_out, n_in, bias, source);
     if (!out.ok() || tail.empty()) return out;
@@ -428,7 +413,6 @@ Result<QuantLinear> QuantLinear::create_from_f32(const KernelContext& ctx, const
     }
     const auto source = [&](int64_t row, int64_t b, UnpackedBlock* blk) {
         quantize_block_q8_0(w + row * n_in + b * kBlock, blk);
-        return true;
     };
     return Impl::build(ctx, GgmlType::Q8_0, n_out, n_in, bias, source);
 }
@@ -462,7 +446,6 @@ Result<QuantLinear> QuantLinear::create_from_rows(const KernelContext& ctx, int6
             }
         }
         quantize_block_q8_0(buf + b * kBlock, blk);
-        return true;
     };
     Result<QuantLinear> out = Impl::build(ctx, GgmlType::Q8_0, n_out, n_in, bias, source);
     if (failed.load()) return first_error.error();

@@ -66,10 +66,9 @@ public:
     static bool has_fast_path(const KernelContext& ctx);
     // True when that fast path is the AVX-512 VNNI one.
     static bool has_vnni_path(const KernelContext& ctx);
-    // Types create() takes directly: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q6_K (exactly: 6 bits and
-    // its int8 scales per 16 weights), and Q4_K, Q5_K as their 32-element sub-blocks with
-    // d * sc and -dmin * min rounded to fp16 (relative 2^-11). create() fails (kUnsupported)
-    // on a Q4_K/Q5_K scale that overflows fp16.
+    // Types create() takes directly, each with GGML's own values: Q4_0, Q4_1, Q5_0, Q5_1,
+    // Q8_0, and the K-quants Q4_K, Q5_K, Q6_K with their scales per 256-element super-block
+    // and per-block multipliers (4.625, 8.625 and 6.5625 bits per weight stored).
     static bool supports(GgmlType type);
 
     QuantLinear();

@@ -182,11 +182,12 @@ inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
 
 // One pass: H halves (8 output rows each, starting at half h0 of group g) x M activation rows
 // (r0 .. r0 + M - 1), over all blocks.
-template <int kBits, bool kMin, int H, int M>
+template <int kBits, Scales kS, int H, int M>
 void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate, bool prefetch) {
     constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
-    constexpr int64_t kBlockBytes = kQs + (kMin || kBits == 6 ? 2 : 1) * kGroupRows * 2;
+    constexpr bool kMin = has_min(kS), kK = kS == Scales::kK, kSuper = per_super(kBits, kS);
+    constexpr int64_t kBlockBytes = block_stream_bytes(kBits, kS);
     static_assert(kQ6Offset == 32, "block_sums_q6 multiplies by 32 as a shift");
     const int64_t nb = w.n_blocks;
     // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
@@ -225,12 +226,18 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
         // Float part, as the reference: acc = fma(float(isum), d * d_x, acc) (+ fma(m, s_x)).
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
-            const __m256 d = _mm256_cvtph_ps(_mm_load_si128(
-                reinterpret_cast<const __m128i*>(dw + b * kGroupRows + h * kHalfRows)));
+            const int64_t is = (kSuper ? b / kSuperBlocks : b) * kGroupRows + h * kHalfRows;
+            __m256 d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dw + is)));
             __m256 mn = _mm256_setzero_ps();
             if constexpr (kMin) {
-                mn = _mm256_cvtph_ps(_mm_load_si128(
-                    reinterpret_cast<const __m128i*>(mw + b * kGroupRows + h * kHalfRows)));
+                mn = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(mw + is)));
+            }
+            if constexpr (kK) {  // d = D * sc, m = M * mn: the block's (sc, mn) per int32 lane
+                const __m256i pairs = _mm256_cvtepi8_epi16(_mm_load_si128(
+                    reinterpret_cast<const __m128i*>(sw + (b * kGroupRows + h * kHalfRows) * 2)));
+                d = _mm256_mul_ps(
+                    d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(pairs, 16), 16)));
+                mn = _mm256_mul_ps(mn, _mm256_cvtepi32_ps(_mm256_srai_epi32(pairs, 16)));
             }
 #pragma GCC unroll 4
             for (int r = 0; r < M; ++r) {
@@ -275,37 +282,37 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
 // rows on Zen 3: 4-bit 2 halves x 4 rows 1.15x over 1 x 4; 8-bit 1 x 4 over 2 x 2.
 constexpr int halves_per_pass(int bits, int rows) { return rows == 1 || bits == 4 ? 2 : 1; }
 
-template <int kBits, bool kMin, int M>
+template <int kBits, Scales kS, int M>
 void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, const float* bias,
                float* y, int64_t ldy, bool accumulate) {
     // The first pass over a group streams it from memory (prefetched); later row passes find
     // it in L1 (a group is at most 48 blocks x 576 bytes here).
     const bool prefetch = r0 == 0;
     if constexpr (halves_per_pass(kBits, M) == 2) {
-        pass<kBits, kMin, 2, M>(w, g, 0, a, r0, bias, y, ldy, accumulate, prefetch);
+        pass<kBits, kS, 2, M>(w, g, 0, a, r0, bias, y, ldy, accumulate, prefetch);
     } else {
-        pass<kBits, kMin, 1, M>(w, g, 0, a, r0, bias, y, ldy, accumulate, prefetch);
-        pass<kBits, kMin, 1, M>(w, g, 1, a, r0, bias, y, ldy, accumulate, false);
+        pass<kBits, kS, 1, M>(w, g, 0, a, r0, bias, y, ldy, accumulate, prefetch);
+        pass<kBits, kS, 1, M>(w, g, 1, a, r0, bias, y, ldy, accumulate, false);
     }
 }
 
-template <int kBits, bool kMin>
+template <int kBits, Scales kS>
 void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
     for (int64_t g = g0; g < g1; ++g) {
         for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
             switch (std::min<int64_t>(kRowsPerPass, m - r0)) {
                 case 1:
-                    pass_rows<kBits, kMin, 1>(w, g, a, r0, bias, y, ldy, accumulate);
+                    pass_rows<kBits, kS, 1>(w, g, a, r0, bias, y, ldy, accumulate);
                     break;
                 case 2:
-                    pass_rows<kBits, kMin, 2>(w, g, a, r0, bias, y, ldy, accumulate);
+                    pass_rows<kBits, kS, 2>(w, g, a, r0, bias, y, ldy, accumulate);
                     break;
                 case 3:
-                    pass_rows<kBits, kMin, 3>(w, g, a, r0, bias, y, ldy, accumulate);
+                    pass_rows<kBits, kS, 3>(w, g, a, r0, bias, y, ldy, accumulate);
                     break;
                 default:
-                    pass_rows<kBits, kMin, 4>(w, g, a, r0, bias, y, ldy, accumulate);
+                    pass_rows<kBits, kS, 4>(w, g, a, r0, bias, y, ldy, accumulate);
                     break;
             }
         }

@@ -5,11 +5,13 @@
 // at create() (qgemv_isa()).
 //
 // Packed weights. Output rows are taken 16 at a time ("group"); a group's data is contiguous
-// and holds, for each of the n_blocks blocks of 32 inputs:
+// and holds, for the n_blocks blocks of 32 inputs (n_scale = n_blocks, or n_blocks / 8 for the
+// K-quants, whose scales come per super-block of 256 inputs):
 //   qs   [n_blocks][qs_bytes]  unsigned quants, 4 per int32 lane, lane i = row g*16 + i
-//   d    [n_blocks][16]        fp16 scales
-//   m    [n_blocks][16]        fp16 mins (affine formats only), or for 6-bit quants
-//                              [n_blocks][16][2] int8 sub-block scales
+//   d    [n_scale][16]         fp16 scales
+//   m    [n_scale][16]         fp16 mins (affine formats only; K-quants: -dmin)
+//   sub  [n_blocks][16][2]     K-quants only, int8 per block: Q6_K its two half-block scales,
+//                              Q4_K / Q5_K the block's 6-bit scale and min multipliers
 // 4-bit quants: 4 chunks of 64 bytes per block; byte 4*i + j of chunk c holds element
 // 8c + j of row i in its low nibble and element 8c + 4 + j in its high nibble (j < 4).
 // 5- and 8-bit quants: 8 chunks of 64 bytes; byte 4*i + j of chunk c is element 4c + j of
@@ -22,21 +24,24 @@
 // So every 64-byte chunk (after masking out one nibble) is the u8 operand of one vpdpbusd
 // against 4 consecutive activations broadcast to all 16 lanes.
 //
-// Values. A weight is d * (u - offset) (+ m for affine formats), u the stored unsigned quant:
-// Q4_0 offset 8, Q4_1 0 + min, Q5_0 16 (u = 5-bit q), Q5_1 0 + min, Q8_0 128 (u = q + 128).
-// With activations a = d_x * qx, one block contributes
+// Values, every format exactly as GGML dequantizes it. A weight is d * (u - offset) (+ m for
+// affine formats), u the stored unsigned quant: Q4_0 offset 8, Q4_1 0 + min, Q5_0 16 (u = 5-bit
+// q), Q5_1 0 + min, Q8_0 128 (u = q + 128); Q4_K and Q5_K offset 0, d = D * sc and
+// m = M * mn with D, M = -dmin their super-block's fp16 values and sc, mn the block's 6-bit
+// multipliers (both products exact in fp32). With activations a = d_x * qx, one block
+// contributes
 //   d * d_x * (sum u * qx - offset * sum qx)  +  m * (d_x * sum qx)
 // where the int32 part is exact (|sum| < 2^24, so also exact in fp32).
-// Q6_K keeps its own values exactly: d its super-block's fp16 scale and, per 16-element half
-// h of the block, an int8 scale sc_h and offset 32, so the int32 part is
+// Q6_K: d its super-block's fp16 scale and, per 16-element half h of the block, an int8 scale
+// sc_h and offset 32, so the int32 part is
 //   sc_0 * (sum_{k<16} u * qx - 32 * X_0) + sc_1 * (sum_{k>=16} u * qx - 32 * X_1)
 // with X_h the activations' half sums (Activations::half_sums); |.| <= 2 * 16 * 32 * 127 * 128
 // < 2^24.
 //
 // Float operations, identical in every kernel set so their results are bit-identical:
 // per row and block, acc = fma(float(isum), d * d_x, acc), then for affine formats
-// acc = fma(m, s_x, acc) with s_x = d_x * float(sum qx); at the end
-// y = (acc + bias) + y_old (each term only when present).
+// acc = fma(m, s_x, acc) with s_x = d_x * float(sum qx) (K-quants: d = D * float(sc) and
+// m = M * float(mn) first); at the end y = (acc + bias) + y_old (each term only when present).
 #pragma once
 
 #include <cstddef>
@@ -58,6 +63,20 @@ constexpr size_t qs_bytes_for(int bits) {
 // Offset of a Q6_K half block's quants (qgemv_isa.h, Values).
 constexpr int32_t kQ6Offset = 32;
 
+// How a format's scales are stored (layout above).
+enum class Scales {
+    kD,     // a d per block: Q4_0, Q5_0, Q8_0; Q6_K (per super-block, with its half scales)
+    kDMin,  // a d and a min per block: Q4_1, Q5_1
+    kK,     // a d and a min per super-block, 6-bit multipliers per block: Q4_K, Q5_K
+};
+
+constexpr int kSuperBlocks = 8;  // blocks per K-quant super-block (256 inputs)
+
+// The scale layout of a format: does it have mins, and are d (and m) per super-block with
+// per-block int8 multipliers (the K-quants)?
+constexpr bool has_min(Scales s) { return s != Scales::kD; }
+constexpr bool per_super(int bits, Scales s) { return bits == 6 || s == Scales::kK; }
+
 struct Weights {
     const uint8_t* data = nullptr;  // [n_groups][group_bytes], 64-byte aligned
     int64_t n_in = 0;
@@ -65,25 +84,39 @@ struct Weights {
     int64_t n_groups = 0;
     int64_t n_blocks = 0;  // n_in / 32
     int bits = 4;          // 4, 5, 6 or 8 bits per stored quant (5 and 8 in bytes)
-    bool has_min = false;  // never with 6 bits
-    size_t group_bytes = 0;  // multiple of 64
+    Scales scales_kind = Scales::kD;  // kD with 6 bits
+    size_t group_bytes = 0;           // multiple of 64
 
+    bool has_min() const { return qgemv::has_min(scales_kind); }
+    bool per_super() const { return qgemv::per_super(bits, scales_kind); }
+    int64_t n_scale() const { return per_super() ? n_blocks / kSuperBlocks : n_blocks; }
     size_t qs_bytes() const { return qs_bytes_for(bits); }
     const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g) * group_bytes; }
     const uint16_t* scales(int64_t g) const {
         return reinterpret_cast<const uint16_t*>(group(g) + n_blocks * qs_bytes());
     }
-    const uint16_t* mins(int64_t g) const { return scales(g) + n_blocks * kGroupRows; }
-    // 6 bits: [n_blocks][16 rows][2 halves] int8 scales, in the place of the mins.
-    const int8_t* sub_scales(int64_t g) const { return reinterpret_cast<const int8_t*>(mins(g)); }
+    const uint16_t* mins(int64_t g) const { return scales(g) + n_scale() * kGroupRows; }
+    // K-quants: [n_blocks][16 rows][2] int8 multipliers (6 bits: half scales; else sc, mn).
+    const int8_t* sub_scales(int64_t g) const {
+        return reinterpret_cast<const int8_t*>(mins(g) + (has_min() ? n_scale() * kGroupRows : 0));
+    }
 };
 
 // Bytes of one group in the layout above, rounded up to 64.
-inline size_t group_bytes_for(int bits, bool has_min, int64_t n_blocks) {
-    const bool second = has_min || bits == 6;  // mins, or two int8 sub-block scales a row
-    const size_t per_block = qs_bytes_for(bits) + (second ? 2 : 1) * kGroupRows * sizeof(uint16_t);
-    const size_t bytes = per_block * static_cast<size_t>(n_blocks);
+inline size_t group_bytes_for(int bits, Scales kind, int64_t n_blocks) {
+    const int64_t n_scale = per_super(bits, kind) ? n_blocks / kSuperBlocks : n_blocks;
+    size_t bytes = qs_bytes_for(bits) * static_cast<size_t>(n_blocks) +
+                   (has_min(kind) ? 2 : 1) * static_cast<size_t>(n_scale) * kGroupRows * 2;
+    if (per_super(bits, kind)) bytes += static_cast<size_t>(n_blocks) * kGroupRows * 2;
     return (bytes + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
+}
+
+// A group's bytes per block, scales included (what a kernel streams per block, on average).
+constexpr int64_t block_stream_bytes(int bits, Scales kind) {
+    const auto qs = static_cast<int64_t>(qs_bytes_for(bits));
+    const int64_t scale_rows = has_min(kind) ? 2 : 1;  // d, or d and m: 2 bytes per row each
+    return per_super(bits, kind) ? qs + scale_rows * kGroupRows * 2 / kSuperBlocks + kGroupRows * 2
+                                 : qs + scale_rows * kGroupRows * 2;
 }
 
 // Quantized activation rows (one forward()), block-major so that the rows a kernel pass
@@ -106,18 +139,28 @@ struct ActivationBuffers {
     int32_t* corr;
 };
 
-// Calls f.template operator()<kBits, kHasMin>() for the weights' format: the kernel sets'
+// Calls f.template operator()<kBits, kScales>() for the weights' format: the kernel sets'
 // per-format instantiations.
 template <typename F>
 inline void with_format(const Weights& w, F&& f) {
+    const auto by_scales = [&]<int kBits>() {
+        switch (w.scales_kind) {
+            case Scales::kD:
+                return f.template operator()<kBits, Scales::kD>();
+            case Scales::kDMin:
+                return f.template operator()<kBits, Scales::kDMin>();
+            case Scales::kK:
+                return f.template operator()<kBits, Scales::kK>();
+        }
+    };
     if (w.bits == 4) {
-        w.has_min ? f.template operator()<4, true>() : f.template operator()<4, false>();
+        by_scales.template operator()<4>();
     } else if (w.bits == 6) {
-        f.template operator()<6, false>();
+        f.template operator()<6, Scales::kD>();
     } else if (w.bits == 5) {
-        w.has_min ? f.template operator()<5, true>() : f.template operator()<5, false>();
+        by_scales.template operator()<5>();
     } else {
-        w.has_min ? f.template operator()<8, true>() : f.template operator()<8, false>();
+        f.template operator()<8, Scales::kD>();
     }
 }
 
@@ -145,14 +188,14 @@ Isa qgemv_isa(const KernelContext& ctx);
 template <Isa I>
 void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
                    const ActivationBuffers& out);
-template <Isa I, int kBits, bool kMin>
+template <Isa I, int kBits, Scales kS>
 void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate);
 template <Isa I>
 inline void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
-    with_format(w, [&]<int kBits, bool kHasMin>() {
-        gemv_format<I, kBits, kHasMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+    with_format(w, [&]<int kBits, Scales kS>() {
+        gemv_format<I, kBits, kS>(w, a, m, g0, g1, bias, y, ldy, accumulate);
     });
 }
 
@@ -172,22 +215,23 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
     out.corr[i] = -offset * sum;
 }
 
-// In the ISA file of target I, after its gemv_passes<kBits, kMin> (same parameters as
+// In the ISA file of target I, after its gemv_passes<kBits, kS> (same parameters as
 // gemv_format): gemv_format<I, ...> for every format.
-#define LAZYLLM_QGEMV_FORMAT(I, kBits, kMin)                                              \
-    template <>                                                                           \
-    void gemv_format<I, kBits, kMin>(const Weights& w, const Activations& a, int64_t m,   \
-                                     int64_t g0, int64_t g1, const float* bias, float* y, \
-                                     int64_t ldy, bool accumulate) {                      \
-        gemv_passes<kBits, kMin>(w, a, m, g0, g1, bias, y, ldy, accumulate);              \
+#define LAZYLLM_QGEMV_FORMAT(I, kBits, kS)                                                        \
+    template <>                                                                                   \
+    void gemv_format<I, kBits, kS>(const Weights& w, const Activations& a, int64_t m, int64_t g0, \
+                                   int64_t g1, const float* bias, float* y, int64_t ldy,          \
+                                   bool accumulate) {                                             \
+        gemv_passes<kBits, kS>(w, a, m, g0, g1, bias, y, ldy, accumulate);                        \
     }
-#define LAZYLLM_QGEMV_FORMATS(I)      \
-    LAZYLLM_QGEMV_FORMAT(I, 4, false) \
-    LAZYLLM_QGEMV_FORMAT(I, 4, true)  \
-    LAZYLLM_QGEMV_FORMAT(I, 5, false) \
-    LAZYLLM_QGEMV_FORMAT(I, 5, true)  \
-    LAZYLLM_QGEMV_FORMAT(I, 6, false) \
-    LAZYLLM_QGEMV_FORMAT(I, 8, false) \
-    LAZYLLM_QGEMV_FORMAT(I, 8, true)
+#define LAZYLLM_QGEMV_FORMATS(I)              \
+    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kD)    \
+    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kDMin) \
+    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kK)    \
+    LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kD)    \
+    LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kDMin) \
+    LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kK)    \
+    LAZYLLM_QGEMV_FORMAT(I, 6, Scales::kD)    \
+    LAZYLLM_QGEMV_FORMAT(I, 8, Scales::kD)
 
 }  // namespace lazyllm::kernels::qgemv

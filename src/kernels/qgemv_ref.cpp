@@ -91,9 +91,11 @@ int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, 
 void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
           const float* bias, float* y, int64_t ldy, bool accumulate) {
     const int64_t nb = w.n_blocks;
+    const bool k_affine = w.scales_kind == Scales::kK;
     for (int64_t g = g0; g < g1; ++g) {
         const uint16_t* dw = w.scales(g);
         const uint16_t* mw = w.mins(g);
+        const int8_t* sw = w.sub_scales(g);
         for (int lane = 0; lane < kGroupRows; ++lane) {
             const int64_t n = g * kGroupRows + lane;
             if (n >= w.n_out) break;
@@ -101,13 +103,15 @@ void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t
                 float acc = 0.0f;
                 for (int64_t b = 0; b < nb; ++b) {
                     const int32_t isum = block_dot(w, a, m, g, b, lane, r);
-                    const float dd =
-                        quant::fp16_to_fp32_scalar(dw[b * kGroupRows + lane]) * a.d[b * m + r];
-                    acc = std::fma(static_cast<float>(isum), dd, acc);
-                    if (w.has_min) {
-                        acc = std::fma(quant::fp16_to_fp32_scalar(mw[b * kGroupRows + lane]),
-                                       a.s[b * m + r], acc);
+                    const int64_t is = (w.per_super() ? b / kSuperBlocks : b) * kGroupRows + lane;
+                    float d = quant::fp16_to_fp32_scalar(dw[is]);
+                    float mn = w.has_min() ? quant::fp16_to_fp32_scalar(mw[is]) : 0.0f;
+                    if (k_affine) {  // the block's multipliers (exact products)
+                        d *= static_cast<float>(sw[(b * kGroupRows + lane) * 2]);
+                        mn *= static_cast<float>(sw[(b * kGroupRows + lane) * 2 + 1]);
                     }
+                    acc = std::fma(static_cast<float>(isum), d * a.d[b * m + r], acc);
+                    if (w.has_min()) acc = std::fma(mn, a.s[b * m + r], acc);
                 }
                 float out = acc;
                 if (bias != nullptr) out = out + bias[n];

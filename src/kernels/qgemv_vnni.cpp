@@ -110,12 +110,13 @@ constexpr int64_t kPrefetchBytes = 4096;
 // accumulator that is divided by 16 (an exact arithmetic shift: every product is a multiple of
 // 16) at the end of the block: 2 ALU ops per chunk instead of 3, and two independent chains.
 // For M > 1 a shift per chunk is cheaper than a shift and an add per row.
-template <int kBits, bool kMin, int G, int M>
+template <int kBits, Scales kS, int G, int M>
 void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate) {
+    constexpr bool kMin = has_min(kS), kK = kS == Scales::kK, kSuper = per_super(kBits, kS);
     constexpr bool kSplitHi = kBits == 4 && M == 1;
     constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
-    constexpr int64_t kBlockBytes = kQs + (kMin || kBits == 6 ? 2 : 1) * kGroupRows * 2;
+    constexpr int64_t kBlockBytes = block_stream_bytes(kBits, kS);
     static_assert(kQ6Offset == 32, "block_sums_q6 multiplies by 32 as a shift");
     const int64_t nb = w.n_blocks;
     // Activations are block-major ([n_blocks][m] rows): the M rows of a block are adjacent,
@@ -129,11 +130,13 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     const uint8_t* qs[G];
     const uint16_t* dw[G];
     const uint16_t* mw[G];
+    const int8_t* sw[G];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
         qs[g] = w.group(g0 + g);
         dw[g] = w.scales(g0 + g);
         mw[g] = w.mins(g0 + g);
+        sw[g] = w.sub_scales(g0 + g);
     }
     const __m512i nib = _mm512_set1_epi8(0x0F);
     const __m512i nib_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
@@ -171,7 +174,7 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {
                 qb[g] = qs[g] + b * kQs;
-                sb[g] = reinterpret_cast<const int8_t*>(mw[g] + b * kGroupRows);
+                sb[g] = sw[g] + b * kGroupRows * 2;
             }
             block_sums_q6<G, M>(qb, sb, xb, xh + b * m, isum);
         } else if constexpr (kBits == 4) {
@@ -213,12 +216,20 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
         }
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
-            const __m512 d = _mm512_cvtph_ps(
-                _mm256_load_si256(reinterpret_cast<const __m256i*>(dw[g] + b * kGroupRows)));
+            const int64_t is = (kSuper ? b / kSuperBlocks : b) * kGroupRows;
+            __m512 d =
+                _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dw[g] + is)));
             __m512 mn = _mm512_setzero_ps();
             if constexpr (kMin) {
                 mn = _mm512_cvtph_ps(
-                    _mm256_load_si256(reinterpret_cast<const __m256i*>(mw[g] + b * kGroupRows)));
+                    _mm256_load_si256(reinterpret_cast<const __m256i*>(mw[g] + is)));
+            }
+            if constexpr (kK) {  // d = D * sc, m = M * mn: the block's (sc, mn) per int32 lane
+                const __m512i pairs = _mm512_cvtepi8_epi16(_mm256_load_si256(
+                    reinterpret_cast<const __m256i*>(sw[g] + b * kGroupRows * 2)));
+                d = _mm512_mul_ps(
+                    d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16)));
+                mn = _mm512_mul_ps(mn, _mm512_cvtepi32_ps(_mm512_srai_epi32(pairs, 16)));
             }
 #pragma GCC unroll 8
             for (int r = 0; r < M; ++r) {
@@ -255,18 +266,18 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
 // G x M accumulators (plus temporaries) in the 32 zmm registers.
 constexpr int groups_per_pass(int64_t rows) { return rows == 1 ? 4 : rows <= 4 ? 2 : 1; }
 
-template <int kBits, bool kMin, int M>
+template <int kBits, Scales kS, int M>
 void pass_rows(const Weights& w, int64_t g, int64_t n_groups, const Activations& a, int64_t r0,
                const float* bias, float* y, int64_t ldy, bool accumulate) {
     constexpr int kG = groups_per_pass(M);
     if (n_groups == kG) {
-        pass<kBits, kMin, kG, M>(w, g, a, r0, bias, y, ldy, accumulate);
+        pass<kBits, kS, kG, M>(w, g, a, r0, bias, y, ldy, accumulate);
     } else {
-        pass<kBits, kMin, 1, M>(w, g, a, r0, bias, y, ldy, accumulate);
+        pass<kBits, kS, 1, M>(w, g, a, r0, bias, y, ldy, accumulate);
     }
 }
 
-template <int kBits, bool kMin>
+template <int kBits, Scales kS>
 void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
     // Rows in passes of up to 8 over the same groups: the first pass reads the weights from
@@ -277,9 +288,9 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
         const int64_t n_groups = g + tile <= g1 ? tile : 1;
         for (int64_t r0 = 0; r0 < m; r0 += kMaxRowsPerPass) {
             switch (std::min<int64_t>(kMaxRowsPerPass, m - r0)) {
-#define LAZYLLM_QGEMV_CASE(M)                                                       \
-    case M:                                                                         \
-        pass_rows<kBits, kMin, M>(w, g, n_groups, a, r0, bias, y, ldy, accumulate); \
+#define LAZYLLM_QGEMV_CASE(M)                                                     \
+    case M:                                                                       \
+        pass_rows<kBits, kS, M>(w, g, n_groups, a, r0, bias, y, ldy, accumulate); \
         break;
                 LAZYLLM_QGEMV_CASE(1)
                 LAZYLLM_QGEMV_CASE(2)

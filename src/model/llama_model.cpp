@@ -340,7 +340,7 @@ Status LlamaModel::make_linear(std::string_view what, std::initializer_list<Matr
         Result<kernels::QuantLinear> q =
             direct ? kernels::QuantLinear::create(opts_.ctx, qparts, n_in, bias)
                    : make_error(ErrorCode::kUnsupported, "not taken directly");
-        // Types QuantLinear does not take (and K-quant scales that overflow fp16): Q8_0
+        // Types QuantLinear does not take: Q8_0
         // requantized from fp32, from the copy where one was read, else a row at a time (a
         // 128k x 2048 tied head would otherwise pass through 1 GiB of fp32 at load).
         if (!q.ok() && q.error().code() == ErrorCode::kUnsupported) {
