@@ -20,8 +20,10 @@ an imatrix:
   Q4_K_M  Q4_K; output.weight Q6_K; token_embd Q6_K when tied (it is the output), else Q4_K;
           attn_v and ffn_down Q6_K in use_more_bits layers (the first and last n_layer/8, and
           every third in between): half the layers
+  Q5_K_M  as Q4_K_M with Q5_K in the place of Q4_K
   1-D tensors (norms, biases, rope_freqs) F32. A row length that the block size does not divide
-  falls back as tensor_type_fallback does (Q4_K -> Q5_0, Q6_K -> Q8_0); none of the shapes here
+  falls back as tensor_type_fallback does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0); none of
+  the shapes here
   needs it. llama.cpp has no Qwen-specific rule for these file types (its n_gqa() rules apply to
   Q2_K/Q3_K/IQ types only).
 Not exact: the vocabulary is llama.cpp's test file of the family (ggml-vocab-llama-spm for Llama
@@ -107,27 +109,34 @@ VARIANTS = {
     "llama-3.1-8b-q4_k_m": ("llama-3.1-8b", "Q4_K_M", "bartowski Meta-Llama-3.1-8B-Instruct-Q4_K_M",
                             4.92),
     "qwen2.5-7b-q4_k_m": ("qwen2.5-7b", "Q4_K_M", "bartowski Qwen2.5-7B-Instruct-Q4_K_M", 4.68),
+    "llama-3.2-1b-q5_k_m": ("llama-3.2-1b", "Q5_K_M", "bartowski Llama-3.2-1B-Instruct-Q5_K_M",
+                            0.91),
 }
 
 # File type: its default tensor type and general.file_type (llama.cpp's LLAMA_FTYPE_MOSTLY_*).
-FILE_TYPES = {"Q4_0": ("Q4_0", 2), "Q8_0": ("Q8_0", 7), "Q4_K_M": ("Q4_K", 15)}
+FILE_TYPES = {"Q4_0": ("Q4_0", 2), "Q8_0": ("Q8_0", 7), "Q4_K_M": ("Q4_K", 15),
+              "Q5_K_M": ("Q5_K", 17)}
 
 # GGML block formats (ggml-common.h): elements and bytes per block; the fp16 scale d as (byte
 # offset, low, high) of a uniform draw; Q4_K's dmin as (offset, ratio to d); Q6_K's int8 scales
 # as (offset, count), drawn in [-32, 32]. The ranges give a weight RMS of 0.02-0.03 with uniform
-# quants (Q4_0 and Q5_0: d * (q - 8 or 16); Q8_0: d * q; Q4_K: d * sc * q - dmin * m with 6-bit
-# sc and m, dmin = 7.5 d centring it; Q6_K: d * sc * (q - 32)), every d a normal fp16.
+# quants (Q4_0 and Q5_0: d * (q - 8 or 16); Q5_1: d * q + m, m = -15.5 d; Q8_0: d * q; Q4_K and
+# Q5_K: d * sc * q - dmin * m with 6-bit sc and m, dmin = 7.5 d or 15.5 d centring it; Q6_K:
+# d * sc * (q - 32)), every d a normal fp16.
 BLOCKS = {
     "F32": dict(n=1, nbytes=4),
     "F16": dict(n=1, nbytes=2),
     "Q4_0": dict(n=32, nbytes=18, d=(0, 4e-3, 8e-3)),  # d, qs[16]
     "Q5_0": dict(n=32, nbytes=22, d=(0, 2e-3, 4e-3)),  # d, qh[4], qs[16]
+    "Q5_1": dict(n=32, nbytes=24, d=(0, 2e-3, 4e-3), dmin=(2, -15.5)),  # d, m, qh[4], qs[16]
     "Q8_0": dict(n=32, nbytes=34, d=(0, 2.5e-4, 5e-4)),  # d, qs[32]
     "Q4_K": dict(n=256, nbytes=144, d=(0, 6.2e-5, 1.2e-4), dmin=(2, 7.5)),  # d, dmin, sc[12], qs
+    "Q5_K": dict(n=256, nbytes=176, d=(0, 3.1e-5, 6e-5), dmin=(2, 15.5)),  # ... qh[32], qs[128]
     "Q6_K": dict(n=256, nbytes=210, d=(208, 6.2e-5, 1.2e-4), scales=(192, 16)),  # ql, qh, sc, d
 }
 # llama-quant.cpp tensor_type_fallback, for a row length the block size does not divide.
-FALLBACK = {"Q4_K": "Q5_0", "Q6_K": "Q8_0", "Q4_0": "F16", "Q5_0": "F16", "Q8_0": "F16"}
+FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "Q4_0": "F16", "Q5_0": "F16",
+            "Q5_1": "F16", "Q8_0": "F16"}
 
 
 def die(msg):
@@ -160,7 +169,8 @@ def tensor_type(ftype, role, il, n_layer, n_cols, tied):
             t = "Q8_0"
         else:
             t = default if default == "Q8_0" else "Q6_K"
-    elif role in ("attn_v", "ffn_down") and ftype == "Q4_K_M" and use_more_bits(il, n_layer):
+    elif role in ("attn_v", "ffn_down") and ftype in ("Q4_K_M", "Q5_K_M") and \
+            use_more_bits(il, n_layer):
         t = "Q6_K"
     else:
         t = default

@@ -191,12 +191,21 @@ void quantize_block_q8_0(const float* x, UnpackedBlock* out) {
 void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
                 const UnpackedBlock& blk) {
     uint8_t* qs = group + b * w.qs_bytes();
-    if (w.bits == 4 || w.bits == 6) {
+    if (w.bits != 8) {
         for (int c = 0; c < 4; ++c) {
             for (int j = 0; j < 4; ++j) {
                 qs[c * kChunkBytes + lane * 4 + j] = static_cast<uint8_t>(
                     (blk.u[8 * c + j] & 0x0F) | ((blk.u[8 * c + 4 + j] & 0x0F) << 4));
             }
+        }
+        // 5 bits: the fifth bit of element 8c + j at bit c of chunk 4, of 8c + 4 + j at 4 + c.
+        for (int j = 0; w.bits == 5 && j < 4; ++j) {
+            uint8_t high = 0;
+            for (int c = 0; c < 4; ++c) {
+                high |= static_cast<uint8_t>(((blk.u[8 * c + j] >> 4) & 1) << c);
+                high |= static_cast<uint8_t>(((blk.u[8 * c + 4 + j] >> 4) & 1) << (4 + c));
+            }
+            qs[4 * kChunkBytes + lane * 4 + j] = high;
         }
         // 6 bits: the high 2 bits of elements 16p + j, + 4, + 8, + 12 in chunk 4 + p.
         for (int p = 0; w.bits == 6 && p < 2; ++p) {

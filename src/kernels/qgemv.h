@@ -68,7 +68,7 @@ public:
     static bool has_vnni_path(const KernelContext& ctx);
     // Types create() takes directly, each with GGML's own values: Q4_0, Q4_1, Q5_0, Q5_1,
     // Q8_0, and the K-quants Q4_K, Q5_K, Q6_K with their scales per 256-element super-block
-    // and per-block multipliers (4.625, 8.625 and 6.5625 bits per weight stored).
+    // and per-block multipliers (4.625, 5.625 and 6.5625 bits per weight stored).
     static bool supports(GgmlType type);
 
     QuantLinear();

@@ -10,8 +10,9 @@
 // Exactness: every int16 partial sum must stay within +-32767 (|qx| <= 127).
 //   4-bit quants (u <= 15): a pair is <= 2 * 15 * 127 = 3810 and a block adds 8 of them per
 //     int16 lane (4 chunks x low/high nibble): <= 30480.
-//   5-bit quants in bytes (Q5 u <= 31): a pair is <= 2 * 31 * 127 = 7874; each half block
-//     (4 chunks) is summed apart (<= 31496) and widened to int32.
+//   5-bit quants (Q5 u <= 31): a pair is <= 2 * 31 * 127 = 7874; each half block (2 chunks,
+//     low and high nibble elements: 4 pairs per int16 lane) is summed apart (<= 31496) and
+//     widened to int32.
 //   8-bit quants (Q8_0 u = q + 128 <= 255): u = 16 * hi + lo is split into its nibbles, each
 //     summed as above over the block's 8 chunks (<= 30480), and
 //     sum u * qx = 16 * sum hi * qx + sum lo * qx in int32. (Q8_0's u * qx alone would reach
@@ -65,9 +66,10 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
     const __m256i nib = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
     // int16 pair sums (file comment): 4-bit quants sum both nibbles into s_lo; 5-bit quants
-    // sum chunks 0-3 into s_lo and 4-7 into s_hi; 8-bit quants sum their low and high
+    // sum chunks 0-1 into s_lo and 2-3 into s_hi; 8-bit quants sum their low and high
     // nibbles apart (u = 16 * hi + lo).
-    constexpr int kChunks = kBits == 4 ? 4 : 8;
+    constexpr int kChunks = kBits == 8 ? 8 : 4;
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
     __m256i s_lo[H][M], s_hi[H][M];
 #pragma GCC unroll 2
     for (int h = 0; h < H; ++h) {
@@ -80,19 +82,23 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
         for (int h = 0; h < H; ++h) {
             const __m256i v = _mm256_load_si256(
                 reinterpret_cast<const __m256i*>(qb + c * kChunkBytes + h * kHalfBytes));
+            __m256i lo = _mm256_and_si256(v, nib);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
             if constexpr (kBits == 5) {
-#pragma GCC unroll 4
-                for (int r = 0; r < M; ++r) {
-                    const __m256i x = bcast4(xb + r * kBlock + 4 * c);
-                    add_to(c < 4 ? s_lo[h][r] : s_hi[h][r], _mm256_maddubs_epi16(v, x));
-                }
-                continue;
+                // Fifth bits: chunk 4's bits c (low-nibble elements) and 4 + c (high ones).
+                const __m256i high = _mm256_load_si256(
+                    reinterpret_cast<const __m256i*>(qb + 4 * kChunkBytes + h * kHalfBytes));
+                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(high, 4 - c), bit4));
+                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(high, c), bit4));
             }
-            const __m256i lo = _mm256_and_si256(v, nib);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
 #pragma GCC unroll 4
             for (int r = 0; r < M; ++r) {
-                if constexpr (kBits == 4) {
+                if constexpr (kBits == 5) {
+                    const int8_t* xr = xb + r * kBlock + 8 * c;
+                    __m256i& sum = c < 2 ? s_lo[h][r] : s_hi[h][r];
+                    add_to(sum, _mm256_maddubs_epi16(lo, bcast4(xr)));
+                    add_to(sum, _mm256_maddubs_epi16(hi, bcast4(xr + 4)));
+                } else if constexpr (kBits == 4) {
                     const int8_t* xr = xb + r * kBlock + 8 * c;
                     add_to(s_lo[h][r], _mm256_maddubs_epi16(lo, bcast4(xr)));
                     add_to(s_lo[h][r], _mm256_maddubs_epi16(hi, bcast4(xr + 4)));

@@ -14,9 +14,10 @@
 //                              Q4_K / Q5_K the block's 6-bit scale and min multipliers
 // 4-bit quants: 4 chunks of 64 bytes per block; byte 4*i + j of chunk c holds element
 // 8c + j of row i in its low nibble and element 8c + 4 + j in its high nibble (j < 4).
-// 5- and 8-bit quants: 8 chunks of 64 bytes; byte 4*i + j of chunk c is element 4c + j of
-// row i. (5-bit quants, u <= 31, are stored as bytes too; the bound lets the AVX2 kernels
-// skip the nibble split of 8-bit ones.)
+// 5-bit quants: their low 4 bits as the 4-bit layout (chunks 0-3), then chunk 4: byte 4*i + j
+// holds the fifth bit of element 8c + j of row i at bit c and of element 8c + 4 + j at bit
+// 4 + c (c < 4).
+// 8-bit quants: 8 chunks of 64 bytes; byte 4*i + j of chunk c is element 4c + j of row i.
 // 6-bit quants (Q6_K): the low 4 bits as the 4-bit layout (chunks 0-3), then 2 chunks of the
 // high 2 bits: byte 4*i + j of chunk 4 + p holds, from bit 0 up, the high bits of elements
 // 8c + j and 8c + 4 + j for c = 2p, then for c = 2p + 1 (the two nibbles of byte 4*i + j of
@@ -56,10 +57,8 @@ constexpr int kBlock = 32;          // inputs per block, for weights and activat
 constexpr int kMaxRowsPerPass = 8;  // activation rows sharing one pass over a group
 constexpr int kChunkBytes = 64;
 
-// Bytes of one block's quants for one group (qs above): 4, 6 or 8 chunks (4, 6, 5 and 8 bits).
-constexpr size_t qs_bytes_for(int bits) {
-    return bits == 4 ? 4 * kChunkBytes : bits == 6 ? 6 * kChunkBytes : 8 * kChunkBytes;
-}
+// Bytes of one block's quants for one group (qs above): one 64-byte chunk per bit.
+constexpr size_t qs_bytes_for(int bits) { return static_cast<size_t>(bits) * kChunkBytes; }
 // Offset of a Q6_K half block's quants (qgemv_isa.h, Values).
 constexpr int32_t kQ6Offset = 32;
 
@@ -83,7 +82,7 @@ struct Weights {
     int64_t n_out = 0;
     int64_t n_groups = 0;
     int64_t n_blocks = 0;  // n_in / 32
-    int bits = 4;          // 4, 5, 6 or 8 bits per stored quant (5 and 8 in bytes)
+    int bits = 4;          // 4, 5, 6 or 8 bits per stored quant
     Scales scales_kind = Scales::kD;  // kD with 6 bits
     size_t group_bytes = 0;           // multiple of 64
 

@@ -54,15 +54,17 @@ namespace {
 // Stored unsigned quant of element k of block b, lane `lane` (layout: qgemv_isa.h).
 int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
     const uint8_t* qs = w.group(g) + b * w.qs_bytes();
-    if (w.bits == 4 || w.bits == 6) {
-        const int c = k / 8, j = k % 8;
-        const uint8_t byte = qs[c * kChunkBytes + lane * 4 + (j % 4)];
-        const int lo = j < 4 ? (byte & 0x0F) : (byte >> 4);
-        if (w.bits == 4) return lo;
-        const uint8_t high = qs[(4 + c / 2) * kChunkBytes + lane * 4 + (j % 4)];
-        return lo | (((high >> (4 * (c % 2) + 2 * (j / 4))) & 3) << 4);
+    if (w.bits == 8) return qs[(k / 4) * kChunkBytes + lane * 4 + k % 4];
+    const int c = k / 8, j = k % 8;
+    const uint8_t byte = qs[c * kChunkBytes + lane * 4 + (j % 4)];
+    const int lo = j < 4 ? (byte & 0x0F) : (byte >> 4);
+    if (w.bits == 4) return lo;
+    if (w.bits == 5) {
+        const uint8_t high = qs[4 * kChunkBytes + lane * 4 + (j % 4)];
+        return lo | (((high >> (c + 4 * (j / 4))) & 1) << 4);
     }
-    return qs[(k / 4) * kChunkBytes + lane * 4 + k % 4];
+    const uint8_t high = qs[(4 + c / 2) * kChunkBytes + lane * 4 + (j % 4)];
+    return lo | (((high >> (4 * (c % 2) + 2 * (j / 4))) & 3) << 4);
 }
 
 // The exact int32 dot product of block b of row `lane` with activation row r (qgemv_isa.h,

@@ -140,6 +140,7 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     }
     const __m512i nib = _mm512_set1_epi8(0x0F);
     const __m512i nib_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
 
     __m512 acc[G][M];
 #pragma GCC unroll 4
@@ -177,15 +178,29 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
                 sb[g] = sw[g] + b * kGroupRows * 2;
             }
             block_sums_q6<G, M>(qb, sb, xb, xh + b * m, isum);
-        } else if constexpr (kBits == 4) {
+        } else if constexpr (kBits == 4 || kBits == 5) {
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 4
                 for (int g = 0; g < G; ++g) {
                     const __m512i v =
                         in_register(_mm512_load_si512(qs[g] + b * kQs + c * kChunkBytes));
-                    const __m512i lo = _mm512_and_si512(v, nib);
-                    if constexpr (kSplitHi) {
+                    __m512i lo = _mm512_and_si512(v, nib);
+                    if constexpr (kBits == 5) {
+                        // Fifth bits: chunk 4's bits c (low-nibble elements) and 4 + c (high).
+                        const __m512i high = _mm512_load_si512(qs[g] + b * kQs + 4 * kChunkBytes);
+                        const __m512i hi =
+                            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), nib),
+                                            _mm512_and_si512(_mm512_srli_epi16(high, c), bit4));
+                        lo = _mm512_or_si512(
+                            lo, _mm512_and_si512(_mm512_slli_epi16(high, 4 - c), bit4));
+#pragma GCC unroll 8
+                        for (int r = 0; r < M; ++r) {
+                            const int8_t* xr = xb + r * kBlock + 8 * c;
+                            isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], lo, bcast4(xr));
+                            isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], hi, bcast4(xr + 4));
+                        }
+                    } else if constexpr (kSplitHi) {
                         const __m512i hi = _mm512_and_si512(v, nib_hi);
                         isum[g][0] = _mm512_dpbusd_epi32(isum[g][0], lo, bcast4(xb + 8 * c));
                         ihi[g][0] = _mm512_dpbusd_epi32(ihi[g][0], hi, bcast4(xb + 8 * c + 4));
@@ -200,7 +215,7 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
                     }
                 }
             }
-        } else {
+        } else {  // 8 bits
 #pragma GCC unroll 8
             for (int c = 0; c < 8; ++c) {
 #pragma GCC unroll 4

@@ -1,6 +1,6 @@
 // QuantLinear (quantized GEMV): the AVX-512 VNNI and the AVX2 kernels bit-identical to the
-// scalar reference on ragged shapes, strides, bias, accumulation and threads (AVX2 also on
-// extreme quants and activations, where an int16 saturation would show); the reference within
+// scalar reference on ragged shapes, strides, bias, accumulation and threads, and on extreme
+// quants and activations (where an AVX2 int16 saturation would show); the reference within
 // the bound of 8-bit activation quantization of an fp32 GEMV on the dequantized weights; error
 // reporting.
 //
@@ -459,7 +459,8 @@ TEST(QuantLinearAvx2, MatchesReferenceBitExact) {
 
 // Raw GGML blocks with quants at the extremes (all maximal, all minimal, mixed), scale 0.01
 // and min -0.5: u = 15 (Q4), 31 (Q5), 255 (Q8_0 q = 127) against activations at +-127 make
-// the largest int16 partial sums the AVX2 kernels form; a saturation or overflow would show.
+// the largest int16 partial sums the AVX2 kernels form (a saturation or overflow would show),
+// and every fifth-bit pattern of the 5-bit planes.
 std::vector<uint8_t> extreme_blocks(GgmlType type, int64_t n_out, int64_t n_in, uint32_t seed) {
     const quant::BlockShape shape = quant::block_shape(type);
     const bool q8 = type == GgmlType::Q8_0;
@@ -526,8 +527,7 @@ std::vector<float> extreme_x(int64_t m, int64_t ldx, int64_t n_in, uint32_t seed
     return x;
 }
 
-TEST(QuantLinearAvx2, ExtremeValuesBitExact) {
-    if (!have_avx2()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+void expect_extremes_match_ref(Isa isa) {
     uint32_t seed = 1700;
     for (GgmlType type : kTypes) {
         for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 11}) {
@@ -536,10 +536,25 @@ TEST(QuantLinearAvx2, ExtremeValuesBitExact) {
                 seed += 7;
                 const auto blocks = extreme_blocks(type, s.n_out, s.n_in, seed);
                 const auto x = extreme_x(s.m, s.ldx(), s.n_in, seed + 2);
-                expect_avx2_matches_ref(type, blocks, s, x, seed);
+                expect_isa_matches_ref(isa, type, blocks, s, x, seed);
             }
         }
     }
+}
+
+bool have_vnni() {
+    const CpuFeatures f = detect_cpu_features();
+    return isa_supported(Isa::kAvx512, f) && f.avx512vnni;
+}
+
+TEST(QuantLinearAvx2, ExtremeValuesBitExact) {
+    if (!have_avx2()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+    expect_extremes_match_ref(Isa::kAvx2);
+}
+
+TEST(QuantLinearVnni, ExtremeValuesBitExact) {
+    if (!have_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
+    expect_extremes_match_ref(Isa::kAvx512);
 }
 
 // Q6_K blocks at the extremes: quants all 63, all 0 or mixed (u * qx at its largest, with
@@ -586,8 +601,7 @@ TEST(QuantLinearAvx2, Q6KExtremeValuesBitExact) {
 }
 
 TEST(QuantLinearVnni, Q6KExtremeValuesBitExact) {
-    const CpuFeatures f = detect_cpu_features();
-    if (!isa_supported(Isa::kAvx512, f) || !f.avx512vnni) GTEST_SKIP() << "no AVX-512 VNNI";
+    if (!have_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
     expect_q6_k_extremes_match_ref(Isa::kAvx512);
 }
 
