@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/qgemv_bits_inl.h"
 #include "kernels/qgemv_isa.h"
 
 namespace lazyllm::kernels::qgemv {
@@ -48,6 +49,16 @@ inline __m256i bcast4(const int8_t* p) {
 // weights of a decode step come from L3 or DRAM).
 constexpr int64_t kPrefetchBytes = 4096;
 
+// Byte vectors for unpack_chunk (qgemv_bits_inl.h).
+struct Bytes256 {
+    using V = __m256i;
+    static V and_(V a, V b) { return _mm256_and_si256(a, b); }
+    static V or_(V a, V b) { return _mm256_or_si256(a, b); }
+    static V shl16(V a, int k) { return _mm256_slli_epi16(a, k); }
+    static V shr16(V a, int k) { return _mm256_srli_epi16(a, k); }
+    static V set1(char x) { return _mm256_set1_epi8(x); }
+};
+
 // acc + p, kept as one running sum in a register. Integer adds reassociate: without the barrier
 // GCC computes a block's 16-32 vpmaddubsw products first and sums them as a tree, spilling
 // the products to the stack (1.1-1.25x slower at 256 rows, Zen 3).
@@ -63,13 +74,11 @@ inline void add_to(__m256i& acc, __m256i p) {
 template <int kBits, bool kMin, int H, int M>
 inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
                        __m256i (&isum)[H][M]) {
-    const __m256i nib = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
     // int16 pair sums (file comment): 4-bit quants sum both nibbles into s_lo; 5-bit quants
     // sum chunks 0-1 into s_lo and 2-3 into s_hi; 8-bit quants sum their low and high
     // nibbles apart (u = 16 * hi + lo).
     constexpr int kChunks = kBits == 8 ? 8 : 4;
-    const __m256i bit4 = _mm256_set1_epi8(0x10);
     __m256i s_lo[H][M], s_hi[H][M];
 #pragma GCC unroll 2
     for (int h = 0; h < H; ++h) {
@@ -82,15 +91,12 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
         for (int h = 0; h < H; ++h) {
             const __m256i v = _mm256_load_si256(
                 reinterpret_cast<const __m256i*>(qb + c * kChunkBytes + h * kHalfBytes));
-            __m256i lo = _mm256_and_si256(v, nib);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
-            if constexpr (kBits == 5) {
-                // Fifth bits: chunk 4's bits c (low-nibble elements) and 4 + c (high ones).
-                const __m256i high = _mm256_load_si256(
-                    reinterpret_cast<const __m256i*>(qb + 4 * kChunkBytes + h * kHalfBytes));
-                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(high, 4 - c), bit4));
-                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(high, c), bit4));
-            }
+            // 5 bits: the fifth bits come from chunk 4.
+            const __m256i high = kBits == 5 ? _mm256_load_si256(reinterpret_cast<const __m256i*>(
+                                                  qb + 4 * kChunkBytes + h * kHalfBytes))
+                                            : v;
+            __m256i lo, hi;
+            unpack_chunk<Bytes256, kBits == 5 ? 5 : 4>(v, high, c, lo, hi);
 #pragma GCC unroll 4
             for (int r = 0; r < M; ++r) {
                 if constexpr (kBits == 5) {
@@ -135,8 +141,6 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
 template <int H, int M>
 inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb, const int32_t* hs,
                           __m256i (&isum)[H][M]) {
-    const __m256i nib = _mm256_set1_epi8(0x0F);
-    const __m256i bits45 = _mm256_set1_epi8(0x30);
     __m256i pairs[H], sc_half[H][2];
 #pragma GCC unroll 2
     for (int h = 0; h < H; ++h) {
@@ -156,15 +160,8 @@ inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
                 reinterpret_cast<const __m256i*>(qb + c * kChunkBytes + h * kHalfBytes));
             const __m256i high = _mm256_load_si256(
                 reinterpret_cast<const __m256i*>(qb + (4 + c / 2) * kChunkBytes + h * kHalfBytes));
-            // The two high bits of the low- and high-nibble elements moved to bits 4-5: from
-            // bits 0-1 and 2-3 of each byte for even chunks, 4-5 and 6-7 for odd ones.
-            const __m256i h_lo = c % 2 == 1 ? _mm256_and_si256(high, bits45)
-                                            : _mm256_and_si256(_mm256_slli_epi16(high, 4), bits45);
-            const __m256i h_hi = c % 2 == 1 ? _mm256_and_si256(_mm256_srli_epi16(high, 2), bits45)
-                                            : _mm256_and_si256(_mm256_slli_epi16(high, 2), bits45);
-            const __m256i u_lo = _mm256_or_si256(_mm256_and_si256(v, nib), h_lo);
-            const __m256i u_hi =
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nib), h_hi);
+            __m256i u_lo, u_hi;
+            unpack_chunk<Bytes256, 6>(v, high, c, u_lo, u_hi);
 #pragma GCC unroll 4
             for (int r = 0; r < M; ++r) {
                 const int8_t* xr = xb + r * kBlock + 8 * c;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/qgemv_bits_inl.h"
 #include "kernels/qgemv_isa.h"
 
 namespace lazyllm::kernels::qgemv {
@@ -33,6 +34,16 @@ inline __m512i in_register(__m512i v) {
     return v;
 }
 
+// Byte vectors for unpack_chunk (qgemv_bits_inl.h).
+struct Bytes512 {
+    using V = __m512i;
+    static V and_(V a, V b) { return _mm512_and_si512(a, b); }
+    static V or_(V a, V b) { return _mm512_or_si512(a, b); }
+    static V shl16(V a, int k) { return _mm512_slli_epi16(a, static_cast<unsigned>(k)); }
+    static V shr16(V a, int k) { return _mm512_srli_epi16(a, static_cast<unsigned>(k)); }
+    static V set1(char x) { return _mm512_set1_epi8(x); }
+};
+
 // Int32 sums of one 6-bit block (Q6_K; layout and values: qgemv_isa.h) for G groups x M rows:
 // the 6-bit quants of chunk c (its low nibbles, and the two high bits from chunk 4 + c / 2) go
 // through two vpdpbusd per row into half h = c / 2's sum, and once per block
@@ -44,8 +55,6 @@ inline __m512i in_register(__m512i v) {
 template <int G, int M>
 inline void block_sums_q6(const uint8_t* const (&qs)[G], const int8_t* const (&sc)[G],
                           const int8_t* xb, const int32_t* hs, __m512i (&isum)[G][M]) {
-    const __m512i nib = _mm512_set1_epi8(0x0F);
-    const __m512i bits45 = _mm512_set1_epi8(0x30);
     __m512i s[G][M][2];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
@@ -58,15 +67,8 @@ inline void block_sums_q6(const uint8_t* const (&qs)[G], const int8_t* const (&s
         for (int g = 0; g < G; ++g) {
             const __m512i v = in_register(_mm512_load_si512(qs[g] + c * kChunkBytes));
             const __m512i high = in_register(_mm512_load_si512(qs[g] + (4 + c / 2) * kChunkBytes));
-            // The two high bits of the low- and high-nibble elements moved to bits 4-5: from
-            // bits 0-1 and 2-3 of each byte for even chunks, 4-5 and 6-7 for odd ones.
-            const __m512i h_lo = c % 2 == 1 ? _mm512_and_si512(high, bits45)
-                                            : _mm512_and_si512(_mm512_slli_epi16(high, 4), bits45);
-            const __m512i h_hi = c % 2 == 1 ? _mm512_and_si512(_mm512_srli_epi16(high, 2), bits45)
-                                            : _mm512_and_si512(_mm512_slli_epi16(high, 2), bits45);
-            const __m512i u_lo = _mm512_or_si512(_mm512_and_si512(v, nib), h_lo);
-            const __m512i u_hi =
-                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), nib), h_hi);
+            __m512i u_lo, u_hi;
+            unpack_chunk<Bytes512, 6>(v, high, c, u_lo, u_hi);
 #pragma GCC unroll 8
             for (int r = 0; r < M; ++r) {
                 const int8_t* xr = xb + r * kBlock + 8 * c;
@@ -140,7 +142,6 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     }
     const __m512i nib = _mm512_set1_epi8(0x0F);
     const __m512i nib_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
-    const __m512i bit4 = _mm512_set1_epi8(0x10);
 
     __m512 acc[G][M];
 #pragma GCC unroll 4
@@ -185,27 +186,17 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
                 for (int g = 0; g < G; ++g) {
                     const __m512i v =
                         in_register(_mm512_load_si512(qs[g] + b * kQs + c * kChunkBytes));
-                    __m512i lo = _mm512_and_si512(v, nib);
-                    if constexpr (kBits == 5) {
-                        // Fifth bits: chunk 4's bits c (low-nibble elements) and 4 + c (high).
-                        const __m512i high = _mm512_load_si512(qs[g] + b * kQs + 4 * kChunkBytes);
-                        const __m512i hi =
-                            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), nib),
-                                            _mm512_and_si512(_mm512_srli_epi16(high, c), bit4));
-                        lo = _mm512_or_si512(
-                            lo, _mm512_and_si512(_mm512_slli_epi16(high, 4 - c), bit4));
-#pragma GCC unroll 8
-                        for (int r = 0; r < M; ++r) {
-                            const int8_t* xr = xb + r * kBlock + 8 * c;
-                            isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], lo, bcast4(xr));
-                            isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], hi, bcast4(xr + 4));
-                        }
-                    } else if constexpr (kSplitHi) {
+                    if constexpr (kSplitHi) {
+                        const __m512i lo = _mm512_and_si512(v, nib);
                         const __m512i hi = _mm512_and_si512(v, nib_hi);
                         isum[g][0] = _mm512_dpbusd_epi32(isum[g][0], lo, bcast4(xb + 8 * c));
                         ihi[g][0] = _mm512_dpbusd_epi32(ihi[g][0], hi, bcast4(xb + 8 * c + 4));
                     } else {
-                        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+                        // 5 bits: the fifth bits come from chunk 4.
+                        const __m512i high =
+                            kBits == 5 ? _mm512_load_si512(qs[g] + b * kQs + 4 * kChunkBytes) : v;
+                        __m512i lo, hi;
+                        unpack_chunk<Bytes512, kBits>(v, high, c, lo, hi);
 #pragma GCC unroll 8
                         for (int r = 0; r < M; ++r) {
                             const int8_t* xr = xb + r * kBlock + 8 * c;
