@@ -222,11 +222,11 @@ void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
     }
     // d and m per super-block (written by each of its blocks: the same values) or per block.
     const int64_t is = w.per_super() ? b / qgemv::kSuperBlocks : b;
-    auto* d = reinterpret_cast<uint16_t*>(group + w.n_blocks * w.qs_bytes());
-    d[is * kGroupRows + lane] = blk.d;
-    if (w.has_min()) d[(w.n_scale() + is) * kGroupRows + lane] = blk.m;
+    reinterpret_cast<uint16_t*>(group + w.scales_offset())[is * kGroupRows + lane] = blk.d;
+    if (w.has_min())
+        reinterpret_cast<uint16_t*>(group + w.mins_offset())[is * kGroupRows + lane] = blk.m;
     if (w.per_super()) {
-        auto* sc = reinterpret_cast<int8_t*>(d + (w.has_min() ? 2 : 1) * w.n_scale() * kGroupRows);
+        auto* sc = reinterpret_cast<int8_t*>(group + w.sub_offset());
         sc[(b * kGroupRows + lane) * 2] = blk.sc[0];
         sc[(b * kGroupRows + lane) * 2 + 1] = blk.sc[1];
     }

@@ -90,25 +90,24 @@ struct Weights {
     bool per_super() const { return qgemv::per_super(bits, scales_kind); }
     int64_t n_scale() const { return per_super() ? n_blocks / kSuperBlocks : n_blocks; }
     size_t qs_bytes() const { return qs_bytes_for(bits); }
+    // Byte offsets of d, m and sub within a group (layout above).
+    size_t scales_offset() const { return static_cast<size_t>(n_blocks) * qs_bytes(); }
+    size_t mins_offset() const { return scales_offset() + n_scale() * kGroupRows * 2; }
+    size_t sub_offset() const {
+        return mins_offset() + (has_min() ? n_scale() * kGroupRows * 2 : 0);
+    }
     const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g) * group_bytes; }
     const uint16_t* scales(int64_t g) const {
-        return reinterpret_cast<const uint16_t*>(group(g) + n_blocks * qs_bytes());
+        return reinterpret_cast<const uint16_t*>(group(g) + scales_offset());
     }
-    const uint16_t* mins(int64_t g) const { return scales(g) + n_scale() * kGroupRows; }
+    const uint16_t* mins(int64_t g) const {
+        return reinterpret_cast<const uint16_t*>(group(g) + mins_offset());
+    }
     // K-quants: [n_blocks][16 rows][2] int8 multipliers (6 bits: half scales; else sc, mn).
     const int8_t* sub_scales(int64_t g) const {
-        return reinterpret_cast<const int8_t*>(mins(g) + (has_min() ? n_scale() * kGroupRows : 0));
+        return reinterpret_cast<const int8_t*>(group(g) + sub_offset());
     }
 };
-
-// Bytes of one group in the layout above, rounded up to 64.
-inline size_t group_bytes_for(int bits, Scales kind, int64_t n_blocks) {
-    const int64_t n_scale = per_super(bits, kind) ? n_blocks / kSuperBlocks : n_blocks;
-    size_t bytes = qs_bytes_for(bits) * static_cast<size_t>(n_blocks) +
-                   (has_min(kind) ? 2 : 1) * static_cast<size_t>(n_scale) * kGroupRows * 2;
-    if (per_super(bits, kind)) bytes += static_cast<size_t>(n_blocks) * kGroupRows * 2;
-    return (bytes + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
-}
 
 // A group's bytes per block, scales included (what a kernel streams per block, on average).
 constexpr int64_t block_stream_bytes(int bits, Scales kind) {
@@ -116,6 +115,13 @@ constexpr int64_t block_stream_bytes(int bits, Scales kind) {
     const int64_t scale_rows = has_min(kind) ? 2 : 1;  // d, or d and m: 2 bytes per row each
     return per_super(bits, kind) ? qs + scale_rows * kGroupRows * 2 / kSuperBlocks + kGroupRows * 2
                                  : qs + scale_rows * kGroupRows * 2;
+}
+
+// Bytes of one group in the layout above, rounded up to 64 (K-quants: n_blocks a multiple of 8,
+// so the per-block average is exact).
+inline size_t group_bytes_for(int bits, Scales kind, int64_t n_blocks) {
+    const auto bytes = static_cast<size_t>(block_stream_bytes(bits, kind) * n_blocks);
+    return (bytes + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
 }
 
 // Quantized activation rows (one forward()), block-major so that the rows a kernel pass
