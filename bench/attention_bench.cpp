@@ -27,8 +27,17 @@
 namespace lazyllm::kernels {
 namespace {
 
-constexpr int kHead = 9, kHeadKv = 3, kHeadDim = 64;
-constexpr int64_t kRowElems = kHeadKv * kHeadDim;
+// Attention shape of a model: query heads, KV heads, head_dim, layers.
+struct Shape {
+    int n_head, n_head_kv, head_dim, n_layer;
+    int64_t row_elems() const { return static_cast<int64_t>(n_head_kv) * head_dim; }
+};
+constexpr Shape kSmolLM2{9, 3, 64, 30};  // the default model
+// BM_AttentionDecodeModel's shapes (arg `model`).
+constexpr Shape kModels[] = {kSmolLM2,
+                             {32, 8, 64, 16} /* Llama-3.2-1B */,
+                             {12, 2, 128, 28} /* Qwen2.5-1.5B */,
+                             {32, 8, 128, 32} /* Llama-3.1-8B */};
 
 struct Buffers {
     std::vector<float> q, k, v, out;  // k, v: fp32 caches (empty for f16)
@@ -41,7 +50,9 @@ struct Buffers {
 // layer 0). indexed: the keys are n_kv rows of a 2 * n_kv row cache (sorted random subset),
 // read through kv_row.
 AttentionArgs make_args(Buffers& b, int64_t n_q, int64_t n_kv, KvType type, bool indexed,
-                        int n_layers = 1) {
+                        int n_layers = 1, const Shape& sh = kSmolLM2) {
+    const int64_t kRowElems = sh.row_elems();
+    const int kHead = sh.n_head, kHeadKv = sh.n_head_kv, kHeadDim = sh.head_dim;
     uint32_t state = 1;
     auto next = [&state] {  // uniform in [-1, 1): an LCG, fast enough for 100M elements
         state = state * 1664525u + 1013904223u;
@@ -121,14 +132,14 @@ double visible_pairs(const Buffers& b) {  // sum over queries of visible keys
 // K/V come from beyond L2 (n_layers = 30, SmolLM2-135M's depth: 23-189 MB at 1k-8k keys).
 // bf16: AttentionArgs::bf16 (the AMX or AVX-512-BF16 tiles on a prefill).
 void run(benchmark::State& state, Isa isa, int64_t n_q, int64_t n_kv, KvType type, bool indexed,
-         int n_layers = 1, bool bf16 = false) {
+         int n_layers = 1, bool bf16 = false, const Shape& sh = kSmolLM2) {
     const CpuFeatures f = detect_cpu_features();
     if (!isa_supported(isa, f) || (bf16 && !f.avx512bf16)) {
         state.SkipWithError("ISA not supported by this CPU");
         return;
     }
     Buffers b;
-    AttentionArgs a0 = make_args(b, n_q, n_kv, type, indexed, n_layers);
+    AttentionArgs a0 = make_args(b, n_q, n_kv, type, indexed, n_layers, sh);
     a0.bf16 = bf16;
     std::vector<AttentionArgs> layers;
     for (int il = 0; il < n_layers; ++il) layers.push_back(layer_args(a0, b, il));
@@ -140,10 +151,10 @@ void run(benchmark::State& state, Isa isa, int64_t n_q, int64_t n_kv, KvType typ
         benchmark::ClobberMemory();
     }
     state.counters["GFLOPS"] =
-        benchmark::Counter(4.0 * kHeadDim * kHead * visible_pairs(b) * n_layers * 1e-9,
+        benchmark::Counter(4.0 * sh.head_dim * sh.n_head * visible_pairs(b) * n_layers * 1e-9,
                            benchmark::Counter::kIsIterationInvariantRate);
     state.counters["threads"] = ctx.n_threads;
-    state.SetBytesProcessed(state.iterations() * n_layers * n_kv * 2 * kRowElems *
+    state.SetBytesProcessed(state.iterations() * n_layers * n_kv * 2 * sh.row_elems() *
                             static_cast<int64_t>(kv_type_size(type)));
 }
 
@@ -185,6 +196,20 @@ void BM_AttentionDecode(benchmark::State& state) {
 BENCHMARK(BM_AttentionDecode)
     ->ArgsProduct({{1024, 2048, 4096, 8192}, {0, 1}, {0, 1}, {1, 30}})
     ->ArgNames({"n", "f16", "indexed", "layers"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// A whole decode step's attention (one query, every layer's f16 cache) in a model's shape:
+// args n (context), model (kModels: 0 SmolLM2-135M, 1 Llama-3.2-1B, 2 Qwen2.5-1.5B,
+// 3 Llama-3.1-8B).
+void BM_AttentionDecodeModel(benchmark::State& state) {
+    const Shape& sh = kModels[state.range(1)];
+    run(state, best_isa(detect_cpu_features()), 1, state.range(0), KvType::kF16, false, sh.n_layer,
+        false, sh);
+}
+BENCHMARK(BM_AttentionDecodeModel)
+    ->ArgsProduct({{2048, 4096}, {0, 1, 2, 3}})
+    ->ArgNames({"n", "model"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -200,7 +200,8 @@ def main():
     policies = a.policies.split(",")
     print(f"# lazyllm vs llama.cpp ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC})\n")
     print(f"- model: `{os.path.basename(a.model)}`; CPU: {cpu_model()}, {os.cpu_count()} cores; "
-          f"threads: {a.threads}; repetitions: {a.repetitions}; decode steps: {a.n_gen}")
+          f"threads: {a.threads}; repetitions: {a.repetitions}; decode steps: {a.n_gen}; "
+          f"OMP_WAIT_POLICY: {os.environ.get('OMP_WAIT_POLICY', 'unset (OpenMP default)')}")
     print(f"- llama.cpp: llama-bench build {first.get('build_number')} (commit {first.get('build_commit')}), "
           f"backends {first.get('backends')}, n_batch {first.get('n_batch')}, n_ubatch "
           f"{first.get('n_ubatch')}, flash attention {FA.get(first.get('flash_attn'), first.get('flash_attn'))}, "

@@ -34,9 +34,9 @@ struct AttnPlan<Isa::kAvx2> {
     static constexpr bool kCopyBlock = false;  // fp32 K/V rows read in place
     static constexpr bool kPadKeys = false;    // blocks past the last key stop at nj keys
     static constexpr bool kMulFirst = false;   // keys in lanes: dot products start at 0
-    static constexpr bool kLanePairs = false;  // P.V one lane at a time ...
-    static constexpr int kChains = 1;          // ... in one FMA chain per vector ...
-    static constexpr bool kWholeRow = false;   // ... over at most 8 vectors of the O row
+    static constexpr bool kLanePairs = false;  // keys in lanes, P.V: one FMA chain per O element
+    static constexpr int kChains = 1;
+    static constexpr int kRegisters = 16;  // keys in lanes: vectors it may hold
 };
 // 32 zmm registers: S^T of a whole block of 16 keys stays in registers.
 template <>
@@ -46,19 +46,24 @@ struct AttnPlan<Isa::kAvx512> {
     static constexpr bool kCopyBlock = true;  // the block always copied: constant row offsets
     static constexpr bool kPadKeys = true;    // padding keys run masked (p = 0)
     static constexpr bool kMulFirst = true;
-    static constexpr bool kLanePairs = true;  // P.V over lane pairs, sharing each V load ...
-    static constexpr int kChains = 2;         // ... a single lane in two chains (even/odd keys)
-    static constexpr bool kWholeRow = true;   // ... with the whole O row in registers
+    static constexpr bool kLanePairs =
+        true;                          // keys in lanes, P.V: lanes in pairs, one chain each ...
+    static constexpr int kChains = 2;  // ... a lane without a partner two (even/odd keys)
+    static constexpr int kRegisters = 32;
 };
 
 namespace {
 
 constexpr int kTileKeys = 16;  // keys per block, queries in lanes
-// Keys in lanes prefetches the K/V rows this many keys ahead into L2. On the default model at a
-// 4k context, 1 thread (Sapphire Rapids), decode attention takes 12 ms per token with it and 15
-// without (a decode step streams every layer's cache from beyond L2); rows already in L2 (a
-// microbenchmark repeating one layer) lose about 15% to the extra instructions.
-constexpr int64_t kPrefetchKeys = 64;
+// Keys in lanes reads the K/V rows it is about to use, kTouchKeys at a time, with one load per
+// cache line in address order (whole rows, key after key) before computing on them head by
+// head. The tiles' own reads go head by head, a row apart; from memory that order streams at
+// a quarter of the rate of the sequential one (7 against 31 GB/s, one Zen 4 core, Llama-3.2-1B's
+// 1 KiB rows), as the L2 stream prefetcher only follows sequential misses. The sequential pass
+// leaves the rows in L2 for the tiles (256 KiB at 1 KiB rows). A whole decode step's attention
+// at 2k-4k keys (`BM_AttentionDecodeModel`) took 1.4-1.9x less time with it than with software
+// prefetches 64 keys ahead.
+constexpr int64_t kTouchKeys = 128;
 // Keys in lanes: probabilities are taken relative to a running reference max that is raised
 // only when a score exceeds it by more than this (log2 domain), so P <= 2^8 and the rescale
 // (a horizontal max, an exp2, a pass over O) is rare (as in attention_amx.cpp).
@@ -220,79 +225,157 @@ void tile_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int
     }
 }
 
-// Largest divisor of n that is at most 8: O-row vectors held in registers at once.
-constexpr int row_chunk(int n) {
-    for (int c = 8; c > 1; --c) {
+// Largest divisor of n that is at most cap (>= 1): vectors of a row held in registers at once.
+constexpr int row_chunk(int n, int cap) {
+    for (int c = cap; c > 1; --c) {
         if (n % c == 0) return c;
     }
     return 1;
 }
 
 // O rows of NL lanes (o + l * D) = alpha[l] * O + sum_jj p[l][jj] * V[jj] over n_keys keys
-// (padding keys have p = 0), kChunk vectors of each row in registers at a time: NL * kChunk
-// independent FMA chains, each V load shared by the NL lanes; with kChains = 2 (one lane)
-// even and odd keys go to two chains so that the FMA latency does not bound it.
-template <Isa I, int D, int NL, int kChains, int kChunk>
-inline void pv_update(float* o, const float (*p)[Vec<I>::kWidth], const float* alpha,
-                      const float* const* v_rows, int n_keys) {
+// (padding keys have p = 0). Each V row (v_rows[jj] + head_off, fp32 or half) is loaded, and
+// converted, once into registers for all lanes; the lanes' O rows stay in registers, kChunk
+// vectors of each at a time. Every O element is one FMA chain over the keys in order, except
+// where the plan splits a lane into even and odd keys (two chains added at the end, so that
+// the FMA latency does not bound a lane that has no partner): the odd lane left over by lane
+// pairs (AVX-512, rows of at most 8 vectors).
+template <Isa I, int D, typename T, int NL>
+inline void pv_block(float* o, const float (*p)[Vec<I>::kWidth], const float* alpha,
+                     const T* const* v_rows, int64_t head_off, int n_keys) {
     using V = Vec<I>;
-    constexpr int W = V::kWidth, kVec = D / W, kAcc = NL * kChains;
-    static_assert(kChains == 1 || NL == 1);
+    using F = typename V::F;
+    using P = AttnPlan<I>;
+    constexpr int W = V::kWidth, kVec = D / W;
+    constexpr bool kPairs = P::kLanePairs && kVec <= 8;
+    constexpr bool kSplit = P::kChains == 2 && kVec <= 8 && (!kPairs || NL % 2 == 1);
+    static_assert(!kSplit || kPairs || NL == 1, "two chains for one lane only");
+    static_assert(!kSplit || P::kPadKeys, "split chains take the keys in pairs");
+    constexpr int kAcc = NL + (kSplit ? 1 : 0);  // acc[NL]: the odd keys of lane NL - 1
+    constexpr int kChunk = row_chunk(kVec, (P::kRegisters - 2) / (kAcc + 1));
+    constexpr int kStep = kSplit ? 2 : 1;
     for (int c0 = 0; c0 < kVec; c0 += kChunk) {
-        typename V::F acc[kAcc][kChunk];
-#pragma GCC unroll 16
+        F acc[kAcc][kChunk];
+#pragma GCC unroll 8
         for (int c = 0; c < kChunk; ++c) {
-#pragma GCC unroll 2
+#pragma GCC unroll 6
             for (int l = 0; l < NL; ++l) {
                 acc[l][c] = V::mul(V::load(o + l * D + W * (c0 + c)), V::set1(alpha[l]));
             }
-            if constexpr (kChains == 2) acc[1][c] = V::zero();
+            if constexpr (kSplit) acc[NL][c] = V::zero();
         }
-        for (int jj = 0; jj < n_keys; jj += kChains) {
+        for (int jj = 0; jj < n_keys; jj += kStep) {
 #pragma GCC unroll 2
-            for (int h = 0; h < kChains; ++h) {
-#pragma GCC unroll 16
-                for (int c = 0; c < kChunk; ++c) {
-                    const auto v = V::load(v_rows[jj + h] + W * (c0 + c));
-#pragma GCC unroll 2
-                    for (int l = 0; l < NL; ++l) {
-                        auto& acc_lc = acc[kChains == 2 ? h : l][c];
-                        acc_lc = V::fmadd(V::set1(p[kChains == 2 ? 0 : l][jj + h]), v, acc_lc);
-                    }
+            for (int h = 0; h < kStep; ++h) {
+                const T* vr = v_rows[jj + h] + head_off + W * c0;
+                F v[kChunk];
+#pragma GCC unroll 8
+                for (int c = 0; c < kChunk; ++c) v[c] = V::load(vr + W * c);
+#pragma GCC unroll 6
+                for (int l = 0; l < NL; ++l) {
+                    const int chain = kSplit && l == NL - 1 && h == 1 ? NL : l;
+                    const F pb = V::set1(p[l][jj + h]);
+#pragma GCC unroll 8
+                    for (int c = 0; c < kChunk; ++c)
+                        acc[chain][c] = V::fmadd(pb, v[c], acc[chain][c]);
                 }
             }
         }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
         for (int c = 0; c < kChunk; ++c) {
-            if constexpr (kChains == 2) acc[0][c] = V::add(acc[0][c], acc[1][c]);
-#pragma GCC unroll 2
+            if constexpr (kSplit) acc[NL - 1][c] = V::add(acc[NL - 1][c], acc[NL][c]);
+#pragma GCC unroll 6
             for (int l = 0; l < NL; ++l) V::store(o + l * D + W * (c0 + c), acc[l][c]);
         }
     }
 }
 
-// Keys in lanes (few lanes: decode, a GQA group of 1-4 heads per KV head). Per block of
-// kWidth keys and tile: the block's K and V rows of the tile's KV head (converted once), then
-// per lane kWidth dot products as per-key partial vectors reduced to one vector of scores
-// (Vec::transpose_sum), the online-softmax update against a lazily raised reference max
-// (kRescaleLog2), and O += P . V with the lane's O row in registers (pv_update). Blocks visit
-// the tiles in order, so with the tiles of every KV head the rows are streamed once, whole,
-// front to back.
+// One block of kWidth keys for one tile of NL lanes (lanes_kernel): rows k_rows/v_rows of the
+// block (+ the tile's head offset), positions key_pos (neg_key_pos for a sliding window).
+// Scores: each key's K row is loaded, and converted, once into registers and dotted with every
+// lane's query into one partial vector per (lane, key), which Vec::transpose_sum reduces to a
+// vector of kWidth scores per lane. Then the online-softmax update against a lazily raised
+// reference max (kRescaleLog2), then O += P . V (pv_block).
+template <Isa I, int D, typename T, int NL>
+void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const T* const* k_rows,
+                 const T* const* v_rows, int n_keys, typename Vec<I>::Ints key_pos,
+                 typename Vec<I>::Ints neg_key_pos, bool windowed) {
+    using V = Vec<I>;
+    using F = typename V::F;
+    using P = AttnPlan<I>;
+    constexpr int kKeys = V::kWidth, kVec = D / kKeys;
+    constexpr int kSumOffset = kAttnFewLanes * D;  // P sums after the O rows
+    constexpr int kQk = row_chunk(kVec, P::kRegisters - NL - 2);
+    const int64_t head_off = static_cast<int64_t>(t.kv_head) * D;
+    const float* q[NL];
+#pragma GCC unroll 6
+    for (int l = 0; l < NL; ++l) {
+        q[l] = a.q + t.row[l] * a.q_stride + static_cast<int64_t>(t.head[l]) * D;
+    }
+    alignas(64) float part[NL][kKeys][kKeys];  // per lane and key: the partial dot product
+    for (int jj = 0; jj < kKeys; ++jj) {       // padding keys repeat a row; masked below
+        const T* kr = k_rows[jj] + head_off;
+        F acc[NL];
+#pragma GCC unroll 16
+        for (int c0 = 0; c0 < kVec; c0 += kQk) {
+            F k[kQk];
+#pragma GCC unroll 16
+            for (int c = 0; c < kQk; ++c) k[c] = V::load(kr + kKeys * (c0 + c));
+#pragma GCC unroll 6
+            for (int l = 0; l < NL; ++l) {
+#pragma GCC unroll 16
+                for (int c = 0; c < kQk; ++c) {
+                    const F qv = V::load(q[l] + kKeys * (c0 + c));
+                    if (c0 + c == 0) {
+                        acc[l] = P::kMulFirst ? V::mul(qv, k[c]) : V::fmadd(qv, k[c], V::zero());
+                    } else {
+                        acc[l] = V::fmadd(qv, k[c], acc[l]);
+                    }
+                }
+            }
+        }
+#pragma GCC unroll 6
+        for (int l = 0; l < NL; ++l) V::store_aligned(part[l][jj], acc[l]);
+    }
+    const float q_scale = a.scale * kLog2e;
+    alignas(64) float p_buf[NL][kKeys];  // probabilities
+    float alpha[NL];                     // per lane O rescale of this block
+    for (int l = 0; l < NL; ++l) {
+        F acc[kKeys];
+#pragma GCC unroll 16
+        for (int jj = 0; jj < kKeys; ++jj) acc[jj] = V::load_aligned(part[l][jj]);
+        F s = V::mul(V::transpose_sum(acc), V::set1(q_scale));
+        s = V::hide_after(s, key_pos, V::set1_i32(t.pos[l]));
+        if (windowed) s = V::hide_after(s, neg_key_pos, V::set1_i32(window_threshold(a, t.pos[l])));
+        float* l_acc = st.o + kSumOffset + l * kKeys;
+        float m = st.m[l];
+        alpha[l] = 1.0f;
+        if (V::any_gt(s, V::set1(m + kRescaleLog2))) {
+            const float block_max = V::reduce_max(s);
+            alpha[l] = std::exp2(m - block_max);
+            m = block_max;
+            st.m[l] = m;
+            V::store(l_acc, V::mul(V::load(l_acc), V::set1(alpha[l])));
+        }
+        const F p = V::exp2(V::sub(s, V::set1(m)));
+        V::store(l_acc, V::add(V::load(l_acc), p));
+        V::store_aligned(p_buf[l], p);
+    }
+    pv_block<I, D, T, NL>(st.o, p_buf, alpha, v_rows, head_off, n_keys);
+}
+
+// Keys in lanes (few lanes: decode, a GQA group of 1-6 query heads per KV head). Per block of
+// kWidth keys: the block's rows are found once, then each tile runs lanes_block, which reads
+// every K and V row of its KV head once (no converted copy is stored). The rows are read first
+// in address order, kTouchKeys at a time, so that they stream from memory at full rate.
 // While running, states[i].o holds O as [lane][D] and then the P sums as [lane][kWidth]; O is
 // transposed to [D][16] and the sums reduced into states[i].l at the end.
 template <Isa I, int D, typename T>
 void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, int64_t j_begin,
                   int64_t j_end, AttnState* states) {
     using V = Vec<I>;
-    using F = typename V::F;
     using P = AttnPlan<I>;
     constexpr int kKeys = V::kWidth;  // keys per block
-    constexpr int kVec = D / kKeys;
-    alignas(64) float kbuf[kKeys * D];  // [kKeys][D] f16 rows converted (T = uint16_t)
-    alignas(64) float vbuf[kKeys * D];
-    alignas(64) float p_buf[kAttnFewLanes][kKeys];  // scores, then probabilities
-    float alpha[kAttnFewLanes];                     // per lane O rescale of this block
-    const float q_scale = a.scale * kLog2e;
     const T* k_base = static_cast<const T*>(a.k);
     const T* v_base = static_cast<const T*>(a.v);
     constexpr int kSumOffset = kAttnFewLanes * D;  // P sums after the O rows
@@ -308,9 +391,10 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
     }
     // The part of each row the tiles read: KV heads [head_lo, head_hi] (the whole row when
     // the tiles are every KV head's).
-    const int64_t pf_offset = static_cast<int64_t>(head_lo) * D;
-    const int64_t pf_bytes = static_cast<int64_t>(head_hi - head_lo + 1) * D * sizeof(T);
+    const int64_t row_offset = static_cast<int64_t>(head_lo) * D;
+    const int64_t row_bytes = static_cast<int64_t>(head_hi - head_lo + 1) * D * sizeof(T);
 
+    uint32_t sink = 0;  // the touching loads' sum (volatile loads: never optimized away)
     for (int64_t j0 = j_begin; j0 < j_end; j0 += kKeys) {
         const int nj = static_cast<int>(std::min<int64_t>(kKeys, j_end - j0));
         const int n_keys = P::kPadKeys ? kKeys : nj;
@@ -321,81 +405,51 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
             for (int jj = 0; jj < kKeys; ++jj) neg_kp[jj] = jj < nj ? -a.kv_pos[j0 + jj] : -INT32_MAX;
         }
         const auto neg_key_pos = V::load_i32(neg_kp, windowed ? kKeys : 0, -INT32_MAX);
-        const int64_t jp_end = std::min(j_end, j0 + kPrefetchKeys + kKeys);
-        for (int64_t jp = j0 + kPrefetchKeys; jp < jp_end; ++jp) {
-            const int64_t off = kv_row_of(a, jp) * a.kv_stride + pf_offset;
-            const char* k_row = reinterpret_cast<const char*>(k_base + off);
-            const char* v_row = reinterpret_cast<const char*>(v_base + off);
-            for (int64_t b = 0; b < pf_bytes; b += 64) {
-                _mm_prefetch(k_row + b, _MM_HINT_T1);
-                _mm_prefetch(v_row + b, _MM_HINT_T1);
+        if ((j0 - j_begin) % kTouchKeys == 0) {
+            const int64_t jt_end = std::min(j_end, j0 + kTouchKeys);
+            for (int64_t jt = j0; jt < jt_end; ++jt) {
+                const int64_t off = kv_row_of(a, jt) * a.kv_stride + row_offset;
+                const auto* k_row = reinterpret_cast<const volatile char*>(k_base + off);
+                const auto* v_row = reinterpret_cast<const volatile char*>(v_base + off);
+                for (int64_t b = 0; b < row_bytes; b += 64) sink += k_row[b] + v_row[b];
             }
         }
+        const T* k_rows[kKeys];  // rows jj >= nj repeat row nj - 1
+        const T* v_rows[kKeys];
+        for (int jj = 0; jj < kKeys; ++jj) {
+            const int64_t off = kv_row_of(a, j0 + std::min(jj, nj - 1)) * a.kv_stride;
+            k_rows[jj] = k_base + off;
+            v_rows[jj] = v_base + off;
+        }
         for (int i = 0; i < n_tiles; ++i) {
-            const AttnTile& t = tiles[i];
-            AttnState& st = states[i];
-            const int64_t head_off = static_cast<int64_t>(t.kv_head) * D;
-            const float* k_rows[kKeys];
-            const float* v_rows[kKeys];
-            block_rows<I, D, kKeys, false>(a, k_base + head_off, j0, nj, kbuf, k_rows);
-            block_rows<I, D, kKeys, false>(a, v_base + head_off, j0, nj, vbuf, v_rows);
-            // Scores of every lane first, then their softmax updates, then P.V: independent
-            // chains the core can overlap.
-            for (int lane = 0; lane < t.n_lanes; ++lane) {
-                const float* q =
-                    a.q + t.row[lane] * a.q_stride + static_cast<int64_t>(t.head[lane]) * D;
-                F acc[kKeys];
-                const F q0 = V::load(q);
-#pragma GCC unroll 16
-                for (int jj = 0; jj < kKeys; ++jj) {
-                    const F k0 = V::load(k_rows[jj]);
-                    acc[jj] = P::kMulFirst ? V::mul(q0, k0) : V::fmadd(q0, k0, V::zero());
-                }
-                for (int c = 1; c < kVec; ++c) {
-                    const F qv = V::load(q + kKeys * c);
-#pragma GCC unroll 16
-                    for (int jj = 0; jj < kKeys; ++jj) {
-                        acc[jj] = V::fmadd(qv, V::load(k_rows[jj] + kKeys * c), acc[jj]);
-                    }
-                }
-                F s = V::mul(V::transpose_sum(acc), V::set1(q_scale));
-                s = V::hide_after(s, key_pos, V::set1_i32(t.pos[lane]));
-                if (windowed) {  // sliding window
-                    s = V::hide_after(s, neg_key_pos, V::set1_i32(window_threshold(a, t.pos[lane])));
-                }
-                V::store_aligned(p_buf[lane], s);
-            }
-            for (int lane = 0; lane < t.n_lanes; ++lane) {
-                const F s = V::load_aligned(p_buf[lane]);
-                float* l_acc = st.o + kSumOffset + lane * kKeys;
-                float m = st.m[lane];
-                alpha[lane] = 1.0f;
-                if (V::any_gt(s, V::set1(m + kRescaleLog2))) {
-                    const float block_max = V::reduce_max(s);
-                    alpha[lane] = std::exp2(m - block_max);
-                    m = block_max;
-                    st.m[lane] = m;
-                    V::store(l_acc, V::mul(V::load(l_acc), V::set1(alpha[lane])));
-                }
-                const F p = V::exp2(V::sub(s, V::set1(m)));
-                V::store(l_acc, V::add(V::load(l_acc), p));
-                V::store_aligned(p_buf[lane], p);
-            }
-            constexpr int kChunk = P::kWholeRow ? kVec : row_chunk(kVec);
-            constexpr int kChains = P::kChains == 2 && kVec <= 8 ? 2 : 1;
-            int lane = 0;
-            if constexpr (P::kLanePairs && kVec <= 8) {
-                for (; lane + 1 < t.n_lanes; lane += 2) {
-                    pv_update<I, D, 2, 1, kChunk>(st.o + lane * D, p_buf + lane, alpha + lane,
-                                                  v_rows, n_keys);
-                }
-            }
-            for (; lane < t.n_lanes; ++lane) {
-                pv_update<I, D, 1, kChains, kChunk>(st.o + lane * D, p_buf + lane, alpha + lane,
-                                                    v_rows, n_keys);
+            const auto run = [&]<int NL>() {
+                lanes_block<I, D, T, NL>(a, tiles[i], states[i], k_rows, v_rows, n_keys, key_pos,
+                                         neg_key_pos, windowed);
+            };
+            static_assert(kAttnFewLanes == 6);
+            switch (tiles[i].n_lanes) {
+                case 1:
+                    run.template operator()<1>();
+                    break;
+                case 2:
+                    run.template operator()<2>();
+                    break;
+                case 3:
+                    run.template operator()<3>();
+                    break;
+                case 4:
+                    run.template operator()<4>();
+                    break;
+                case 5:
+                    run.template operator()<5>();
+                    break;
+                default:
+                    run.template operator()<6>();
+                    break;
             }
         }
     }
+    (void)sink;
     // [lane][D] -> [D][16], the AttnState layout; padding lanes are zero.
     alignas(64) float tmp[kAttnFewLanes * D];
     for (int i = 0; i < n_tiles; ++i) {
