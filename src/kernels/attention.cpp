@@ -142,25 +142,30 @@ AttnTile make_tile(const AttentionArgs& a, const KeyRanges& keys, int g, int64_t
 }
 
 // Merges key-split partial states parts[0], parts[stride], ... into `dst` (FlashDecoding's
-// log-sum-exp combination).
+// log-sum-exp combination). Lanes innermost: each row of O^T is 16 contiguous lanes.
 void merge_states(const AttnState* parts, int n_parts, int64_t stride, int head_dim,
                   AttnState& dst) {
+    float m[kAttnLanes], l[kAttnLanes], w[kAttnLanes];
     for (int lane = 0; lane < kAttnLanes; ++lane) {
-        float m = detail::kAttnMaxInit;
-        for (int p = 0; p < n_parts; ++p) m = std::max(m, parts[p * stride].m[lane]);
-        float l = 0.0f;
-        for (int c = 0; c < head_dim; ++c) dst.o[c * kAttnLanes + lane] = 0.0f;
-        for (int p = 0; p < n_parts; ++p) {
-            const AttnState& part = parts[p * stride];
-            const float w = std::exp2(part.m[lane] - m);
-            l += w * part.l[lane];
-            for (int c = 0; c < head_dim; ++c) {
-                dst.o[c * kAttnLanes + lane] += w * part.o[c * kAttnLanes + lane];
-            }
-        }
-        dst.m[lane] = m;
-        dst.l[lane] = l;
+        m[lane] = detail::kAttnMaxInit;
+        for (int p = 0; p < n_parts; ++p) m[lane] = std::max(m[lane], parts[p * stride].m[lane]);
+        l[lane] = 0.0f;
     }
+    std::fill(dst.o, dst.o + static_cast<int64_t>(head_dim) * kAttnLanes, 0.0f);
+    for (int p = 0; p < n_parts; ++p) {
+        const AttnState& part = parts[p * stride];
+        for (int lane = 0; lane < kAttnLanes; ++lane) {
+            w[lane] = std::exp2(part.m[lane] - m[lane]);
+            l[lane] += w[lane] * part.l[lane];
+        }
+        for (int c = 0; c < head_dim; ++c) {
+            float* o = dst.o + c * kAttnLanes;
+            const float* po = part.o + c * kAttnLanes;
+            for (int lane = 0; lane < kAttnLanes; ++lane) o[lane] += w[lane] * po[lane];
+        }
+    }
+    std::copy(m, m + kAttnLanes, dst.m);
+    std::copy(l, l + kAttnLanes, dst.l);
 }
 
 // Part `part` of [0, n) cut into n_split aligned chunks (the last ones may be empty).
