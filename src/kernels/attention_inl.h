@@ -426,27 +426,11 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
                 lanes_block<I, D, T, NL>(a, tiles[i], states[i], k_rows, v_rows, n_keys, key_pos,
                                          neg_key_pos, windowed);
             };
-            static_assert(kAttnFewLanes == 6);
-            switch (tiles[i].n_lanes) {
-                case 1:
-                    run.template operator()<1>();
-                    break;
-                case 2:
-                    run.template operator()<2>();
-                    break;
-                case 3:
-                    run.template operator()<3>();
-                    break;
-                case 4:
-                    run.template operator()<4>();
-                    break;
-                case 5:
-                    run.template operator()<5>();
-                    break;
-                default:
-                    run.template operator()<6>();
-                    break;
+            // The tile's lane count, 1 to kAttnFewLanes, as the template argument.
+            [&]<int... L>(std::integer_sequence<int, L...>) {
+                ((tiles[i].n_lanes == L + 1 && (run.template operator()<L + 1>(), true)) || ...);
             }
+            (std::make_integer_sequence<int, kAttnFewLanes>{});
         }
     }
     (void)sink;

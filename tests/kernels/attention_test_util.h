@@ -201,9 +201,9 @@ struct Shape {
     int n_head, n_head_kv, head_dim;
 };
 
-// GQA groups 1, 3, 4 and 3; head_dim 64, 128, 80.
-inline const Shape kShapes[] = {{4, 4, 64},  {9, 3, 64},  {8, 2, 64},
-                                {4, 1, 128}, {8, 2, 128}, {6, 2, 80}};
+// GQA groups 1 to 6 (every lane count of the keys-in-lanes kernel); head_dim 64, 128, 80, 256.
+inline const Shape kShapes[] = {{4, 4, 64}, {9, 3, 64},  {8, 2, 64},   {4, 1, 128}, {8, 2, 128},
+                                {6, 2, 80}, {10, 2, 64}, {12, 2, 128}, {4, 2, 256}};
 
 inline std::string shape_name(const Shape& s) {
     return std::to_string(s.n_head) + "/" + std::to_string(s.n_head_kv) + "x" +
