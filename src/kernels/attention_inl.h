@@ -46,9 +46,8 @@ struct AttnPlan<Isa::kAvx512> {
     static constexpr bool kCopyBlock = true;  // the block always copied: constant row offsets
     static constexpr bool kPadKeys = true;    // padding keys run masked (p = 0)
     static constexpr bool kMulFirst = true;
-    static constexpr bool kLanePairs =
-        true;                          // keys in lanes, P.V: lanes in pairs, one chain each ...
-    static constexpr int kChains = 2;  // ... a lane without a partner two (even/odd keys)
+    static constexpr bool kLanePairs = true;  // keys in lanes, P.V: lane pairs, a chain each,
+    static constexpr int kChains = 2;         // and two (even/odd keys) for a lane alone
     static constexpr int kRegisters = 32;
 };
 
@@ -61,8 +60,8 @@ constexpr int kTileKeys = 16;  // keys per block, queries in lanes
 // a quarter of the rate of the sequential one (7 against 31 GB/s, one Zen 4 core, Llama-3.2-1B's
 // 1 KiB rows), as the L2 stream prefetcher only follows sequential misses. The sequential pass
 // leaves the rows in L2 for the tiles (256 KiB at 1 KiB rows). A whole decode step's attention
-// at 2k-4k keys (`BM_AttentionDecodeModel`) took 1.4-1.9x less time with it than with software
-// prefetches 64 keys ahead.
+// at 2k-4k keys (`BM_AttentionDecodeModel`, four models' shapes) took 1.2-2.0x less time
+// with it than with software prefetches 64 keys ahead.
 constexpr int64_t kTouchKeys = 128;
 // Keys in lanes: probabilities are taken relative to a running reference max that is raised
 // only when a score exceeds it by more than this (log2 domain), so P <= 2^8 and the rescale
