@@ -51,16 +51,14 @@ struct Buffers {
 // read through kv_row.
 AttentionArgs make_args(Buffers& b, int64_t n_q, int64_t n_kv, KvType type, bool indexed,
                         int n_layers = 1, const Shape& sh = kSmolLM2) {
-    const int64_t kRowElems = sh.row_elems();
-    const int kHead = sh.n_head, kHeadKv = sh.n_head_kv, kHeadDim = sh.head_dim;
     uint32_t state = 1;
     auto next = [&state] {  // uniform in [-1, 1): an LCG, fast enough for 100M elements
         state = state * 1664525u + 1013904223u;
         return static_cast<float>(static_cast<int32_t>(state)) * 0x1p-31f;
     };
     const int64_t n_rows = indexed ? 2 * n_kv : n_kv;
-    const size_t n_elems = static_cast<size_t>(n_layers * n_rows * kRowElems);
-    b.q.resize(n_q * kHead * kHeadDim);
+    const size_t n_elems = static_cast<size_t>(n_layers * n_rows * sh.row_elems());
+    b.q.resize(n_q * sh.n_head * sh.head_dim);
     for (float& e : b.q) e = next();
     if (type == KvType::kF16) {
         b.k16.resize(n_elems);
@@ -77,8 +75,8 @@ AttentionArgs make_args(Buffers& b, int64_t n_q, int64_t n_kv, KvType type, bool
             b.v[i] = next();
         }
     }
-    b.layer_stride = n_rows * kRowElems;
-    b.out.assign(n_q * kHead * kHeadDim, 0.0f);
+    b.layer_stride = n_rows * sh.row_elems();
+    b.out.assign(n_q * sh.n_head * sh.head_dim, 0.0f);
     b.kv_row.resize(n_rows);
     std::iota(b.kv_row.begin(), b.kv_row.end(), 0);
     if (indexed) {
@@ -93,20 +91,20 @@ AttentionArgs make_args(Buffers& b, int64_t n_q, int64_t n_kv, KvType type, bool
     a.q = b.q.data();
     a.q_pos = b.q_pos.data();
     a.n_q = n_q;
-    a.q_stride = kHead * kHeadDim;
+    a.q_stride = sh.n_head * sh.head_dim;
     a.kv_type = type;
     a.k = type == KvType::kF16 ? static_cast<const void*>(b.k16.data()) : b.k.data();
     a.v = type == KvType::kF16 ? static_cast<const void*>(b.v16.data()) : b.v.data();
     a.kv_row = indexed ? b.kv_row.data() : nullptr;
     a.kv_pos = b.kv_pos.data();
     a.n_kv = n_kv;
-    a.kv_stride = kRowElems;
-    a.n_head = kHead;
-    a.n_head_kv = kHeadKv;
-    a.head_dim = kHeadDim;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+    a.kv_stride = sh.row_elems();
+    a.n_head = sh.n_head;
+    a.n_head_kv = sh.n_head_kv;
+    a.head_dim = sh.head_dim;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
     a.out = b.out.data();
-    a.out_stride = kHead * kHeadDim;
+    a.out_stride = sh.n_head * sh.head_dim;
     return a;
 }
 

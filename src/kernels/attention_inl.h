@@ -10,8 +10,6 @@
 // each output element with the same operations in the same order for its target.
 #pragma once
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -63,6 +61,9 @@ constexpr int kTileKeys = 16;  // keys per block, queries in lanes
 // at 2k-4k keys (`BM_AttentionDecodeModel`, four models' shapes) took 1.2-2.0x less time
 // with it than with software prefetches 64 keys ahead.
 constexpr int64_t kTouchKeys = 128;
+// Keys in lanes: states[i].o holds the lanes' O rows ([lane][D]) and then their P sums.
+template <int D>
+constexpr int kLaneSumOffset = kAttnFewLanes* D;
 // Keys in lanes: probabilities are taken relative to a running reference max that is raised
 // only when a score exceeds it by more than this (log2 domain), so P <= 2^8 and the rescale
 // (a horizontal max, an exp2, a pass over O) is rare (as in attention_amx.cpp).
@@ -303,7 +304,6 @@ void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const
     using F = typename V::F;
     using P = AttnPlan<I>;
     constexpr int kKeys = V::kWidth, kVec = D / kKeys;
-    constexpr int kSumOffset = kAttnFewLanes * D;  // P sums after the O rows
     constexpr int kQk = row_chunk(kVec, P::kRegisters - NL - 2);
     const int64_t head_off = static_cast<int64_t>(t.kv_head) * D;
     const float* q[NL];
@@ -346,7 +346,7 @@ void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const
         F s = V::mul(V::transpose_sum(acc), V::set1(q_scale));
         s = V::hide_after(s, key_pos, V::set1_i32(t.pos[l]));
         if (windowed) s = V::hide_after(s, neg_key_pos, V::set1_i32(window_threshold(a, t.pos[l])));
-        float* l_acc = st.o + kSumOffset + l * kKeys;
+        float* l_acc = st.o + kLaneSumOffset<D> + l * kKeys;
         float m = st.m[l];
         alpha[l] = 1.0f;
         if (V::any_gt(s, V::set1(m + kRescaleLog2))) {
@@ -377,7 +377,6 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
     constexpr int kKeys = V::kWidth;  // keys per block
     const T* k_base = static_cast<const T*>(a.k);
     const T* v_base = static_cast<const T*>(a.v);
-    constexpr int kSumOffset = kAttnFewLanes * D;  // P sums after the O rows
     static_assert(kAttnFewLanes * (D + kKeys) <= kAttnLanes * D);
     int head_lo = tiles[0].kv_head, head_hi = tiles[0].kv_head;
     int64_t lo_max = 0;  // keys before this may be outside some lane's sliding window
@@ -439,8 +438,9 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
         const int n_lanes = std::min(tiles[i].n_lanes, kAttnFewLanes);
         for (int lane = 0; lane < kAttnLanes; ++lane) {
             states[i].l[lane] =
-                lane < n_lanes ? V::reduce_add(V::load(states[i].o + kSumOffset + lane * kKeys))
-                               : 0.0f;
+                lane < n_lanes
+                    ? V::reduce_add(V::load(states[i].o + kLaneSumOffset<D> + lane * kKeys))
+                    : 0.0f;
         }
         std::memcpy(tmp, states[i].o, sizeof(float) * n_lanes * D);
         std::memset(states[i].o, 0, sizeof(float) * D * kAttnLanes);
