@@ -155,6 +155,13 @@ struct PackedLinear::Impl {
     dnnl::engine engine;
     dnnl::stream stream;
     memory::desc weights_md;  // packed layout chosen by oneDNN
+
+    // A call's leading dimensions: 0 = dense rows, else at least a row (checked).
+    void resolve_ld(int64_t& ldx, int64_t& ldy) const {
+        if (ldx == 0) ldx = n_in;
+        if (ldy == 0) ldy = n_out;
+        LAZYLLM_CHECK(ldx >= n_in && ldy >= n_out);
+    }
     memory weights;           // [n_in, n_out] logical, packed
     std::vector<float> bias;  // [n_out] or empty
     memory bias_mem;
@@ -482,9 +489,7 @@ bool PackedLinear::forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t 
     LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward_bf16 on an empty PackedLinear");
     LAZYLLM_CHECK_MSG(impl_->bf16, "PackedLinear::forward_bf16 on an fp32 PackedLinear");
     if (m <= 0) return false;
-    if (ldx == 0) ldx = impl_->n_in;
-    if (ldy == 0) ldy = impl_->n_out;
-    LAZYLLM_CHECK(ldx >= impl_->n_in && ldy >= impl_->n_out);
+    impl_->resolve_ld(ldx, ldy);
     Workspace local;
     Workspace& w = ws != nullptr ? *ws : local;
     if (impl_->backend == GemmBackend::kAmx) {
@@ -527,9 +532,7 @@ void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int
                            bool accumulate, Workspace* ws) const {
     LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward on an empty PackedLinear");
     if (m <= 0) return;
-    if (ldx == 0) ldx = impl_->n_in;
-    if (ldy == 0) ldy = impl_->n_out;
-    LAZYLLM_CHECK(ldx >= impl_->n_in && ldy >= impl_->n_out);
+    impl_->resolve_ld(ldx, ldy);
     Workspace local;
     Workspace& w = ws != nullptr ? *ws : local;
     if (impl_->backend == GemmBackend::kAmx) {

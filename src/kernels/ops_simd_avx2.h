@@ -71,6 +71,14 @@ struct Vec<Isa::kAvx2> {
     // The low 8 unsigned / signed bytes of q as floats (exact).
     static F from_u8(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q)); }
     static F from_i8(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)); }
+    static F from_i32(Ints v) { return _mm256_cvtepi32_ps(v); }
+    // 8 int8 pairs (p[2i], p[2i + 1]) as floats: even[i] = p[2i], odd[i] = p[2i + 1] (exact).
+    static void i8_pairs(const int8_t* p, F& even, F& odd) {
+        const __m256i pairs =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        even = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(pairs, 16), 16));
+        odd = _mm256_cvtepi32_ps(_mm256_srai_epi32(pairs, 16));
+    }
     // 8 bf16 bits -> fp32 (exact).
     static F load_bf16(const uint16_t* p) {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));

@@ -185,6 +185,14 @@ struct Vec<Isa::kAvx512> {
     // The 16 unsigned / signed bytes of q as floats (exact).
     static F from_u8(__m128i q) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)); }
     static F from_i8(__m128i q) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)); }
+    static F from_i32(Ints v) { return _mm512_cvtepi32_ps(v); }
+    // 16 int8 pairs (p[2i], p[2i + 1]) as floats: even[i] = p[2i], odd[i] = p[2i + 1] (exact).
+    static void i8_pairs(const int8_t* p, F& even, F& odd) {
+        const __m512i pairs =
+            _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        even = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16));
+        odd = _mm512_cvtepi32_ps(_mm512_srai_epi32(pairs, 16));
+    }
     // 16 bf16 bits -> fp32 (exact).
     static F load_bf16(const uint16_t* p) {
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));

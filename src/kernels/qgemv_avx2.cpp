@@ -27,7 +27,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/ops_simd_avx2.h"
 #include "kernels/qgemv_bits_inl.h"
+#include "kernels/qgemv_float_inl.h"
 #include "kernels/qgemv_isa.h"
 
 namespace lazyllm::kernels::qgemv {
@@ -44,10 +46,6 @@ inline __m256i bcast4(const int8_t* p) {
     std::memcpy(&v, p, sizeof(v));
     return _mm256_set1_epi32(v);
 }
-
-// Software prefetch into L2, 4 KB ahead in the group's stream, as the VNNI kernels do (the
-// weights of a decode step come from L3 or DRAM).
-constexpr int64_t kPrefetchBytes = 4096;
 
 // Byte vectors for unpack_chunk (qgemv_bits_inl.h).
 struct Bytes256 {
@@ -189,21 +187,15 @@ template <int kBits, Scales kS, int H, int M>
 void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate, bool prefetch) {
     constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
-    constexpr bool kMin = has_min(kS), kK = kS == Scales::kK, kSuper = per_super(kBits, kS);
-    constexpr int64_t kBlockBytes = block_stream_bytes(kBits, kS);
     static_assert(kQ6Offset == 32, "block_sums_q6 multiplies by 32 as a shift");
     const int64_t nb = w.n_blocks;
     // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
     const int64_t m = a.m;
-    const int8_t* xq = a.q + r0 * kBlock;
-    const float* xd = a.d + r0;
-    const float* xs = a.s + r0;
-    const int32_t* xc = a.corr + r0;
-    const int32_t* xh = kBits == 6 ? a.half_sums + r0 : nullptr;  // null for other formats
+    const Activations x = a.from_row(r0);
     const uint8_t* qs = w.group(g) + h0 * kHalfBytes;
-    const uint16_t* dw = w.scales(g) + h0 * kHalfRows;
-    const uint16_t* mw = w.mins(g) + h0 * kHalfRows;
-    const int8_t* sw = w.sub_scales(g) + h0 * kHalfRows * 2;
+    RowScales sc[H];
+#pragma GCC unroll 2
+    for (int h = 0; h < H; ++h) sc[h] = RowScales::at(w, g, (h0 + h) * kHalfRows);
     const char* pf = reinterpret_cast<const char*>(w.group(g)) + kPrefetchBytes;
 
     __m256 acc[H][M];
@@ -213,69 +205,25 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
         for (int r = 0; r < M; ++r) acc[h][r] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < nb; ++b) {
-        if (prefetch) {
-#pragma GCC unroll 9
-            for (int64_t l = 0; l < kBlockBytes; l += kChunkBytes) {
-                _mm_prefetch(pf + b * kBlockBytes + l, _MM_HINT_T1);
-            }
-        }
+        if (prefetch) prefetch_block<kBits, kS>(pf, b);
         __m256i isum[H][M];  // [H][M] int32 block sums, one lane per output row
         if constexpr (kBits == 6) {
-            block_sums_q6<H, M>(qs + b * kQs, sw + b * kGroupRows * 2, xq + b * m * kBlock,
-                                xh + b * m, isum);
+            block_sums_q6<H, M>(qs + b * kQs, sc[0].sub + b * kGroupRows * 2, x.q + b * m * kBlock,
+                                x.half_sums + b * m, isum);
         } else {
-            block_sums<kBits, kMin, H, M>(qs + b * kQs, xq + b * m * kBlock, xc + b * m, isum);
+            block_sums<kBits, has_min(kS), H, M>(qs + b * kQs, x.q + b * m * kBlock, x.corr + b * m,
+                                                 isum);
         }
-        // Float part, as the reference: acc = fma(float(isum), d * d_x, acc) (+ fma(m, s_x)).
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
-            const int64_t is = (kSuper ? b / kSuperBlocks : b) * kGroupRows + h * kHalfRows;
-            __m256 d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dw + is)));
-            __m256 mn = _mm256_setzero_ps();
-            if constexpr (kMin) {
-                mn = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(mw + is)));
-            }
-            if constexpr (kK) {  // d = D * sc, m = M * mn: the block's (sc, mn) per int32 lane
-                const __m256i pairs = _mm256_cvtepi8_epi16(_mm_load_si128(
-                    reinterpret_cast<const __m128i*>(sw + (b * kGroupRows + h * kHalfRows) * 2)));
-                d = _mm256_mul_ps(
-                    d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(pairs, 16), 16)));
-                mn = _mm256_mul_ps(mn, _mm256_cvtepi32_ps(_mm256_srai_epi32(pairs, 16)));
-            }
-#pragma GCC unroll 4
-            for (int r = 0; r < M; ++r) {
-                const __m256 dd = _mm256_mul_ps(d, _mm256_set1_ps(xd[b * m + r]));
-                acc[h][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[h][r]), dd, acc[h][r]);
-                if constexpr (kMin) {
-                    acc[h][r] = _mm256_fmadd_ps(mn, _mm256_set1_ps(xs[b * m + r]), acc[h][r]);
-                }
-            }
+            accumulate_block<Isa::kAvx2, kBits, kS, M>(sc[h], b, isum[h], x.d + b * m, x.s + b * m,
+                                                       acc[h]);
         }
     }
-
-    // y = (acc + bias) + y_old; ragged halves through a lane mask.
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 #pragma GCC unroll 2
     for (int h = 0; h < H; ++h) {
         const int64_t n0 = g * kGroupRows + (h0 + h) * kHalfRows;
-        const int64_t valid = std::min<int64_t>(kHalfRows, w.n_out - n0);
-        if (valid <= 0) continue;
-        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lane);
-        // The bias is padded to whole groups, so a full load is in bounds.
-        const __m256 bv = bias != nullptr ? _mm256_loadu_ps(bias + n0) : _mm256_setzero_ps();
-#pragma GCC unroll 4
-        for (int r = 0; r < M; ++r) {
-            __m256 out = acc[h][r];
-            if (bias != nullptr) out = _mm256_add_ps(out, bv);
-            float* yp = y + (r0 + r) * ldy + n0;
-            if (valid == kHalfRows) {
-                if (accumulate) out = _mm256_add_ps(out, _mm256_loadu_ps(yp));
-                _mm256_storeu_ps(yp, out);
-            } else {
-                if (accumulate) out = _mm256_add_ps(out, _mm256_maskload_ps(yp, mask));
-                _mm256_maskstore_ps(yp, mask, out);
-            }
-        }
+        store_rows<Isa::kAvx2, M>(acc[h], bias, n0, w.n_out - n0, y, r0, ldy, accumulate);
     }
 }
 
@@ -304,20 +252,9 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
     for (int64_t g = g0; g < g1; ++g) {
         for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
-            switch (std::min<int64_t>(kRowsPerPass, m - r0)) {
-                case 1:
-                    pass_rows<kBits, kS, 1>(w, g, a, r0, bias, y, ldy, accumulate);
-                    break;
-                case 2:
-                    pass_rows<kBits, kS, 2>(w, g, a, r0, bias, y, ldy, accumulate);
-                    break;
-                case 3:
-                    pass_rows<kBits, kS, 3>(w, g, a, r0, bias, y, ldy, accumulate);
-                    break;
-                default:
-                    pass_rows<kBits, kS, 4>(w, g, a, r0, bias, y, ldy, accumulate);
-                    break;
-            }
+            with_rows<kRowsPerPass>(std::min<int64_t>(kRowsPerPass, m - r0), [&]<int M>() {
+                pass_rows<kBits, kS, M>(w, g, a, r0, bias, y, ldy, accumulate);
+            });
         }
     }
 }

@@ -135,6 +135,12 @@ struct Activations {
     // 6-bit weights only: [n_blocks, m] the two 16-element halves' sums of q, as int16 in the
     // low and high half of each int32 (ref::half_sums).
     const int32_t* half_sums = nullptr;
+
+    // The rows from r0 on, with the same stride m: block b, row r of the result is row r0 + r.
+    Activations from_row(int64_t r0) const {
+        return {m,      q + r0 * kBlock, d + r0,
+                s + r0, corr + r0,       half_sums != nullptr ? half_sums + r0 : nullptr};
+    }
 };
 
 struct ActivationBuffers {

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/ops_simd_avx512.h"
 #include "kernels/qgemv_bits_inl.h"
+#include "kernels/qgemv_float_inl.h"
 #include "kernels/qgemv_isa.h"
 
 namespace lazyllm::kernels::qgemv {
@@ -95,12 +97,57 @@ inline void block_sums_q6(const uint8_t* const (&qs)[G], const int8_t* const (&s
     }
 }
 
-// Software prefetch, 4 KB ahead into L2, of every line of the stream. A decode step streams
-// all layers' weights (far more than L2) once per token, so the weights come from L3 or
-// DRAM; there the hardware prefetcher alone leaves bandwidth unused (measured on the 2-core
-// Sapphire Rapids VM: 10-11 GB/s without, 15-16 GB/s with). The price is ~20% when the
-// weights are already in L2 (bench/qgemv_bench.cpp, cold = 0 vs 1).
-constexpr int64_t kPrefetchBytes = 4096;
+// Int32 sums of one block of the 4-, 5- and 8-bit formats for G groups x M rows, added to
+// isum (which holds the rows' offset terms). qb: each group's quants of this block; xb: row
+// 0's 32 quants (rows kBlock apart). For M = 1 with 4 bits (pass), ihi gets 16 x the
+// high-nibble products.
+template <int kBits, int G, int M>
+inline void block_sums(const uint8_t* const (&qb)[G], const int8_t* xb, __m512i (&isum)[G][M],
+                       __m512i (&ihi)[G][M]) {
+    constexpr bool kSplitHi = kBits == 4 && M == 1;
+    if constexpr (kBits == 4 || kBits == 5) {
+        const __m512i nib = _mm512_set1_epi8(0x0F);
+        const __m512i nib_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                const __m512i v = in_register(_mm512_load_si512(qb[g] + c * kChunkBytes));
+                if constexpr (kSplitHi) {
+                    const __m512i lo = _mm512_and_si512(v, nib);
+                    const __m512i hi = _mm512_and_si512(v, nib_hi);
+                    isum[g][0] = _mm512_dpbusd_epi32(isum[g][0], lo, bcast4(xb + 8 * c));
+                    ihi[g][0] = _mm512_dpbusd_epi32(ihi[g][0], hi, bcast4(xb + 8 * c + 4));
+                } else {
+                    // 5 bits: the fifth bits come from chunk 4.
+                    const __m512i high =
+                        kBits == 5 ? _mm512_load_si512(qb[g] + 4 * kChunkBytes) : v;
+                    __m512i lo, hi;
+                    unpack_chunk<Bytes512, kBits>(v, high, c, lo, hi);
+#pragma GCC unroll 8
+                    for (int r = 0; r < M; ++r) {
+                        const int8_t* xr = xb + r * kBlock + 8 * c;
+                        isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], lo, bcast4(xr));
+                        isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], hi, bcast4(xr + 4));
+                    }
+                }
+            }
+        }
+    } else {  // 8 bits
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) {
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                const __m512i v = _mm512_load_si512(qb[g] + c * kChunkBytes);
+#pragma GCC unroll 8
+                for (int r = 0; r < M; ++r) {
+                    isum[g][r] =
+                        _mm512_dpbusd_epi32(isum[g][r], v, bcast4(xb + r * kBlock + 4 * c));
+                }
+            }
+        }
+    }
+}
 
 // One pass: G consecutive groups (16 output rows each) x M activation rows (r0 .. r0 + M - 1),
 // over all blocks. The G groups share each activation broadcast and the M rows share each
@@ -115,34 +162,20 @@ constexpr int64_t kPrefetchBytes = 4096;
 template <int kBits, Scales kS, int G, int M>
 void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate) {
-    constexpr bool kMin = has_min(kS), kK = kS == Scales::kK, kSuper = per_super(kBits, kS);
     constexpr bool kSplitHi = kBits == 4 && M == 1;
     constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
-    constexpr int64_t kBlockBytes = block_stream_bytes(kBits, kS);
     static_assert(kQ6Offset == 32, "block_sums_q6 multiplies by 32 as a shift");
     const int64_t nb = w.n_blocks;
-    // Activations are block-major ([n_blocks][m] rows): the M rows of a block are adjacent,
-    // one pointer per array with constant offsets for the rows.
+    // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
     const int64_t m = a.m;
-    const int8_t* xq = a.q + r0 * kBlock;  // block b, row r at (b * m + r) * 32
-    const float* xd = a.d + r0;            // block b, row r at b * m + r
-    const float* xs = a.s + r0;
-    const int32_t* xc = a.corr + r0;
-    const int32_t* xh = kBits == 6 ? a.half_sums + r0 : nullptr;  // null for other formats
+    const Activations x = a.from_row(r0);
     const uint8_t* qs[G];
-    const uint16_t* dw[G];
-    const uint16_t* mw[G];
-    const int8_t* sw[G];
+    RowScales sc[G];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
         qs[g] = w.group(g0 + g);
-        dw[g] = w.scales(g0 + g);
-        mw[g] = w.mins(g0 + g);
-        sw[g] = w.sub_scales(g0 + g);
+        sc[g] = RowScales::at(w, g0 + g, 0);
     }
-    const __m512i nib = _mm512_set1_epi8(0x0F);
-    const __m512i nib_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
-
     __m512 acc[G][M];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
@@ -152,119 +185,45 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     for (int64_t b = 0; b < nb; ++b) {
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
-            const char* pf = reinterpret_cast<const char*>(qs[g]) + kPrefetchBytes;
-#pragma GCC unroll 9
-            for (int64_t l = 0; l < kBlockBytes; l += kChunkBytes) {
-                _mm_prefetch(pf + b * kBlockBytes + l, _MM_HINT_T1);
-            }
+            prefetch_block<kBits, kS>(reinterpret_cast<const char*>(qs[g]) + kPrefetchBytes, b);
         }
         __m512i isum[G][M];
         __m512i ihi[G][M];  // kSplitHi only: 16 x the high-nibble dot products
 #pragma GCC unroll 8
         for (int r = 0; kBits != 6 && r < M; ++r) {
-            const __m512i c = _mm512_set1_epi32(xc[b * m + r]);
+            const __m512i c = _mm512_set1_epi32(x.corr[b * m + r]);
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {
                 isum[g][r] = c;
                 if constexpr (kSplitHi) ihi[g][r] = _mm512_setzero_si512();
             }
         }
-        const int8_t* xb = xq + b * m * kBlock;
+        const int8_t* xb = x.q + b * m * kBlock;
+        const uint8_t* qb[G];
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) qb[g] = qs[g] + b * kQs;
         if constexpr (kBits == 6) {
-            const uint8_t* qb[G];
             const int8_t* sb[G];
 #pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) {
-                qb[g] = qs[g] + b * kQs;
-                sb[g] = sw[g] + b * kGroupRows * 2;
-            }
-            block_sums_q6<G, M>(qb, sb, xb, xh + b * m, isum);
-        } else if constexpr (kBits == 4 || kBits == 5) {
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; ++c) {
-#pragma GCC unroll 4
-                for (int g = 0; g < G; ++g) {
-                    const __m512i v =
-                        in_register(_mm512_load_si512(qs[g] + b * kQs + c * kChunkBytes));
-                    if constexpr (kSplitHi) {
-                        const __m512i lo = _mm512_and_si512(v, nib);
-                        const __m512i hi = _mm512_and_si512(v, nib_hi);
-                        isum[g][0] = _mm512_dpbusd_epi32(isum[g][0], lo, bcast4(xb + 8 * c));
-                        ihi[g][0] = _mm512_dpbusd_epi32(ihi[g][0], hi, bcast4(xb + 8 * c + 4));
-                    } else {
-                        // 5 bits: the fifth bits come from chunk 4.
-                        const __m512i high =
-                            kBits == 5 ? _mm512_load_si512(qs[g] + b * kQs + 4 * kChunkBytes) : v;
-                        __m512i lo, hi;
-                        unpack_chunk<Bytes512, kBits>(v, high, c, lo, hi);
-#pragma GCC unroll 8
-                        for (int r = 0; r < M; ++r) {
-                            const int8_t* xr = xb + r * kBlock + 8 * c;
-                            isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], lo, bcast4(xr));
-                            isum[g][r] = _mm512_dpbusd_epi32(isum[g][r], hi, bcast4(xr + 4));
-                        }
-                    }
-                }
-            }
-        } else {  // 8 bits
-#pragma GCC unroll 8
-            for (int c = 0; c < 8; ++c) {
-#pragma GCC unroll 4
-                for (int g = 0; g < G; ++g) {
-                    const __m512i v = _mm512_load_si512(qs[g] + b * kQs + c * kChunkBytes);
-#pragma GCC unroll 8
-                    for (int r = 0; r < M; ++r) {
-                        isum[g][r] =
-                            _mm512_dpbusd_epi32(isum[g][r], v, bcast4(xb + r * kBlock + 4 * c));
-                    }
-                }
-            }
+            for (int g = 0; g < G; ++g) sb[g] = sc[g].sub + b * kGroupRows * 2;
+            block_sums_q6<G, M>(qb, sb, xb, x.half_sums + b * m, isum);
+        } else {
+            block_sums<kBits, G, M>(qb, xb, isum, ihi);
         }
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
-            const int64_t is = (kSuper ? b / kSuperBlocks : b) * kGroupRows;
-            __m512 d =
-                _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dw[g] + is)));
-            __m512 mn = _mm512_setzero_ps();
-            if constexpr (kMin) {
-                mn = _mm512_cvtph_ps(
-                    _mm256_load_si256(reinterpret_cast<const __m256i*>(mw[g] + is)));
+            if constexpr (kSplitHi) {
+                isum[g][0] = _mm512_add_epi32(isum[g][0], _mm512_srai_epi32(ihi[g][0], 4));
             }
-            if constexpr (kK) {  // d = D * sc, m = M * mn: the block's (sc, mn) per int32 lane
-                const __m512i pairs = _mm512_cvtepi8_epi16(_mm256_load_si256(
-                    reinterpret_cast<const __m256i*>(sw[g] + b * kGroupRows * 2)));
-                d = _mm512_mul_ps(
-                    d, _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16)));
-                mn = _mm512_mul_ps(mn, _mm512_cvtepi32_ps(_mm512_srai_epi32(pairs, 16)));
-            }
-#pragma GCC unroll 8
-            for (int r = 0; r < M; ++r) {
-                __m512i t = isum[g][r];
-                if constexpr (kSplitHi) t = _mm512_add_epi32(t, _mm512_srai_epi32(ihi[g][r], 4));
-                const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(xd[b * m + r]));
-                acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), dd, acc[g][r]);
-                if constexpr (kMin) {
-                    acc[g][r] = _mm512_fmadd_ps(mn, _mm512_set1_ps(xs[b * m + r]), acc[g][r]);
-                }
-            }
+            accumulate_block<Isa::kAvx512, kBits, kS, M>(sc[g], b, isum[g], x.d + b * m,
+                                                         x.s + b * m, acc[g]);
         }
     }
 
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
         const int64_t n0 = (g0 + g) * kGroupRows;
-        const int64_t valid = std::min<int64_t>(kGroupRows, w.n_out - n0);
-        const auto mask = static_cast<__mmask16>((1u << valid) - 1u);
-        // The bias is padded to whole groups, so a full load is in bounds.
-        const __m512 bv = bias != nullptr ? _mm512_loadu_ps(bias + n0) : _mm512_setzero_ps();
-#pragma GCC unroll 8
-        for (int r = 0; r < M; ++r) {
-            __m512 out = acc[g][r];
-            if (bias != nullptr) out = _mm512_add_ps(out, bv);
-            float* yp = y + (r0 + r) * ldy + n0;
-            if (accumulate) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(mask, yp));
-            _mm512_mask_storeu_ps(yp, mask, out);
-        }
+        store_rows<Isa::kAvx512, M>(acc[g], bias, n0, w.n_out - n0, y, r0, ldy, accumulate);
     }
 }
 
@@ -293,23 +252,9 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
     for (int64_t g = g0; g < g1;) {
         const int64_t n_groups = g + tile <= g1 ? tile : 1;
         for (int64_t r0 = 0; r0 < m; r0 += kMaxRowsPerPass) {
-            switch (std::min<int64_t>(kMaxRowsPerPass, m - r0)) {
-#define LAZYLLM_QGEMV_CASE(M)                                                     \
-    case M:                                                                       \
-        pass_rows<kBits, kS, M>(w, g, n_groups, a, r0, bias, y, ldy, accumulate); \
-        break;
-                LAZYLLM_QGEMV_CASE(1)
-                LAZYLLM_QGEMV_CASE(2)
-                LAZYLLM_QGEMV_CASE(3)
-                LAZYLLM_QGEMV_CASE(4)
-                LAZYLLM_QGEMV_CASE(5)
-                LAZYLLM_QGEMV_CASE(6)
-                LAZYLLM_QGEMV_CASE(7)
-                LAZYLLM_QGEMV_CASE(8)
-#undef LAZYLLM_QGEMV_CASE
-                default:
-                    break;
-            }
+            with_rows<kMaxRowsPerPass>(std::min<int64_t>(kMaxRowsPerPass, m - r0), [&]<int M>() {
+                pass_rows<kBits, kS, M>(w, g, n_groups, a, r0, bias, y, ldy, accumulate);
+            });
         }
         g += n_groups;
     }

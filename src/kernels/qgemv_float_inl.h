@@ -1,0 +1,104 @@
+// The float part of QuantLinear's SIMD kernels (qgemv_isa.h, Float operations), written once
+// against Vec<I> for one vector of output rows (a group of 16 on AVX-512, half a group on
+// AVX2): the same operations in the same order as the reference, so every kernel set's
+// results are bit-identical. The integer block sums stay in the ISA files. Include only from
+// a file built for I's ISA, after its ops_simd_*.h.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "kernels/qgemv_isa.h"
+
+namespace lazyllm::kernels::qgemv {
+
+// The scales of one vector of output rows: lanes [lane0, lane0 + kWidth) of group g's.
+struct RowScales {
+    const uint16_t* d = nullptr;  // fp16 scales, [n_scale][16]
+    const uint16_t* m = nullptr;  // fp16 mins (affine formats)
+    const int8_t* sub = nullptr;  // K-quants' int8 (sc, mn) pairs, [n_blocks][16][2]
+
+    static RowScales at(const Weights& w, int64_t g, int lane0) {
+        return {w.scales(g) + lane0, w.mins(g) + lane0, w.sub_scales(g) + lane0 * 2};
+    }
+};
+
+// The fp32 accumulators of M activation rows: acc[r] += float(isum[r]) * (d * d_x[r])
+// (+ m * s_x[r]) for block b, where d and m are the block's weight scales (K-quants:
+// D * float(sc) and M * float(mn)). xd, xs: the rows' scales and scaled sums of block b.
+template <Isa I, int kBits, Scales kS, int M>
+inline void accumulate_block(const RowScales& sc, int64_t b, const typename Vec<I>::Ints (&isum)[M],
+                             const float* xd, const float* xs, typename Vec<I>::F (&acc)[M]) {
+    using V = Vec<I>;
+    constexpr bool kMin = has_min(kS);
+    const int64_t is = (per_super(kBits, kS) ? b / kSuperBlocks : b) * kGroupRows;
+    typename V::F d = V::load(sc.d + is);
+    typename V::F mn = V::zero();
+    if constexpr (kMin) mn = V::load(sc.m + is);
+    if constexpr (kS == Scales::kK) {
+        typename V::F sc_f, mn_f;
+        V::i8_pairs(sc.sub + b * kGroupRows * 2, sc_f, mn_f);
+        d = V::mul(d, sc_f);
+        mn = V::mul(mn, mn_f);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < M; ++r) {
+        const typename V::F dd = V::mul(d, V::set1(xd[r]));
+        acc[r] = V::fmadd(V::from_i32(isum[r]), dd, acc[r]);
+        if constexpr (kMin) acc[r] = V::fmadd(mn, V::set1(xs[r]), acc[r]);
+    }
+}
+
+// y[r0 + r, n0 ..] = (acc[r] + bias) + y_old for M rows and min(valid, kWidth) output columns
+// from n0 (a ragged last group through a lane mask; none when valid <= 0). The bias is padded to
+// whole groups, so a full load is in bounds.
+template <Isa I, int M>
+inline void store_rows(const typename Vec<I>::F (&acc)[M], const float* bias, int64_t n0,
+                       int64_t valid, float* y, int64_t r0, int64_t ldy, bool accumulate) {
+    using V = Vec<I>;
+    if (valid <= 0) return;
+    if (valid > V::kWidth) valid = V::kWidth;
+    const typename V::Mask mask = V::tail(valid);
+    const typename V::F bv = bias != nullptr ? V::load(bias + n0) : V::zero();
+#pragma GCC unroll 8
+    for (int r = 0; r < M; ++r) {
+        typename V::F out = acc[r];
+        if (bias != nullptr) out = V::add(out, bv);
+        float* yp = y + (r0 + r) * ldy + n0;
+        if (valid == V::kWidth) {
+            if (accumulate) out = V::add(out, V::load(yp));
+            V::store(yp, out);
+        } else {
+            if (accumulate) out = V::add(out, V::load(yp, mask));
+            V::store(yp, mask, out);
+        }
+    }
+}
+
+// Software prefetch into L2 of block b of a group's stream, kPrefetchBytes ahead (pf: the
+// group's start plus that distance). A decode step streams every layer's weights, far more
+// than L2; on the 2-core Sapphire Rapids VM the hardware prefetcher alone drew 10-11 GB/s,
+// with this 15-16 GB/s. It costs ~20% on weights already in L2 (bench/qgemv_bench.cpp, cold).
+constexpr int64_t kPrefetchBytes = 4096;
+
+template <int kBits, Scales kS>
+inline void prefetch_block(const char* pf, int64_t b) {
+    constexpr int64_t kBlockBytes = block_stream_bytes(kBits, kS);
+#pragma GCC unroll 9
+    for (int64_t l = 0; l < kBlockBytes; l += kChunkBytes) {
+        _mm_prefetch(pf + b * kBlockBytes + l, _MM_HINT_T1);
+    }
+}
+
+// f.template operator()<M>() with M = rows (1 <= rows <= kMax): a pass per row count.
+template <int kMax, typename F>
+inline void with_rows(int64_t rows, F&& f) {
+    [&]<int... k>(std::integer_sequence<int, k...>) {
+        (void)((rows == k + 1 ? (f.template operator()<k + 1>(), true) : false) || ...);
+    }
+    (std::make_integer_sequence<int, kMax>());
+}
+
+}  // namespace lazyllm::kernels::qgemv
