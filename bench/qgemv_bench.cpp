@@ -9,6 +9,8 @@
 // its weights outside L2, as a decode step does (30 layers of ~2.6 MB each); cold = 0 repeats
 // one copy (weights hot in L2 where they fit).
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
+#include <omp.h>
 
 #include <cstring>
 #include <memory>
@@ -204,6 +206,52 @@ void type_shapes(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
+// The ceiling of the VNNI kernels: independent vpdpbusd on zmm registers (64 multiply-adds
+// each), ten chains per thread on all threads. Counter GMACs: multiply-adds per second.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) double dpbusd_loop(int64_t iters) {
+#define LAZYLLM_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
+#define LAZYLLM_INIT(i) __m512i a##i = _mm512_set1_epi32(i);
+#define LAZYLLM_STEP(i) a##i = _mm512_dpbusd_epi32(a##i, u, x);
+#define LAZYLLM_KEEP(i) __asm__("" : "+v"(a##i));
+#define LAZYLLM_SUM(i) s = _mm512_add_epi32(s, a##i);
+    LAZYLLM_CHAINS(LAZYLLM_INIT)
+    __m512i u = _mm512_set1_epi8(3), x = _mm512_set1_epi8(1);
+    __asm__("" : "+v"(u), "+v"(x));
+    for (int64_t k = 0; k < iters; ++k) {
+        LAZYLLM_CHAINS(LAZYLLM_STEP)
+        LAZYLLM_CHAINS(LAZYLLM_KEEP)
+    }
+    __m512i s = _mm512_setzero_si512();
+    LAZYLLM_CHAINS(LAZYLLM_SUM)
+    benchmark::DoNotOptimize(s);
+    return static_cast<double>(iters) * 10 * 64;
+#undef LAZYLLM_CHAINS
+#undef LAZYLLM_INIT
+#undef LAZYLLM_STEP
+#undef LAZYLLM_KEEP
+#undef LAZYLLM_SUM
+}
+
+void BM_VnniPeak(benchmark::State& state) {
+    if (!QuantLinear::has_vnni_path(KernelContext{best_isa(detect_cpu_features()), 1})) {
+        state.SkipWithError("no AVX-512 VNNI here");
+        return;
+    }
+    const int n_threads = omp_get_max_threads();
+    constexpr int64_t kIters = 5000000;
+    double macs = 0.0;
+    for (auto _ : state) {
+        double done = 0.0;
+#pragma omp parallel num_threads(n_threads) reduction(+ : done)
+        done += dpbusd_loop(kIters);
+        macs = done;
+    }
+    state.counters["GMACs"] =
+        benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["threads"] = n_threads;
+}
+
+BENCHMARK(BM_VnniPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_QuantLinear)->Apply(decode_shapes);
 BENCHMARK(BM_QuantLinearType)->Apply(type_shapes);
 BENCHMARK(BM_QuantLinearTypeAvx2)->Apply(type_shapes);
