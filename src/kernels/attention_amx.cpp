@@ -39,19 +39,13 @@ inline __m512i bf16_pairs(__m512 lo, __m512 hi) {
     return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
 }
 
+// Q^T of the tile's 16 queries, prescaled into the log2 domain, as bf16 pairs: per chunk of
+// 32 dims, 16 lanes x 16 pairs, transposed.
 template <int D>
-void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
-                 int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
-    static_assert(D % 64 == 0 && D <= kMaxHeadDimAmx);
-    constexpr int kChunks = D / 32;                         // K-steps of the S product
-    alignas(64) uint32_t qb[kChunks][16][kAttnLanes];       // Q^T as bf16 pairs: [chunk][kk][lane]
-    alignas(64) float sbuf[2][kKeyBlock][kAttnLanes];       // S^T of a block, by block parity
-    alignas(64) uint32_t pb[2][kKeyBlock / 2][kAttnLanes];  // P^T as bf16 pairs, by parity
-    alignas(64) float obuf[64][kAttnLanes];                 // O^T of one pass, for rescaling
-
-    // Q^T, prescaled into the log2 domain: per chunk, 16 lanes x 16 pairs, transposed.
+inline void pack_q(const AttentionArgs& a, const AttnTile& t,
+                   uint32_t (&qb)[D / 32][16][kAttnLanes]) {
     const __m512 q_scale = _mm512_set1_ps(a.scale * kLog2e);
-    for (int c = 0; c < kChunks; ++c) {
+    for (int c = 0; c < D / 32; ++c) {
         __m512 r[16];
         for (int lane = 0; lane < kAttnLanes; ++lane) {
             const float* q =
@@ -63,6 +57,92 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
         simd512::transpose16x16(r);
         for (int kk = 0; kk < 16; ++kk) _mm512_store_ps(qb[c][kk], r[kk]);
     }
+}
+
+// O^T of one pass (64 dims x 16 lanes) between tmm0-3 and memory (rows of 64 bytes).
+inline void load_o(const float* o) {
+    _tile_loadd(0, o, 64);
+    _tile_loadd(1, o + 16 * kAttnLanes, 64);
+    _tile_loadd(2, o + 32 * kAttnLanes, 64);
+    _tile_loadd(3, o + 48 * kAttnLanes, 64);
+}
+inline void store_o(float* o) {
+    _tile_stored(0, o, 64);
+    _tile_stored(1, o + 16 * kAttnLanes, 64);
+    _tile_stored(2, o + 32 * kAttnLanes, 64);
+    _tile_stored(3, o + 48 * kAttnLanes, 64);
+}
+
+// P^T = 2^(S^T - m_ref) of a block's kRows key pairs as bf16 pairs; returns the lanes' sums.
+template <int kRows>
+inline __m512 block_p(const float (*s)[kAttnLanes], __m512 m_ref, uint32_t (*p)[kAttnLanes]) {
+    __m512 p_sum = _mm512_setzero_ps();
+    for (int kk = 0; kk < kRows; ++kk) {
+        const __m512 p0 =
+            simd512::exp2_bf16_finite(_mm512_sub_ps(_mm512_load_ps(s[2 * kk]), m_ref));
+        const __m512 p1 =
+            simd512::exp2_bf16_finite(_mm512_sub_ps(_mm512_load_ps(s[2 * kk + 1]), m_ref));
+        p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
+        _mm512_store_si512(p[kk], simd512::interleave_bf16(p0, p1));
+    }
+    return p_sum;
+}
+
+// Step i of the Q.K^T part of the pipeline (tile_kernel): S^T of the key block at k_blk into
+// tmm4 (keys 0-15) and tmm5 (16-31), A operand (K rows) in tmm6, B operand (Q^T) in tmm7.
+template <int D>
+inline void qk_step(const uint16_t* k_blk, const uint32_t (&qb)[D / 32][16][kAttnLanes], int i) {
+    if (i == 0) {
+        _tile_zero(4);
+    } else if (i == 1) {
+        _tile_zero(5);
+    } else {
+        const int c = (i - 2) / 5;
+        switch ((i - 2) % 5) {
+            case 0: _tile_loadd(7, qb[c], 64); break;
+            case 1: _tile_loadd(6, k_blk + 32 * c, D * 2); break;
+            case 2: _tile_dpbf16ps(4, 6, 7); break;
+            case 3: _tile_loadd(6, k_blk + 16 * D + 32 * c, D * 2); break;
+            default: _tile_dpbf16ps(5, 6, 7); break;
+        }
+    }
+}
+
+// Step i (of 2) storing S^T from tmm4-5.
+inline void store_s(float (*dst)[kAttnLanes], int i) {
+    if (i == 0) {
+        _tile_stored(4, dst[0], 64);
+    } else {
+        _tile_stored(5, dst[16], 64);
+    }
+}
+
+// Step i (of 9) of O^T += V^T . P^T for one pass's 64 dims: P^T in tmm7, the V^T operands
+// rotating over tmm4-6.
+inline void pv_step(const uint16_t* vt_blk, const uint32_t (*p)[kAttnLanes], int i) {
+    switch (i) {
+        case 0: _tile_loadd(7, p, 64); break;
+        case 1: _tile_loadd(4, vt_blk, 64); break;
+        case 2: _tile_dpbf16ps(0, 4, 7); break;
+        case 3: _tile_loadd(5, vt_blk + 16 * kKeyBlock, 64); break;
+        case 4: _tile_dpbf16ps(1, 5, 7); break;
+        case 5: _tile_loadd(6, vt_blk + 32 * kKeyBlock, 64); break;
+        case 6: _tile_dpbf16ps(2, 6, 7); break;
+        case 7: _tile_loadd(4, vt_blk + 48 * kKeyBlock, 64); break;
+        default: _tile_dpbf16ps(3, 4, 7); break;
+    }
+}
+
+template <int D>
+void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
+                 int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
+    static_assert(D % 64 == 0 && D <= kMaxHeadDimAmx);
+    constexpr int kChunks = D / 32;                         // K-steps of the S product
+    alignas(64) uint32_t qb[kChunks][16][kAttnLanes];       // Q^T as bf16 pairs: [chunk][kk][lane]
+    alignas(64) float sbuf[2][kKeyBlock][kAttnLanes];       // S^T of a block, by block parity
+    alignas(64) uint32_t pb[2][kKeyBlock / 2][kAttnLanes];  // P^T as bf16 pairs, by parity
+    alignas(64) float obuf[64][kAttnLanes];                 // O^T of one pass, for rescaling
+    pack_q<D>(a, t, qb);
 
     const TileConfig cfg = full_tile_config();
     LAZYLLM_TILE_LOADCONFIG(cfg);
@@ -89,43 +169,6 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
     constexpr int kQkSteps = 2 + 5 * kChunks;
     constexpr int kPvSteps = 9;
     constexpr int kRows = kKeyBlock / 2;  // softmax rows per block (key pairs)
-    auto qk_step = [&](int64_t j0, int i) {
-        const uint16_t* k_blk = k_head + j0 * D;
-        if (i == 0) {
-            _tile_zero(4);
-        } else if (i == 1) {
-            _tile_zero(5);
-        } else {
-            const int c = (i - 2) / 5;
-            switch ((i - 2) % 5) {
-                case 0: _tile_loadd(7, qb[c], 64); break;
-                case 1: _tile_loadd(6, k_blk + 32 * c, D * 2); break;
-                case 2: _tile_dpbf16ps(4, 6, 7); break;
-                case 3: _tile_loadd(6, k_blk + 16 * D + 32 * c, D * 2); break;
-                default: _tile_dpbf16ps(5, 6, 7); break;
-            }
-        }
-    };
-    auto store_s = [&](float (*dst)[kAttnLanes], int i) {
-        if (i == 0) {
-            _tile_stored(4, dst[0], 64);
-        } else {
-            _tile_stored(5, dst[16], 64);
-        }
-    };
-    auto pv_step = [&](const uint16_t* vt_blk, const uint32_t (*p)[kAttnLanes], int i) {
-        switch (i) {
-            case 0: _tile_loadd(7, p, 64); break;
-            case 1: _tile_loadd(4, vt_blk, 64); break;
-            case 2: _tile_dpbf16ps(0, 4, 7); break;
-            case 3: _tile_loadd(5, vt_blk + 16 * kKeyBlock, 64); break;
-            case 4: _tile_dpbf16ps(1, 5, 7); break;
-            case 5: _tile_loadd(6, vt_blk + 32 * kKeyBlock, 64); break;
-            case 6: _tile_dpbf16ps(2, 6, 7); break;
-            case 7: _tile_loadd(4, vt_blk + 48 * kKeyBlock, 64); break;
-            default: _tile_dpbf16ps(3, 4, 7); break;
-        }
-    };
     // The pipeline's step sequence, spread over the softmax rows.
     // (Gaps between the three parts, to let a part's results land before the next one
     // waits for them, measured within noise of none at n = 1k-8k.)
@@ -142,10 +185,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
         if (resume) {
             m_ref = _mm512_load_ps(st.m);
             l = _mm512_load_ps(st.l);
-            _tile_loadd(0, o_pass, 64);
-            _tile_loadd(1, o_pass + 16 * kAttnLanes, 64);
-            _tile_loadd(2, o_pass + 32 * kAttnLanes, 64);
-            _tile_loadd(3, o_pass + 48 * kAttnLanes, 64);
+            load_o(o_pass);
         } else {
             m_ref = _mm512_set1_ps(kAttnMaxInit);
             l = _mm512_setzero_ps();
@@ -155,7 +195,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
             _tile_zero(3);
         }
         if (j_begin < j_end) {
-            for (int i = 0; i < kQkSteps; ++i) qk_step(j_begin, i);
+            for (int i = 0; i < kQkSteps; ++i) qk_step<D>(k_head + j_begin * D, qb, i);
             store_s(sbuf[0], 0);
             store_s(sbuf[0], 1);
         }
@@ -169,7 +209,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
                 has_prev ? vt_head + (j0 - kKeyBlock) * D + vt_pass : nullptr;
             auto pipeline_step = [&](int i) {
                 if (i < kQkSteps) {
-                    if (has_next) qk_step(j0 + kKeyBlock, i);
+                    if (has_next) qk_step<D>(k_head + (j0 + kKeyBlock) * D, qb, i);
                 } else if (i >= kStoreStep && i < kStoreStep + 2) {
                     if (has_next) store_s(sbuf[cur ^ 1], i - kStoreStep);
                 } else {
@@ -219,27 +259,13 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
                 l = _mm512_mul_ps(l, alpha);
                 m_ref = m_new;
                 if (has_prev || resume) {  // else O^T is still zero
-                    _tile_stored(0, obuf[0], 64);
-                    _tile_stored(1, obuf[16], 64);
-                    _tile_stored(2, obuf[32], 64);
-                    _tile_stored(3, obuf[48], 64);
+                    store_o(obuf[0]);
                     for (int d = 0; d < 64; ++d) {
                         _mm512_store_ps(obuf[d], _mm512_mul_ps(_mm512_load_ps(obuf[d]), alpha));
                     }
-                    _tile_loadd(0, obuf[0], 64);
-                    _tile_loadd(1, obuf[16], 64);
-                    _tile_loadd(2, obuf[32], 64);
-                    _tile_loadd(3, obuf[48], 64);
+                    load_o(obuf[0]);
                 }
-                p_sum = _mm512_setzero_ps();
-                for (int kk = 0; kk < kRows; ++kk) {
-                    const __m512 p0 = simd512::exp2_bf16_finite(
-                        _mm512_sub_ps(_mm512_load_ps(s_cur[2 * kk]), m_ref));
-                    const __m512 p1 = simd512::exp2_bf16_finite(
-                        _mm512_sub_ps(_mm512_load_ps(s_cur[2 * kk + 1]), m_ref));
-                    p_sum = _mm512_add_ps(p_sum, _mm512_add_ps(p0, p1));
-                    _mm512_store_si512(pb[cur][kk], simd512::interleave_bf16(p0, p1));
-                }
+                p_sum = block_p<kRows>(s_cur, m_ref, pb[cur]);
             }
             l = _mm512_add_ps(l, p_sum);
             if (!has_next) {
@@ -248,10 +274,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
                 for (int i = 0; i < kPvSteps; ++i) pv_step(vt_last, pb[cur], i);
             }
         }
-        _tile_stored(0, o_pass, 64);
-        _tile_stored(1, o_pass + 16 * kAttnLanes, 64);
-        _tile_stored(2, o_pass + 32 * kAttnLanes, 64);
-        _tile_stored(3, o_pass + 48 * kAttnLanes, 64);
+        store_o(o_pass);
     }
     _tile_release();
     _mm512_store_ps(st.m, m_ref);
