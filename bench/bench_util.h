@@ -1,6 +1,9 @@
 // Shared inputs of the micro-benchmarks.
 #pragma once
 
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -15,6 +18,23 @@ inline std::vector<float> random_vec(size_t n, uint32_t seed) {
     std::vector<float> v(n);
     for (float& x : v) x = dist(rng);
     return v;
+}
+
+// A unit's ceiling: each iteration runs loop(iters) on every OpenMP thread, which returns the
+// work it did; counter `name` = that work, summed over the threads, in billions per second.
+template <typename Loop>
+void run_on_all_threads(benchmark::State& state, Loop loop, int64_t iters, const char* name) {
+    const int n_threads = omp_get_max_threads();
+    double work = 0.0;
+    for (auto _ : state) {
+        double done = 0.0;
+#pragma omp parallel num_threads(n_threads) reduction(+ : done)
+        done += loop(iters);
+        work = done;
+    }
+    state.counters[name] =
+        benchmark::Counter(work * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["threads"] = n_threads;
 }
 
 }  // namespace lazyllm::bench

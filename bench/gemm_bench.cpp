@@ -186,18 +186,7 @@ void BM_AmxTdpPeak(benchmark::State& state) {
         state.SkipWithError("no AMX bf16 here");
         return;
     }
-    const int n_threads = omp_get_max_threads();
-    constexpr int64_t kIters = 200000;
-    double flops = 0.0;
-    for (auto _ : state) {
-        double done = 0.0;
-#pragma omp parallel num_threads(n_threads) reduction(+ : done)
-        done += detail::amx_tdp_loop(kIters);
-        flops = done;
-    }
-    state.counters["GFLOPS"] =
-        benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["threads"] = n_threads;
+    bench::run_on_all_threads(state, detail::amx_tdp_loop, 200000, "GFLOPS");
 }
 BENCHMARK(BM_AmxTdpPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
 

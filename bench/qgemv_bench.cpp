@@ -10,7 +10,6 @@
 // one copy (weights hot in L2 where they fit).
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
-#include <omp.h>
 
 #include <cstring>
 #include <memory>
@@ -237,18 +236,7 @@ void BM_VnniPeak(benchmark::State& state) {
         state.SkipWithError("no AVX-512 VNNI here");
         return;
     }
-    const int n_threads = omp_get_max_threads();
-    constexpr int64_t kIters = 5000000;
-    double macs = 0.0;
-    for (auto _ : state) {
-        double done = 0.0;
-#pragma omp parallel num_threads(n_threads) reduction(+ : done)
-        done += dpbusd_loop(kIters);
-        macs = done;
-    }
-    state.counters["GMACs"] =
-        benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["threads"] = n_threads;
+    bench::run_on_all_threads(state, dpbusd_loop, 5000000, "GMACs");
 }
 
 BENCHMARK(BM_VnniPeak)->Unit(benchmark::kMillisecond)->UseRealTime();

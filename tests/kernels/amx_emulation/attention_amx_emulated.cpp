@@ -16,6 +16,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/ops_isa.h"
+
 namespace lazyllm::kernels::detail {
 bool amx_permission_emulated() { return true; }
 }  // namespace lazyllm::kernels::detail
@@ -23,18 +25,8 @@ bool amx_permission_emulated() { return true; }
 namespace lazyllm::kernels::detail {
 namespace {
 
-uint16_t to_bf16(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof(u));
-    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-float from_bf16(uint16_t h) {
-    const uint32_t u = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof(f));
-    return f;
-}
+using tile_emulator::bf16_to_float;
+uint16_t to_bf16(float f) { return round_to_bf16(f); }
 
 struct Case {
     int head_dim;
@@ -54,7 +46,7 @@ std::vector<double> reference_lane(const AttentionArgs& a, const PackedKvBf16& p
     for (int64_t j = 0; j < j_end && a.kv_pos[j] <= t.pos[lane]; ++j) {
         double dot = 0.0;
         for (int d = 0; d < D; ++d) {
-            dot += from_bf16(to_bf16(q[d] * (a.scale * kLog2e))) * from_bf16(k[j * D + d]);
+            dot += bf16_to_float(to_bf16(q[d] * (a.scale * kLog2e))) * bf16_to_float(k[j * D + d]);
         }
         s.push_back(dot);
     }
@@ -65,7 +57,7 @@ std::vector<double> reference_lane(const AttentionArgs& a, const PackedKvBf16& p
         const double w = std::exp2(s[j] - m);
         l += w;
         const uint16_t* vb = vt + (static_cast<int64_t>(j) / kKeyBlock) * D * kKeyBlock;
-        for (int d = 0; d < D; ++d) o[d] += w * from_bf16(vb[d * kKeyBlock + j % kKeyBlock]);
+        for (int d = 0; d < D; ++d) o[d] += w * bf16_to_float(vb[d * kKeyBlock + j % kKeyBlock]);
     }
     for (double& x : o) x /= l;
     return o;

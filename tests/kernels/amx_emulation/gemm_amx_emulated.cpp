@@ -31,13 +31,6 @@ void convert_rows_to_bf16_ref(const float* src, int64_t n_rows, int64_t n_cols, 
 
 namespace {
 
-float bf16_value(uint16_t h) {
-    const uint32_t u = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
 struct Shape {
     int64_t m, n_in, n_out;
 };
@@ -99,8 +92,10 @@ int run_gemm_amx_emulated() {
                     std::vector<double> dot(s.n_out), mag(s.n_out);  // by W row
                     for (int64_t j = 0; j < s.n_out; ++j) {
                         for (int64_t k = 0; k < s.n_in; ++k) {
-                            const double p = static_cast<double>(bf16_value(x[r * s.n_in + k])) *
-                                             bf16_value(round_to_bf16(w[j * s.n_in + k]));
+                            const double p =
+                                static_cast<double>(
+                                    tile_emulator::bf16_to_float(x[r * s.n_in + k])) *
+                                tile_emulator::bf16_to_float(round_to_bf16(w[j * s.n_in + k]));
                             dot[j] += p;
                             mag[j] += std::abs(p);
                         }
@@ -115,8 +110,10 @@ int run_gemm_amx_emulated() {
                             const double bound = std::abs(want) / 128.0 +
                                                  (1.0 + std::abs(u)) * sum_bound(i) +
                                                  (1.0 + std::abs(silu)) * sum_bound(n_ff + i);
-                            err = std::max(err,
-                                           std::abs(bf16_value(y16[r * n_ff + i]) - want) / bound);
+                            err = std::max(
+                                err,
+                                std::abs(tile_emulator::bf16_to_float(y16[r * n_ff + i]) - want) /
+                                    bound);
                         }
                     } else {
                         for (int64_t j = 0; j < s.n_out; ++j) {

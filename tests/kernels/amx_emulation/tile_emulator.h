@@ -16,13 +16,17 @@ namespace lazyllm::tile_emulator {
 // Each thread has its own tile registers, as each core does.
 inline thread_local uint8_t g_tiles[8][16][64];
 
-inline float bf16_value(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, sizeof(h));
+inline float bf16_to_float(uint16_t h) {
     const uint32_t u = static_cast<uint32_t>(h) << 16;
     float f;
     std::memcpy(&f, &u, sizeof(f));
     return f;
+}
+
+inline float bf16_value(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, sizeof(h));
+    return bf16_to_float(h);
 }
 
 inline void load(int t, const void* base, int64_t stride) {
