@@ -3,6 +3,7 @@
 // conditional rescaling, resumed key ranges) is tested on every AVX-512-BF16 machine, not
 // only where AMX runs. Built with the AVX-512 flags; main.cpp enters it only after checking
 // the CPU.
+#include "amx_emulation/tally.h"
 #include "amx_emulation/tile_emulator.h"
 
 // The kernel source, with the tile unit emulated and AMX permission granted.
@@ -87,9 +88,7 @@ int run_attention_amx_emulated() {
     constexpr double kTolerance = 0.03;
     std::mt19937 rng(11);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    int failures = 0;
-    int checks = 0;
-    double worst = 0.0;
+    tile_emulator::Tally tally;
     const Case cases[] = {{64, 32, 1.0f},   {64, 200, 4.0f}, {128, 96, 1.0f},
                           {128, 333, 4.0f}, {192, 70, 1.0f}, {256, 130, 4.0f}};
     for (const Case& c : cases) {
@@ -156,19 +155,14 @@ int run_attention_amx_emulated() {
                     attention_tile_amx(a, packed, t, split, c.n_kv, st, true);
                 }
                 const double err = max_error(a, packed, t, o, st, c.n_kv);
-                worst = std::max(worst, err);
-                ++checks;
-                if (!(err <= kTolerance)) {
-                    ++failures;
+                if (!tally.record(err, kTolerance)) {
                     std::printf("FAIL head_dim %d n_kv %d kv_head %d %s: max error %g > %g\n", D,
                                 c.n_kv, kv_head, resumed ? "resumed" : "one call", err, kTolerance);
                 }
             }
         }
     }
-    std::printf("attention_amx (emulated tiles): %d of %d checks passed, largest error %g\n",
-                checks - failures, checks, worst);
-    return failures;
+    return tally.report("attention_amx");
 }
 
 }  // namespace lazyllm::kernels::detail

@@ -2,6 +2,7 @@
 // tile emulator, against a double-precision product of the same bf16 operands, for every
 // output stage (store, accumulate with bias, SwiGLU to bf16), ragged row counts and both
 // loop orders. Built with the AVX-512 flags; main.cpp enters it only after checking the CPU.
+#include "amx_emulation/tally.h"
 #include "amx_emulation/tile_emulator.h"
 
 #define amx_permission amx_permission_emulated
@@ -44,9 +45,7 @@ int run_gemm_amx_emulated() {
     constexpr double kTolerance = 1.0;
     std::mt19937 rng(13);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    int failures = 0;
-    int checks = 0;
-    double worst = 0.0;
+    tile_emulator::Tally tally;
     // n_in over 576 (18 chunks): the panel-by-panel order with two k blocks; m 260: rows split
     // across two threads; the others: micro-tile by micro-tile, panels split across threads.
     const Shape shapes[] = {{1, 32, 32},    {17, 64, 96},   {32, 96, 64},  {45, 576, 128},
@@ -123,10 +122,7 @@ int run_gemm_amx_emulated() {
                         }
                     }
                 }
-                worst = std::max(worst, err);
-                ++checks;
-                if (!(err <= kTolerance)) {
-                    ++failures;
+                if (!tally.record(err, kTolerance)) {
                     std::printf(
                         "FAIL m %lld n_in %lld n_out %lld out %d threads %d: error %g > %g\n",
                         static_cast<long long>(s.m), static_cast<long long>(s.n_in),
@@ -136,9 +132,7 @@ int run_gemm_amx_emulated() {
             }
         }
     }
-    std::printf("gemm_amx (emulated tiles): %d of %d checks passed, largest error %g\n",
-                checks - failures, checks, worst);
-    return failures;
+    return tally.report("gemm_amx");
 }
 
 }  // namespace lazyllm::kernels::detail
