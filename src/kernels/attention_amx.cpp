@@ -59,7 +59,14 @@ inline void pack_q(const AttentionArgs& a, const AttnTile& t,
     }
 }
 
-// O^T of one pass (64 dims x 16 lanes) between tmm0-3 and memory (rows of 64 bytes).
+// O^T of one pass (64 dims x 16 lanes) in tmm0-3: zeroed, or moved to and from memory (rows
+// of 64 bytes).
+inline void zero_o() {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+}
 inline void load_o(const float* o) {
     _tile_loadd(0, o, 64);
     _tile_loadd(1, o + 16 * kAttnLanes, 64);
@@ -189,10 +196,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
         } else {
             m_ref = _mm512_set1_ps(kAttnMaxInit);
             l = _mm512_setzero_ps();
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
+            zero_o();
         }
         if (j_begin < j_end) {
             for (int i = 0; i < kQkSteps; ++i) qk_step<D>(k_head + j_begin * D, qb, i);
