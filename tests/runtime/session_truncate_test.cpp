@@ -10,32 +10,15 @@
 
 #include "model/llama_model.h"
 #include "runtime/session.h"
-#include "support/tiny_model.h"
+#include "runtime/session_fixture.h"
 
 namespace lazyllm {
 namespace {
 
-std::unique_ptr<LlamaModel> tiny_model(int n_layer, const std::string& tag) {
-    testing::TinyModelSpec spec;
-    spec.n_layer = n_layer;
-    spec.seed = 11;
-    spec.weight_scale = 0.2f;
-    const std::string path = ::testing::TempDir() + "lazyllm_truncate_" + tag + ".gguf";
-    EXPECT_TRUE(testing::write_tiny_model(spec, path).ok());
-    ModelLoadOptions o;
-    o.ctx.isa = kernels::isa_from_env().value();
-    o.ctx.n_threads = 2;
-    o.precision = kernels::GemmPrecision::kF32;
-    auto m = LlamaModel::load(path, o);
-    EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
-    return m.ok() ? std::move(m).value() : nullptr;
-}
+using testing::ids_for;
 
-std::vector<int32_t> ids_for(int n, int n_vocab, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::vector<int32_t> ids(static_cast<size_t>(n));
-    for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
-    return ids;
+std::unique_ptr<LlamaModel> tiny_model(int n_layer, const std::string& tag) {
+    return testing::tiny_session_model(n_layer, "truncate_" + tag, /*seed=*/11);
 }
 
 std::vector<float> step(Session& s, const std::vector<int32_t>& ids, int n_vocab) {
