@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, from a fresh machine: install dependencies, build, fetch the default model,
 # show it, then answer a long (~4k-token) passkey prompt with full and LazyLLM prefill side by
-# side (the safe preset, then the fast one), printing both answers, TTFT and the speedup.
+# side (the safe preset, then the fast one), printing both answers, TTFT and the speedup
+# (each policy's fastest of three alternating rounds: `run --compare`).
 #   scripts/demo.sh [TOKENS]     (default 4000)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "support/model_path.h"
 #include "support/tiny_model.h"
@@ -89,6 +91,34 @@ TEST(CliTest, RunJsonCarriesTheMetrics) {
                             "\"revivals_per_step\"", "\"n_gen\": 3", "\"policy\": \"lazy\""}) {
         EXPECT_TRUE(contains(r.out, key)) << key << "\n" << r.out;
     }
+}
+
+// --compare runs --compare-reps alternating rounds and reports each policy's fastest one;
+// the flag alone, or a count below 1, is a usage error.
+TEST(CliTest, CompareReportsTheFastestOfItsRounds) {
+    const std::string m = tiny_model_file();
+    const CliRun r = run("run -m " + m +
+                             " -p 'hello world, hello world' -n 2 --ignore-eos "
+                             "--compare --compare-reps 2 --lazy-layers 1 --lazy-keep 0.5 --json",
+                         /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["reps"], 2);
+    for (const char* side : {"full", "pruned"}) {
+        const auto runs = j[std::string(side) + "_ttft_ms_runs"].get<std::vector<double>>();
+        ASSERT_EQ(runs.size(), 2u) << side;
+        EXPECT_EQ(j[side]["ttft_ms"].get<double>(), *std::min_element(runs.begin(), runs.end()))
+            << side;
+    }
+    EXPECT_DOUBLE_EQ(j["ttft_speedup"].get<double>(),
+                     j["full"]["ttft_ms"].get<double>() / j["pruned"]["ttft_ms"].get<double>());
+    const CliRun text = run("run -m " + m +
+                            " -p 'hello world, hello world' -n 2 --ignore-eos "
+                            "--compare --lazy-layers 1 --lazy-keep 0.5");
+    ASSERT_EQ(text.rc, 0) << text.out;
+    EXPECT_TRUE(contains(text.out, "best of 3 alternating runs")) << text.out;
+    expect_usage_error("run -m " + m + " -p hi --compare-reps 2", "--compare");
+    expect_usage_error("run -m " + m + " -p hi --compare --compare-reps 0", "--compare-reps");
 }
 
 TEST(CliTest, ScoreShapingFlagsReachTheScheduleOrNameTheFault) {
