@@ -16,6 +16,7 @@
 #include "base/check.h"
 #include "base/scratch.h"
 #include "kernels/qgemv_isa.h"
+#include "kernels/qgemv_outliers.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_isa.h"
 #include "kernels/workspace.h"
@@ -236,6 +237,8 @@ void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
 // parallel region costs ~1 us; the 2-thread bench on the shared 2-core VM is too noisy to tune
 // this finer); see forward().
 constexpr int64_t kMinWorkPerThread = 16 * 18;
+// Rows from which forward() splits the activations' int8 rounding over its threads too.
+constexpr int64_t kSplitQuantizeRows = 16;
 
 int resolve_threads(const KernelContext& ctx) {
     return ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads();
@@ -247,6 +250,7 @@ struct Scratch {
     std::vector<int8_t> q;                 // [m, n_in]
     std::vector<float> d, s;               // [m, n_blocks]
     std::vector<int32_t> corr, half_sums;  // [m, n_blocks]
+    qgemv::OutlierScratch outliers;
 };
 
 }  // namespace
@@ -262,6 +266,7 @@ struct QuantLinear::Impl {
     // Output rows [first, first + layer.n_out()) stored in another format (create(): parts of
     // more than one type); each layer runs its own forward() into its columns of y.
     std::vector<std::pair<int64_t, QuantLinear>> tail;
+    qgemv::OutlierColumns outlier_columns;  // forward(): of the outlier channels
 
     size_t storage_bytes() const { return w.group_bytes * static_cast<size_t>(w.n_groups); }
 
@@ -498,22 +503,32 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     }
 
     Scratch& s = space.caller<Scratch>();
+    qgemv::OutlierScratch& o = s.outliers;
+    const float* keep = qgemv::find_outliers(x, m, ldx, w.n_in, o);
+    if (keep != nullptr) im.outlier_columns.gather(w, im.offset, o);
     const int64_t n_qblocks = m * w.n_blocks;
     const qgemv::ActivationBuffers buf{grow(s.q, m * w.n_in), grow(s.d, n_qblocks),
                                        grow(s.s, n_qblocks), grow(s.corr, n_qblocks)};
-    isa_dispatch(im.isa, [&]<Isa I>() {
-        if constexpr (I == Isa::kRef) {
-            qgemv::ref::quantize_rows(x, m, ldx, w.n_in, im.offset, buf);
-        } else {
-            qgemv::quantize_rows<I>(x, m, ldx, w.n_in, im.offset, buf);
-        }
-    });
-    qgemv::Activations a{m, buf.q, buf.d, buf.s, buf.corr};
-    if (w.bits == 6) {
-        int32_t* hs = grow(s.half_sums, n_qblocks);
-        qgemv::ref::half_sums(buf.q, m, w.n_blocks, hs);
-        a.half_sums = hs;
-    }
+    int32_t* hs = w.bits == 6 ? grow(s.half_sums, n_qblocks) : nullptr;
+    // The activations' blocks [b0, b1): their buffers are block-major ([n_blocks, m]), so a
+    // block range is a contiguous part of each.
+    const auto quantize = [&](int64_t b0, int64_t b1) {
+        if (b0 >= b1) return;
+        const qgemv::ActivationBuffers part{buf.q + b0 * m * qgemv::kBlock, buf.d + b0 * m,
+                                            buf.s + b0 * m, buf.corr + b0 * m};
+        const float* xb = x + b0 * qgemv::kBlock;
+        const float* kb = keep != nullptr ? keep + b0 * qgemv::kBlock : nullptr;
+        const int64_t n = (b1 - b0) * qgemv::kBlock;
+        isa_dispatch(im.isa, [&]<Isa I>() {
+            if constexpr (I == Isa::kRef) {
+                qgemv::ref::quantize_rows(xb, m, ldx, n, im.offset, part, kb);
+            } else {
+                qgemv::quantize_rows<I>(xb, m, ldx, n, im.offset, part, kb);
+            }
+        });
+        if (hs != nullptr) qgemv::ref::half_sums(part.q, m, b1 - b0, hs + b0 * m);
+    };
+    const qgemv::Activations a{m, buf.q, buf.d, buf.s, buf.corr, hs};
     const float* bias = im.bias.empty() ? nullptr : im.bias.data();
     const auto run = [&](int64_t g0, int64_t g1) {
         isa_dispatch(im.isa, [&]<Isa I>() {
@@ -530,14 +545,35 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     const int n_threads = static_cast<int>(std::clamp<int64_t>(
         std::min<int64_t>(work / kMinWorkPerThread, w.n_groups), 1, im.n_threads));
     if (n_threads <= 1) {
+        quantize(0, w.n_blocks);
         run(0, w.n_groups);
+        if (keep != nullptr) qgemv::add_outlier_terms(im.isa, w.n_out, o, 0, m, y, ldy);
         return;
     }
+    // Below kSplitQuantizeRows rows (decode steps) quantizing takes less than a barrier.
+    const bool split = m >= kSplitQuantizeRows;
+    if (!split) quantize(0, w.n_blocks);
 #pragma omp parallel num_threads(n_threads)
     {
         const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        if (split) {
+            quantize(w.n_blocks * t / nt, w.n_blocks * (t + 1) / nt);
+#pragma omp barrier
+        }
         run(w.n_groups * t / nt, w.n_groups * (t + 1) / nt);
+        if (keep != nullptr) {  // the same for every thread
+#pragma omp barrier
+            qgemv::add_outlier_terms(im.isa, w.n_out, o, m * t / nt, m * (t + 1) / nt, y, ldy);
+        }
     }
+}
+
+float QuantLinear::weight(int64_t n, int64_t c) const {
+    LAZYLLM_CHECK(impl_ != nullptr && n >= 0 && n < n_out() && c >= 0 && c < n_in());
+    for (const auto& [first, layer] : impl_->tail) {
+        if (n >= first && n < first + layer.n_out()) return layer.weight(n - first, c);
+    }
+    return qgemv::ref::weight_value(impl_->w, impl_->offset, n, c);
 }
 
 Isa qgemv::qgemv_isa(const KernelContext& ctx) {

@@ -263,7 +263,7 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
 
 template <>
 void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                               const ActivationBuffers& out) {
+                               const ActivationBuffers& out, const float* keep) {
     const int64_t nb = n_in / kBlock;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     // packs_epi32 / packs_epi16 interleave the 128-bit lanes: dword k of the packed result
@@ -275,6 +275,11 @@ void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t ldx, int64_t n
             int8_t* qb = out.q + (b * m + r) * kBlock;
             __m256 v[4];
             for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(xb + 8 * k);
+            if (keep != nullptr) {
+                for (int k = 0; k < 4; ++k) {
+                    v[k] = _mm256_mul_ps(v[k], _mm256_loadu_ps(keep + b * kBlock + 8 * k));
+                }
+            }
             const __m256 mx = _mm256_max_ps(
                 _mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
                 _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
@@ -301,6 +306,12 @@ void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t ldx, int64_t n
             set_block_stats(out, b * m + r, d, sum, offset);
         }
     }
+}
+
+template <>
+void add_columns<Isa::kAvx2>(const float* xv, int64_t m, int k, const float* const* cols, int64_t n,
+                             float* y, int64_t ldy) {
+    add_columns_impl<Isa::kAvx2>(xv, m, k, cols, n, y, ldy);
 }
 
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx2)

@@ -92,6 +92,32 @@ inline void prefetch_block(const char* pf, int64_t b) {
     }
 }
 
+// ref::add_columns (qgemv_isa.h) on Vec<I>: the same fmas in the same order, kWidth outputs
+// at a time.
+template <Isa I>
+inline void add_columns_impl(const float* xv, int64_t m, int k, const float* const* cols, int64_t n,
+                             float* y, int64_t ldy) {
+    using V = Vec<I>;
+    for (int64_t r = 0; r < m; ++r) {
+        const float* xr = xv + r * k;
+        float* yr = y + r * ldy;
+        for (int64_t j = 0; j < n; j += V::kWidth) {
+            const bool full = n - j >= V::kWidth;
+            const typename V::Mask mask = V::tail(n - j);
+            typename V::F acc = full ? V::load(yr + j) : V::load(yr + j, mask);
+            for (int i = 0; i < k; ++i) {
+                const typename V::F c = full ? V::load(cols[i] + j) : V::load(cols[i] + j, mask);
+                acc = V::fmadd(V::set1(xr[i]), c, acc);
+            }
+            if (full) {
+                V::store(yr + j, acc);
+            } else {
+                V::store(yr + j, mask, acc);
+            }
+        }
+    }
+}
+
 // f.template operator()<M>() with M = rows (1 <= rows <= kMax): a pass per row count.
 template <int kMax, typename F>
 inline void with_rows(int64_t rows, F&& f) {

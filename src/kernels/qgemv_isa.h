@@ -178,8 +178,17 @@ inline void with_format(const Weights& w, F&& f) {
 namespace ref {
 // x: [m, n_in] with leading dimension ldx; n_in a multiple of 32. Writes the layout of
 // Activations; q rounds x / d to nearest even (the default rounding mode, as vcvtps2dq).
+// keep: nullptr, or [n_in] of 1.0f and 0.0f by which every row is multiplied first (the
+// outlier channels of QuantLinear::forward are 0: they leave the int8 blocks).
 void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out);
+                   const ActivationBuffers& out, const float* keep = nullptr);
+// y[r, j] = fma(xv[r * k + i], cols[i][j], y[r, j]) for i = 0 .. k - 1 in turn, rows r < m,
+// j < n (y: leading dimension ldy): the outlier channels' fp32 terms.
+void add_columns(const float* xv, int64_t m, int k, const float* const* cols, int64_t n, float* y,
+                 int64_t ldy);
+// The weight of output row n, input c as GGML dequantizes it (Values above); `offset` is the
+// format's.
+float weight_value(const Weights& w, int32_t offset, int64_t n, int64_t c);
 // half_sums of Activations from its q ([n_blocks, m] of 32), for 6-bit weights.
 void half_sums(const int8_t* q, int64_t m, int64_t n_blocks, int32_t* out);
 // y[r, n] for rows r < m and the output rows of groups [g0, g1). bias: [n_groups * 16] or
@@ -198,7 +207,10 @@ Isa qgemv_isa(const KernelContext& ctx);
 // qgemv_avx2.cpp). gemv runs gemv_format for the weights' format.
 template <Isa I>
 void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out);
+                   const ActivationBuffers& out, const float* keep);
+template <Isa I>
+void add_columns(const float* xv, int64_t m, int k, const float* const* cols, int64_t n, float* y,
+                 int64_t ldy);
 template <Isa I, int kBits, Scales kS>
 void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate);

@@ -16,11 +16,15 @@ using qgemv::kGroupRows;
 namespace qgemv::ref {
 
 void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out) {
+                   const ActivationBuffers& out, const float* keep) {
     const int64_t nb = n_in / kBlock;
     for (int64_t r = 0; r < m; ++r) {
         for (int64_t b = 0; b < nb; ++b) {
-            const float* xb = x + r * ldx + b * kBlock;
+            float xb[kBlock];
+            for (int j = 0; j < kBlock; ++j) {
+                const float v = x[r * ldx + b * kBlock + j];
+                xb[j] = keep != nullptr ? v * keep[b * kBlock + j] : v;
+            }
             int8_t* qb = out.q + (b * m + r) * kBlock;
             float amax = 0.0f;
             for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(xb[j]));
@@ -47,6 +51,17 @@ void half_sums(const int8_t* q, int64_t m, int64_t n_blocks, int32_t* out) {
         // |sum| <= 16 * 127: each fits the int16 half of the pair.
         out[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
                                       (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
+    }
+}
+
+void add_columns(const float* xv, int64_t m, int k, const float* const* cols, int64_t n, float* y,
+                 int64_t ldy) {
+    for (int64_t r = 0; r < m; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+            float acc = y[r * ldy + j];
+            for (int i = 0; i < k; ++i) acc = std::fma(xv[r * k + i], cols[i][j], acc);
+            y[r * ldy + j] = acc;
+        }
     }
 }
 
@@ -89,6 +104,24 @@ int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, 
     return isum;
 }
 }  // namespace
+
+float weight_value(const Weights& w, int32_t offset, int64_t n, int64_t c) {
+    const int64_t g = n / kGroupRows, b = c / kBlock;
+    const int lane = static_cast<int>(n % kGroupRows), k = static_cast<int>(c % kBlock);
+    const int u = stored_quant(w, g, b, lane, k);
+    const int64_t is = (w.per_super() ? b / kSuperBlocks : b) * kGroupRows + lane;
+    const float d = quant::fp16_to_fp32_scalar(w.scales(g)[is]);
+    const int8_t* sub = w.sub_scales(g) + (b * kGroupRows + lane) * 2;
+    if (w.bits == 6) return d * static_cast<float>(sub[k / 16]) * static_cast<float>(u - kQ6Offset);
+    if (w.scales_kind == Scales::kK) {
+        const float mn = quant::fp16_to_fp32_scalar(w.mins(g)[is]) * static_cast<float>(sub[1]);
+        return d * static_cast<float>(sub[0]) * static_cast<float>(u) + mn;
+    }
+    if (w.has_min()) {
+        return static_cast<float>(u) * d + quant::fp16_to_fp32_scalar(w.mins(g)[is]);
+    }
+    return static_cast<float>(u - offset) * d;
+}
 
 void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
           const float* bias, float* y, int64_t ldy, bool accumulate) {

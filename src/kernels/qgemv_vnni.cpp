@@ -264,14 +264,18 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
 
 template <>
 void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t ldx, int64_t n_in,
-                                 int32_t offset, const ActivationBuffers& out) {
+                                 int32_t offset, const ActivationBuffers& out, const float* keep) {
     const int64_t nb = n_in / kBlock;
     for (int64_t r = 0; r < m; ++r) {
         for (int64_t b = 0; b < nb; ++b) {
             const float* xb = x + r * ldx + b * kBlock;
             int8_t* qb = out.q + (b * m + r) * kBlock;
-            const __m512 v0 = _mm512_loadu_ps(xb);
-            const __m512 v1 = _mm512_loadu_ps(xb + 16);
+            __m512 v0 = _mm512_loadu_ps(xb);
+            __m512 v1 = _mm512_loadu_ps(xb + 16);
+            if (keep != nullptr) {
+                v0 = _mm512_mul_ps(v0, _mm512_loadu_ps(keep + b * kBlock));
+                v1 = _mm512_mul_ps(v1, _mm512_loadu_ps(keep + b * kBlock + 16));
+            }
             const float amax =
                 _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
             const auto [d, id] = block_scale(amax);
@@ -285,6 +289,12 @@ void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t ldx, int64_t
             set_block_stats(out, b * m + r, d, sum, offset);
         }
     }
+}
+
+template <>
+void add_columns<Isa::kAvx512>(const float* xv, int64_t m, int k, const float* const* cols,
+                               int64_t n, float* y, int64_t ldy) {
+    add_columns_impl<Isa::kAvx512>(xv, m, k, cols, n, y, ldy);
 }
 
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx512)
