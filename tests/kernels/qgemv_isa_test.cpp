@@ -25,28 +25,6 @@ using test::random_vec;
 bool have_avx2() { return isa_supported(Isa::kAvx2, detect_cpu_features()); }
 KernelContext avx2_ctx(int n_threads) { return {Isa::kAvx2, n_threads}; }
 
-// Builds the reference and the `isa` QuantLinear over `blocks` and checks forward() bit-exact
-// for 1 and 2 threads.
-void expect_isa_matches_ref(Isa isa, GgmlType type, const std::vector<uint8_t>& blocks,
-                            const Shape& s, const std::vector<float>& x, uint32_t seed) {
-    const auto bias = random_vec(s.n_out, seed + 1);
-    const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
-    const QuantLinear::Part part{type, blocks.data(), s.n_out};
-    const float* b = s.bias ? bias.data() : nullptr;
-    auto ref = QuantLinear::create(kRefCtx, {&part, 1}, s.n_in, b);
-    ASSERT_TRUE(ref.ok()) << ref.error().message();
-    const auto want = run(*ref, s, x, y0);
-    for (int n_threads : {1, 2}) {
-        auto fast = QuantLinear::create({isa, n_threads}, {&part, 1}, s.n_in, b);
-        ASSERT_TRUE(fast.ok()) << fast.error().message();
-        ASSERT_TRUE(fast->uses_fast_path());
-        const auto got = run(*fast, s, x, y0);
-        for (size_t i = 0; i < got.size(); ++i) {
-            ASSERT_EQ(got[i], want[i])
-                << describe(type, s, n_threads) << " isa " << static_cast<int>(isa) << " at " << i;
-        }
-    }
-}
 void expect_avx2_matches_ref(GgmlType type, const std::vector<uint8_t>& blocks, const Shape& s,
                              const std::vector<float>& x, uint32_t seed) {
     expect_isa_matches_ref(Isa::kAvx2, type, blocks, s, x, seed);

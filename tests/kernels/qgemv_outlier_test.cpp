@@ -110,25 +110,7 @@ TEST(QuantLinearOutliers, FastKernelsMatchReferenceBitExact) {
                 const auto& channels = s.n_in >= 256 && s.m == 23 ? many : few;
                 const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed += 7);
                 const auto x = planted_x(s.m, s.ldx(), channels, 40.0f, seed + 2);
-                for (Isa isa : isas) {
-                    SCOPED_TRACE("isa " + std::to_string(static_cast<int>(isa)));
-                    const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
-                    const auto bias = random_vec(s.n_out, seed + 1);
-                    const auto y0 = random_vec(s.m * s.ldy(), seed + 3);
-                    const float* b = s.bias ? bias.data() : nullptr;
-                    auto ref = QuantLinear::create(kRefCtx, {&part, 1}, s.n_in, b);
-                    ASSERT_TRUE(ref.ok()) << ref.error().message();
-                    const auto want = run(*ref, s, x, y0);
-                    for (int n_threads : {1, 2}) {
-                        auto fast = QuantLinear::create({isa, n_threads}, {&part, 1}, s.n_in, b);
-                        ASSERT_TRUE(fast.ok()) << fast.error().message();
-                        const auto got = run(*fast, s, x, y0);
-                        for (size_t i = 0; i < got.size(); ++i) {
-                            ASSERT_EQ(got[i], want[i])
-                                << describe(type, s, n_threads) << " at " << i;
-                        }
-                    }
-                }
+                for (Isa isa : isas) expect_isa_matches_ref(isa, type, wq.blocks, s, x, seed);
             }
         }
     }
