@@ -66,11 +66,17 @@ Args args_of(const benchmark::State& state) {
             state.range(4) != 0};
 }
 
-// Runs `layers[i % n]` forward per iteration; reports GBps of weights streamed.
+// Runs `layers[i % n]` forward per iteration; reports GBps of weights streamed. outliers:
+// channels of x (evenly spaced) scaled by 40 in every row, as a residual stream's outlier
+// channels (QuantLinear keeps them exact from 16 rows on: qgemv_outliers.h).
 template <typename Layer>
 void run_layers(benchmark::State& state, const Args& a, const std::vector<Layer>& layers,
-                size_t bytes) {
-    const auto x = random_vec(static_cast<size_t>(a.m * a.n_in), 2);
+                size_t bytes, int64_t outliers = 0) {
+    auto x = random_vec(static_cast<size_t>(a.m * a.n_in), 2);
+    for (int64_t i = 0; i < outliers; ++i) {
+        const int64_t c = (2 * i + 1) * a.n_in / (2 * outliers);
+        for (int64_t r = 0; r < a.m; ++r) x[r * a.n_in + c] *= 40.0f;
+    }
     std::vector<float> y(static_cast<size_t>(a.m * a.n_out));
     Workspace ws;
     for (const Layer& l : layers) l.forward(x.data(), a.m, y.data(), 0, 0, false, &ws);  // warm-up
@@ -101,7 +107,8 @@ const char* kernel_label(const KernelContext& ctx) {
                                                                                      : " avx2";
 }
 
-void run_quant(benchmark::State& state, Isa isa, GgmlType type_arg = GgmlType::F32) {
+void run_quant(benchmark::State& state, Isa isa, GgmlType type_arg = GgmlType::F32,
+               int64_t outliers = 0) {
     const Args a = args_of(state);
     if (!isa_supported(isa, detect_cpu_features())) {
         state.SkipWithError("ISA not supported by this CPU");
@@ -123,7 +130,7 @@ void run_quant(benchmark::State& state, Isa isa, GgmlType type_arg = GgmlType::F
         layers.push_back(std::move(lin).value());
     }
     state.SetLabel(std::string(ggml_type_name(type)) + kernel_label(ctx));
-    run_layers(state, a, layers, layers[0].weight_bytes());
+    run_layers(state, a, layers, layers[0].weight_bytes(), outliers);
 }
 
 void BM_QuantLinear(benchmark::State& state) { run_quant(state, best_isa(detect_cpu_features())); }
@@ -135,6 +142,10 @@ void BM_QuantLinearType(benchmark::State& state) {
 }
 void BM_QuantLinearTypeAvx2(benchmark::State& state) {
     run_quant(state, Isa::kAvx2, static_cast<GgmlType>(state.range(5)));
+}
+// Prefill rows with 0, 4 or 16 outlier channels in x (arg 5), best kernels.
+void BM_QuantLinearOutliers(benchmark::State& state) {
+    run_quant(state, best_isa(detect_cpu_features()), GgmlType::F32, state.range(5));
 }
 
 void run_packed(benchmark::State& state, GemmPrecision precision) {
@@ -205,6 +216,17 @@ void type_shapes(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
+// The default model's prefill calls (256 rows per call through q|k|v and the FFN), two
+// threads, weights hot, without and with outlier channels.
+void outlier_shapes(benchmark::internal::Benchmark* b) {
+    for (const auto& s : kShapes) {
+        if (s[0] == 49152) continue;
+        for (int64_t k : {0, 4, 16}) b->Args({256, s[0], s[1], 2, 0, k});
+    }
+    b->ArgNames({"m", "n_out", "n_in", "threads", "cold", "outliers"});
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 // The ceiling of the VNNI kernels: independent vpdpbusd on zmm registers (64 multiply-adds
 // each), ten chains per thread on all threads. Counter GMACs: multiply-adds per second.
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) double dpbusd_loop(int64_t iters) {
@@ -251,6 +273,7 @@ BENCHMARK(BM_QuantLinearAvx2)->Apply(two_threads);
 BENCHMARK(BM_PackedLinearBf16)->Apply(two_threads);
 BENCHMARK(BM_PackedLinearF32)->Apply(two_threads);
 BENCHMARK(BM_QuantLinear)->Apply(many_rows);
+BENCHMARK(BM_QuantLinearOutliers)->Apply(outlier_shapes);
 BENCHMARK(BM_PackedLinearBf16)->Apply(many_rows);
 BENCHMARK(BM_PackedLinearF32)->Apply(many_rows);
 
