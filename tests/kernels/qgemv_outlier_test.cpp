@@ -92,7 +92,8 @@ TEST(QuantLinearOutliers, WeightOfMixedTypeParts) {
 }
 
 // Row counts at and above the 16 where outlier channels start, above the 64 rows sampled,
-// with padding, bias and accumulation; more planted channels than the 16 taken in one case.
+// with padding, bias and accumulation; more planted channels than the 16 taken in one case;
+// whole register tiles of the fp32 terms (4 rows x 64 outputs) with rows and outputs left over.
 TEST(QuantLinearOutliers, FastKernelsMatchReferenceBitExact) {
     const auto isas = fast_isas();
     if (isas.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 VNNI";
@@ -106,7 +107,8 @@ TEST(QuantLinearOutliers, FastKernelsMatchReferenceBitExact) {
             const bool k = types.data() == kKTypes;
             for (const Shape& s : {Shape{16, 37, k ? 256 : 96, 0, 0, false, false},
                                    Shape{23, 53, 256, 32, 3, true, true},
-                                   Shape{70, 41, k ? 512 : 160, 0, 2, true, false}}) {
+                                   Shape{70, 41, k ? 512 : 160, 0, 2, true, false},
+                                   Shape{37, 150, 256, 0, 5, true, true}}) {
                 const auto& channels = s.n_in >= 256 && s.m == 23 ? many : few;
                 const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed += 7);
                 const auto x = planted_x(s.m, s.ldx(), channels, 40.0f, seed + 2);
