@@ -28,8 +28,11 @@ const float* find_outliers(const float* x, int64_t m, int64_t ldx, int64_t n_in,
     }
     if (s.channels.empty()) return nullptr;
     if (s.channels.size() > static_cast<size_t>(kMaxOutliers)) {
-        std::stable_sort(s.channels.begin(), s.channels.end(),
-                         [&](int32_t a, int32_t b) { return s.amax[a] > s.amax[b]; });
+        // The largest, ties to the lower channel (in place: no allocation).
+        std::partial_sort(s.channels.begin(), s.channels.begin() + kMaxOutliers, s.channels.end(),
+                          [&](int32_t a, int32_t b) {
+                              return s.amax[a] > s.amax[b] || (s.amax[a] == s.amax[b] && a < b);
+                          });
         s.channels.resize(kMaxOutliers);
         std::sort(s.channels.begin(), s.channels.end());
     }
@@ -51,7 +54,8 @@ void dequantize_column(const Weights& w, int32_t offset, int64_t c, float* out) 
 
 void OutlierColumns::gather(const Weights& w, int32_t offset, OutlierScratch& s) const {
     s.col_ptrs.assign(s.channels.size(), nullptr);
-    std::vector<size_t> missing;
+    std::vector<int32_t>& missing = s.missing;
+    missing.clear();
     {
         std::lock_guard<std::mutex> lock(mu_);
         for (size_t i = 0; i < s.channels.size(); ++i) {
@@ -65,7 +69,7 @@ void OutlierColumns::gather(const Weights& w, int32_t offset, OutlierScratch& s)
                 s.col_ptrs[i] = col.get();
                 columns_.emplace_back(s.channels[i], std::move(col));
             } else {
-                missing.push_back(i);
+                missing.push_back(static_cast<int32_t>(i));
             }
         }
     }

@@ -33,6 +33,7 @@ struct OutlierScratch {
     std::vector<int32_t> channels;          // ascending
     std::vector<float> xv;                  // [m, channels]: their values per row
     std::vector<float> cols;                // [uncached channels, n_out]
+    std::vector<int32_t> missing;           // indices into channels of the uncached ones
     std::vector<const float*> col_ptrs;     // [channels]: their weight columns
 };
 
