@@ -2,7 +2,8 @@
 // above the median channel leave the int8 blocks and enter as exact fp32 terms, x[r, c] times
 // the dequantized weight column c. A model's residual stream carries a handful of channels with
 // values many times the rest (docs/evaluation.md, "int8 prefill"); in a block of 32 they set
-// the scale the other 31 are rounded to.
+// the scale the other 31 are rounded to. The channels are chosen per call, from its rows, so a
+// row's output depends on the other rows of the call (the int8 rounding alone does not).
 #pragma once
 
 #include <cstdint>

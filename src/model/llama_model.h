@@ -197,7 +197,8 @@ struct LayerRun {
     int64_t step_rows = 0;
     // The step's tokens are prompt text (a new turn, the rest of a cached prompt): the GEMM
     // weights whatever their count, so a prompt's logits do not depend on how much of it a
-    // cache held.
+    // cache held (on the blocks, up to the int8 prefill's outlier channels, which follow the
+    // step's rows: kernels/qgemv_outliers.h).
     bool prompt = false;
 };
 
