@@ -11,10 +11,12 @@
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -66,23 +68,34 @@ Args args_of(const benchmark::State& state) {
             state.range(4) != 0};
 }
 
-// Runs `layers[i % n]` forward per iteration; reports GBps of weights streamed. outliers:
-// channels of x (evenly spaced) scaled by 40 in every row, as a residual stream's outlier
-// channels (QuantLinear keeps them exact from 16 rows on: qgemv_outliers.h).
+// Runs `layers[i % n]` forward per iteration; reports GBps of weights streamed. outliers >= 0:
+// QuantLinear's exact outlier channels on (qgemv_outliers.h), with that many channels of x
+// (evenly spaced) of magnitude 20-40 in every row of uniform [-1, 1), as a residual stream's
+// outlier channels (a row takes at most 8).
 template <typename Layer>
 void run_layers(benchmark::State& state, const Args& a, const std::vector<Layer>& layers,
-                size_t bytes, int64_t outliers = 0) {
+                size_t bytes, int64_t outliers = -1) {
     auto x = random_vec(static_cast<size_t>(a.m * a.n_in), 2);
     for (int64_t i = 0; i < outliers; ++i) {
         const int64_t c = (2 * i + 1) * a.n_in / (2 * outliers);
-        for (int64_t r = 0; r < a.m; ++r) x[r * a.n_in + c] *= 40.0f;
+        for (int64_t r = 0; r < a.m; ++r) {
+            float& v = x[r * a.n_in + c];
+            v = std::copysign(20.0f + 20.0f * std::fabs(v), v);
+        }
     }
     std::vector<float> y(static_cast<size_t>(a.m * a.n_out));
     Workspace ws;
-    for (const Layer& l : layers) l.forward(x.data(), a.m, y.data(), 0, 0, false, &ws);  // warm-up
+    const auto forward = [&](const Layer& l) {
+        if constexpr (std::is_same_v<Layer, QuantLinear>) {
+            l.forward(x.data(), a.m, y.data(), 0, 0, false, &ws, outliers >= 0);
+        } else {
+            l.forward(x.data(), a.m, y.data(), 0, 0, false, &ws);
+        }
+    };
+    for (const Layer& l : layers) forward(l);  // warm-up
     size_t i = 0;
     for (auto _ : state) {
-        layers[i].forward(x.data(), a.m, y.data(), 0, 0, false, &ws);
+        forward(layers[i]);
         i = i + 1 == layers.size() ? 0 : i + 1;
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
@@ -108,7 +121,7 @@ const char* kernel_label(const KernelContext& ctx) {
 }
 
 void run_quant(benchmark::State& state, Isa isa, GgmlType type_arg = GgmlType::F32,
-               int64_t outliers = 0) {
+               int64_t outliers = -1) {
     const Args a = args_of(state);
     if (!isa_supported(isa, detect_cpu_features())) {
         state.SkipWithError("ISA not supported by this CPU");
@@ -143,7 +156,8 @@ void BM_QuantLinearType(benchmark::State& state) {
 void BM_QuantLinearTypeAvx2(benchmark::State& state) {
     run_quant(state, Isa::kAvx2, static_cast<GgmlType>(state.range(5)));
 }
-// Prefill rows with 0, 4 or 16 outlier channels in x (arg 5), best kernels.
+// Prompt rows with the exact outlier channels on and 0, 4 or 16 such channels in x (arg 5),
+// best kernels (BM_QuantLinear: off).
 void BM_QuantLinearOutliers(benchmark::State& state) {
     run_quant(state, best_isa(detect_cpu_features()), GgmlType::F32, state.range(5));
 }

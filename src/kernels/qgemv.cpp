@@ -237,7 +237,8 @@ void store_lane(const qgemv::Weights& w, uint8_t* group, int64_t b, int lane,
 // parallel region costs ~1 us; the 2-thread bench on the shared 2-core VM is too noisy to tune
 // this finer); see forward().
 constexpr int64_t kMinWorkPerThread = 16 * 18;
-// Rows from which forward() splits the activations' int8 rounding over its threads too.
+// Rows from which forward() splits the activations' int8 rounding (and the outlier terms) over
+// its threads too.
 constexpr int64_t kSplitQuantizeRows = 16;
 
 int resolve_threads(const KernelContext& ctx) {
@@ -488,7 +489,7 @@ GgmlType QuantLinear::type() const { return impl_ ? impl_->type : GgmlType::Q8_0
 bool QuantLinear::uses_fast_path() const { return impl_ && impl_->isa != Isa::kRef; }
 
 void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
-                          bool accumulate, Workspace* ws) const {
+                          bool accumulate, Workspace* ws, bool outliers) const {
     LAZYLLM_CHECK(impl_ != nullptr);
     const Impl& im = *impl_;
     const qgemv::Weights& w = im.w;
@@ -499,34 +500,41 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     Workspace local;
     Workspace& space = ws != nullptr ? *ws : local;
     for (const auto& [first, layer] : im.tail) {
-        layer.forward(x, m, y + first, ldx, ldy, accumulate, &space);
+        layer.forward(x, m, y + first, ldx, ldy, accumulate, &space, outliers);
     }
 
     Scratch& s = space.caller<Scratch>();
     qgemv::OutlierScratch& o = s.outliers;
-    const float* keep = qgemv::find_outliers(x, m, ldx, w.n_in, o);
-    if (keep != nullptr) im.outlier_columns.gather(w, im.offset, o);
+    const qgemv::RowOutliers rows = outliers ? o.rows(m) : qgemv::RowOutliers{};
     const int64_t n_qblocks = m * w.n_blocks;
     const qgemv::ActivationBuffers buf{grow(s.q, m * w.n_in), grow(s.d, n_qblocks),
                                        grow(s.s, n_qblocks), grow(s.corr, n_qblocks)};
     int32_t* hs = w.bits == 6 ? grow(s.half_sums, n_qblocks) : nullptr;
-    // The activations' blocks [b0, b1): their buffers are block-major ([n_blocks, m]), so a
-    // block range is a contiguous part of each.
-    const auto quantize = [&](int64_t b0, int64_t b1) {
-        if (b0 >= b1) return;
-        const qgemv::ActivationBuffers part{buf.q + b0 * m * qgemv::kBlock, buf.d + b0 * m,
-                                            buf.s + b0 * m, buf.corr + b0 * m};
-        const float* xb = x + b0 * qgemv::kBlock;
-        const float* kb = keep != nullptr ? keep + b0 * qgemv::kBlock : nullptr;
-        const int64_t n = (b1 - b0) * qgemv::kBlock;
+    // The activations' rows [r0, r1) (with their outlier channels where asked).
+    const auto quantize = [&](int64_t r0, int64_t r1) {
+        if (r0 >= r1) return;
         isa_dispatch(im.isa, [&]<Isa I>() {
             if constexpr (I == Isa::kRef) {
-                qgemv::ref::quantize_rows(xb, m, ldx, n, im.offset, part, kb);
+                qgemv::ref::quantize_rows(x, m, r0, r1, ldx, w.n_in, im.offset, buf,
+                                          outliers ? &rows : nullptr);
             } else {
-                qgemv::quantize_rows<I>(xb, m, ldx, n, im.offset, part, kb);
+                qgemv::quantize_rows<I>(x, m, r0, r1, ldx, w.n_in, im.offset, buf,
+                                        outliers ? &rows : nullptr);
             }
         });
-        if (hs != nullptr) qgemv::ref::half_sums(part.q, m, b1 - b0, hs + b0 * m);
+        if (hs == nullptr) return;
+        for (int64_t b = 0; b < w.n_blocks; ++b) {  // block-major: rows [r0, r1) of each block
+            qgemv::ref::half_sums(buf.q + (b * m + r0) * qgemv::kBlock, r1 - r0, 1,
+                                  hs + b * m + r0);
+        }
+    };
+    // The rows' outlier channels and their columns, once every row is quantized.
+    const auto gather = [&] {
+        o.collect(m, w.n_in);
+        if (!o.channels.empty()) im.outlier_columns.gather(w, im.offset, o);
+    };
+    const auto terms = [&](int64_t r0, int64_t r1) {
+        qgemv::add_outlier_terms(im.isa, w.n_out, o, r0, r1, y, ldy);
     };
     const qgemv::Activations a{m, buf.q, buf.d, buf.s, buf.corr, hs};
     const float* bias = im.bias.empty() ? nullptr : im.bias.data();
@@ -544,26 +552,41 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     const int64_t work = w.n_groups * w.n_blocks * m;
     const int n_threads = static_cast<int>(std::clamp<int64_t>(
         std::min<int64_t>(work / kMinWorkPerThread, w.n_groups), 1, im.n_threads));
-    if (n_threads <= 1) {
-        quantize(0, w.n_blocks);
-        run(0, w.n_groups);
-        if (keep != nullptr) qgemv::add_outlier_terms(im.isa, w.n_out, o, 0, m, y, ldy);
+    // Below kSplitQuantizeRows rows (decode steps) rounding x, and the outlier terms, take
+    // less than a barrier: they run on the calling thread, around a parallel region for the
+    // GEMV alone.
+    if (n_threads <= 1 || m < kSplitQuantizeRows) {
+        quantize(0, m);
+        if (outliers) gather();
+        if (n_threads <= 1) {
+            run(0, w.n_groups);
+        } else {
+#pragma omp parallel num_threads(n_threads)
+            {
+                const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+                run(w.n_groups * t / nt, w.n_groups * (t + 1) / nt);
+            }
+        }
+        if (outliers) terms(0, m);
         return;
     }
-    // Below kSplitQuantizeRows rows (decode steps) quantizing takes less than a barrier.
-    const bool split = m >= kSplitQuantizeRows;
-    if (!split) quantize(0, w.n_blocks);
+    bool any = false;  // some row has outlier channels
 #pragma omp parallel num_threads(n_threads)
     {
         const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-        if (split) {
-            quantize(w.n_blocks * t / nt, w.n_blocks * (t + 1) / nt);
+        quantize(m * t / nt, m * (t + 1) / nt);
 #pragma omp barrier
+        if (outliers) {
+#pragma omp single
+            {
+                gather();
+                any = !o.channels.empty();
+            }  // implied barrier
         }
         run(w.n_groups * t / nt, w.n_groups * (t + 1) / nt);
-        if (keep != nullptr) {  // the same for every thread
+        if (any) {  // the same for every thread
 #pragma omp barrier
-            qgemv::add_outlier_terms(im.isa, w.n_out, o, m * t / nt, m * (t + 1) / nt, y, ldy);
+            terms(m * t / nt, m * (t + 1) / nt);
         }
     }
 }

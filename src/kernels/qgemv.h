@@ -90,15 +90,15 @@ public:
     // 0 = n_in); y: [m, n_out] fp32 with leading dimension ldy (>= n_out, 0 = n_out); x and y
     // must not overlap. accumulate: y += x W^T (+ bias). Runs on the ctx.n_threads given to
     // create() (OpenMP over groups of 16 output rows; from 16 rows on, the int8 rounding of x
-    // too, over its blocks of 32). Thread-safe; the activation scratch
-    // comes from ws (workspace.h; without one, a temporary one per call) and grows only, so
-    // steady-state calls allocate nothing.
-    // From 16 rows on, the outlier channels of x (those whose largest value over up to 64 of
-    // the rows exceeds 6 times the median channel's, at most 16) stay out of the int8 blocks
-    // and are added after the int8 product as exact fp32 terms, x[r, c] times the dequantized
-    // column c (kept for up to 64 channels per layer); see qgemv_outliers.h.
+    // too, over its rows). Thread-safe; the activation scratch comes from ws (workspace.h;
+    // without one, a temporary one per call) and grows only, so steady-state calls allocate
+    // nothing. Every row's output depends on that row of x alone.
+    // outliers: each row's outlier channels (those above 12 times the row's mean |x|, at most
+    // 8, the largest) stay out of its int8 blocks and are added after the int8 product as
+    // exact fp32 terms, x[r, c] times the dequantized column c (kept for up to 64 channels per
+    // layer); see qgemv_outliers.h. The model asks for them on prompt rows, not in decode.
     void forward(const float* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
-                 bool accumulate = false, Workspace* ws = nullptr) const;
+                 bool accumulate = false, Workspace* ws = nullptr, bool outliers = false) const;
     // Weight (n, c) as GGML dequantizes it (0 <= n < n_out, 0 <= c < n_in).
     float weight(int64_t n, int64_t c) const;
 

@@ -262,22 +262,60 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
 }  // namespace
 
 template <>
-void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                               const ActivationBuffers& out, const float* keep) {
+void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ldx,
+                               int64_t n_in, int32_t offset, const ActivationBuffers& out,
+                               const RowOutliers* outliers) {
     const int64_t nb = n_in / kBlock;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     // packs_epi32 / packs_epi16 interleave the 128-bit lanes: dword k of the packed result
     // holds elements 4 * perm[k] .. + 3; this puts them back in order.
     const __m256i unshuffle = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    for (int64_t r = 0; r < m; ++r) {
+    const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x + r * ldx;
+        const int32_t* ch = nullptr;
+        int n_ch = 0;
+        if (outliers != nullptr) {  // RowOutliers' 16 lanes: lo 0-7, hi 8-15
+            __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+            for (int64_t c = 0; c < n_in; c += 16) {
+                lo = _mm256_add_ps(lo, _mm256_and_ps(_mm256_loadu_ps(xr + c), abs_mask));
+                hi = _mm256_add_ps(hi, _mm256_and_ps(_mm256_loadu_ps(xr + c + 8), abs_mask));
+            }
+            float lanes[16];
+            _mm256_storeu_ps(lanes, lo);
+            _mm256_storeu_ps(lanes + 8, hi);
+            const __m256 bound =
+                _mm256_set1_ps(RowOutlierPick::bound(lanes, n_in, outliers->ratio));
+            RowOutlierPick pick;
+            for (int64_t c = 0; c < n_in; c += 8) {
+                const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xr + c), abs_mask);
+                uint32_t over = _mm256_movemask_ps(_mm256_cmp_ps(a, bound, _CMP_GT_OQ));
+                for (; over != 0; over &= over - 1) {
+                    const int64_t j = c + __builtin_ctz(over);
+                    pick.add(static_cast<int32_t>(j), xr[j]);
+                }
+            }
+            pick.finish(*outliers, r);
+            ch = outliers->channel + r * kRowOutliers;
+            n_ch = outliers->count[r];
+        }
+        int next = 0;  // the row's first outlier channel in block b or later
         for (int64_t b = 0; b < nb; ++b) {
-            const float* xb = x + r * ldx + b * kBlock;
+            const float* xb = xr + b * kBlock;
             int8_t* qb = out.q + (b * m + r) * kBlock;
             __m256 v[4];
             for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(xb + 8 * k);
-            if (keep != nullptr) {
+            if (next < n_ch && ch[next] < (b + 1) * kBlock) {
+                uint32_t zero = 0;
+                for (; next < n_ch && ch[next] < (b + 1) * kBlock; ++next) {
+                    zero |= 1u << (ch[next] - b * kBlock);
+                }
                 for (int k = 0; k < 4; ++k) {
-                    v[k] = _mm256_mul_ps(v[k], _mm256_loadu_ps(keep + b * kBlock + 8 * k));
+                    const __m256i bits =
+                        _mm256_set1_epi32(static_cast<int>((zero >> (8 * k)) & 0xFF));
+                    const __m256i sel =
+                        _mm256_cmpeq_epi32(_mm256_and_si256(bits, lane_bit), lane_bit);
+                    v[k] = _mm256_andnot_ps(_mm256_castsi256_ps(sel), v[k]);
                 }
             }
             const __m256 mx = _mm256_max_ps(
@@ -309,9 +347,9 @@ void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t ldx, int64_t n
 }
 
 template <>
-void add_columns<Isa::kAvx2>(const float* xv, int64_t m, int k, const float* const* cols, int64_t n,
-                             float* y, int64_t ldy) {
-    add_columns_impl<Isa::kAvx2>(xv, m, k, cols, n, y, ldy);
+void add_columns<Isa::kAvx2>(const float* xv, int64_t ldxv, int64_t m, int k,
+                             const float* const* cols, int64_t n, float* y, int64_t ldy) {
+    add_columns_impl<Isa::kAvx2>(xv, ldxv, m, k, cols, n, y, ldy);
 }
 
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx2)

@@ -95,12 +95,12 @@ inline void prefetch_block(const char* pf, int64_t b) {
 // ref::add_columns (qgemv_isa.h) on Vec<I> for rows [r0, r1) and outputs [j0, n): the same
 // fmas in the same order, kWidth outputs at a time.
 template <Isa I>
-inline void add_columns_rows(const float* xv, int64_t r0, int64_t r1, int k,
+inline void add_columns_rows(const float* xv, int64_t ldxv, int64_t r0, int64_t r1, int k,
                              const float* const* cols, int64_t j0, int64_t n, float* y,
                              int64_t ldy) {
     using V = Vec<I>;
     for (int64_t r = r0; r < r1; ++r) {
-        const float* xr = xv + r * k;
+        const float* xr = xv + r * ldxv;
         float* yr = y + r * ldy;
         for (int64_t j = j0; j < n; j += V::kWidth) {
             const bool full = n - j >= V::kWidth;
@@ -123,8 +123,8 @@ inline void add_columns_rows(const float* xv, int64_t r0, int64_t r1, int k,
 // their sums in registers, so each weight load serves kR rows and kR x kC fma chains run
 // side by side; the rows and outputs past the last whole tile go through add_columns_rows.
 template <Isa I>
-inline void add_columns_impl(const float* xv, int64_t m, int k, const float* const* cols, int64_t n,
-                             float* y, int64_t ldy) {
+inline void add_columns_impl(const float* xv, int64_t ldxv, int64_t m, int k,
+                             const float* const* cols, int64_t n, float* y, int64_t ldy) {
     using V = Vec<I>;
     constexpr int kR = 4;
     constexpr int kC = V::kWidth >= 16 ? 4 : 2;  // 16 or 8 accumulators
@@ -141,7 +141,7 @@ inline void add_columns_impl(const float* xv, int64_t m, int k, const float* con
                 typename V::F w[kC];
                 for (int c = 0; c < kC; ++c) w[c] = V::load(cols[i] + j + c * V::kWidth);
                 for (int a = 0; a < kR; ++a) {
-                    const typename V::F xa = V::set1(xv[(r + a) * k + i]);
+                    const typename V::F xa = V::set1(xv[(r + a) * ldxv + i]);
                     for (int c = 0; c < kC; ++c) acc[a][c] = V::fmadd(xa, w[c], acc[a][c]);
                 }
             }
@@ -151,8 +151,8 @@ inline void add_columns_impl(const float* xv, int64_t m, int k, const float* con
             }
         }
     }
-    if (n_tiles < n) add_columns_rows<I>(xv, 0, m_tiles, k, cols, n_tiles, n, y, ldy);
-    add_columns_rows<I>(xv, m_tiles, m, k, cols, 0, n, y, ldy);
+    if (n_tiles < n) add_columns_rows<I>(xv, ldxv, 0, m_tiles, k, cols, n_tiles, n, y, ldy);
+    add_columns_rows<I>(xv, ldxv, m_tiles, m, k, cols, 0, n, y, ldy);
 }
 
 // f.template operator()<M>() with M = rows (1 <= rows <= kMax): a pass per row count.

@@ -150,6 +150,73 @@ struct ActivationBuffers {
     int32_t* corr;
 };
 
+// The outlier channels of each row (QuantLinear::forward, qgemv_outliers.h), chosen from the
+// row alone: with `lanes` its 16 sums of |x| (lane j: x[j], x[j + 16], ... added in order),
+// mean = (lanes[0] + ... + lanes[15], added in order) / n_in, the channels with |x| > ratio *
+// mean, at most kRowOutliers: the largest, ties to the lower channel. They leave the row's
+// int8 blocks (rounded as 0) and come back as fp32 terms (add_columns). Every kernel set
+// chooses the same ones: the sums are the same additions in the same order.
+inline constexpr int kRowOutliers = 8;
+struct RowOutliers {
+    float ratio = 0.0f;
+    int32_t* count = nullptr;    // [m]
+    int32_t* channel = nullptr;  // [m, kRowOutliers]: row r's, ascending, from r * kRowOutliers
+    float* value = nullptr;      // [m, kRowOutliers]: x[r, channel]
+};
+
+// One row's choice while its channels are scanned in ascending order (shared by every kernel
+// set): add() each channel over the bound, then finish().
+class RowOutlierPick {
+public:
+    static float bound(const float (&lanes)[16], int64_t n_in, float ratio) {
+        float sum = 0.0f;
+        for (float s : lanes) sum += s;
+        return ratio * (sum / static_cast<float>(n_in));
+    }
+    // Channel c (above every channel added before) with value v, |v| over the bound.
+    void add(int32_t c, float v) {
+        const float a = v < 0.0f ? -v : v;
+        int i = n_;
+        if (n_ == kRowOutliers) {
+            if (!(a > abs_[n_ - 1])) return;  // the earlier channel wins a tie
+            --i;
+        } else {
+            ++n_;
+        }
+        for (; i > 0 && a > abs_[i - 1]; --i) {  // by |v| descending, stable
+            abs_[i] = abs_[i - 1];
+            ch_[i] = ch_[i - 1];
+            val_[i] = val_[i - 1];
+        }
+        abs_[i] = a;
+        ch_[i] = c;
+        val_[i] = v;
+    }
+    // Row r's entry of `o`, channels ascending.
+    void finish(const RowOutliers& o, int64_t r) {
+        int32_t* ch = o.channel + r * kRowOutliers;
+        float* val = o.value + r * kRowOutliers;
+        int order[kRowOutliers];
+        for (int i = 0; i < n_; ++i) order[i] = i;
+        for (int i = 1; i < n_; ++i) {  // insertion sort by channel (n_ <= 8)
+            const int t = order[i];
+            int j = i;
+            for (; j > 0 && ch_[order[j - 1]] > ch_[t]; --j) order[j] = order[j - 1];
+            order[j] = t;
+        }
+        for (int i = 0; i < n_; ++i) {
+            ch[i] = ch_[order[i]];
+            val[i] = val_[order[i]];
+        }
+        o.count[r] = n_;
+    }
+
+private:
+    int n_ = 0;
+    int32_t ch_[kRowOutliers];
+    float abs_[kRowOutliers], val_[kRowOutliers];
+};
+
 // Calls f.template operator()<kBits, kScales>() for the weights' format: the kernel sets'
 // per-format instantiations.
 template <typename F>
@@ -176,16 +243,17 @@ inline void with_format(const Weights& w, F&& f) {
 }
 
 namespace ref {
-// x: [m, n_in] with leading dimension ldx; n_in a multiple of 32. Writes the layout of
-// Activations; q rounds x / d to nearest even (the default rounding mode, as vcvtps2dq).
-// keep: nullptr, or [n_in] of 1.0f and 0.0f by which every row is multiplied first (the
-// outlier channels of QuantLinear::forward are 0: they leave the int8 blocks).
-void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out, const float* keep = nullptr);
-// y[r, j] = fma(xv[r * k + i], cols[i][j], y[r, j]) for i = 0 .. k - 1 in turn, rows r < m,
-// j < n (y: leading dimension ldy): the outlier channels' fp32 terms.
-void add_columns(const float* xv, int64_t m, int k, const float* const* cols, int64_t n, float* y,
-                 int64_t ldy);
+// Rows [r0, r1) of x ([m, n_in], leading dimension ldx; n_in a multiple of 32) into the
+// layout of Activations for m rows; q rounds x / d to nearest even (the default rounding mode,
+// as vcvtps2dq). outliers: nullptr, or each row's outlier channels are chosen into it
+// (RowOutliers) and rounded as 0.
+void quantize_rows(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ldx, int64_t n_in,
+                   int32_t offset, const ActivationBuffers& out,
+                   const RowOutliers* outliers = nullptr);
+// y[r, j] = fma(xv[r * ldxv + i], cols[i][j], y[r, j]) for i = 0 .. k - 1 in turn, rows r < m,
+// j < n (y: leading dimension ldy): outlier channels' fp32 terms, for rows that share them.
+void add_columns(const float* xv, int64_t ldxv, int64_t m, int k, const float* const* cols,
+                 int64_t n, float* y, int64_t ldy);
 // The weight of output row n, input c as GGML dequantizes it (Values above); `offset` is the
 // format's.
 float weight_value(const Weights& w, int32_t offset, int64_t n, int64_t c);
@@ -206,11 +274,11 @@ Isa qgemv_isa(const KernelContext& ctx);
 // kAvx512 (vpdpbusd, qgemv_vnni.cpp) or kAvx2 (vpmaddubsw with exact int16 partial sums,
 // qgemv_avx2.cpp). gemv runs gemv_format for the weights' format.
 template <Isa I>
-void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out, const float* keep);
+void quantize_rows(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ldx, int64_t n_in,
+                   int32_t offset, const ActivationBuffers& out, const RowOutliers* outliers);
 template <Isa I>
-void add_columns(const float* xv, int64_t m, int k, const float* const* cols, int64_t n, float* y,
-                 int64_t ldy);
+void add_columns(const float* xv, int64_t ldxv, int64_t m, int k, const float* const* cols,
+                 int64_t n, float* y, int64_t ldy);
 template <Isa I, int kBits, Scales kS>
 void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate);

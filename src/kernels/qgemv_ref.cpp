@@ -15,15 +15,30 @@ using qgemv::kGroupRows;
 
 namespace qgemv::ref {
 
-void quantize_rows(const float* x, int64_t m, int64_t ldx, int64_t n_in, int32_t offset,
-                   const ActivationBuffers& out, const float* keep) {
+void quantize_rows(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ldx, int64_t n_in,
+                   int32_t offset, const ActivationBuffers& out, const RowOutliers* outliers) {
     const int64_t nb = n_in / kBlock;
-    for (int64_t r = 0; r < m; ++r) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x + r * ldx;
+        const int32_t* ch = nullptr;
+        int n_ch = 0;
+        if (outliers != nullptr) {
+            float lanes[16] = {};
+            for (int64_t c = 0; c < n_in; ++c) lanes[c % 16] += std::fabs(xr[c]);
+            const float bound = RowOutlierPick::bound(lanes, n_in, outliers->ratio);
+            RowOutlierPick pick;
+            for (int64_t c = 0; c < n_in; ++c) {
+                if (std::fabs(xr[c]) > bound) pick.add(static_cast<int32_t>(c), xr[c]);
+            }
+            pick.finish(*outliers, r);
+            ch = outliers->channel + r * kRowOutliers;
+            n_ch = outliers->count[r];
+        }
         for (int64_t b = 0; b < nb; ++b) {
             float xb[kBlock];
-            for (int j = 0; j < kBlock; ++j) {
-                const float v = x[r * ldx + b * kBlock + j];
-                xb[j] = keep != nullptr ? v * keep[b * kBlock + j] : v;
+            for (int j = 0; j < kBlock; ++j) xb[j] = xr[b * kBlock + j];
+            for (int i = 0; i < n_ch; ++i) {
+                if (ch[i] / kBlock == b) xb[ch[i] % kBlock] = 0.0f;
             }
             int8_t* qb = out.q + (b * m + r) * kBlock;
             float amax = 0.0f;
@@ -54,12 +69,12 @@ void half_sums(const int8_t* q, int64_t m, int64_t n_blocks, int32_t* out) {
     }
 }
 
-void add_columns(const float* xv, int64_t m, int k, const float* const* cols, int64_t n, float* y,
-                 int64_t ldy) {
+void add_columns(const float* xv, int64_t ldxv, int64_t m, int k, const float* const* cols,
+                 int64_t n, float* y, int64_t ldy) {
     for (int64_t r = 0; r < m; ++r) {
         for (int64_t j = 0; j < n; ++j) {
             float acc = y[r * ldy + j];
-            for (int i = 0; i < k; ++i) acc = std::fma(xv[r * k + i], cols[i][j], acc);
+            for (int i = 0; i < k; ++i) acc = std::fma(xv[r * ldxv + i], cols[i][j], acc);
             y[r * ldy + j] = acc;
         }
     }

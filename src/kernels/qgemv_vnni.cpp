@@ -263,18 +263,49 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
 }  // namespace
 
 template <>
-void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t ldx, int64_t n_in,
-                                 int32_t offset, const ActivationBuffers& out, const float* keep) {
+void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ldx,
+                                 int64_t n_in, int32_t offset, const ActivationBuffers& out,
+                                 const RowOutliers* outliers) {
     const int64_t nb = n_in / kBlock;
-    for (int64_t r = 0; r < m; ++r) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x + r * ldx;
+        const int32_t* ch = nullptr;
+        int n_ch = 0;
+        if (outliers != nullptr) {  // RowOutliers: lane j of the sums is lane j here
+            __m512 acc = _mm512_setzero_ps();
+            for (int64_t c = 0; c < n_in; c += 16) {
+                acc = _mm512_add_ps(acc, _mm512_abs_ps(_mm512_loadu_ps(xr + c)));
+            }
+            float lanes[16];
+            _mm512_storeu_ps(lanes, acc);
+            const __m512 bound =
+                _mm512_set1_ps(RowOutlierPick::bound(lanes, n_in, outliers->ratio));
+            RowOutlierPick pick;
+            for (int64_t c = 0; c < n_in; c += 16) {
+                uint32_t over =
+                    _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xr + c)), bound, _CMP_GT_OQ);
+                for (; over != 0; over &= over - 1) {
+                    const int64_t j = c + __builtin_ctz(over);
+                    pick.add(static_cast<int32_t>(j), xr[j]);
+                }
+            }
+            pick.finish(*outliers, r);
+            ch = outliers->channel + r * kRowOutliers;
+            n_ch = outliers->count[r];
+        }
+        int next = 0;  // the row's first outlier channel in block b or later
         for (int64_t b = 0; b < nb; ++b) {
-            const float* xb = x + r * ldx + b * kBlock;
+            const float* xb = xr + b * kBlock;
             int8_t* qb = out.q + (b * m + r) * kBlock;
             __m512 v0 = _mm512_loadu_ps(xb);
             __m512 v1 = _mm512_loadu_ps(xb + 16);
-            if (keep != nullptr) {
-                v0 = _mm512_mul_ps(v0, _mm512_loadu_ps(keep + b * kBlock));
-                v1 = _mm512_mul_ps(v1, _mm512_loadu_ps(keep + b * kBlock + 16));
+            if (next < n_ch && ch[next] < (b + 1) * kBlock) {
+                uint32_t zero = 0;
+                for (; next < n_ch && ch[next] < (b + 1) * kBlock; ++next) {
+                    zero |= 1u << (ch[next] - b * kBlock);
+                }
+                v0 = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero), v0);
+                v1 = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero >> 16), v1);
             }
             const float amax =
                 _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
@@ -292,9 +323,9 @@ void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t ldx, int64_t
 }
 
 template <>
-void add_columns<Isa::kAvx512>(const float* xv, int64_t m, int k, const float* const* cols,
-                               int64_t n, float* y, int64_t ldy) {
-    add_columns_impl<Isa::kAvx512>(xv, m, k, cols, n, y, ldy);
+void add_columns<Isa::kAvx512>(const float* xv, int64_t ldxv, int64_t m, int k,
+                               const float* const* cols, int64_t n, float* y, int64_t ldy) {
+    add_columns_impl<Isa::kAvx512>(xv, ldxv, m, k, cols, n, y, ldy);
 }
 
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx512)

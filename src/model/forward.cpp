@@ -116,7 +116,9 @@ bool Linear::forward(kernels::Workspace& ws, LinearPath path, LinearInput x, int
                      const kernels::RowsDone* done) const {
     switch (path) {
         case LinearPath::kQuant:
-            quant.forward(x.f32, n, y, ldx, ldy, accumulate, &ws);
+        case LinearPath::kQuantOutliers:
+            quant.forward(x.f32, n, y, ldx, ldy, accumulate, &ws,
+                          path == LinearPath::kQuantOutliers);
             return false;
         case LinearPath::kBf16:
             return gemm.forward_bf16(x.bf16, n, y, ldx, ldy, accumulate, done, &ws);
@@ -204,10 +206,14 @@ private:
     // inside), prefill on the GEMMs; with prefill_quant() there are only the 4/8-bit weights.
     void prepare(int64_t rows) {
         const int64_t E = c_.n_embd, Q = c_.n_embd_q(), F = c_.n_ff;
-        const bool quant = m_.prefill_quant_ || (m_.decode_weights_step(step_rows_, run_.prompt) &&
-                                                 rows <= m_.quant_max_rows_);
+        const bool decode = m_.decode_weights_step(step_rows_, run_.prompt);
+        const bool quant = m_.prefill_quant_ || (decode && rows <= m_.quant_max_rows_);
         const bool bf16 = !quant && m_.layers_[run_.il_begin].qkv.gemm.is_bf16();
-        path_ = quant ? LinearPath::kQuant : (bf16 ? LinearPath::kBf16 : LinearPath::kF32);
+        if (quant) {
+            path_ = decode ? LinearPath::kQuant : LinearPath::kQuantOutliers;
+        } else {
+            path_ = bf16 ? LinearPath::kBf16 : LinearPath::kF32;
+        }
         x16_ = bf16 ? grow(s_.x16, rows * E) : nullptr;        // [rows, E]
         act16_ = bf16 ? grow(s_.act16, rows * F) : nullptr;    // [rows, F]
         attn16_ = bf16 ? grow(s_.attn16, rows * Q) : nullptr;  // [rows, Q]
@@ -225,6 +231,16 @@ private:
         y_ = c_.post_norms ? grow(s_.y, rows * E) : nullptr;         // [rows, E]
     }
     bool bf16() const { return path_ == LinearPath::kBf16; }
+    bool quant() const {
+        return path_ == LinearPath::kQuant || path_ == LinearPath::kQuantOutliers;
+    }
+    // Wo and down (inputs: attention's and SwiGLU's outputs) take their int8 rounding whole: the
+    // outlier channels that move answers are the residual stream's, in the normed inputs of
+    // q|k|v and gate|up (docs/evaluation.md), and SwiGLU's heavy tails would make each row
+    // choose different ones (hundreds of columns per call).
+    LinearPath inner_path() const {
+        return path_ == LinearPath::kQuantOutliers ? LinearPath::kQuant : path_;
+    }
     LinearInput x_in() const { return {x_, x16_}; }
 
     // Attention FLOPs (profile only): QK^T and PV over the visible (query, key) pairs, i.e. the
@@ -364,7 +380,7 @@ private:
         if (c_.post_norms) {  // h += rmsnorm(attn Wo^T); x = rmsnorm(h)
             {
                 OpTimer t(prof_, OpKind::kAttnOut, 2.0 * o.n_rows * Q * E);
-                w.wo.forward(s_.kernels, path_, {attn_, attn16_}, o.n_rows, y_, Q, E);
+                w.wo.forward(s_.kernels, inner_path(), {attn_, attn16_}, o.n_rows, y_, Q, E);
             }
             OpTimer t(prof_, OpKind::kRmsNorm);
             m_.post_norm_add(w.post_attn_norm, y_, o.h, o.n_rows);
@@ -378,7 +394,7 @@ private:
         bool hooked = false;  // x16 = rmsnorm(h, ffn_norm) done by wo's row hook
         {
             OpTimer t(prof_, OpKind::kAttnOut, 2.0 * o.n_rows * Q * E);
-            hooked = w.wo.forward(s_.kernels, path_, {attn_, attn16_}, o.n_rows, o.h, Q, E,
+            hooked = w.wo.forward(s_.kernels, inner_path(), {attn_, attn16_}, o.n_rows, o.h, Q, E,
                                   /*accumulate=*/true, bf16() ? &done : nullptr);
         }
         if (!hooked) norm(o.h, w.ffn_norm, o.n_rows);
@@ -390,7 +406,7 @@ private:
     // the results are the same bit for bit.
     void ffn(const LayerWeights& w, const TailRows& o, int il) {
         const int64_t E = c_.n_embd;
-        if (path_ != LinearPath::kQuant || o.n_rows <= kFfnChunkRows) {
+        if (!quant() || o.n_rows <= kFfnChunkRows) {
             ffn_rows(w, o, x_in(), il);
             return;
         }
@@ -428,7 +444,7 @@ private:
         if (c_.post_norms) {  // h += rmsnorm((act Wdown^T)); no row hook
             {
                 OpTimer t(prof_, OpKind::kDown, 2.0 * n_o * F * E);
-                w.down.forward(s_.kernels, path_, {act_, act16_}, n_o, y_, F, E);
+                w.down.forward(s_.kernels, inner_path(), {act_, act16_}, n_o, y_, F, E);
             }
             OpTimer t(prof_, OpKind::kRmsNorm);
             m_.post_norm_add(w.post_ffn_norm, y_, o.h, n_o);
@@ -440,7 +456,7 @@ private:
         if (next) norm_hook_.w = m_.layers_[il + 1].attn_norm.data();
         const kernels::RowsDone done{&norm_rows, &norm_hook_};
         OpTimer t(prof_, OpKind::kDown, 2.0 * n_o * F * E);
-        const bool hooked = w.down.forward(s_.kernels, path_, {act_, act16_}, n_o, o.h, F, E,
+        const bool hooked = w.down.forward(s_.kernels, inner_path(), {act_, act16_}, n_o, o.h, F, E,
                                            /*accumulate=*/true, bf16() && next ? &done : nullptr);
         x16_ready_ = bf16() && hooked;
     }
@@ -484,6 +500,7 @@ void LlamaModel::logits(const float* h_row, int64_t step_rows, bool prompt, floa
     float* x = grow(s.logits_row, config_.n_embd);
     kernels::rms_norm(opts_.ctx, h_row, output_norm_.data(), x, 1, config_.n_embd, config_.rms_eps);
     // fp32 activations into the prefill weights (they convert them where those are bf16).
+    // On the blocks without outlier channels: a column of the LM head is n_vocab long.
     const bool quant = prefill_quant_ || decode_weights_step(step_rows, prompt);
     lm_head_.forward(s.kernels, quant ? LinearPath::kQuant : LinearPath::kF32, {x, nullptr}, 1,
                      out);

@@ -89,9 +89,10 @@ inline constexpr int64_t kQuantMaxRows = 8;
 inline constexpr int64_t kQuantMaxRowsWide = 256;
 
 // The path a run's linear layers take, chosen once per run (forward.cpp): decode-sized steps
-// on the GGUF's own blocks (kQuant), else the prefill GEMM weights, bf16 or fp32 as converted
-// at load.
-enum class LinearPath { kQuant, kBf16, kF32 };
+// of generated tokens on the GGUF's own blocks (kQuant), prompt rows on them (prefill_quant())
+// with each row's outlier channels exact (kQuantOutliers, kernels/qgemv_outliers.h), else the
+// prefill GEMM weights, bf16 or fp32 as converted at load.
+enum class LinearPath { kQuant, kQuantOutliers, kBf16, kF32 };
 
 // (kF32: fp32 activations into the GEMM weights, which convert them where those are bf16.)
 // A linear layer's input on its path: fp32 rows (kQuant, kF32) or bf16 rows (kBf16).
@@ -196,9 +197,9 @@ struct LayerRun {
     // longer step, or one of prompt tokens, runs on the GEMM weights.
     int64_t step_rows = 0;
     // The step's tokens are prompt text (a new turn, the rest of a cached prompt): the GEMM
-    // weights whatever their count, so a prompt's logits do not depend on how much of it a
-    // cache held (on the blocks, up to the int8 prefill's outlier channels, which follow the
-    // step's rows: kernels/qgemv_outliers.h).
+    // weights whatever their count (on the blocks: with every row's outlier channels exact,
+    // chosen from the row alone), so a prompt's logits do not depend on how much of it a
+    // cache held.
     bool prompt = false;
 };
 

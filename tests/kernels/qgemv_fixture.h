@@ -133,29 +133,31 @@ inline CaseData make_case(GgmlType type, const Shape& s, uint32_t seed) {
 }
 
 // Runs forward() on a copy of y0 (random, so the row padding can be checked untouched).
+// outliers: forward()'s, each row's outlier channels exact.
 inline std::vector<float> run(const QuantLinear& lin, const Shape& s, const std::vector<float>& x,
-                              const std::vector<float>& y0) {
+                              const std::vector<float>& y0, bool outliers = false) {
     std::vector<float> y = y0;
-    lin.forward(x.data(), s.m, y.data(), s.ldx(), s.ldy(), s.accumulate);
+    lin.forward(x.data(), s.m, y.data(), s.ldx(), s.ldy(), s.accumulate, nullptr, outliers);
     return y;
 }
 
 // Builds the reference and the `isa` QuantLinear over `blocks` and checks forward() bit-exact
-// for 1 and 2 threads.
+// for 1 and 2 threads (with the outlier channels where `outliers`).
 inline void expect_isa_matches_ref(Isa isa, GgmlType type, const std::vector<uint8_t>& blocks,
-                                   const Shape& s, const std::vector<float>& x, uint32_t seed) {
+                                   const Shape& s, const std::vector<float>& x, uint32_t seed,
+                                   bool outliers = false) {
     const auto bias = test::random_vec(s.n_out, seed + 1);
     const auto y0 = test::random_vec(s.m * s.ldy(), seed + 3);
     const QuantLinear::Part part{type, blocks.data(), s.n_out};
     const float* b = s.bias ? bias.data() : nullptr;
     auto ref = QuantLinear::create(kRefCtx, {&part, 1}, s.n_in, b);
     ASSERT_TRUE(ref.ok()) << ref.error().message();
-    const auto want = run(*ref, s, x, y0);
+    const auto want = run(*ref, s, x, y0, outliers);
     for (int n_threads : {1, 2}) {
         auto fast = QuantLinear::create({isa, n_threads}, {&part, 1}, s.n_in, b);
         ASSERT_TRUE(fast.ok()) << fast.error().message();
         ASSERT_TRUE(fast->uses_fast_path());
-        const auto got = run(*fast, s, x, y0);
+        const auto got = run(*fast, s, x, y0, outliers);
         for (size_t i = 0; i < got.size(); ++i) {
             ASSERT_EQ(got[i], want[i])
                 << describe(type, s, n_threads) << " isa " << static_cast<int>(isa) << " at " << i;

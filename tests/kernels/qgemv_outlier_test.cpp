@@ -1,8 +1,10 @@
-// QuantLinear's outlier channels (qgemv.cpp, find_outliers): from 16 rows on, the channels of
-// x far above the median channel leave the int8 blocks and enter as exact fp32 terms. The fast
-// kernels (AVX-512 VNNI, AVX2) stay bit-identical to the reference with them; the error against
-// fp32 is then bounded by the other channels' rounding alone; the columns kept per layer and
-// those dequantized per call give the same output; QuantLinear::weight() is GGML's value.
+// QuantLinear's outlier channels (qgemv_outliers.h; forward(..., outliers = true)): each row's
+// channels far above its mean magnitude leave its int8 blocks and enter as exact fp32 terms.
+// The fast kernels (AVX-512 VNNI, AVX2) stay bit-identical to the reference with them; a row's
+// output is that row's alone (the same in any call); the error against fp32 is then bounded by
+// the other channels' rounding alone; without them (decode) the outliers are rounded; the
+// columns kept per layer and those dequantized per call give the same output;
+// QuantLinear::weight() is GGML's value.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,14 +26,16 @@ namespace {
 using namespace qgemv_test;  // NOLINT(google-build-using-namespace): the fixture's helpers
 using test::random_vec;
 
-// m rows of uniform [-1, 1) with `channels` scaled by `scale` in every row (a residual
-// stream's outlier channels: ratio `scale` to the median channel, far beyond the 6 that
-// counts as an outlier).
+// m rows of uniform [-1, 1) with `channels` of magnitude in [scale / 2, scale) in every row (a
+// residual stream's outlier channels: far beyond the 12 times the row's mean that counts).
 std::vector<float> planted_x(int64_t m, int64_t ldx, std::span<const int64_t> channels, float scale,
                              uint32_t seed) {
     auto x = random_vec(m * ldx, seed);
     for (int64_t r = 0; r < m; ++r) {
-        for (int64_t c : channels) x[r * ldx + c] *= scale;
+        for (int64_t c : channels) {
+            float& v = x[r * ldx + c];
+            v = std::copysign(scale * (0.5f + 0.5f * std::fabs(v)), v);
+        }
     }
     return x;
 }
@@ -91,9 +95,9 @@ TEST(QuantLinearOutliers, WeightOfMixedTypeParts) {
     }
 }
 
-// Row counts at and above the 16 where outlier channels start, above the 64 rows sampled,
-// with padding, bias and accumulation; more planted channels than the 16 taken in one case;
-// whole register tiles of the fp32 terms (4 rows x 64 outputs) with rows and outputs left over.
+// Row counts from 1 (decode-sized) up, with padding, bias and accumulation; more planted
+// channels than the 8 a row takes in one case (the largest win); whole register tiles of the
+// fp32 terms (4 rows x 64 outputs) with rows and outputs left over.
 TEST(QuantLinearOutliers, FastKernelsMatchReferenceBitExact) {
     const auto isas = fast_isas();
     if (isas.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 VNNI";
@@ -105,14 +109,18 @@ TEST(QuantLinearOutliers, FastKernelsMatchReferenceBitExact) {
          {std::span<const GgmlType>(kTypes), std::span<const GgmlType>(kKTypes)}) {
         for (GgmlType type : types) {
             const bool k = types.data() == kKTypes;
-            for (const Shape& s : {Shape{16, 37, k ? 256 : 96, 0, 0, false, false},
+            for (const Shape& s : {Shape{1, 37, k ? 256 : 96, 0, 0, false, false},
+                                   Shape{16, 37, k ? 256 : 96, 0, 0, false, false},
                                    Shape{23, 53, 256, 32, 3, true, true},
                                    Shape{70, 41, k ? 512 : 160, 0, 2, true, false},
                                    Shape{37, 150, 256, 0, 5, true, true}}) {
-                const auto& channels = s.n_in >= 256 && s.m == 23 ? many : few;
+                const bool crowded = s.n_in >= 256 && s.m == 23;
                 const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed += 7);
-                const auto x = planted_x(s.m, s.ldx(), channels, 40.0f, seed + 2);
-                for (Isa isa : isas) expect_isa_matches_ref(isa, type, wq.blocks, s, x, seed);
+                const auto x = planted_x(s.m, s.ldx(), crowded ? many : few,
+                                         crowded ? 400.0f : 40.0f, seed + 2);
+                for (Isa isa : isas) {
+                    expect_isa_matches_ref(isa, type, wq.blocks, s, x, seed, /*outliers=*/true);
+                }
             }
         }
     }
@@ -136,7 +144,7 @@ TEST(QuantLinearOutliers, ErrorBoundedByTheOtherChannels) {
             const QuantLinear::Part part{type, wq.blocks.data(), s.n_out};
             auto lin = QuantLinear::create(fast_ctx(2), {&part, 1}, s.n_in);
             ASSERT_TRUE(lin.ok()) << lin.error().message();
-            const auto y = run(*lin, s, x, std::vector<float>(s.m * s.n_out, 0.0f));
+            const auto y = run(*lin, s, x, std::vector<float>(s.m * s.n_out, 0.0f), true);
             for (int64_t r = 0; r < s.m; ++r) {
                 for (int64_t o = 0; o < s.n_out; ++o) {
                     double want = 0.0, mag = 0.0, bound = 0.0;
@@ -159,28 +167,75 @@ TEST(QuantLinearOutliers, ErrorBoundedByTheOtherChannels) {
     }
 }
 
-// Below 16 rows (decode) there are no outlier channels: the same planted rows, taken 15 at a
-// time, keep the int8 rounding of the outliers, so their error is far above the 16-row one's.
-TEST(QuantLinearOutliers, NotBelowSixteenRows) {
-    const Shape s16{16, 32, 256, 0, 0, false, false}, s15{15, 32, 256, 0, 0, false, false};
+// Without them (decode steps) the planted channels keep their int8 rounding, so the error is
+// far above the one with them, at every row count.
+TEST(QuantLinearOutliers, WithoutThemTheOutliersAreRounded) {
     const std::vector<int64_t> channels = {9, 130};
     const auto x = planted_x(16, 256, channels, 1000.0f, 23);
     const QuantMatrix wq = make_matrix(GgmlType::Q8_0, 32, 256, 24);
     const QuantLinear::Part part{GgmlType::Q8_0, wq.blocks.data(), 32};
     auto lin = QuantLinear::create(fast_ctx(1), {&part, 1}, 256);
     ASSERT_TRUE(lin.ok()) << lin.error().message();
-    const auto y16 = run(*lin, s16, x, std::vector<float>(16 * 32, 0.0f));
-    const auto y15 = run(*lin, s15, x, std::vector<float>(15 * 32, 0.0f));
-    double err16 = 0.0, err15 = 0.0;
-    for (int64_t r = 0; r < 15; ++r) {
-        for (int64_t o = 0; o < 32; ++o) {
-            double want = 0.0;
-            for (int64_t j = 0; j < 256; ++j) want += double{x[r * 256 + j]} * wq.deq[o * 256 + j];
-            err16 = std::max(err16, std::fabs(y16[r * 32 + o] - want));
-            err15 = std::max(err15, std::fabs(y15[r * 32 + o] - want));
+    for (int64_t m : {1, 16}) {
+        const Shape s{m, 32, 256, 0, 0, false, false};
+        const std::vector<float> y0(m * 32, 0.0f);
+        const auto with = run(*lin, s, x, y0, true), without = run(*lin, s, x, y0, false);
+        double err_with = 0.0, err_without = 0.0;
+        for (int64_t r = 0; r < m; ++r) {
+            for (int64_t o = 0; o < 32; ++o) {
+                double want = 0.0;
+                for (int64_t j = 0; j < 256; ++j) {
+                    want += double{x[r * 256 + j]} * wq.deq[o * 256 + j];
+                }
+                err_with = std::max(err_with, std::fabs(with[r * 32 + o] - want));
+                err_without = std::max(err_without, std::fabs(without[r * 32 + o] - want));
+            }
+        }
+        EXPECT_GT(err_without, 20.0 * err_with)
+            << "m " << m << " with " << err_with << " without " << err_without;
+    }
+}
+
+// A row's output is the same whatever rows share its call: rows with different planted
+// channels, one with none, and one with more than 8, computed in one call of 40 rows, alone,
+// and in calls of 3 and 17 rows, on every kernel set and 1 or 2 threads.
+TEST(QuantLinearOutliers, ARowsOutputIsItsOwn) {
+    const int64_t m = 40, n_in = 512, n_out = 70;
+    auto x = random_vec(m * n_in, 51);
+    for (int64_t r = 0; r < m; ++r) {
+        if (r % 7 == 3) continue;  // no outlier channel
+        const int n_planted = r % 5 == 0 ? 11 : 1 + r % 4;
+        for (int i = 0; i < n_planted; ++i) {
+            float& v = x[r * n_in + (r * 37 + i * 101) % n_in];
+            v = std::copysign(30.0f + 40.0f * std::fabs(v) + static_cast<float>(i), v);
         }
     }
-    EXPECT_GT(err15, 20.0 * err16) << "err15 " << err15 << " err16 " << err16;
+    std::vector<KernelContext> ctxs = {kRefCtx};
+    for (Isa isa : fast_isas()) {
+        for (int n_threads : {1, 2}) ctxs.push_back({isa, n_threads});
+    }
+    for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q8_0}) {
+        const QuantMatrix wq = make_matrix(type, n_out, n_in, 52 + static_cast<int>(type));
+        const QuantLinear::Part part{type, wq.blocks.data(), n_out};
+        for (const KernelContext& ctx : ctxs) {
+            auto lin = QuantLinear::create(ctx, {&part, 1}, n_in);
+            ASSERT_TRUE(lin.ok()) << lin.error().message();
+            std::vector<float> whole(m * n_out);
+            lin->forward(x.data(), m, whole.data(), 0, 0, false, nullptr, true);
+            for (int64_t step : {1, 3, 17}) {
+                std::vector<float> parts(m * n_out);
+                for (int64_t r0 = 0; r0 < m; r0 += step) {
+                    lin->forward(x.data() + r0 * n_in, std::min(step, m - r0),
+                                 parts.data() + r0 * n_out, 0, 0, false, nullptr, true);
+                }
+                for (size_t i = 0; i < whole.size(); ++i) {
+                    ASSERT_EQ(parts[i], whole[i])
+                        << ggml_type_name(type) << " isa " << static_cast<int>(ctx.isa)
+                        << " threads " << ctx.n_threads << " step " << step << " row " << i / n_out;
+                }
+            }
+        }
+    }
 }
 
 // One layer called with ever new outlier channels: past the 64 columns it keeps, the rest are
@@ -199,7 +254,7 @@ TEST(QuantLinearOutliers, ColumnsBeyondTheCacheGiveTheSameOutput) {
         auto fresh = QuantLinear::create(fast_ctx(2), {&part, 1}, s.n_in, bias.data());
         ASSERT_TRUE(fresh.ok()) << fresh.error().message();
         const std::vector<float> y0(s.m * s.n_out, 0.0f);
-        EXPECT_EQ(run(*lin, s, x, y0), run(*fresh, s, x, y0)) << "call " << call;
+        EXPECT_EQ(run(*lin, s, x, y0, true), run(*fresh, s, x, y0, true)) << "call " << call;
     }
 }
 

@@ -1,7 +1,8 @@
 // Session::truncate (the server's multi-turn cache, include/lazyllm/conversation.h): forgetting
 // the tokens past n and stepping on gives what a session that never saw them gives, bit for bit
 // on the full path; with LazyLLM the invariants (check_invariants) hold across truncations at
-// random points, including inside pruned regions whose tokens wait in Aux slots.
+// random points, including inside pruned regions whose tokens wait in Aux slots. On the GGUF's
+// own blocks (the int8 prefill) a prompt's logits do not depend on how it is split into steps.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -21,9 +22,10 @@ std::unique_ptr<LlamaModel> tiny_model(int n_layer, const std::string& tag) {
     return testing::tiny_session_model(n_layer, "truncate_" + tag, /*seed=*/11);
 }
 
-std::vector<float> step(Session& s, const std::vector<int32_t>& ids, int n_vocab) {
+std::vector<float> step(Session& s, const std::vector<int32_t>& ids, int n_vocab,
+                        StepTokens kind = StepTokens::kGenerated) {
     std::vector<float> logits(static_cast<size_t>(n_vocab));
-    auto st = s.step(ids, logits.data());
+    auto st = s.step(ids, logits.data(), kind);
     EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message());
     return logits;
 }
@@ -86,6 +88,46 @@ TEST(SessionTruncate, LazyInvariantsHoldAcrossTruncations) {
             EXPECT_LE(s.prompt_fraction_computed(), 1.0);
         }
     }
+}
+
+// PrefillWeights::kQuant with outlier channels in the normed inputs (each row's leave its
+// int8 blocks, chosen from the row alone): a 40-token prompt in one step, in 25 + 15 (the rest
+// of a prompt a cache held) and in 39 + 1 gives the same logits bit for bit. The last token as
+// a generated one (a decode step: every channel rounded) does not, so the outliers matter here.
+TEST(SessionTruncate, QuantPrefillLogitsDoNotDependOnTheSplit) {
+    testing::TinyModelSpec spec;
+    spec.n_layer = 3;
+    spec.weight_type = GgmlType::Q8_0;
+    spec.norm_outlier = 40.0f;
+    const std::string path = ::testing::TempDir() + "lazyllm_session_quant_split.gguf";
+    ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+    ModelLoadOptions lo;
+    lo.ctx.isa = kernels::isa_from_env().value();
+    lo.ctx.n_threads = 2;
+    lo.prefill_weights = PrefillWeights::kQuant;
+    auto model = LlamaModel::load(path, lo);
+    if (!model.ok()) GTEST_SKIP() << model.error().message();  // no QuantLinear path
+    ASSERT_TRUE((*model)->prefill_quant());
+    const int V = (*model)->config().n_vocab;
+    SessionOptions o;
+    o.n_ctx = 64;
+    const auto prompt = ids_for(40, V, 21);
+    const auto part = [&](int64_t a, int64_t b) {
+        return std::vector<int32_t>(prompt.begin() + a, prompt.begin() + b);
+    };
+    auto whole = Session::create(**model, o).value();
+    const auto want = step(whole, prompt, V, StepTokens::kPrompt);
+    for (const int64_t cut : {25, 39}) {
+        auto split = Session::create(**model, o).value();
+        step(split, part(0, cut), V, StepTokens::kPrompt);
+        const auto got = step(split, part(cut, 40), V, StepTokens::kPrompt);
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+            << "cut at " << cut;
+    }
+    auto decode = Session::create(**model, o).value();
+    step(decode, part(0, 39), V, StepTokens::kPrompt);
+    const auto rounded = step(decode, part(39, 40), V, StepTokens::kGenerated);
+    EXPECT_NE(0, std::memcmp(rounded.data(), want.data(), want.size() * sizeof(float)));
 }
 
 }  // namespace

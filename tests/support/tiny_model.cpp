@@ -206,8 +206,12 @@ public:
         w_.add_tensor(name, spec_.weight_type, {ne0, ne1}, encode(spec_.weight_type, x));
     }
     void norm(const std::string& name, int64_t n) {
-        w_.add_tensor(name, GgmlType::F32, {n},
-                      encode(GgmlType::F32, values(name, n, 0.95f, 1.05f)));
+        std::vector<float> x = values(name, n, 0.95f, 1.05f);
+        if (name.ends_with("attn_norm.weight") || name.ends_with("ffn_norm.weight")) {
+            x[3] *= spec_.norm_outlier;
+            x[n / 2 + 1] *= spec_.norm_outlier;
+        }
+        w_.add_tensor(name, GgmlType::F32, {n}, encode(GgmlType::F32, x));
     }
     void bias(const std::string& name, int64_t n) {
         std::vector<float> x = values(name, n, -spec_.weight_scale, spec_.weight_scale);

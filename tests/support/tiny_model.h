@@ -32,6 +32,9 @@ struct TinyModelSpec {
     GgmlType weight_type = GgmlType::F32;  // 2-D weights; norms stay F32
     uint64_t seed = 1;
     float weight_scale = 0.08f;  // uniform(-scale, scale)
+    // attn_norm and ffn_norm weights of channels 3 and n_embd / 2 + 1 times this: a residual
+    // stream's outlier channels in the normed inputs (the int8 prefill's tests).
+    float norm_outlier = 1.0f;
 };
 
 // The GGUF as bytes (GgufFile::from_memory) or written to a file.
