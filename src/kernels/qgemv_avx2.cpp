@@ -290,14 +290,10 @@ void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t r0, int64_t r1
             for (int64_t c = 0; c < n_in; c += 8) {
                 const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xr + c), abs_mask);
                 uint32_t over = _mm256_movemask_ps(_mm256_cmp_ps(a, bound, _CMP_GT_OQ));
-                for (; over != 0; over &= over - 1) {
-                    const int64_t j = c + __builtin_ctz(over);
-                    pick.add(static_cast<int32_t>(j), xr[j]);
-                }
+                pick.add_bits(c, over, xr);
             }
-            pick.finish(*outliers, r);
+            n_ch = pick.finish(*outliers, r);
             ch = outliers->channel + r * kRowOutliers;
-            n_ch = outliers->count[r];
         }
         int next = 0;  // the row's first outlier channel in block b or later
         for (int64_t b = 0; b < nb; ++b) {
@@ -305,11 +301,7 @@ void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t r0, int64_t r1
             int8_t* qb = out.q + (b * m + r) * kBlock;
             __m256 v[4];
             for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(xb + 8 * k);
-            if (next < n_ch && ch[next] < (b + 1) * kBlock) {
-                uint32_t zero = 0;
-                for (; next < n_ch && ch[next] < (b + 1) * kBlock; ++next) {
-                    zero |= 1u << (ch[next] - b * kBlock);
-                }
+            if (const uint32_t zero = block_outliers(ch, n_ch, next, b); zero != 0) {
                 for (int k = 0; k < 4; ++k) {
                     const __m256i bits =
                         _mm256_set1_epi32(static_cast<int>((zero >> (8 * k)) & 0xFF));

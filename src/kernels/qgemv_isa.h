@@ -164,6 +164,14 @@ struct RowOutliers {
     float* value = nullptr;      // [m, kRowOutliers]: x[r, channel]
 };
 
+// The lanes of block b that hold one of a row's outlier channels ch[next ..] (ascending, n in
+// all), as bits; `next` moves past them.
+inline uint32_t block_outliers(const int32_t* ch, int n, int& next, int64_t b) {
+    uint32_t bits = 0;
+    for (; next < n && ch[next] < (b + 1) * kBlock; ++next) bits |= 1u << (ch[next] - b * kBlock);
+    return bits;
+}
+
 // One row's choice while its channels are scanned in ascending order (shared by every kernel
 // set): add() each channel over the bound, then finish().
 class RowOutlierPick {
@@ -172,6 +180,14 @@ public:
         float sum = 0.0f;
         for (float s : lanes) sum += s;
         return ratio * (sum / static_cast<float>(n_in));
+    }
+    // Channels c0 + j of x for the set bits j of `over` (their |x| over the bound), after every
+    // channel added before.
+    void add_bits(int64_t c0, uint32_t over, const float* x) {
+        for (; over != 0; over &= over - 1) {
+            const int64_t c = c0 + __builtin_ctz(over);
+            add(static_cast<int32_t>(c), x[c]);
+        }
     }
     // Channel c (above every channel added before) with value v, |v| over the bound.
     void add(int32_t c, float v) {
@@ -192,8 +208,8 @@ public:
         ch_[i] = c;
         val_[i] = v;
     }
-    // Row r's entry of `o`, channels ascending.
-    void finish(const RowOutliers& o, int64_t r) {
+    // Row r's entry of `o`, channels ascending; returns their count.
+    int finish(const RowOutliers& o, int64_t r) {
         int32_t* ch = o.channel + r * kRowOutliers;
         float* val = o.value + r * kRowOutliers;
         int order[kRowOutliers];
@@ -209,6 +225,7 @@ public:
             val[i] = val_[order[i]];
         }
         o.count[r] = n_;
+        return n_;
     }
 
 private:

@@ -30,15 +30,15 @@ void quantize_rows(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ld
             for (int64_t c = 0; c < n_in; ++c) {
                 if (std::fabs(xr[c]) > bound) pick.add(static_cast<int32_t>(c), xr[c]);
             }
-            pick.finish(*outliers, r);
+            n_ch = pick.finish(*outliers, r);
             ch = outliers->channel + r * kRowOutliers;
-            n_ch = outliers->count[r];
         }
+        int next = 0;
         for (int64_t b = 0; b < nb; ++b) {
+            const uint32_t zero = block_outliers(ch, n_ch, next, b);
             float xb[kBlock];
-            for (int j = 0; j < kBlock; ++j) xb[j] = xr[b * kBlock + j];
-            for (int i = 0; i < n_ch; ++i) {
-                if (ch[i] / kBlock == b) xb[ch[i] % kBlock] = 0.0f;
+            for (int j = 0; j < kBlock; ++j) {
+                xb[j] = (zero >> j & 1) != 0 ? 0.0f : xr[b * kBlock + j];
             }
             int8_t* qb = out.q + (b * m + r) * kBlock;
             float amax = 0.0f;

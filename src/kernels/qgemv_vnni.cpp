@@ -284,14 +284,10 @@ void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t r0, int64_t 
             for (int64_t c = 0; c < n_in; c += 16) {
                 uint32_t over =
                     _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xr + c)), bound, _CMP_GT_OQ);
-                for (; over != 0; over &= over - 1) {
-                    const int64_t j = c + __builtin_ctz(over);
-                    pick.add(static_cast<int32_t>(j), xr[j]);
-                }
+                pick.add_bits(c, over, xr);
             }
-            pick.finish(*outliers, r);
+            n_ch = pick.finish(*outliers, r);
             ch = outliers->channel + r * kRowOutliers;
-            n_ch = outliers->count[r];
         }
         int next = 0;  // the row's first outlier channel in block b or later
         for (int64_t b = 0; b < nb; ++b) {
@@ -299,11 +295,7 @@ void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t r0, int64_t 
             int8_t* qb = out.q + (b * m + r) * kBlock;
             __m512 v0 = _mm512_loadu_ps(xb);
             __m512 v1 = _mm512_loadu_ps(xb + 16);
-            if (next < n_ch && ch[next] < (b + 1) * kBlock) {
-                uint32_t zero = 0;
-                for (; next < n_ch && ch[next] < (b + 1) * kBlock; ++next) {
-                    zero |= 1u << (ch[next] - b * kBlock);
-                }
+            if (const uint32_t zero = block_outliers(ch, n_ch, next, b); zero != 0) {
                 v0 = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero), v0);
                 v1 = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero >> 16), v1);
             }
