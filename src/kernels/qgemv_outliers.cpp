@@ -15,7 +15,7 @@ RowOutliers OutlierScratch::rows(int64_t m) {
 }
 
 void OutlierScratch::collect(int64_t m, int64_t n_in) {
-    used.resize(static_cast<size_t>(std::max<int64_t>(n_in, static_cast<int64_t>(used.size()))));
+    if (used.size() < static_cast<size_t>(n_in)) used.resize(static_cast<size_t>(n_in));
     channels.clear();
     for (int64_t r = 0; r < m; ++r) {
         const int32_t* ch = channel.data() + r * kRowOutliers;
