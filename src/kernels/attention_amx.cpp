@@ -18,8 +18,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <utility>
 
 #include "kernels/amx_tiles.h"
+#include "kernels/attention_bf16_inl.h"
 #include "kernels/attention_isa.h"
 #include "kernels/ops_simd_avx512.h"
 
@@ -34,30 +36,6 @@ constexpr int kMaxHeadDimAmx = 256;
 // kAttnMaxInit that 2^(masked - m) is 0 even before a lane has seen a visible key.
 constexpr float kMaskedScore = -3e30f;
 static_assert(kMaskedScore < 2.0f * kAttnMaxInit);
-
-inline __m512i bf16_pairs(__m512 lo, __m512 hi) {
-    return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-}
-
-// Q^T of the tile's 16 queries, prescaled into the log2 domain, as bf16 pairs: per chunk of
-// 32 dims, 16 lanes x 16 pairs, transposed.
-template <int D>
-inline void pack_q(const AttentionArgs& a, const AttnTile& t,
-                   uint32_t (&qb)[D / 32][16][kAttnLanes]) {
-    const __m512 q_scale = _mm512_set1_ps(a.scale * kLog2e);
-    for (int c = 0; c < D / 32; ++c) {
-        __m512 r[16];
-        for (int lane = 0; lane < kAttnLanes; ++lane) {
-            const float* q =
-                a.q + t.row[lane] * a.q_stride + static_cast<int64_t>(t.head[lane]) * D + 32 * c;
-            r[lane] =
-                _mm512_castsi512_ps(bf16_pairs(_mm512_mul_ps(_mm512_loadu_ps(q), q_scale),
-                                               _mm512_mul_ps(_mm512_loadu_ps(q + 16), q_scale)));
-        }
-        simd512::transpose16x16(r);
-        for (int kk = 0; kk < 16; ++kk) _mm512_store_ps(qb[c][kk], r[kk]);
-    }
-}
 
 // O^T of one pass (64 dims x 16 lanes) in tmm0-3: zeroed, or moved to and from memory (rows
 // of 64 bytes).
@@ -149,7 +127,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
     alignas(64) float sbuf[2][kKeyBlock][kAttnLanes];       // S^T of a block, by block parity
     alignas(64) uint32_t pb[2][kKeyBlock / 2][kAttnLanes];  // P^T as bf16 pairs, by parity
     alignas(64) float obuf[64][kAttnLanes];                 // O^T of one pass, for rescaling
-    pack_q<D>(a, t, qb);
+    pack_q_bf16(a, t, qb[0][0]);
 
     const TileConfig cfg = full_tile_config();
     LAZYLLM_TILE_LOADCONFIG(cfg);
@@ -294,22 +272,13 @@ bool amx_attention_usable(const AttentionArgs& a) {
 
 void attention_tile_amx(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                         int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
-    switch (a.head_dim) {
-        case 64:
-            tile_kernel<64>(a, packed, t, j_begin, j_end, st, resume);
-            break;
-        case 128:
-            tile_kernel<128>(a, packed, t, j_begin, j_end, st, resume);
-            break;
-        case 192:
-            tile_kernel<192>(a, packed, t, j_begin, j_end, st, resume);
-            break;
-        case 256:
-            tile_kernel<256>(a, packed, t, j_begin, j_end, st, resume);
-            break;
-        default:
-            __builtin_trap();  // amx_attention_usable() admits only these
+    const bool ran = [&]<int... Ds>(std::integer_sequence<int, Ds...>) {
+        return ((a.head_dim == Ds &&
+                 (tile_kernel<Ds>(a, packed, t, j_begin, j_end, st, resume), true)) ||
+                ...);
     }
+    (std::integer_sequence<int, 64, 128, 192, 256>{});
+    if (!ran) __builtin_trap();  // amx_attention_usable() admits only these
 }
 
 }  // namespace lazyllm::kernels::detail

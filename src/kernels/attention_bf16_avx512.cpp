@@ -17,6 +17,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/attention_bf16_inl.h"
 #include "kernels/attention_isa.h"
 #include "kernels/ops_simd_avx512.h"
 
@@ -49,20 +50,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
     alignas(64) uint32_t qb[kPairs][kAttnLanes];  // Q^T as bf16 pairs: [dim pair][lane]
     alignas(64) float s[kKeyBlock][kAttnLanes];   // S^T of a block
 
-    // Q^T, prescaled into the log2 domain: per 32 dims, 16 lanes x 16 pairs, transposed.
-    const __m512 q_scale = _mm512_set1_ps(a.scale * kLog2e);
-    for (int c = 0; c < D / 32; ++c) {
-        __m512 r[16];
-        for (int lane = 0; lane < kAttnLanes; ++lane) {
-            const float* q =
-                a.q + t.row[lane] * a.q_stride + static_cast<int64_t>(t.head[lane]) * D + 32 * c;
-            r[lane] = _mm512_castsi512_ps(reinterpret_cast<__m512i>(
-                _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(q + 16), q_scale),
-                                    _mm512_mul_ps(_mm512_loadu_ps(q), q_scale))));
-        }
-        simd512::transpose16x16(r);
-        for (int kk = 0; kk < 16; ++kk) _mm512_store_ps(qb[16 * c + kk], r[kk]);
-    }
+    pack_q_bf16(a, t, qb[0]);
 
     float* ot = st.o;  // [D][16], not always 64-byte aligned (key-split parts)
     __m512 m, l;

@@ -59,6 +59,12 @@ struct Vec<Isa::kAvx2> {
     static bool any_gt(F a, F b) {
         return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ)) != 0;
     }
+    static uint32_t gt_bits(F a, F b) {  // bit j: a[j] > b[j]
+        return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ)));
+    }
+    static F abs(F a) {
+        return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+    }
 
     static F add(F a, F b) { return _mm256_add_ps(a, b); }
     static F sub(F a, F b) { return _mm256_sub_ps(a, b); }

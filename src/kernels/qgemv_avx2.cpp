@@ -273,35 +273,14 @@ void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t r0, int64_t r1
     const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     for (int64_t r = r0; r < r1; ++r) {
         const float* xr = x + r * ldx;
-        const int32_t* ch = nullptr;
-        int n_ch = 0;
-        if (outliers != nullptr) {  // RowOutliers' 16 lanes: lo 0-7, hi 8-15
-            __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-            for (int64_t c = 0; c < n_in; c += 16) {
-                lo = _mm256_add_ps(lo, _mm256_and_ps(_mm256_loadu_ps(xr + c), abs_mask));
-                hi = _mm256_add_ps(hi, _mm256_and_ps(_mm256_loadu_ps(xr + c + 8), abs_mask));
-            }
-            float lanes[16];
-            _mm256_storeu_ps(lanes, lo);
-            _mm256_storeu_ps(lanes + 8, hi);
-            const __m256 bound =
-                _mm256_set1_ps(RowOutlierPick::bound(lanes, n_in, outliers->ratio));
-            RowOutlierPick pick;
-            for (int64_t c = 0; c < n_in; c += 8) {
-                const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xr + c), abs_mask);
-                uint32_t over = _mm256_movemask_ps(_mm256_cmp_ps(a, bound, _CMP_GT_OQ));
-                pick.add_bits(c, over, xr);
-            }
-            n_ch = pick.finish(*outliers, r);
-            ch = outliers->channel + r * kRowOutliers;
-        }
+        const RowChannels oc = row_outlier_channels<Isa::kAvx2>(xr, n_in, outliers, r);
         int next = 0;  // the row's first outlier channel in block b or later
         for (int64_t b = 0; b < nb; ++b) {
             const float* xb = xr + b * kBlock;
             int8_t* qb = out.q + (b * m + r) * kBlock;
             __m256 v[4];
             for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(xb + 8 * k);
-            if (const uint32_t zero = block_outliers(ch, n_ch, next, b); zero != 0) {
+            if (const uint32_t zero = block_outliers(oc.ch, oc.n, next, b); zero != 0) {
                 for (int k = 0; k < 4; ++k) {
                     const __m256i bits =
                         _mm256_set1_epi32(static_cast<int>((zero >> (8 * k)) & 0xFF));
@@ -336,12 +315,6 @@ void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t r0, int64_t r1
             set_block_stats(out, b * m + r, d, sum, offset);
         }
     }
-}
-
-template <>
-void add_columns<Isa::kAvx2>(const float* xv, int64_t ldxv, int64_t m, int k,
-                             const float* const* cols, int64_t n, float* y, int64_t ldy) {
-    add_columns_impl<Isa::kAvx2>(xv, ldxv, m, k, cols, n, y, ldy);
 }
 
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx2)

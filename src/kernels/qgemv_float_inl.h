@@ -92,6 +92,33 @@ inline void prefetch_block(const char* pf, int64_t b) {
     }
 }
 
+// Row r's outlier channels (RowOutliers, qgemv_isa.h) from its n_in values xr (n_in a multiple
+// of 32), into *o; none without o. Lane j of the sums adds x[j], x[j + 16], ... in order, as
+// the reference.
+template <Isa I>
+inline RowChannels row_outlier_channels(const float* xr, int64_t n_in, const RowOutliers* o,
+                                        int64_t r) {
+    if (o == nullptr) return {};
+    using V = Vec<I>;
+    constexpr int kVecs = 16 / V::kWidth;
+    typename V::F acc[kVecs];
+    for (auto& a : acc) a = V::zero();
+    for (int64_t c = 0; c < n_in; c += 16) {
+        for (int k = 0; k < kVecs; ++k) {
+            acc[k] = V::add(acc[k], V::abs(V::load(xr + c + k * V::kWidth)));
+        }
+    }
+    float lanes[16];
+    for (int k = 0; k < kVecs; ++k) V::store(lanes + k * V::kWidth, acc[k]);
+    const typename V::F bound = V::set1(RowOutlierPick::bound(lanes, n_in, o->ratio));
+    RowOutlierPick pick;
+    for (int64_t c = 0; c < n_in; c += V::kWidth) {
+        pick.add_bits(c, V::gt_bits(V::abs(V::load(xr + c)), bound), xr);
+    }
+    const int n = pick.finish(*o, r);
+    return {o->channel + r * kRowOutliers, n};
+}
+
 // ref::add_columns (qgemv_isa.h) on Vec<I> for rows [r0, r1) and outputs [j0, n): the same
 // fmas in the same order, kWidth outputs at a time.
 template <Isa I>

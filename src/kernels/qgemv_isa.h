@@ -164,6 +164,13 @@ struct RowOutliers {
     float* value = nullptr;      // [m, kRowOutliers]: x[r, channel]
 };
 
+// One row's chosen channels: n of them from ch (RowOutliers::channel of the row); none where
+// the call takes no outlier channels.
+struct RowChannels {
+    const int32_t* ch = nullptr;
+    int n = 0;
+};
+
 // The lanes of block b that hold one of a row's outlier channels ch[next ..] (ascending, n in
 // all), as bits; `next` moves past them.
 inline uint32_t block_outliers(const int32_t* ch, int n, int& next, int64_t b) {
@@ -324,7 +331,7 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
 }
 
 // In the ISA file of target I, after its gemv_passes<kBits, kS> (same parameters as
-// gemv_format): gemv_format<I, ...> for every format.
+// gemv_format): gemv_format<I, ...> for every format, and add_columns<I> (qgemv_float_inl.h).
 #define LAZYLLM_QGEMV_FORMAT(I, kBits, kS)                                                        \
     template <>                                                                                   \
     void gemv_format<I, kBits, kS>(const Weights& w, const Activations& a, int64_t m, int64_t g0, \
@@ -332,14 +339,19 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
                                    bool accumulate) {                                             \
         gemv_passes<kBits, kS>(w, a, m, g0, g1, bias, y, ldy, accumulate);                        \
     }
-#define LAZYLLM_QGEMV_FORMATS(I)              \
-    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kD)    \
-    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kDMin) \
-    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kK)    \
-    LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kD)    \
-    LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kDMin) \
-    LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kK)    \
-    LAZYLLM_QGEMV_FORMAT(I, 6, Scales::kD)    \
+#define LAZYLLM_QGEMV_FORMATS(I)                                                                   \
+    template <>                                                                                    \
+    void add_columns<I>(const float* xv, int64_t ldxv, int64_t m, int k, const float* const* cols, \
+                        int64_t n, float* y, int64_t ldy) {                                        \
+        add_columns_impl<I>(xv, ldxv, m, k, cols, n, y, ldy);                                      \
+    }                                                                                              \
+    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kD)                                                         \
+    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kDMin)                                                      \
+    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kK)                                                         \
+    LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kD)                                                         \
+    LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kDMin)                                                      \
+    LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kK)                                                         \
+    LAZYLLM_QGEMV_FORMAT(I, 6, Scales::kD)                                                         \
     LAZYLLM_QGEMV_FORMAT(I, 8, Scales::kD)
 
 }  // namespace lazyllm::kernels::qgemv

@@ -20,8 +20,7 @@ void quantize_rows(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ld
     const int64_t nb = n_in / kBlock;
     for (int64_t r = r0; r < r1; ++r) {
         const float* xr = x + r * ldx;
-        const int32_t* ch = nullptr;
-        int n_ch = 0;
+        RowChannels oc;
         if (outliers != nullptr) {
             float lanes[16] = {};
             for (int64_t c = 0; c < n_in; ++c) lanes[c % 16] += std::fabs(xr[c]);
@@ -30,12 +29,11 @@ void quantize_rows(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ld
             for (int64_t c = 0; c < n_in; ++c) {
                 if (std::fabs(xr[c]) > bound) pick.add(static_cast<int32_t>(c), xr[c]);
             }
-            n_ch = pick.finish(*outliers, r);
-            ch = outliers->channel + r * kRowOutliers;
+            oc = {outliers->channel + r * kRowOutliers, pick.finish(*outliers, r)};
         }
         int next = 0;
         for (int64_t b = 0; b < nb; ++b) {
-            const uint32_t zero = block_outliers(ch, n_ch, next, b);
+            const uint32_t zero = block_outliers(oc.ch, oc.n, next, b);
             float xb[kBlock];
             for (int j = 0; j < kBlock; ++j) {
                 xb[j] = (zero >> j & 1) != 0 ? 0.0f : xr[b * kBlock + j];

@@ -269,33 +269,14 @@ void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t r0, int64_t 
     const int64_t nb = n_in / kBlock;
     for (int64_t r = r0; r < r1; ++r) {
         const float* xr = x + r * ldx;
-        const int32_t* ch = nullptr;
-        int n_ch = 0;
-        if (outliers != nullptr) {  // RowOutliers: lane j of the sums is lane j here
-            __m512 acc = _mm512_setzero_ps();
-            for (int64_t c = 0; c < n_in; c += 16) {
-                acc = _mm512_add_ps(acc, _mm512_abs_ps(_mm512_loadu_ps(xr + c)));
-            }
-            float lanes[16];
-            _mm512_storeu_ps(lanes, acc);
-            const __m512 bound =
-                _mm512_set1_ps(RowOutlierPick::bound(lanes, n_in, outliers->ratio));
-            RowOutlierPick pick;
-            for (int64_t c = 0; c < n_in; c += 16) {
-                uint32_t over =
-                    _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xr + c)), bound, _CMP_GT_OQ);
-                pick.add_bits(c, over, xr);
-            }
-            n_ch = pick.finish(*outliers, r);
-            ch = outliers->channel + r * kRowOutliers;
-        }
+        const RowChannels oc = row_outlier_channels<Isa::kAvx512>(xr, n_in, outliers, r);
         int next = 0;  // the row's first outlier channel in block b or later
         for (int64_t b = 0; b < nb; ++b) {
             const float* xb = xr + b * kBlock;
             int8_t* qb = out.q + (b * m + r) * kBlock;
             __m512 v0 = _mm512_loadu_ps(xb);
             __m512 v1 = _mm512_loadu_ps(xb + 16);
-            if (const uint32_t zero = block_outliers(ch, n_ch, next, b); zero != 0) {
+            if (const uint32_t zero = block_outliers(oc.ch, oc.n, next, b); zero != 0) {
                 v0 = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero), v0);
                 v1 = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero >> 16), v1);
             }
@@ -312,12 +293,6 @@ void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t r0, int64_t 
             set_block_stats(out, b * m + r, d, sum, offset);
         }
     }
-}
-
-template <>
-void add_columns<Isa::kAvx512>(const float* xv, int64_t ldxv, int64_t m, int k,
-                               const float* const* cols, int64_t n, float* y, int64_t ldy) {
-    add_columns_impl<Isa::kAvx512>(xv, ldxv, m, k, cols, n, y, ldy);
 }
 
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx512)
