@@ -59,7 +59,8 @@ struct Vec<Isa::kAvx2> {
     static bool any_gt(F a, F b) {
         return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ)) != 0;
     }
-    static uint32_t gt_bits(F a, F b) {  // bit j: a[j] > b[j]
+    // bit j: a[j] > b[j]
+    static uint32_t gt_bits(F a, F b) {
         return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ)));
     }
     static F abs(F a) {

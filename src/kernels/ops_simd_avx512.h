@@ -173,9 +173,8 @@ struct Vec<Isa::kAvx512> {
         return _mm512_mask_mov_ps(_mm512_set1_ps(-__builtin_inff()), visible, s);
     }
     static bool any_gt(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ) != 0; }
-    static uint32_t gt_bits(F a, F b) {
-        return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ);
-    }  // bit j: a[j] > b[j]
+    // bit j: a[j] > b[j]
+    static uint32_t gt_bits(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
     static F abs(F a) { return _mm512_abs_ps(a); }
 
     static F add(F a, F b) { return _mm512_add_ps(a, b); }
