@@ -20,6 +20,25 @@ inline std::vector<float> random_vec(size_t n, uint32_t seed) {
     return v;
 }
 
+// Defines `double NAME(int64_t iters)`, compiled for TARGET: ten independent chains
+// `a = STEP(a, u, x)` on register-resident vectors of TYPE (a_i = INIT(i); u, x = U, X, hidden
+// from the optimizer), returning iters * 10 * WORK: a unit's ceiling for run_on_all_threads.
+#define LAZYLLM_PEAK_LOOP(NAME, TARGET, TYPE, INIT, OPND, U, X, STEP, SUM, ZERO, WORK)      \
+    __attribute__((target(TARGET))) double NAME(int64_t iters) {                            \
+        TYPE a[10];                                                                         \
+        _Pragma("GCC unroll 10") for (int i = 0; i < 10; ++i) a[i] = INIT(i);               \
+        OPND u = U, x = X;                                                                  \
+        __asm__("" : "+v"(u), "+v"(x));                                                     \
+        for (int64_t k = 0; k < iters; ++k) {                                               \
+            _Pragma("GCC unroll 10") for (int i = 0; i < 10; ++i) a[i] = STEP(a[i], u, x);  \
+            _Pragma("GCC unroll 10") for (int i = 0; i < 10; ++i) __asm__("" : "+v"(a[i])); \
+        }                                                                                   \
+        TYPE s = ZERO;                                                                      \
+        _Pragma("GCC unroll 10") for (int i = 0; i < 10; ++i) s = SUM(s, a[i]);             \
+        benchmark::DoNotOptimize(s);                                                        \
+        return static_cast<double>(iters) * 10 * (WORK);                                    \
+    }
+
 // A unit's ceiling: each iteration runs loop(iters) on every OpenMP thread, which returns the
 // work it did; counter `name` = that work, summed over the threads, in billions per second.
 template <typename Loop>

@@ -243,29 +243,9 @@ void outlier_shapes(benchmark::internal::Benchmark* b) {
 
 // The ceiling of the VNNI kernels: independent vpdpbusd on zmm registers (64 multiply-adds
 // each), ten chains per thread on all threads. Counter GMACs: multiply-adds per second.
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) double dpbusd_loop(int64_t iters) {
-#define LAZYLLM_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9)
-#define LAZYLLM_INIT(i) __m512i a##i = _mm512_set1_epi32(i);
-#define LAZYLLM_STEP(i) a##i = _mm512_dpbusd_epi32(a##i, u, x);
-#define LAZYLLM_KEEP(i) __asm__("" : "+v"(a##i));
-#define LAZYLLM_SUM(i) s = _mm512_add_epi32(s, a##i);
-    LAZYLLM_CHAINS(LAZYLLM_INIT)
-    __m512i u = _mm512_set1_epi8(3), x = _mm512_set1_epi8(1);
-    __asm__("" : "+v"(u), "+v"(x));
-    for (int64_t k = 0; k < iters; ++k) {
-        LAZYLLM_CHAINS(LAZYLLM_STEP)
-        LAZYLLM_CHAINS(LAZYLLM_KEEP)
-    }
-    __m512i s = _mm512_setzero_si512();
-    LAZYLLM_CHAINS(LAZYLLM_SUM)
-    benchmark::DoNotOptimize(s);
-    return static_cast<double>(iters) * 10 * 64;
-#undef LAZYLLM_CHAINS
-#undef LAZYLLM_INIT
-#undef LAZYLLM_STEP
-#undef LAZYLLM_KEEP
-#undef LAZYLLM_SUM
-}
+LAZYLLM_PEAK_LOOP(dpbusd_loop, "avx512f,avx512bw,avx512vnni", __m512i, _mm512_set1_epi32, __m512i,
+                  _mm512_set1_epi8(3), _mm512_set1_epi8(1), _mm512_dpbusd_epi32, _mm512_add_epi32,
+                  _mm512_setzero_si512(), 64)
 
 void BM_VnniPeak(benchmark::State& state) {
     if (!QuantLinear::has_vnni_path(KernelContext{best_isa(detect_cpu_features()), 1})) {

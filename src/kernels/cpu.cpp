@@ -19,6 +19,8 @@ uint64_t xgetbv0() {
 CpuFeatures detect_cpu_features() {
     CpuFeatures f;
     unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+    f.intel = b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e;  // "Genu" "ineI" "ntel"
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
     const bool osxsave = (c >> 27) & 1;
     f.fma = (c >> 12) & 1;
@@ -63,6 +65,14 @@ bool cpu_has_avx512_bf16() {
         return isa_supported(Isa::kAvx512, f) && f.avx512bf16;
     }();
     return has;
+}
+
+bool cpu_bf16_gemm_pays() {
+    static const bool pays = [] {
+        const CpuFeatures f = detect_cpu_features();
+        return isa_supported(Isa::kAmx, f) || (cpu_has_avx512_bf16() && !f.intel);
+    }();
+    return pays;
 }
 
 Isa best_isa(const CpuFeatures& f) {

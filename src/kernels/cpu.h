@@ -17,12 +17,19 @@ struct CpuFeatures {
     bool avx512bf16 = false;
     bool avx512vnni = false;  // vpdpbusd: u8 x s8 dot products (quantized GEMV)
     bool amx_tile = false, amx_bf16 = false;
+    bool intel = false;  // vendor GenuineIntel (CPUID leaf 0)
 };
 
 CpuFeatures detect_cpu_features();
 // AVX-512 (as Isa::kAvx512 needs it) with AVX-512-BF16: bf16 dot products (VDPBF16PS). Detected
 // once.
 bool cpu_has_avx512_bf16();
+// Whether bf16 GEMMs beat fp32 ones here, which is what precision auto follows: with AMX, or
+// with AVX-512-BF16 on a CPU that runs VDPBF16PS at its FMA rate (AMD Zen 4: bf16 GEMMs
+// 1.1-1.35x faster than fp32). Intel's cores without AMX run VDPBF16PS at half the FMA rate
+// (a Xeon model 207 VM hiding AMX: 81 against 168 GFLOP/s a core, BM_Bf16DotPeak against
+// BM_Fp32FmaPeak), so there oneDNN's bf16 GEMMs reach 145 GFLOP/s and its fp32 ones 245.
+bool cpu_bf16_gemm_pays();
 bool isa_supported(Isa isa, const CpuFeatures& f);
 Isa best_isa(const CpuFeatures& f);
 std::string_view isa_name(Isa isa);

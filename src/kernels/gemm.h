@@ -22,7 +22,7 @@
 namespace lazyllm::kernels {
 
 enum class GemmPrecision {
-    kAuto,  // bf16 when ctx.isa >= kAvx512 and the CPU has bf16 dot products, else fp32
+    kAuto,  // bf16 when ctx.isa >= kAvx512 and cpu_bf16_gemm_pays(), else fp32
     kF32,   // exact reference-grade path
     kBf16,
 };

@@ -258,7 +258,7 @@ TEST(Gemm, AutoPrecisionFollowsIsaAndCpu) {
     EXPECT_FALSE(ref_lin->is_bf16());
     auto best = PackedLinear::create(best_ctx(), w.data(), 8, 16);
     ASSERT_TRUE(best.ok());
-    EXPECT_EQ(best->is_bf16(), testing::cpu_has_bf16_gemm());
+    EXPECT_EQ(best->is_bf16(), testing::auto_precision_is_bf16_at(best_isa(detect_cpu_features())));
     EXPECT_GT(best->weight_bytes(), 0u);
     auto forced = PackedLinear::create(best_ctx(), w.data(), 8, 16, nullptr, GemmPrecision::kBf16);
     EXPECT_EQ(forced.ok(), testing::cpu_has_bf16_gemm());

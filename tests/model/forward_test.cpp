@@ -127,18 +127,18 @@ TEST(ForwardTest, Q41AutoPrecisionWithoutBf16CloseToReference) {
 
 // A step through every layer of `m`: the rows h0 ([n, n_embd], positions 0..n-1) as a step of
 // `step_rows` new tokens (0: n) that are prompt text or not (LayerRun), and the last row's
-// logits.
+// logits, with a KV cache of `kv_type` (default: the model's).
 struct StepOut {
     std::vector<float> h, logits;
 };
-StepOut run_step(const LlamaModel& m, const std::vector<float>& h0, int64_t step_rows,
-                 bool prompt) {
+StepOut run_step(const LlamaModel& m, const std::vector<float>& h0, int64_t step_rows, bool prompt,
+                 std::optional<kernels::KvType> kv_type = std::nullopt) {
     const ModelConfig& cfg = m.config();
     const auto n = static_cast<int64_t>(h0.size()) / cfg.n_embd;
     std::vector<int32_t> pos(n);
     std::iota(pos.begin(), pos.end(), 0);
     StepOut o{h0, std::vector<float>(cfg.n_vocab)};
-    KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), m.kv_type());
+    KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), kv_type.value_or(m.kv_type()));
     ForwardScratch s;
     LayerRun r{o.h.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
     r.step_rows = step_rows;
@@ -172,7 +172,8 @@ TEST(ForwardTest, StepRowsChooseTheWeights) {
     ASSERT_NE(exact, nullptr);
     ASSERT_TRUE(model->quantized_decode());
     const std::vector<float> h0 = random_rows(*model, 5, 21);
-    const std::vector<float> want = run_step(*exact, h0, 0, false).h;
+    // (Precision auto may keep an f16 KV cache where f32 does not: the same one for both.)
+    const std::vector<float> want = run_step(*exact, h0, 0, false, model->kv_type()).h;
     EXPECT_EQ(run_step(*model, h0, 100, false).h, want)
         << "a long step's rows run on the GEMM weights";
     const std::vector<float> decode = run_step(*model, h0, 0, false).h;
@@ -180,6 +181,24 @@ TEST(ForwardTest, StepRowsChooseTheWeights) {
     for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_NEAR(decode[i], want[i], 5e-2f * (1.0f + std::abs(want[i]))) << i;
     }
+}
+
+// The KV cache type: f32 on the exact path (precision f32), f16 wherever the GEMMs are bf16 and
+// for precision auto's fp32 GEMMs on AVX-512; f32 for auto's fp32 GEMMs on AVX2.
+TEST(ForwardTest, KvCacheTypeFollowsPrecisionAndIsa) {
+    testing::TinyModelSpec spec;
+    auto exact = load(spec, temp_path("kv_type_f32"), kernels::GemmPrecision::kF32);
+    auto model = load(spec, temp_path("kv_type_auto"), kernels::GemmPrecision::kAuto);
+    ASSERT_NE(exact, nullptr);
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(exact->kv_type(), kernels::KvType::kF32);
+    const bool f16 =
+        testing::auto_precision_is_bf16() || testing::engine_isa() >= kernels::Isa::kAvx512;
+    EXPECT_EQ(model->kv_type(), f16 ? kernels::KvType::kF16 : kernels::KvType::kF32);
+    auto quant = load(spec, temp_path("kv_type_quant"), kernels::GemmPrecision::kAuto, 2,
+                      PrefillWeights::kQuant);
+    ASSERT_NE(quant, nullptr);
+    EXPECT_EQ(quant->kv_type(), kernels::KvType::kF16);
 }
 
 // A decode-sized step of prompt tokens (LayerRun::prompt: a new turn, the rest of a cached

@@ -19,10 +19,17 @@ inline bool cpu_has_bf16_gemm() {
 // The ISA the engine and the model tests run: LAZYLLM_ISA, else the best this CPU has.
 inline kernels::Isa engine_isa() { return kernels::isa_from_env().value(); }
 
-// Whether GemmPrecision::kAuto (the model's default) takes bf16 GEMMs at engine_isa().
-inline bool auto_precision_is_bf16() {
-    return cpu_has_bf16_gemm() && engine_isa() >= kernels::Isa::kAvx512;
+// Whether GemmPrecision::kAuto takes bf16 GEMMs at ISA `isa`: bf16 dot products, and bf16
+// faster than fp32 there (AMX, or a CPU not made by Intel, whose cores without AMX run
+// VDPBF16PS at half the FMA rate; kernels::cpu_bf16_gemm_pays).
+inline bool auto_precision_is_bf16_at(kernels::Isa isa) {
+    const kernels::CpuFeatures f = kernels::detect_cpu_features();
+    const bool pays = kernels::isa_supported(kernels::Isa::kAmx, f) || !f.intel;
+    return cpu_has_bf16_gemm() && isa >= kernels::Isa::kAvx512 && pays;
 }
+
+// Whether GemmPrecision::kAuto (the model's default) takes bf16 GEMMs at engine_isa().
+inline bool auto_precision_is_bf16() { return auto_precision_is_bf16_at(engine_isa()); }
 
 // Whether bf16 GEMMs run on our own AMX kernel at engine_isa(): the only backend with row hooks
 // (RoPE and the K/V store fused into the qkv GEMM, the norms into attn_out and down). On

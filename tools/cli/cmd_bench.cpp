@@ -418,7 +418,7 @@ Runner add_bench(CLI::App& app) {
                    "Schedule file (JSON, as written by `lazyllm tune`)");
     app.add_option("--prune-seed", a->prune.seed, "Seed of the random policy (default 1)");
     app.add_option("--precision", a->precision,
-                   "GEMM precision: auto (bf16 on AMX/AVX-512-BF16), f32, bf16")
+                   "GEMM precision: auto (bf16 with AMX, or AVX-512-BF16 on AMD; else f32), f32, bf16")
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
     app.add_option("--prefill-weights", a->prefill_weights,
                    "Prefill weights, one engine each (comma list; default auto): auto, copy "

@@ -54,7 +54,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
     app.add_option("-t,--threads", f.threads,
                    "Threads (default: all cores; more than the cores warns and uses all cores)")
         ->check(kNonNegative);
-    app.add_option("--precision", f.precision, "GEMM precision: auto (bf16 on AMX/AVX-512-BF16), f32, bf16")
+    app.add_option("--precision", f.precision, "GEMM precision: auto (bf16 with AMX, or AVX-512-BF16 on AMD; else f32), f32, bf16")
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
     app.add_option("--decode-weights", f.decode,
                    "Weights of decode steps: quant (the GGUF's 4/8-bit blocks, integer dot "
