@@ -115,7 +115,7 @@ struct Scratch {
 bool gemm_uses_bf16(const KernelContext& ctx, GemmPrecision precision) {
     switch (precision) {
         case GemmPrecision::kAuto:
-            return cpu_has_avx512_bf16() && ctx.isa >= Isa::kAvx512 && cpu_bf16_gemm_pays();
+            return ctx.isa >= Isa::kAvx512 && cpu_bf16_gemm_pays();  // (AMX implies BF16)
         case GemmPrecision::kF32:
             return false;
         case GemmPrecision::kBf16:
