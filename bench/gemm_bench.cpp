@@ -194,7 +194,7 @@ BENCHMARK(BM_AmxTdpPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
 // What precision auto follows (cpu_bf16_gemm_pays): VDPBF16PS (32 multiply-adds a zmm) against
 // VFMADD231PS (16) on register-resident zmm, ten independent chains per thread on all threads.
 // Counter GFLOPS: 2 FLOPs a multiply-add. On Zen 4 bf16 runs at twice the fp32 rate; on a Xeon
-// model 207 (AMX hidden) at half of it: 162 against 336 GFLOP/s on 2 threads.
+// model 207 (AMX hidden) at half of it: 158 against 327 GFLOP/s on 2 threads.
 #define LAZYLLM_BF16(v) ((__m512bh)_mm512_set1_epi16(v))
 LAZYLLM_PEAK_LOOP(dpbf16_loop, "avx512f,avx512bw,avx512bf16", __m512, _mm512_set1_ps, __m512bh,
                   LAZYLLM_BF16(0x3f80), LAZYLLM_BF16(0x3a80), _mm512_dpbf16_ps, _mm512_add_ps,
