@@ -5,11 +5,13 @@
 // - bf16 (AttentionArgs::bf16) on a call with enough queries to pay for the one-off bf16
 //   packing of K and V (prefill): kAmx runs AMX tiles (attention_amx.cpp) and kAvx512 with
 //   AVX-512-BF16 (or kAmx on a sliding-window layer) VDPBF16PS tiles
-//   (attention_bf16_avx512.cpp); tiles that see more keys than fit a quarter of L2 take them
-//   in chunks, 16 tiles per chunk (run_tiles_bf16_chunked);
+//   (attention_bf16_avx512.cpp), over bf16 copies of K and V made once per call;
 // - kAvx512, kAvx2: the fp32 kernels (attention_inl.h, entered through isa_dispatch): queries
-//   in lanes for full tiles, keys in lanes for tiles with few real lanes; with AVX2 a tile's
-//   16 lanes are two 8-wide halves and keys in lanes takes 8 keys per vector;
+//   in lanes for full tiles, over fp32 copies of K and V made once per call, keys in lanes
+//   for tiles with few real lanes; with AVX2 a tile's 16 lanes are two 8-wide halves and keys
+//   in lanes takes 8 keys per vector;
+// - on both prefill paths, tiles that see more keys than fit a quarter of L2 take them in
+//   chunks, 16 tiles per chunk (run_tiles_chunked);
 // - decode (one tile of few lanes per KV head: a query row or two) on every fast path: the
 //   keys-in-lanes kernel over the tiles of all KV heads at once, so each K/V row is read from
 //   memory once for all query heads, contiguously when the keys are a prefix;
@@ -55,10 +57,10 @@ constexpr int64_t kBf16MinQueryVectors = 64;
 // setup.
 constexpr int64_t kSplitAlign = 64;
 constexpr int64_t kMinSplitKeys = 256;
-// L2 blocking of the bf16 prefill (run_tiles_bf16_chunked): tiles per group, and the bytes of
-// bf16 K and V^T per key chunk.
-constexpr int kBf16GroupTiles = 16;
-constexpr int64_t kBf16ChunkBytes = 512 * 1024;
+// L2 blocking of a prefill (run_tiles_chunked): tiles per group, and the bytes of the packed K
+// and V per key chunk.
+constexpr int kChunkGroupTiles = 16;
+constexpr int64_t kChunkBytes = 512 * 1024;
 
 void validate(const AttentionArgs& a) {
     LAZYLLM_CHECK(a.n_q >= 0 && a.n_kv >= 0);
@@ -348,23 +350,23 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges
     }
 }
 
-// bf16 prefill over long key ranges, blocked for L2: a group of kBf16GroupTiles consecutive
+// A prefill over long key ranges, blocked for L2: a group of kChunkGroupTiles consecutive
 // tiles of one KV head walks the keys in chunks, and every tile of the group takes a chunk
-// before the next chunk starts (the tile kernels resume their state), so each chunk's bf16
-// K and V^T come from L2 for all of the group's tiles instead of from L3 for each tile.
+// before the next chunk starts (the tile kernels resume their state), so each chunk's packed
+// K and V come from L2 for all of the group's tiles instead of from L3 for each tile.
 // Heaviest groups first, dynamic schedule, as run_tiles.
-// A worker's tile states of run_tiles_bf16_chunked (a Workspace part).
+// A worker's tile states of run_tiles_chunked (a Workspace part).
 struct ChunkedTileStates {
-    AlignedVector<float> o;  // [kBf16GroupTiles][head_dim][kAttnLanes]
+    AlignedVector<float> o;  // [kChunkGroupTiles][head_dim][kAttnLanes]
 };
 
 template <typename TileFn>
-void run_tiles_bf16_chunked(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys,
-                            int64_t chunk_keys, TileFn&& tile_fn) {
+void run_tiles_chunked(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys,
+                       int64_t chunk_keys, TileFn&& tile_fn, FinalizeFn finalize) {
     const int n_threads = std::max(1, ctx.n_threads);
     const int d = a.head_dim;
     const int64_t n_head_tiles = tiles_per_head(a);
-    const int64_t groups_per_head = (n_head_tiles + kBf16GroupTiles - 1) / kBf16GroupTiles;
+    const int64_t groups_per_head = (n_head_tiles + kChunkGroupTiles - 1) / kChunkGroupTiles;
     const int64_t n_tasks = groups_per_head * a.n_head_kv;
     ctx.ws->workers(n_threads);
 #pragma omp parallel num_threads(n_threads)
@@ -372,16 +374,16 @@ void run_tiles_bf16_chunked(const KernelContext& ctx, const AttentionArgs& a, co
         const ScopedFlushDenormals ftz;
         // Grow-only: once per worker of the workspace, not per call.
         AlignedVector<float>& o_vec = ctx.ws->worker<ChunkedTileStates>(omp_get_thread_num()).o;
-        float* o_buf = grow(o_vec, static_cast<int64_t>(kBf16GroupTiles) * d * kAttnLanes);
-        AttnTile tiles[kBf16GroupTiles];
-        AttnState states[kBf16GroupTiles];
-        for (int k = 0; k < kBf16GroupTiles; ++k) states[k].o = o_buf + k * d * kAttnLanes;
+        float* o_buf = grow(o_vec, static_cast<int64_t>(kChunkGroupTiles) * d * kAttnLanes);
+        AttnTile tiles[kChunkGroupTiles];
+        AttnState states[kChunkGroupTiles];
+        for (int k = 0; k < kChunkGroupTiles; ++k) states[k].o = o_buf + k * d * kAttnLanes;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t idx = 0; idx < n_tasks; ++idx) {
             const int g = static_cast<int>(idx / groups_per_head);
-            const int64_t first = (groups_per_head - 1 - idx % groups_per_head) * kBf16GroupTiles;
+            const int64_t first = (groups_per_head - 1 - idx % groups_per_head) * kChunkGroupTiles;
             const int n_tiles =
-                static_cast<int>(std::min<int64_t>(kBf16GroupTiles, n_head_tiles - first));
+                static_cast<int>(std::min<int64_t>(kChunkGroupTiles, n_head_tiles - first));
             int64_t j_lo = a.n_kv, n_keys = 0;  // the keys any tile of the group sees
             for (int k = 0; k < n_tiles; ++k) {
                 tiles[k] = make_tile(a, keys, g, first + k);
@@ -399,19 +401,34 @@ void run_tiles_bf16_chunked(const KernelContext& ctx, const AttentionArgs& a, co
             }
             for (int k = 0; k < n_tiles; ++k) {
                 if (tiles[k].n_vis_max <= tiles[k].n_lo_min) clear_state(d, states[k]);
-                detail::attention_finalize_avx512(a, tiles[k], states[k]);
+                finalize(a, tiles[k], states[k]);
             }
         }
     }
 }
 
-// Keys per chunk of run_tiles_bf16_chunked: K and V^T of a chunk (4 * head_dim bytes a key)
-// fill a quarter of a 2 MiB L2; a multiple of the split alignment. (With AMX, 256 KiB,
-// 512 KiB and 1 MiB measured alike at 8k keys, all 10-15% faster than no chunking on one
-// thread.)
-int64_t bf16_chunk_keys(int head_dim) {
-    return std::max<int64_t>(kSplitAlign,
-                             kBf16ChunkBytes / (4 * head_dim) / kSplitAlign * kSplitAlign);
+// A prefill's tiles (tile_fn(t, j0, j1, st, resume)) over packed K and V of key_bytes a key:
+// run_tiles_chunked where tiles see more keys than a chunk of a quarter of a 2 MiB L2 (a
+// multiple of the split alignment) and need no key split, else run_tiles. (With AMX, 256 KiB,
+// 512 KiB and 1 MiB chunks measured alike at 8k keys, all 10-15% faster than no chunking on
+// one thread.)
+template <typename TileFn>
+void run_tiles_blocked(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys,
+                       int64_t key_bytes, TileFn&& tile_fn, FinalizeFn finalize) {
+    const int64_t chunk_keys =
+        std::max<int64_t>(kSplitAlign, kChunkBytes / key_bytes / kSplitAlign * kSplitAlign);
+    const int64_t max_vis = *std::max_element(keys.hi.begin(), keys.hi.end());
+    const int64_t n_tasks = tiles_per_head(a) * a.n_head_kv;
+    if (max_vis > chunk_keys && key_splits(ctx.n_threads, n_tasks, max_vis) == 1) {
+        run_tiles_chunked(ctx, a, keys, chunk_keys, tile_fn, finalize);
+        return;
+    }
+    run_tiles(
+        ctx, a, keys,
+        [&tile_fn](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
+            tile_fn(t, j0, j1, st, false);
+        },
+        finalize);
 }
 
 // The bf16 prefill: AMX tiles, or VDPBF16PS tiles; false where neither applies.
@@ -435,19 +452,8 @@ bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
             detail::attention_tile_bf16(a, packed, t, j0, j1, st, resume);
         }
     };
-    const int64_t chunk_keys = bf16_chunk_keys(a.head_dim);
-    const int64_t max_vis = *std::max_element(keys.hi.begin(), keys.hi.end());
-    const int64_t n_tasks = tiles_per_head(a) * a.n_head_kv;
-    if (max_vis > chunk_keys && key_splits(ctx.n_threads, n_tasks, max_vis) == 1) {
-        run_tiles_bf16_chunked(ctx, a, keys, chunk_keys, tile_fn);
-        return true;
-    }
-    run_tiles(
-        ctx, a, keys,
-        [&tile_fn](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
-            tile_fn(t, j0, j1, st, false);
-        },
-        detail::attention_finalize_avx512);
+    // bf16 K and V^T: 4 bytes a key and head dim.
+    run_tiles_blocked(ctx, a, keys, 4 * a.head_dim, tile_fn, detail::attention_finalize_avx512);
     return true;
 }
 
@@ -460,12 +466,20 @@ void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
         return;
     }
     if (I == Isa::kAvx512 && run_bf16(ctx, a, keys)) return;
-    run_tiles(
-        ctx, a, keys,
-        [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st) {
-            detail::attention_tile<I>(a, t, j0, j1, st);
-        },
-        kFinalize<I>);
+    detail::PackedKvF32& packed = ctx.ws->caller<detail::PackedKvF32>();
+    detail::pack_kv_f32<I>(ctx, a, packed);
+    // A tile of few lanes (the last of a KV head) takes all its keys with keys in lanes on its
+    // first chunk, and skips the later ones: one kernel and order for every key.
+    const auto tile_fn = [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st,
+                             bool resume) {
+        if (t.n_lanes > detail::kAttnFewLanes) {
+            detail::attention_tile<I>(a, packed, t, j0, j1, st, resume);
+        } else if (!resume) {
+            detail::attention_lanes<I>(a, &t, 1, j0, t.n_vis_max, &st);
+        }
+    };
+    // fp32 K and V: 8 bytes a key and head dim.
+    run_tiles_blocked(ctx, a, keys, 8 * a.head_dim, tile_fn, kFinalize<I>);
 }
 
 }  // namespace

@@ -4,10 +4,11 @@
 // LAZYLLM_ATTENTION_INSTANTIATE.
 //
 // A tile's 16 lanes are kHalves = 16 / kWidth vectors. K/V rows are fp32 or IEEE half
-// (converted exactly by Vec::load), at row j or kv_row[j]. Kernels are instantiated per
-// head_dim D (K/V rows at constant offsets) and element type T (float, or uint16_t for half
-// bits). How a target blocks the work for its register file is AttnPlan<I>; every plan computes
-// each output element with the same operations in the same order for its target.
+// (converted exactly by Vec::load), at row j or kv_row[j]; queries in lanes reads them from
+// fp32 copies made once per call (pack_kv_f32), head-major, a block's rows at constant
+// offsets. Kernels are instantiated per head_dim D and element type T (float, or uint16_t for
+// half bits). How a target blocks the work for its register file is AttnPlan<I>; every plan
+// computes each output element with the same operations in the same order for its target.
 #pragma once
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "base/check.h"
 #include "kernels/attention_isa.h"
 
 namespace lazyllm::kernels::detail {
@@ -29,7 +31,6 @@ template <>
 struct AttnPlan<Isa::kAvx2> {
     static constexpr int kKeyGroup = 4;        // keys per S^T register block (x 2 halves)
     static constexpr int kDimGroup = 4;        // head dims per O^T register block (x 2 halves)
-    static constexpr bool kCopyBlock = false;  // fp32 K/V rows read in place
     static constexpr bool kPadKeys = false;    // blocks past the last key stop at nj keys
     static constexpr bool kMulFirst = false;   // keys in lanes: dot products start at 0
     static constexpr bool kLanePairs = false;  // keys in lanes, P.V: one FMA chain per O element
@@ -42,7 +43,6 @@ template <>
 struct AttnPlan<Isa::kAvx512> {
     static constexpr int kKeyGroup = 16;
     static constexpr int kDimGroup = 4;
-    static constexpr bool kCopyBlock = true;  // the block always copied: constant row offsets
     static constexpr bool kPadKeys = true;    // padding keys run masked (p = 0)
     static constexpr bool kMulFirst = true;
     static constexpr bool kLanePairs = true;  // keys in lanes, P.V: lane pairs, a chain each,
@@ -70,30 +70,6 @@ constexpr int kLaneSumOffset = kAttnFewLanes* D;
 // (a horizontal max, an exp2, a pass over O) is rare (as in attention_amx.cpp).
 constexpr float kRescaleLog2 = 8.0f;
 
-// fp32 rows of keys [j0, j0 + nj) of one KV head (head_base = a.k or a.v plus the head's
-// offset): pointers into the cache when T is float and !kCopy, else into `buf` ([NB][D],
-// converted once per block). Rows jj >= nj repeat row nj - 1 (copied when kCopy).
-template <Isa I, int D, int NB, bool kCopy, typename T>
-inline void block_rows(const AttentionArgs& a, const T* head_base, int64_t j0, int nj, float* buf,
-                       const float* rows[NB]) {
-    using V = Vec<I>;
-    constexpr bool kInPlace = std::is_same_v<T, float> && !kCopy;
-    for (int jj = 0; jj < (kCopy ? NB : nj); ++jj) {
-        const T* src = head_base + kv_row_of(a, j0 + std::min(jj, nj - 1)) * a.kv_stride;
-        if constexpr (kInPlace) {
-            rows[jj] = src;
-        } else {
-            float* dst = buf + jj * D;
-#pragma GCC unroll 16
-            for (int c = 0; c < D; c += V::kWidth) V::store_aligned(dst + c, V::load(src + c));
-            rows[jj] = dst;
-        }
-    }
-    if constexpr (!kCopy) {
-        for (int jj = nj; jj < NB; ++jj) rows[jj] = rows[nj - 1];
-    }
-}
-
 // Queries in lanes. Per block of 16 keys:
 //   S^T[16 keys][16 lanes] = K_blk . Q^T, kKeyGroup keys x kHalves vectors in registers
 //     (broadcast K element x Q^T row: no horizontal sums);
@@ -101,47 +77,43 @@ inline void block_rows(const AttentionArgs& a, const T* head_base, int64_t j0, i
 //     per lane in the log2 domain, P^T overwriting S^T;
 //   O^T[D][16] = alpha * O^T + sum_j V[j][d] * P^T[j], kDimGroup dims x kHalves vectors in
 //     registers over the whole block, so O^T (in st.o, L1) is read and written once per block.
-template <Isa I, int D, typename T>
-void tile_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
-                 AttnState& st) {
+template <Isa I, int D>
+void tile_kernel(const AttentionArgs& a, const PackedKvF32& packed, const AttnTile& t,
+                 int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
     using V = Vec<I>;
     using F = typename V::F;
     using P = AttnPlan<I>;
     constexpr int W = V::kWidth, kHalves = kAttnLanes / W;
     constexpr int KG = P::kKeyGroup, DG = P::kDimGroup;
     static_assert(D % DG == 0 && D % W == 0 && kTileKeys % KG == 0);
-    alignas(64) float qt[D * kAttnLanes];   // [D][16] Q^T, prescaled by scale * log2(e)
-    alignas(64) float kbuf[kTileKeys * D];  // [16][D] key rows as fp32 (copied or converted)
-    alignas(64) float vbuf[kTileKeys * D];  // [16][D] value rows as fp32
+    alignas(64) float qt[D * kAttnLanes];  // [D][16] Q^T, prescaled by scale * log2(e)
     const float q_scale = a.scale * kLog2e;
     for (int lane = 0; lane < kAttnLanes; ++lane) {
         const float* q = a.q + t.row[lane] * a.q_stride + static_cast<int64_t>(t.head[lane]) * D;
         for (int d = 0; d < D; ++d) qt[d * kAttnLanes + lane] = q[d] * q_scale;
     }
     float* ot = st.o;  // [D][16]
-    std::memset(ot, 0, sizeof(float) * D * kAttnLanes);
+    if (!resume) std::memset(ot, 0, sizeof(float) * D * kAttnLanes);
     F m[kHalves], l[kHalves], alpha[kHalves];
     typename V::Ints q_pos[kHalves], q_lo[kHalves];
     alignas(64) int32_t lo_thr[kAttnLanes];  // window_threshold per lane
     for (int lane = 0; lane < kAttnLanes; ++lane) lo_thr[lane] = window_threshold(a, t.pos[lane]);
     for (int h = 0; h < kHalves; ++h) {
-        m[h] = V::set1(kAttnMaxInit);
-        l[h] = V::zero();
+        m[h] = resume ? V::load_aligned(st.m + h * W) : V::set1(kAttnMaxInit);
+        l[h] = resume ? V::load_aligned(st.l + h * W) : V::zero();
         q_pos[h] = V::load_i32(t.pos + h * W);
         q_lo[h] = V::load_i32(lo_thr + h * W);
     }
-    const T* k_head = static_cast<const T*>(a.k) + static_cast<int64_t>(t.kv_head) * D;
-    const T* v_head = static_cast<const T*>(a.v) + static_cast<int64_t>(t.kv_head) * D;
+    const int64_t head_off = static_cast<int64_t>(t.kv_head) * packed.n_kv_pad * D;
 
     for (int64_t j0 = j_begin; j0 < j_end; j0 += kTileKeys) {
         const int nj = static_cast<int>(std::min<int64_t>(kTileKeys, j_end - j0));
         const int n_keys = P::kPadKeys ? kTileKeys : nj;
-        const float* k_rows[kTileKeys];
-        const float* v_rows[kTileKeys];
-        block_rows<I, D, kTileKeys, P::kCopyBlock>(a, k_head, j0, nj, kbuf, k_rows);
-        block_rows<I, D, kTileKeys, P::kCopyBlock>(a, v_head, j0, nj, vbuf, v_rows);
-        const auto k_row = [&](int jj) { return P::kCopyBlock ? kbuf + jj * D : k_rows[jj]; };
-        const auto v_row = [&](int jj) { return P::kCopyBlock ? vbuf + jj * D : v_rows[jj]; };
+        // The block's rows, D apart (constant offsets); rows past the keys are zeros.
+        const float* k_blk = packed.k.data() + head_off + j0 * D;
+        const float* v_blk = packed.v.data() + head_off + j0 * D;
+        const auto k_row = [&](int jj) { return k_blk + jj * D; };
+        const auto v_row = [&](int jj) { return v_blk + jj * D; };
 
         // S^T for keys [0, n_keys) rounded up to the key group (extra rows repeat a row).
         F s[kTileKeys][kHalves];
@@ -462,20 +434,58 @@ void attention_lanes(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,
 }
 
 template <Isa I>
-void attention_tile(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
-                    AttnState& st) {
+void attention_tile(const AttentionArgs& a, const PackedKvF32& packed, const AttnTile& t,
+                    int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
     if (t.n_lanes <= kAttnFewLanes) {
+        LAZYLLM_CHECK(!resume);
         attention_lanes<I>(a, &t, 1, j_begin, j_end, &st);
         return;
     }
-    with_kernel_types(a,
-                      [&]<int D, typename T>() { tile_kernel<I, D, T>(a, t, j_begin, j_end, st); });
+    with_kernel_types(a, [&]<int D, typename T>() {
+        tile_kernel<I, D>(a, packed, t, j_begin, j_end, st, resume);
+    });
+}
+
+template <Isa I>
+void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& packed) {
+    using V = Vec<I>;
+    // Rows past n_kv: a block that starts at the last key reads kTileKeys - 1 more.
+    const int64_t n_pad = (a.n_kv + 2 * kTileKeys - 1) / kTileKeys * kTileKeys;
+    packed.n_kv_pad = n_pad;
+    const int64_t size = static_cast<int64_t>(a.n_head_kv) * n_pad * a.head_dim;
+    grow(packed.k, size);
+    grow(packed.v, size);
+    with_kernel_types(a, [&]<int D, typename T>() {
+        const T* k_src = static_cast<const T*>(a.k);
+        const T* v_src = static_cast<const T*>(a.v);
+#pragma omp parallel for num_threads(std::max(1, ctx.n_threads)) schedule(static)
+        for (int64_t j = 0; j < n_pad; ++j) {
+            for (int g = 0; g < a.n_head_kv; ++g) {
+                float* k_dst = packed.k.data() + (g * n_pad + j) * D;
+                float* v_dst = packed.v.data() + (g * n_pad + j) * D;
+                if (j >= a.n_kv) {
+                    std::fill(k_dst, k_dst + D, 0.0f);
+                    std::fill(v_dst, v_dst + D, 0.0f);
+                    continue;
+                }
+                const int64_t off = kv_row_of(a, j) * a.kv_stride + static_cast<int64_t>(g) * D;
+#pragma GCC unroll 16
+                for (int c = 0; c < D; c += V::kWidth) {
+                    V::store_aligned(k_dst + c, V::load(k_src + off + c));
+                    V::store_aligned(v_dst + c, V::load(v_src + off + c));
+                }
+            }
+        }
+    });
 }
 
 }  // namespace lazyllm::kernels::detail
 
-#define LAZYLLM_ATTENTION_INSTANTIATE(I)                                                      \
-    template void lazyllm::kernels::detail::attention_tile<I>(                                \
-        const AttentionArgs&, const detail::AttnTile&, int64_t, int64_t, detail::AttnState&); \
-    template void lazyllm::kernels::detail::attention_lanes<I>(                               \
+#define LAZYLLM_ATTENTION_INSTANTIATE(I)                                                    \
+    template void lazyllm::kernels::detail::attention_tile<I>(                              \
+        const AttentionArgs&, const detail::PackedKvF32&, const detail::AttnTile&, int64_t, \
+        int64_t, detail::AttnState&, bool);                                                 \
+    template void lazyllm::kernels::detail::pack_kv_f32<I>(                                 \
+        const KernelContext&, const AttentionArgs&, detail::PackedKvF32&);                  \
+    template void lazyllm::kernels::detail::attention_lanes<I>(                             \
         const AttentionArgs&, const detail::AttnTile*, int, int64_t, int64_t, detail::AttnState*)

@@ -95,10 +95,22 @@ constexpr int kAttnFewLanes = 6;
 // The fp32 kernels, written once in attention_inl.h and instantiated for kAvx2
 // (attention_avx2.cpp) and kAvx512 (attention_avx512.cpp); attention.cpp enters them through
 // isa_dispatch.
-// Keys [j_begin, j_end) of `a` for the tile; j_end <= t.n_vis_max. Initializes `st`.
+// fp32 copies of K and V for one call with full tiles (prefill), head-major
+// [n_head_kv][n_kv_pad][head_dim], in key order (kv_row resolved), zero rows past n_kv: the
+// tiles read a block's rows at constant offsets, converted once per call instead of once per
+// tile. A Workspace part, grow-only.
+struct PackedKvF32 {
+    int64_t n_kv_pad = 0;
+    AlignedVector<float> k, v;
+};
 template <Isa I>
-void attention_tile(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
-                    AttnState& st);
+void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& packed);
+// Keys [j_begin, j_end) of `a` for the tile (full tiles from `packed`, pack_kv_f32 of `a`);
+// j_end <= t.n_vis_max. Initializes `st`, or with `resume` continues it (st holds this tile's
+// state over keys before j_begin, from an earlier call; full tiles only).
+template <Isa I>
+void attention_tile(const AttentionArgs& a, const PackedKvF32& packed, const AttnTile& t,
+                    int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
 // Keys in lanes for n_tiles tiles of at most kAttnFewLanes lanes each, over the same keys
 // [j_begin, j_end): per block of kWidth keys, the K/V rows of every tile's KV head are read
 // (and converted from f16) once. Initializes states[0..n_tiles).

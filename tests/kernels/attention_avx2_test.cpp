@@ -78,6 +78,11 @@ TEST(AttentionAvx2, SlidingWindowsMatchReference) {
     check_windows(Isa::kAvx2, {1, 2});
 }
 
+TEST(AttentionAvx2, KeyChunksMatchReference) {
+    SKIP_WITHOUT_AVX2();
+    check_key_chunks(Isa::kAvx2, {1, 2});
+}
+
 TEST(AttentionAvx2, EveryDriverPath) {
     SKIP_WITHOUT_AVX2();
     std::vector<Problem> problems = path_problems(41);

@@ -92,6 +92,11 @@ TEST(Attention, Avx512DecodeSplitKeys) {
     check_decode_split_keys(Isa::kAvx512, {3, 4});
 }
 
+TEST(Attention, Avx512KeyChunksMatchReference) {
+    if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
+    check_key_chunks(Isa::kAvx512, {1, 2});
+}
+
 TEST(Attention, Avx512SlidingWindowsMatchReference) {
     if (!cpu_has(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512";
     check_windows(Isa::kAvx512, {1, 2});

@@ -277,6 +277,32 @@ inline void check_decode_split_keys(Isa isa, std::initializer_list<int> threads)
     }
 }
 
+// A prefill over more keys than one L2 chunk of the driver (1024 keys at head_dim 64, 512 at
+// 128) with enough tiles for the chunked path, each tile resuming its state chunk by chunk.
+// 149 rows x 4 heads leave a last tile of 4 lanes (keys in lanes, all keys at once). Dense and
+// sparse keys, every layout; then scores that jump far above everything before them at the first
+// block of a later chunk (a resumed call rescales the O it was handed) and inside one.
+inline void check_key_chunks(Isa isa, std::initializer_list<int> threads) {
+    std::vector<int32_t> q(149);
+    std::iota(q.begin(), q.end(), 2451);
+    for (int d : {64, 128}) {
+        const std::string dim = " d=" + std::to_string(d);
+        for (const Layout& l : kLayouts) {
+            check_against_ref(make_problem(q, iota_pos(2600), 4, 1, d, 14, l), isa, threads,
+                              kFp32Tol, kFp32Tol, "chunks dense" + dim);
+            check_against_ref(make_problem(random_subset(7000, 100, 15),
+                                           random_subset(7000, 2700, 16), 8, 2, d, 17, l),
+                              isa, threads, kFp32Tol, kFp32Tol, "chunks sparse" + dim);
+        }
+        Problem p = make_problem(q, iota_pos(2600), 4, 1, d, 18);
+        for (int64_t i = 0; i < p.args.n_q; ++i) {
+            for (int h = 0; h < p.args.n_head; ++h) p.q[i * p.args.q_stride + h * d] = 4.0f;
+        }
+        for (int64_t j : {1029, 1536, 2053, 2300}) p.k[j * p.args.kv_stride] = 40.0f;
+        check_against_ref(p, isa, threads, kFp32Tol, kFp32Tol, "chunk rescale" + dim);
+    }
+}
+
 // Indexed rows and f16 storage change only where the values come from: the fast kernels give
 // bit for bit the output of the same values stored as dense fp32 rows.
 inline void check_indexed_f16_equals_dense_f32(Isa isa) {
