@@ -364,13 +364,12 @@ Status LlamaModel::make_linear(std::string_view what, std::initializer_list<Matr
 bool LlamaModel::gemm_bf16() const { return lm_head_.gemm.is_bf16(); }
 
 kernels::KvType LlamaModel::kv_type() const {
-    // f16 wherever prefill is not the exact fp32 path, and on AVX-512 for precision auto's fp32
-    // GEMMs too (Intel without AMX): there the fp32 tiles read f16 rows as fast as fp32 ones,
-    // so a full prefill at 4k-8k took 1.17-1.3x less time and decode at 4k 1.3-1.5x. With AVX2
-    // (measured on the same CPU) f16 rows slowed the prefill at 4k by 1.1-1.17x: fp32 there.
-    const bool f16 = gemm_bf16() || prefill_quant_ ||
-                     (opts_.precision == kernels::GemmPrecision::kAuto &&
-                      opts_.ctx.isa >= kernels::Isa::kAvx512);
+    // f16 wherever prefill is not the exact fp32 path (--precision f32): the attention tiles
+    // read K/V from fp32 copies made once per call, so f16 rows cost a prefill nothing, and
+    // decode reads half the bytes (auto's fp32 GEMMs on a Xeon model 207: with AVX-512 a full
+    // prefill at 4k-8k 1.17-1.3x faster than with fp32 rows; with LAZYLLM_ISA=avx2 prefill at
+    // 2k-4k equal or faster and decode 1.27-1.37x faster at 4k).
+    const bool f16 = prefill_quant_ || opts_.precision != kernels::GemmPrecision::kF32;
     return f16 ? kernels::KvType::kF16 : kernels::KvType::kF32;
 }
 

@@ -222,10 +222,8 @@ public:
     void release_tokenizer_metadata() { gguf_.drop_array_metadata("tokenizer.ggml."); }
     const kernels::KernelContext& ctx() const { return opts_.ctx; }
     bool gemm_bf16() const;
-    // The KV cache element type that goes with the weights: f16 where prefill is not exact
-    // fp32 anyway (bf16 GEMMs, or the int8 activations of the quantized prefill), which halves
-    // the cache, and for precision auto's fp32 GEMMs on AVX-512; f32 on the exact path
-    // (precision f32) and for auto's fp32 GEMMs on AVX2.
+    // The KV cache element type that goes with the weights: f16 (half the cache, half the
+    // bytes a decode step reads) except on the exact path, precision f32 with the copies.
     kernels::KvType kv_type() const;
     // Whether decode steps (<= kQuantMaxRows new tokens) use the QuantLinear copies of the
     // weights, and for up to how many rows (kQuantMaxRowsWide over our AVX2 fp32 GEMM or

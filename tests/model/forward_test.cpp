@@ -185,16 +185,14 @@ TEST(ForwardTest, StepRowsChooseTheWeights) {
 
 // The KV cache type: f32 on the exact path (precision f32), f16 wherever the GEMMs are bf16 and
 // for precision auto's fp32 GEMMs on AVX-512; f32 for auto's fp32 GEMMs on AVX2.
-TEST(ForwardTest, KvCacheTypeFollowsPrecisionAndIsa) {
+TEST(ForwardTest, KvCacheTypeFollowsPrecision) {
     testing::TinyModelSpec spec;
     auto exact = load(spec, temp_path("kv_type_f32"), kernels::GemmPrecision::kF32);
     auto model = load(spec, temp_path("kv_type_auto"), kernels::GemmPrecision::kAuto);
     ASSERT_NE(exact, nullptr);
     ASSERT_NE(model, nullptr);
     EXPECT_EQ(exact->kv_type(), kernels::KvType::kF32);
-    // (auto's bf16 GEMMs need AVX-512 too: on AVX-512 auto is f16 either way.)
-    const bool f16 = testing::engine_isa() >= kernels::Isa::kAvx512;
-    EXPECT_EQ(model->kv_type(), f16 ? kernels::KvType::kF16 : kernels::KvType::kF32);
+    EXPECT_EQ(model->kv_type(), kernels::KvType::kF16);  // on every ISA
     auto quant = load(spec, temp_path("kv_type_quant"), kernels::GemmPrecision::kAuto, 2,
                       PrefillWeights::kQuant);
     ASSERT_NE(quant, nullptr);
