@@ -183,8 +183,8 @@ TEST(ForwardTest, StepRowsChooseTheWeights) {
     }
 }
 
-// The KV cache type: f32 on the exact path (precision f32), f16 wherever the GEMMs are bf16 and
-// for precision auto's fp32 GEMMs on AVX-512; f32 for auto's fp32 GEMMs on AVX2.
+// The KV cache type: f32 on the exact path (precision f32 with the copies), f16 for precision
+// auto on every ISA and for the quantized prefill.
 TEST(ForwardTest, KvCacheTypeFollowsPrecision) {
     testing::TinyModelSpec spec;
     auto exact = load(spec, temp_path("kv_type_f32"), kernels::GemmPrecision::kF32);
