@@ -17,7 +17,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "base/check.h"
 #include "kernels/attention_isa.h"
 
 namespace lazyllm::kernels::detail {
@@ -436,11 +435,6 @@ void attention_lanes(const AttentionArgs& a, const AttnTile* tiles, int n_tiles,
 template <Isa I>
 void attention_tile(const AttentionArgs& a, const PackedKvF32& packed, const AttnTile& t,
                     int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
-    if (t.n_lanes <= kAttnFewLanes) {
-        LAZYLLM_CHECK(!resume);
-        attention_lanes<I>(a, &t, 1, j_begin, j_end, &st);
-        return;
-    }
     with_kernel_types(a, [&]<int D, typename T>() {
         tile_kernel<I, D>(a, packed, t, j_begin, j_end, st, resume);
     });

@@ -105,9 +105,10 @@ struct PackedKvF32 {
 };
 template <Isa I>
 void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& packed);
-// Keys [j_begin, j_end) of `a` for the tile (full tiles from `packed`, pack_kv_f32 of `a`);
-// j_end <= t.n_vis_max. Initializes `st`, or with `resume` continues it (st holds this tile's
-// state over keys before j_begin, from an earlier call; full tiles only).
+// Queries in lanes: keys [j_begin, j_end) of `a` for the tile, from `packed` (pack_kv_f32 of
+// `a`); j_end <= t.n_vis_max. Initializes `st`, or with `resume` continues it (st holds this
+// tile's state over keys before j_begin, from an earlier call). The driver gives tiles of
+// at most kAttnFewLanes lanes to attention_lanes instead.
 template <Isa I>
 void attention_tile(const AttentionArgs& a, const PackedKvF32& packed, const AttnTile& t,
                     int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
