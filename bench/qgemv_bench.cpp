@@ -230,6 +230,21 @@ void type_shapes(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
+// Prompt-sized calls at Llama-3.2-1B's shapes, Q4_K (q, q|k|v, gate|up, down): 256 rows (one
+// FFN chunk of the quantized prefill) and 2048 (q|k|v and Wo take a whole prompt in one call),
+// two threads, weights hot. Where the weights and the activations outgrow L2 (for_each_pass).
+void prompt_shapes(benchmark::internal::Benchmark* b) {
+    constexpr int64_t kPromptShapes[][2] = {
+        {2048, 2048}, {3072, 2048}, {16384, 2048}, {2048, 8192}};
+    for (const auto& s : kPromptShapes) {
+        for (int64_t m : {256, 2048}) {
+            b->Args({m, s[0], s[1], 2, 0, static_cast<int64_t>(GgmlType::Q4_K)});
+        }
+    }
+    b->ArgNames({"m", "n_out", "n_in", "threads", "cold", "type"});
+    b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 // The default model's prefill calls (256 rows per call through q|k|v and the FFN), two
 // threads, weights hot, without and with outlier channels.
 void outlier_shapes(benchmark::internal::Benchmark* b) {
@@ -259,6 +274,8 @@ BENCHMARK(BM_VnniPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_QuantLinear)->Apply(decode_shapes);
 BENCHMARK(BM_QuantLinearType)->Apply(type_shapes);
 BENCHMARK(BM_QuantLinearTypeAvx2)->Apply(type_shapes);
+BENCHMARK(BM_QuantLinearType)->Apply(prompt_shapes)->Name("BM_QuantLinearPrompt");
+BENCHMARK(BM_QuantLinearTypeAvx2)->Apply(prompt_shapes)->Name("BM_QuantLinearPromptAvx2");
 BENCHMARK(BM_QuantLinearAvx2)->Apply(decode_shapes);
 BENCHMARK(BM_PackedLinearBf16)->Apply(decode_shapes);
 BENCHMARK(BM_PackedLinearF32)->Apply(decode_shapes);

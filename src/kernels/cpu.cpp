@@ -1,6 +1,7 @@
 #include "kernels/cpu.h"
 
 #include <cpuid.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -44,6 +45,14 @@ CpuFeatures detect_cpu_features() {
     f.avx512bf16 = zmm_os && ((a >> 5) & 1);
     if (!ymm_os) f.fma = f.f16c = false;
     return f;
+}
+
+int64_t l2_cache_bytes() {
+    static const int64_t bytes = [] {
+        const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        return v > 0 ? static_cast<int64_t>(v) : int64_t{1} << 20;
+    }();
+    return bytes;
 }
 
 bool isa_supported(Isa isa, const CpuFeatures& f) {

@@ -3,6 +3,7 @@
 // the CPU lacks is an error, not a silent downgrade).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "lazyllm/result.h"
@@ -30,6 +31,9 @@ bool cpu_has_avx512_bf16();
 // (a Xeon model 207 VM hiding AMX: BM_Bf16DotPeak 158 against BM_Fp32FmaPeak 327 GFLOP/s on 2
 // threads), so there oneDNN's bf16 GEMMs reach 141-147 GFLOP/s and its fp32 ones 231-269.
 bool cpu_bf16_gemm_pays();
+// One core's L2 cache in bytes, as the OS reports it (sysconf); 1 MiB where it does not.
+// Read once.
+int64_t l2_cache_bytes();
 bool isa_supported(Isa isa, const CpuFeatures& f);
 Isa best_isa(const CpuFeatures& f);
 std::string_view isa_name(Isa isa);

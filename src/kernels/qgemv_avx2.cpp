@@ -237,7 +237,7 @@ template <int kBits, Scales kS, int M>
 void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, const float* bias,
                float* y, int64_t ldy, bool accumulate) {
     // The first pass over a group streams it from memory (prefetched); later row passes find
-    // it in L1 (a group is at most 48 blocks x 576 bytes here).
+    // it in cache (for_each_pass keeps a chunk of groups in L2).
     const bool prefetch = r0 == 0;
     if constexpr (halves_per_pass(kBits, M) == 2) {
         pass<kBits, kS, 2, M>(w, g, 0, a, r0, bias, y, ldy, accumulate, prefetch);
@@ -250,13 +250,9 @@ void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, co
 template <int kBits, Scales kS>
 void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
-    for (int64_t g = g0; g < g1; ++g) {
-        for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
-            with_rows<kRowsPerPass>(std::min<int64_t>(kRowsPerPass, m - r0), [&]<int M>() {
-                pass_rows<kBits, kS, M>(w, g, a, r0, bias, y, ldy, accumulate);
-            });
-        }
-    }
+    for_each_pass<kRowsPerPass>(w, m, g0, g1, 1, [&]<int M>(int64_t g, int64_t, int64_t r0) {
+        pass_rows<kBits, kS, M>(w, g, a, r0, bias, y, ldy, accumulate);
+    });
 }
 
 }  // namespace

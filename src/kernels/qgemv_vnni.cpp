@@ -245,19 +245,12 @@ void pass_rows(const Weights& w, int64_t g, int64_t n_groups, const Activations&
 template <int kBits, Scales kS>
 void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate) {
-    // Rows in passes of up to 8 over the same groups: the first pass reads the weights from
-    // memory, the next ones from L1 (a group tile is at most 2 x ~10 KB). n_groups is the tile
-    // of the first pass (m <= 4: one pass) where it fits, else 1.
+    // Rows in passes of up to 8; m <= 4 takes several groups per pass (groups_per_pass).
     const int64_t tile = groups_per_pass(std::min<int64_t>(kMaxRowsPerPass, m));
-    for (int64_t g = g0; g < g1;) {
-        const int64_t n_groups = g + tile <= g1 ? tile : 1;
-        for (int64_t r0 = 0; r0 < m; r0 += kMaxRowsPerPass) {
-            with_rows<kMaxRowsPerPass>(std::min<int64_t>(kMaxRowsPerPass, m - r0), [&]<int M>() {
-                pass_rows<kBits, kS, M>(w, g, n_groups, a, r0, bias, y, ldy, accumulate);
-            });
-        }
-        g += n_groups;
-    }
+    for_each_pass<kMaxRowsPerPass>(
+        w, m, g0, g1, tile, [&]<int M>(int64_t g, int64_t n, int64_t r0) {
+            pass_rows<kBits, kS, M>(w, g, n, a, r0, bias, y, ldy, accumulate);
+        });
 }
 
 }  // namespace

@@ -234,5 +234,24 @@ TEST(QuantLinearAvx2, FromF32MatchesReferenceBitExact) {
     }
 }
 
+// Weights larger than the L2 chunk the kernels keep while row passes go over them (1 MiB at
+// most, qgemv_float_inl.h): several chunks, a ragged last group, rows in several passes and a
+// short last one. The pass order must not change any output.
+TEST(QuantLinear, WeightsOverSeveralChunksBitExact) {
+    std::vector<Isa> isas;
+    if (have_avx2()) isas.push_back(Isa::kAvx2);
+    if (have_vnni()) isas.push_back(Isa::kAvx512);
+    if (isas.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 VNNI";
+    uint32_t seed = 2300;
+    // Q8_0 at 4096 inputs: 36 KiB a group, 73 groups (2.6 MiB); Q4_K: 21 KiB a group.
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K}) {
+        const Shape s{19, 16 * 72 + 5, 4096, 0, 3, true, true};
+        seed += 7;
+        const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
+        const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
+        for (Isa isa : isas) expect_isa_matches_ref(isa, type, wq.blocks, s, x, seed);
+    }
+}
+
 }  // namespace
 }  // namespace lazyllm::kernels
