@@ -85,34 +85,23 @@ inline float round_half_even(float x) {
 }  // namespace
 
 bool format_of(GgmlType type, FormatSpec* spec) {
-    switch (type) {
-        case GgmlType::Q4_0:
-            *spec = {4, Scales::kD, 8};
+    struct Entry {
+        GgmlType type;
+        FormatSpec spec;
+    };
+    static constexpr Entry kFormats[] = {
+        {GgmlType::Q4_0, {4, Scales::kD, 8}},   {GgmlType::Q4_1, {4, Scales::kDMin, 0}},
+        {GgmlType::Q5_0, {5, Scales::kD, 16}},  {GgmlType::Q5_1, {5, Scales::kDMin, 0}},
+        {GgmlType::Q8_0, {8, Scales::kD, 128}}, {GgmlType::Q4_K, {4, Scales::kK, 0}},
+        {GgmlType::Q5_K, {5, Scales::kK, 0}},   {GgmlType::Q6_K, {6, Scales::kD, 0}},
+    };
+    for (const Entry& e : kFormats) {
+        if (e.type == type) {
+            *spec = e.spec;
             return true;
-        case GgmlType::Q4_1:
-            *spec = {4, Scales::kDMin, 0};
-            return true;
-        case GgmlType::Q5_0:
-            *spec = {5, Scales::kD, 16};
-            return true;
-        case GgmlType::Q5_1:
-            *spec = {5, Scales::kDMin, 0};
-            return true;
-        case GgmlType::Q8_0:
-            *spec = {8, Scales::kD, 128};
-            return true;
-        case GgmlType::Q4_K:
-            *spec = {4, Scales::kK, 0};
-            return true;
-        case GgmlType::Q5_K:
-            *spec = {5, Scales::kK, 0};
-            return true;
-        case GgmlType::Q6_K:
-            *spec = {6, Scales::kD, 0};
-            return true;
-        default:
-            return false;
+        }
     }
+    return false;
 }
 
 void unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out) {
