@@ -1,5 +1,5 @@
 // Dequantization throughput: a 576 x 1536 weight matrix (a SmolLM2-135M-sized projection),
-// row by row on one thread, to fp32 and to bf16, per format and ISA. bytes_per_second counts
+// row by row on one thread, to fp32, per format and ISA. bytes_per_second counts
 // the quantized bytes read plus the bytes written; items_per_second counts elements.
 //   lazyllm_microbench --benchmark_filter=BM_Dequant
 #include <benchmark/benchmark.h>
@@ -42,25 +42,18 @@ std::vector<uint8_t> random_matrix(GgmlType type) {
     return m;
 }
 
-template <typename Out>
-void bm_dequant(benchmark::State& state, GgmlType type, Isa isa) {
+void bm_f32(benchmark::State& state, GgmlType type, Isa isa) {
     if (!isa_supported(isa, detect_cpu_features())) {
         state.SkipWithError("ISA not supported by this CPU");
         return;
     }
     const std::vector<uint8_t> w = random_matrix(type);
     const size_t row_bytes = w.size() / kRows;
-    std::vector<Out> out(static_cast<size_t>(kRows * kCols));  // [kRows, kCols]
+    std::vector<float> out(static_cast<size_t>(kRows * kCols));  // [kRows, kCols]
     for (auto _ : state) {
         for (int64_t r = 0; r < kRows; ++r) {
             const uint8_t* src = w.data() + r * row_bytes;
-            Out* dst = out.data() + r * kCols;
-            Status s;
-            if constexpr (sizeof(Out) == sizeof(float)) {
-                s = dequantize_row_f32(isa, type, src, dst, kCols);
-            } else {
-                s = dequantize_row_bf16(isa, type, src, dst, kCols);
-            }
+            const Status s = dequantize_row_f32(isa, type, src, out.data() + r * kCols, kCols);
             if (!s.ok()) {
                 state.SkipWithError(s.error().message().c_str());
                 return;
@@ -72,29 +65,16 @@ void bm_dequant(benchmark::State& state, GgmlType type, Isa isa) {
     const int64_t elems = kRows * kCols;
     state.SetItemsProcessed(state.iterations() * elems);
     state.SetBytesProcessed(state.iterations() *
-                            static_cast<int64_t>(w.size() + out.size() * sizeof(Out)));
+                            static_cast<int64_t>(w.size() + out.size() * sizeof(float)));
 }
 
-void bm_f32(benchmark::State& state, GgmlType type, Isa isa) {
-    bm_dequant<float>(state, type, isa);
-}
-void bm_bf16(benchmark::State& state, GgmlType type, Isa isa) {
-    bm_dequant<bf16_t>(state, type, isa);
-}
-
-#define LAZYLLM_DEQUANT_BENCH(type)                                              \
-    BENCHMARK_CAPTURE(bm_f32, type##_f32_ref, GgmlType::type, Isa::kRef)         \
-        ->Name("BM_Dequant/" #type "/f32/ref");                                  \
-    BENCHMARK_CAPTURE(bm_f32, type##_f32_avx2, GgmlType::type, Isa::kAvx2)       \
-        ->Name("BM_Dequant/" #type "/f32/avx2");                                 \
-    BENCHMARK_CAPTURE(bm_f32, type##_f32_avx512, GgmlType::type, Isa::kAvx512)   \
-        ->Name("BM_Dequant/" #type "/f32/avx512");                               \
-    BENCHMARK_CAPTURE(bm_bf16, type##_bf16_ref, GgmlType::type, Isa::kRef)       \
-        ->Name("BM_Dequant/" #type "/bf16/ref");                                 \
-    BENCHMARK_CAPTURE(bm_bf16, type##_bf16_avx2, GgmlType::type, Isa::kAvx2)     \
-        ->Name("BM_Dequant/" #type "/bf16/avx2");                                \
-    BENCHMARK_CAPTURE(bm_bf16, type##_bf16_avx512, GgmlType::type, Isa::kAvx512) \
-        ->Name("BM_Dequant/" #type "/bf16/avx512")
+#define LAZYLLM_DEQUANT_BENCH(type)                                            \
+    BENCHMARK_CAPTURE(bm_f32, type##_f32_ref, GgmlType::type, Isa::kRef)       \
+        ->Name("BM_Dequant/" #type "/f32/ref");                                \
+    BENCHMARK_CAPTURE(bm_f32, type##_f32_avx2, GgmlType::type, Isa::kAvx2)     \
+        ->Name("BM_Dequant/" #type "/f32/avx2");                               \
+    BENCHMARK_CAPTURE(bm_f32, type##_f32_avx512, GgmlType::type, Isa::kAvx512) \
+        ->Name("BM_Dequant/" #type "/f32/avx512")
 
 LAZYLLM_DEQUANT_BENCH(Q4_1);
 LAZYLLM_DEQUANT_BENCH(Q8_0);

@@ -31,11 +31,7 @@ namespace {
 
 constexpr int kKeyBlock = kBf16KeyBlock;
 constexpr float kRescaleLog2 = 8.0f;
-constexpr int kMaxHeadDimAmx = 256;
-// Masked scores: finite, so that exp2_bf16_finite needs no clamp, and far enough below
-// kAttnMaxInit that 2^(masked - m) is 0 even before a lane has seen a visible key.
-constexpr float kMaskedScore = -3e30f;
-static_assert(kMaskedScore < 2.0f * kAttnMaxInit);
+using AmxHeadDims = std::integer_sequence<int, 64, 128, 256>;  // instantiated
 
 // O^T of one pass (64 dims x 16 lanes) in tmm0-3: zeroed, or moved to and from memory (rows
 // of 64 bytes).
@@ -121,7 +117,7 @@ inline void pv_step(const uint16_t* vt_blk, const uint32_t (*p)[kAttnLanes], int
 template <int D>
 void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                  int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
-    static_assert(D % 64 == 0 && D <= kMaxHeadDimAmx);
+    static_assert(D % 64 == 0);
     constexpr int kChunks = D / 32;                         // K-steps of the S product
     alignas(64) uint32_t qb[kChunks][16][kAttnLanes];       // Q^T as bf16 pairs: [chunk][kk][lane]
     alignas(64) float sbuf[2][kKeyBlock][kAttnLanes];       // S^T of a block, by block parity
@@ -266,8 +262,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
 }  // namespace
 
 bool amx_attention_usable(const AttentionArgs& a) {
-    if (a.head_dim % 64 != 0 || a.head_dim > kMaxHeadDimAmx) return false;
-    return amx_permission();
+    return head_dim_in(AmxHeadDims{}, a.head_dim) && amx_permission();
 }
 
 void attention_tile_amx(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
@@ -277,7 +272,7 @@ void attention_tile_amx(const AttentionArgs& a, const PackedKvBf16& packed, cons
                  (tile_kernel<Ds>(a, packed, t, j_begin, j_end, st, resume), true)) ||
                 ...);
     }
-    (std::integer_sequence<int, 64, 128, 192, 256>{});
+    (AmxHeadDims{});
     if (!ran) __builtin_trap();  // amx_attention_usable() admits only these
 }
 

@@ -12,6 +12,11 @@
 namespace lazyllm::kernels::detail {
 namespace {
 
+// Masked scores: finite, so that exp2_bf16_finite needs no clamp, and far enough below
+// kAttnMaxInit that 2^(masked - m) is 0 even before a lane has seen a visible key.
+constexpr float kMaskedScore = -3e30f;
+static_assert(kMaskedScore < 2.0f * kAttnMaxInit);
+
 // Q^T of a tile's 16 queries, prescaled into the log2 domain (scale * log2 e), as bf16 pairs:
 // qb[p * 16 + lane] holds dims 2p and 2p + 1 of the lane's query (head_dim / 2 x 16 words,
 // 64-byte aligned). Per 32 dims: 16 lanes x 16 pairs, transposed.

@@ -145,7 +145,7 @@ bool amx_attention_usable(const AttentionArgs& a);
 void attention_tile_amx(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                         int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
 // AVX-512-BF16 (attention_bf16_avx512.cpp): any j_begin, sliding windows included; head_dim
-// 32, 64, 96, 128, 192 or 256.
+// 32, 64, 96, 128 or 256.
 bool bf16_attention_usable(const AttentionArgs& a);
 void attention_tile_bf16(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                          int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);

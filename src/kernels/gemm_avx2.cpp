@@ -95,8 +95,6 @@ inline void store_tile(__m256 (&c)[MR][2], float* y, int64_t ldy, const float* b
         [&](float* p, int k, __m256 v) { _mm256_maskstore_ps(p, mask[k], v); });
 }
 
-// One micro-tile: MR rows of x at a (row stride lda) times a panel's k block b ([kc][16]),
-// then the output stage.
 // c[i] += a[i * lda + k] * b[k][0..16) for the MR rows: one k step of a micro-tile.
 template <int MR>
 inline void rank1(__m256 (&c)[MR][2], const float* a, int64_t lda, const float* b, int64_t k) {

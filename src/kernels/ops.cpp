@@ -107,18 +107,19 @@ void glu(const KernelContext& ctx, GluAct act, const float* gate_up, float* out,
 void rms_norm_heads(const KernelContext& ctx, float* x, int64_t row_stride, int64_t n_rows,
                     int n_heads, int head_dim, const float* w, float eps) {
     LAZYLLM_CHECK(row_stride >= static_cast<int64_t>(n_heads) * head_dim);
-    for_row_blocks(ctx, n_rows, static_cast<int64_t>(n_heads) * head_dim,
-                   [&](int64_t r0, int64_t rows) {
-        isa_dispatch(ctx.isa, [&]<Isa I>() {
-            if constexpr (I == Isa::kRef) {
-                ref::rms_norm_heads(x + r0 * row_stride, row_stride, rows, n_heads, head_dim, w,
-                                    eps);
-            } else {
-                detail::rms_norm_heads_rows<I>(x + r0 * row_stride, row_stride, rows, n_heads,
-                                               head_dim, w, eps);
-            }
+    for_row_blocks(
+        ctx, n_rows, static_cast<int64_t>(n_heads) * head_dim, [&](int64_t r0, int64_t rows) {
+            isa_dispatch(ctx.isa, [&]<Isa I>() {
+                for (int64_t r = r0; r < r0 + rows; ++r) {  // each row's heads as rows of head_dim
+                    float* row = x + r * row_stride;
+                    if constexpr (I == Isa::kRef) {
+                        ref::rms_norm(row, w, row, n_heads, head_dim, eps);
+                    } else {
+                        detail::rms_norm_rows<I>(row, w, row, n_heads, head_dim, eps);
+                    }
+                }
+            });
         });
-    });
 }
 
 // The bf16-writing variants are vectorized for AVX-512 only (the bf16 GEMMs that read their

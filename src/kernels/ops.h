@@ -92,8 +92,6 @@ void swiglu(const float* gate_up, float* out, int64_t n_rows, int64_t n_ff);
 void add_inplace(float* x, const float* y, int64_t n);
 void rms_norm_bf16(const float* x, const float* w, uint16_t* y, int64_t n_rows, int64_t n,
                    float eps);
-void rms_norm_heads(float* x, int64_t row_stride, int64_t n_rows, int n_heads, int head_dim,
-                    const float* w, float eps);
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as torch's gelu(approximate="tanh").
 float gelu_tanh(float x);
 void glu(GluAct act, const float* gate_up, float* out, int64_t n_rows, int64_t n_ff);

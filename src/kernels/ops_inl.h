@@ -101,15 +101,6 @@ void glu_rows(GluAct act, const float* gate_up, Out* out, int64_t n_rows, int64_
 }
 
 template <Isa I>
-void rms_norm_heads_rows(float* x, int64_t row_stride, int64_t n_rows, int n_heads, int head_dim,
-                         const float* w, float eps) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-        float* row = x + r * row_stride;
-        rms_norm_rows<I>(row, w, row, n_heads, head_dim, eps);
-    }
-}
-
-template <Isa I>
 void add_inplace_span(float* x, const float* y, int64_t n) {
     using V = Vec<I>;
     for (int64_t i = 0; i < n; i += V::kWidth) {
@@ -166,10 +157,8 @@ void rope_rows(const RopeTable& table, RopeMode mode, float* x, const int32_t* p
 #define LAZYLLM_OPS_INSTANTIATE(I)                                                               \
     template void lazyllm::kernels::detail::rms_norm_rows<I>(const float*, const float*, float*, \
                                                              int64_t, int64_t, float);           \
-    template void lazyllm::kernels::detail::glu_rows<I>(GluAct, const float*, float*, int64_t,    \
+    template void lazyllm::kernels::detail::glu_rows<I>(GluAct, const float*, float*, int64_t,   \
                                                         int64_t);                                \
-    template void lazyllm::kernels::detail::rms_norm_heads_rows<I>(float*, int64_t, int64_t, int, \
-                                                                   int, const float*, float);    \
     template void lazyllm::kernels::detail::add_inplace_span<I>(float*, const float*, int64_t);  \
     template void lazyllm::kernels::detail::rope_rows<I>(                                        \
         const RopeTable&, RopeMode, float*, const int32_t*, int64_t, int64_t, int, int)

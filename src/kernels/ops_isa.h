@@ -18,9 +18,6 @@ void rms_norm_rows(const float* x, const float* w, Out* y, int64_t n_rows, int64
 template <Isa I, typename Out>
 void glu_rows(GluAct act, const float* gate_up, Out* out, int64_t n_rows, int64_t n_ff);
 template <Isa I>
-void rms_norm_heads_rows(float* x, int64_t row_stride, int64_t n_rows, int n_heads, int head_dim,
-                         const float* w, float eps);
-template <Isa I>
 void add_inplace_span(float* x, const float* y, int64_t n);
 template <Isa I>
 void rope_rows(const RopeTable& table, RopeMode mode, float* x, const int32_t* pos, int64_t n_rows,

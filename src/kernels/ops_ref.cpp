@@ -39,14 +39,6 @@ void rms_norm_bf16(const float* x, const float* w, uint16_t* y, int64_t n_rows, 
     }
 }
 
-void rms_norm_heads(float* x, int64_t row_stride, int64_t n_rows, int n_heads, int head_dim,
-                    const float* w, float eps) {
-    for (int64_t r = 0; r < n_rows; ++r) {
-        float* row = x + r * row_stride;
-        rms_norm(row, w, row, n_heads, head_dim, eps);
-    }
-}
-
 float gelu_tanh(float x) {
     const float k = 0.7978845608028654f;  // sqrt(2/pi)
     return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));

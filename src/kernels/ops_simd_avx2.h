@@ -91,17 +91,6 @@ struct Vec<Isa::kAvx2> {
         const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     }
-    // 16 fp32 -> 16 bf16 bits, the integer form of quant::fp32_to_bf16_scalar (round to nearest
-    // even, NaN made quiet, subnormals rounded).
-    static void to_bf16_16(const float* src, uint16_t* dst) {
-        // Lanes hold values <= 0xFFFF, so the unsigned-saturating pack is exact; it packs per
-        // 128-bit half, and the permute restores element order.
-        const __m256i packed =
-            _mm256_packus_epi32(bf16_epi32(load(src)), bf16_epi32(load(src + 8)));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
-                            _mm256_permute4x64_epi64(packed, 0xD8));
-    }
-
     static float reduce_add(F v) {
         __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
         x = _mm_add_ps(x, _mm_movehl_ps(x, x));
@@ -169,18 +158,6 @@ struct Vec<Isa::kAvx2> {
     static F swap_pairs(F v) { return _mm256_permute_ps(v, 0xB1); }
 
 private:
-    // 8 fp32 -> 8 bf16 in the low 16 bits of each 32-bit lane.
-    static __m256i bf16_epi32(F v) {
-        const __m256i u = _mm256_castps_si256(v);
-        const __m256i abs = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
-        const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
-        const __m256i hi = _mm256_srli_epi32(u, 16);
-        const __m256i bias =
-            _mm256_add_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff));
-        const __m256i rne = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
-        const __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(64));
-        return _mm256_blendv_epi8(rne, quiet, nan);
-    }
     // e^t for |t| <= ln2 / 2: degree-7 Taylor polynomial, Horner form.
     static F exp_poly(F t) {
         __m256 p = _mm256_set1_ps(1.0f / 5040.0f);

@@ -201,10 +201,6 @@ struct Vec<Isa::kAvx512> {
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     }
-    // 16 fp32 -> 16 bf16 bits (simd512::to_bf16).
-    static void to_bf16_16(const float* src, uint16_t* dst) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), simd512::to_bf16(load(src)));
-    }
 
     // Lane j = the sum of the 16 lanes of acc[j]: pairwise interleaved adds, 30 shuffles (a
     // full 16x16 transpose followed by adds takes 64).

@@ -68,21 +68,6 @@ Status dequantize_row_f32(Isa isa, GgmlType type, const void* src, float* dst, i
     });
 }
 
-Status dequantize_row_bf16(Isa isa, GgmlType type, const void* src, bf16_t* dst, int64_t n) {
-    return checked(isa, type, src, dst, n, [&]<Isa I>() {
-        if constexpr (I == Isa::kRef) {
-            quant::dequantize_bf16_staged(
-                type, src, dst, n,
-                [&](const void* s, float* d, int64_t len) {
-                    ref::dequantize_unchecked(type, s, d, len);
-                },
-                ref::fp32_to_bf16_row);
-        } else {
-            detail::dequantize_bf16_unchecked<I>(type, src, dst, n);
-        }
-    });
-}
-
 bf16_t fp32_to_bf16(float x) { return quant::fp32_to_bf16_scalar(x); }
 float bf16_to_fp32(bf16_t x) { return quant::bf16_to_fp32_scalar(x); }
 float fp16_to_fp32(uint16_t h) { return quant::fp16_to_fp32_scalar(h); }

@@ -1,4 +1,4 @@
-// Dequantization of GGML block formats to fp32 and bf16 (internal kernel API).
+// Dequantization of GGML block formats to fp32 (internal kernel API).
 // Block layouts follow ggml-common.h. Reference (scalar) and vectorized variants; the
 // vectorized one is chosen at run time by the dispatcher and tested against the reference.
 #pragma once
@@ -18,7 +18,6 @@ using bf16_t = uint16_t;
 // Returns an error for types without a dequantizer.
 // `isa` picks the variant (Isa::kRef is the scalar reference).
 Status dequantize_row_f32(Isa isa, GgmlType type, const void* src, float* dst, int64_t n);
-Status dequantize_row_bf16(Isa isa, GgmlType type, const void* src, bf16_t* dst, int64_t n);
 
 // fp32 <-> bf16 helpers (round to nearest even; NaN stays NaN).
 bf16_t fp32_to_bf16(float x);

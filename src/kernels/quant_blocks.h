@@ -168,10 +168,6 @@ constexpr BlockShape block_shape(GgmlType type) {
     return shape;
 }
 
-// Elements converted per step when a variant stages fp32 before rounding to bf16: a whole
-// number of blocks of every type (1, 32, 256), 4 KiB of stack.
-constexpr int64_t kBf16Chunk = 1024;
-
 inline uint32_t f32_bits(float x) {
     uint32_t u;
     std::memcpy(&u, &x, sizeof(u));

@@ -221,13 +221,6 @@ void dequantize_halves(const uint16_t* x, float* y, int64_t n) {
 }  // namespace
 
 template <Isa I>
-void fp32_to_bf16_row(const float* src, bf16_t* dst, int64_t n) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) Vec<I>::to_bf16_16(src + i, dst + i);
-    for (; i < n; ++i) dst[i] = fp32_to_bf16_scalar(src[i]);
-}
-
-template <Isa I>
 void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n) {
     switch (type) {
         case GgmlType::F32:
@@ -243,22 +236,8 @@ void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n)
     }
 }
 
-template <Isa I>
-void dequantize_bf16_unchecked(GgmlType type, const void* src, bf16_t* dst, int64_t n) {
-    if (type == GgmlType::F32) {
-        return fp32_to_bf16_row<I>(static_cast<const float*>(src), dst, n);
-    }
-    dequantize_bf16_staged(
-        type, src, dst, n,
-        [&](const void* s, float* d, int64_t len) { dequantize_unchecked<I>(type, s, d, len); },
-        fp32_to_bf16_row<I>);
-}
-
 }  // namespace lazyllm::kernels::detail
 
 #define LAZYLLM_QUANT_INSTANTIATE(I)                                                               \
     template void lazyllm::kernels::detail::dequantize_unchecked<I>(GgmlType, const void*, float*, \
-                                                                    int64_t);                      \
-    template void lazyllm::kernels::detail::dequantize_bf16_unchecked<I>(GgmlType, const void*,    \
-                                                                         bf16_t*, int64_t);        \
-    template void lazyllm::kernels::detail::fp32_to_bf16_row<I>(const float*, bf16_t*, int64_t)
+                                                                    int64_t)

@@ -161,24 +161,7 @@ void dequantize_blocks(const BlockIQ4XS* x, float* y, int64_t nb) {
 }  // namespace
 
 bool quant_type_supported(GgmlType type) {
-    switch (type) {
-        case GgmlType::F32:
-        case GgmlType::F16:
-        case GgmlType::BF16:
-        case GgmlType::Q8_0:
-        case GgmlType::Q4_0:
-        case GgmlType::Q4_1:
-        case GgmlType::Q5_0:
-        case GgmlType::Q5_1:
-        case GgmlType::Q4_K:
-        case GgmlType::Q5_K:
-        case GgmlType::Q6_K:
-        case GgmlType::Q3_K:
-        case GgmlType::IQ4_XS:
-            return true;
-        default:
-            return false;
-    }
+    return quant::block_shape(type).elems != 0;  // F32, F16, BF16 and with_block_type's formats
 }
 
 namespace ref {
@@ -202,10 +185,6 @@ void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n)
             with_blocks(type, src, n,
                         [&](const auto* x, int64_t nb) { dequantize_blocks(x, dst, nb); });
     }
-}
-
-void fp32_to_bf16_row(const float* src, bf16_t* dst, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_bf16_scalar(src[i]);
 }
 
 }  // namespace ref

@@ -51,7 +51,7 @@ TEST(AttentionBf16, PrefillAndSparse) {
     for (Isa isa : isas) {
         for (const Layout& l : kLayouts) {
             for (const Shape& s : kBf16Shapes) {
-                // AMX tiles take head_dim 64, 128, 192, 256 (the others: VDPBF16PS).
+                // AMX tiles take head_dim 64, 128, 256 (the others: VDPBF16PS).
                 // 130 queries: >= 64 query vectors per KV head, the bf16 threshold.
                 check_bf16(make_problem(iota_pos(130), iota_pos(130), s.n_head, s.n_head_kv,
                                         s.head_dim, 6, l),

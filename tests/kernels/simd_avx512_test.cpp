@@ -1,17 +1,19 @@
-// The AVX-512 vector math (ops_simd_avx512.h) against std::exp2. Only the functions that run
-// the vector code are compiled for AVX-512 (the target pragma below), not the whole file: a
-// file built with the AVX-512 flags may use them anywhere, in the test registrations that run
-// at start-up too (the sanitizer build did, on a CPU without AVX-512). Every test skips on
-// CPUs without AVX-512.
+// The AVX-512 vector math (ops_simd_avx512.h) against std::exp2 and the scalar bf16 rounding. Only
+// the functions that run the vector code are compiled for AVX-512 (the target pragma below), not
+// the whole file: a file built with the AVX-512 flags may use them anywhere, in the test
+// registrations that run at start-up too (the sanitizer build did, on a CPU without AVX-512). Every
+// test skips on CPUs without AVX-512.
+#include <gtest/gtest.h>
 #include <immintrin.h>
 
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "kernels/cpu.h"
+#include "kernels/quant_blocks.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
@@ -33,6 +35,16 @@ std::vector<float> map_exp2(const std::vector<float>& xs) {
 }
 
 std::vector<float> exp2_of(const std::vector<float>& xs) { return map_exp2<false>(xs); }
+
+// simd512::to_bf16 of xs, 16 lanes at a time (xs.size() a multiple of 16).
+std::vector<uint16_t> to_bf16_of(const std::vector<float>& xs) {
+    std::vector<uint16_t> out(xs.size());
+    for (size_t i = 0; i < xs.size(); i += 16) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.data() + i),
+                            simd512::to_bf16(_mm512_loadu_ps(xs.data() + i)));
+    }
+    return out;
+}
 std::vector<float> exp2_bf16_finite_of(const std::vector<float>& xs) { return map_exp2<true>(xs); }
 
 }  // namespace
@@ -95,6 +107,25 @@ TEST(Simd512, MaskedInputsGiveZero) {
     finite[2] = -161.0f;
     finite[3] = -1e6f;
     for (float v : exp2_bf16_finite_of(finite)) EXPECT_EQ(v, 0.0f);
+}
+
+// The vector bf16 rounding equals the scalar one on random bit patterns, biased toward exact
+// ties, subnormals and NaN payloads.
+TEST(Simd512, Bf16RoundingMatchesScalarOnRandomBits) {
+    if (!has_avx512()) GTEST_SKIP() << "no AVX-512";
+    std::mt19937 rng(7);
+    std::vector<float> x(1 << 16);
+    for (float& v : x) v = quant::bits_f32(static_cast<uint32_t>(rng()));
+    for (size_t i = 0; i < x.size(); i += 5) {
+        const uint32_t u = static_cast<uint32_t>(rng());
+        const uint32_t kinds[] = {(u & 0xffff0000u) | 0x8000u, u & 0x807fffffu, u | 0x7f800000u};
+        x[i] = quant::bits_f32(kinds[i % 3]);
+    }
+    const std::vector<uint16_t> got = to_bf16_of(x);
+    for (size_t i = 0; i < x.size(); ++i) {
+        ASSERT_EQ(got[i], quant::fp32_to_bf16_scalar(x[i]))
+            << "fp32 bits " << std::hex << quant::f32_bits(x[i]);
+    }
 }
 
 }  // namespace

@@ -90,7 +90,7 @@ int run_attention_amx_emulated() {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     tile_emulator::Tally tally;
     const Case cases[] = {{64, 32, 1.0f},   {64, 200, 4.0f}, {128, 96, 1.0f},
-                          {128, 333, 4.0f}, {192, 70, 1.0f}, {256, 130, 4.0f}};
+                          {128, 333, 4.0f}, {256, 70, 1.0f}, {256, 130, 4.0f}};
     for (const Case& c : cases) {
         const int D = c.head_dim, n_head = 4, n_head_kv = 2, n_q = 40;
         std::vector<float> q(static_cast<size_t>(n_q) * n_head * D);
