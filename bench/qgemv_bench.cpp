@@ -230,15 +230,16 @@ void type_shapes(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
-// Prompt-sized calls at Llama-3.2-1B's shapes, Q4_K (q, q|k|v, gate|up, down): 256 rows (one
+// Prompt-sized calls at Llama-3.2-1B's shapes, Q4_K and Q6_K (a Q4_K_M file's v and down in
+// half the layers) (q, q|k|v, gate|up, down): 256 rows (one
 // FFN chunk of the quantized prefill) and 2048 (q|k|v and Wo take a whole prompt in one call),
 // two threads, weights hot. Where the weights and the activations outgrow L2 (for_each_pass).
 void prompt_shapes(benchmark::internal::Benchmark* b) {
     constexpr int64_t kPromptShapes[][2] = {
         {2048, 2048}, {3072, 2048}, {16384, 2048}, {2048, 8192}};
-    for (const auto& s : kPromptShapes) {
-        for (int64_t m : {256, 2048}) {
-            b->Args({m, s[0], s[1], 2, 0, static_cast<int64_t>(GgmlType::Q4_K)});
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+        for (const auto& s : kPromptShapes) {
+            for (int64_t m : {256, 2048}) b->Args({m, s[0], s[1], 2, 0, static_cast<int64_t>(t)});
         }
     }
     b->ArgNames({"m", "n_out", "n_in", "threads", "cold", "type"});
