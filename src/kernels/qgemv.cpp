@@ -1,5 +1,5 @@
-// QuantLinear: validation, repacking GGML blocks into the interleaved layout of
-// qgemv_isa.h (block by block through qgemv_pack.h), and dispatch (AVX-512 VNNI, AVX2 or the scalar
+// QuantLinear: validation, repacking GGML blocks into the interleaved layout of qgemv_isa.h
+// (block by block through qgemv_pack.h), and dispatch (AVX-512 VNNI, AVX2 or the scalar
 // reference of qgemv_ref.cpp, OpenMP over row groups).
 #include "kernels/qgemv.h"
 
@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -19,7 +18,6 @@
 #include "kernels/qgemv_outliers.h"
 #include "kernels/qgemv_pack.h"
 #include "kernels/quant_blocks.h"
-#include "kernels/quant_isa.h"
 #include "kernels/workspace.h"
 
 namespace lazyllm::kernels {
