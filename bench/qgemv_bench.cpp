@@ -47,8 +47,9 @@ std::vector<uint8_t> random_blocks(GgmlType type, int64_t n, uint32_t seed) {
         for (size_t i = 0; i < shape.bytes; ++i) blk[i] = static_cast<uint8_t>(rng());
         const float d = scale(rng);
         const uint16_t d16 = fp32_to_fp16(d);
-        // Q6_K keeps its d last; the other formats first (K-quants: d, then dmin).
-        std::memcpy(type == GgmlType::Q6_K ? blk + shape.bytes - 2 : blk, &d16, 2);
+        // Q3_K and Q6_K keep their d last; the other formats first (K-quants: d, then dmin).
+        const bool d_last = type == GgmlType::Q6_K || type == GgmlType::Q3_K;
+        std::memcpy(d_last ? blk + shape.bytes - 2 : blk, &d16, 2);
         if (type == GgmlType::Q4_1 || type == GgmlType::Q4_K || type == GgmlType::Q5_K) {
             const uint16_t m16 = fp32_to_fp16(-8.0f * d);
             std::memcpy(blk + 2, &m16, 2);
@@ -221,7 +222,8 @@ void many_rows(benchmark::internal::Benchmark* b) {
 // per K-quant / Q8_0 type, m = 1 (decode) and 8 (prefill passes), weights cold, two threads.
 void type_shapes(benchmark::internal::Benchmark* b) {
     constexpr int64_t kTypeShapes[][2] = {{2048, 8192}, {4096, 4096}};
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    for (GgmlType t :
+         {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
         for (const auto& s : kTypeShapes) {
             for (int64_t m : {1, 8}) b->Args({m, s[0], s[1], 2, 1, static_cast<int64_t>(t)});
         }
@@ -230,14 +232,14 @@ void type_shapes(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
-// Prompt-sized calls at Llama-3.2-1B's shapes, Q4_K and Q6_K (a Q4_K_M file's v and down in
-// half the layers) (q, q|k|v, gate|up, down): 256 rows (one
+// Prompt-sized calls at Llama-3.2-1B's shapes (q, q|k|v, gate|up, down), Q4_K, Q6_K (a Q4_K_M
+// file's v and down in half the layers), Q3_K (most of a Q3_K_M file) and Q8_0: 256 rows (one
 // FFN chunk of the quantized prefill) and 2048 (q|k|v and Wo take a whole prompt in one call),
 // two threads, weights hot. Where the weights and the activations outgrow L2 (for_each_pass).
 void prompt_shapes(benchmark::internal::Benchmark* b) {
     constexpr int64_t kPromptShapes[][2] = {
         {2048, 2048}, {3072, 2048}, {16384, 2048}, {2048, 8192}};
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q8_0}) {
         for (const auto& s : kPromptShapes) {
             for (int64_t m : {256, 2048}) b->Args({m, s[0], s[1], 2, 0, static_cast<int64_t>(t)});
         }

@@ -21,6 +21,9 @@ an imatrix:
           attn_v and ffn_down Q6_K in use_more_bits layers (the first and last n_layer/8, and
           every third in between): half the layers
   Q5_K_M  as Q4_K_M with Q5_K in the place of Q4_K
+  Q3_K_M  Q3_K; attn_v Q5_K in the first two layers, else Q4_K; ffn_down Q5_K in the first
+          n_layer/16 layers, else Q4_K; attn_output Q4_K; output.weight (and a tied
+          token_embd) Q6_K
   1-D tensors (norms, biases, rope_freqs) F32. A row length that the block size does not divide
   falls back as tensor_type_fallback does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0); none of
   the shapes here
@@ -111,18 +114,22 @@ VARIANTS = {
     "qwen2.5-7b-q4_k_m": ("qwen2.5-7b", "Q4_K_M", "bartowski Qwen2.5-7B-Instruct-Q4_K_M", 4.68),
     "llama-3.2-1b-q5_k_m": ("llama-3.2-1b", "Q5_K_M", "bartowski Llama-3.2-1B-Instruct-Q5_K_M",
                             0.91),
+    "llama-3.2-1b-q3_k_m": ("llama-3.2-1b", "Q3_K_M", "bartowski Llama-3.2-1B-Instruct-Q3_K_M",
+                            0.69),
+    "llama-2-7b-q3_k_m": ("llama-2-7b", "Q3_K_M", "TheBloke llama-2-7b.Q3_K_M", 3.30),
 }
 
 # File type: its default tensor type and general.file_type (llama.cpp's LLAMA_FTYPE_MOSTLY_*).
 FILE_TYPES = {"Q4_0": ("Q4_0", 2), "Q8_0": ("Q8_0", 7), "Q4_K_M": ("Q4_K", 15),
-              "Q5_K_M": ("Q5_K", 17)}
+              "Q5_K_M": ("Q5_K", 17), "Q3_K_M": ("Q3_K", 12)}
 
 # GGML block formats (ggml-common.h): elements and bytes per block; the fp16 scale d as (byte
 # offset, low, high) of a uniform draw; Q4_K's dmin as (offset, ratio to d); Q6_K's int8 scales
 # as (offset, count), drawn in [-32, 32]. The ranges give a weight RMS of 0.02-0.03 with uniform
 # quants (Q4_0 and Q5_0: d * (q - 8 or 16); Q5_1: d * q + m, m = -15.5 d; Q8_0: d * q; Q4_K and
 # Q5_K: d * sc * q - dmin * m with 6-bit sc and m, dmin = 7.5 d or 15.5 d centring it; Q6_K:
-# d * sc * (q - 32)), every d a normal fp16.
+# d * sc * (q - 32); Q3_K: d * (sc - 32) * q with random 6-bit sc and q in -4..3), every d a
+# normal fp16.
 BLOCKS = {
     "F32": dict(n=1, nbytes=4),
     "F16": dict(n=1, nbytes=2),
@@ -133,6 +140,7 @@ BLOCKS = {
     "Q4_K": dict(n=256, nbytes=144, d=(0, 6.2e-5, 1.2e-4), dmin=(2, 7.5)),  # d, dmin, sc[12], qs
     "Q5_K": dict(n=256, nbytes=176, d=(0, 3.1e-5, 6e-5), dmin=(2, 15.5)),  # ... qh[32], qs[128]
     "Q6_K": dict(n=256, nbytes=210, d=(208, 6.2e-5, 1.2e-4), scales=(192, 16)),  # ql, qh, sc, d
+    "Q3_K": dict(n=256, nbytes=110, d=(108, 5e-4, 1e-3)),  # hmask[32], qs[64], scales[12], d
 }
 # llama-quant.cpp tensor_type_fallback, for a row length the block size does not divide.
 FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "Q4_0": "F16", "Q5_0": "F16",
@@ -172,6 +180,12 @@ def tensor_type(ftype, role, il, n_layer, n_cols, tied):
     elif role in ("attn_v", "ffn_down") and ftype in ("Q4_K_M", "Q5_K_M") and \
             use_more_bits(il, n_layer):
         t = "Q6_K"
+    elif ftype == "Q3_K_M" and role == "attn_v":
+        t = "Q5_K" if il < 2 else "Q4_K"
+    elif ftype == "Q3_K_M" and role == "ffn_down":
+        t = "Q5_K" if il < n_layer // 16 else "Q4_K"
+    elif ftype == "Q3_K_M" and role == "attn_output":
+        t = "Q4_K"
     else:
         t = default
     if n_cols % BLOCKS[t]["n"] != 0:

@@ -127,7 +127,7 @@ struct QuantLinear::Impl {
     }
 
     // Rounds rows [r0, r1) of x to int8 blocks (with their outlier channels where `rows`), and
-    // for 6-bit weights their half sums into hs.
+    // for half-scale weights (Q3_K, Q6_K) their half sums into hs.
     void quantize(const float* x, int64_t m, int64_t ldx, int64_t r0, int64_t r1,
                   const qgemv::ActivationBuffers& buf, const qgemv::RowOutliers* rows,
                   int32_t* hs) const {
@@ -188,7 +188,7 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
         if (!supports(p.type)) {
             return make_error(ErrorCode::kUnsupported,
                               "QuantLinear: weight type {} is not taken directly (supported: "
-                              "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K; use "
+                              "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K; use "
                               "create_from_f32)",
                               ggml_type_name(p.type));
         }
@@ -337,7 +337,7 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     const int64_t n_qblocks = m * w.n_blocks;
     const qgemv::ActivationBuffers buf{grow(s.q, m * w.n_in), grow(s.d, n_qblocks),
                                        grow(s.s, n_qblocks), grow(s.corr, n_qblocks)};
-    int32_t* hs = w.bits == 6 ? grow(s.half_sums, n_qblocks) : nullptr;
+    int32_t* hs = qgemv::half_scales(w.bits) ? grow(s.half_sums, n_qblocks) : nullptr;
     const auto quantize = [&](int64_t r0, int64_t r1) {
         im.quantize(x, m, ldx, r0, r1, buf, outliers ? &rows : nullptr, hs);
     };

@@ -19,7 +19,8 @@
 //     2 * 255 * 127 = 64770 per pair and saturate.)
 //   6-bit quants (Q6_K u <= 63): a pair is <= 2 * 63 * 127 = 16002; a chunk's two products
 //     (<= 32004 per int16 lane) are widened at once, multiplied by their half's int8 scale
-//     (vpmaddwd), and summed in int32 (block_sums_q6).
+//     (vpmaddwd), and summed in int32 (block_sums_halves); 3-bit quants (Q3_K u <= 7) the same
+//     way.
 // So the int32 block sums equal the reference's, and the fp32 operations after them are the
 // same ones in the same order: the results are bit-identical.
 #include <immintrin.h>
@@ -132,13 +133,15 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
     }
 }
 
-// block_sums for 6-bit quants (Q6_K; layout and values: qgemv_isa.h). sc: the block's int8
-// (sc_0, sc_1) pairs at the first half's first row; hs: the rows' half sums (X_0, X_1). Each
-// chunk's two vpmaddubsw (u <= 63: <= 2 * 16002 per int16 lane) are widened at once by a
-// vpmaddwd against the chunk's half scale, so the int32 lanes hold sc_h * sum u * qx.
-template <int H, int M>
-inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb, const int32_t* hs,
-                          __m256i (&isum)[H][M]) {
+// block_sums for the half-scale formats (Q6_K, Q3_K; layout and values: qgemv_isa.h). sc: the
+// block's int8 (sc_0, sc_1) pairs at the first half's first row; hs: the rows' half sums (X_0,
+// X_1). Each chunk's two vpmaddubsw (u <= 63: <= 2 * 16002 per int16 lane) are widened at once
+// by a vpmaddwd against the chunk's half scale, so the int32 lanes hold sc_h * sum u * qx.
+template <int kBits, int H, int M>
+inline void block_sums_halves(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
+                              const int32_t* hs, __m256i (&isum)[H][M]) {
+    constexpr int kOffsetShift = kBits == 6 ? 5 : 2;
+    static_assert(half_offset(kBits) == 1 << kOffsetShift, "the offset is a shift");
     __m256i pairs[H], sc_half[H][2];
 #pragma GCC unroll 2
     for (int h = 0; h < H; ++h) {
@@ -154,12 +157,14 @@ inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
     for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
+            const int lo_chunk = kBits == 6 ? c : c / 2;
+            const int hi_chunk = kBits == 6 ? 4 + c / 2 : 2;
             const __m256i v = _mm256_load_si256(
-                reinterpret_cast<const __m256i*>(qb + c * kChunkBytes + h * kHalfBytes));
+                reinterpret_cast<const __m256i*>(qb + lo_chunk * kChunkBytes + h * kHalfBytes));
             const __m256i high = _mm256_load_si256(
-                reinterpret_cast<const __m256i*>(qb + (4 + c / 2) * kChunkBytes + h * kHalfBytes));
+                reinterpret_cast<const __m256i*>(qb + hi_chunk * kChunkBytes + h * kHalfBytes));
             __m256i u_lo, u_hi;
-            unpack_chunk<Bytes256, 6>(v, high, c, u_lo, u_hi);
+            unpack_chunk<Bytes256, kBits>(v, high, c, u_lo, u_hi);
 #pragma GCC unroll 4
             for (int r = 0; r < M; ++r) {
                 const int8_t* xr = xb + r * kBlock + 8 * c;
@@ -169,14 +174,14 @@ inline void block_sums_q6(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
             }
         }
     }
-    // - 32 (sc_0 X_0 + sc_1 X_1), the offset term.
+    // - o (sc_0 X_0 + sc_1 X_1), the offset term.
 #pragma GCC unroll 4
     for (int r = 0; r < M; ++r) {
         const __m256i x_halves = _mm256_set1_epi32(hs[r]);
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
             const __m256i corr = _mm256_madd_epi16(pairs[h], x_halves);
-            isum[h][r] = _mm256_sub_epi32(isum[h][r], _mm256_slli_epi32(corr, 5));
+            isum[h][r] = _mm256_sub_epi32(isum[h][r], _mm256_slli_epi32(corr, kOffsetShift));
         }
     }
 }
@@ -187,7 +192,6 @@ template <int kBits, Scales kS, int H, int M>
 void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate, bool prefetch) {
     constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
-    static_assert(kQ6Offset == 32, "block_sums_q6 multiplies by 32 as a shift");
     const int64_t nb = w.n_blocks;
     // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
     const int64_t m = a.m;
@@ -207,9 +211,9 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
     for (int64_t b = 0; b < nb; ++b) {
         if (prefetch) prefetch_block<kBits, kS>(pf, b);
         __m256i isum[H][M];  // [H][M] int32 block sums, one lane per output row
-        if constexpr (kBits == 6) {
-            block_sums_q6<H, M>(qs + b * kQs, sc[0].sub + b * kGroupRows * 2, x.q + b * m * kBlock,
-                                x.half_sums + b * m, isum);
+        if constexpr (half_scales(kBits)) {
+            block_sums_halves<kBits, H, M>(qs + b * kQs, sc[0].sub + b * kGroupRows * 2,
+                                           x.q + b * m * kBlock, x.half_sums + b * m, isum);
         } else {
             block_sums<kBits, has_min(kS), H, M>(qs + b * kQs, x.q + b * m * kBlock, x.corr + b * m,
                                                  isum);

@@ -10,8 +10,8 @@
 //   qs   [n_blocks][qs_bytes]  unsigned quants, 4 per int32 lane, lane i = row g*16 + i
 //   d    [n_scale][16]         fp16 scales
 //   m    [n_scale][16]         fp16 mins (affine formats only; K-quants: -dmin)
-//   sub  [n_blocks][16][2]     K-quants only, int8 per block: Q6_K its two half-block scales,
-//                              Q4_K / Q5_K the block's 6-bit scale and min multipliers
+//   sub  [n_blocks][16][2]     K-quants only, int8 per block: Q3_K and Q6_K its two half-block
+//                              scales, Q4_K / Q5_K the block's 6-bit scale and min multipliers
 // 4-bit quants: 4 chunks of 64 bytes per block; byte 4*i + j of chunk c holds element
 // 8c + j of row i in its low nibble and element 8c + 4 + j in its high nibble (j < 4).
 // 5-bit quants: their low 4 bits as the 4-bit layout (chunks 0-3), then chunk 4: byte 4*i + j
@@ -22,6 +22,9 @@
 // high 2 bits: byte 4*i + j of chunk 4 + p holds, from bit 0 up, the high bits of elements
 // 8c + j and 8c + 4 + j for c = 2p, then for c = 2p + 1 (the two nibbles of byte 4*i + j of
 // chunks 2p and 2p + 1).
+// 3-bit quants (Q3_K): 2 chunks of the low 2 bits, laid out as the 6-bit quants' high bits
+// (byte 4*i + j of chunk p: elements 8c + j and 8c + 4 + j for c = 2p, then c = 2p + 1, from bit
+// 0 up), then chunk 2 of the third bits, laid out as the 5-bit quants' fifth bits.
 // So every 64-byte chunk (after masking out one nibble) is the u8 operand of one vpdpbusd
 // against 4 consecutive activations broadcast to all 16 lanes.
 //
@@ -33,9 +36,10 @@
 // contributes
 //   d * d_x * (sum u * qx - offset * sum qx)  +  m * (d_x * sum qx)
 // where the int32 part is exact (|sum| < 2^24, so also exact in fp32).
-// Q6_K: d its super-block's fp16 scale and, per 16-element half h of the block, an int8 scale
-// sc_h and offset 32, so the int32 part is
-//   sc_0 * (sum_{k<16} u * qx - 32 * X_0) + sc_1 * (sum_{k>=16} u * qx - 32 * X_1)
+// Q6_K and Q3_K ("half-scale" formats): d their super-block's fp16 scale and, per 16-element
+// half h of the block, an int8 scale sc_h and an offset o (Q6_K: 32; Q3_K: 4, its stored
+// 0..63 scale minus 32 as sc_h, u = q + 4), so the int32 part is
+//   sc_0 * (sum_{k<16} u * qx - o * X_0) + sc_1 * (sum_{k>=16} u * qx - o * X_1)
 // with X_h the activations' half sums (Activations::half_sums); |.| <= 2 * 16 * 32 * 127 * 128
 // < 2^24.
 //
@@ -59,12 +63,13 @@ constexpr int kChunkBytes = 64;
 
 // Bytes of one block's quants for one group (qs above): one 64-byte chunk per bit.
 constexpr size_t qs_bytes_for(int bits) { return static_cast<size_t>(bits) * kChunkBytes; }
-// Offset of a Q6_K half block's quants (qgemv_isa.h, Values).
-constexpr int32_t kQ6Offset = 32;
+// The half-scale formats (Values above): 6 bits (Q6_K) and 3 bits (Q3_K), and their offset.
+constexpr bool half_scales(int bits) { return bits == 6 || bits == 3; }
+constexpr int32_t half_offset(int bits) { return bits == 6 ? 32 : 4; }
 
 // How a format's scales are stored (layout above).
 enum class Scales {
-    kD,     // a d per block: Q4_0, Q5_0, Q8_0; Q6_K (per super-block, with its half scales)
+    kD,     // a d per block: Q4_0, Q5_0, Q8_0; Q3_K, Q6_K (per super-block, with half scales)
     kDMin,  // a d and a min per block: Q4_1, Q5_1
     kK,     // a d and a min per super-block, 6-bit multipliers per block: Q4_K, Q5_K
 };
@@ -74,7 +79,7 @@ constexpr int kSuperBlocks = 8;  // blocks per K-quant super-block (256 inputs)
 // The scale layout of a format: does it have mins, and are d (and m) per super-block with
 // per-block int8 multipliers (the K-quants)?
 constexpr bool has_min(Scales s) { return s != Scales::kD; }
-constexpr bool per_super(int bits, Scales s) { return bits == 6 || s == Scales::kK; }
+constexpr bool per_super(int bits, Scales s) { return half_scales(bits) || s == Scales::kK; }
 
 struct Weights {
     const uint8_t* data = nullptr;  // [n_groups][group_bytes], 64-byte aligned
@@ -82,8 +87,8 @@ struct Weights {
     int64_t n_out = 0;
     int64_t n_groups = 0;
     int64_t n_blocks = 0;  // n_in / 32
-    int bits = 4;          // 4, 5, 6 or 8 bits per stored quant
-    Scales scales_kind = Scales::kD;  // kD with 6 bits
+    int bits = 4;          // 3, 4, 5, 6 or 8 bits per stored quant
+    Scales scales_kind = Scales::kD;  // kD with 3 and 6 bits
     size_t group_bytes = 0;           // multiple of 64
 
     bool has_min() const { return qgemv::has_min(scales_kind); }
@@ -103,7 +108,7 @@ struct Weights {
     const uint16_t* mins(int64_t g) const {
         return reinterpret_cast<const uint16_t*>(group(g) + mins_offset());
     }
-    // K-quants: [n_blocks][16 rows][2] int8 multipliers (6 bits: half scales; else sc, mn).
+    // K-quants: [n_blocks][16 rows][2] int8 multipliers (3, 6 bits: half scales; else sc, mn).
     const int8_t* sub_scales(int64_t g) const {
         return reinterpret_cast<const int8_t*>(group(g) + sub_offset());
     }
@@ -132,8 +137,8 @@ struct Activations {
     const float* d = nullptr;       // [n_blocks, m] scale amax / 127 (0 for an all-zero block)
     const float* s = nullptr;       // [n_blocks, m] d * float(sum q)
     const int32_t* corr = nullptr;  // [n_blocks, m] -offset * sum q
-    // 6-bit weights only: [n_blocks, m] the two 16-element halves' sums of q, as int16 in the
-    // low and high half of each int32 (ref::half_sums).
+    // Half-scale weights only: [n_blocks, m] the two 16-element halves' sums of q, as int16 in
+    // the low and high half of each int32 (ref::half_sums).
     const int32_t* half_sums = nullptr;
 
     // The rows from r0 on, with the same stride m: block b, row r of the result is row r0 + r.
@@ -259,6 +264,8 @@ inline void with_format(const Weights& w, F&& f) {
         by_scales.template operator()<4>();
     } else if (w.bits == 6) {
         f.template operator()<6, Scales::kD>();
+    } else if (w.bits == 3) {
+        f.template operator()<3, Scales::kD>();
     } else if (w.bits == 5) {
         by_scales.template operator()<5>();
     } else {
@@ -281,7 +288,7 @@ void add_columns(const float* xv, int64_t ldxv, int64_t m, int k, const float* c
 // The weight of output row n, input c as GGML dequantizes it (Values above); `offset` is the
 // format's.
 float weight_value(const Weights& w, int32_t offset, int64_t n, int64_t c);
-// half_sums of Activations from its q ([n_blocks, m] of 32), for 6-bit weights.
+// half_sums of Activations from its q ([n_blocks, m] of 32), for half-scale weights.
 void half_sums(const int8_t* q, int64_t m, int64_t n_blocks, int32_t* out);
 // y[r, n] for rows r < m and the output rows of groups [g0, g1). bias: [n_groups * 16] or
 // nullptr. y: leading dimension ldy.
@@ -351,6 +358,7 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
     LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kD)                                                         \
     LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kDMin)                                                      \
     LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kK)                                                         \
+    LAZYLLM_QGEMV_FORMAT(I, 3, Scales::kD)                                                         \
     LAZYLLM_QGEMV_FORMAT(I, 6, Scales::kD)                                                         \
     LAZYLLM_QGEMV_FORMAT(I, 8, Scales::kD)
 

@@ -74,6 +74,26 @@ void unpack_q6_k(const uint8_t* src, int sub, UnpackedBlock* out) {
     }
 }
 
+// Sub-block `sub` (32 elements) of a Q3_K super-block: element e = 32 sub + l has its low 2
+// bits at bit 2 (sub % 4) of qs[32 (sub / 4) + l], its high bit at bit sub of hmask[l] (a clear
+// one subtracts 4) and scale e / 16 (quant_blocks.h, BlockQ3K). Stored as u = q + 4 (0..7,
+// offset 4) with each half's scale minus 32 as its int8 multiplier.
+void unpack_q3_k(const uint8_t* src, int sub, UnpackedBlock* out) {
+    quant::BlockQ3K b;
+    std::memcpy(&b, src, sizeof(b));
+    out->d = b.d;
+    out->m = 0;
+    out->sc[0] = static_cast<int8_t>(quant::q3_k_scale(2 * sub, b.scales) - 32);
+    out->sc[1] = static_cast<int8_t>(quant::q3_k_scale(2 * sub + 1, b.scales) - 32);
+    const uint8_t* qs = b.qs + 32 * (sub / 4);
+    const int shift = 2 * (sub % 4);
+    for (int l = 0; l < kBlock; ++l) {
+        const int low = (qs[l] >> shift) & 3;
+        const int high = (b.hmask[l] >> sub) & 1;
+        out->u[l] = static_cast<uint8_t>(low | (high << 2));  // q + 4 = low - 4 * !high + 4
+    }
+}
+
 // nearbyint(x) in the default rounding mode (half to even) for |x| < 2^22, without a libm
 // call (the generic build has no SSE4.1 roundss): adding 1.5 * 2^23 leaves no fraction bits
 // (the build has no -ffast-math, so the sum is rounded and not folded away).
@@ -94,6 +114,7 @@ bool format_of(GgmlType type, FormatSpec* spec) {
         {GgmlType::Q5_0, {5, Scales::kD, 16}},  {GgmlType::Q5_1, {5, Scales::kDMin, 0}},
         {GgmlType::Q8_0, {8, Scales::kD, 128}}, {GgmlType::Q4_K, {4, Scales::kK, 0}},
         {GgmlType::Q5_K, {5, Scales::kK, 0}},   {GgmlType::Q6_K, {6, Scales::kD, 0}},
+        {GgmlType::Q3_K, {3, Scales::kD, 0}},
     };
     for (const Entry& e : kFormats) {
         if (e.type == type) {
@@ -117,6 +138,7 @@ void unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out
     if (type == GgmlType::Q4_K) return unpack_k<BlockQ4K>(src, sub, out);
     if (type == GgmlType::Q5_K) return unpack_k<BlockQ5K>(src, sub, out);
     if (type == GgmlType::Q6_K) return unpack_q6_k(src, sub, out);
+    if (type == GgmlType::Q3_K) return unpack_q3_k(src, sub, out);
     const bool unpacked = with_blocks(type, src, kBlock, [&]<typename B>(const B*, int64_t) {
         if constexpr (NibbleBlock<B>) {
             unpack_nibbles<B>(src, out);
@@ -142,7 +164,23 @@ void quantize_block_q8_0(const float* x, UnpackedBlock* out) {
 
 void store_lane(const Weights& w, uint8_t* group, int64_t b, int lane, const UnpackedBlock& blk) {
     uint8_t* qs = group + b * w.qs_bytes();
-    if (w.bits != 8) {
+    if (w.bits == 3) {
+        // The low 2 bits of elements 16p + j, + 4, + 8, + 12 in chunk p; the third bits in
+        // chunk 2 at bit c (element 8c + j) and 4 + c (8c + 4 + j).
+        for (int j = 0; j < 4; ++j) {
+            uint8_t third = 0;
+            for (int p = 0; p < 2; ++p) {
+                const uint8_t* u = blk.u + 16 * p + j;
+                qs[p * kChunkBytes + lane * 4 + j] = static_cast<uint8_t>(
+                    (u[0] & 3) | ((u[4] & 3) << 2) | ((u[8] & 3) << 4) | ((u[12] & 3) << 6));
+            }
+            for (int c = 0; c < 4; ++c) {
+                third |= static_cast<uint8_t>(((blk.u[8 * c + j] >> 2) & 1) << c);
+                third |= static_cast<uint8_t>(((blk.u[8 * c + 4 + j] >> 2) & 1) << (4 + c));
+            }
+            qs[2 * kChunkBytes + lane * 4 + j] = third;
+        }
+    } else if (w.bits != 8) {
         for (int c = 0; c < 4; ++c) {
             for (int j = 0; j < 4; ++j) {
                 qs[c * kChunkBytes + lane * 4 + j] = static_cast<uint8_t>(

@@ -21,7 +21,7 @@ struct FormatSpec {
 bool format_of(GgmlType type, FormatSpec* spec);
 
 // One block of 32 weights as stored: unsigned quants u, fp16 scale and min (raw bits; the
-// K-quants' super-block D and M), and the K-quants' two int8 multipliers (Q6_K: the halves'
+// K-quants' super-block D and M), and the K-quants' two int8 multipliers (Q3_K, Q6_K: the halves'
 // scales; Q4_K, Q5_K: the block's scale and min).
 struct UnpackedBlock {
     uint8_t u[kBlock];

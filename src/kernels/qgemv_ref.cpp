@@ -84,6 +84,12 @@ int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
     const uint8_t* qs = w.group(g) + b * w.qs_bytes();
     if (w.bits == 8) return qs[(k / 4) * kChunkBytes + lane * 4 + k % 4];
     const int c = k / 8, j = k % 8;
+    if (w.bits == 3) {
+        const uint8_t two = qs[(c / 2) * kChunkBytes + lane * 4 + (j % 4)];
+        const uint8_t third = qs[2 * kChunkBytes + lane * 4 + (j % 4)];
+        return ((two >> (4 * (c % 2) + 2 * (j / 4))) & 3) |
+               (((third >> (c + 4 * (j / 4))) & 1) << 2);
+    }
     const uint8_t byte = qs[c * kChunkBytes + lane * 4 + (j % 4)];
     const int lo = j < 4 ? (byte & 0x0F) : (byte >> 4);
     if (w.bits == 4) return lo;
@@ -100,7 +106,7 @@ int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
 int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, int64_t b, int lane,
                   int64_t r) {
     const int8_t* xq = a.q + (b * m + r) * kBlock;
-    if (w.bits != 6) {
+    if (!half_scales(w.bits)) {
         int32_t isum = a.corr[b * m + r];
         for (int k = 0; k < kBlock; ++k) isum += stored_quant(w, g, b, lane, k) * xq[k];
         return isum;
@@ -110,7 +116,7 @@ int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, 
     for (int h = 0; h < 2; ++h) {
         int32_t part = 0;
         for (int k = 16 * h; k < 16 * h + 16; ++k) {
-            part += (stored_quant(w, g, b, lane, k) - kQ6Offset) * xq[k];
+            part += (stored_quant(w, g, b, lane, k) - half_offset(w.bits)) * xq[k];
         }
         isum += sc[h] * part;
     }
@@ -125,7 +131,9 @@ float weight_value(const Weights& w, int32_t offset, int64_t n, int64_t c) {
     const int64_t is = (w.per_super() ? b / kSuperBlocks : b) * kGroupRows + lane;
     const float d = quant::fp16_to_fp32_scalar(w.scales(g)[is]);
     const int8_t* sub = w.sub_scales(g) + (b * kGroupRows + lane) * 2;
-    if (w.bits == 6) return d * static_cast<float>(sub[k / 16]) * static_cast<float>(u - kQ6Offset);
+    if (half_scales(w.bits)) {
+        return d * static_cast<float>(sub[k / 16]) * static_cast<float>(u - half_offset(w.bits));
+    }
     if (w.scales_kind == Scales::kK) {
         const float mn = quant::fp16_to_fp32_scalar(w.mins(g)[is]) * static_cast<float>(sub[1]);
         return d * static_cast<float>(sub[0]) * static_cast<float>(u) + mn;

@@ -46,17 +46,20 @@ struct Bytes512 {
     static V set1(char x) { return _mm512_set1_epi8(x); }
 };
 
-// Int32 sums of one 6-bit block (Q6_K; layout and values: qgemv_isa.h) for G groups x M rows:
-// the 6-bit quants of chunk c (its low nibbles, and the two high bits from chunk 4 + c / 2) go
+// Int32 sums of one block of a half-scale format (Q6_K, Q3_K; layout and values: qgemv_isa.h)
+// for G groups x M rows: the quants of chunk c (6 bits: its low nibbles and the two high bits
+// from chunk 4 + c / 2; 3 bits: the low bits from chunk c / 2 and the third from chunk 2) go
 // through two vpdpbusd per row into half h = c / 2's sum, and once per block
-//   isum = sc_0 * s_0 + sc_1 * s_1 - 32 * (sc_0 X_0 + sc_1 X_1)
-// (vpmulld for the first two terms: s_h reaches 16 * 63 * 127, beyond int16; vpmaddwd for the
-// offset term, as the AVX2 kernels). qs: each group's quants of this block; sc: each group's
-// int8 (sc_0, sc_1) pairs of this block; xb: row 0's 32 quants (rows kBlock apart); hs: the
-// rows' half sums.
-template <int G, int M>
-inline void block_sums_q6(const uint8_t* const (&qs)[G], const int8_t* const (&sc)[G],
-                          const int8_t* xb, const int32_t* hs, __m512i (&isum)[G][M]) {
+//   isum = sc_0 * s_0 + sc_1 * s_1 - o * (sc_0 X_0 + sc_1 X_1)
+// (6 bits: vpmulld for the first two terms, s_h reaching 16 * 63 * 127, beyond int16, and
+// vpmaddwd for the offset term, as the AVX2 kernels; 3 bits: one vpmaddwd). qs: each group's quants
+// of this block; sc: each group's int8 (sc_0, sc_1) pairs of this block; xb: row 0's 32 quants
+// (rows kBlock apart); hs: the rows' half sums.
+template <int kBits, int G, int M>
+inline void block_sums_halves(const uint8_t* const (&qs)[G], const int8_t* const (&sc)[G],
+                              const int8_t* xb, const int32_t* hs, __m512i (&isum)[G][M]) {
+    constexpr int kOffsetShift = kBits == 6 ? 5 : 2;
+    static_assert(half_offset(kBits) == 1 << kOffsetShift, "the offset is a shift");
     __m512i s[G][M][2];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
@@ -67,10 +70,12 @@ inline void block_sums_q6(const uint8_t* const (&qs)[G], const int8_t* const (&s
     for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
-            const __m512i v = in_register(_mm512_load_si512(qs[g] + c * kChunkBytes));
-            const __m512i high = in_register(_mm512_load_si512(qs[g] + (4 + c / 2) * kChunkBytes));
+            const int lo_chunk = kBits == 6 ? c : c / 2;
+            const int hi_chunk = kBits == 6 ? 4 + c / 2 : 2;
+            const __m512i v = in_register(_mm512_load_si512(qs[g] + lo_chunk * kChunkBytes));
+            const __m512i high = in_register(_mm512_load_si512(qs[g] + hi_chunk * kChunkBytes));
             __m512i u_lo, u_hi;
-            unpack_chunk<Bytes512, 6>(v, high, c, u_lo, u_hi);
+            unpack_chunk<Bytes512, kBits>(v, high, c, u_lo, u_hi);
 #pragma GCC unroll 8
             for (int r = 0; r < M; ++r) {
                 const int8_t* xr = xb + r * kBlock + 8 * c;
@@ -85,6 +90,18 @@ inline void block_sums_q6(const uint8_t* const (&qs)[G], const int8_t* const (&s
         // int16 (sc_0, sc_1) per int32 lane, and each scale alone as int32.
         const __m512i pairs =
             _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc[g])));
+        if constexpr (kBits == 3) {
+            // u <= 7: |s_h| <= 16 * 7 * 127 and |s_h - 4 X_h| <= 16 * 11 * 127 fit int16, so
+            // (s_0 - 4 X_0, s_1 - 4 X_1) go as an int16 pair through one vpmaddwd.
+#pragma GCC unroll 8
+            for (int r = 0; r < M; ++r) {
+                const __m512i s01 = _mm512_mask_blend_epi16(0xAAAAAAAA, s[g][r][0],
+                                                            _mm512_slli_epi32(s[g][r][1], 16));
+                const __m512i ox = _mm512_slli_epi16(_mm512_set1_epi32(hs[r]), kOffsetShift);
+                isum[g][r] = _mm512_madd_epi16(_mm512_sub_epi16(s01, ox), pairs);
+            }
+            continue;
+        }
         const __m512i sc0 = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);
         const __m512i sc1 = _mm512_srai_epi32(pairs, 16);
 #pragma GCC unroll 8
@@ -92,7 +109,7 @@ inline void block_sums_q6(const uint8_t* const (&qs)[G], const int8_t* const (&s
             const __m512i corr = _mm512_madd_epi16(pairs, _mm512_set1_epi32(hs[r]));
             const __m512i t = _mm512_add_epi32(_mm512_mullo_epi32(s[g][r][0], sc0),
                                                _mm512_mullo_epi32(s[g][r][1], sc1));
-            isum[g][r] = _mm512_sub_epi32(t, _mm512_slli_epi32(corr, 5));
+            isum[g][r] = _mm512_sub_epi32(t, _mm512_slli_epi32(corr, kOffsetShift));
         }
     }
 }
@@ -164,7 +181,7 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
           float* y, int64_t ldy, bool accumulate) {
     constexpr bool kSplitHi = kBits == 4 && M == 1;
     constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
-    static_assert(kQ6Offset == 32, "block_sums_q6 multiplies by 32 as a shift");
+    constexpr bool kHalves = half_scales(kBits);  // block_sums_halves sets isum itself
     const int64_t nb = w.n_blocks;
     // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
     const int64_t m = a.m;
@@ -190,7 +207,7 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
         __m512i isum[G][M];
         __m512i ihi[G][M];  // kSplitHi only: 16 x the high-nibble dot products
 #pragma GCC unroll 8
-        for (int r = 0; kBits != 6 && r < M; ++r) {
+        for (int r = 0; !kHalves && r < M; ++r) {
             const __m512i c = _mm512_set1_epi32(x.corr[b * m + r]);
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {
@@ -202,11 +219,11 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
         const uint8_t* qb[G];
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) qb[g] = qs[g] + b * kQs;
-        if constexpr (kBits == 6) {
+        if constexpr (kHalves) {
             const int8_t* sb[G];
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) sb[g] = sc[g].sub + b * kGroupRows * 2;
-            block_sums_q6<G, M>(qb, sb, xb, x.half_sums + b * m, isum);
+            block_sums_halves<kBits, G, M>(qb, sb, xb, x.half_sums + b * m, isum);
         } else {
             block_sums<kBits, G, M>(qb, xb, isum, ihi);
         }

@@ -166,7 +166,7 @@ bool have_vnni() {
 
 // Q6_K blocks at the extremes: quants all 63, all 0 or mixed (u * qx at its largest, with
 // u - 32 at both ends) and half-block scales 127, -128 or mixed, against the extreme
-// activations: the largest int16 and int32 sums of block_sums_q6.
+// activations: the largest int16 and int32 sums of block_sums_halves.
 std::vector<uint8_t> extreme_q6_k(int64_t n_out, int64_t n_in, uint32_t seed) {
     std::mt19937 rng(seed);
     const int64_t n_blocks = n_out * n_in / 256;
@@ -187,17 +187,40 @@ std::vector<uint8_t> extreme_q6_k(int64_t n_out, int64_t n_in, uint32_t seed) {
     return out;
 }
 
+// Q3_K blocks at the extremes: quants all 3 (low bits 3, high bit set), all -4 or mixed, and
+// 6-bit scales 63 or 0 (multipliers 31 and -32) or mixed.
+std::vector<uint8_t> extreme_q3_k(int64_t n_out, int64_t n_in, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int64_t n_blocks = n_out * n_in / 256;
+    std::vector<uint8_t> out(static_cast<size_t>(n_blocks) * sizeof(quant::BlockQ3K));
+    for (int64_t i = 0; i < n_blocks; ++i) {
+        quant::BlockQ3K b;
+        const int kind = static_cast<int>(i % 4);
+        const uint8_t q = kind == 0 ? 0xFF : 0x00;
+        for (uint8_t& v : b.qs) v = kind < 2 ? q : static_cast<uint8_t>(rng());
+        for (uint8_t& v : b.hmask) v = kind < 2 ? q : static_cast<uint8_t>(rng());
+        for (uint8_t& v : b.scales) {
+            v = kind == 3 ? static_cast<uint8_t>(rng()) : kind == 1 ? 0x00 : 0xFF;
+        }
+        b.d = fp32_to_fp16(0.001f);
+        std::memcpy(out.data() + static_cast<size_t>(i) * sizeof(b), &b, sizeof(b));
+    }
+    return out;
+}
+
 // Every row count of a VNNI pass (1-8, then a second pass) and of an AVX2 one (1-4), groups
-// taken 4, 2 or 1 at a time (n_out 64 and 37: whole and ragged).
-void expect_q6_k_extremes_match_ref(Isa isa) {
+// taken 4, 2 or 1 at a time (n_out 64 and 37: whole and ragged), for both half-scale formats.
+void expect_half_scale_extremes_match_ref(Isa isa) {
     uint32_t seed = 1900;
     for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13}) {
         for (const Shape& s :
              {Shape{m, 37, 256, 0, 0, false, false}, Shape{m, 64, 512, 4, 3, true, true}}) {
             seed += 7;
-            const auto blocks = extreme_q6_k(s.n_out, s.n_in, seed);
             const auto x = extreme_x(s.m, s.ldx(), s.n_in, seed + 2);
-            expect_isa_matches_ref(isa, GgmlType::Q6_K, blocks, s, x, seed);
+            expect_isa_matches_ref(isa, GgmlType::Q6_K, extreme_q6_k(s.n_out, s.n_in, seed), s, x,
+                                   seed);
+            expect_isa_matches_ref(isa, GgmlType::Q3_K, extreme_q3_k(s.n_out, s.n_in, seed), s, x,
+                                   seed);
         }
     }
 }
@@ -205,13 +228,13 @@ void expect_q6_k_extremes_match_ref(Isa isa) {
 TEST(QuantLinearAvx2, ExtremeValuesBitExact) {
     if (!have_avx2()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
     expect_extremes_match_ref(Isa::kAvx2);
-    expect_q6_k_extremes_match_ref(Isa::kAvx2);
+    expect_half_scale_extremes_match_ref(Isa::kAvx2);
 }
 
 TEST(QuantLinearVnni, ExtremeValuesBitExact) {
     if (!have_vnni()) GTEST_SKIP() << "no AVX-512 VNNI";
     expect_extremes_match_ref(Isa::kAvx512);
-    expect_q6_k_extremes_match_ref(Isa::kAvx512);
+    expect_half_scale_extremes_match_ref(Isa::kAvx512);
 }
 
 // create_from_f32 (Q8_0 requantization, |q| <= 127) through the AVX2 kernels.
