@@ -222,8 +222,8 @@ void many_rows(benchmark::internal::Benchmark* b) {
 // per K-quant / Q8_0 type, m = 1 (decode) and 8 (prefill passes), weights cold, two threads.
 void type_shapes(benchmark::internal::Benchmark* b) {
     constexpr int64_t kTypeShapes[][2] = {{2048, 8192}, {4096, 4096}};
-    for (GgmlType t :
-         {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    for (GgmlType t : {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                       GgmlType::IQ4_XS, GgmlType::Q8_0}) {
         for (const auto& s : kTypeShapes) {
             for (int64_t m : {1, 8}) b->Args({m, s[0], s[1], 2, 1, static_cast<int64_t>(t)});
         }
@@ -233,13 +233,14 @@ void type_shapes(benchmark::internal::Benchmark* b) {
 }
 
 // Prompt-sized calls at Llama-3.2-1B's shapes (q, q|k|v, gate|up, down), Q4_K, Q6_K (a Q4_K_M
-// file's v and down in half the layers), Q3_K (most of a Q3_K_M file) and Q8_0: 256 rows (one
-// FFN chunk of the quantized prefill) and 2048 (q|k|v and Wo take a whole prompt in one call),
+// file's v and down in half the layers), Q3_K (most of a Q3_K_M file), IQ4_XS and Q8_0: 256 rows
+// (one FFN chunk of the quantized prefill) and 2048 (q|k|v and Wo take a whole prompt in one call),
 // two threads, weights hot. Where the weights and the activations outgrow L2 (for_each_pass).
 void prompt_shapes(benchmark::internal::Benchmark* b) {
     constexpr int64_t kPromptShapes[][2] = {
         {2048, 2048}, {3072, 2048}, {16384, 2048}, {2048, 8192}};
-    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::Q8_0}) {
+    for (GgmlType t :
+         {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::Q8_0}) {
         for (const auto& s : kPromptShapes) {
             for (int64_t m : {256, 2048}) b->Args({m, s[0], s[1], 2, 0, static_cast<int64_t>(t)});
         }

@@ -24,6 +24,9 @@ an imatrix:
   Q3_K_M  Q3_K; attn_v Q5_K in the first two layers, else Q4_K; ffn_down Q5_K in the first
           n_layer/16 layers, else Q4_K; attn_output Q4_K; output.weight (and a tied
           token_embd) Q6_K
+  IQ4_XS  IQ4_XS; attn_v Q5_K where n_head / n_head_kv >= 4; ffn_down Q5_K in the first
+          n_layer/8 layers (the rule without an imatrix); output.weight (and a tied
+          token_embd) Q6_K
   1-D tensors (norms, biases, rope_freqs) F32. A row length that the block size does not divide
   falls back as tensor_type_fallback does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0); none of
   the shapes here
@@ -117,19 +120,23 @@ VARIANTS = {
     "llama-3.2-1b-q3_k_m": ("llama-3.2-1b", "Q3_K_M", "bartowski Llama-3.2-1B-Instruct-Q3_K_M",
                             0.69),
     "llama-2-7b-q3_k_m": ("llama-2-7b", "Q3_K_M", "TheBloke llama-2-7b.Q3_K_M", 3.30),
+    # No published file of this mix (published IQ4_XS files are made with an imatrix, which
+    # changes ffn_down's rule): the size is what llama-quantize's rules above give.
+    "llama-3.2-1b-iq4_xs": ("llama-3.2-1b", "IQ4_XS",
+                            "llama-quantize IQ4_XS of Llama-3.2-1B-Instruct, no imatrix", 0.75),
 }
 
 # File type: its default tensor type and general.file_type (llama.cpp's LLAMA_FTYPE_MOSTLY_*).
 FILE_TYPES = {"Q4_0": ("Q4_0", 2), "Q8_0": ("Q8_0", 7), "Q4_K_M": ("Q4_K", 15),
-              "Q5_K_M": ("Q5_K", 17), "Q3_K_M": ("Q3_K", 12)}
+              "Q5_K_M": ("Q5_K", 17), "Q3_K_M": ("Q3_K", 12), "IQ4_XS": ("IQ4_XS", 30)}
 
 # GGML block formats (ggml-common.h): elements and bytes per block; the fp16 scale d as (byte
 # offset, low, high) of a uniform draw; Q4_K's dmin as (offset, ratio to d); Q6_K's int8 scales
 # as (offset, count), drawn in [-32, 32]. The ranges give a weight RMS of 0.02-0.03 with uniform
 # quants (Q4_0 and Q5_0: d * (q - 8 or 16); Q5_1: d * q + m, m = -15.5 d; Q8_0: d * q; Q4_K and
 # Q5_K: d * sc * q - dmin * m with 6-bit sc and m, dmin = 7.5 d or 15.5 d centring it; Q6_K:
-# d * sc * (q - 32); Q3_K: d * (sc - 32) * q with random 6-bit sc and q in -4..3), every d a
-# normal fp16.
+# d * sc * (q - 32); Q3_K: d * (sc - 32) * q with random 6-bit sc and q in -4..3; IQ4_XS:
+# d * (ls - 32) * grid[q], the grid values in -127..113), every d a normal fp16.
 BLOCKS = {
     "F32": dict(n=1, nbytes=4),
     "F16": dict(n=1, nbytes=2),
@@ -141,6 +148,7 @@ BLOCKS = {
     "Q5_K": dict(n=256, nbytes=176, d=(0, 3.1e-5, 6e-5), dmin=(2, 15.5)),  # ... qh[32], qs[128]
     "Q6_K": dict(n=256, nbytes=210, d=(208, 6.2e-5, 1.2e-4), scales=(192, 16)),  # ql, qh, sc, d
     "Q3_K": dict(n=256, nbytes=110, d=(108, 5e-4, 1e-3)),  # hmask[32], qs[64], scales[12], d
+    "IQ4_XS": dict(n=256, nbytes=136, d=(0, 1.5e-5, 3e-5)),  # d, scales_h, scales_l[4], qs[128]
 }
 # llama-quant.cpp tensor_type_fallback, for a row length the block size does not divide.
 FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "Q4_0": "F16", "Q5_0": "F16",
@@ -168,7 +176,7 @@ def use_more_bits(il, n_layer):
     return il < n_layer // 8 or il >= 7 * n_layer // 8 or (il - n_layer // 8) % 3 == 2
 
 
-def tensor_type(ftype, role, il, n_layer, n_cols, tied):
+def tensor_type(ftype, role, il, n_layer, n_cols, tied, n_gqa):
     """GGML type of a 2-D weight as llama_tensor_get_type_impl picks it (no imatrix, no
     overrides)."""
     default = FILE_TYPES[ftype][0]
@@ -186,6 +194,10 @@ def tensor_type(ftype, role, il, n_layer, n_cols, tied):
         t = "Q5_K" if il < n_layer // 16 else "Q4_K"
     elif ftype == "Q3_K_M" and role == "attn_output":
         t = "Q4_K"
+    elif ftype == "IQ4_XS" and role == "attn_v" and n_gqa >= 4:
+        t = "Q5_K"
+    elif ftype == "IQ4_XS" and role == "ffn_down" and il < n_layer // 8:
+        t = "Q5_K"
     else:
         t = default
     if n_cols % BLOCKS[t]["n"] != 0:
@@ -223,7 +235,8 @@ def plan_tensors(s, ftype):
     n_embd_kv = head_dim * s["n_head_kv"]
 
     def weight(name, role, il, rows, cols):
-        qtype = tensor_type(ftype, role, il, n_layer, cols, s["tied"])
+        qtype = tensor_type(ftype, role, il, n_layer, cols, s["tied"],
+                            s["n_head"] // s["n_head_kv"])
         return (name, (rows, cols), qtype, "weight")
 
     out = []

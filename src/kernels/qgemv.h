@@ -67,9 +67,9 @@ public:
     // True when that fast path is the AVX-512 VNNI one.
     static bool has_vnni_path(const KernelContext& ctx);
     // Types create() takes directly, each with GGML's own values: Q4_0, Q4_1, Q5_0, Q5_1,
-    // Q8_0, and the K-quants Q3_K, Q4_K, Q5_K, Q6_K with their scales per 256-element
-    // super-block and per-block multipliers (3.5625, 4.625, 5.625 and 6.5625 bits per weight
-    // stored).
+    // Q8_0, and the K-quants Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS with their scales per
+    // 256-element super-block and per-block multipliers (3.5625, 4.625, 5.625, 6.5625 and 4.5625
+    // bits per weight stored).
     static bool supports(GgmlType type);
 
     QuantLinear();

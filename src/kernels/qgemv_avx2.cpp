@@ -16,7 +16,8 @@
 //   8-bit quants (Q8_0 u = q + 128 <= 255): u = 16 * hi + lo is split into its nibbles, each
 //     summed as above over the block's 8 chunks (<= 30480), and
 //     sum u * qx = 16 * sum hi * qx + sum lo * qx in int32. (Q8_0's u * qx alone would reach
-//     2 * 255 * 127 = 64770 per pair and saturate.)
+//     2 * 255 * 127 = 64770 per pair and saturate.) IQ4_XS's grid values (u <= 241) the same
+//     way: each 4-bit index looked up in two tables, of the value's low and of its high nibble.
 //   6-bit quants (Q6_K u <= 63): a pair is <= 2 * 63 * 127 = 16002; a chunk's two products
 //     (<= 32004 per int16 lane) are widened at once, multiplied by their half's int8 scale
 //     (vpmaddwd), and summed in int32 (block_sums_halves); 3-bit quants (Q3_K u <= 7) the same
@@ -68,16 +69,26 @@ inline void add_to(__m256i& acc, __m256i p) {
 
 // Int32 sums of one block for H halves (8 output rows each; qb: the block's quants at the
 // first half) x M activation rows (xb: row 0's 32 quants, rows kBlock apart; xc: their
-// offset corrections), one lane per output row, for the 4-, 5- and 8-bit formats. The M rows
-// share each weight load and nibble unpack; the H halves share each activation broadcast.
-template <int kBits, bool kMin, int H, int M>
+// offset corrections), one lane per output row, for the 4-, 5- and 8-bit formats (kGrid:
+// IQ4_XS's 4-bit grid indexes). The M rows share each weight load and nibble unpack; the H
+// halves share each activation broadcast.
+template <int kBits, bool kMin, bool kGrid, int H, int M>
 inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
                        __m256i (&isum)[H][M]) {
     const __m256i ones = _mm256_set1_epi16(1);
     // int16 pair sums (file comment): 4-bit quants sum both nibbles into s_lo; 5-bit quants
-    // sum chunks 0-1 into s_lo and 2-3 into s_hi; 8-bit quants sum their low and high
-    // nibbles apart (u = 16 * hi + lo).
+    // sum chunks 0-1 into s_lo and 2-3 into s_hi; 8-bit quants and grid values sum their low
+    // and high nibbles apart (u = 16 * hi + lo).
     constexpr int kChunks = kBits == 8 ? 8 : 4;
+    constexpr bool kNibbleSplit = kBits == 8 || kGrid;
+    // The grid values' low and high nibbles, per index (vpshufb tables in both 128-bit lanes).
+    __m256i grid_lo = _mm256_setzero_si256(), grid_hi = grid_lo;
+    if constexpr (kGrid) {
+        const __m256i g =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kGridU8)));
+        grid_lo = _mm256_and_si256(g, _mm256_set1_epi8(0x0F));
+        grid_hi = _mm256_and_si256(_mm256_srli_epi16(g, 4), _mm256_set1_epi8(0x0F));
+    }
     __m256i s_lo[H][M], s_hi[H][M];
 #pragma GCC unroll 2
     for (int h = 0; h < H; ++h) {
@@ -103,6 +114,13 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
                     __m256i& sum = c < 2 ? s_lo[h][r] : s_hi[h][r];
                     add_to(sum, _mm256_maddubs_epi16(lo, bcast4(xr)));
                     add_to(sum, _mm256_maddubs_epi16(hi, bcast4(xr + 4)));
+                } else if constexpr (kGrid) {
+                    const int8_t* xr = xb + r * kBlock + 8 * c;
+                    const __m256i x0 = bcast4(xr), x1 = bcast4(xr + 4);
+                    add_to(s_lo[h][r], _mm256_maddubs_epi16(_mm256_shuffle_epi8(grid_lo, lo), x0));
+                    add_to(s_lo[h][r], _mm256_maddubs_epi16(_mm256_shuffle_epi8(grid_lo, hi), x1));
+                    add_to(s_hi[h][r], _mm256_maddubs_epi16(_mm256_shuffle_epi8(grid_hi, lo), x0));
+                    add_to(s_hi[h][r], _mm256_maddubs_epi16(_mm256_shuffle_epi8(grid_hi, hi), x1));
                 } else if constexpr (kBits == 4) {
                     const int8_t* xr = xb + r * kBlock + 8 * c;
                     add_to(s_lo[h][r], _mm256_maddubs_epi16(lo, bcast4(xr)));
@@ -123,9 +141,9 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
             __m256i t = _mm256_madd_epi16(s_lo[h][r], ones);
-            if constexpr (kBits != 4) {
+            if constexpr (kBits != 4 || kGrid) {
                 __m256i hi = _mm256_madd_epi16(s_hi[h][r], ones);
-                if constexpr (kBits == 8) hi = _mm256_slli_epi32(hi, 4);
+                if constexpr (kNibbleSplit) hi = _mm256_slli_epi32(hi, 4);
                 t = _mm256_add_epi32(t, hi);
             }
             isum[h][r] = kMin ? t : _mm256_add_epi32(corr, t);
@@ -215,8 +233,8 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
             block_sums_halves<kBits, H, M>(qs + b * kQs, sc[0].sub + b * kGroupRows * 2,
                                            x.q + b * m * kBlock, x.half_sums + b * m, isum);
         } else {
-            block_sums<kBits, has_min(kS), H, M>(qs + b * kQs, x.q + b * m * kBlock, x.corr + b * m,
-                                                 isum);
+            block_sums<kBits, has_min(kS), kS == Scales::kGrid, H, M>(
+                qs + b * kQs, x.q + b * m * kBlock, x.corr + b * m, isum);
         }
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
@@ -234,8 +252,11 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
 // Halves per pass for M rows: both halves of a group share the activation broadcasts where
 // the H x M int16 sums (one per pair for 4-bit quants, two otherwise) fit the 16 ymm
 // registers; the fp32 accumulators, touched once per block, may live in L1. Measured at 256
-// rows on Zen 3: 4-bit 2 halves x 4 rows 1.15x over 1 x 4; 8-bit 1 x 4 over 2 x 2.
-constexpr int halves_per_pass(int bits, int rows) { return rows == 1 || bits == 4 ? 2 : 1; }
+// rows on Zen 3: 4-bit 2 halves x 4 rows 1.15x over 1 x 4; 8-bit 1 x 4 over 2 x 2. Grid
+// values keep two sums per row, as 8-bit quants.
+constexpr int halves_per_pass(int bits, Scales s, int rows) {
+    return rows == 1 || (bits == 4 && s != Scales::kGrid) ? 2 : 1;
+}
 
 template <int kBits, Scales kS, int M>
 void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, const float* bias,
@@ -243,7 +264,7 @@ void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, co
     // The first pass over a group streams it from memory (prefetched); later row passes find
     // it in cache (for_each_pass keeps a chunk of groups in L2).
     const bool prefetch = r0 == 0;
-    if constexpr (halves_per_pass(kBits, M) == 2) {
+    if constexpr (halves_per_pass(kBits, kS, M) == 2) {
         pass<kBits, kS, 2, M>(w, g, 0, a, r0, bias, y, ldy, accumulate, prefetch);
     } else {
         pass<kBits, kS, 1, M>(w, g, 0, a, r0, bias, y, ldy, accumulate, prefetch);

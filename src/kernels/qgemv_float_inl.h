@@ -28,7 +28,8 @@ struct RowScales {
 
 // The fp32 accumulators of M activation rows: acc[r] += float(isum[r]) * (d * d_x[r])
 // (+ m * s_x[r]) for block b, where d and m are the block's weight scales (K-quants:
-// D * float(sc) and M * float(mn)). xd, xs: the rows' scales and scaled sums of block b.
+// D * float(sc) and M * float(mn); IQ4_XS D * float(sc)). xd, xs: the rows' scales and scaled
+// sums of block b.
 template <Isa I, int kBits, Scales kS, int M>
 inline void accumulate_block(const RowScales& sc, int64_t b, const typename Vec<I>::Ints (&isum)[M],
                              const float* xd, const float* xs, typename Vec<I>::F (&acc)[M]) {
@@ -38,11 +39,11 @@ inline void accumulate_block(const RowScales& sc, int64_t b, const typename Vec<
     typename V::F d = V::load(sc.d + is);
     typename V::F mn = V::zero();
     if constexpr (kMin) mn = V::load(sc.m + is);
-    if constexpr (kS == Scales::kK) {
+    if constexpr (block_multiplier(kS)) {
         typename V::F sc_f, mn_f;
         V::i8_pairs(sc.sub + b * kGroupRows * 2, sc_f, mn_f);
         d = V::mul(d, sc_f);
-        mn = V::mul(mn, mn_f);
+        if constexpr (kMin) mn = V::mul(mn, mn_f);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < M; ++r) {

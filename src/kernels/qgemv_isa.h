@@ -11,7 +11,8 @@
 //   d    [n_scale][16]         fp16 scales
 //   m    [n_scale][16]         fp16 mins (affine formats only; K-quants: -dmin)
 //   sub  [n_blocks][16][2]     K-quants only, int8 per block: Q3_K and Q6_K its two half-block
-//                              scales, Q4_K / Q5_K the block's 6-bit scale and min multipliers
+//                              scales, Q4_K / Q5_K the block's 6-bit scale and min multipliers,
+//                              IQ4_XS its scale multiplier and 0
 // 4-bit quants: 4 chunks of 64 bytes per block; byte 4*i + j of chunk c holds element
 // 8c + j of row i in its low nibble and element 8c + 4 + j in its high nibble (j < 4).
 // 5-bit quants: their low 4 bits as the 4-bit layout (chunks 0-3), then chunk 4: byte 4*i + j
@@ -32,8 +33,10 @@
 // affine formats), u the stored unsigned quant: Q4_0 offset 8, Q4_1 0 + min, Q5_0 16 (u = 5-bit
 // q), Q5_1 0 + min, Q8_0 128 (u = q + 128); Q4_K and Q5_K offset 0, d = D * sc and
 // m = M * mn with D, M = -dmin their super-block's fp16 values and sc, mn the block's 6-bit
-// multipliers (both products exact in fp32). With activations a = d_x * qx, one block
-// contributes
+// multipliers (both products exact in fp32); IQ4_XS stores its 4-bit grid indexes n, read as
+// u = kGridU8[n] = kValuesIq4nl[n] + 128 (offset 128), with d = D * sc, sc its block's 6-bit
+// scale minus 32 (GGML's dl * value, the same two roundings). With activations a = d_x * qx,
+// one block contributes
 //   d * d_x * (sum u * qx - offset * sum qx)  +  m * (d_x * sum qx)
 // where the int32 part is exact (|sum| < 2^24, so also exact in fp32).
 // Q6_K and Q3_K ("half-scale" formats): d their super-block's fp16 scale and, per 16-element
@@ -46,7 +49,8 @@
 // Float operations, identical in every kernel set so their results are bit-identical:
 // per row and block, acc = fma(float(isum), d * d_x, acc), then for affine formats
 // acc = fma(m, s_x, acc) with s_x = d_x * float(sum qx) (K-quants: d = D * float(sc) and
-// m = M * float(mn) first); at the end y = (acc + bias) + y_old (each term only when present).
+// m = M * float(mn) first; IQ4_XS d = D * float(sc)); at the end y = (acc + bias) + y_old (each
+// term only when present).
 #pragma once
 
 #include <cstddef>
@@ -72,14 +76,23 @@ enum class Scales {
     kD,     // a d per block: Q4_0, Q5_0, Q8_0; Q3_K, Q6_K (per super-block, with half scales)
     kDMin,  // a d and a min per block: Q4_1, Q5_1
     kK,     // a d and a min per super-block, 6-bit multipliers per block: Q4_K, Q5_K
+    kGrid,  // a d per super-block, an int8 multiplier per block, 4-bit indexes into a grid: IQ4_XS
 };
+
+// IQ4_XS's grid (quant_blocks.h, kValuesIq4nl) plus 128: the unsigned quant of each index.
+inline constexpr uint8_t kGridU8[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                        129, 141, 153, 166, 181, 197, 217, 241};
 
 constexpr int kSuperBlocks = 8;  // blocks per K-quant super-block (256 inputs)
 
 // The scale layout of a format: does it have mins, and are d (and m) per super-block with
-// per-block int8 multipliers (the K-quants)?
-constexpr bool has_min(Scales s) { return s != Scales::kD; }
-constexpr bool per_super(int bits, Scales s) { return half_scales(bits) || s == Scales::kK; }
+// per-block int8 multipliers (the K-quants, IQ4_XS)?
+constexpr bool has_min(Scales s) { return s == Scales::kDMin || s == Scales::kK; }
+constexpr bool per_super(int bits, Scales s) {
+    return half_scales(bits) || s == Scales::kK || s == Scales::kGrid;
+}
+// Is the block's d its super-block's times the block's int8 multiplier?
+constexpr bool block_multiplier(Scales s) { return s == Scales::kK || s == Scales::kGrid; }
 
 struct Weights {
     const uint8_t* data = nullptr;  // [n_groups][group_bytes], 64-byte aligned
@@ -258,9 +271,13 @@ inline void with_format(const Weights& w, F&& f) {
                 return f.template operator()<kBits, Scales::kDMin>();
             case Scales::kK:
                 return f.template operator()<kBits, Scales::kK>();
+            case Scales::kGrid:  // 4 bits only: taken before by_scales
+                return;
         }
     };
-    if (w.bits == 4) {
+    if (w.scales_kind == Scales::kGrid) {
+        f.template operator()<4, Scales::kGrid>();
+    } else if (w.bits == 4) {
         by_scales.template operator()<4>();
     } else if (w.bits == 6) {
         f.template operator()<6, Scales::kD>();
@@ -355,6 +372,7 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
     LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kD)                                                         \
     LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kDMin)                                                      \
     LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kK)                                                         \
+    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kGrid)                                                      \
     LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kD)                                                         \
     LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kDMin)                                                      \
     LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kK)                                                         \

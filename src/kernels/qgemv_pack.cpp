@@ -94,6 +94,23 @@ void unpack_q3_k(const uint8_t* src, int sub, UnpackedBlock* out) {
     }
 }
 
+// Sub-block `sub` (32 elements) of an IQ4_XS super-block: its 16 bytes of grid indexes (low
+// nibbles elements 0..15, high 16..31) as the quants, the super-block's d, and the sub-block's
+// 6-bit scale minus 32 as its multiplier (quant_blocks.h, BlockIQ4XS).
+void unpack_iq4_xs(const uint8_t* src, int sub, UnpackedBlock* out) {
+    quant::BlockIQ4XS b;
+    std::memcpy(&b, src, sizeof(b));
+    out->d = b.d;
+    out->m = 0;
+    out->sc[0] = static_cast<int8_t>(quant::iq4_xs_scale(sub, b.scales_h, b.scales_l) - 32);
+    out->sc[1] = 0;
+    const uint8_t* qs = b.qs + 16 * sub;
+    for (int j = 0; j < kBlock / 2; ++j) {
+        out->u[j] = static_cast<uint8_t>(qs[j] & 0x0F);
+        out->u[j + kBlock / 2] = static_cast<uint8_t>(qs[j] >> 4);
+    }
+}
+
 // nearbyint(x) in the default rounding mode (half to even) for |x| < 2^22, without a libm
 // call (the generic build has no SSE4.1 roundss): adding 1.5 * 2^23 leaves no fraction bits
 // (the build has no -ffast-math, so the sum is rounded and not folded away).
@@ -114,7 +131,7 @@ bool format_of(GgmlType type, FormatSpec* spec) {
         {GgmlType::Q5_0, {5, Scales::kD, 16}},  {GgmlType::Q5_1, {5, Scales::kDMin, 0}},
         {GgmlType::Q8_0, {8, Scales::kD, 128}}, {GgmlType::Q4_K, {4, Scales::kK, 0}},
         {GgmlType::Q5_K, {5, Scales::kK, 0}},   {GgmlType::Q6_K, {6, Scales::kD, 0}},
-        {GgmlType::Q3_K, {3, Scales::kD, 0}},
+        {GgmlType::Q3_K, {3, Scales::kD, 0}},   {GgmlType::IQ4_XS, {4, Scales::kGrid, 128}},
     };
     for (const Entry& e : kFormats) {
         if (e.type == type) {
@@ -139,6 +156,7 @@ void unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out
     if (type == GgmlType::Q5_K) return unpack_k<BlockQ5K>(src, sub, out);
     if (type == GgmlType::Q6_K) return unpack_q6_k(src, sub, out);
     if (type == GgmlType::Q3_K) return unpack_q3_k(src, sub, out);
+    if (type == GgmlType::IQ4_XS) return unpack_iq4_xs(src, sub, out);
     const bool unpacked = with_blocks(type, src, kBlock, [&]<typename B>(const B*, int64_t) {
         if constexpr (NibbleBlock<B>) {
             unpack_nibbles<B>(src, out);

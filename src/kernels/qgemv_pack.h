@@ -22,7 +22,7 @@ bool format_of(GgmlType type, FormatSpec* spec);
 
 // One block of 32 weights as stored: unsigned quants u, fp16 scale and min (raw bits; the
 // K-quants' super-block D and M), and the K-quants' two int8 multipliers (Q3_K, Q6_K: the halves'
-// scales; Q4_K, Q5_K: the block's scale and min).
+// scales; Q4_K, Q5_K: the block's scale and min; IQ4_XS: the block's scale and 0).
 struct UnpackedBlock {
     uint8_t u[kBlock];
     uint16_t d;

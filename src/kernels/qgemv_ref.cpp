@@ -101,6 +101,12 @@ int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
     return lo | (((high >> (4 * (c % 2) + 2 * (j / 4))) & 3) << 4);
 }
 
+// The unsigned quant u of element k (IQ4_XS: its grid value + 128).
+int quant_value(const Weights& w, int64_t g, int64_t b, int lane, int k) {
+    const int u = stored_quant(w, g, b, lane, k);
+    return w.scales_kind == Scales::kGrid ? kGridU8[u] : u;
+}
+
 // The exact int32 dot product of block b of row `lane` with activation row r (qgemv_isa.h,
 // Values), offset included.
 int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, int64_t b, int lane,
@@ -108,7 +114,7 @@ int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, 
     const int8_t* xq = a.q + (b * m + r) * kBlock;
     if (!half_scales(w.bits)) {
         int32_t isum = a.corr[b * m + r];
-        for (int k = 0; k < kBlock; ++k) isum += stored_quant(w, g, b, lane, k) * xq[k];
+        for (int k = 0; k < kBlock; ++k) isum += quant_value(w, g, b, lane, k) * xq[k];
         return isum;
     }
     const int8_t* sc = w.sub_scales(g) + (b * kGroupRows + lane) * 2;
@@ -127,7 +133,7 @@ int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, 
 float weight_value(const Weights& w, int32_t offset, int64_t n, int64_t c) {
     const int64_t g = n / kGroupRows, b = c / kBlock;
     const int lane = static_cast<int>(n % kGroupRows), k = static_cast<int>(c % kBlock);
-    const int u = stored_quant(w, g, b, lane, k);
+    const int u = quant_value(w, g, b, lane, k);
     const int64_t is = (w.per_super() ? b / kSuperBlocks : b) * kGroupRows + lane;
     const float d = quant::fp16_to_fp32_scalar(w.scales(g)[is]);
     const int8_t* sub = w.sub_scales(g) + (b * kGroupRows + lane) * 2;
@@ -138,6 +144,9 @@ float weight_value(const Weights& w, int32_t offset, int64_t n, int64_t c) {
         const float mn = quant::fp16_to_fp32_scalar(w.mins(g)[is]) * static_cast<float>(sub[1]);
         return d * static_cast<float>(sub[0]) * static_cast<float>(u) + mn;
     }
+    if (w.scales_kind == Scales::kGrid) {
+        return d * static_cast<float>(sub[0]) * static_cast<float>(u - offset);
+    }
     if (w.has_min()) {
         return static_cast<float>(u) * d + quant::fp16_to_fp32_scalar(w.mins(g)[is]);
     }
@@ -147,7 +156,7 @@ float weight_value(const Weights& w, int32_t offset, int64_t n, int64_t c) {
 void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
           const float* bias, float* y, int64_t ldy, bool accumulate) {
     const int64_t nb = w.n_blocks;
-    const bool k_affine = w.scales_kind == Scales::kK;
+    const bool multiplier = block_multiplier(w.scales_kind);
     for (int64_t g = g0; g < g1; ++g) {
         const uint16_t* dw = w.scales(g);
         const uint16_t* mw = w.mins(g);
@@ -162,9 +171,10 @@ void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t
                     const int64_t is = (w.per_super() ? b / kSuperBlocks : b) * kGroupRows + lane;
                     float d = quant::fp16_to_fp32_scalar(dw[is]);
                     float mn = w.has_min() ? quant::fp16_to_fp32_scalar(mw[is]) : 0.0f;
-                    if (k_affine) {  // the block's multipliers (exact products)
+                    if (multiplier) {  // the block's multipliers (exact products)
                         d *= static_cast<float>(sw[(b * kGroupRows + lane) * 2]);
-                        mn *= static_cast<float>(sw[(b * kGroupRows + lane) * 2 + 1]);
+                        if (w.has_min())
+                            mn *= static_cast<float>(sw[(b * kGroupRows + lane) * 2 + 1]);
                     }
                     acc = std::fma(static_cast<float>(isum), d * a.d[b * m + r], acc);
                     if (w.has_min()) acc = std::fma(mn, a.s[b * m + r], acc);

@@ -116,15 +116,17 @@ inline void block_sums_halves(const uint8_t* const (&qs)[G], const int8_t* const
 
 // Int32 sums of one block of the 4-, 5- and 8-bit formats for G groups x M rows, added to
 // isum (which holds the rows' offset terms). qb: each group's quants of this block; xb: row
-// 0's 32 quants (rows kBlock apart). For M = 1 with 4 bits (pass), ihi gets 16 x the
-// high-nibble products.
-template <int kBits, int G, int M>
+// 0's 32 quants (rows kBlock apart). kGrid: 4-bit indexes, looked up in kGridU8 (vpshufb).
+// For M = 1 with 4 bits and no grid (pass), ihi gets 16 x the high-nibble products.
+template <int kBits, bool kGrid, int G, int M>
 inline void block_sums(const uint8_t* const (&qb)[G], const int8_t* xb, __m512i (&isum)[G][M],
                        __m512i (&ihi)[G][M]) {
-    constexpr bool kSplitHi = kBits == 4 && M == 1;
+    constexpr bool kSplitHi = kBits == 4 && M == 1 && !kGrid;
     if constexpr (kBits == 4 || kBits == 5) {
         const __m512i nib = _mm512_set1_epi8(0x0F);
         const __m512i nib_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
+        const __m512i grid =
+            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kGridU8)));
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 4
@@ -141,6 +143,10 @@ inline void block_sums(const uint8_t* const (&qb)[G], const int8_t* xb, __m512i 
                         kBits == 5 ? _mm512_load_si512(qb[g] + 4 * kChunkBytes) : v;
                     __m512i lo, hi;
                     unpack_chunk<Bytes512, kBits>(v, high, c, lo, hi);
+                    if constexpr (kGrid) {
+                        lo = _mm512_shuffle_epi8(grid, lo);
+                        hi = _mm512_shuffle_epi8(grid, hi);
+                    }
 #pragma GCC unroll 8
                     for (int r = 0; r < M; ++r) {
                         const int8_t* xr = xb + r * kBlock + 8 * c;
@@ -172,14 +178,15 @@ inline void block_sums(const uint8_t* const (&qb)[G], const int8_t* xb, __m512i 
 // vpdpbusd, the fp16 scale conversions and 3 fp32 ops) for 512 multiply-adds: ~15-16 cycles
 // measured without prefetch, ~19 with.
 //
-// For M = 1 the 4-bit high nibbles are masked in place (v & 0xF0 = 16 q) into a second int32
-// accumulator that is divided by 16 (an exact arithmetic shift: every product is a multiple of
-// 16) at the end of the block: 2 ALU ops per chunk instead of 3, and two independent chains.
-// For M > 1 a shift per chunk is cheaper than a shift and an add per row.
+// For M = 1 the 4-bit high nibbles (but IQ4_XS's grid indexes) are masked in place (v & 0xF0 = 16
+// q) into a second int32 accumulator that is divided by 16 (an exact arithmetic shift: every
+// product is a multiple of 16) at the end of the block: 2 ALU ops per chunk instead of 3, and two
+// independent chains. For M > 1 a shift per chunk is cheaper than a shift and an add per row.
 template <int kBits, Scales kS, int G, int M>
 void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate) {
-    constexpr bool kSplitHi = kBits == 4 && M == 1;
+    constexpr bool kGrid = kS == Scales::kGrid;
+    constexpr bool kSplitHi = kBits == 4 && M == 1 && !kGrid;
     constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
     constexpr bool kHalves = half_scales(kBits);  // block_sums_halves sets isum itself
     const int64_t nb = w.n_blocks;
@@ -225,7 +232,7 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
             for (int g = 0; g < G; ++g) sb[g] = sc[g].sub + b * kGroupRows * 2;
             block_sums_halves<kBits, G, M>(qb, sb, xb, x.half_sums + b * m, isum);
         } else {
-            block_sums<kBits, G, M>(qb, xb, isum, ihi);
+            block_sums<kBits, kGrid, G, M>(qb, xb, isum, ihi);
         }
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {

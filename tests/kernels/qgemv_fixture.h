@@ -21,9 +21,10 @@ namespace lazyllm::kernels::qgemv_test {
 inline constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
                                       GgmlType::Q5_1, GgmlType::Q8_0};
 // Super-blocks of 256, taken with their own scales: fp16 per super-block, and per 32-element
-// block 6-bit multipliers (Q4_K, Q5_K) or two int8 half-block scales (Q3_K, Q6_K).
+// block 6-bit multipliers (Q4_K, Q5_K, IQ4_XS's on its non-linear grid) or two int8 half-block
+// scales (Q3_K, Q6_K).
 inline constexpr GgmlType kKTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                                       GgmlType::Q3_K};
+                                       GgmlType::Q3_K, GgmlType::IQ4_XS};
 
 inline KernelContext fast_ctx(int n_threads) {
     return {best_isa(detect_cpu_features()), n_threads};

@@ -208,8 +208,30 @@ std::vector<uint8_t> extreme_q3_k(int64_t n_out, int64_t n_in, uint32_t seed) {
     return out;
 }
 
+// IQ4_XS blocks at the extremes: indexes all 15 (grid value 113, u = 241: the largest
+// u * qx), all 0 (-127) or mixed, and 6-bit scales 63 or 0 (multipliers 31 and -32) or mixed.
+std::vector<uint8_t> extreme_iq4_xs(int64_t n_out, int64_t n_in, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int64_t n_blocks = n_out * n_in / 256;
+    std::vector<uint8_t> out(static_cast<size_t>(n_blocks) * sizeof(quant::BlockIQ4XS));
+    for (int64_t i = 0; i < n_blocks; ++i) {
+        quant::BlockIQ4XS b;
+        const int kind = static_cast<int>(i % 4);
+        for (uint8_t& v : b.qs)
+            v = kind == 0 ? 0xFF : kind == 1 ? 0x00 : static_cast<uint8_t>(rng());
+        const bool random_scales = kind == 3;
+        const uint8_t sl = kind == 1 ? 0x00 : 0xFF;
+        for (uint8_t& v : b.scales_l) v = random_scales ? static_cast<uint8_t>(rng()) : sl;
+        b.scales_h = random_scales ? static_cast<uint16_t>(rng()) : kind == 1 ? 0 : 0xFFFF;
+        b.d = fp32_to_fp16(0.001f);
+        std::memcpy(out.data() + static_cast<size_t>(i) * sizeof(b), &b, sizeof(b));
+    }
+    return out;
+}
+
 // Every row count of a VNNI pass (1-8, then a second pass) and of an AVX2 one (1-4), groups
-// taken 4, 2 or 1 at a time (n_out 64 and 37: whole and ragged), for both half-scale formats.
+// taken 4, 2 or 1 at a time (n_out 64 and 37: whole and ragged), for both half-scale formats
+// and IQ4_XS.
 void expect_half_scale_extremes_match_ref(Isa isa) {
     uint32_t seed = 1900;
     for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13}) {
@@ -221,6 +243,8 @@ void expect_half_scale_extremes_match_ref(Isa isa) {
                                    seed);
             expect_isa_matches_ref(isa, GgmlType::Q3_K, extreme_q3_k(s.n_out, s.n_in, seed), s, x,
                                    seed);
+            expect_isa_matches_ref(isa, GgmlType::IQ4_XS, extreme_iq4_xs(s.n_out, s.n_in, seed), s,
+                                   x, seed);
         }
     }
 }

@@ -259,21 +259,22 @@ TEST(QuantLinear, SupportedTypes) {
     for (GgmlType type : kTypes) EXPECT_TRUE(QuantLinear::supports(type)) << ggml_type_name(type);
     for (GgmlType type : kKTypes) EXPECT_TRUE(QuantLinear::supports(type)) << ggml_type_name(type);
     for (GgmlType type :
-         {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::IQ4_XS, GgmlType::Q8_1}) {
+         {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q2_K, GgmlType::Q8_1}) {
         EXPECT_FALSE(QuantLinear::supports(type)) << ggml_type_name(type);
     }
     EXPECT_FALSE(QuantLinear::has_fast_path(kRefCtx));
 }
 
-// The K-quants are held at about the file's bits per weight (file: Q3_K 3.4375, Q4_K 4.5, Q5_K
-// 5.5, Q6_K 6.5625): their 6-bit block scales (and mins) as int8, so Q3_K takes 3.5625, Q4_K
-// 4.625 and Q5_K 5.625.
+// The K-quants and IQ4_XS are held at about the file's bits per weight (file: Q3_K 3.4375, Q4_K
+// 4.5, Q5_K 5.5, Q6_K 6.5625, IQ4_XS 4.25): their 6-bit block scales (and mins) as int8 pairs,
+// so Q3_K takes 3.5625, Q4_K 4.625, Q5_K 5.625 and IQ4_XS 4.5625.
 TEST(QuantLinear, KQuantsHeldAtAboutTheFilesSize) {
     const int64_t n_out = 64, n_in = 1024;
     const std::pair<GgmlType, double> bits[] = {{GgmlType::Q3_K, 3.5625},
                                                 {GgmlType::Q4_K, 4.625},
                                                 {GgmlType::Q5_K, 5.625},
-                                                {GgmlType::Q6_K, 6.5625}};
+                                                {GgmlType::Q6_K, 6.5625},
+                                                {GgmlType::IQ4_XS, 4.5625}};
     for (const auto& [type, bpw] : bits) {
         const QuantMatrix wq = make_matrix(type, n_out, n_in, 3);
         const QuantLinear::Part part{type, wq.blocks.data(), n_out};
@@ -359,8 +360,8 @@ TEST(QuantLinear, LargestKScalesAreExact) {
 TEST(QuantLinear, RejectsBadInput) {
     const std::vector<uint8_t> data(64 * 34 * 4, 0);
     const KernelContext ctx = fast_ctx(1);
-    const QuantLinear::Part iq4{GgmlType::IQ4_XS, data.data(), 4};
-    expect_error(QuantLinear::create(ctx, {&iq4, 1}, 256), ErrorCode::kUnsupported, "IQ4_XS");
+    const QuantLinear::Part q2k{GgmlType::Q2_K, data.data(), 4};
+    expect_error(QuantLinear::create(ctx, {&q2k, 1}, 256), ErrorCode::kUnsupported, "Q2_K");
     const QuantLinear::Part q4k{GgmlType::Q4_K, data.data(), 4};
     expect_error(QuantLinear::create(ctx, {&q4k, 1}, 96), ErrorCode::kInvalidArgument,
                  "block size 256");
@@ -376,8 +377,8 @@ TEST(QuantLinear, RejectsBadInput) {
     expect_error(QuantLinear::create(ctx, {&empty_part, 1}, 32), ErrorCode::kInvalidArgument,
                  "n_out=0");
     expect_error(QuantLinear::create(ctx, {}, 32), ErrorCode::kInvalidArgument, "no weight");
-    const QuantLinear::Part mixed[] = {q8, {GgmlType::IQ4_XS, data.data(), 4}};
-    expect_error(QuantLinear::create(ctx, mixed, 256), ErrorCode::kUnsupported, "IQ4_XS");
+    const QuantLinear::Part mixed[] = {q8, {GgmlType::Q2_K, data.data(), 4}};
+    expect_error(QuantLinear::create(ctx, mixed, 256), ErrorCode::kUnsupported, "Q2_K");
     const std::vector<float> w(4 * 48, 1.0f);
     expect_error(QuantLinear::create_from_f32(ctx, w.data(), 4, 48), ErrorCode::kInvalidArgument,
                  "n_in=48");

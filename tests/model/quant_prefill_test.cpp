@@ -4,8 +4,8 @@
 //
 // Tolerance. The reference dequantizes the same blocks, so the differences are the int8
 // rounding of the activations per block of 32 (amax / 254 per element, qgemv_test.cpp) and
-// Q8_0 requantization for the types QuantLinear does not take directly (IQ4_XS, F16, F32:
-// amax / 254 per weight): the same 5e-2 of the logit range as the quantized decode tests.
+// Q8_0 requantization for the types QuantLinear does not take directly (F16, F32: amax / 254
+// per weight): the same 5e-2 of the logit range as the quantized decode tests.
 #include <gtest/gtest.h>
 
 #include <string>
