@@ -164,69 +164,60 @@ bool have_vnni() {
     return isa_supported(Isa::kAvx512, f) && f.avx512vnni;
 }
 
+// n_out x n_in weights of 256-element blocks of type Block, block i filled by
+// fill(block, i % 4, rng): the four kinds of extremes below, cycling.
+template <typename Block, typename Fill>
+std::vector<uint8_t> extreme_blocks(int64_t n_out, int64_t n_in, uint32_t seed, Fill fill) {
+    std::mt19937 rng(seed);
+    const int64_t n_blocks = n_out * n_in / 256;
+    std::vector<uint8_t> out(static_cast<size_t>(n_blocks) * sizeof(Block));
+    for (int64_t i = 0; i < n_blocks; ++i) {
+        Block b;
+        fill(b, static_cast<int>(i % 4), rng);
+        b.d = fp32_to_fp16(0.001f);
+        std::memcpy(out.data() + static_cast<size_t>(i) * sizeof(b), &b, sizeof(b));
+    }
+    return out;
+}
+
+// A byte for kind 0 (all bits set), 1 (none) or 2-3 (random).
+uint8_t extreme_byte(int kind, std::mt19937& rng) {
+    return kind == 0 ? 0xFF : kind == 1 ? 0x00 : static_cast<uint8_t>(rng());
+}
+
 // Q6_K blocks at the extremes: quants all 63, all 0 or mixed (u * qx at its largest, with
 // u - 32 at both ends) and half-block scales 127, -128 or mixed, against the extreme
 // activations: the largest int16 and int32 sums of block_sums_halves.
 std::vector<uint8_t> extreme_q6_k(int64_t n_out, int64_t n_in, uint32_t seed) {
-    std::mt19937 rng(seed);
-    const int64_t n_blocks = n_out * n_in / 256;
-    std::vector<uint8_t> out(static_cast<size_t>(n_blocks) * sizeof(quant::BlockQ6K));
-    const uint16_t d16 = fp32_to_fp16(0.001f);
-    for (int64_t i = 0; i < n_blocks; ++i) {
-        quant::BlockQ6K b;
-        const int kind = static_cast<int>(i % 4);
-        const uint8_t q = kind == 0 ? 0xFF : kind == 1 ? 0x00 : 0;
-        for (uint8_t& v : b.ql) v = kind < 2 ? q : static_cast<uint8_t>(rng());
-        for (uint8_t& v : b.qh) v = kind < 2 ? q : static_cast<uint8_t>(rng());
+    return extreme_blocks<quant::BlockQ6K>(n_out, n_in, seed, [](auto& b, int kind, auto& rng) {
+        for (uint8_t& v : b.ql) v = extreme_byte(kind, rng);
+        for (uint8_t& v : b.qh) v = extreme_byte(kind, rng);
         for (int j = 0; j < 16; ++j) {
             b.scales[j] = kind == 3 ? static_cast<int8_t>(rng()) : (j + kind) % 2 ? -128 : 127;
         }
-        b.d = d16;
-        std::memcpy(out.data() + static_cast<size_t>(i) * sizeof(b), &b, sizeof(b));
-    }
-    return out;
+    });
 }
 
 // Q3_K blocks at the extremes: quants all 3 (low bits 3, high bit set), all -4 or mixed, and
 // 6-bit scales 63 or 0 (multipliers 31 and -32) or mixed.
 std::vector<uint8_t> extreme_q3_k(int64_t n_out, int64_t n_in, uint32_t seed) {
-    std::mt19937 rng(seed);
-    const int64_t n_blocks = n_out * n_in / 256;
-    std::vector<uint8_t> out(static_cast<size_t>(n_blocks) * sizeof(quant::BlockQ3K));
-    for (int64_t i = 0; i < n_blocks; ++i) {
-        quant::BlockQ3K b;
-        const int kind = static_cast<int>(i % 4);
-        const uint8_t q = kind == 0 ? 0xFF : 0x00;
-        for (uint8_t& v : b.qs) v = kind < 2 ? q : static_cast<uint8_t>(rng());
-        for (uint8_t& v : b.hmask) v = kind < 2 ? q : static_cast<uint8_t>(rng());
-        for (uint8_t& v : b.scales) {
-            v = kind == 3 ? static_cast<uint8_t>(rng()) : kind == 1 ? 0x00 : 0xFF;
-        }
-        b.d = fp32_to_fp16(0.001f);
-        std::memcpy(out.data() + static_cast<size_t>(i) * sizeof(b), &b, sizeof(b));
-    }
-    return out;
+    return extreme_blocks<quant::BlockQ3K>(n_out, n_in, seed, [](auto& b, int kind, auto& rng) {
+        for (uint8_t& v : b.qs) v = extreme_byte(kind, rng);
+        for (uint8_t& v : b.hmask) v = extreme_byte(kind, rng);
+        for (uint8_t& v : b.scales) v = extreme_byte(kind == 2 ? 0 : kind, rng);
+    });
 }
 
 // IQ4_XS blocks at the extremes: indexes all 15 (grid value 113, u = 241: the largest
 // u * qx), all 0 (-127) or mixed, and 6-bit scales 63 or 0 (multipliers 31 and -32) or mixed.
 std::vector<uint8_t> extreme_iq4_xs(int64_t n_out, int64_t n_in, uint32_t seed) {
-    std::mt19937 rng(seed);
-    const int64_t n_blocks = n_out * n_in / 256;
-    std::vector<uint8_t> out(static_cast<size_t>(n_blocks) * sizeof(quant::BlockIQ4XS));
-    for (int64_t i = 0; i < n_blocks; ++i) {
-        quant::BlockIQ4XS b;
-        const int kind = static_cast<int>(i % 4);
-        for (uint8_t& v : b.qs)
-            v = kind == 0 ? 0xFF : kind == 1 ? 0x00 : static_cast<uint8_t>(rng());
-        const bool random_scales = kind == 3;
-        const uint8_t sl = kind == 1 ? 0x00 : 0xFF;
-        for (uint8_t& v : b.scales_l) v = random_scales ? static_cast<uint8_t>(rng()) : sl;
-        b.scales_h = random_scales ? static_cast<uint16_t>(rng()) : kind == 1 ? 0 : 0xFFFF;
-        b.d = fp32_to_fp16(0.001f);
-        std::memcpy(out.data() + static_cast<size_t>(i) * sizeof(b), &b, sizeof(b));
-    }
-    return out;
+    return extreme_blocks<quant::BlockIQ4XS>(n_out, n_in, seed, [](auto& b, int kind, auto& rng) {
+        for (uint8_t& v : b.qs) v = extreme_byte(kind, rng);
+        const int scale_kind = kind == 2 ? 0 : kind;
+        for (uint8_t& v : b.scales_l) v = extreme_byte(scale_kind, rng);
+        b.scales_h = static_cast<uint16_t>(extreme_byte(scale_kind, rng) << 8 |
+                                           extreme_byte(scale_kind, rng));
+    });
 }
 
 // Every row count of a VNNI pass (1-8, then a second pass) and of an AVX2 one (1-4), groups
