@@ -158,8 +158,7 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
 template <int kBits, int H, int M>
 inline void block_sums_halves(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
                               const int32_t* hs, __m256i (&isum)[H][M]) {
-    constexpr int kOffsetShift = kBits == 6 ? 5 : 2;
-    static_assert(half_offset(kBits) == 1 << kOffsetShift, "the offset is a shift");
+    constexpr int kOffsetShift = half_offset_shift(kBits);
     __m256i pairs[H], sc_half[H][2];
 #pragma GCC unroll 2
     for (int h = 0; h < H; ++h) {
@@ -175,8 +174,8 @@ inline void block_sums_halves(const uint8_t* qb, const int8_t* sc, const int8_t*
     for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
-            const int lo_chunk = kBits == 6 ? c : c / 2;
-            const int hi_chunk = kBits == 6 ? 4 + c / 2 : 2;
+            const int lo_chunk = half_scale_low_chunk(kBits, c);
+            const int hi_chunk = half_scale_high_chunk(kBits, c);
             const __m256i v = _mm256_load_si256(
                 reinterpret_cast<const __m256i*>(qb + lo_chunk * kChunkBytes + h * kHalfBytes));
             const __m256i high = _mm256_load_si256(

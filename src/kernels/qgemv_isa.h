@@ -69,7 +69,8 @@ constexpr int kChunkBytes = 64;
 constexpr size_t qs_bytes_for(int bits) { return static_cast<size_t>(bits) * kChunkBytes; }
 // The half-scale formats (Values above): 6 bits (Q6_K) and 3 bits (Q3_K), and their offset.
 constexpr bool half_scales(int bits) { return bits == 6 || bits == 3; }
-constexpr int32_t half_offset(int bits) { return bits == 6 ? 32 : 4; }
+constexpr int half_offset_shift(int bits) { return bits == 6 ? 5 : 2; }
+constexpr int32_t half_offset(int bits) { return int32_t{1} << half_offset_shift(bits); }
 
 // How a format's scales are stored (layout above).
 enum class Scales {

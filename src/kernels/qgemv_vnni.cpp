@@ -58,8 +58,7 @@ struct Bytes512 {
 template <int kBits, int G, int M>
 inline void block_sums_halves(const uint8_t* const (&qs)[G], const int8_t* const (&sc)[G],
                               const int8_t* xb, const int32_t* hs, __m512i (&isum)[G][M]) {
-    constexpr int kOffsetShift = kBits == 6 ? 5 : 2;
-    static_assert(half_offset(kBits) == 1 << kOffsetShift, "the offset is a shift");
+    constexpr int kOffsetShift = half_offset_shift(kBits);
     __m512i s[G][M][2];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
@@ -70,8 +69,8 @@ inline void block_sums_halves(const uint8_t* const (&qs)[G], const int8_t* const
     for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
-            const int lo_chunk = kBits == 6 ? c : c / 2;
-            const int hi_chunk = kBits == 6 ? 4 + c / 2 : 2;
+            const int lo_chunk = half_scale_low_chunk(kBits, c);
+            const int hi_chunk = half_scale_high_chunk(kBits, c);
             const __m512i v = in_register(_mm512_load_si512(qs[g] + lo_chunk * kChunkBytes));
             const __m512i high = in_register(_mm512_load_si512(qs[g] + hi_chunk * kChunkBytes));
             __m512i u_lo, u_hi;
