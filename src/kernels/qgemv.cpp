@@ -47,6 +47,7 @@ struct Scratch {
     std::vector<int8_t> q;                 // [m, n_in]
     std::vector<float> d, s;               // [m, n_blocks]
     std::vector<int32_t> corr, half_sums;  // [m, n_blocks]
+    ScratchVector<uint8_t> unpacked;       // [threads, qgemv::unpack_scratch_bytes]
     qgemv::OutlierScratch outliers;
 };
 
@@ -132,11 +133,12 @@ struct QuantLinear::Impl {
                   const qgemv::ActivationBuffers& buf, const qgemv::RowOutliers* rows,
                   int32_t* hs) const {
         if (r0 >= r1) return;
+        const int32_t o = qgemv::corr_offset(w.bits, offset);
         isa_dispatch(isa, [&]<Isa I>() {
             if constexpr (I == Isa::kRef) {
-                qgemv::ref::quantize_rows(x, m, r0, r1, ldx, w.n_in, offset, buf, rows);
+                qgemv::ref::quantize_rows(x, m, r0, r1, ldx, w.n_in, o, buf, rows);
             } else {
-                qgemv::quantize_rows<I>(x, m, r0, r1, ldx, w.n_in, offset, buf, rows);
+                qgemv::quantize_rows<I>(x, m, r0, r1, ldx, w.n_in, o, buf, rows);
             }
         });
         if (hs == nullptr) return;
@@ -145,17 +147,23 @@ struct QuantLinear::Impl {
         }
     }
 
-    // Output groups [g0, g1) of every row of a.
+    // Output groups [g0, g1) of every row of a; scratch: the thread's unpack_scratch_bytes(w)
+    // where the VNNI kernels unpack (uses_unpacked), else nullptr.
     void gemv(const qgemv::Activations& a, int64_t g0, int64_t g1, float* y, int64_t ldy,
-              bool accumulate) const {
+              bool accumulate, uint8_t* scratch) const {
         const float* b = bias.empty() ? nullptr : bias.data();
         isa_dispatch(isa, [&]<Isa I>() {
             if constexpr (I == Isa::kRef) {
                 qgemv::ref::gemv(w, a, a.m, g0, g1, b, y, ldy, accumulate);
             } else {
-                qgemv::gemv<I>(w, a, a.m, g0, g1, b, y, ldy, accumulate);
+                qgemv::gemv<I>(w, a, a.m, g0, g1, b, y, ldy, accumulate, scratch);
             }
         });
+    }
+
+    // Do m rows take the VNNI kernels' unpacked passes (qgemv_vnni.cpp, gemv_passes)?
+    bool uses_unpacked(int64_t m) const {
+        return isa == Isa::kAvx512 && w.bits != 8 && m > qgemv::kMaxRowsPerPass;
     }
 
     void set_bias(const float* b) {
@@ -350,7 +358,15 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
         qgemv::add_outlier_terms(im.isa, w.n_out, o, r0, r1, y, ldy);
     };
     const qgemv::Activations a{m, buf.q, buf.d, buf.s, buf.corr, hs};
-    const auto run = [&](int64_t g0, int64_t g1) { im.gemv(a, g0, g1, y, ldy, accumulate); };
+    const size_t unpack_bytes = im.uses_unpacked(m) ? qgemv::unpack_scratch_bytes(w) : 0;
+    uint8_t* unpacked = unpack_bytes == 0
+                            ? nullptr
+                            : grow(s.unpacked, static_cast<int64_t>(unpack_bytes) * im.n_threads);
+    // Thread t of the parallel region (0 outside it) runs output groups [g0, g1).
+    const auto run = [&](int64_t g0, int64_t g1, int64_t t) {
+        im.gemv(a, g0, g1, y, ldy, accumulate,
+                unpacked == nullptr ? nullptr : unpacked + t * unpack_bytes);
+    };
     // A fork/join costs about a microsecond; a thread is only woken for at least
     // kMinWorkPerThread group-block-rows (~1.5 us at ~19 cycles each).
     const int64_t work = w.n_groups * w.n_blocks * m;
@@ -363,12 +379,12 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
         quantize(0, m);
         if (outliers) gather();
         if (n_threads <= 1) {
-            run(0, w.n_groups);
+            run(0, w.n_groups, 0);
         } else {
 #pragma omp parallel num_threads(n_threads)
             {
                 const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-                run(w.n_groups * t / nt, w.n_groups * (t + 1) / nt);
+                run(w.n_groups * t / nt, w.n_groups * (t + 1) / nt, t);
             }
         }
         if (outliers) terms(0, m);
@@ -387,7 +403,7 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
                 any = !o.channels.empty();
             }  // implied barrier
         }
-        run(w.n_groups * t / nt, w.n_groups * (t + 1) / nt);
+        run(w.n_groups * t / nt, w.n_groups * (t + 1) / nt, t);
         if (any) {  // the same for every thread
 #pragma omp barrier
             terms(m * t / nt, m * (t + 1) / nt);

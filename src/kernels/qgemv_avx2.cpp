@@ -84,8 +84,8 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
     // The grid values' low and high nibbles, per index (vpshufb tables in both 128-bit lanes).
     __m256i grid_lo = _mm256_setzero_si256(), grid_hi = grid_lo;
     if constexpr (kGrid) {
-        const __m256i g =
-            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kGridU8)));
+        const __m256i g = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kGridU8.data())));
         grid_lo = _mm256_and_si256(g, _mm256_set1_epi8(0x0F));
         grid_hi = _mm256_and_si256(_mm256_srli_epi16(g, 4), _mm256_set1_epi8(0x0F));
     }
@@ -273,7 +273,7 @@ void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, co
 
 template <int kBits, Scales kS>
 void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-                 const float* bias, float* y, int64_t ldy, bool accumulate) {
+                 const float* bias, float* y, int64_t ldy, bool accumulate, uint8_t* /*scratch*/) {
     for_each_pass<kRowsPerPass>(w, m, g0, g1, 1, [&]<int M>(int64_t g, int64_t, int64_t r0) {
         pass_rows<kBits, kS, M>(w, g, a, r0, bias, y, ldy, accumulate);
     });

@@ -193,14 +193,6 @@ inline void with_rows(int64_t rows, F&& f) {
     (std::make_integer_sequence<int, kMax>());
 }
 
-// Bytes of weights a gemv keeps in L2 while row passes go over them (for_each_pass): half
-// the core's L2, within [128 KiB, 1 MiB]. Measured on an Intel Xeon (2 MiB L2, 2 threads,
-// Q4_K, 2048 prompt rows): 2048 x 2048 in 63 ms without chunks, 30-32 ms with 256 KiB to
-// 1 MiB; 2048 x 8192 in 255, 215 and 156-165 ms at none, 256 KiB and 512 KiB to 1 MiB.
-inline int64_t pass_chunk_bytes() {
-    return std::clamp<int64_t>(l2_cache_bytes() / 2, int64_t{128} << 10, int64_t{1} << 20);
-}
-
 // The passes of a gemv over groups [g0, g1) and rows [0, m), in the order that keeps both
 // operands in cache on long prompts: groups in chunks of about pass_chunk_bytes() of weights
 // (a multiple of `tile` groups), and per chunk the rows in passes of up to kRows over the
@@ -208,13 +200,15 @@ inline int64_t pass_chunk_bytes() {
 // come from L2 for every row pass after the first, and a row pass's activations from L1/L2
 // for every group after the first. f.template operator()<M>(g, n_groups, r0) runs one pass
 // of M rows from r0. Each output is computed by one pass, so the order changes no result.
-template <int kRows, typename F>
-inline void for_each_pass(const Weights& w, int64_t m, int64_t g0, int64_t g1, int64_t tile,
-                          F&& f) {
-    const int64_t fit = pass_chunk_bytes() / static_cast<int64_t>(w.group_bytes);
-    const int64_t chunk = std::max<int64_t>(1, fit / tile) * tile;
+//
+// The general form: chunks of `chunk` groups (a multiple of tile), start(c0, c1) called before
+// a chunk's passes.
+template <int kRows, typename Start, typename F>
+inline void for_each_pass(int64_t m, int64_t g0, int64_t g1, int64_t chunk, int64_t tile,
+                          Start&& start, F&& f) {
     for (int64_t c0 = g0; c0 < g1; c0 += chunk) {
         const int64_t c1 = std::min(g1, c0 + chunk);
+        start(c0, c1);
         for (int64_t r0 = 0; r0 < m; r0 += kRows) {
             with_rows<kRows>(std::min<int64_t>(kRows, m - r0), [&]<int M>() {
                 for (int64_t g = c0; g < c1;) {
@@ -225,6 +219,14 @@ inline void for_each_pass(const Weights& w, int64_t m, int64_t g0, int64_t g1, i
             });
         }
     }
+}
+template <int kRows, typename F>
+inline void for_each_pass(const Weights& w, int64_t m, int64_t g0, int64_t g1, int64_t tile,
+                          F&& f) {
+    const int64_t fit = pass_chunk_bytes() / static_cast<int64_t>(w.group_bytes);
+    const int64_t chunk = std::max<int64_t>(1, fit / tile) * tile;
+    for_each_pass<kRows>(
+        m, g0, g1, chunk, tile, [](int64_t, int64_t) {}, f);
 }
 
 }  // namespace lazyllm::kernels::qgemv

@@ -53,9 +53,12 @@
 // term only when present).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/quant_blocks.h"
 #include "kernels/simd.h"
 
 namespace lazyllm::kernels::qgemv {
@@ -80,9 +83,12 @@ enum class Scales {
     kGrid,  // a d per super-block, an int8 multiplier per block, 4-bit indexes into a grid: IQ4_XS
 };
 
-// IQ4_XS's grid (quant_blocks.h, kValuesIq4nl) plus 128: the unsigned quant of each index.
-inline constexpr uint8_t kGridU8[16] = {1,   24,  45,  63,  79,  93,  106, 118,
-                                        129, 141, 153, 166, 181, 197, 217, 241};
+// IQ4_XS's grid (quant::kValuesIq4nl) plus 128: the unsigned quant of each index.
+inline constexpr std::array<uint8_t, 16> kGridU8 = [] {
+    std::array<uint8_t, 16> g{};
+    for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<uint8_t>(quant::kValuesIq4nl[i] + 128);
+    return g;
+}();
 
 constexpr int kSuperBlocks = 8;  // blocks per K-quant super-block (256 inputs)
 
@@ -143,6 +149,40 @@ inline size_t group_bytes_for(int bits, Scales kind, int64_t n_blocks) {
     return (bytes + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
 }
 
+// Bytes of weights a gemv keeps in L2 while row passes go over them (for_each_pass): half
+// the core's L2, within [128 KiB, 1 MiB]. Measured on an Intel Xeon (2 MiB L2, 2 threads,
+// Q4_K, 2048 prompt rows): 2048 x 2048 in 63 ms without chunks, 30-32 ms with 256 KiB to
+// 1 MiB; 2048 x 8192 in 255, 215 and 156-165 ms at none, 256 KiB and 512 KiB to 1 MiB.
+inline int64_t pass_chunk_bytes() {
+    return std::clamp<int64_t>(l2_cache_bytes() / 2, int64_t{128} << 10, int64_t{1} << 20);
+}
+
+// Prompt passes of the VNNI kernels over formats of fewer than 8 bits unpack a chunk of groups
+// once, to a byte per quant in the 8-bit layout (grid indexes looked up), and run every row pass
+// over that copy: a group's unpacked blocks, and the groups of one chunk (about
+// pass_chunk_bytes() of them, at least one).
+inline int64_t unpacked_group_bytes(const Weights& w) {
+    return w.n_blocks * static_cast<int64_t>(qs_bytes_for(8));
+}
+inline int64_t unpacked_chunk_groups(const Weights& w) {
+    return std::max<int64_t>(1, pass_chunk_bytes() / unpacked_group_bytes(w));
+}
+// A thread's scratch for those passes (64-byte aligned by the caller).
+inline size_t unpack_scratch_bytes(const Weights& w) {
+    return static_cast<size_t>(unpacked_chunk_groups(w) * unpacked_group_bytes(w));
+}
+// Q3_K's quants are unpacked with their half scales applied: u = sc_h * (q - 4) + 127, in
+// [3, 255] (|sc_h| <= 32, q - 4 in [-4, 3]), so that u * qx summed over the block, minus 127 *
+// sum qx, is the block's int32 sum of the Values above, and the pass runs as Q8_0's. Its
+// Activations::corr therefore holds -127 * sum qx (corr_offset); the half-scale kernels
+// themselves take no correction from corr.
+constexpr bool prescaled_unpack(int bits) { return bits == 3; }
+constexpr int32_t kPrescaledOffset = 127;
+// The offset o of Activations::corr = -o * sum qx for a format of `bits` and offset `offset`.
+constexpr int32_t corr_offset(int bits, int32_t offset) {
+    return prescaled_unpack(bits) ? kPrescaledOffset : offset;
+}
+
 // Quantized activation rows (one forward()), block-major so that the rows a kernel pass
 // reads for one block are adjacent.
 struct Activations {
@@ -150,7 +190,7 @@ struct Activations {
     const int8_t* q = nullptr;      // [n_blocks, m, 32] int8
     const float* d = nullptr;       // [n_blocks, m] scale amax / 127 (0 for an all-zero block)
     const float* s = nullptr;       // [n_blocks, m] d * float(sum q)
-    const int32_t* corr = nullptr;  // [n_blocks, m] -offset * sum q
+    const int32_t* corr = nullptr;  // [n_blocks, m] -corr_offset * sum q
     // Half-scale weights only: [n_blocks, m] the two 16-element halves' sums of q, as int16 in
     // the low and high half of each int32 (ref::half_sums).
     const int32_t* half_sums = nullptr;
@@ -328,14 +368,15 @@ void quantize_rows(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ld
 template <Isa I>
 void add_columns(const float* xv, int64_t ldxv, int64_t m, int k, const float* const* cols,
                  int64_t n, float* y, int64_t ldy);
+// scratch: the calling thread's unpack_scratch_bytes(w) (64-byte aligned), or nullptr.
 template <Isa I, int kBits, Scales kS>
 void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-                 const float* bias, float* y, int64_t ldy, bool accumulate);
+                 const float* bias, float* y, int64_t ldy, bool accumulate, uint8_t* scratch);
 template <Isa I>
 inline void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-                 const float* bias, float* y, int64_t ldy, bool accumulate) {
+                 const float* bias, float* y, int64_t ldy, bool accumulate, uint8_t* scratch) {
     with_format(w, [&]<int kBits, Scales kS>() {
-        gemv_format<I, kBits, kS>(w, a, m, g0, g1, bias, y, ldy, accumulate);
+        gemv_format<I, kBits, kS>(w, a, m, g0, g1, bias, y, ldy, accumulate, scratch);
     });
 }
 
@@ -361,8 +402,8 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
     template <>                                                                                   \
     void gemv_format<I, kBits, kS>(const Weights& w, const Activations& a, int64_t m, int64_t g0, \
                                    int64_t g1, const float* bias, float* y, int64_t ldy,          \
-                                   bool accumulate) {                                             \
-        gemv_passes<kBits, kS>(w, a, m, g0, g1, bias, y, ldy, accumulate);                        \
+                                   bool accumulate, uint8_t* scratch) {                           \
+        gemv_passes<kBits, kS>(w, a, m, g0, g1, bias, y, ldy, accumulate, scratch);               \
     }
 #define LAZYLLM_QGEMV_FORMATS(I)                                                                   \
     template <>                                                                                    \

@@ -7,6 +7,11 @@
 // unsigned (Q4 nibbles 0..15, Q5 0..31, Q8 + 128), which is the operand order vpdpbusd wants;
 // the offset comes back through the int32 accumulator's initial value, -offset * sum(qx).
 // Products stay far from int32 overflow (|u| <= 255, |qx| <= 127: 32 * 255 * 127 < 2^20).
+//
+// Prompts (more than 8 rows, so more than one pass of rows over a group) of the formats under 8
+// bits first unpack a chunk of groups to a byte per quant (unpack_groups; Q3_K with its half
+// scales applied) and run every pass over that copy as over Q8_0's quants: the unpacking is paid
+// once per chunk instead of once per 8 rows.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -46,6 +51,22 @@ struct Bytes512 {
     static V set1(char x) { return _mm512_set1_epi8(x); }
 };
 
+// The two chunks unpack_chunk (qgemv_bits_inl.h) takes for chunk c (< 4) of a block of kBits-bit
+// quants qb: the nibbles (or, for 3 bits, the low-bit pairs) and the chunk of the remaining bits
+// (v itself for 4 bits).
+template <int kBits>
+inline void load_chunk_pair(const uint8_t* qb, int c, __m512i& v, __m512i& high) {
+    const bool halves = half_scales(kBits);
+    v = in_register(
+        _mm512_load_si512(qb + (halves ? half_scale_low_chunk(kBits, c) : c) * kChunkBytes));
+    if constexpr (kBits == 4) {
+        high = v;
+    } else {
+        high = in_register(
+            _mm512_load_si512(qb + (halves ? half_scale_high_chunk(kBits, c) : 4) * kChunkBytes));
+    }
+}
+
 // Int32 sums of one block of a half-scale format (Q6_K, Q3_K; layout and values: qgemv_isa.h)
 // for G groups x M rows: the quants of chunk c (6 bits: its low nibbles and the two high bits
 // from chunk 4 + c / 2; 3 bits: the low bits from chunk c / 2 and the third from chunk 2) go
@@ -53,9 +74,10 @@ struct Bytes512 {
 //   isum = sc_0 * s_0 + sc_1 * s_1 - o * (sc_0 X_0 + sc_1 X_1)
 // (6 bits: vpmulld for the first two terms, s_h reaching 16 * 63 * 127, beyond int16, and
 // vpmaddwd for the offset term, as the AVX2 kernels; 3 bits: one vpmaddwd). qs: each group's quants
-// of this block; sc: each group's int8 (sc_0, sc_1) pairs of this block; xb: row 0's 32 quants
-// (rows kBlock apart); hs: the rows' half sums.
-template <int kBits, int G, int M>
+// of this block (kUnpacked: unpacked to the 8-bit layout, unpack_groups, G = 1); sc: each group's
+// int8 (sc_0, sc_1) pairs of this block; xb: row 0's 32 quants (rows kBlock apart); hs: the
+// rows' half sums.
+template <int kBits, bool kUnpacked, int G, int M>
 inline void block_sums_halves(const uint8_t* const (&qs)[G], const int8_t* const (&sc)[G],
                               const int8_t* xb, const int32_t* hs, __m512i (&isum)[G][M]) {
     constexpr int kOffsetShift = half_offset_shift(kBits);
@@ -65,28 +87,38 @@ inline void block_sums_halves(const uint8_t* const (&qs)[G], const int8_t* const
 #pragma GCC unroll 8
         for (int r = 0; r < M; ++r) s[g][r][0] = s[g][r][1] = _mm512_setzero_si512();
     }
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-#pragma GCC unroll 4
-        for (int g = 0; g < G; ++g) {
-            const int lo_chunk = half_scale_low_chunk(kBits, c);
-            const int hi_chunk = half_scale_high_chunk(kBits, c);
-            const __m512i v = in_register(_mm512_load_si512(qs[g] + lo_chunk * kChunkBytes));
-            const __m512i high = in_register(_mm512_load_si512(qs[g] + hi_chunk * kChunkBytes));
-            __m512i u_lo, u_hi;
-            unpack_chunk<Bytes512, kBits>(v, high, c, u_lo, u_hi);
+    if constexpr (kUnpacked) {
+        static_assert(G == 1);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {  // elements 4k .. 4k + 3: half k / 4
+            const __m512i u = _mm512_load_si512(qs[0] + k * kChunkBytes);
 #pragma GCC unroll 8
             for (int r = 0; r < M; ++r) {
-                const int8_t* xr = xb + r * kBlock + 8 * c;
-                __m512i& acc = s[g][r][c / 2];
-                acc = _mm512_dpbusd_epi32(acc, u_lo, bcast4(xr));
-                acc = _mm512_dpbusd_epi32(acc, u_hi, bcast4(xr + 4));
+                __m512i& acc = s[0][r][k / 4];
+                acc = _mm512_dpbusd_epi32(acc, u, bcast4(xb + r * kBlock + 4 * k));
+            }
+        }
+    } else {
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                __m512i v, high, u_lo, u_hi;
+                load_chunk_pair<kBits>(qs[g], c, v, high);
+                unpack_chunk<Bytes512, kBits>(v, high, c, u_lo, u_hi);
+#pragma GCC unroll 8
+                for (int r = 0; r < M; ++r) {
+                    const int8_t* xr = xb + r * kBlock + 8 * c;
+                    __m512i& acc = s[g][r][c / 2];
+                    acc = _mm512_dpbusd_epi32(acc, u_lo, bcast4(xr));
+                    acc = _mm512_dpbusd_epi32(acc, u_hi, bcast4(xr + 4));
+                }
             }
         }
     }
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-        // int16 (sc_0, sc_1) per int32 lane, and each scale alone as int32.
+        // int16 (sc_0, sc_1) per int32 lane.
         const __m512i pairs =
             _mm512_cvtepi8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc[g])));
         if constexpr (kBits == 3) {
@@ -101,6 +133,7 @@ inline void block_sums_halves(const uint8_t* const (&qs)[G], const int8_t* const
             }
             continue;
         }
+        // 6 bits: each scale alone as int32.
         const __m512i sc0 = _mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16);
         const __m512i sc1 = _mm512_srai_epi32(pairs, 16);
 #pragma GCC unroll 8
@@ -124,23 +157,21 @@ inline void block_sums(const uint8_t* const (&qb)[G], const int8_t* xb, __m512i 
     if constexpr (kBits == 4 || kBits == 5) {
         const __m512i nib = _mm512_set1_epi8(0x0F);
         const __m512i nib_hi = _mm512_set1_epi8(static_cast<char>(0xF0));
-        const __m512i grid =
-            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kGridU8)));
+        const __m512i grid = _mm512_broadcast_i32x4(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kGridU8.data())));
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {
-                const __m512i v = in_register(_mm512_load_si512(qb[g] + c * kChunkBytes));
                 if constexpr (kSplitHi) {
+                    const __m512i v = in_register(_mm512_load_si512(qb[g] + c * kChunkBytes));
                     const __m512i lo = _mm512_and_si512(v, nib);
                     const __m512i hi = _mm512_and_si512(v, nib_hi);
                     isum[g][0] = _mm512_dpbusd_epi32(isum[g][0], lo, bcast4(xb + 8 * c));
                     ihi[g][0] = _mm512_dpbusd_epi32(ihi[g][0], hi, bcast4(xb + 8 * c + 4));
                 } else {
-                    // 5 bits: the fifth bits come from chunk 4.
-                    const __m512i high =
-                        kBits == 5 ? _mm512_load_si512(qb[g] + 4 * kChunkBytes) : v;
-                    __m512i lo, hi;
+                    __m512i v, high, lo, hi;
+                    load_chunk_pair<kBits>(qb[g], c, v, high);
                     unpack_chunk<Bytes512, kBits>(v, high, c, lo, hi);
                     if constexpr (kGrid) {
                         lo = _mm512_shuffle_epi8(grid, lo);
@@ -181,13 +212,18 @@ inline void block_sums(const uint8_t* const (&qb)[G], const int8_t* xb, __m512i 
 // q) into a second int32 accumulator that is divided by 16 (an exact arithmetic shift: every
 // product is a multiple of 16) at the end of the block: 2 ALU ops per chunk instead of 3, and two
 // independent chains. For M > 1 a shift per chunk is cheaper than a shift and an add per row.
-template <int kBits, Scales kS, int G, int M>
+//
+// kUnpacked: the groups' quants come unpacked to the 8-bit layout (unpack_groups) from uq, each
+// group unpacked_group_bytes(w) after the last, already in cache (no prefetch).
+template <int kBits, Scales kS, int G, int M, bool kUnpacked = false>
 void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const float* bias,
-          float* y, int64_t ldy, bool accumulate) {
-    constexpr bool kGrid = kS == Scales::kGrid;
-    constexpr bool kSplitHi = kBits == 4 && M == 1 && !kGrid;
-    constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
-    constexpr bool kHalves = half_scales(kBits);  // block_sums_halves sets isum itself
+          float* y, int64_t ldy, bool accumulate, const uint8_t* uq = nullptr) {
+    constexpr bool kGrid = kS == Scales::kGrid && !kUnpacked;
+    constexpr bool kSplitHi = kBits == 4 && M == 1 && !kGrid && !kUnpacked;
+    constexpr int kSumBits = kUnpacked ? 8 : kBits;  // the layout block_sums reads
+    constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kSumBits));
+    // block_sums_halves sets isum itself; Q3_K's unpacked quants carry their half scales.
+    constexpr bool kHalves = half_scales(kBits) && !(kUnpacked && prescaled_unpack(kBits));
     const int64_t nb = w.n_blocks;
     // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
     const int64_t m = a.m;
@@ -196,7 +232,7 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     RowScales sc[G];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-        qs[g] = w.group(g0 + g);
+        qs[g] = kUnpacked ? uq + g * unpacked_group_bytes(w) : w.group(g0 + g);
         sc[g] = RowScales::at(w, g0 + g, 0);
     }
     __m512 acc[G][M];
@@ -207,7 +243,7 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     }
     for (int64_t b = 0; b < nb; ++b) {
 #pragma GCC unroll 4
-        for (int g = 0; g < G; ++g) {
+        for (int g = 0; !kUnpacked && g < G; ++g) {
             prefetch_block<kBits, kS>(reinterpret_cast<const char*>(qs[g]) + kPrefetchBytes, b);
         }
         __m512i isum[G][M];
@@ -229,9 +265,9 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
             const int8_t* sb[G];
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) sb[g] = sc[g].sub + b * kGroupRows * 2;
-            block_sums_halves<kBits, G, M>(qb, sb, xb, x.half_sums + b * m, isum);
+            block_sums_halves<kBits, kUnpacked, G, M>(qb, sb, xb, x.half_sums + b * m, isum);
         } else {
-            block_sums<kBits, kGrid, G, M>(qb, xb, isum, ihi);
+            block_sums<kSumBits, kGrid, G, M>(qb, xb, isum, ihi);
         }
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
@@ -265,9 +301,88 @@ void pass_rows(const Weights& w, int64_t g, int64_t n_groups, const Activations&
     }
 }
 
+// u * sc + 127 for the bytes u (q + 4, q in [-4, 3]) of v, sc: each int32 lane's int16 scale in
+// both halves (prescaled_unpack, qgemv_isa.h): the even and odd bytes as int16, the result in
+// [3, 255].
+inline __m512i prescale(__m512i v, __m512i sc) {
+    const __m512i low_byte = _mm512_set1_epi16(0x00FF);
+    const __m512i four = _mm512_set1_epi16(4), offset = _mm512_set1_epi16(kPrescaledOffset);
+    const __m512i even = _mm512_sub_epi16(_mm512_and_si512(v, low_byte), four);
+    const __m512i odd = _mm512_sub_epi16(_mm512_srli_epi16(v, 8), four);
+    const __m512i e = _mm512_add_epi16(_mm512_mullo_epi16(even, sc), offset);
+    const __m512i o = _mm512_add_epi16(_mm512_mullo_epi16(odd, sc), offset);
+    return _mm512_or_si512(e, _mm512_slli_epi16(o, 8));
+}
+
+// Groups [g0, g1) of w unpacked to a byte per quant into out (unpacked_group_bytes(w) per
+// group): per block the 8-bit layout (qgemv_isa.h), chunk 2c holding the low-nibble elements of
+// chunk c and 2c + 1 the high ones; grid indexes as their unsigned grid values; Q3_K's with
+// their half scales (prescaled_unpack).
+template <int kBits, Scales kS>
+void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
+    constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
+    const __m512i grid =
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kGridU8.data())));
+    // vpshufb patterns: the int16 scale of half 0 (bytes 0-1 of each int32 lane of the scale
+    // pairs) or half 1 (bytes 2-3) into both halves of the lane.
+    const __m512i half_scale[2] = {
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13)),
+        _mm512_broadcast_i32x4(
+            _mm_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15))};
+    for (int64_t g = g0; g < g1; ++g) {
+        const uint8_t* qs = w.group(g);
+        const int8_t* sub = w.sub_scales(g);
+        const char* pf = reinterpret_cast<const char*>(qs) + kPrefetchBytes;
+        for (int64_t b = 0; b < w.n_blocks; ++b, out += qs_bytes_for(8)) {
+            prefetch_block<kBits, kS>(pf, b);
+            __m512i sc[2];
+            if constexpr (prescaled_unpack(kBits)) {
+                const __m512i pairs = _mm512_cvtepi8_epi16(
+                    _mm256_load_si256(reinterpret_cast<const __m256i*>(sub + b * kGroupRows * 2)));
+                sc[0] = _mm512_shuffle_epi8(pairs, half_scale[0]);
+                sc[1] = _mm512_shuffle_epi8(pairs, half_scale[1]);
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+                __m512i v, high, lo, hi;
+                load_chunk_pair<kBits>(qs + b * kQs, c, v, high);
+                unpack_chunk<Bytes512, kBits>(v, high, c, lo, hi);
+                if constexpr (kS == Scales::kGrid) {
+                    lo = _mm512_shuffle_epi8(grid, lo);
+                    hi = _mm512_shuffle_epi8(grid, hi);
+                }
+                if constexpr (prescaled_unpack(kBits)) {
+                    lo = prescale(lo, sc[c / 2]);
+                    hi = prescale(hi, sc[c / 2]);
+                }
+                _mm512_store_si512(out + 2 * c * kChunkBytes, lo);
+                _mm512_store_si512(out + (2 * c + 1) * kChunkBytes, hi);
+            }
+        }
+    }
+}
+
 template <int kBits, Scales kS>
 void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-                 const float* bias, float* y, int64_t ldy, bool accumulate) {
+                 const float* bias, float* y, int64_t ldy, bool accumulate, uint8_t* scratch) {
+    if constexpr (kBits != 8) {
+        // More than one row pass: unpack each chunk of groups once (into scratch, sized
+        // unpack_scratch_bytes(w)) for all of them, one group per pass.
+        if (scratch != nullptr && m > kMaxRowsPerPass) {
+            int64_t c0 = g0;
+            for_each_pass<kMaxRowsPerPass>(
+                m, g0, g1, unpacked_chunk_groups(w), 1,
+                [&](int64_t first, int64_t last) {
+                    unpack_groups<kBits, kS>(w, first, last, scratch);
+                    c0 = first;
+                },
+                [&]<int M>(int64_t g, int64_t, int64_t r0) {
+                    pass<kBits, kS, 1, M, true>(w, g, a, r0, bias, y, ldy, accumulate,
+                                                scratch + (g - c0) * unpacked_group_bytes(w));
+                });
+            return;
+        }
+    }
     // Rows in passes of up to 8; m <= 4 takes several groups per pass (groups_per_pass).
     const int64_t tile = groups_per_pass(std::min<int64_t>(kMaxRowsPerPass, m));
     for_each_pass<kMaxRowsPerPass>(

@@ -273,8 +273,9 @@ TEST(QuantLinearAvx2, FromF32MatchesReferenceBitExact) {
 }
 
 // Weights larger than the L2 chunk the kernels keep while row passes go over them (1 MiB at
-// most, qgemv_float_inl.h): several chunks, a ragged last group, rows in several passes and a
-// short last one. The pass order must not change any output.
+// most, qgemv_isa.h; the VNNI kernels' unpacked copy of a chunk for formats under 8 bits, 64
+// KiB a group here): several chunks, a ragged last group, rows in several passes and a short
+// last one. The pass order must not change any output.
 TEST(QuantLinear, WeightsOverSeveralChunksBitExact) {
     std::vector<Isa> isas;
     if (have_avx2()) isas.push_back(Isa::kAvx2);
@@ -282,7 +283,8 @@ TEST(QuantLinear, WeightsOverSeveralChunksBitExact) {
     if (isas.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 VNNI";
     uint32_t seed = 2300;
     // Q8_0 at 4096 inputs: 36 KiB a group, 73 groups (2.6 MiB); Q4_K: 21 KiB a group.
-    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K}) {
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q3_K,
+                          GgmlType::Q6_K, GgmlType::IQ4_XS}) {
         const Shape s{19, 16 * 72 + 5, 4096, 0, 3, true, true};
         seed += 7;
         const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
