@@ -214,7 +214,7 @@ inline void block_sums(const uint8_t* const (&qb)[G], const int8_t* xb, __m512i 
 // independent chains. For M > 1 a shift per chunk is cheaper than a shift and an add per row.
 //
 // kUnpacked: the groups' quants come unpacked to the 8-bit layout (unpack_groups) from uq, each
-// group unpacked_group_bytes(w) after the last, already in cache (no prefetch).
+// group unpacked_group_bytes(w) after the last, already in cache.
 template <int kBits, Scales kS, int G, int M, bool kUnpacked = false>
 void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate, const uint8_t* uq = nullptr) {
@@ -241,9 +241,12 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
 #pragma GCC unroll 8
         for (int r = 0; r < M; ++r) acc[g][r] = _mm512_setzero_ps();
     }
+    // The first pass of rows streams the groups from memory; later ones find them in cache
+    // (for_each_pass), where a prefetch only takes a load slot.
+    const bool prefetch = !kUnpacked && r0 == 0;
     for (int64_t b = 0; b < nb; ++b) {
 #pragma GCC unroll 4
-        for (int g = 0; !kUnpacked && g < G; ++g) {
+        for (int g = 0; prefetch && g < G; ++g) {
             prefetch_block<kBits, kS>(reinterpret_cast<const char*>(qs[g]) + kPrefetchBytes, b);
         }
         __m512i isum[G][M];
@@ -362,26 +365,44 @@ void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
     }
 }
 
+// Rows per prompt pass (more than kMaxRowsPerPass rows), over two groups at a time: the 2 x 6
+// int32 sums and fp32 accumulators fit the 32 zmm registers, and each activation broadcast
+// feeds two vpdpbusd (with one group and 8 rows the loads, a broadcast per vpdpbusd, bound the
+// pass). The half-scale sums, two per row, keep 8 rows over one group.
+constexpr int kPromptRows = 6;
+
 template <int kBits, Scales kS>
 void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate, uint8_t* scratch) {
-    if constexpr (kBits != 8) {
-        // More than one row pass: unpack each chunk of groups once (into scratch, sized
-        // unpack_scratch_bytes(w)) for all of them, one group per pass.
-        if (scratch != nullptr && m > kMaxRowsPerPass) {
-            int64_t c0 = g0;
-            for_each_pass<kMaxRowsPerPass>(
-                m, g0, g1, unpacked_chunk_groups(w), 1,
-                [&](int64_t first, int64_t last) {
-                    unpack_groups<kBits, kS>(w, first, last, scratch);
-                    c0 = first;
-                },
-                [&]<int M>(int64_t g, int64_t, int64_t r0) {
-                    pass<kBits, kS, 1, M, true>(w, g, a, r0, bias, y, ldy, accumulate,
-                                                scratch + (g - c0) * unpacked_group_bytes(w));
-                });
-            return;
-        }
+    // Prompts: formats under 8 bits unpack each chunk of groups once (into scratch, sized
+    // unpack_scratch_bytes(w)) for all its row passes.
+    constexpr bool kUnpack = kBits != 8;
+    if (m > kMaxRowsPerPass && (!kUnpack || scratch != nullptr)) {
+        constexpr bool kHalves = half_scales(kBits) && !prescaled_unpack(kBits);
+        constexpr int kRows = kHalves ? kMaxRowsPerPass : kPromptRows;
+        constexpr int kTile = kHalves ? 1 : 2;
+        const int64_t fit = kUnpack ? unpacked_chunk_groups(w)
+                                    : pass_chunk_bytes() / static_cast<int64_t>(w.group_bytes);
+        const int64_t chunk = std::max<int64_t>(1, fit / kTile * kTile);
+        int64_t c0 = g0;
+        for_each_pass<kRows>(
+            m, g0, g1, chunk, kTile,
+            [&](int64_t first, int64_t last) {
+                if constexpr (kUnpack) unpack_groups<kBits, kS>(w, first, last, scratch);
+                c0 = first;
+            },
+            [&]<int M>(int64_t g, int64_t n, int64_t r0) {
+                const uint8_t* uq =
+                    kUnpack ? scratch + (g - c0) * unpacked_group_bytes(w) : nullptr;
+                if constexpr (kTile == 2) {
+                    if (n == 2) {
+                        pass<kBits, kS, 2, M, kUnpack>(w, g, a, r0, bias, y, ldy, accumulate, uq);
+                        return;
+                    }
+                }
+                pass<kBits, kS, 1, M, kUnpack>(w, g, a, r0, bias, y, ldy, accumulate, uq);
+            });
+        return;
     }
     // Rows in passes of up to 8; m <= 4 takes several groups per pass (groups_per_pass).
     const int64_t tile = groups_per_pass(std::min<int64_t>(kMaxRowsPerPass, m));
