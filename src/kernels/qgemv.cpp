@@ -163,7 +163,7 @@ struct QuantLinear::Impl {
 
     // Do m rows take the VNNI kernels' unpacked passes (qgemv_vnni.cpp, gemv_passes)?
     bool uses_unpacked(int64_t m) const {
-        return isa == Isa::kAvx512 && w.bits != 8 && m > qgemv::kMaxRowsPerPass;
+        return isa == Isa::kAvx512 && qgemv::unpacks_prompt(w.bits, m);
     }
 
     void set_bias(const float* b) {

@@ -167,6 +167,9 @@ inline int64_t unpacked_group_bytes(const Weights& w) {
 inline int64_t unpacked_chunk_groups(const Weights& w) {
     return std::max<int64_t>(1, pass_chunk_bytes() / unpacked_group_bytes(w));
 }
+// Does a call of m rows on weights of `bits` bits take those passes (on VNNI), and so need a
+// thread's unpack_scratch_bytes?
+constexpr bool unpacks_prompt(int bits, int64_t m) { return bits != 8 && m > kMaxRowsPerPass; }
 // A thread's scratch for those passes (64-byte aligned by the caller).
 inline size_t unpack_scratch_bytes(const Weights& w) {
     return static_cast<size_t>(unpacked_chunk_groups(w) * unpacked_group_bytes(w));

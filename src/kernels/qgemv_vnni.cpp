@@ -56,7 +56,7 @@ struct Bytes512 {
 // (v itself for 4 bits).
 template <int kBits>
 inline void load_chunk_pair(const uint8_t* qb, int c, __m512i& v, __m512i& high) {
-    const bool halves = half_scales(kBits);
+    constexpr bool halves = half_scales(kBits);
     v = in_register(
         _mm512_load_si512(qb + (halves ? half_scale_low_chunk(kBits, c) : c) * kChunkBytes));
     if constexpr (kBits == 4) {
@@ -377,7 +377,7 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
     // Prompts: formats under 8 bits unpack each chunk of groups once (into scratch, sized
     // unpack_scratch_bytes(w)) for all its row passes.
     constexpr bool kUnpack = kBits != 8;
-    if (m > kMaxRowsPerPass && (!kUnpack || scratch != nullptr)) {
+    if (m > kMaxRowsPerPass && (!unpacks_prompt(kBits, m) || scratch != nullptr)) {
         constexpr bool kHalves = half_scales(kBits) && !prescaled_unpack(kBits);
         constexpr int kRows = kHalves ? kMaxRowsPerPass : kPromptRows;
         constexpr int kTile = kHalves ? 1 : 2;
