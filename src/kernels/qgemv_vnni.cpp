@@ -245,9 +245,11 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     // (for_each_pass), where a prefetch only takes a load slot.
     const bool prefetch = !kUnpacked && r0 == 0;
     for (int64_t b = 0; b < nb; ++b) {
+        if (prefetch) {
 #pragma GCC unroll 4
-        for (int g = 0; prefetch && g < G; ++g) {
-            prefetch_block<kBits, kS>(reinterpret_cast<const char*>(qs[g]) + kPrefetchBytes, b);
+            for (int g = 0; g < G; ++g) {
+                prefetch_block<kBits, kS>(reinterpret_cast<const char*>(qs[g]) + kPrefetchBytes, b);
+            }
         }
         __m512i isum[G][M];
         __m512i ihi[G][M];  // kSplitHi only: 16 x the high-nibble dot products
