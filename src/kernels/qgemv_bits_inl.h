@@ -6,14 +6,14 @@
 
 namespace lazyllm::kernels::qgemv {
 
-// The unsigned quants of chunk c (< 4) of a block: in lo the low-nibble elements 8c + j, in hi
-// the high-nibble ones 8c + 4 + j (j < 4 per int32 lane), from the nibble chunk v and, for 5 and
-// 6 bits, the chunk of their high bits; for 3 bits from v, the chunk of their low 2 bits
-// (chunk c / 2), and the chunk of their third bits.
 // The chunks unpack_chunk takes as v and high for chunk c of a half-scale format (3 or 6 bits).
 constexpr int half_scale_low_chunk(int bits, int c) { return bits == 3 ? c / 2 : c; }
 constexpr int half_scale_high_chunk(int bits, int c) { return bits == 3 ? 2 : 4 + c / 2; }
 
+// The unsigned quants of chunk c (< 4) of a block: in lo the low-nibble elements 8c + j, in hi
+// the high-nibble ones 8c + 4 + j (j < 4 per int32 lane), from the nibble chunk v and, for 5 and
+// 6 bits, the chunk of their high bits; for 3 bits from v, the chunk of their low 2 bits
+// (chunk c / 2), and the chunk of their third bits.
 template <typename B, int kBits>
 inline void unpack_chunk(typename B::V v, typename B::V high, int c, typename B::V& lo,
                          typename B::V& hi) {
