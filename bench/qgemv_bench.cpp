@@ -69,13 +69,15 @@ Args args_of(const benchmark::State& state) {
             state.range(4) != 0};
 }
 
-// Runs `layers[i % n]` forward per iteration; reports GBps of weights streamed. outliers >= 0:
-// QuantLinear's exact outlier channels on (qgemv_outliers.h), with that many channels of x
+// Runs `layers[i % n]` forward per iteration; reports GBps of weights streamed. QuantLinear
+// calls take `rows`; outliers >= 0: QuantRows::kPromptOutliers (off the AMX tiles, the exact
+// outlier channels of qgemv_outliers.h), with that many channels of x
 // (evenly spaced) of magnitude 20-40 in every row of uniform [-1, 1), as a residual stream's
 // outlier channels (a row takes at most 8).
 template <typename Layer>
 void run_layers(benchmark::State& state, const Args& a, const std::vector<Layer>& layers,
-                size_t bytes, int64_t outliers = -1) {
+                size_t bytes, int64_t outliers = -1, QuantRows rows = QuantRows::kDecode) {
+    if (outliers >= 0) rows = QuantRows::kPromptOutliers;
     auto x = random_vec(static_cast<size_t>(a.m * a.n_in), 2);
     for (int64_t i = 0; i < outliers; ++i) {
         const int64_t c = (2 * i + 1) * a.n_in / (2 * outliers);
@@ -88,7 +90,7 @@ void run_layers(benchmark::State& state, const Args& a, const std::vector<Layer>
     Workspace ws;
     const auto forward = [&](const Layer& l) {
         if constexpr (std::is_same_v<Layer, QuantLinear>) {
-            l.forward(x.data(), a.m, y.data(), 0, 0, false, &ws, outliers >= 0);
+            l.forward(x.data(), a.m, y.data(), 0, 0, false, &ws, rows);
         } else {
             l.forward(x.data(), a.m, y.data(), 0, 0, false, &ws);
         }
@@ -113,16 +115,24 @@ size_t copies_for(const Args& a, size_t bytes) {
 // The LM head (49152 rows) is Q8_0 in the default model; every other shape Q4_1.
 GgmlType model_type(int64_t n_out) { return n_out == 49152 ? GgmlType::Q8_0 : GgmlType::Q4_1; }
 
-// Which QuantLinear kernel set `ctx` gets (qgemv.cpp: kernel_set_for).
-const char* kernel_label(const KernelContext& ctx) {
+// The kernels' ISA: the best this CPU has, or LAZYLLM_ISA's (as the engine's).
+Isa bench_isa() {
+    const Result<Isa> isa = isa_from_env();
+    return isa.ok() ? *isa : best_isa(detect_cpu_features());
+}
+
+// Which QuantLinear kernels `ctx` gets for rows of this kind.
+const char* kernel_label(const KernelContext& ctx, QuantRows rows) {
     if (!QuantLinear::has_fast_path(ctx)) return " ref";
+    if (rows != QuantRows::kDecode && QuantLinear::has_tile_path(ctx)) return " amx";
     const CpuFeatures f = detect_cpu_features();
     return ctx.isa >= Isa::kAvx512 && isa_supported(Isa::kAvx512, f) && f.avx512vnni ? " vnni"
                                                                                      : " avx2";
 }
 
 void run_quant(benchmark::State& state, Isa isa, GgmlType type_arg = GgmlType::F32,
-               int64_t outliers = -1) {
+               int64_t outliers = -1, QuantRows rows = QuantRows::kDecode) {
+    if (outliers >= 0) rows = QuantRows::kPromptOutliers;
     const Args a = args_of(state);
     if (!isa_supported(isa, detect_cpu_features())) {
         state.SkipWithError("ISA not supported by this CPU");
@@ -143,16 +153,20 @@ void run_quant(benchmark::State& state, Isa isa, GgmlType type_arg = GgmlType::F
         if (c == 0) n_copies = copies_for(a, lin->weight_bytes());
         layers.push_back(std::move(lin).value());
     }
-    state.SetLabel(std::string(ggml_type_name(type)) + kernel_label(ctx));
-    run_layers(state, a, layers, layers[0].weight_bytes(), outliers);
+    state.SetLabel(std::string(ggml_type_name(type)) + kernel_label(ctx, rows));
+    run_layers(state, a, layers, layers[0].weight_bytes(), outliers, rows);
 }
 
-void BM_QuantLinear(benchmark::State& state) { run_quant(state, best_isa(detect_cpu_features())); }
+void BM_QuantLinear(benchmark::State& state) { run_quant(state, bench_isa()); }
 // The AVX2 kernels, also on AVX-512 machines (which would pick VNNI).
 void BM_QuantLinearAvx2(benchmark::State& state) { run_quant(state, Isa::kAvx2); }
 // The K-quant and Q8_0 formats of 1B-8B GGUFs (arg 5: the GgmlType), best kernels and AVX2.
 void BM_QuantLinearType(benchmark::State& state) {
-    run_quant(state, best_isa(detect_cpu_features()), static_cast<GgmlType>(state.range(5)));
+    run_quant(state, bench_isa(), static_cast<GgmlType>(state.range(5)));
+}
+// Prompt rows (QuantRows::kPrompt: on AMX tiles where the CPU has them).
+void BM_QuantLinearTypePrompt(benchmark::State& state) {
+    run_quant(state, bench_isa(), static_cast<GgmlType>(state.range(5)), -1, QuantRows::kPrompt);
 }
 void BM_QuantLinearTypeAvx2(benchmark::State& state) {
     run_quant(state, Isa::kAvx2, static_cast<GgmlType>(state.range(5)));
@@ -160,12 +174,12 @@ void BM_QuantLinearTypeAvx2(benchmark::State& state) {
 // Prompt rows with the exact outlier channels on and 0, 4 or 16 such channels in x (arg 5),
 // best kernels (BM_QuantLinear: off).
 void BM_QuantLinearOutliers(benchmark::State& state) {
-    run_quant(state, best_isa(detect_cpu_features()), GgmlType::F32, state.range(5));
+    run_quant(state, bench_isa(), GgmlType::F32, state.range(5));
 }
 
 void run_packed(benchmark::State& state, GemmPrecision precision) {
     const Args a = args_of(state);
-    const KernelContext ctx{best_isa(detect_cpu_features()), a.threads};
+    const KernelContext ctx{bench_isa(), a.threads};
     const auto w = random_vec(static_cast<size_t>(a.n_out * a.n_in), 1);
     std::vector<PackedLinear> layers;
     size_t n_copies = 1;
@@ -278,7 +292,7 @@ BENCHMARK(BM_VnniPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_QuantLinear)->Apply(decode_shapes);
 BENCHMARK(BM_QuantLinearType)->Apply(type_shapes);
 BENCHMARK(BM_QuantLinearTypeAvx2)->Apply(type_shapes);
-BENCHMARK(BM_QuantLinearType)->Apply(prompt_shapes)->Name("BM_QuantLinearPrompt");
+BENCHMARK(BM_QuantLinearTypePrompt)->Apply(prompt_shapes)->Name("BM_QuantLinearPrompt");
 BENCHMARK(BM_QuantLinearTypeAvx2)->Apply(prompt_shapes)->Name("BM_QuantLinearPromptAvx2");
 BENCHMARK(BM_QuantLinearAvx2)->Apply(decode_shapes);
 BENCHMARK(BM_PackedLinearBf16)->Apply(decode_shapes);

@@ -42,7 +42,7 @@ namespace lazyllm::kernels::detail {
 
 namespace {
 
-constexpr int64_t kRows = 32;           // micro-tile rows
+constexpr int64_t kRows = kAmxGemmRows;
 constexpr int64_t kTileElems = 512;     // one packed B tile: 16 pairs x 16 columns x 2
 constexpr int64_t kChunkElems = 1024;   // the two B tiles of one panel and k chunk
 // Rows per work item: as many as fit kBlockBytes of bf16 x (512 rows at n_in = 576, 192 at
@@ -102,14 +102,26 @@ inline void store_acc(float* p, int64_t ld_b) {
     _tile_stored(3, p1 + 16, ld_b);
 }
 
-// The vector output stage for `rows` rows of a micro-tile held in cbuf.
+// The columns of panel p that exist (amx_gemm_panels: the last panel may be partial).
+inline int64_t panel_cols(const AmxGemmArgs& a, int64_t p) {
+    return std::min(kAmxGemmPanel, a.n_out - p * kAmxGemmPanel);
+}
+
+// The vector output stage for `rows` rows of a micro-tile held in cbuf, columns of panel p
+// below a.n_out only.
 void epilogue(const AmxGemmArgs& a, const float (*cbuf)[kRows], int64_t r, int64_t rows,
               int64_t p) {
     const int64_t col0 = p * kAmxGemmPanel;
+    const int64_t cols = panel_cols(a, p);
+    const auto mask = [](int64_t n) {
+        return n >= 16 ? __mmask16{0xFFFF}
+                       : static_cast<__mmask16>((1u << std::max<int64_t>(n, 0)) - 1);
+    };
+    const __mmask16 m0 = mask(cols), m1 = mask(cols - 16);
     __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
     if (a.bias != nullptr) {
-        b0 = _mm512_loadu_ps(a.bias + col0);
-        b1 = _mm512_loadu_ps(a.bias + col0 + 16);
+        b0 = _mm512_maskz_loadu_ps(m0, a.bias + col0);
+        b1 = _mm512_maskz_loadu_ps(m1, a.bias + col0 + 16);
     }
     for (int64_t rr = 0; rr < rows; ++rr) {
         const __m512 v0 = _mm512_add_ps(_mm512_load_ps(cbuf[rr]), b0);
@@ -122,11 +134,11 @@ void epilogue(const AmxGemmArgs& a, const float (*cbuf)[kRows], int64_t r, int64
         }
         float* y = a.y + (r + rr) * a.ldy + col0;
         if (a.out == AmxGemmOut::kAccumulate) {
-            _mm512_storeu_ps(y, _mm512_add_ps(_mm512_loadu_ps(y), v0));
-            _mm512_storeu_ps(y + 16, _mm512_add_ps(_mm512_loadu_ps(y + 16), v1));
+            _mm512_mask_storeu_ps(y, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, y), v0));
+            _mm512_mask_storeu_ps(y + 16, m1, _mm512_add_ps(_mm512_maskz_loadu_ps(m1, y + 16), v1));
         } else {
-            _mm512_storeu_ps(y, v0);
-            _mm512_storeu_ps(y + 16, v1);
+            _mm512_mask_storeu_ps(y, m0, v0);
+            _mm512_mask_storeu_ps(y + 16, m1, v1);
         }
     }
 }
@@ -141,25 +153,27 @@ struct ThreadScratch {
 // is 16 rows x 32 values, contiguous at ((t * n_chunks + c) * 2 + h) * 512. Rows past the
 // end are zero. Tile loads with a 64-byte stride run at about twice the rate of loads that
 // gather 16 rows of the activations at their row stride (measured on the 2 x 2 micro-tile).
-void pack_rows(const AmxGemmArgs& a, int64_t r0, int64_t rows, uint16_t* dst) {
-    const int64_t n_chunks = a.n_in / kAmxGemmChunk;
+// `chunk(r, c)`: the 32 bf16 values of row r, chunk c.
+template <typename Chunk>
+void pack_rows_from(int64_t n_in, int64_t rows, uint16_t* dst, Chunk&& chunk) {
+    const int64_t n_chunks = n_in / kAmxGemmChunk;
     const int64_t n_tiles = (rows + kRows - 1) / kRows;
     for (int64_t t = 0; t < n_tiles; ++t) {
         for (int64_t rr = 0; rr < kRows; ++rr) {
             const int64_t r = t * kRows + rr;
             uint16_t* d = dst + (t * n_chunks * 2 + rr / 16) * kTileElems + (rr % 16) * 32;
-            if (r >= rows) {
-                for (int64_t c = 0; c < n_chunks; ++c) {
-                    _mm512_storeu_si512(d + c * kChunkElems, _mm512_setzero_si512());
-                }
-                continue;
-            }
-            const uint16_t* src = a.x + (r0 + r) * a.ldx;
             for (int64_t c = 0; c < n_chunks; ++c) {
-                _mm512_storeu_si512(d + c * kChunkElems, _mm512_loadu_si512(src + c * 32));
+                _mm512_storeu_si512(d + c * kChunkElems,
+                                    r < rows ? chunk(r, c) : _mm512_setzero_si512());
             }
         }
     }
+}
+
+void pack_rows(const AmxGemmArgs& a, int64_t r0, int64_t rows, uint16_t* dst) {
+    pack_rows_from(a.n_in, rows, dst, [&](int64_t r, int64_t c) {
+        return _mm512_loadu_si512(a.x + (r0 + r) * a.ldx + c * kAmxGemmChunk);
+    });
 }
 
 // One micro-tile (rows [r, r + rows)) times panel p over nc chunks: the accumulators start
@@ -182,20 +196,25 @@ inline void micro_step(const AmxGemmArgs& a, const uint16_t* xt, const uint16_t*
     }
 }
 
-// One work item: rows [r0, r1) x panels [p0, p1). The reduction runs in k blocks of
-// kBlockChunks chunks (n_in = 576 in one block, which measured best even though a panel and
-// a micro-tile's x then no longer fit L1 together; n_in = 1536 in three). Partial sums
+// One work item: rows [r0, r1) x panels [p0, p1), the rows packed at xpack (pack_rows), panel p
+// at wp + (p - p0) * n_chunks * kChunkElems. row_exact: kAccumulate adds y in the output stage
+// of every micro-tile, never as the tiles' starting value, so that each row's result is the
+// same in any call (a full micro-tile would otherwise start from y, a short one add it last).
+// The reduction runs in k blocks of kBlockChunks chunks (n_in = 576 in one block, which
+// measured best even though a panel and a micro-tile's x then no longer fit L1 together;
+// n_in = 1536 in three). Partial sums
 // between blocks live in y itself (plain store/accumulate) or in a per-thread buffer.
-void run_item(const AmxGemmArgs& a, ThreadScratch& scratch, int64_t r0, int64_t r1, int64_t p0,
-              int64_t p1) {
+void run_item(const AmxGemmArgs& a, ThreadScratch& scratch, const uint16_t* xpack,
+              const uint16_t* wp, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
+              bool row_exact = false) {
     const int64_t n_chunks = a.n_in / kAmxGemmChunk;
     const int64_t n_kb = (n_chunks + kBlockChunks - 1) / kBlockChunks;
-    const bool direct = a.bias == nullptr && a.out != AmxGemmOut::kSwiGlu;
     const bool accumulate = a.out == AmxGemmOut::kAccumulate;
+    const bool direct =
+        a.bias == nullptr && a.out != AmxGemmOut::kSwiGlu && !(row_exact && accumulate);
     const int64_t rows_all = r1 - r0;
     const int64_t n_tiles = (rows_all + kRows - 1) / kRows;
 
-    pack_rows(a, r0, rows_all, grow(scratch.xpack, n_tiles * n_chunks * kChunkElems));
     const int64_t acc_ld = (p1 - p0) * kAmxGemmPanel;
     if (n_kb > 1) grow(scratch.acc, n_tiles * kRows * acc_ld);
 
@@ -205,16 +224,17 @@ void run_item(const AmxGemmArgs& a, ThreadScratch& scratch, int64_t r0, int64_t 
         const int64_t nc = std::min(kBlockChunks, n_chunks - c0);
         const bool first = kb == 0, last = kb == n_kb - 1;
         for (int64_t p = p0; p < p1; ++p) {
-            const uint16_t* bp = a.w + (p * n_chunks + c0) * kChunkElems;
+            const uint16_t* bp = wp + ((p - p0) * n_chunks + c0) * kChunkElems;
+            const bool full_cols = panel_cols(a, p) == kAmxGemmPanel;
             for (int64_t t = 0; t < n_tiles; ++t) {
                 const int64_t r = r0 + t * kRows;
                 const int64_t rows = std::min(kRows, r1 - r);
-                const uint16_t* xt = scratch.xpack.data() + (t * n_chunks + c0) * kChunkElems;
+                const uint16_t* xt = xpack + (t * n_chunks + c0) * kChunkElems;
                 // Where this micro-tile's partial sums live between k blocks.
                 // (Unused, and the buffer unallocated, with one k block outside y.)
                 float* part = nullptr;
                 int64_t part_ld_b = 0;
-                const bool in_y = direct && rows == kRows;
+                const bool in_y = direct && rows == kRows && full_cols;
                 if (in_y) {
                     part = a.y + r * a.ldy + p * kAmxGemmPanel;
                     part_ld_b = a.ldy * static_cast<int64_t>(sizeof(float));
@@ -303,13 +323,52 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
             if (by_rows) {
                 if (p0 < p1) run_item_by_rows(a, scratch, r0, r1, p0, p1, rows_done);
             } else {
-                if (p0 < p1) run_item(a, scratch, r0, r1, p0, p1);
+                if (p0 < p1) {
+                    const int64_t n_tiles = (r1 - r0 + kRows - 1) / kRows;
+                    uint16_t* xpack = grow(scratch.xpack, n_tiles * n_chunks * kChunkElems);
+                    pack_rows(a, r0, r1 - r0, xpack);
+                    run_item(a, scratch, xpack, a.w + p0 * n_chunks * kChunkElems, r0, r1, p0, p1);
+                }
                 if (rows_done) a.rows_done(a.rows_ctx, r0, r1);
             }
         }
         _tile_release();
     }
     return rows_done;
+}
+
+size_t amx_packed_rows_elems(int64_t m, int64_t n_in) {
+    return static_cast<size_t>((m + kRows - 1) / kRows * kRows * n_in);
+}
+
+void amx_pack_rows_f32(const float* x, int64_t ldx, int64_t m, int64_t n_in, int64_t t0, int64_t t1,
+                       uint16_t* xpack) {
+    const int64_t r0 = t0 * kRows;
+    const int64_t rows = std::min(m, t1 * kRows) - r0;
+    if (rows <= 0) return;
+    pack_rows_from(n_in, rows, xpack + r0 * n_in, [&](int64_t r, int64_t c) {
+        const float* src = x + (r0 + r) * ldx + c * kAmxGemmChunk;
+        const __m256i lo = simd512::to_bf16(_mm512_loadu_ps(src));
+        const __m256i hi = simd512::to_bf16(_mm512_loadu_ps(src + 16));
+        return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    });
+}
+
+void amx_gemm_panels(const AmxGemmArgs& a, const uint16_t* xpack, const uint16_t* panels,
+                     int64_t p0, int64_t p1, int worker) {
+    if (a.m <= 0 || p0 >= p1) return;
+    const int64_t n_chunks = a.n_in / kAmxGemmChunk;
+    // Row blocks as amx_gemm's (kBlockBytes of x): the panels stay in L2 across them.
+    const int64_t block_rows = std::max<int64_t>(kRows, kBlockBytes / (2 * a.n_in) / kRows * kRows);
+    ThreadScratch& scratch = a.ws->worker<ThreadScratch>(worker);
+    const TileConfig cfg = full_tile_config();
+    LAZYLLM_TILE_LOADCONFIG(cfg);
+    for (int64_t r0 = 0; r0 < a.m; r0 += block_rows) {
+        const int64_t r1 = std::min(a.m, r0 + block_rows);
+        run_item(a, scratch, xpack + (r0 / kRows) * n_chunks * kChunkElems, panels, r0, r1, p0, p1,
+                 /*row_exact=*/true);
+    }
+    _tile_release();
 }
 
 double amx_tdp_loop(int64_t iters) {

@@ -24,6 +24,7 @@ namespace lazyllm::kernels::detail {
 
 constexpr int64_t kAmxGemmPanel = 32;  // packed columns per panel
 constexpr int64_t kAmxGemmChunk = 32;  // reduction depth per tile step
+constexpr int64_t kAmxGemmRows = 32;   // rows per micro-tile (amx_pack_rows_f32's unit)
 
 // The shape fits the kernel (n_in and n_out multiples of 32) and the CPU has AMX bf16 with
 // the kernel's permission to use it.
@@ -70,6 +71,23 @@ struct AmxGemmArgs {
 // Runs on n_threads OpenMP threads. Requires amx_gemm_usable(n_in, n_out). Returns true when
 // a.rows_done was called on disjoint ranges covering [0, m), each row once (false: never).
 bool amx_gemm(const AmxGemmArgs& a, int n_threads);
+
+// For callers that make the packed weights themselves, a set of panels at a time (QuantLinear's
+// prompt rows on AMX, qgemv_amx.cpp): x as fp32 rows packed once, in A-tile order, for every set.
+// Elements of the packed rows of an m x n_in x (whole 32-row micro-tiles, zero padded).
+size_t amx_packed_rows_elems(int64_t m, int64_t n_in);
+// Micro-tiles [t0, t1) (rows [32 t0, min(m, 32 t1))) of x ([m, n_in] fp32, leading dimension
+// ldx) rounded to bf16 (as convert_rows_to_bf16) into their place in xpack.
+void amx_pack_rows_f32(const float* x, int64_t ldx, int64_t m, int64_t n_in, int64_t t0, int64_t t1,
+                       uint16_t* xpack);
+// y[r, c] (+)= x[r] . W[c] (+ bias[c]) for every row r < a.m and the columns c < a.n_out of
+// panels [p0, p1), held at `panels` in amx_gemm_pack's layout (panel p0 first; n_out need not
+// be a multiple of 32: columns from n_out on are computed but not written). a.x and a.w are
+// unused; a.out is kStore or kAccumulate; a.bias, when set, holds n_out values; a.ws must
+// have had workers(n) called with n > `worker`. On the calling thread, inside or outside a
+// parallel region: it loads its tile configuration and releases the tiles.
+void amx_gemm_panels(const AmxGemmArgs& a, const uint16_t* xpack, const uint16_t* panels,
+                     int64_t p0, int64_t p1, int worker);
 
 // The tile unit's ceiling, for benchmarks: `iters` rounds of four independent TDPBF16PS on
 // operands that stay in tile registers (no memory traffic). Returns the FLOPs done

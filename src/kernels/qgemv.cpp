@@ -14,6 +14,8 @@
 
 #include "base/check.h"
 #include "base/scratch.h"
+#include "kernels/amx_tiles.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/qgemv_isa.h"
 #include "kernels/qgemv_outliers.h"
 #include "kernels/qgemv_pack.h"
@@ -48,6 +50,8 @@ struct Scratch {
     std::vector<float> d, s;               // [m, n_blocks]
     std::vector<int32_t> corr, half_sums;  // [m, n_blocks]
     ScratchVector<uint8_t> unpacked;       // [threads, qgemv::unpack_scratch_bytes]
+    ScratchVector<uint16_t> xpack;         // AMX: x in A-tile order (amx_pack_rows_f32)
+    ScratchVector<uint16_t> panels;        // AMX: [threads, a chunk of bf16 panels]
     qgemv::OutlierScratch outliers;
 };
 
@@ -61,6 +65,9 @@ struct QuantLinear::Impl {
     int32_t offset = 0;
     int n_threads = 1;
     Isa isa = Isa::kRef;  // qgemv_isa(ctx) at create()
+    // Prompt rows on AMX bf16 tiles over weights dequantized a chunk at a time (forward_tiles):
+    // has_tile_path() at create().
+    bool tiles = false;
     // Output rows [first, first + layer.n_out()) stored in another format (create(): parts of
     // more than one type); each layer runs its own forward() into its columns of y.
     std::vector<std::pair<int64_t, QuantLinear>> tail;
@@ -81,6 +88,7 @@ struct QuantLinear::Impl {
         im.type = type;
         im.n_threads = resolve_threads(ctx);
         im.isa = qgemv::qgemv_isa(ctx);
+        im.tiles = has_tile_path(ctx);
         LAZYLLM_TRY(im.pack(n_out, n_in, spec, source));
         im.set_bias(bias);
         return out;
@@ -161,6 +169,52 @@ struct QuantLinear::Impl {
         });
     }
 
+    // y (+)= x W^T (+ bias) for prompt rows on AMX: x rounded to bf16 once, then each
+    // thread takes its share of the 32-column panels (two groups each) a chunk at a time
+    // (about pass_chunk_bytes() of bf16), dequantizes the chunk (dequant_bf16_panels) and runs
+    // every row over it (amx_gemm_panels); the chunk stays in L2 while the rows stream by.
+    // The products are the bf16 GEMM's: x and the weights rounded to bf16, fp32 sums.
+    void forward_tiles(const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy,
+                       bool accumulate, Workspace& space, Scratch& s) const {
+        const int64_t n_micro = (m + detail::kAmxGemmRows - 1) / detail::kAmxGemmRows;
+        const int64_t n_panels = (w.n_groups + 1) / 2;
+        const int64_t panel_elems = w.n_in * detail::kAmxGemmPanel;
+        const int64_t chunk =
+            std::clamp<int64_t>(qgemv::pass_chunk_bytes() / (2 * panel_elems), 1, n_panels);
+        const int nt = static_cast<int>(std::min<int64_t>(n_threads, n_panels));
+        const int64_t tmp_elems = qgemv::unpacked_group_bytes(w) / 2;
+        const int64_t per_thread = chunk * panel_elems + tmp_elems;
+        uint16_t* xpack =
+            grow(s.xpack, static_cast<int64_t>(detail::amx_packed_rows_elems(m, w.n_in)));
+        uint16_t* panels = grow(s.panels, per_thread * nt);
+        detail::AmxGemmArgs args;
+        args.m = m;
+        args.n_in = w.n_in;
+        args.n_out = w.n_out;
+        args.bias = bias.empty() ? nullptr : bias.data();
+        args.out = accumulate ? detail::AmxGemmOut::kAccumulate : detail::AmxGemmOut::kStore;
+        args.y = y;
+        args.ldy = ldy;
+        args.ws = &space;
+        space.workers(nt);
+#pragma omp parallel num_threads(nt)
+        {
+            const int t = omp_get_thread_num();
+            detail::amx_pack_rows_f32(x, ldx, m, w.n_in, n_micro * t / nt, n_micro * (t + 1) / nt,
+                                      xpack);
+#pragma omp barrier
+            uint16_t* mine = panels + per_thread * t;
+            auto* tmp = reinterpret_cast<uint8_t*>(mine + chunk * panel_elems);
+            const int64_t p1 = n_panels * (t + 1) / nt;
+            for (int64_t p = n_panels * t / nt; p < p1; p += chunk) {
+                const int64_t pe = std::min(p1, p + chunk);
+                qgemv::dequant_bf16_panels(w, offset, 2 * p, std::min(w.n_groups, 2 * pe), mine,
+                                           tmp);
+                detail::amx_gemm_panels(args, xpack, mine, p, pe, t);
+            }
+        }
+    }
+
     // Do m rows take the VNNI kernels' unpacked passes (qgemv_vnni.cpp, gemv_passes)?
     bool uses_unpacked(int64_t m) const {
         return isa == Isa::kAvx512 && qgemv::unpacks_prompt(w.bits, m);
@@ -179,6 +233,10 @@ bool QuantLinear::has_fast_path(const KernelContext& ctx) {
 
 bool QuantLinear::has_vnni_path(const KernelContext& ctx) {
     return qgemv::qgemv_isa(ctx) == Isa::kAvx512;
+}
+
+bool QuantLinear::has_tile_path(const KernelContext& ctx) {
+    return has_vnni_path(ctx) && ctx.isa >= Isa::kAmx && detail::amx_permission();
 }
 
 bool QuantLinear::supports(GgmlType type) {
@@ -325,7 +383,7 @@ GgmlType QuantLinear::type() const { return impl_ ? impl_->type : GgmlType::Q8_0
 bool QuantLinear::uses_fast_path() const { return impl_ && impl_->isa != Isa::kRef; }
 
 void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int64_t ldy,
-                          bool accumulate, Workspace* ws, bool outliers) const {
+                          bool accumulate, Workspace* ws, QuantRows rows_kind) const {
     LAZYLLM_CHECK(impl_ != nullptr);
     const Impl& im = *impl_;
     const qgemv::Weights& w = im.w;
@@ -336,10 +394,15 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     Workspace local;
     Workspace& space = ws != nullptr ? *ws : local;
     for (const auto& [first, layer] : im.tail) {
-        layer.forward(x, m, y + first, ldx, ldy, accumulate, &space, outliers);
+        layer.forward(x, m, y + first, ldx, ldy, accumulate, &space, rows_kind);
     }
 
     Scratch& s = space.caller<Scratch>();
+    if (im.tiles && rows_kind != QuantRows::kDecode) {
+        im.forward_tiles(x, m, ldx, y, ldy, accumulate, space, s);
+        return;
+    }
+    const bool outliers = rows_kind == QuantRows::kPromptOutliers;
     qgemv::OutlierScratch& o = s.outliers;
     const qgemv::RowOutliers rows = outliers ? o.rows(m) : qgemv::RowOutliers{};
     const int64_t n_qblocks = m * w.n_blocks;

@@ -30,6 +30,14 @@
 
 namespace lazyllm::kernels {
 
+// What a QuantLinear::forward call's rows are, which decides the kernels where there is a
+// choice.
+enum class QuantRows {
+    kDecode,          // int8 activations per 32-block on every CPU
+    kPrompt,          // prompt rows: on AMX tiles where has_tile_path() (any m), else kDecode's
+    kPromptOutliers,  // as kPrompt; off the tiles, each row's outlier channels kept exact
+};
+
 class QuantLinear {
 public:
     // One GGUF matrix: [n_out, n_in] row-major blocks (GGUF ne[0] = n_in) of `type`. Only read
@@ -66,6 +74,11 @@ public:
     static bool has_fast_path(const KernelContext& ctx);
     // True when that fast path is the AVX-512 VNNI one.
     static bool has_vnni_path(const KernelContext& ctx);
+    // True when, beside it, prompt rows (QuantRows::kPrompt*) run on AMX bf16 tiles: x and the
+    // weights (dequantized a chunk at a time into L2) rounded to bf16, fp32 sums, as
+    // PackedLinear's bf16 GEMM; decode rows keep the int8 kernels. The VNNI path, ctx.isa
+    // allowing AMX, and a CPU with AMX bf16 that lets this process use it.
+    static bool has_tile_path(const KernelContext& ctx);
     // Types create() takes directly, each with GGML's own values: Q4_0, Q4_1, Q5_0, Q5_1,
     // Q8_0, and the K-quants Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS with their scales per
     // 256-element super-block and per-block multipliers (3.5625, 4.625, 5.625, 6.5625 and 4.5625
@@ -93,13 +106,17 @@ public:
     // create() (OpenMP over groups of 16 output rows; from 16 rows on, the int8 rounding of x
     // too, over its rows). Thread-safe; the activation scratch comes from ws (workspace.h;
     // without one, a temporary one per call) and grows only, so steady-state calls allocate
-    // nothing. Every row's output depends on that row of x alone.
-    // outliers: each row's outlier channels (those above 12 times the row's mean |x|, at most
-    // 8, the largest) stay out of its int8 blocks and are added after the int8 product as
-    // exact fp32 terms, x[r, c] times the dequantized column c (kept for up to 64 channels per
-    // layer); see qgemv_outliers.h. The model asks for them on prompt rows, not in decode.
+    // nothing. Every row's output depends on that row of x alone, and on `rows`, not on m.
+    // rows: kPrompt and kPromptOutliers run on AMX bf16 tiles where the context has them
+    // (has_tile_path), whatever m, so that a prompt's results do not depend on how it is split
+    // into calls. Off the tiles, kPromptOutliers keeps each row's outlier channels (those above
+    // 12 times the row's mean |x|, at most 8, the largest) out of its int8 blocks and adds them
+    // after the int8 product as exact fp32 terms, x[r, c] times the dequantized column c (kept
+    // for up to 64 channels per layer); see qgemv_outliers.h. The model asks for them on the
+    // prompt rows of q|k|v and gate|up.
     void forward(const float* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
-                 bool accumulate = false, Workspace* ws = nullptr, bool outliers = false) const;
+                 bool accumulate = false, Workspace* ws = nullptr,
+                 QuantRows rows = QuantRows::kDecode) const;
     // Weight (n, c) as GGML dequantizes it (0 <= n < n_out, 0 <= c < n_in).
     float weight(int64_t n, int64_t c) const;
 

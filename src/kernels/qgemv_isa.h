@@ -357,6 +357,14 @@ void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t
           const float* bias, float* y, int64_t ldy, bool accumulate);
 }  // namespace ref
 
+// Prompt rows on AMX (QuantLinear::forward): groups [g0, g1) of w dequantized to bf16 in the AMX
+// GEMM's packed panels (amx_gemm_pack's layout, gemm_amx.h: group g0 + 2 p + h is half h of
+// panel p; a missing last half is zero), each weight weight_value's fp32 value rounded to
+// nearest even. tmp: unpacked_group_bytes(w), 64-byte aligned. Needs AVX-512 BF16 and VNNI
+// (qgemv_vnni.cpp).
+void dequant_bf16_panels(const Weights& w, int32_t offset, int64_t g0, int64_t g1, uint16_t* panels,
+                         uint8_t* tmp);
+
 // The SIMD target QuantLinear runs for a context: kAvx512 where the CPU has AVX-512 VNNI and
 // ctx.isa allows AVX-512, else kAvx2 where the CPU has AVX2 + FMA + F16C and ctx.isa allows
 // it, else kRef.

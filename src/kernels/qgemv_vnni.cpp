@@ -367,6 +367,91 @@ void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
     }
 }
 
+// Lane i: bf16(lo[i]) in its low half, bf16(hi[i]) in its high half: one row of an AMX B tile
+// (16 columns x a pair of k).
+inline __m512i bf16_pairs(__m512 lo, __m512 hi) {
+    return _mm512_or_si512(_mm512_cvtepu16_epi32(simd512::to_bf16(lo)),
+                           _mm512_slli_epi32(_mm512_cvtepu16_epi32(simd512::to_bf16(hi)), 16));
+}
+
+// A product the compiler must not contract with the add that follows (weight_value rounds
+// both).
+inline __m512 rounded(__m512 v) {
+    __asm__("" : "+v"(v));
+    return v;
+}
+
+// Groups [g0, g1) as bf16 AMX B tiles (dequant_bf16_panels, qgemv_isa.h): each block's bytes in
+// the 8-bit layout (Q8_0's own quants, else unpack_groups into tmp), then per chunk c (inputs
+// 4c .. 4c + 3 of the 16 rows) the four byte planes as fp32 weights, paired into tile rows 2c
+// and 2c + 1.
+template <int kBits, Scales kS>
+void dequant_groups(const Weights& w, int32_t offset, int64_t g0, int64_t g1, uint16_t* panels,
+                    uint8_t* tmp) {
+    constexpr int64_t kTile = 512, kBlockStride = 2 * kTile;  // a panel's two tiles per block
+    const __m512i byte = _mm512_set1_epi32(0xFF);
+    for (int64_t g = g0; g < g1; ++g) {
+        const uint8_t* u8 = w.group(g);
+        if constexpr (kBits != 8) {
+            unpack_groups<kBits, kS>(w, g, g + 1, tmp);  // prefetches as it goes
+            u8 = tmp;
+        }
+        const char* pf = reinterpret_cast<const char*>(w.group(g)) + kPrefetchBytes;
+        uint16_t* dst = panels + ((g - g0) / 2 * w.n_blocks * 2 + (g - g0) % 2) * kTile;
+        for (int64_t b = 0; b < w.n_blocks; ++b, u8 += qs_bytes_for(8), dst += kBlockStride) {
+            const int64_t is = (w.per_super() ? b / kSuperBlocks : b) * kGroupRows;
+            const __m512 big_d = _mm512_cvtph_ps(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.scales(g) + is)));
+            // The block's two int8 multipliers per row (K-quants: sub_scales), as fp32.
+            __m512 sub0 = _mm512_setzero_ps(), sub1 = _mm512_setzero_ps();
+            if constexpr (per_super(kBits, kS)) {
+                const __m512i pairs = _mm512_cvtepi8_epi16(_mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(w.sub_scales(g) + b * kGroupRows * 2)));
+                sub0 = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16));
+                sub1 = _mm512_cvtepi32_ps(_mm512_srai_epi32(pairs, 16));
+            }
+            __m512 d[2] = {big_d, big_d}, mn = _mm512_setzero_ps();
+            int32_t off = offset;
+            if constexpr (prescaled_unpack(kBits)) {
+                off = kPrescaledOffset;
+            } else if constexpr (half_scales(kBits)) {
+                d[0] = _mm512_mul_ps(big_d, sub0);
+                d[1] = _mm512_mul_ps(big_d, sub1);
+                off = half_offset(kBits);
+            } else if constexpr (block_multiplier(kS)) {
+                d[0] = d[1] = _mm512_mul_ps(big_d, sub0);
+            }
+            if constexpr (kS == Scales::kK) {
+                mn = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
+                                       reinterpret_cast<const __m256i*>(w.mins(g) + is))),
+                                   sub1);
+                off = 0;
+            } else if constexpr (kS == Scales::kDMin) {
+                mn = _mm512_cvtph_ps(
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.mins(g) + is)));
+                off = 0;
+            }
+            const __m512i voff = _mm512_set1_epi32(off);
+            if constexpr (kBits == 8) prefetch_block<kBits, kS>(pf, b);
+            for (int c = 0; c < 8; ++c) {
+                const __m512i v = _mm512_load_si512(u8 + c * kChunkBytes);
+                __m512 f[4];
+                for (int j = 0; j < 4; ++j) {
+                    const __m512i u = _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), byte);
+                    f[j] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(u, voff)), d[c / 4]);
+                    if constexpr (has_min(kS)) f[j] = _mm512_add_ps(rounded(f[j]), mn);
+                }
+                _mm512_store_si512(dst + (2 * c) * 32, bf16_pairs(f[0], f[1]));
+                _mm512_store_si512(dst + (2 * c + 1) * 32, bf16_pairs(f[2], f[3]));
+            }
+        }
+    }
+    if ((g1 - g0) % 2 != 0) {  // the last panel's second half: zero columns
+        uint16_t* dst = panels + ((g1 - g0) / 2 * w.n_blocks * 2 + 1) * kTile;
+        for (int64_t b = 0; b < w.n_blocks; ++b) std::memset(dst + b * kBlockStride, 0, kTile * 2);
+    }
+}
+
 // Rows per prompt pass (more than kMaxRowsPerPass rows), over two groups at a time: the 2 x 6
 // int32 sums and fp32 accumulators fit the 32 zmm registers, and each activation broadcast
 // feeds two vpdpbusd (with one group and 8 rows the loads, a broadcast per vpdpbusd, bound the
@@ -450,5 +535,12 @@ void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t r0, int64_t 
 }
 
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx512)
+
+void dequant_bf16_panels(const Weights& w, int32_t offset, int64_t g0, int64_t g1, uint16_t* panels,
+                         uint8_t* tmp) {
+    with_format(w, [&]<int kBits, Scales kS>() {
+        dequant_groups<kBits, kS>(w, offset, g0, g1, panels, tmp);
+    });
+}
 
 }  // namespace lazyllm::kernels::qgemv

@@ -116,9 +116,14 @@ bool Linear::forward(kernels::Workspace& ws, LinearPath path, LinearInput x, int
                      const kernels::RowsDone* done) const {
     switch (path) {
         case LinearPath::kQuant:
+            quant.forward(x.f32, n, y, ldx, ldy, accumulate, &ws, kernels::QuantRows::kDecode);
+            return false;
+        case LinearPath::kQuantPrompt:
+            quant.forward(x.f32, n, y, ldx, ldy, accumulate, &ws, kernels::QuantRows::kPrompt);
+            return false;
         case LinearPath::kQuantOutliers:
             quant.forward(x.f32, n, y, ldx, ldy, accumulate, &ws,
-                          path == LinearPath::kQuantOutliers);
+                          kernels::QuantRows::kPromptOutliers);
             return false;
         case LinearPath::kBf16:
             return gemm.forward_bf16(x.bf16, n, y, ldx, ldy, accumulate, done, &ws);
@@ -232,14 +237,15 @@ private:
     }
     bool bf16() const { return path_ == LinearPath::kBf16; }
     bool quant() const {
-        return path_ == LinearPath::kQuant || path_ == LinearPath::kQuantOutliers;
+        return path_ == LinearPath::kQuant || path_ == LinearPath::kQuantPrompt ||
+               path_ == LinearPath::kQuantOutliers;
     }
     // Wo and down (inputs: attention's and SwiGLU's outputs) take their int8 rounding whole: the
     // outlier channels that move answers are the residual stream's, in the normed inputs of
     // q|k|v and gate|up (docs/evaluation.md), and SwiGLU's heavy tails would make each row
     // choose different ones (hundreds of columns per call).
     LinearPath inner_path() const {
-        return path_ == LinearPath::kQuantOutliers ? LinearPath::kQuant : path_;
+        return path_ == LinearPath::kQuantOutliers ? LinearPath::kQuantPrompt : path_;
     }
     LinearInput x_in() const { return {x_, x16_}; }
 

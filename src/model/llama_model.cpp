@@ -235,17 +235,23 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
     // on 97% (docs/evaluation.md), at ten times bf16's KL to fp32.
     const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
     const bool fp32_big = !bf16 && copy_bytes > kFp32CopyLimit;
-    // (No AMX on the CPU at all: with LAZYLLM_ISA=avx512 on an AMX machine oneDNN still runs
-    // its bf16 GEMMs on the tile unit.)
-    const bool vnni_big =
-        bf16 && o.ctx.isa == kernels::Isa::kAvx512 &&
-        !kernels::isa_supported(kernels::Isa::kAmx, kernels::detect_cpu_features()) &&
-        kernels::QuantLinear::has_vnni_path(o.ctx) && copy_bytes > kVnniCopyLimit;
-    plan.prefill_quant = (available > 0.0 && copy_bytes > 0.5 * available) || fp32_big || vnni_big;
+    // With AMX the blocks' prompt rows run on bf16 tiles, a chunk of weights dequantized at a
+    // time (QuantLinear::has_tile_path): as fast as the copies from 0.5B up (Qwen2.5-0.5B Q8_0
+    // and Llama-3.2-1B Q4_K_M shapes at 512-2k, within noise), 1.35x slower on the default
+    // model, whose copies run fused GEMM stages. Without AMX on the CPU at all, the VNNI int8
+    // kernels (with LAZYLLM_ISA=avx512 on an AMX machine oneDNN still runs its bf16 GEMMs on
+    // the tile unit).
+    const bool blocks_fast =
+        kernels::QuantLinear::has_tile_path(o.ctx) ||
+        (o.ctx.isa == kernels::Isa::kAvx512 &&
+         !kernels::isa_supported(kernels::Isa::kAmx, kernels::detect_cpu_features()) &&
+         kernels::QuantLinear::has_vnni_path(o.ctx));
+    const bool bf16_big = bf16 && blocks_fast && copy_bytes > kBf16CopyLimit;
+    plan.prefill_quant = (available > 0.0 && copy_bytes > 0.5 * available) || fp32_big || bf16_big;
     plan.prefill_choice =
         fmt::format("{} (auto: {}copies {:.0f} MiB{}, memory available {:.0f} MiB)",
                     plan.prefill_quant ? "quant" : "copy", fp32_big ? "fp32 " : "",
-                    copy_bytes / mib, vnni_big ? " over the VNNI limit" : "", available / mib);
+                    copy_bytes / mib, bf16_big ? " over the blocks' limit" : "", available / mib);
     return plan;
 }
 

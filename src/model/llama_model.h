@@ -32,22 +32,24 @@ namespace lazyllm {
 // The weights prefill's linear layers run on (--prefill-weights).
 enum class PrefillWeights {
     // kQuant where the copies would take more than half the memory available, would be fp32
-    // copies over kFp32CopyLimit, or bf16 copies over kVnniCopyLimit on a CPU without AMX whose
-    // int8 kernels are AVX-512 VNNI (LlamaModel::plan_weights); else kCopy.
+    // copies over kFp32CopyLimit, or bf16 copies over kBf16CopyLimit where the blocks run on
+    // AMX tiles or, on a CPU without AMX, on AVX-512 VNNI (LlamaModel::plan_weights); else
+    // kCopy.
     kAuto,
     // Copies converted at load for the GEMM (bf16 or fp32, GemmPrecision), beside the GGUF's
     // blocks for decode steps.
     kCopy,
-    // The GGUF's own blocks (QuantLinear, int8 activations) for every step: no copy, memory
-    // near the file size. Needs the quantized decode weights.
+    // The GGUF's own blocks (QuantLinear) for every step: no copy, memory near the file size;
+    // int8 activations, or with AMX bf16 tiles for prompts of 32 rows or more. Needs the
+    // quantized decode weights.
     kQuant,
 };
 
 // Past this many bytes of fp32 copies (no bf16 GEMM on the CPU), kAuto takes the blocks.
 inline constexpr double kFp32CopyLimit = 2.0 * 1024 * 1024 * 1024;
-// Past this many bytes of bf16 copies run by oneDNN without AMX, kAuto takes the blocks where
-// the int8 kernels are AVX-512 VNNI (about 250M parameters; the default model stays below).
-inline constexpr double kVnniCopyLimit = 512.0 * 1024 * 1024;
+// Past this many bytes of bf16 copies, kAuto takes the blocks where they run on AMX tiles or,
+// without AMX, on AVX-512 VNNI (about 250M parameters; the default model stays below).
+inline constexpr double kBf16CopyLimit = 512.0 * 1024 * 1024;
 
 struct ModelLoadOptions;
 
@@ -89,10 +91,11 @@ inline constexpr int64_t kQuantMaxRows = 8;
 inline constexpr int64_t kQuantMaxRowsWide = 256;
 
 // The path a run's linear layers take, chosen once per run (forward.cpp): decode-sized steps
-// of generated tokens on the GGUF's own blocks (kQuant), prompt rows on them (prefill_quant())
-// with each row's outlier channels exact (kQuantOutliers, kernels/qgemv_outliers.h), else the
-// prefill GEMM weights, bf16 or fp32 as converted at load.
-enum class LinearPath { kQuant, kQuantOutliers, kBf16, kF32 };
+// of generated tokens on the GGUF's own blocks (kQuant), prompt rows on them (prefill_quant():
+// kQuantPrompt, and for q|k|v and gate|up kQuantOutliers, each row's outlier channels exact off
+// the AMX tiles; kernels::QuantRows), else the prefill GEMM weights, bf16 or fp32 as converted
+// at load.
+enum class LinearPath { kQuant, kQuantPrompt, kQuantOutliers, kBf16, kF32 };
 
 // (kF32: fp32 activations into the GEMM weights, which convert them where those are bf16.)
 // A linear layer's input on its path: fp32 rows (kQuant, kF32) or bf16 rows (kBf16).
@@ -211,8 +214,8 @@ public:
     // the options allow them, QuantLinear has a fast path (or kQuant asks for them) and every
     // n_in is a multiple of 32; prefill on them when asked (kQuant, an error where there are
     // none) or, with kAuto, when the GEMM copies would take more than half the memory
-    // available now, be fp32 copies over kFp32CopyLimit or bf16 copies over kVnniCopyLimit
-    // beside AVX-512 VNNI int8 kernels (no AMX).
+    // available now, be fp32 copies over kFp32CopyLimit or bf16 copies over kBf16CopyLimit
+    // where the blocks run on AMX tiles or (no AMX) AVX-512 VNNI int8 kernels.
     static Result<WeightPlan> plan_weights(const ModelConfig& c, const ModelLoadOptions& opts);
 
     const ModelConfig& config() const { return config_; }

@@ -12,6 +12,7 @@
 
 #include "base/timer.h"
 #include "kernels/cpu.h"
+#include "kernels/qgemv.h"
 #include "model/llama_model.h"
 #include "prune/model_defaults.h"
 #include "prune/schedule.h"
@@ -113,6 +114,9 @@ void describe_weights(const ModelLoadOptions& mo, const WeightPlan& plan, ModelS
                                                              : "f32";
     s.decode = plan.quantized_decode ? "quant" : "gemm";
     s.prefill_weights = plan.prefill_choice;
+    if (plan.prefill_quant && kernels::QuantLinear::has_tile_path(mo.ctx)) {
+        s.prefill_weights += "; prompts of 32 tokens or more on AMX bf16 tiles";
+    }
     s.n_threads = mo.ctx.n_threads;
 }
 

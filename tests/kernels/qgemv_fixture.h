@@ -26,8 +26,10 @@ inline constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::
 inline constexpr GgmlType kKTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                                        GgmlType::Q3_K, GgmlType::IQ4_XS};
 
+// The int8 kernels' context: the best ISA up to AVX-512 (with AMX, prompt rows would take the
+// tiles, which qgemv_tiles_test.cpp checks).
 inline KernelContext fast_ctx(int n_threads) {
-    return {best_isa(detect_cpu_features()), n_threads};
+    return {std::min(best_isa(detect_cpu_features()), Isa::kAvx512), n_threads};
 }
 inline constexpr KernelContext kRefCtx{Isa::kRef, 1};
 
@@ -139,7 +141,8 @@ inline CaseData make_case(GgmlType type, const Shape& s, uint32_t seed) {
 inline std::vector<float> run(const QuantLinear& lin, const Shape& s, const std::vector<float>& x,
                               const std::vector<float>& y0, bool outliers = false) {
     std::vector<float> y = y0;
-    lin.forward(x.data(), s.m, y.data(), s.ldx(), s.ldy(), s.accumulate, nullptr, outliers);
+    lin.forward(x.data(), s.m, y.data(), s.ldx(), s.ldy(), s.accumulate, nullptr,
+                outliers ? QuantRows::kPromptOutliers : QuantRows::kDecode);
     return y;
 }
 

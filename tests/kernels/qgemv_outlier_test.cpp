@@ -1,4 +1,5 @@
-// QuantLinear's outlier channels (qgemv_outliers.h; forward(..., outliers = true)): each row's
+// QuantLinear's outlier channels (qgemv_outliers.h; forward(..., QuantRows::kPromptOutliers) on
+// the int8 kernels): each row's
 // channels far above its mean magnitude leave its int8 blocks and enter as exact fp32 terms.
 // The fast kernels (AVX-512 VNNI, AVX2) stay bit-identical to the reference with them; a row's
 // output is that row's alone (the same in any call); the error against fp32 is then bounded by
@@ -221,12 +222,14 @@ TEST(QuantLinearOutliers, ARowsOutputIsItsOwn) {
             auto lin = QuantLinear::create(ctx, {&part, 1}, n_in);
             ASSERT_TRUE(lin.ok()) << lin.error().message();
             std::vector<float> whole(m * n_out);
-            lin->forward(x.data(), m, whole.data(), 0, 0, false, nullptr, true);
+            lin->forward(x.data(), m, whole.data(), 0, 0, false, nullptr,
+                         QuantRows::kPromptOutliers);
             for (int64_t step : {1, 3, 17}) {
                 std::vector<float> parts(m * n_out);
                 for (int64_t r0 = 0; r0 < m; r0 += step) {
                     lin->forward(x.data() + r0 * n_in, std::min(step, m - r0),
-                                 parts.data() + r0 * n_out, 0, 0, false, nullptr, true);
+                                 parts.data() + r0 * n_out, 0, 0, false, nullptr,
+                                 QuantRows::kPromptOutliers);
                 }
                 for (size_t i = 0; i < whole.size(); ++i) {
                     ASSERT_EQ(parts[i], whole[i])

@@ -167,8 +167,9 @@ ModelConfig llama_shape(int n_layer, int n_embd, int n_head_kv, int n_ff, int n_
 }
 
 // Without bf16 GEMMs the copies are fp32, and past kFp32CopyLimit kAuto takes the blocks even
-// where memory is plentiful; with bf16 GEMMs on oneDNN beside AVX-512 VNNI int8 kernels (no
-// AMX), past kVnniCopyLimit. The default model's shape stays on its copies everywhere.
+// where memory is plentiful; with bf16 GEMMs, past kBf16CopyLimit where the blocks run on AMX
+// tiles or (no AMX) on AVX-512 VNNI int8 kernels. The default model's shape stays on its copies
+// everywhere.
 TEST(QuantPrefill, AutoTakesTheBlocksPastTheCopyLimits) {
     kernels::KernelContext ctx;
     ctx.isa = kernels::isa_from_env().value();
@@ -180,9 +181,11 @@ TEST(QuantPrefill, AutoTakesTheBlocksPastTheCopyLimits) {
     const ModelConfig qwen_05b = llama_shape(24, 896, 2, 4864, 151936);   // 0.9 GiB bf16
     const ModelConfig smollm2 = llama_shape(30, 576, 3, 1536, 49152);     // 257 MiB bf16
     const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
-    const bool vnni = bf16 && ctx.isa == kernels::Isa::kAvx512 &&
-                      !kernels::isa_supported(kernels::Isa::kAmx, kernels::detect_cpu_features()) &&
-                      kernels::QuantLinear::has_vnni_path(ctx);
+    const bool vnni =
+        bf16 && (kernels::QuantLinear::has_tile_path(ctx) ||
+                 (ctx.isa == kernels::Isa::kAvx512 &&
+                  !kernels::isa_supported(kernels::Isa::kAmx, kernels::detect_cpu_features()) &&
+                  kernels::QuantLinear::has_vnni_path(ctx)));
     auto big = LlamaModel::plan_weights(llama_1b, o);
     ASSERT_TRUE(big.ok()) << big.error().message();
     EXPECT_EQ(big->prefill_quant, !bf16 || vnni) << big->prefill_choice;
@@ -194,7 +197,7 @@ TEST(QuantPrefill, AutoTakesTheBlocksPastTheCopyLimits) {
     ASSERT_TRUE(mid.ok()) << mid.error().message();
     EXPECT_EQ(mid->prefill_quant, vnni) << mid->prefill_choice;  // fp32: 1.8 GiB, under 2 GiB
     if (vnni) {
-        EXPECT_NE(mid->prefill_choice.find("over the VNNI limit"), std::string::npos)
+        EXPECT_NE(mid->prefill_choice.find("over the blocks' limit"), std::string::npos)
             << mid->prefill_choice;
     }
     auto def = LlamaModel::plan_weights(smollm2, o);
