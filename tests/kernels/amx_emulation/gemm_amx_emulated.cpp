@@ -1,7 +1,9 @@
 // The AMX GEMM (src/kernels/gemm_amx.cpp, with its packing in gemm_amx_layout.cpp) on the
 // tile emulator, against a double-precision product of the same bf16 operands, for every
 // output stage (store, accumulate with bias, SwiGLU to bf16), ragged row counts and both
-// loop orders. Built with the AVX-512 flags; main.cpp enters it only after checking the CPU.
+// loop orders; and amx_gemm_panels (QuantLinear's prompt rows on AMX) over fp32 rows packed by
+// amx_pack_rows_f32, on sets of panels with a partial last one. Built with the AVX-512 flags;
+// main.cpp enters it only after checking the CPU.
 #include "amx_emulation/tally.h"
 #include "amx_emulation/tile_emulator.h"
 
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "kernels/ops_isa.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm::kernels::detail {
 
@@ -129,6 +132,70 @@ int run_gemm_amx_emulated() {
                         static_cast<long long>(s.n_out), static_cast<int>(out), n_threads, err,
                         kTolerance);
                 }
+            }
+        }
+    }
+    // amx_gemm_panels: n_out not a multiple of 32 (a half panel at the end), two sets of panels
+    // per call, n_in over 18 chunks (two k blocks), store and accumulate with bias.
+    const Shape panel_shapes[] = {{1, 64, 48}, {45, 640, 80}, {100, 96, 112}};
+    for (const Shape& s : panel_shapes) {
+        std::vector<float> x(static_cast<size_t>(s.m * s.n_in));
+        for (float& v : x) v = normal(rng);
+        const int64_t n_panels = (s.n_out + kAmxGemmPanel - 1) / kAmxGemmPanel;
+        std::vector<float> w(static_cast<size_t>(n_panels * kAmxGemmPanel * s.n_in), 0.0f);
+        std::vector<float> bias(s.n_out);
+        for (int64_t i = 0; i < s.n_out * s.n_in; ++i) w[i] = normal(rng) * 0.1f;
+        for (float& v : bias) v = normal(rng);
+        std::vector<uint16_t> packed(w.size());
+        amx_gemm_pack(w.data(), s.n_in, n_panels * kAmxGemmPanel, nullptr, packed.data());
+        std::vector<uint16_t> xpack(amx_packed_rows_elems(s.m, s.n_in));
+        const int64_t n_micro = (s.m + kAmxGemmRows - 1) / kAmxGemmRows;
+        amx_pack_rows_f32(x.data(), s.n_in, s.m, s.n_in, 0, n_micro, xpack.data());
+        for (const AmxGemmOut out : {AmxGemmOut::kStore, AmxGemmOut::kAccumulate}) {
+            const int64_t ldy = s.n_out + 3;
+            std::vector<float> y(static_cast<size_t>(s.m * ldy), 0.5f);
+            Workspace ws;
+            ws.workers(1);
+            AmxGemmArgs a;
+            a.m = s.m;
+            a.n_in = s.n_in;
+            a.n_out = s.n_out;
+            a.bias = out == AmxGemmOut::kAccumulate ? bias.data() : nullptr;
+            a.out = out;
+            a.y = y.data();
+            a.ldy = ldy;
+            a.ws = &ws;
+            const int64_t split = n_panels / 2;
+            const int64_t panel_elems = s.n_in * kAmxGemmPanel;
+            amx_gemm_panels(a, xpack.data(), packed.data(), 0, split, 0);
+            amx_gemm_panels(a, xpack.data(), packed.data() + split * panel_elems, split, n_panels,
+                            0);
+            double err = 0.0;
+            for (int64_t r = 0; r < s.m; ++r) {
+                for (int64_t j = 0; j < ldy; ++j) {
+                    const float got = y[r * ldy + j];
+                    if (j >= s.n_out) {  // past n_out: untouched
+                        err = std::max(err, got == 0.5f ? 0.0 : 1e9);
+                        continue;
+                    }
+                    double want = 0.0, mag = 0.0;
+                    for (int64_t k = 0; k < s.n_in; ++k) {
+                        const double p =
+                            static_cast<double>(
+                                tile_emulator::bf16_to_float(round_to_bf16(x[r * s.n_in + k]))) *
+                            tile_emulator::bf16_to_float(round_to_bf16(w[j * s.n_in + k]));
+                        want += p;
+                        mag += std::abs(p);
+                    }
+                    if (out == AmxGemmOut::kAccumulate) want += 0.5 + bias[j];
+                    err = std::max(err, std::abs(got - want) / (kSumError * mag + 1e-6));
+                }
+            }
+            if (!tally.record(err, kTolerance)) {
+                std::printf("FAIL panels m %lld n_in %lld n_out %lld out %d: error %g > %g\n",
+                            static_cast<long long>(s.m), static_cast<long long>(s.n_in),
+                            static_cast<long long>(s.n_out), static_cast<int>(out), err,
+                            kTolerance);
             }
         }
     }
