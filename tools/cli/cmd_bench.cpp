@@ -422,8 +422,8 @@ Runner add_bench(CLI::App& app) {
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));
     app.add_option("--prefill-weights", a->prefill_weights,
                    "Prefill weights, one engine each (comma list; default auto): auto, copy "
-                   "(bf16/fp32 copies made at load) or quant (the GGUF's blocks, int8 "
-                   "activations); the backend column says which ran")
+                   "(bf16/fp32 copies made at load) or quant (the GGUF's blocks: int8 "
+                   "activations, or AMX bf16 tiles); the backend column says which ran")
         ->delimiter(',')
         ->check(CLI::IsMember({"auto", "copy", "quant"}));
     app.add_option("-o,--output", a->output,

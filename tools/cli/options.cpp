@@ -64,9 +64,11 @@ void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
     app.add_option("--prefill-weights", f.prefill_weights,
                    "Weights of prefill's linear layers: auto (the default: quant where the copies "
                    "would take more than half the memory available, be fp32 copies over 2 GiB, "
-                   "or be bf16 copies over 512 MiB beside AVX-512 VNNI int8 kernels without AMX), "
-                   "copy (bf16/fp32 copies made at load, fp32 activations) or quant (the GGUF's "
-                   "own blocks with int8 activations: memory near the file size)")
+                   "or be bf16 copies over 512 MiB where the blocks run on AMX tiles or, without "
+                   "AMX, on AVX-512 VNNI), copy (bf16/fp32 copies made at load, fp32 activations) "
+                   "or quant (the GGUF's own blocks, memory near the file size: int8 "
+                   "activations, or with AMX bf16 tiles over weights dequantized a chunk at a "
+                   "time)")
         ->check(CLI::IsMember({"auto", "copy", "quant"}));
     app.add_flag("--check-tensors", f.check_tensors,
                  "Check every tensor's data for NaN / Inf before loading (as llama.cpp; reads "
