@@ -215,7 +215,11 @@ private:
         const bool quant = m_.prefill_quant_ || (decode && rows <= m_.quant_max_rows_);
         const bool bf16 = !quant && m_.layers_[run_.il_begin].qkv.gemm.is_bf16();
         if (quant) {
-            path_ = decode ? LinearPath::kQuant : LinearPath::kQuantOutliers;
+            // A decode step's rows past quant_max_rows() (prompt tokens LazyLLM revives into
+            // it) run as prompt rows: on AMX tiles where the blocks have them, else as kQuant.
+            path_ = !decode                      ? LinearPath::kQuantOutliers
+                    : rows <= m_.quant_max_rows_ ? LinearPath::kQuant
+                                                 : LinearPath::kQuantPrompt;
         } else {
             path_ = bf16 ? LinearPath::kBf16 : LinearPath::kF32;
         }

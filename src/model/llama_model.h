@@ -93,8 +93,8 @@ inline constexpr int64_t kQuantMaxRowsWide = 256;
 // The path a run's linear layers take, chosen once per run (forward.cpp): decode-sized steps
 // of generated tokens on the GGUF's own blocks (kQuant), prompt rows on them (prefill_quant():
 // kQuantPrompt, and for q|k|v and gate|up kQuantOutliers, each row's outlier channels exact off
-// the AMX tiles; kernels::QuantRows), else the prefill GEMM weights, bf16 or fp32 as converted
-// at load.
+// the AMX tiles; kernels::QuantRows; a decode step's rows past quant_max_rows(), revived by
+// LazyLLM, as kQuantPrompt), else the prefill GEMM weights, bf16 or fp32 as converted at load.
 enum class LinearPath { kQuant, kQuantPrompt, kQuantOutliers, kBf16, kF32 };
 
 // (kF32: fp32 activations into the GEMM weights, which convert them where those are bf16.)
