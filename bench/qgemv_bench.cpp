@@ -249,14 +249,17 @@ void type_shapes(benchmark::internal::Benchmark* b) {
 // Prompt-sized calls at Llama-3.2-1B's shapes (q, q|k|v, gate|up, down), Q4_K, Q6_K (a Q4_K_M
 // file's v and down in half the layers), Q3_K (most of a Q3_K_M file), IQ4_XS and Q8_0: 256 rows
 // (one FFN chunk of the quantized prefill) and 2048 (q|k|v and Wo take a whole prompt in one call),
-// two threads, weights hot. Where the weights and the activations outgrow L2 (for_each_pass).
+// and 8 to 128 (a chat turn's few new tokens, a lazy decode step's revived rows), two threads,
+// weights hot. Where the weights and the activations outgrow L2 (for_each_pass).
 void prompt_shapes(benchmark::internal::Benchmark* b) {
     constexpr int64_t kPromptShapes[][2] = {
         {2048, 2048}, {3072, 2048}, {16384, 2048}, {2048, 8192}};
     for (GgmlType t :
          {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::Q8_0}) {
         for (const auto& s : kPromptShapes) {
-            for (int64_t m : {256, 2048}) b->Args({m, s[0], s[1], 2, 0, static_cast<int64_t>(t)});
+            for (int64_t m : {8, 32, 64, 128, 256, 2048}) {
+                b->Args({m, s[0], s[1], 2, 0, static_cast<int64_t>(t)});
+            }
         }
     }
     b->ArgNames({"m", "n_out", "n_in", "threads", "cold", "type"});

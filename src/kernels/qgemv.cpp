@@ -398,7 +398,7 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     }
 
     Scratch& s = space.caller<Scratch>();
-    if (im.tiles && rows_kind != QuantRows::kDecode) {
+    if (im.tiles && rows_kind != QuantRows::kDecode && m >= kTileMinRows) {
         im.forward_tiles(x, m, ldx, y, ldy, accumulate, space, s);
         return;
     }

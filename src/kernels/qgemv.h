@@ -33,10 +33,19 @@ namespace lazyllm::kernels {
 // What a QuantLinear::forward call's rows are, which decides the kernels where there is a
 // choice.
 enum class QuantRows {
-    kDecode,          // int8 activations per 32-block on every CPU
-    kPrompt,          // prompt rows: on AMX tiles where has_tile_path() (any m), else kDecode's
+    kDecode,  // int8 activations per 32-block on every CPU
+    kPrompt,  // prompt rows: calls of kTileMinRows or more on AMX tiles where has_tile_path(),
+              // else kDecode's kernels
     kPromptOutliers,  // as kPrompt; off the tiles, each row's outlier channels kept exact
 };
+
+// Prompt calls of at least this many rows run on AMX tiles (has_tile_path). A tile call
+// dequantizes every weight once, whatever m; the int8 kernels cost in proportion to m.
+// Measured on the AMX Xeon, 2 threads, Llama-3.2-1B's four layer shapes (bench/qgemv_bench.cpp,
+// BM_QuantLinearPrompt, the tiles against LAZYLLM_ISA=avx512's int8 kernels): Q4_K and Q8_0
+// took 3.8-6.2x the int8 kernels' time at 8 rows and 1.1-1.7x at 32; Q3_K, Q4_K, Q6_K and
+// Q8_0 0.67-1.06x at 64 rows and 0.48-0.76x at 128.
+inline constexpr int64_t kTileMinRows = 64;
 
 class QuantLinear {
 public:
@@ -107,13 +116,14 @@ public:
     // too, over its rows). Thread-safe; the activation scratch comes from ws (workspace.h;
     // without one, a temporary one per call) and grows only, so steady-state calls allocate
     // nothing. Every row's output depends on that row of x alone, and on `rows`, not on m.
-    // rows: kPrompt and kPromptOutliers run on AMX bf16 tiles where the context has them
-    // (has_tile_path), whatever m, so that a prompt's results do not depend on how it is split
-    // into calls. Off the tiles, kPromptOutliers keeps each row's outlier channels (those above
-    // 12 times the row's mean |x|, at most 8, the largest) out of its int8 blocks and adds them
-    // after the int8 product as exact fp32 terms, x[r, c] times the dequantized column c (kept
-    // for up to 64 channels per layer); see qgemv_outliers.h. The model asks for them on the
-    // prompt rows of q|k|v and gate|up.
+    // rows: kPrompt and kPromptOutliers calls of kTileMinRows rows or more run on AMX bf16
+    // tiles where the context has them (has_tile_path); a row's result is then the same in any
+    // such call, as it is in any call on the int8 kernels (a prompt split into steps on the
+    // same side of kTileMinRows gives the same results). Off the tiles, kPromptOutliers keeps each
+    // row's outlier channels (those above 12 times the row's mean |x|, at most 8, the largest) out
+    // of its int8 blocks and adds them after the int8 product as exact fp32 terms, x[r, c] times
+    // the dequantized column c (kept for up to 64 channels per layer); see qgemv_outliers.h. The
+    // model asks for them on the prompt rows of q|k|v and gate|up.
     void forward(const float* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
                  bool accumulate = false, Workspace* ws = nullptr,
                  QuantRows rows = QuantRows::kDecode) const;

@@ -115,7 +115,8 @@ void describe_weights(const ModelLoadOptions& mo, const WeightPlan& plan, ModelS
     s.decode = plan.quantized_decode ? "quant" : "gemm";
     s.prefill_weights = plan.prefill_choice;
     if (plan.prefill_quant && kernels::QuantLinear::has_tile_path(mo.ctx)) {
-        s.prefill_weights += "; prompts of 32 tokens or more on AMX bf16 tiles";
+        s.prefill_weights +=
+            fmt::format("; prompts of {} tokens or more on AMX bf16 tiles", kernels::kTileMinRows);
     }
     s.n_threads = mo.ctx.n_threads;
 }

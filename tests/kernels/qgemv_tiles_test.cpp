@@ -75,11 +75,13 @@ void expect_tiles_match(GgmlType type, const Shape& s, uint32_t seed, int n_thre
 TEST(QuantLinearTiles, EveryTypeMatchesTheBf16Product) {
     if (!have_tiles()) GTEST_SKIP() << "no AMX";
     uint32_t seed = 4100;
-    // One row; 32 rows exactly; a short last micro-tile, an odd number of groups (a
-    // half-empty last panel), padded ldx / ldy, bias and accumulate.
-    const Shape shapes[] = {{1, 37, 256, 0, 0, false, false},
-                            {32, 37, 256, 0, 0, false, false},
-                            {45, 71, 512, 32, 3, true, true},
+    // The fewest rows the tiles take (two micro-tiles of 32 exactly); a last micro-tile of one
+    // row; a short one, an odd number of groups (a half-empty last panel), padded ldx / ldy,
+    // bias and accumulate.
+    static_assert(kTileMinRows == 64, "the shapes below straddle the threshold's micro-tiles");
+    const Shape shapes[] = {{64, 37, 256, 0, 0, false, false},
+                            {65, 37, 256, 0, 0, false, false},
+                            {77, 71, 512, 32, 3, true, true},
                             {100, 600, 768, 0, 0, true, false}};
     for (const Shape& s : shapes) {
         for (GgmlType type : kTypes) expect_tiles_match(type, s, seed += 3, 2);
@@ -96,25 +98,45 @@ TEST(QuantLinearTiles, ManyChunksAndRowBlocks) {
     expect_tiles_match(GgmlType::Q8_0, s, 78, 1, QuantRows::kPromptOutliers);
 }
 
-// A row's output is the same whichever call computes it (a prompt split by a server's cache):
-// m rows at once against pieces of 1, 5 and 37 rows, accumulating without a bias (where a full
-// micro-tile could start from y), over several reduction blocks (n_in 2048), bit for bit.
+// A row's output is the same whichever call of kTileMinRows rows or more computes it (a
+// prompt split into steps by a server's cache): 200 rows at once against the same rows in
+// pieces, accumulating without a bias (where a full micro-tile could start from y), over
+// several reduction blocks (n_in 2048), bit for bit.
 TEST(QuantLinearTiles, ARowsOutputIsItsOwn) {
     if (!have_tiles()) GTEST_SKIP() << "no AMX";
-    const Shape s{70, 96, 2048, 0, 0, false, true};
+    const Shape s{200, 96, 2048, 0, 0, false, true};
     const CaseData d = make_case(GgmlType::Q6_K, s, 55);
     auto lin = QuantLinear::create({Isa::kAmx, 2}, {&d.part, 1}, s.n_in, d.bias_if(s));
     ASSERT_TRUE(lin.ok()) << lin.error().message();
     Workspace ws;
     std::vector<float> whole = d.y0;
     lin->forward(d.x.data(), s.m, whole.data(), 0, 0, true, &ws, QuantRows::kPrompt);
-    for (int64_t step : {1, 5, 37}) {
+    const std::vector<std::vector<int64_t>> splits = {
+        {0, 64, 200}, {0, 100, 200}, {0, 67, 134, 200}};
+    for (const auto& cuts : splits) {
         std::vector<float> parts = d.y0;
-        for (int64_t r0 = 0; r0 < s.m; r0 += step) {
-            lin->forward(d.x.data() + r0 * s.n_in, std::min(step, s.m - r0),
-                         parts.data() + r0 * s.n_out, 0, 0, true, &ws, QuantRows::kPrompt);
+        for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+            lin->forward(d.x.data() + cuts[i] * s.n_in, cuts[i + 1] - cuts[i],
+                         parts.data() + cuts[i] * s.n_out, 0, 0, true, &ws, QuantRows::kPrompt);
         }
-        EXPECT_EQ(parts, whole) << "pieces of " << step;
+        EXPECT_EQ(parts, whole) << "pieces from " << cuts[1];
+    }
+}
+
+// Prompt calls of fewer than kTileMinRows rows keep the int8 kernels, outlier channels
+// included, bit for bit as on a context without AMX.
+TEST(QuantLinearTiles, FewPromptRowsKeepTheInt8Kernels) {
+    if (!have_tiles()) GTEST_SKIP() << "no AMX";
+    const Shape s{kTileMinRows - 1, 53, 512, 0, 0, true, false};
+    const CaseData d = make_case(GgmlType::Q4_K, s, 92);
+    auto amx = QuantLinear::create({Isa::kAmx, 2}, {&d.part, 1}, s.n_in, d.bias_if(s));
+    auto vnni = QuantLinear::create({Isa::kAvx512, 2}, {&d.part, 1}, s.n_in, d.bias_if(s));
+    ASSERT_TRUE(amx.ok() && vnni.ok());
+    for (QuantRows rows : {QuantRows::kPrompt, QuantRows::kPromptOutliers}) {
+        std::vector<float> got = d.y0, want = d.y0;
+        amx->forward(d.x.data(), s.m, got.data(), 0, 0, false, nullptr, rows);
+        vnni->forward(d.x.data(), s.m, want.data(), 0, 0, false, nullptr, rows);
+        EXPECT_EQ(got, want) << (rows == QuantRows::kPrompt ? "kPrompt" : "kPromptOutliers");
     }
 }
 

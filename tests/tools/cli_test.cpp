@@ -258,7 +258,7 @@ TEST(ModelCliTest, DecodeWeightsFlag) {
 TEST(ModelCliTest, PrefillWeightsFlag) {
     LAZYLLM_MODEL_OR_SKIP(path);
     const std::string question = "Name the capital city of France.";
-    // (With AMX the choice goes on: "; prompts of 32 tokens or more on AMX bf16 tiles".)
+    // (With AMX the choice goes on: "; prompts of 64 tokens or more on AMX bf16 tiles".)
     expect_paris(path, "--prefill-weights quant", "\"prefill_weights\": \"quant (asked)", question);
     expect_paris(path, "--prefill-weights quant", "\"gemm\": \"quant\"", question);
     expect_paris(path, "--prefill-weights copy", "\"prefill_weights\": \"copy (asked)\"");
