@@ -398,7 +398,9 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     }
 
     Scratch& s = space.caller<Scratch>();
-    if (im.tiles && rows_kind != QuantRows::kDecode && m >= kTileMinRows) {
+    const bool tile_rows = rows_kind == QuantRows::kPromptTiles ||
+                           (rows_kind != QuantRows::kDecode && m >= kTileMinRows);
+    if (im.tiles && tile_rows) {
         im.forward_tiles(x, m, ldx, y, ldy, accumulate, space, s);
         return;
     }

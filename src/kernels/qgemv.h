@@ -37,6 +37,9 @@ enum class QuantRows {
     kPrompt,  // prompt rows: calls of kTileMinRows or more on AMX tiles where has_tile_path(),
               // else kDecode's kernels
     kPromptOutliers,  // as kPrompt; off the tiles, each row's outlier channels kept exact
+    kPromptTiles,     // rows of a prompt step of kTileMinRows rows or more: on AMX tiles where
+                      // has_tile_path() whatever m (a step's short calls: the rows that go on
+                      // at its last layer, its pruned stages), else as kPrompt
 };
 
 // Prompt calls of at least this many rows run on AMX tiles (has_tile_path). A tile call
@@ -116,14 +119,15 @@ public:
     // too, over its rows). Thread-safe; the activation scratch comes from ws (workspace.h;
     // without one, a temporary one per call) and grows only, so steady-state calls allocate
     // nothing. Every row's output depends on that row of x alone, and on `rows`, not on m.
-    // rows: kPrompt and kPromptOutliers calls of kTileMinRows rows or more run on AMX bf16
-    // tiles where the context has them (has_tile_path); a row's result is then the same in any
-    // such call, as it is in any call on the int8 kernels (a prompt split into steps on the
-    // same side of kTileMinRows gives the same results). Off the tiles, kPromptOutliers keeps each
-    // row's outlier channels (those above 12 times the row's mean |x|, at most 8, the largest) out
-    // of its int8 blocks and adds them after the int8 product as exact fp32 terms, x[r, c] times
-    // the dequantized column c (kept for up to 64 channels per layer); see qgemv_outliers.h. The
-    // model asks for them on the prompt rows of q|k|v and gate|up.
+    // rows: kPrompt and kPromptOutliers calls of kTileMinRows rows or more, and kPromptTiles
+    // calls of any size, run on AMX bf16 tiles where the context has them (has_tile_path); a
+    // row's result is then the same in any such call, as it is in any call on the int8 kernels
+    // (a prompt split into steps on the same side of kTileMinRows gives the same results). Off the
+    // tiles, kPromptOutliers keeps each row's outlier channels (those above 12 times the row's mean
+    // |x|, at most 8, the largest) out of its int8 blocks and adds them after the int8 product as
+    // exact fp32 terms, x[r, c] times the dequantized column c (kept for up to 64 channels per
+    // layer); see qgemv_outliers.h. The model asks for them on the prompt rows of q|k|v and
+    // gate|up.
     void forward(const float* x, int64_t m, float* y, int64_t ldx = 0, int64_t ldy = 0,
                  bool accumulate = false, Workspace* ws = nullptr,
                  QuantRows rows = QuantRows::kDecode) const;

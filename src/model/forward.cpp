@@ -125,6 +125,9 @@ bool Linear::forward(kernels::Workspace& ws, LinearPath path, LinearInput x, int
             quant.forward(x.f32, n, y, ldx, ldy, accumulate, &ws,
                           kernels::QuantRows::kPromptOutliers);
             return false;
+        case LinearPath::kQuantTiles:
+            quant.forward(x.f32, n, y, ldx, ldy, accumulate, &ws, kernels::QuantRows::kPromptTiles);
+            return false;
         case LinearPath::kBf16:
             return gemm.forward_bf16(x.bf16, n, y, ldx, ldy, accumulate, done, &ws);
         case LinearPath::kF32:
@@ -215,9 +218,14 @@ private:
         const bool quant = m_.prefill_quant_ || (decode && rows <= m_.quant_max_rows_);
         const bool bf16 = !quant && m_.layers_[run_.il_begin].qkv.gemm.is_bf16();
         if (quant) {
-            // A decode step's rows past quant_max_rows() (prompt tokens LazyLLM revives into
-            // it) run as prompt rows: on AMX tiles where the blocks have them, else as kQuant.
-            path_ = !decode                      ? LinearPath::kQuantOutliers
+            // A prompt step of kTileMinRows tokens or more runs all its calls on AMX tiles where
+            // the blocks have them, its last layer's few rows and pruned stages included, so a
+            // row's result does not depend on the calls the step makes. A decode step's rows
+            // past quant_max_rows() (prompt tokens LazyLLM revives into it) run as prompt rows:
+            // on the tiles for calls of kTileMinRows rows or more.
+            const bool tiles = m_.prefill_tiles_ && step_rows_ >= kernels::kTileMinRows;
+            path_ = !decode && tiles             ? LinearPath::kQuantTiles
+                    : !decode                    ? LinearPath::kQuantOutliers
                     : rows <= m_.quant_max_rows_ ? LinearPath::kQuant
                                                  : LinearPath::kQuantPrompt;
         } else {
@@ -242,7 +250,7 @@ private:
     bool bf16() const { return path_ == LinearPath::kBf16; }
     bool quant() const {
         return path_ == LinearPath::kQuant || path_ == LinearPath::kQuantPrompt ||
-               path_ == LinearPath::kQuantOutliers;
+               path_ == LinearPath::kQuantOutliers || path_ == LinearPath::kQuantTiles;
     }
     // Wo and down (inputs: attention's and SwiGLU's outputs) take their int8 rounding whole: the
     // outlier channels that move answers are the residual stream's, in the normed inputs of
@@ -410,20 +418,24 @@ private:
         if (!hooked) norm(o.h, w.ffn_norm, o.n_rows);
     }
 
-    // On the quantized path (every step without GEMM copies) the FFN runs kFfnChunkRows rows
-    // at a time, so its [rows, 2 n_ff] and [rows, n_ff] buffers stay bounded on long prompts
-    // (on a 1B model they would be 200 MB at 2k rows). QuantLinear computes each row alone, so
-    // the results are the same bit for bit.
+    // On the quantized path (every step without GEMM copies) the FFN runs in equal chunks of
+    // at most kFfnChunkRows rows, so its [rows, 2 n_ff] and [rows, n_ff] buffers stay bounded
+    // on long prompts (on a 1B model they would be 200 MB at 2k rows); equal, as a call on AMX
+    // tiles dequantizes its weights once whatever its rows (a short last chunk would pay that
+    // for a few rows). QuantLinear computes each row alone, so the results are the same bit
+    // for bit.
     void ffn(const LayerWeights& w, const TailRows& o, int il) {
         const int64_t E = c_.n_embd;
         if (!quant() || o.n_rows <= kFfnChunkRows) {
             ffn_rows(w, o, x_in(), il);
             return;
         }
-        for (int64_t r0 = 0; r0 < o.n_rows; r0 += kFfnChunkRows) {
+        const int64_t n_chunks = (o.n_rows + kFfnChunkRows - 1) / kFfnChunkRows;
+        for (int64_t i = 0; i < n_chunks; ++i) {
+            const int64_t r0 = o.n_rows * i / n_chunks, r1 = o.n_rows * (i + 1) / n_chunks;
             TailRows part = o;
             part.h = o.h + r0 * E;
-            part.n_rows = std::min(kFfnChunkRows, o.n_rows - r0);
+            part.n_rows = r1 - r0;
             ffn_rows(w, part, {x_ + r0 * E, nullptr}, il);
         }
     }

@@ -151,6 +151,7 @@ Status LlamaModel::load_weights() {
     LAZYLLM_ASSIGN_OR_RETURN(WeightPlan plan, plan_weights(c, opts_));
     quantized_decode_ = plan.quantized_decode;
     prefill_quant_ = plan.prefill_quant;
+    prefill_tiles_ = prefill_quant_ && kernels::QuantLinear::has_tile_path(opts_.ctx);
     prefill_choice_ = std::move(plan.prefill_choice);
 
     layers_.resize(c.n_layer);

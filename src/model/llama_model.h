@@ -92,10 +92,12 @@ inline constexpr int64_t kQuantMaxRowsWide = 256;
 
 // The path a run's linear layers take, chosen once per run (forward.cpp): decode-sized steps
 // of generated tokens on the GGUF's own blocks (kQuant), prompt rows on them (prefill_quant():
-// kQuantPrompt, and for q|k|v and gate|up kQuantOutliers, each row's outlier channels exact off
-// the AMX tiles; kernels::QuantRows; a decode step's rows past quant_max_rows(), revived by
-// LazyLLM, as kQuantPrompt), else the prefill GEMM weights, bf16 or fp32 as converted at load.
-enum class LinearPath { kQuant, kQuantPrompt, kQuantOutliers, kBf16, kF32 };
+// kQuantPrompt, and for q|k|v and gate|up kQuantOutliers, each row's outlier channels exact;
+// every linear layer of a prompt step of kernels::kTileMinRows tokens or more kQuantTiles where
+// the blocks run on AMX tiles; kernels::QuantRows; a decode step's rows past quant_max_rows(),
+// revived by LazyLLM, as kQuantPrompt), else the prefill GEMM weights, bf16 or fp32 as
+// converted at load.
+enum class LinearPath { kQuant, kQuantPrompt, kQuantOutliers, kQuantTiles, kBf16, kF32 };
 
 // (kF32: fp32 activations into the GEMM weights, which convert them where those are bf16.)
 // A linear layer's input on its path: fp32 rows (kQuant, kF32) or bf16 rows (kBf16).
@@ -309,6 +311,7 @@ private:
     Linear lm_head_;                  // [n_vocab, n_embd]
     bool quantized_decode_ = false;
     bool prefill_quant_ = false;
+    bool prefill_tiles_ = false;   // prefill_quant_ on AMX tiles (QuantLinear::has_tile_path)
     bool bf16_attention_ = false;  // AttentionArgs::bf16: the linear layers' precision is bf16
     std::string prefill_choice_;
     int64_t quant_max_rows_ = kQuantMaxRows;

@@ -75,17 +75,20 @@ void expect_tiles_match(GgmlType type, const Shape& s, uint32_t seed, int n_thre
 TEST(QuantLinearTiles, EveryTypeMatchesTheBf16Product) {
     if (!have_tiles()) GTEST_SKIP() << "no AMX";
     uint32_t seed = 4100;
-    // The fewest rows the tiles take (two micro-tiles of 32 exactly); a last micro-tile of one
-    // row; a short one, an odd number of groups (a half-empty last panel), padded ldx / ldy,
-    // bias and accumulate.
-    static_assert(kTileMinRows == 64, "the shapes below straddle the threshold's micro-tiles");
-    const Shape shapes[] = {{64, 37, 256, 0, 0, false, false},
-                            {65, 37, 256, 0, 0, false, false},
-                            {77, 71, 512, 32, 3, true, true},
-                            {100, 600, 768, 0, 0, true, false}};
-    for (const Shape& s : shapes) {
-        for (GgmlType type : kTypes) expect_tiles_match(type, s, seed += 3, 2);
-        for (GgmlType type : kKTypes) expect_tiles_match(type, s, seed += 3, 2);
+    // kPromptTiles at any m: one row; 32 rows exactly; a short last micro-tile, an odd number
+    // of groups (a half-empty last panel), padded ldx / ldy, bias and accumulate. kPrompt from
+    // kTileMinRows rows: two micro-tiles exactly, a last one of one row, a short one.
+    static_assert(kTileMinRows == 64, "the kPrompt shapes straddle the threshold's micro-tiles");
+    const std::pair<Shape, QuantRows> cases[] = {
+        {{1, 37, 256, 0, 0, false, false}, QuantRows::kPromptTiles},
+        {{32, 37, 256, 0, 0, false, false}, QuantRows::kPromptTiles},
+        {{45, 71, 512, 32, 3, true, true}, QuantRows::kPromptTiles},
+        {{64, 37, 256, 0, 0, false, false}, QuantRows::kPrompt},
+        {{65, 37, 256, 0, 0, false, false}, QuantRows::kPrompt},
+        {{100, 600, 768, 0, 0, true, false}, QuantRows::kPromptOutliers}};
+    for (const auto& [s, rows] : cases) {
+        for (GgmlType type : kTypes) expect_tiles_match(type, s, seed += 3, 2, rows);
+        for (GgmlType type : kKTypes) expect_tiles_match(type, s, seed += 3, 2, rows);
     }
 }
 
@@ -98,10 +101,11 @@ TEST(QuantLinearTiles, ManyChunksAndRowBlocks) {
     expect_tiles_match(GgmlType::Q8_0, s, 78, 1, QuantRows::kPromptOutliers);
 }
 
-// A row's output is the same whichever call of kTileMinRows rows or more computes it (a
-// prompt split into steps by a server's cache): 200 rows at once against the same rows in
-// pieces, accumulating without a bias (where a full micro-tile could start from y), over
-// several reduction blocks (n_in 2048), bit for bit.
+// A row's output is the same whichever tile call computes it (a prompt split into steps by a
+// server's cache; a step's calls of few rows): 200 rows at once against the same rows in pieces
+// (kPrompt, each of kTileMinRows rows or more; kPromptTiles, pieces of 1, 5 and 37 rows),
+// accumulating without a bias (where a full micro-tile could start from y), over several
+// reduction blocks (n_in 2048), bit for bit.
 TEST(QuantLinearTiles, ARowsOutputIsItsOwn) {
     if (!have_tiles()) GTEST_SKIP() << "no AMX";
     const Shape s{200, 96, 2048, 0, 0, false, true};
@@ -111,15 +115,22 @@ TEST(QuantLinearTiles, ARowsOutputIsItsOwn) {
     Workspace ws;
     std::vector<float> whole = d.y0;
     lin->forward(d.x.data(), s.m, whole.data(), 0, 0, true, &ws, QuantRows::kPrompt);
-    const std::vector<std::vector<int64_t>> splits = {
-        {0, 64, 200}, {0, 100, 200}, {0, 67, 134, 200}};
-    for (const auto& cuts : splits) {
-        std::vector<float> parts = d.y0;
+    const auto pieces = [&](const std::vector<int64_t>& cuts, QuantRows rows) {
+        std::vector<float> y = d.y0;
         for (size_t i = 0; i + 1 < cuts.size(); ++i) {
             lin->forward(d.x.data() + cuts[i] * s.n_in, cuts[i + 1] - cuts[i],
-                         parts.data() + cuts[i] * s.n_out, 0, 0, true, &ws, QuantRows::kPrompt);
+                         y.data() + cuts[i] * s.n_out, 0, 0, true, &ws, rows);
         }
-        EXPECT_EQ(parts, whole) << "pieces from " << cuts[1];
+        return y;
+    };
+    EXPECT_EQ(pieces({0, 64, 200}, QuantRows::kPrompt), whole);
+    EXPECT_EQ(pieces({0, 100, 200}, QuantRows::kPrompt), whole);
+    EXPECT_EQ(pieces({0, 67, 134, 200}, QuantRows::kPromptOutliers), whole);
+    for (int64_t step : {1, 5, 37}) {
+        std::vector<int64_t> cuts;
+        for (int64_t r = 0; r < s.m; r += step) cuts.push_back(r);
+        cuts.push_back(s.m);
+        EXPECT_EQ(pieces(cuts, QuantRows::kPromptTiles), whole) << "pieces of " << step;
     }
 }
 

@@ -94,6 +94,7 @@ TEST(SessionTruncate, LazyInvariantsHoldAcrossTruncations) {
 // int8 blocks, chosen from the row alone): a 40-token prompt in one step, in 25 + 15 (the rest
 // of a prompt a cache held) and in 39 + 1 gives the same logits bit for bit. The last token as
 // a generated one (a decode step: every channel rounded) does not, so the outliers matter here.
+// Neither do steps of 64 tokens or more, which on AMX run on bf16 tiles (160 in one step, 64 + 96).
 TEST(SessionTruncate, QuantPrefillLogitsDoNotDependOnTheSplit) {
     testing::TinyModelSpec spec;
     spec.n_layer = 3;
@@ -128,6 +129,19 @@ TEST(SessionTruncate, QuantPrefillLogitsDoNotDependOnTheSplit) {
     step(decode, part(0, 39), V, StepTokens::kPrompt);
     const auto rounded = step(decode, part(39, 40), V, StepTokens::kGenerated);
     EXPECT_NE(0, std::memcmp(rounded.data(), want.data(), want.size() * sizeof(float)));
+
+    // Steps of kernels::kTileMinRows tokens or more (on AMX: bf16 tiles, every call of the
+    // step, its last layer's single row included) give the same logits in any such split.
+    o.n_ctx = 192;
+    const auto longer = ids_for(160, V, 22);
+    auto whole_long = Session::create(**model, o).value();
+    const auto want_long = step(whole_long, longer, V, StepTokens::kPrompt);
+    auto split_long = Session::create(**model, o).value();
+    step(split_long, std::vector<int32_t>(longer.begin(), longer.begin() + 64), V,
+         StepTokens::kPrompt);
+    const auto got_long = step(split_long, std::vector<int32_t>(longer.begin() + 64, longer.end()),
+                               V, StepTokens::kPrompt);
+    EXPECT_EQ(0, std::memcmp(got_long.data(), want_long.data(), want_long.size() * sizeof(float)));
 }
 
 }  // namespace
