@@ -33,10 +33,12 @@ inline __m512i bcast4(const int8_t* p) {
     return _mm512_set1_epi32(v);
 }
 
-// A value the compiler must keep in a register: without this GCC folds the same 64-byte load
-// into both the and and the shift of a 4-bit chunk, doubling the loads (with the broadcasts
-// and prefetches, the load ports are nearly as busy as the vector ALUs here).
-inline __m512i in_register(__m512i v) {
+// A value the compiler must keep in a register, as computed. Without this GCC folds the same
+// 64-byte load into both the and and the shift of a 4-bit chunk, doubling the loads (with the
+// broadcasts and prefetches, the load ports are nearly as busy as the vector ALUs here); and
+// contracts a rounded product with the add after it into an FMA (dequant_groups).
+template <typename V>
+inline V in_register(V v) {
     __asm__("" : "+v"(v));
     return v;
 }
@@ -374,13 +376,6 @@ inline __m512i bf16_pairs(__m512 lo, __m512 hi) {
                            _mm512_slli_epi32(_mm512_cvtepu16_epi32(simd512::to_bf16(hi)), 16));
 }
 
-// A product the compiler must not contract with the add that follows (weight_value rounds
-// both).
-inline __m512 rounded(__m512 v) {
-    __asm__("" : "+v"(v));
-    return v;
-}
-
 // Groups [g0, g1) as bf16 AMX B tiles (dequant_bf16_panels, qgemv_isa.h): each block's bytes in
 // the 8-bit layout (Q8_0's own quants, else unpack_groups into tmp), then per chunk c (inputs
 // 4c .. 4c + 3 of the 16 rows) the four byte planes as fp32 weights, paired into tile rows 2c
@@ -439,7 +434,8 @@ void dequant_groups(const Weights& w, int32_t offset, int64_t g0, int64_t g1, ui
                 for (int j = 0; j < 4; ++j) {
                     const __m512i u = _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), byte);
                     f[j] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(u, voff)), d[c / 4]);
-                    if constexpr (has_min(kS)) f[j] = _mm512_add_ps(rounded(f[j]), mn);
+                    // The product rounded before the min is added, as weight_value (no FMA).
+                    if constexpr (has_min(kS)) f[j] = _mm512_add_ps(in_register(f[j]), mn);
                 }
                 _mm512_store_si512(dst + (2 * c) * 32, bf16_pairs(f[0], f[1]));
                 _mm512_store_si512(dst + (2 * c + 1) * 32, bf16_pairs(f[2], f[3]));
