@@ -423,7 +423,8 @@ Runner add_bench(CLI::App& app) {
     app.add_option("--prefill-weights", a->prefill_weights,
                    "Prefill weights, one engine each (comma list; default auto): auto, copy "
                    "(bf16/fp32 copies made at load) or quant (the GGUF's blocks: int8 "
-                   "activations, or AMX bf16 tiles); the backend column says which ran")
+                   "activations, or AMX bf16 tiles for prompt steps of 64 tokens or more); the "
+                   "backend column says which ran")
         ->delimiter(',')
         ->check(CLI::IsMember({"auto", "copy", "quant"}));
     app.add_option("-o,--output", a->output,

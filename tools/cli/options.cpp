@@ -67,8 +67,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
                    "or be bf16 copies over 512 MiB where the blocks run on AMX tiles or, without "
                    "AMX, on AVX-512 VNNI), copy (bf16/fp32 copies made at load, fp32 activations) "
                    "or quant (the GGUF's own blocks, memory near the file size: int8 "
-                   "activations, or with AMX bf16 tiles over weights dequantized a chunk at a "
-                   "time)")
+                   "activations, or with AMX, for prompt steps of 64 tokens or more, bf16 tiles "
+                   "over weights dequantized a chunk at a time)")
         ->check(CLI::IsMember({"auto", "copy", "quant"}));
     app.add_flag("--check-tensors", f.check_tensors,
                  "Check every tensor's data for NaN / Inf before loading (as llama.cpp; reads "
