@@ -121,10 +121,12 @@ Isa bench_isa() {
     return isa.ok() ? *isa : best_isa(detect_cpu_features());
 }
 
-// Which QuantLinear kernels `ctx` gets for rows of this kind.
-const char* kernel_label(const KernelContext& ctx, QuantRows rows) {
+// Which QuantLinear kernels `ctx` gets for m rows of this kind.
+const char* kernel_label(const KernelContext& ctx, QuantRows rows, int64_t m) {
     if (!QuantLinear::has_fast_path(ctx)) return " ref";
-    if (rows != QuantRows::kDecode && QuantLinear::has_tile_path(ctx)) return " amx";
+    const bool tile_rows =
+        rows == QuantRows::kPromptTiles || (rows != QuantRows::kDecode && m >= kTileMinRows);
+    if (tile_rows && QuantLinear::has_tile_path(ctx)) return " amx";
     const CpuFeatures f = detect_cpu_features();
     return ctx.isa >= Isa::kAvx512 && isa_supported(Isa::kAvx512, f) && f.avx512vnni ? " vnni"
                                                                                      : " avx2";
@@ -153,7 +155,7 @@ void run_quant(benchmark::State& state, Isa isa, GgmlType type_arg = GgmlType::F
         if (c == 0) n_copies = copies_for(a, lin->weight_bytes());
         layers.push_back(std::move(lin).value());
     }
-    state.SetLabel(std::string(ggml_type_name(type)) + kernel_label(ctx, rows));
+    state.SetLabel(std::string(ggml_type_name(type)) + kernel_label(ctx, rows, a.m));
     run_layers(state, a, layers, layers[0].weight_bytes(), outliers, rows);
 }
 
@@ -164,9 +166,11 @@ void BM_QuantLinearAvx2(benchmark::State& state) { run_quant(state, Isa::kAvx2);
 void BM_QuantLinearType(benchmark::State& state) {
     run_quant(state, bench_isa(), static_cast<GgmlType>(state.range(5)));
 }
-// Prompt rows (QuantRows::kPrompt: on AMX tiles where the CPU has them).
+// Rows of a long prompt step (QuantRows::kPromptTiles: on AMX tiles where the CPU has them,
+// at any m; under LAZYLLM_ISA=avx512 the int8 kernels, so the two compare at every m).
 void BM_QuantLinearTypePrompt(benchmark::State& state) {
-    run_quant(state, bench_isa(), static_cast<GgmlType>(state.range(5)), -1, QuantRows::kPrompt);
+    run_quant(state, bench_isa(), static_cast<GgmlType>(state.range(5)), -1,
+              QuantRows::kPromptTiles);
 }
 void BM_QuantLinearTypeAvx2(benchmark::State& state) {
     run_quant(state, Isa::kAvx2, static_cast<GgmlType>(state.range(5)));

@@ -86,7 +86,8 @@ public:
     static bool has_fast_path(const KernelContext& ctx);
     // True when that fast path is the AVX-512 VNNI one.
     static bool has_vnni_path(const KernelContext& ctx);
-    // True when, beside it, prompt rows (QuantRows::kPrompt*) run on AMX bf16 tiles: x and the
+    // True when, beside it, prompt rows (QuantRows::kPrompt and kPromptOutliers from
+    // kTileMinRows rows, kPromptTiles at any m) run on AMX bf16 tiles: x and the
     // weights (dequantized a chunk at a time into L2) rounded to bf16, fp32 sums, as
     // PackedLinear's bf16 GEMM; decode rows keep the int8 kernels. The VNNI path, ctx.isa
     // allowing AMX, and a CPU with AMX bf16 that lets this process use it.

@@ -169,6 +169,9 @@ void LlamaModel::post_norm_add(const std::vector<float>& w, float* y, float* h, 
 class LlamaModel::LayerPass {
 public:
     static constexpr int64_t kFfnChunkRows = 256;
+    // ffn()'s equal chunks of a longer step (at least kFfnChunkRows / 2 rows) stay on the same
+    // side of the tiles' threshold as the step.
+    static_assert(kFfnChunkRows / 2 >= kernels::kTileMinRows);
 
     LayerPass(const LlamaModel& m, const LayerRun& run, KvCache& kv, ForwardScratch& s,
               Profile* prof)
@@ -244,7 +247,7 @@ private:
         attn_ = x_;
         // fp32 gate|up rows: every fp32 path; bf16 with GeGLU (no fused AMX form).
         const bool fp32_gate_up = !bf16 || c_.ffn_act != kernels::GluAct::kSilu;
-        // The quantized path runs the FFN kFfnChunkRows rows at a time (ffn()).
+        // The quantized path runs the FFN in chunks of at most kFfnChunkRows rows (ffn()).
         const int64_t ffn_rows = quant ? std::min(rows, kFfnChunkRows) : rows;
         gate_up_ = fp32_gate_up ? grow(s_.gate_up, ffn_rows * 2 * F) : nullptr;  // [.., 2F]
         act_ = bf16 ? nullptr : grow(s_.act, ffn_rows * F);                      // [.., F]

@@ -40,8 +40,8 @@ enum class PrefillWeights {
     // blocks for decode steps.
     kCopy,
     // The GGUF's own blocks (QuantLinear) for every step: no copy, memory near the file size;
-    // int8 activations, or with AMX bf16 tiles for prompts of 32 rows or more. Needs the
-    // quantized decode weights.
+    // int8 activations, or with AMX bf16 tiles for prompt steps of kernels::kTileMinRows
+    // tokens or more. Needs the quantized decode weights.
     kQuant,
 };
 
@@ -95,8 +95,8 @@ inline constexpr int64_t kQuantMaxRowsWide = 256;
 // kQuantPrompt, and for q|k|v and gate|up kQuantOutliers, each row's outlier channels exact;
 // every linear layer of a prompt step of kernels::kTileMinRows tokens or more kQuantTiles where
 // the blocks run on AMX tiles; kernels::QuantRows; a decode step's rows past quant_max_rows(),
-// revived by LazyLLM, as kQuantPrompt), else the prefill GEMM weights, bf16 or fp32 as
-// converted at load.
+// or from kTileMinRows on the tiles, revived by LazyLLM, as kQuantPrompt), else the prefill
+// GEMM weights, bf16 or fp32 as converted at load.
 enum class LinearPath { kQuant, kQuantPrompt, kQuantOutliers, kQuantTiles, kBf16, kF32 };
 
 // (kF32: fp32 activations into the GEMM weights, which convert them where those are bf16.)
@@ -203,8 +203,9 @@ struct LayerRun {
     int64_t step_rows = 0;
     // The step's tokens are prompt text (a new turn, the rest of a cached prompt): the GEMM
     // weights whatever their count (on the blocks: with every row's outlier channels exact,
-    // chosen from the row alone), so a prompt's logits do not depend on how much of it a
-    // cache held.
+    // chosen from the row alone; with AMX tiles, on them from kernels::kTileMinRows tokens),
+    // so a prompt's logits do not depend on how much of it a cache held (on the tiles: when
+    // the steps fall on the same side of kTileMinRows).
     bool prompt = false;
 };
 

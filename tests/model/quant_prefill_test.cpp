@@ -8,7 +8,9 @@
 // per weight): the same 5e-2 of the logit range as the quantized decode tests.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/gemm.h"
 #include "kernels/qgemv.h"
@@ -53,8 +55,8 @@ INSTANTIATE_TEST_SUITE_P(QuantPrefill, QuantPrefillTypes,
                              return std::string(ggml_type_name(info.param));
                          });
 
-// A prefill longer than the FFN's row chunk (256 rows at a time on this path), with gemma3's
-// post-norm residual on the chunked rows.
+// A prefill longer than the FFN's row chunk (equal chunks of at most 256 rows on this path), with
+// gemma3's post-norm residual on the chunked rows.
 TEST(QuantPrefill, LongPrefillRunsTheFfnInChunks) {
     Case c = quant_case(GgmlType::Q4_1);
     c.n_prompt = 600;
@@ -245,6 +247,47 @@ TEST(QuantPrefill, RevivedRowsStayOnTheBlocksWhereTheyAreFaster) {
     auto quant = LlamaModel::load(path, o);
     ASSERT_TRUE(quant.ok()) << quant.error().message();
     EXPECT_EQ((*quant)->quant_max_rows(), kQuantMaxRowsWide);
+}
+
+// On AMX tiles every call of a prompt step of kTileMinRows tokens or more takes the tiles: the
+// last layer's single row (last_row_out) gets the whole layer's h bit for bit, as its Wo and
+// FFN calls of one row run on the tiles too. A decode step's 64 or more rows (LazyLLM's
+// revivals) run on the tiles as well: bit for bit the same rows as a prompt step.
+TEST(QuantPrefill, EveryCallOfAStepTakesTheSameKernels) {
+    ModelLoadOptions o;
+    o.ctx.isa = kernels::isa_from_env().value();
+    o.ctx.n_threads = 2;
+    if (!kernels::QuantLinear::has_tile_path(o.ctx)) GTEST_SKIP() << "no AMX tiles";
+    o.prefill_weights = PrefillWeights::kQuant;
+    auto loaded = LlamaModel::load(write_q8_model("tile_steps"), o);
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+    const LlamaModel& model = **loaded;
+    const ModelConfig& cfg = model.config();
+    const int64_t E = cfg.n_embd, n = kernels::kTileMinRows + 36;
+    std::vector<int32_t> ids(n), pos(n);
+    for (int64_t i = 0; i < n; ++i) {
+        ids[i] = static_cast<int32_t>((i * 37 + 5) % cfg.n_vocab);
+        pos[i] = static_cast<int32_t>(i);
+    }
+    std::vector<float> h0(static_cast<size_t>(n * E));
+    ASSERT_TRUE(model.embed(ids.data(), n, h0.data()).ok());
+    const auto run = [&](bool prompt, int64_t step_rows, bool last_row_out) {
+        KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), model.kv_type());
+        ForwardScratch s;
+        std::vector<float> h = h0;
+        LayerRun r{h.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
+        r.prompt = prompt;
+        r.step_rows = step_rows;
+        r.last_row_out = last_row_out;
+        model.forward_layers(r, kv, s);
+        return h;
+    };
+    const std::vector<float> whole = run(true, n, false);
+    const std::vector<float> last = run(true, n, true);
+    EXPECT_EQ(
+        0, std::memcmp(whole.data() + (n - 1) * E, last.data() + (n - 1) * E, sizeof(float) * E));
+    const std::vector<float> revived = run(false, 1, false);
+    EXPECT_EQ(0, std::memcmp(whole.data(), revived.data(), sizeof(float) * n * E));
 }
 
 // Copies that cannot fit in the memory available are refused with the sizes, naming the way

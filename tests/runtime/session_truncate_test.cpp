@@ -94,7 +94,8 @@ TEST(SessionTruncate, LazyInvariantsHoldAcrossTruncations) {
 // int8 blocks, chosen from the row alone): a 40-token prompt in one step, in 25 + 15 (the rest
 // of a prompt a cache held) and in 39 + 1 gives the same logits bit for bit. The last token as
 // a generated one (a decode step: every channel rounded) does not, so the outliers matter here.
-// Neither do steps of 64 tokens or more, which on AMX run on bf16 tiles (160 in one step, 64 + 96).
+// Steps of 64 tokens or more, which on AMX run on bf16 tiles, do not depend on the split either
+// (160 in one step, 64 + 96).
 TEST(SessionTruncate, QuantPrefillLogitsDoNotDependOnTheSplit) {
     testing::TinyModelSpec spec;
     spec.n_layer = 3;
