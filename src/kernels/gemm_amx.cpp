@@ -21,9 +21,9 @@
 // at m = 1403 and 4096 run at 1.41-1.77 TFLOP/s on two threads without it, 1.18-1.46 with;
 // docs/benchmarks.md).
 //
-// Output stage: plain fp32 store or accumulate with full row tiles goes tile-to-memory (the
-// accumulate case starts the accumulators from y); bias, SwiGLU and a short last micro-tile
-// (rows padded with zeros) go through a 4 KiB buffer and AVX-512.
+// Output stage: a plain fp32 store with full row tiles goes tile-to-memory; accumulate, bias,
+// SwiGLU and a short last micro-tile (rows padded with zeros) go through a 4 KiB buffer and
+// AVX-512 (accumulate adds y there, so that a row's result does not depend on its tile).
 #include "kernels/gemm_amx.h"
 
 #include <immintrin.h>
@@ -197,21 +197,18 @@ inline void micro_step(const AmxGemmArgs& a, const uint16_t* xt, const uint16_t*
 }
 
 // One work item: rows [r0, r1) x panels [p0, p1), the rows packed at xpack (pack_rows), panel p
-// at wp + (p - p0) * n_chunks * kChunkElems. row_exact: kAccumulate adds y in the output stage
-// of every micro-tile, never as the tiles' starting value, so that each row's result is the
-// same in any call (a full micro-tile would otherwise start from y, a short one add it last).
+// at wp + (p - p0) * n_chunks * kChunkElems. kAccumulate adds y in the output stage of every
+// micro-tile, never as the tiles' starting value, so that each row's result is the same in any
+// call (a full micro-tile would otherwise start from y, a short one add it last).
 // The reduction runs in k blocks of kBlockChunks chunks (n_in = 576 in one block, which
 // measured best even though a panel and a micro-tile's x then no longer fit L1 together;
-// n_in = 1536 in three). Partial sums
-// between blocks live in y itself (plain store/accumulate) or in a per-thread buffer.
+// n_in = 1536 in three). Partial sums between blocks live in y itself (plain store) or in a
+// per-thread buffer.
 void run_item(const AmxGemmArgs& a, ThreadScratch& scratch, const uint16_t* xpack,
-              const uint16_t* wp, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
-              bool row_exact = false) {
+              const uint16_t* wp, int64_t r0, int64_t r1, int64_t p0, int64_t p1) {
     const int64_t n_chunks = a.n_in / kAmxGemmChunk;
     const int64_t n_kb = (n_chunks + kBlockChunks - 1) / kBlockChunks;
-    const bool accumulate = a.out == AmxGemmOut::kAccumulate;
-    const bool direct =
-        a.bias == nullptr && a.out != AmxGemmOut::kSwiGlu && !(row_exact && accumulate);
+    const bool direct = a.bias == nullptr && a.out == AmxGemmOut::kStore;
     const int64_t rows_all = r1 - r0;
     const int64_t n_tiles = (rows_all + kRows - 1) / kRows;
 
@@ -242,8 +239,7 @@ void run_item(const AmxGemmArgs& a, ThreadScratch& scratch, const uint16_t* xpac
                     part = scratch.acc.data() + t * kRows * acc_ld + (p - p0) * kAmxGemmPanel;
                     part_ld_b = acc_ld * static_cast<int64_t>(sizeof(float));
                 }
-                micro_step(a, xt, bp, nc, r, rows, p, part, part_ld_b,
-                           first && !(in_y && accumulate), last && !in_y, cbuf);
+                micro_step(a, xt, bp, nc, r, rows, p, part, part_ld_b, first, last && !in_y, cbuf);
             }
         }
     }
@@ -257,8 +253,8 @@ void run_item(const AmxGemmArgs& a, ThreadScratch& scratch, const uint16_t* xpac
 void run_item_by_rows(const AmxGemmArgs& a, ThreadScratch& scratch, int64_t r0, int64_t r1,
                       int64_t p0, int64_t p1, bool hook) {
     const int64_t n_chunks = a.n_in / kAmxGemmChunk;
-    const bool direct = a.bias == nullptr && a.out != AmxGemmOut::kSwiGlu;
-    const bool accumulate = a.out == AmxGemmOut::kAccumulate;
+    // kAccumulate adds y in the output stage, as run_item.
+    const bool direct = a.bias == nullptr && a.out == AmxGemmOut::kStore;
     uint16_t* xt = grow(scratch.xpack, n_chunks * kChunkElems);
     const int64_t ld_b = a.ldy * static_cast<int64_t>(sizeof(float));
     alignas(64) float cbuf[kRows][kRows];
@@ -269,8 +265,7 @@ void run_item_by_rows(const AmxGemmArgs& a, ThreadScratch& scratch, int64_t r0, 
         for (int64_t p = p0; p < p1; ++p) {
             const uint16_t* bp = a.w + p * n_chunks * kChunkElems;
             float* part = in_y ? a.y + r * a.ldy + p * kAmxGemmPanel : nullptr;
-            micro_step(a, xt, bp, n_chunks, r, rows, p, part, ld_b, !(in_y && accumulate), !in_y,
-                       cbuf);
+            micro_step(a, xt, bp, n_chunks, r, rows, p, part, ld_b, true, !in_y, cbuf);
         }
         if (hook) a.rows_done(a.rows_ctx, r, r + rows);
     }
@@ -365,8 +360,7 @@ void amx_gemm_panels(const AmxGemmArgs& a, const uint16_t* xpack, const uint16_t
     LAZYLLM_TILE_LOADCONFIG(cfg);
     for (int64_t r0 = 0; r0 < a.m; r0 += block_rows) {
         const int64_t r1 = std::min(a.m, r0 + block_rows);
-        run_item(a, scratch, xpack + (r0 / kRows) * n_chunks * kChunkElems, panels, r0, r1, p0, p1,
-                 /*row_exact=*/true);
+        run_item(a, scratch, xpack + (r0 / kRows) * n_chunks * kChunkElems, panels, r0, r1, p0, p1);
     }
     _tile_release();
 }

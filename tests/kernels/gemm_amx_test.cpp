@@ -300,6 +300,37 @@ TEST(GemmAmx, ResultsDoNotDependOnThreadCount) {
     }
 }
 
+// kAccumulate (the residual adds of Wo and down): a row's result is the same whichever call
+// computes it (a prompt split into steps by a server's cache), full micro-tiles and short ones
+// alike: 70 rows at once against pieces of 1, 5 and 37 rows, one k block (n_in 576) and three
+// (1536), with and without a bias, on the row-block and the micro-tile walks.
+TEST(GemmAmx, AccumulatedRowsAreTheirOwn) {
+    SKIP_WITHOUT_AMX();
+    for (const int64_t n_in : {576, 1536}) {
+        for (const bool with_bias : {false, true}) {
+            const Problem pr(70, n_in, 64, 0, 800);
+            const auto bias = random_vec(64, 801);
+            const auto y0 = random_vec(70 * 64, 802);
+            const auto call = [&](int64_t r0, int64_t rows, std::vector<float>& y) {
+                AmxGemmArgs a = pr.args();
+                a.x = pr.x.data() + r0 * pr.ldx, a.m = rows;
+                a.bias = with_bias ? bias.data() : nullptr, a.out = kAcc;
+                a.y = y.data() + r0 * 64, a.ldy = 64;
+                amx_gemm(a, 2);
+            };
+            std::vector<float> whole = y0;
+            call(0, 70, whole);
+            for (const int64_t step : {1, 5, 37}) {
+                std::vector<float> parts = y0;
+                for (int64_t r = 0; r < 70; r += step)
+                    call(r, std::min<int64_t>(step, 70 - r), parts);
+                EXPECT_EQ(parts, whole)
+                    << "n_in " << n_in << " bias " << with_bias << " pieces of " << step;
+            }
+        }
+    }
+}
+
 TEST(GemmAmx, SwiGluMatchesSiluGateTimesUp) {
     SKIP_WITHOUT_AMX();
     uint32_t seed = 500;
