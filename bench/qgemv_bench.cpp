@@ -124,9 +124,7 @@ Isa bench_isa() {
 // Which QuantLinear kernels `ctx` gets for m rows of this kind.
 const char* kernel_label(const KernelContext& ctx, QuantRows rows, int64_t m) {
     if (!QuantLinear::has_fast_path(ctx)) return " ref";
-    const bool tile_rows =
-        rows == QuantRows::kPromptTiles || (rows != QuantRows::kDecode && m >= kTileMinRows);
-    if (tile_rows && QuantLinear::has_tile_path(ctx)) return " amx";
+    if (QuantLinear::tile_rows(rows, m) && QuantLinear::has_tile_path(ctx)) return " amx";
     const CpuFeatures f = detect_cpu_features();
     return ctx.isa >= Isa::kAvx512 && isa_supported(Isa::kAvx512, f) && f.avx512vnni ? " vnni"
                                                                                      : " avx2";

@@ -239,6 +239,10 @@ bool QuantLinear::has_tile_path(const KernelContext& ctx) {
     return has_vnni_path(ctx) && ctx.isa >= Isa::kAmx && detail::amx_permission();
 }
 
+bool QuantLinear::tile_rows(QuantRows rows, int64_t m) {
+    return rows == QuantRows::kPromptTiles || (rows != QuantRows::kDecode && m >= kTileMinRows);
+}
+
 bool QuantLinear::supports(GgmlType type) {
     qgemv::FormatSpec spec;
     return qgemv::format_of(type, &spec);
@@ -398,9 +402,7 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
     }
 
     Scratch& s = space.caller<Scratch>();
-    const bool tile_rows = rows_kind == QuantRows::kPromptTiles ||
-                           (rows_kind != QuantRows::kDecode && m >= kTileMinRows);
-    if (im.tiles && tile_rows) {
+    if (im.tiles && tile_rows(rows_kind, m)) {
         im.forward_tiles(x, m, ldx, y, ldy, accumulate, space, s);
         return;
     }

@@ -92,6 +92,9 @@ public:
     // PackedLinear's bf16 GEMM; decode rows keep the int8 kernels. The VNNI path, ctx.isa
     // allowing AMX, and a CPU with AMX bf16 that lets this process use it.
     static bool has_tile_path(const KernelContext& ctx);
+    // Whether calls of m rows of this kind take the AMX tiles where has_tile_path(): kPromptTiles
+    // at any m, kPrompt and kPromptOutliers from kTileMinRows rows.
+    static bool tile_rows(QuantRows rows, int64_t m);
     // Types create() takes directly, each with GGML's own values: Q4_0, Q4_1, Q5_0, Q5_1,
     // Q8_0, and the K-quants Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS with their scales per
     // 256-element super-block and per-block multipliers (3.5625, 4.625, 5.625, 6.5625 and 4.5625
