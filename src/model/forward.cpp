@@ -224,16 +224,13 @@ private:
             // A prompt step of kTileMinRows tokens or more runs all its calls on AMX tiles where
             // the blocks have them, its last layer's few rows and pruned stages included, so a
             // row's result does not depend on the calls the step makes. A decode step's rows
-            // past quant_max_rows(), or from kTileMinRows on the tiles (prompt tokens LazyLLM
-            // revives into it), run as prompt rows: on the tiles for calls of kTileMinRows rows
-            // or more.
+            // (its own, and prompt tokens LazyLLM revives into it) run as prompt rows: the int8
+            // kernels, as kQuant, in calls of fewer than kTileMinRows rows, the tiles (where the
+            // blocks have them) in larger ones (QuantLinear::tile_rows).
             const bool tiles = m_.prefill_tiles_ && step_rows_ >= kernels::kTileMinRows;
-            const bool decode_rows =
-                rows <= m_.quant_max_rows_ && !(m_.prefill_tiles_ && rows >= kernels::kTileMinRows);
-            path_ = !decode && tiles ? LinearPath::kQuantTiles
-                    : !decode        ? LinearPath::kQuantOutliers
-                    : decode_rows    ? LinearPath::kQuant
-                                     : LinearPath::kQuantPrompt;
+            path_ = decode  ? LinearPath::kQuantPrompt
+                    : tiles ? LinearPath::kQuantTiles
+                            : LinearPath::kQuantOutliers;
         } else {
             path_ = bf16 ? LinearPath::kBf16 : LinearPath::kF32;
         }

@@ -94,9 +94,9 @@ inline constexpr int64_t kQuantMaxRowsWide = 256;
 // of generated tokens on the GGUF's own blocks (kQuant), prompt rows on them (prefill_quant():
 // kQuantPrompt, and for q|k|v and gate|up kQuantOutliers, each row's outlier channels exact;
 // every linear layer of a prompt step of kernels::kTileMinRows tokens or more kQuantTiles where
-// the blocks run on AMX tiles; kernels::QuantRows; a decode step's rows past quant_max_rows(),
-// or from kTileMinRows on the tiles, revived by LazyLLM, as kQuantPrompt), else the prefill
-// GEMM weights, bf16 or fp32 as converted at load.
+// the blocks run on AMX tiles; kernels::QuantRows; a decode step's rows, its own and those
+// LazyLLM revives into it, as kQuantPrompt, on the tiles in calls of kTileMinRows rows or more),
+// else the prefill GEMM weights, bf16 or fp32 as converted at load; kQuant: the LM head.
 enum class LinearPath { kQuant, kQuantPrompt, kQuantOutliers, kQuantTiles, kBf16, kF32 };
 
 // (kF32: fp32 activations into the GEMM weights, which convert them where those are bf16.)
