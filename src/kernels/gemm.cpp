@@ -517,14 +517,18 @@ void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* a
         impl_->amx_run(w, x, m, ldx, detail::AmxGemmOut::kSwiGlu, nullptr, 0, act, ld_act);
         return;
     }
-    float* gate_up = grow(w.caller<Scratch>().gate_up, m * impl_->n_out);
-    forward_bf16(x, m, gate_up, ldx, impl_->n_out, false, nullptr, &w);
-    if (ld_act == n_ff) {
-        swiglu_bf16(impl_->ctx, gate_up, act, m, n_ff);
-        return;
-    }
-    for (int64_t r = 0; r < m; ++r) {
-        swiglu_bf16(impl_->ctx, gate_up + r * impl_->n_out, act + r * ld_act, 1, n_ff);
+    const int64_t chunk = std::min<int64_t>(m, kSwiGluChunkRows);
+    float* gate_up = grow(w.caller<Scratch>().gate_up, chunk * impl_->n_out);
+    for (int64_t r0 = 0; r0 < m; r0 += chunk) {
+        const int64_t rows = std::min(chunk, m - r0);
+        forward_bf16(x + r0 * ldx, rows, gate_up, ldx, impl_->n_out, false, nullptr, &w);
+        if (ld_act == n_ff) {
+            swiglu_bf16(impl_->ctx, gate_up, act + r0 * ld_act, rows, n_ff);
+            continue;
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+            swiglu_bf16(impl_->ctx, gate_up + r * impl_->n_out, act + (r0 + r) * ld_act, 1, n_ff);
+        }
     }
 }
 

@@ -243,6 +243,31 @@ TEST(Gemm, SwiGluLayoutMatchesGemmThenSwiglu) {
     }
 }
 
+// Off the AMX backend forward_swiglu_bf16 runs the gate|up GEMM kSwiGluChunkRows rows at a
+// time: the result is the one call's over all rows, bit for bit (each row's sums do not depend
+// on the rows beside it), at row counts that leave a partial last chunk, with strided rows.
+TEST(Gemm, SwiGluInRowChunksEqualsOneCall) {
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no AVX-512-BF16";
+    GemmScope scope(GemmKernels::kOneDnn);
+    const int64_t n_in = 576, n_ff = 96, ldx = n_in + 8;
+    for (const int64_t m : {kSwiGluChunkRows + 1, 2 * kSwiGluChunkRows + 88}) {
+        const auto w = random_vec(2 * n_ff * n_in, 5);
+        const auto xf = random_vec(m * ldx, 6);
+        std::vector<uint16_t> x(m * ldx);
+        detail::convert_rows_to_bf16_ref(xf.data(), m, n_in, ldx, x.data(), ldx);
+        auto lin = PackedLinear::create(best_ctx(), w.data(), 2 * n_ff, n_in, nullptr,
+                                        GemmPrecision::kBf16, GemmLayout::kSwiGlu);
+        ASSERT_TRUE(lin.ok());
+        ASSERT_EQ(lin->backend(), GemmBackend::kOneDnn);
+        std::vector<float> gu(m * 2 * n_ff);
+        lin->forward_bf16(x.data(), m, gu.data(), ldx);  // one call, all rows
+        std::vector<uint16_t> want(m * n_ff), got(m * n_ff);
+        swiglu_bf16(best_ctx(), gu.data(), want.data(), m, n_ff);
+        lin->forward_swiglu_bf16(x.data(), m, got.data(), ldx);
+        ASSERT_EQ(got, want) << "m=" << m;
+    }
+}
+
 TEST(Gemm, SwiGluLayoutNeedsGateAndUpRows) {
     const auto w = random_vec(63 * 32, 12);
     auto odd = PackedLinear::create(best_ctx(), w.data(), 63, 32, nullptr, GemmPrecision::kAuto,
