@@ -242,10 +242,10 @@ private:
         // then does the FFN norm write x ([rows, E] and [rows, Q] views of rows x max(E, Q)).
         x_ = bf16 ? nullptr : grow(s_.x, rows * std::max(E, Q));
         attn_ = x_;
-        // fp32 gate|up rows: every fp32 path; bf16 with GeGLU (no fused AMX form).
+        // fp32 gate|up rows: every fp32 path; bf16 with GeGLU (no fused form). Such passes run
+        // the FFN in chunks of at most kFfnChunkRows rows (ffn()).
         const bool fp32_gate_up = !bf16 || c_.ffn_act != kernels::GluAct::kSilu;
-        // The quantized path runs the FFN in chunks of at most kFfnChunkRows rows (ffn()).
-        const int64_t ffn_rows = quant ? std::min(rows, kFfnChunkRows) : rows;
+        const int64_t ffn_rows = fp32_gate_up ? std::min(rows, kFfnChunkRows) : rows;
         gate_up_ = fp32_gate_up ? grow(s_.gate_up, ffn_rows * 2 * F) : nullptr;  // [.., 2F]
         act_ = bf16 ? nullptr : grow(s_.act, ffn_rows * F);                      // [.., F]
         y_ = c_.post_norms ? grow(s_.y, rows * E) : nullptr;         // [rows, E]
@@ -421,15 +421,17 @@ private:
         if (!hooked) norm(o.h, w.ffn_norm, o.n_rows);
     }
 
-    // On the quantized path (every step without GEMM copies) the FFN runs in equal chunks of
-    // at most kFfnChunkRows rows, so its [rows, 2 n_ff] and [rows, n_ff] buffers stay bounded
-    // on long prompts (on a 1B model they would be 200 MB at 2k rows); equal, as a call on AMX
-    // tiles dequantizes its weights once whatever its rows (a short last chunk would pay that
-    // for a few rows). QuantLinear computes each row alone, so the results are the same bit
-    // for bit.
+    // A pass that writes fp32 gate|up rows (quantized, fp32, bf16 GeGLU) runs the FFN in equal
+    // chunks of at most kFfnChunkRows rows: its [rows, 2 n_ff] and [rows, n_ff] buffers stay
+    // bounded on long prompts (on a 1B model they would be 200 MB at 2k rows), and the gate|up
+    // rows stay in cache until the GLU reads them (PackedLinear::forward_swiglu_bf16 does the
+    // same inside for SwiGLU on bf16 GEMMs); equal, as a call on AMX tiles dequantizes its
+    // weights once whatever its rows (a short last chunk would pay that for a few rows). Every
+    // linear computes each row alone, so the results are the same bit for bit; the chunks take
+    // no row hook (ffn_rows).
     void ffn(const LayerWeights& w, const TailRows& o, int il) {
         const int64_t E = c_.n_embd;
-        if (!quant() || o.n_rows <= kFfnChunkRows) {
+        if (gate_up_ == nullptr || o.n_rows <= kFfnChunkRows) {
             ffn_rows(w, o, x_in(), il);
             return;
         }
@@ -439,12 +441,16 @@ private:
             TailRows part = o;
             part.h = o.h + r0 * E;
             part.n_rows = r1 - r0;
-            ffn_rows(w, part, {x_ + r0 * E, nullptr}, il);
+            const LinearInput x{x_ != nullptr ? x_ + r0 * E : nullptr,
+                                x16_ != nullptr ? x16_ + r0 * E : nullptr};
+            ffn_rows(w, part, x, il, /*hook=*/false);
         }
     }
 
-    // The FFN of the rows of o, whose normed input is x.
-    void ffn_rows(const LayerWeights& w, const TailRows& o, LinearInput x, int il) {
+    // The FFN of the rows of o, whose normed input is x; with `hook`, down's row hook may write
+    // the next layer's normed input (x16, from row 0: the whole step's rows only).
+    void ffn_rows(const LayerWeights& w, const TailRows& o, LinearInput x, int il,
+                  bool hook = true) {
         const int64_t n_o = o.n_rows, E = c_.n_embd, F = c_.n_ff;
         if (bf16() && c_.ffn_act != kernels::GluAct::kSilu) {
             {
@@ -457,7 +463,7 @@ private:
             // One GEMM with SwiGLU fused into its output stage on the AMX backend (the fp32
             // gate/up rows are never written); GEMM + swiglu_bf16 inside on the others.
             OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
-            w.gate_up.gemm.forward_swiglu_bf16(x16_, n_o, act16_, 0, 0, &s_.kernels);
+            w.gate_up.gemm.forward_swiglu_bf16(x.bf16, n_o, act16_, 0, 0, &s_.kernels);
         } else {
             {
                 OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
@@ -477,7 +483,7 @@ private:
             return;
         }
         // The next layer's attention norm, if this call runs it (bf16 path, down's row hook).
-        const bool next = il + 1 < run_.il_end;
+        const bool next = hook && il + 1 < run_.il_end;
         if (next) norm_hook_.w = m_.layers_[il + 1].attn_norm.data();
         const kernels::RowsDone done{&norm_rows, &norm_hook_};
         OpTimer t(prof_, OpKind::kDown, 2.0 * n_o * F * E);
