@@ -145,5 +145,37 @@ TEST(SessionTruncate, QuantPrefillLogitsDoNotDependOnTheSplit) {
     EXPECT_EQ(0, std::memcmp(got_long.data(), want_long.data(), want_long.size() * sizeof(float)));
 }
 
+// The FFN of a step over LayerPass::kFfnChunkRows (256) rows runs in chunks on every pass that
+// writes fp32 gate|up rows (here the fp32 GEMMs with SwiGLU, and Gemma 3's GeGLU) and inside
+// forward_swiglu_bf16 on bf16 GEMMs: a 300-token prompt in one step gives the logits of the
+// same prompt in steps of 100 and 200 (no chunks), bit for bit.
+TEST(SessionTruncate, FfnChunksDoNotChangeAPromptsLogits) {
+    for (const std::string arch : {"llama", "gemma3"}) {
+        for (const auto precision : {kernels::GemmPrecision::kF32, kernels::GemmPrecision::kAuto}) {
+            testing::TinyModelSpec spec;
+            spec.arch = arch;
+            spec.n_layer = 3;
+            spec.n_ctx = 320;
+            spec.weight_scale = 0.2f;
+            const std::string tag =
+                "ffn_chunks_" + arch + (precision == kernels::GemmPrecision::kF32 ? "_f32" : "");
+            auto model = testing::load_session_model(spec, tag, precision);
+            ASSERT_NE(model, nullptr);
+            const int V = model->config().n_vocab;
+            SessionOptions o;
+            o.n_ctx = 320;
+            const auto prompt = ids_for(300, V, 31);
+            auto whole = Session::create(*model, o).value();
+            const auto want = step(whole, prompt, V, StepTokens::kPrompt);
+            auto split = Session::create(*model, o).value();
+            step(split, std::vector<int32_t>(prompt.begin(), prompt.begin() + 100), V,
+                 StepTokens::kPrompt);
+            const auto got = step(split, std::vector<int32_t>(prompt.begin() + 100, prompt.end()),
+                                  V, StepTokens::kPrompt);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << tag;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace lazyllm
