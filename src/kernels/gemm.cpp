@@ -362,7 +362,7 @@ template <typename T>
 Status alloc_packed(std::unique_ptr<T, FreeDeleter>& dst, size_t elems, int64_t n_out,
                     int64_t n_in) {
     const size_t bytes = elems * sizeof(T);
-    dst.reset(static_cast<T*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    dst.reset(static_cast<T*>(alloc_weights(bytes, 64)));
     if (!dst) {
         return make_error(ErrorCode::kInternal,
                           "PackedLinear: out of memory packing [n_out={}, n_in={}] ({} bytes)",

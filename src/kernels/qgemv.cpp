@@ -108,7 +108,7 @@ struct QuantLinear::Impl {
         w.group_bytes = qgemv::group_bytes_for(spec.bits, spec.scales, w.n_blocks);
         offset = spec.offset;
         const size_t bytes = storage_bytes();
-        storage.reset(static_cast<uint8_t*>(std::aligned_alloc(kChunkBytes, bytes)));
+        storage.reset(static_cast<uint8_t*>(alloc_weights(bytes, kChunkBytes)));
         if (!storage) {
             return make_error(ErrorCode::kInternal,
                               "QuantLinear: cannot allocate {} bytes for [n_out={}, n_in={}]",

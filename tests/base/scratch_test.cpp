@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <numeric>
 
 namespace lazyllm {
@@ -75,6 +77,27 @@ TEST(ScratchVectorTest, ResizeDoesNotZero) {
     z.resize(16);
     z.resize(4096);
     EXPECT_EQ(z[100], 0);
+}
+
+// alloc_weights: `align`-aligned below kHugeWeightBytes, 2 MiB aligned from it (the huge-page
+// advice), every byte writable, freed by FreeDeleter; sizes that are not a multiple of the
+// alignment included.
+TEST(AllocWeightsTest, AlignedAndWritable) {
+    for (const size_t bytes : {size_t{1}, size_t{100}, size_t{4096} + 3, kHugeWeightBytes - 1,
+                               kHugeWeightBytes, kHugeWeightBytes + 12345}) {
+        for (const size_t align : {size_t{64}, size_t{128}}) {
+            std::unique_ptr<unsigned char, FreeDeleter> p(
+                static_cast<unsigned char*>(alloc_weights(bytes, align)));
+            ASSERT_NE(p, nullptr) << bytes;
+            const auto addr = reinterpret_cast<uintptr_t>(p.get());
+            EXPECT_EQ(addr % align, 0u) << bytes;
+            if (bytes >= kHugeWeightBytes) {
+                EXPECT_EQ(addr % kHugePageBytes, 0u) << bytes;
+            }
+            std::memset(p.get(), 0x3c, bytes);
+            EXPECT_EQ(p.get()[bytes - 1], 0x3c);
+        }
+    }
 }
 
 }  // namespace
