@@ -279,6 +279,40 @@ void outlier_shapes(benchmark::internal::Benchmark* b) {
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
+// Load: QuantLinear::create from a matrix's GGML blocks (unpack and interleave into groups),
+// one create per iteration, its fresh memory included, as at load. Args: n_out, n_in,
+// threads, type. Counter GBps: bytes of GGML blocks read per second.
+void BM_QuantLinearCreate(benchmark::State& state) {
+    const int64_t n_out = state.range(0), n_in = state.range(1);
+    const KernelContext ctx{bench_isa(), static_cast<int>(state.range(2))};
+    const auto type = static_cast<GgmlType>(state.range(3));
+    const auto blocks = random_blocks(type, n_out * n_in, 1);
+    const QuantLinear::Part part{type, blocks.data(), n_out};
+    for (auto _ : state) {
+        auto lin = QuantLinear::create(ctx, {&part, 1}, n_in);
+        if (!lin.ok()) {
+            state.SkipWithError(lin.error().message().c_str());
+            return;
+        }
+        benchmark::DoNotOptimize(lin->weight_bytes());
+    }
+    state.SetLabel(std::string(ggml_type_name(type)));
+    state.counters["GBps"] = benchmark::Counter(static_cast<double>(blocks.size()) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Llama-3.1-8B's q projection (4096 x 4096) per type a Q4_K_M, Q4_0 or Q8_0 file holds, and
+// every other type QuantLinear takes, two threads.
+void create_shapes(benchmark::internal::Benchmark* b) {
+    for (GgmlType t :
+         {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+          GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+        b->Args({4096, 4096, 2, static_cast<int64_t>(t)});
+    }
+    b->ArgNames({"n_out", "n_in", "threads", "type"});
+    b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 // The ceiling of the VNNI kernels: independent vpdpbusd on zmm registers (64 multiply-adds
 // each), ten chains per thread on all threads. Counter GMACs: multiply-adds per second.
 LAZYLLM_PEAK_LOOP(dpbusd_loop, "avx512f,avx512bw,avx512vnni", __m512i, _mm512_set1_epi32, __m512i,
@@ -310,6 +344,7 @@ BENCHMARK(BM_QuantLinear)->Apply(many_rows);
 BENCHMARK(BM_QuantLinearOutliers)->Apply(outlier_shapes);
 BENCHMARK(BM_PackedLinearBf16)->Apply(many_rows);
 BENCHMARK(BM_PackedLinearF32)->Apply(many_rows);
+BENCHMARK(BM_QuantLinearCreate)->Apply(create_shapes);
 
 }  // namespace
 }  // namespace lazyllm::kernels

@@ -94,8 +94,8 @@ struct QuantLinear::Impl {
         return out;
     }
 
-    // Allocates the packed layout and fills every group from `source(row, block, &blk)`, in
-    // parallel over groups (n_threads; a row's blocks in order, on one thread). Padding rows
+    // Allocates the packed layout and fills every group from `source(row, blks)` (the row's
+    // n_blocks blocks), in parallel over groups (n_threads; a row on one thread). Padding rows
     // get zero quants and scales (they produce 0).
     template <typename Source>
     Status pack(int64_t n_out, int64_t n_in, const qgemv::FormatSpec& spec, Source&& source) {
@@ -119,16 +119,17 @@ struct QuantLinear::Impl {
         std::memset(storage.get() + (w.n_groups - 1) * w.group_bytes, 0, w.group_bytes);
         w.data = storage.get();
         const qgemv::Weights& cw = w;
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-        for (int64_t g = 0; g < cw.n_groups; ++g) {
-            uint8_t* group = storage.get() + static_cast<size_t>(g) * cw.group_bytes;
-            qgemv::UnpackedBlock blk;
-            for (int lane = 0; lane < kGroupRows; ++lane) {
-                const int64_t row = g * kGroupRows + lane;
-                if (row >= n_out) break;
-                for (int64_t b = 0; b < cw.n_blocks; ++b) {
-                    source(row, b, &blk);
-                    qgemv::store_lane(cw, group, b, lane, blk);
+#pragma omp parallel num_threads(n_threads)
+        {
+            std::vector<UnpackedBlock> blks(static_cast<size_t>(cw.n_blocks));
+#pragma omp for schedule(static)
+            for (int64_t g = 0; g < cw.n_groups; ++g) {
+                uint8_t* group = storage.get() + static_cast<size_t>(g) * cw.group_bytes;
+                for (int lane = 0; lane < kGroupRows; ++lane) {
+                    const int64_t row = g * kGroupRows + lane;
+                    if (row >= n_out) break;
+                    source(row, blks.data());
+                    qgemv::store_row(cw, group, lane, blks.data());
                 }
             }
         }
@@ -301,12 +302,12 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
                           ggml_type_name(type), n_out, n_in, shape.elems);
     }
     const int64_t row_blocks = n_in / shape.elems;
-    const auto source = [&](int64_t row, int64_t b, UnpackedBlock* blk) {
+    const auto source = [&](int64_t row, UnpackedBlock* blks) {
         const size_t p =
             std::upper_bound(part_start.begin(), part_start.end(), row) - part_start.begin() - 1;
         const int64_t r = row - part_start[p];
-        const uint8_t* src = parts[p].data + (r * row_blocks + b / per) * shape.bytes;
-        qgemv::unpack_block(type, src, static_cast<int>(b % per), blk);
+        qgemv::unpack_row(type, parts[p].data + r * row_blocks * shape.bytes, row_blocks * per,
+                          blks);
     };
     Result<QuantLinear> out = Impl::build(ctx, type, n_out, n_in, bias, source);
     if (!out.ok() || tail.empty()) return out;
@@ -324,8 +325,10 @@ Result<QuantLinear> QuantLinear::create_from_f32(const KernelContext& ctx, const
                           "be a positive multiple of {})",
                           n_out, n_in, w == nullptr, kBlock);
     }
-    const auto source = [&](int64_t row, int64_t b, UnpackedBlock* blk) {
-        qgemv::quantize_block_q8_0(w + row * n_in + b * kBlock, blk);
+    const auto source = [&](int64_t row, UnpackedBlock* blks) {
+        for (int64_t b = 0; b < n_in / kBlock; ++b) {
+            qgemv::quantize_block_q8_0(w + row * n_in + b * kBlock, blks + b);
+        }
     };
     return Impl::build(ctx, GgmlType::Q8_0, n_out, n_in, bias, source);
 }
@@ -339,26 +342,23 @@ Result<QuantLinear> QuantLinear::create_from_rows(const KernelContext& ctx, int6
                           "positive multiple of {})",
                           n_out, n_in, kBlock);
     }
-    // One row buffer per thread of pack(), which visits a row's blocks in order on one thread.
+    // One row buffer per thread of pack(), which takes a row on one thread.
     const int n_threads = resolve_threads(ctx);
     std::vector<float> rows(static_cast<size_t>(n_threads * n_in));
-    std::vector<int64_t> current(static_cast<size_t>(n_threads), -1);
     std::atomic<bool> failed{false};
     Status first_error;
     std::mutex error_mutex;
-    const auto source = [&](int64_t r, int64_t b, UnpackedBlock* blk) {
-        const int t = omp_get_thread_num();
-        float* buf = rows.data() + static_cast<size_t>(t) * n_in;
-        if (current[t] != r) {
-            current[t] = r;
-            Status st = failed.load(std::memory_order_relaxed) ? Status{} : row(r, buf);
-            if (!st.ok()) {
-                const std::lock_guard<std::mutex> lock(error_mutex);
-                if (!failed.exchange(true)) first_error = std::move(st);
-                std::fill(buf, buf + n_in, 0.0f);
-            }
+    const auto source = [&](int64_t r, UnpackedBlock* blks) {
+        float* buf = rows.data() + static_cast<size_t>(omp_get_thread_num()) * n_in;
+        Status st = failed.load(std::memory_order_relaxed) ? Status{} : row(r, buf);
+        if (!st.ok()) {
+            const std::lock_guard<std::mutex> lock(error_mutex);
+            if (!failed.exchange(true)) first_error = std::move(st);
+            std::fill(buf, buf + n_in, 0.0f);
         }
-        qgemv::quantize_block_q8_0(buf + b * kBlock, blk);
+        for (int64_t b = 0; b < n_in / kBlock; ++b) {
+            qgemv::quantize_block_q8_0(buf + b * kBlock, blks + b);
+        }
     };
     Result<QuantLinear> out = Impl::build(ctx, GgmlType::Q8_0, n_out, n_in, bias, source);
     if (failed.load()) return first_error.error();

@@ -2,8 +2,10 @@
 #include "kernels/qgemv_pack.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "base/check.h"
 #include "kernels/quant_blocks.h"
@@ -13,32 +15,57 @@ namespace lazyllm::kernels::qgemv {
 
 namespace {
 
+// The unpacking below works on 8 bytes at a time as one little-endian word (byte k of the
+// word: element k), masking and shifting every byte at once.
+constexpr uint64_t kEachByte = 0x0101010101010101u;
+constexpr uint64_t kLowNibbles = 0x0F * kEachByte;
+
+inline uint64_t load8(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+inline void store8(uint8_t* p, uint64_t v) { std::memcpy(p, &v, sizeof(v)); }
+
+// Byte k of kSpread[b] is bit k of b.
+constexpr std::array<uint64_t, 256> kSpread = [] {
+    std::array<uint64_t, 256> t{};
+    for (int b = 0; b < 256; ++b) {
+        for (int k = 0; k < 8; ++k) t[b] |= static_cast<uint64_t>((b >> k) & 1) << (8 * k);
+    }
+    return t;
+}();
+
 // The 4- and 5-bit formats: qs[j] holds element j in its low nibble and element j + 16 in its
 // high one; the 5-bit formats add bit j of qh as bit 4 of element j (the 4-bit ones have no qh,
 // read as 0), and the affine ones (Q4_1, Q5_1) a min after d. Block: quant::BlockQ{4,5}_{0,1}.
 template <typename Block>
-void unpack_nibbles(const uint8_t* src, UnpackedBlock* out) {
-    constexpr bool kHasMin = requires(const Block& b) { b.m; };
-    constexpr bool kHasHigh = requires(const Block& b) { b.qh; };
-    Block b;
-    std::memcpy(&b, src, sizeof(b));
+void unpack_nibbles(const Block& b, UnpackedBlock* out) {
+    constexpr bool kHasMin = requires { b.m; };
+    constexpr bool kHasHigh = requires { b.qh; };
     out->d = b.d;
+    out->m = 0;
     if constexpr (kHasMin) out->m = b.m;
     uint32_t qh = 0;
     if constexpr (kHasHigh) std::memcpy(&qh, b.qh, sizeof(qh));
-    for (int j = 0; j < kBlock / 2; ++j) {
-        out->u[j] = static_cast<uint8_t>((b.qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10));
-        out->u[j + kBlock / 2] = static_cast<uint8_t>((b.qs[j] >> 4) | ((qh >> (j + 12)) & 0x10));
+    for (int h = 0; h < 2; ++h) {
+        const uint64_t q = load8(b.qs + 8 * h);
+        uint64_t lo = q & kLowNibbles, hi = (q >> 4) & kLowNibbles;
+        if constexpr (kHasHigh) {
+            lo |= kSpread[(qh >> (8 * h)) & 0xFF] << 4;
+            hi |= kSpread[(qh >> (16 + 8 * h)) & 0xFF] << 4;
+        }
+        store8(out->u + 8 * h, lo);
+        store8(out->u + kBlock / 2 + 8 * h, hi);
     }
 }
 
 // Sub-block `sub` (32 elements) of a Q4_K / Q5_K super-block: unsigned 4- or 5-bit quants,
 // the super-block's d and -dmin, and the sub-block's 6-bit scale and min multipliers.
 template <typename Block>
-void unpack_k(const uint8_t* src, int sub, UnpackedBlock* out) {
-    constexpr bool kHasHigh = requires(const Block& b) { b.qh; };
-    Block b;
-    std::memcpy(&b, src, sizeof(b));
+void unpack_k(const Block& b, int sub, UnpackedBlock* out) {
+    constexpr bool kHasHigh = requires { b.qh; };
     uint8_t sc = 0, mn = 0;
     quant::get_scale_min_k4(sub, b.scales, &sc, &mn);
     out->d = b.d;
@@ -47,10 +74,10 @@ void unpack_k(const uint8_t* src, int sub, UnpackedBlock* out) {
     out->sc[1] = static_cast<int8_t>(mn);
     // Sub-block s: nibble s % 2 of qs[32 (s / 2) + l]; bit s of qh[l] is its fifth bit.
     const uint8_t* qs = b.qs + 32 * (sub / 2);
-    for (int l = 0; l < kBlock; ++l) {
-        int u = (sub % 2 == 0) ? (qs[l] & 0x0F) : (qs[l] >> 4);
-        if constexpr (kHasHigh) u |= ((b.qh[l] >> sub) & 1) << 4;
-        out->u[l] = static_cast<uint8_t>(u);
+    for (int h = 0; h < kBlock / 8; ++h) {
+        uint64_t u = (load8(qs + 8 * h) >> (4 * (sub % 2))) & kLowNibbles;
+        if constexpr (kHasHigh) u |= ((load8(b.qh + 8 * h) >> sub) & kEachByte) << 4;
+        store8(out->u + 8 * h, u);
     }
 }
 
@@ -58,9 +85,7 @@ void unpack_k(const uint8_t* src, int sub, UnpackedBlock* out) {
 // bits in nibble (e % 128) / 64 of ql[64 (e / 128) + e % 64], its high 2 bits at bit
 // 2 ((e % 128) / 32) of qh[32 (e / 128) + l], and scale e / 16 (ggml-quants.c,
 // dequantize_row_q6_K).
-void unpack_q6_k(const uint8_t* src, int sub, UnpackedBlock* out) {
-    quant::BlockQ6K b;
-    std::memcpy(&b, src, sizeof(b));
+void unpack_q6_k(const quant::BlockQ6K& b, int sub, UnpackedBlock* out) {
     out->d = b.d;
     out->m = 0;
     out->sc[0] = b.scales[2 * sub];
@@ -68,9 +93,10 @@ void unpack_q6_k(const uint8_t* src, int sub, UnpackedBlock* out) {
     const int half = sub / 4, quarter = sub % 4;
     const uint8_t* ql = b.ql + 64 * half + 32 * (quarter % 2);
     const uint8_t* qh = b.qh + 32 * half;
-    for (int l = 0; l < kBlock; ++l) {
-        const int lo = quarter < 2 ? (ql[l] & 0x0F) : (ql[l] >> 4);
-        out->u[l] = static_cast<uint8_t>(lo | (((qh[l] >> (2 * quarter)) & 3) << 4));
+    for (int h = 0; h < kBlock / 8; ++h) {
+        const uint64_t lo = (load8(ql + 8 * h) >> (quarter < 2 ? 0 : 4)) & kLowNibbles;
+        const uint64_t hi = (load8(qh + 8 * h) >> (2 * quarter)) & (3 * kEachByte);
+        store8(out->u + 8 * h, lo | (hi << 4));
     }
 }
 
@@ -78,36 +104,42 @@ void unpack_q6_k(const uint8_t* src, int sub, UnpackedBlock* out) {
 // bits at bit 2 (sub % 4) of qs[32 (sub / 4) + l], its high bit at bit sub of hmask[l] (a clear
 // one subtracts 4) and scale e / 16 (quant_blocks.h, BlockQ3K). Stored as u = q + 4 (0..7,
 // offset 4) with each half's scale minus 32 as its int8 multiplier.
-void unpack_q3_k(const uint8_t* src, int sub, UnpackedBlock* out) {
-    quant::BlockQ3K b;
-    std::memcpy(&b, src, sizeof(b));
+void unpack_q3_k(const quant::BlockQ3K& b, int sub, UnpackedBlock* out) {
     out->d = b.d;
     out->m = 0;
     out->sc[0] = static_cast<int8_t>(quant::q3_k_scale(2 * sub, b.scales) - 32);
     out->sc[1] = static_cast<int8_t>(quant::q3_k_scale(2 * sub + 1, b.scales) - 32);
     const uint8_t* qs = b.qs + 32 * (sub / 4);
-    const int shift = 2 * (sub % 4);
-    for (int l = 0; l < kBlock; ++l) {
-        const int low = (qs[l] >> shift) & 3;
-        const int high = (b.hmask[l] >> sub) & 1;
-        out->u[l] = static_cast<uint8_t>(low | (high << 2));  // q + 4 = low - 4 * !high + 4
+    for (int h = 0; h < kBlock / 8; ++h) {
+        const uint64_t low = (load8(qs + 8 * h) >> (2 * (sub % 4))) & (3 * kEachByte);
+        const uint64_t high = (load8(b.hmask + 8 * h) >> sub) & kEachByte;
+        store8(out->u + 8 * h, low | (high << 2));  // q + 4 = low - 4 * !high + 4
     }
 }
 
 // Sub-block `sub` (32 elements) of an IQ4_XS super-block: its 16 bytes of grid indexes (low
 // nibbles elements 0..15, high 16..31) as the quants, the super-block's d, and the sub-block's
 // 6-bit scale minus 32 as its multiplier (quant_blocks.h, BlockIQ4XS).
-void unpack_iq4_xs(const uint8_t* src, int sub, UnpackedBlock* out) {
-    quant::BlockIQ4XS b;
-    std::memcpy(&b, src, sizeof(b));
+void unpack_iq4_xs(const quant::BlockIQ4XS& b, int sub, UnpackedBlock* out) {
     out->d = b.d;
     out->m = 0;
     out->sc[0] = static_cast<int8_t>(quant::iq4_xs_scale(sub, b.scales_h, b.scales_l) - 32);
     out->sc[1] = 0;
     const uint8_t* qs = b.qs + 16 * sub;
-    for (int j = 0; j < kBlock / 2; ++j) {
-        out->u[j] = static_cast<uint8_t>(qs[j] & 0x0F);
-        out->u[j + kBlock / 2] = static_cast<uint8_t>(qs[j] >> 4);
+    for (int h = 0; h < 2; ++h) {
+        const uint64_t q = load8(qs + 8 * h);
+        store8(out->u + 8 * h, q & kLowNibbles);
+        store8(out->u + kBlock / 2 + 8 * h, (q >> 4) & kLowNibbles);
+    }
+}
+
+// Q8_0: u = q + 128, each byte's sign bit flipped.
+void unpack_q8_0(const quant::BlockQ8_0& b, UnpackedBlock* out) {
+    out->d = b.d;
+    out->m = 0;
+    const auto* qs = reinterpret_cast<const uint8_t*>(b.qs);
+    for (int h = 0; h < kBlock / 8; ++h) {
+        store8(out->u + 8 * h, load8(qs + 8 * h) ^ (0x80 * kEachByte));
     }
 }
 
@@ -142,29 +174,35 @@ bool format_of(GgmlType type, FormatSpec* spec) {
     return false;
 }
 
-void unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out) {
+void unpack_row(GgmlType type, const uint8_t* src, int64_t n_blocks, UnpackedBlock* out) {
     using namespace quant;  // NOLINT: block structs of this function's concern
-    out->m = 0;
-    if (type == GgmlType::Q8_0) {
-        BlockQ8_0 b;
-        std::memcpy(&b, src, sizeof(b));
-        out->d = b.d;
-        for (int j = 0; j < kBlock; ++j) out->u[j] = static_cast<uint8_t>(b.qs[j]) ^ 0x80u;
-        return;
-    }
-    if (type == GgmlType::Q4_K) return unpack_k<BlockQ4K>(src, sub, out);
-    if (type == GgmlType::Q5_K) return unpack_k<BlockQ5K>(src, sub, out);
-    if (type == GgmlType::Q6_K) return unpack_q6_k(src, sub, out);
-    if (type == GgmlType::Q3_K) return unpack_q3_k(src, sub, out);
-    if (type == GgmlType::IQ4_XS) return unpack_iq4_xs(src, sub, out);
-    const bool unpacked = with_blocks(type, src, kBlock, [&]<typename B>(const B*, int64_t) {
-        if constexpr (NibbleBlock<B>) {
-            unpack_nibbles<B>(src, out);
-        } else {
-            LAZYLLM_CHECK_MSG(false, "unpack_block: type without a QuantLinear format");
+    const bool known = with_block_type(type, [&]<typename B, int kElems>() {
+        constexpr int kSubs = kElems / kBlock;
+        // Read in place (as quant_isa.h's with_blocks): a copy of the block on the stack cost
+        // a failed store forward per block, half of the unpacking's time.
+        const B* blocks = reinterpret_cast<const B*>(src);
+        for (int64_t i = 0; i < n_blocks / kSubs; ++i) {
+            const B& b = blocks[i];
+            for (int sub = 0; sub < kSubs; ++sub) {
+                UnpackedBlock* o = out + i * kSubs + sub;
+                if constexpr (std::is_same_v<B, BlockQ8_0>) {
+                    unpack_q8_0(b, o);
+                } else if constexpr (NibbleBlock<B>) {
+                    unpack_nibbles(b, o);
+                } else if constexpr (OneOf<B, BlockQ4K, BlockQ5K>) {
+                    unpack_k(b, sub, o);
+                } else if constexpr (std::is_same_v<B, BlockQ6K>) {
+                    unpack_q6_k(b, sub, o);
+                } else if constexpr (std::is_same_v<B, BlockQ3K>) {
+                    unpack_q3_k(b, sub, o);
+                } else {
+                    static_assert(std::is_same_v<B, BlockIQ4XS>, "a block type without a format");
+                    unpack_iq4_xs(b, sub, o);
+                }
+            }
         }
     });
-    LAZYLLM_CHECK_MSG(unpacked, "unpack_block: type without a QuantLinear format");
+    LAZYLLM_CHECK_MSG(known, "unpack_row: type without a QuantLinear format");
 }
 
 void quantize_block_q8_0(const float* x, UnpackedBlock* out) {
@@ -180,62 +218,106 @@ void quantize_block_q8_0(const float* x, UnpackedBlock* out) {
     }
 }
 
-void store_lane(const Weights& w, uint8_t* group, int64_t b, int lane, const UnpackedBlock& blk) {
-    uint8_t* qs = group + b * w.qs_bytes();
-    if (w.bits == 3) {
+namespace {
+
+// Four bytes of u from u[i] as one little-endian word: byte j of the words below is a lane's
+// byte j of a chunk (qgemv_isa.h), so each chunk's 4 bytes are built at once.
+inline uint32_t word_at(const uint8_t* u, int i) {
+    uint32_t v;
+    std::memcpy(&v, u + i, sizeof(v));
+    return v;
+}
+
+// The bits [shift, shift + width) of each byte of v, moved to bit `to` of the same byte.
+template <int kShift, int kWidth>
+inline uint32_t field(uint32_t v, int to) {
+    constexpr uint32_t kMask = 0x01010101u * ((1u << kWidth) - 1);
+    return ((v >> kShift) & kMask) << to;
+}
+
+// The quants of lane `lane` of block b of a group (layout: qgemv_isa.h), kBits bits each.
+template <int kBits>
+void store_lane(uint8_t* group, int64_t b, int lane, const UnpackedBlock& blk) {
+    uint8_t* qs = group + b * qs_bytes_for(kBits) + lane * 4;
+    const auto put = [&](int chunk, uint32_t v) { std::memcpy(qs + chunk * kChunkBytes, &v, 4); };
+    const uint8_t* u = blk.u;
+    if constexpr (kBits == 8) {
+        for (int c = 0; c < 8; ++c) put(c, word_at(u, 4 * c));
+    } else if constexpr (kBits == 3) {
         // The low 2 bits of elements 16p + j, + 4, + 8, + 12 in chunk p; the third bits in
         // chunk 2 at bit c (element 8c + j) and 4 + c (8c + 4 + j).
-        for (int j = 0; j < 4; ++j) {
-            uint8_t third = 0;
-            for (int p = 0; p < 2; ++p) {
-                const uint8_t* u = blk.u + 16 * p + j;
-                qs[p * kChunkBytes + lane * 4 + j] = static_cast<uint8_t>(
-                    (u[0] & 3) | ((u[4] & 3) << 2) | ((u[8] & 3) << 4) | ((u[12] & 3) << 6));
-            }
-            for (int c = 0; c < 4; ++c) {
-                third |= static_cast<uint8_t>(((blk.u[8 * c + j] >> 2) & 1) << c);
-                third |= static_cast<uint8_t>(((blk.u[8 * c + 4 + j] >> 2) & 1) << (4 + c));
-            }
-            qs[2 * kChunkBytes + lane * 4 + j] = third;
+        for (int p = 0; p < 2; ++p) {
+            uint32_t low = 0;
+            for (int k = 0; k < 4; ++k) low |= field<0, 2>(word_at(u, 16 * p + 4 * k), 2 * k);
+            put(p, low);
         }
-    } else if (w.bits != 8) {
+        uint32_t third = 0;
         for (int c = 0; c < 4; ++c) {
-            for (int j = 0; j < 4; ++j) {
-                qs[c * kChunkBytes + lane * 4 + j] = static_cast<uint8_t>(
-                    (blk.u[8 * c + j] & 0x0F) | ((blk.u[8 * c + 4 + j] & 0x0F) << 4));
-            }
+            third |= field<2, 1>(word_at(u, 8 * c), c) | field<2, 1>(word_at(u, 8 * c + 4), 4 + c);
         }
-        // 5 bits: the fifth bit of element 8c + j at bit c of chunk 4, of 8c + 4 + j at 4 + c.
-        for (int j = 0; w.bits == 5 && j < 4; ++j) {
-            uint8_t high = 0;
-            for (int c = 0; c < 4; ++c) {
-                high |= static_cast<uint8_t>(((blk.u[8 * c + j] >> 4) & 1) << c);
-                high |= static_cast<uint8_t>(((blk.u[8 * c + 4 + j] >> 4) & 1) << (4 + c));
-            }
-            qs[4 * kChunkBytes + lane * 4 + j] = high;
-        }
-        // 6 bits: the high 2 bits of elements 16p + j, + 4, + 8, + 12 in chunk 4 + p.
-        for (int p = 0; w.bits == 6 && p < 2; ++p) {
-            for (int j = 0; j < 4; ++j) {
-                const uint8_t* u = blk.u + 16 * p + j;
-                qs[(4 + p) * kChunkBytes + lane * 4 + j] = static_cast<uint8_t>(
-                    (u[0] >> 4) | ((u[4] >> 4) << 2) | ((u[8] >> 4) << 4) | ((u[12] >> 4) << 6));
-            }
-        }
+        put(2, third);
     } else {
-        for (int c = 0; c < 8; ++c) {
-            for (int j = 0; j < 4; ++j) qs[c * kChunkBytes + lane * 4 + j] = blk.u[4 * c + j];
+        // The low 4 bits of element 8c + j in the low nibble of byte j of chunk c, of 8c + 4 + j
+        // in its high one.
+        for (int c = 0; c < 4; ++c) {
+            put(c, field<0, 4>(word_at(u, 8 * c), 0) | field<0, 4>(word_at(u, 8 * c + 4), 4));
+        }
+        if constexpr (kBits == 5) {
+            // The fifth bit of element 8c + j at bit c of chunk 4, of 8c + 4 + j at 4 + c.
+            uint32_t high = 0;
+            for (int c = 0; c < 4; ++c) {
+                high |=
+                    field<4, 1>(word_at(u, 8 * c), c) | field<4, 1>(word_at(u, 8 * c + 4), 4 + c);
+            }
+            put(4, high);
+        } else if constexpr (kBits == 6) {
+            // The high 2 bits of elements 16p + j, + 4, + 8, + 12 in chunk 4 + p.
+            for (int p = 0; p < 2; ++p) {
+                uint32_t high = 0;
+                for (int k = 0; k < 4; ++k) high |= field<4, 2>(word_at(u, 16 * p + 4 * k), 2 * k);
+                put(4 + p, high);
+            }
         }
     }
-    // d and m per super-block (written by each of its blocks: the same values) or per block.
-    const int64_t is = w.per_super() ? b / kSuperBlocks : b;
-    reinterpret_cast<uint16_t*>(group + w.scales_offset())[is * kGroupRows + lane] = blk.d;
-    if (w.has_min())
-        reinterpret_cast<uint16_t*>(group + w.mins_offset())[is * kGroupRows + lane] = blk.m;
+}
+
+// Lane `lane` of every block of a group: the quants, then d (and m) per block or per
+// super-block (from its first block: all of them carry the same), and the K-quants' int8
+// multipliers per block.
+template <int kBits>
+void store_blocks(const Weights& w, uint8_t* group, int lane, const UnpackedBlock* blks) {
+    // Locals: the stores below are of byte types, which could alias w.
+    const int64_t n_blocks = w.n_blocks, n_scale = w.n_scale();
+    const int64_t step = w.per_super() ? kSuperBlocks : 1;
+    for (int64_t b = 0; b < n_blocks; ++b) store_lane<kBits>(group, b, lane, blks[b]);
+    auto* d = reinterpret_cast<uint16_t*>(group + w.scales_offset()) + lane;
+    for (int64_t is = 0; is < n_scale; ++is) d[is * kGroupRows] = blks[is * step].d;
+    if (w.has_min()) {
+        auto* m = reinterpret_cast<uint16_t*>(group + w.mins_offset()) + lane;
+        for (int64_t is = 0; is < n_scale; ++is) m[is * kGroupRows] = blks[is * step].m;
+    }
     if (w.per_super()) {
-        auto* sc = reinterpret_cast<int8_t*>(group + w.sub_offset());
-        sc[(b * kGroupRows + lane) * 2] = blk.sc[0];
-        sc[(b * kGroupRows + lane) * 2 + 1] = blk.sc[1];
+        auto* sc = reinterpret_cast<int8_t*>(group + w.sub_offset()) + lane * 2;
+        for (int64_t b = 0; b < n_blocks; ++b) std::memcpy(sc + b * kGroupRows * 2, blks[b].sc, 2);
+    }
+}
+
+}  // namespace
+
+void store_row(const Weights& w, uint8_t* group, int lane, const UnpackedBlock* blks) {
+    switch (w.bits) {
+        case 3:
+            return store_blocks<3>(w, group, lane, blks);
+        case 4:
+            return store_blocks<4>(w, group, lane, blks);
+        case 5:
+            return store_blocks<5>(w, group, lane, blks);
+        case 6:
+            return store_blocks<6>(w, group, lane, blks);
+        case 8:
+            return store_blocks<8>(w, group, lane, blks);
+        default:
+            LAZYLLM_CHECK_MSG(false, "store_row: no layout for this many bits");
     }
 }
 

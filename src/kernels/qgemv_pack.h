@@ -30,16 +30,17 @@ struct UnpackedBlock {
     int8_t sc[2];
 };
 
-// Block of 32 weights `sub` of the GGML block at `src` (sub > 0 only for the K-quants'
-// 256-element super-blocks) -> UnpackedBlock (layouts: quant_blocks.h, after ggml-common.h).
-void unpack_block(GgmlType type, const uint8_t* src, int sub, UnpackedBlock* out);
+// The n_blocks blocks of 32 weights of one row, its GGML blocks at `src` (a K-quant's
+// 256-element super-block gives 8) -> out[0, n_blocks) (layouts: quant_blocks.h, after
+// ggml-common.h). n_blocks is a multiple of the GGML block's 32-weight blocks.
+void unpack_row(GgmlType type, const uint8_t* src, int64_t n_blocks, UnpackedBlock* out);
 
 // fp32 -> Q8_0-as-stored (u = q + 128). As ggml's quantize_row_q8_0_ref, except that q is
 // rounded against the fp16-rounded scale actually stored, which removes the scale's rounding
 // from the error (the clamp covers a scale that rounded down).
 void quantize_block_q8_0(const float* x, UnpackedBlock* out);
 
-// Writes lane `lane` of block `b` of a group (layout: qgemv_isa.h).
-void store_lane(const Weights& w, uint8_t* group, int64_t b, int lane, const UnpackedBlock& blk);
+// Writes lane `lane` of a group (one row: layout qgemv_isa.h) from blks[0, w.n_blocks).
+void store_row(const Weights& w, uint8_t* group, int lane, const UnpackedBlock* blks);
 
 }  // namespace lazyllm::kernels::qgemv
