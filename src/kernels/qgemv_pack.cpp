@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "base/check.h"
 #include "kernels/quant_blocks.h"
@@ -178,10 +179,18 @@ void unpack_row(GgmlType type, const uint8_t* src, int64_t n_blocks, UnpackedBlo
     using namespace quant;  // NOLINT: block structs of this function's concern
     const bool known = with_block_type(type, [&]<typename B, int kElems>() {
         constexpr int kSubs = kElems / kBlock;
-        // Read in place (as quant_isa.h's with_blocks): a copy of the block on the stack cost
-        // a failed store forward per block, half of the unpacking's time.
+        // Read in place (as quant_isa.h's with_blocks): a copy of each block on the stack cost
+        // a failed store forward per block, half of the unpacking's time. A row that is not
+        // aligned for B's fp16 fields (a GGUF whose general.alignment is 1) is copied first.
+        const int64_t n_ggml = n_blocks / kSubs;
+        std::vector<B> aligned;
         const B* blocks = reinterpret_cast<const B*>(src);
-        for (int64_t i = 0; i < n_blocks / kSubs; ++i) {
+        if (reinterpret_cast<uintptr_t>(src) % alignof(B) != 0) {
+            aligned.resize(static_cast<size_t>(n_ggml));
+            std::memcpy(aligned.data(), src, static_cast<size_t>(n_ggml) * sizeof(B));
+            blocks = aligned.data();
+        }
+        for (int64_t i = 0; i < n_ggml; ++i) {
             const B& b = blocks[i];
             for (int sub = 0; sub < kSubs; ++sub) {
                 UnpackedBlock* o = out + i * kSubs + sub;

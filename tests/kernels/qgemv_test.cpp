@@ -328,6 +328,31 @@ TEST(QuantLinear, KeepsGgmlWeightValues) {
     }
 }
 
+// Blocks at an odd address (a GGUF whose general.alignment is 1 can place a tensor there) pack
+// to the same weights as the same blocks aligned.
+TEST(QuantLinear, UnalignedBlocksEqualAligned) {
+    const Shape s{2, 33, 512, 0, 0, false, false};
+    std::mt19937 rng(5);
+    std::vector<float> x(s.m * s.n_in);
+    for (float& v : x) v = static_cast<float>(static_cast<int>(rng() % 255) - 127) / 64.0f;
+    const std::vector<float> y0(s.m * s.n_out, 0.0f);
+    uint32_t seed = 2700;
+    for (const auto types :
+         {std::span<const GgmlType>(kTypes), std::span<const GgmlType>(kKTypes)}) {
+        for (GgmlType type : types) {
+            const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed += 7);
+            std::vector<uint8_t> shifted(wq.blocks.size() + 1);
+            std::memcpy(shifted.data() + 1, wq.blocks.data(), wq.blocks.size());
+            const QuantLinear::Part aligned{type, wq.blocks.data(), s.n_out};
+            const QuantLinear::Part odd{type, shifted.data() + 1, s.n_out};
+            auto a = QuantLinear::create(fast_ctx(1), {&aligned, 1}, s.n_in);
+            auto b = QuantLinear::create(fast_ctx(1), {&odd, 1}, s.n_in);
+            ASSERT_TRUE(a.ok() && b.ok()) << ggml_type_name(type);
+            EXPECT_EQ(run(*a, s, x, y0), run(*b, s, x, y0)) << ggml_type_name(type);
+        }
+    }
+}
+
 // Q4_K scales at the fp16 maximum (d = dmin = 65504) times the largest 6-bit multipliers
 // (63): d * sc = 4.1e6 is beyond fp16 but exact in fp32, so the output is the dequantized
 // weights' dot product (the weights' scale times the activations' rounding).
