@@ -138,6 +138,26 @@ TEST_P(QuantIsaTest, VariantsMatchReferenceBitExact) {
     }
 }
 
+// A row at an odd address (a GGUF whose general.alignment is 1 can place a tensor there)
+// dequantizes as the same bytes aligned, on the reference and every variant.
+TEST_P(QuantIsaTest, UnalignedRowEqualsAligned) {
+    const GgmlType type = GetParam();
+    std::mt19937 rng(77 + static_cast<int>(type));
+    const int64_t n = 4 * block_shape(type).elems + (block_shape(type).elems == 1 ? 3 : 0);
+    const std::vector<uint8_t> row = random_row(type, n, rng);
+    std::vector<uint8_t> shifted(row.size() + 1);
+    std::memcpy(shifted.data() + 1, row.data(), row.size());
+    std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    ASSERT_TRUE(ref::dequantize_row_f32(type, row.data(), want.data(), n).ok());
+    ASSERT_TRUE(ref::dequantize_row_f32(type, shifted.data() + 1, got.data(), n).ok());
+    EXPECT_EQ(first_mismatch(got, want), -1) << "ref";
+    for (Isa isa : fast_isas()) {
+        std::fill(got.begin(), got.end(), -1.0f);
+        ASSERT_TRUE(dequantize_row_f32(isa, type, shifted.data() + 1, got.data(), n).ok());
+        EXPECT_EQ(first_mismatch(got, want), -1) << isa_name(isa);
+    }
+}
+
 // The quant formats' fp16 scale decode must agree with F16C on NaN / inf / subnormal scales too
 // (real files should not carry them, but the variants must not diverge if one does).
 class QuantScaleTest : public ::testing::TestWithParam<GgmlType> {};
