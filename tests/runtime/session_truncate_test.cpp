@@ -8,7 +8,10 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <string>
+#include <vector>
 
+#include "lazyllm/gguf.h"
 #include "model/llama_model.h"
 #include "runtime/session.h"
 #include "runtime/session_fixture.h"
@@ -174,6 +177,44 @@ TEST(SessionTruncate, FfnChunksDoNotChangeAPromptsLogits) {
                                   V, StepTokens::kPrompt);
             ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << tag;
         }
+    }
+}
+
+// A GGUF with general.alignment 1 (tensors at odd addresses) gives the logits of the same
+// weights aligned, bit for bit: the blocks are copied where the kernels cannot read them in
+// place (QuantLinear's packing, dequantize_row_f32).
+TEST(SessionTruncate, UnalignedTensorsGiveTheAlignedLogits) {
+    for (const GgmlType type : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q4_K}) {
+        testing::TinyModelSpec spec;
+        spec.n_layer = 2;
+        spec.n_embd = 256;  // a multiple of the K-quants' 256-element super-blocks
+        spec.n_ff = 512;
+        spec.weight_type = type;
+        std::vector<std::vector<float>> logits;
+        for (const uint32_t alignment : {32u, 1u}) {
+            spec.alignment = alignment;
+            const std::string tag = std::string("align_") + std::string(ggml_type_name(type)) +
+                                    "_" + std::to_string(alignment);
+            if (alignment == 1) {  // the case under test: some tensor at an odd offset
+                const std::vector<uint8_t> bytes = testing::build_tiny_model(spec);
+                auto file = GgufFile::from_memory(bytes.data(), bytes.size(), tag);
+                ASSERT_TRUE(file.ok());
+                bool odd = false;
+                for (const GgufTensorInfo& t : file->tensors()) {
+                    odd = odd || (file->data_offset() + t.offset) % 2 != 0;
+                }
+                ASSERT_TRUE(odd) << tag;
+            }
+            auto model = testing::load_session_model(spec, tag, kernels::GemmPrecision::kAuto);
+            ASSERT_NE(model, nullptr) << tag;
+            const int V = model->config().n_vocab;
+            auto s = Session::create(*model, SessionOptions{}).value();
+            step(s, ids_for(20, V, 5), V, StepTokens::kPrompt);
+            logits.push_back(step(s, ids_for(1, V, 6), V));
+        }
+        ASSERT_EQ(0,
+                  std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)))
+            << ggml_type_name(type);
     }
 }
 

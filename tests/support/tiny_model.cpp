@@ -228,7 +228,7 @@ private:
     }
 
     const TinyModelSpec& spec_;
-    GgufWriter w_{32};
+    GgufWriter w_{spec_.alignment};
 };
 
 GgufWriter make_writer(const TinyModelSpec& spec) {
@@ -249,7 +249,9 @@ GgufWriter make_writer(const TinyModelSpec& spec) {
     Builder b(spec);
     GgufWriter& w = b.writer();
     w.set_string("general.architecture", a);
-    w.set_string("general.name", "tiny-" + a);
+    // Alignment 1: a name 7 bytes longer puts the data section, and so every tensor (of even
+    // size), at an odd offset.
+    w.set_string("general.name", "tiny-" + a + (spec.alignment == 1 ? "-packed" : ""));
     w.set_uint32(a + ".block_count", static_cast<uint32_t>(spec.n_layer));
     w.set_uint32(a + ".context_length", static_cast<uint32_t>(spec.n_ctx));
     w.set_uint32(a + ".embedding_length", static_cast<uint32_t>(spec.n_embd));
@@ -271,7 +273,7 @@ GgufWriter make_writer(const TinyModelSpec& spec) {
                          static_cast<uint32_t>(spec.swa_pattern));
         }
     }
-    w.set_uint32("general.alignment", 32);
+    w.set_uint32("general.alignment", spec.alignment);
     w.set_string("tokenizer.ggml.model", "gpt2");
     w.set_string("tokenizer.ggml.pre", "smollm");
     w.set_string_array("tokenizer.ggml.tokens", vocab.tokens);

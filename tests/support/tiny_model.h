@@ -30,6 +30,8 @@ struct TinyModelSpec {
     bool tied_embeddings = false;  // no output.weight when true
     bool chat_template = true;     // SmolLM2's tokenizer.chat_template; false: a base model
     GgmlType weight_type = GgmlType::F32;  // 2-D weights; norms stay F32
+    // general.alignment; 1 packs the tensors back to back, every one at an odd offset.
+    uint32_t alignment = 32;
     uint64_t seed = 1;
     float weight_scale = 0.08f;  // uniform(-scale, scale)
     // attn_norm and ffn_norm weights of channels 3 and n_embd / 2 + 1 times this: a residual
