@@ -76,12 +76,12 @@ const void* aligned_row(GgmlType type, const void* src, int64_t n, std::vector<u
 
 Status dequantize_row_f32(Isa isa, GgmlType type, const void* src, float* dst, int64_t n) {
     std::vector<uint32_t> copy;
-    if (check_row(type, src, dst, n).ok()) src = aligned_row(type, src, n, &copy);
     return checked(isa, type, src, dst, n, [&]<Isa I>() {
+        const void* row = aligned_row(type, src, n, &copy);
         if constexpr (I == Isa::kRef) {
-            ref::dequantize_unchecked(type, src, dst, n);
+            ref::dequantize_unchecked(type, row, dst, n);
         } else {
-            detail::dequantize_unchecked<I>(type, src, dst, n);
+            detail::dequantize_unchecked<I>(type, row, dst, n);
         }
     });
 }
