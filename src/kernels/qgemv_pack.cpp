@@ -21,13 +21,21 @@ namespace {
 constexpr uint64_t kEachByte = 0x0101010101010101u;
 constexpr uint64_t kLowNibbles = 0x0F * kEachByte;
 
-inline uint64_t load8(const uint8_t* p) {
-    uint64_t v;
+// sizeof(T) bytes at p as one little-endian word, and back.
+template <typename T>
+inline T load_word(const uint8_t* p) {
+    T v;
     std::memcpy(&v, p, sizeof(v));
     return v;
 }
 
-inline void store8(uint8_t* p, uint64_t v) { std::memcpy(p, &v, sizeof(v)); }
+template <typename T>
+inline void store_word(uint8_t* p, T v) {
+    std::memcpy(p, &v, sizeof(v));
+}
+
+inline uint64_t load8(const uint8_t* p) { return load_word<uint64_t>(p); }
+inline void store8(uint8_t* p, uint64_t v) { store_word(p, v); }
 
 // Byte k of kSpread[b] is bit k of b.
 constexpr std::array<uint64_t, 256> kSpread = [] {
@@ -229,13 +237,9 @@ void quantize_block_q8_0(const float* x, UnpackedBlock* out) {
 
 namespace {
 
-// Four bytes of u from u[i] as one little-endian word: byte j of the words below is a lane's
-// byte j of a chunk (qgemv_isa.h), so each chunk's 4 bytes are built at once.
-inline uint32_t word_at(const uint8_t* u, int i) {
-    uint32_t v;
-    std::memcpy(&v, u + i, sizeof(v));
-    return v;
-}
+// Four bytes of u from u[i] as one word: byte j of the words below is a lane's byte j of a chunk
+// (qgemv_isa.h), so each chunk's 4 bytes are built at once.
+inline uint32_t word_at(const uint8_t* u, int i) { return load_word<uint32_t>(u + i); }
 
 // The bits [shift, shift + width) of each byte of v, moved to bit `to` of the same byte.
 template <int kShift, int kWidth>
@@ -248,7 +252,7 @@ inline uint32_t field(uint32_t v, int to) {
 template <int kBits>
 void store_lane(uint8_t* group, int64_t b, int lane, const UnpackedBlock& blk) {
     uint8_t* qs = group + b * qs_bytes_for(kBits) + lane * 4;
-    const auto put = [&](int chunk, uint32_t v) { std::memcpy(qs + chunk * kChunkBytes, &v, 4); };
+    const auto put = [&](int chunk, uint32_t v) { store_word(qs + chunk * kChunkBytes, v); };
     const uint8_t* u = blk.u;
     if constexpr (kBits == 8) {
         for (int c = 0; c < 8; ++c) put(c, word_at(u, 4 * c));
