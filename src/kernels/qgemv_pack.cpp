@@ -188,16 +188,12 @@ void unpack_row(GgmlType type, const uint8_t* src, int64_t n_blocks, UnpackedBlo
     const bool known = with_block_type(type, [&]<typename B, int kElems>() {
         constexpr int kSubs = kElems / kBlock;
         // Read in place (as quant_isa.h's with_blocks): a copy of each block on the stack cost
-        // a failed store forward per block, half of the unpacking's time. A row that is not
-        // aligned for B's fp16 fields (a GGUF whose general.alignment is 1) is copied first.
+        // a failed store forward per block, half of the unpacking's time. A row not aligned for
+        // B's fp16 fields is copied first (aligned_bytes).
         const int64_t n_ggml = n_blocks / kSubs;
-        std::vector<B> aligned;
-        const B* blocks = reinterpret_cast<const B*>(src);
-        if (reinterpret_cast<uintptr_t>(src) % alignof(B) != 0) {
-            aligned.resize(static_cast<size_t>(n_ggml));
-            std::memcpy(aligned.data(), src, static_cast<size_t>(n_ggml) * sizeof(B));
-            blocks = aligned.data();
-        }
+        std::vector<uint64_t> copy;
+        const auto* blocks = static_cast<const B*>(
+            aligned_bytes(src, static_cast<size_t>(n_ggml) * sizeof(B), alignof(B), &copy));
         for (int64_t i = 0; i < n_ggml; ++i) {
             const B& b = blocks[i];
             for (int sub = 0; sub < kSubs; ++sub) {

@@ -3,7 +3,6 @@
 // one: AMX has nothing to offer an elementwise conversion).
 #include "kernels/quant.h"
 
-#include <cstring>
 #include <vector>
 
 #include "kernels/quant_blocks.h"
@@ -59,23 +58,19 @@ Status checked(Isa isa, GgmlType type, const void* src, const void* dst, int64_t
     return {};
 }
 
-// src as the kernels read it: in place, or (a GGUF whose general.alignment is 1 can put a
-// tensor at any address) a copy in `copy` where it is not aligned for its type's fields (the
-// fp16 scales, F16 / BF16 elements, F32).
-const void* aligned_row(GgmlType type, const void* src, int64_t n, std::vector<uint32_t>* copy) {
-    const uintptr_t align = type == GgmlType::F32 ? 4 : 2;
-    if (n <= 0 || reinterpret_cast<uintptr_t>(src) % align == 0) return src;
+// src as the kernels read it: in place, or a copy in `copy` where it is not aligned for its
+// type's fields (the fp16 scales, F16 / BF16 elements, F32; quant::aligned_bytes).
+const void* aligned_row(GgmlType type, const void* src, int64_t n, std::vector<uint64_t>* copy) {
+    if (n <= 0) return src;
     const quant::BlockShape shape = quant::block_shape(type);
     const size_t bytes = static_cast<size_t>(n / shape.elems) * shape.bytes;
-    copy->resize((bytes + 3) / 4);
-    std::memcpy(copy->data(), src, bytes);
-    return copy->data();
+    return quant::aligned_bytes(src, bytes, type == GgmlType::F32 ? 4 : 2, copy);
 }
 
 }  // namespace
 
 Status dequantize_row_f32(Isa isa, GgmlType type, const void* src, float* dst, int64_t n) {
-    std::vector<uint32_t> copy;
+    std::vector<uint64_t> copy;
     return checked(isa, type, src, dst, n, [&]<Isa I>() {
         const void* row = aligned_row(type, src, n, &copy);
         if constexpr (I == Isa::kRef) {
@@ -95,7 +90,7 @@ namespace ref {
 
 Status dequantize_row_f32(GgmlType type, const void* src, float* dst, int64_t n) {
     LAZYLLM_TRY(check_row(type, src, dst, n));
-    std::vector<uint32_t> copy;
+    std::vector<uint64_t> copy;
     src = aligned_row(type, src, n, &copy);
     if (n > 0) dequantize_unchecked(type, src, dst, n);
     return {};

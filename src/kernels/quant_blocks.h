@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "lazyllm/ggml_type.h"
 
@@ -166,6 +167,17 @@ constexpr BlockShape block_shape(GgmlType type) {
     BlockShape shape{0, 0};
     with_block_type(type, [&]<typename B, int kElems>() { shape = {kElems, sizeof(B)}; });
     return shape;
+}
+
+// src itself where it is `align`-aligned, else a copy of its `bytes` in *copy. Blocks are read
+// through typed pointers (their fp16 fields), and a GGUF whose general.alignment is 1 can put a
+// tensor at any address.
+inline const void* aligned_bytes(const void* src, size_t bytes, size_t align,
+                                 std::vector<uint64_t>* copy) {
+    if (reinterpret_cast<uintptr_t>(src) % align == 0) return src;
+    copy->resize((bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+    std::memcpy(copy->data(), src, bytes);
+    return copy->data();
 }
 
 inline uint32_t f32_bits(float x) {
