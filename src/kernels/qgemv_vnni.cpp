@@ -293,19 +293,17 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     }
 }
 
-// Groups per pass for M rows: enough to share the broadcasts, few enough to keep the
-// G x M accumulators (plus temporaries) in the 32 zmm registers.
-constexpr int groups_per_pass(int64_t rows) { return rows == 1 ? 4 : rows <= 4 ? 2 : 1; }
-
+// Passes of up to 8 rows (decode steps, short revivals) stream their weights from memory one
+// group at a time: a single sequential stream per thread. Four groups per pass at m = 1 (shared
+// activation broadcasts) read four streams a group apart, 256 bytes from each in turn, which the
+// memory system serves more slowly: on Zen 5 (2 threads, 20 copies of a 2048 x 8192 matrix, the
+// two orders alternating in one process) Q4_K 42.6 -> 47.1 GB/s, Q6_K 30.6 -> 33.6, Q8_0 40.9 ->
+// 44.6, the default model's 960 x 576 Q4_1 29.3 -> 45.7; 2 and 4 rows (two groups per pass
+// before) 3-8% faster too. With the weights in cache the two orders run alike.
 template <int kBits, Scales kS, int M>
-void pass_rows(const Weights& w, int64_t g, int64_t n_groups, const Activations& a, int64_t r0,
-               const float* bias, float* y, int64_t ldy, bool accumulate) {
-    constexpr int kG = groups_per_pass(M);
-    if (n_groups == kG) {
-        pass<kBits, kS, kG, M>(w, g, a, r0, bias, y, ldy, accumulate);
-    } else {
-        pass<kBits, kS, 1, M>(w, g, a, r0, bias, y, ldy, accumulate);
-    }
+void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, const float* bias,
+               float* y, int64_t ldy, bool accumulate) {
+    pass<kBits, kS, 1, M>(w, g, a, r0, bias, y, ldy, accumulate);
 }
 
 // u * sc + 127 for the bytes u (q + 4, q in [-4, 3]) of v, sc: each int32 lane's int16 scale in
@@ -487,12 +485,10 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
             });
         return;
     }
-    // Rows in passes of up to 8; m <= 4 takes several groups per pass (groups_per_pass).
-    const int64_t tile = groups_per_pass(std::min<int64_t>(kMaxRowsPerPass, m));
-    for_each_pass<kMaxRowsPerPass>(
-        w, m, g0, g1, tile, [&]<int M>(int64_t g, int64_t n, int64_t r0) {
-            pass_rows<kBits, kS, M>(w, g, n, a, r0, bias, y, ldy, accumulate);
-        });
+    // Rows in passes of up to 8, a group at a time (pass_rows).
+    for_each_pass<kMaxRowsPerPass>(w, m, g0, g1, 1, [&]<int M>(int64_t g, int64_t, int64_t r0) {
+        pass_rows<kBits, kS, M>(w, g, a, r0, bias, y, ldy, accumulate);
+    });
 }
 
 }  // namespace
