@@ -294,12 +294,10 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
 }
 
 // Passes of up to 8 rows (decode steps, short revivals) stream their weights from memory one
-// group at a time: a single sequential stream per thread. Four groups per pass at m = 1 (shared
-// activation broadcasts) read four streams a group apart, 256 bytes from each in turn, which the
-// memory system serves more slowly: on Zen 5 (2 threads, 20 copies of a 2048 x 8192 matrix, the
-// two orders alternating in one process) Q4_K 42.6 -> 47.1 GB/s, Q6_K 30.6 -> 33.6, Q8_0 40.9 ->
-// 44.6, the default model's 960 x 576 Q4_1 29.3 -> 45.7; 2 and 4 rows (two groups per pass
-// before) 3-8% faster too. With the weights in cache the two orders run alike.
+// group at a time, so each thread reads its groups as one sequential stream. Several groups per
+// pass would share each activation broadcast, but read several streams a group apart in turn,
+// which the memory system serves more slowly (docs/benchmarks.md, "One group per pass"); with
+// the weights in cache the two run alike.
 template <int kBits, Scales kS, int M>
 void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, const float* bias,
                float* y, int64_t ldy, bool accumulate) {
