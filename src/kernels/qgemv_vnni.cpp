@@ -293,17 +293,6 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     }
 }
 
-// Passes of up to 8 rows (decode steps, short revivals) stream their weights from memory one
-// group at a time, so each thread reads its groups as one sequential stream. Several groups per
-// pass would share each activation broadcast, but read several streams a group apart in turn,
-// which the memory system serves more slowly (docs/benchmarks.md, "One group per pass"); with
-// the weights in cache the two run alike.
-template <int kBits, Scales kS, int M>
-void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, const float* bias,
-               float* y, int64_t ldy, bool accumulate) {
-    pass<kBits, kS, 1, M>(w, g, a, r0, bias, y, ldy, accumulate);
-}
-
 // u * sc + 127 for the bytes u (q + 4, q in [-4, 3]) of v, sc: each int32 lane's int16 scale in
 // both halves (prescaled_unpack, qgemv_isa.h): the even and odd bytes as int16, the result in
 // [3, 255].
@@ -483,9 +472,13 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
             });
         return;
     }
-    // Rows in passes of up to 8, a group at a time (pass_rows).
+    // Rows in passes of up to 8 (decode steps, short revivals), a group at a time: each thread
+    // reads its groups from memory as one sequential stream. Several groups per pass would share
+    // each activation broadcast but read several streams a group apart in turn, which the memory
+    // system serves more slowly (docs/benchmarks.md, "One group per pass"); with the weights in
+    // cache the two run alike.
     for_each_pass<kMaxRowsPerPass>(w, m, g0, g1, 1, [&]<int M>(int64_t g, int64_t, int64_t r0) {
-        pass_rows<kBits, kS, M>(w, g, a, r0, bias, y, ldy, accumulate);
+        pass<kBits, kS, 1, M>(w, g, a, r0, bias, y, ldy, accumulate);
     });
 }
 
