@@ -150,9 +150,9 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
     constexpr int kQkSteps = 2 + 5 * kChunks;
     constexpr int kPvSteps = 9;
     constexpr int kRows = kKeyBlock / 2;  // softmax rows per block (key pairs)
-    // The pipeline's step sequence, spread over the softmax rows.
-    // (Gaps between the three parts, to let a part's results land before the next one
-    // waits for them, measured within noise of none at n = 1k-8k.)
+    // The pipeline's step sequence, spread over the softmax rows, its three parts back to back
+    // (gaps between them, to let a part's results land before the next one waits for them, do
+    // not pay).
     constexpr int kStoreStep = kQkSteps;
     constexpr int kPvStep = kStoreStep + 2;
     constexpr int kSteps = kPvStep + kPvSteps;

@@ -37,7 +37,7 @@ struct AttnPlan<Isa::kAvx2> {
     static constexpr int kRegisters = 16;  // keys in lanes: vectors it may hold
 };
 // 32 zmm registers: S^T of a whole block of 16 keys stays in registers; P.V four O^T rows at a
-// time (four FMA chains; one chain per row ran 10-14% slower on a Xeon model 207, eight spill).
+// time (four FMA chains; one chain per row is slower, eight spill).
 template <>
 struct AttnPlan<Isa::kAvx512> {
     static constexpr int kKeyGroup = 16;
@@ -54,12 +54,11 @@ namespace {
 constexpr int kTileKeys = 16;  // keys per block, queries in lanes
 // Keys in lanes reads the K/V rows it is about to use, kTouchKeys at a time, with one load per
 // cache line in address order (whole rows, key after key) before computing on them head by
-// head. The tiles' own reads go head by head, a row apart; from memory that order streams at
-// a quarter of the rate of the sequential one (7 against 31 GB/s, one Zen 4 core, Llama-3.2-1B's
-// 1 KiB rows), as the L2 stream prefetcher only follows sequential misses. The sequential pass
-// leaves the rows in L2 for the tiles (256 KiB at 1 KiB rows). A whole decode step's attention
-// at 2k-4k keys (`BM_AttentionDecodeModel`, four models' shapes) took 1.2-2.0x less time
-// with it than with software prefetches 64 keys ahead.
+// head. The tiles' own reads go head by head, a row apart; from memory that order streams far
+// slower than the sequential one, as the L2 stream prefetcher only follows sequential misses,
+// and software prefetches ahead of the tiles do not make up for it. The sequential pass leaves
+// the rows in L2 for the tiles: 256 KiB at 1 KiB rows (docs/benchmarks.md, "Decode attention
+// (Zen 4)").
 constexpr int64_t kTouchKeys = 128;
 // Keys in lanes: states[i].o holds the lanes' O rows ([lane][D]) and then their P sums.
 template <int D>

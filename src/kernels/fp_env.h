@@ -3,10 +3,8 @@
 // On Intel cores an SSE/AVX instruction that produces or reads a denormal takes a microcode
 // assist (on the order of a hundred cycles) unless MXCSR has flush-to-zero (FTZ) and
 // denormals-are-zero (DAZ) set. Softmax hits this on every masked score: exp2 of -inf or of
-// a clamped -160 underflows. Measured on the AMX attention kernel (one thread, 8k prompt):
-// the block that holds a tile's causal diagonal took about 4,200 TSC cycles instead of
-// about 400, which makes attention over 1k tokens 26-29% slower without FTZ/DAZ
-// (docs/benchmarks.md).
+// a clamped -160 underflows, so without FTZ/DAZ the block that holds a tile's causal diagonal
+// costs far more than any other block, which shows most on short prompts.
 // Values below 2^-126 are far below what bf16/fp32 softmax weights can affect, so flushing
 // them changes no result that matters; AMX tile products already treat denormals as zero.
 //

@@ -3,16 +3,16 @@
 //
 // The oneDNN backend: weights packed once (format_tag::any chosen by the primitive,
 // one reorder), primitives cached per row count m (oneDNN primitives are shape-specific; with
-// DNNL_RUNTIME_DIM_VAL for M oneDNN 2.6.3 falls back to its reference kernel, measured).
+// DNNL_RUNTIME_DIM_VAL for M oneDNN 2.6.3 falls back to its reference kernel).
 //
-// Measured facts this file relies on (oneDNN 2.6.3, Sapphire Rapids, see bench/gemm_bench.cpp):
+// What oneDNN 2.6.3 does that this file relies on (see bench/gemm_bench.cpp):
 // - the packed weight layout chosen for M = 256 is the one chosen for every M, and a matmul
 //   created with that fixed layout still dispatches to brg:avx512_core_amx_bf16 (bf16) or
-//   brg:avx512_core (f32) for every M we tried (1..4096), so one packed copy serves all m;
+//   brg:avx512_core (f32) for every M tried (1..4096), so one packed copy serves all m;
 // - strided src or dst (ld > row length) makes oneDNN pick ref:any, so strided activations go
 //   through a dense scratch instead;
-// - creating a primitive costs ~0.3 ms on a miss and ~1 us on a hit of oneDNN's global
-//   primitive cache, so 30 layers of the same shape pay the miss once per new m.
+// - creating a primitive is costly on a miss of oneDNN's global primitive cache and cheap on a
+//   hit, so 30 layers of the same shape pay the miss once per new m.
 //
 // Threads: oneDNN's OpenMP runtime reads omp_get_max_threads() when a primitive is created and
 // run. forward() sets it to the ctx.n_threads given at create() for the duration of the call
@@ -74,12 +74,10 @@ constexpr int64_t kPackRows = 256;
 // Bound on cached primitives per layer; pruning makes m arbitrary, so the map is cleared
 // when it grows past this (oneDNN's own cache still makes the re-creation cheap).
 constexpr size_t kMaxCachedShapes = 256;
-// oneDNN 2.6's AMX matmul is up to 5x slower for some row counts: y[m, 3072] = x[m, 576] W^T
-// took 17.7 ms for m = 1403 and 9.4 ms for 1392, against 3.4 ms for 1408 and 4.3 ms for 1344
-// (2 threads, bench/gemm_bench.cpp odd_rows; docs/benchmarks.md "Ragged row counts");
-// multiples of 64 were fast in every case tried. Pruned steps produce arbitrary counts
-// (0.35 x 4006 = 1403), so execute() runs a ragged m > 64 as a block of a multiple of 64 rows
-// plus a tail of < 64 rows.
+// oneDNN 2.6's AMX matmul is several times slower for some row counts, such as m = 1403 in
+// y[m, 3072] = x[m, 576] W^T (bench/gemm_bench.cpp odd_rows); multiples of 64 were fast in
+// every case tried. Pruned steps produce arbitrary counts (0.35 x 4006 = 1403), so execute()
+// runs a ragged m > 64 as a block of a multiple of 64 rows plus a tail of < 64 rows.
 constexpr int64_t kRowAlign = 64;
 
 // Sets the OpenMP thread count for this thread's parallel regions for one scope.
@@ -393,9 +391,8 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
         return make_error(ErrorCode::kInvalidArgument,
                           "PackedLinear: SwiGLU layout needs [gate; up] rows, got n_out={}", n_out);
     }
-    // Our kernels on every GEMM they fit unless the context asks for oneDNN alone. Measured
-    // end to end at 4k tokens, 2 threads (docs/benchmarks.md): full prefill 1690-1732 ms on our
-    // AMX kernel against 1895-2022 ms on oneDNN, lazy 854-865 against 992-1000.
+    // Our kernels on every GEMM they fit, where they prefill faster end to end than oneDNN,
+    // unless the context asks for oneDNN alone.
     const bool own_allowed = ctx.gemm == GemmKernels::kOwn;
 
     PackedLinear out;
@@ -426,8 +423,8 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
     }
 
     // fp32 on AVX2 (also when LAZYLLM_ISA=avx2 on an AVX-512 CPU). oneDNN 2.6.3's gemm:jit
-    // sgemm on Zen 3 (2 threads) ran y[m, 3072] = x[m, 576] W^T at 68-75 GFLOP/s for m = 64
-    // to 256 against ~145 from m = 384; this kernel: see bench/gemm_bench.cpp stage_rows.
+    // sgemm has a slow spot at m = 64 to 256 on the model's shapes, where this kernel keeps
+    // its rate (bench/gemm_bench.cpp stage_rows).
     // The avx512 fp32 path stays on oneDNN (not measured here).
     if (!use_bf16 && ctx.isa == Isa::kAvx2 && own_allowed &&
         isa_supported(Isa::kAvx2, detect_cpu_features())) {

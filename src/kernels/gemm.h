@@ -101,8 +101,7 @@ private:
 // Rows per gate|up GEMM call of PackedLinear::forward_swiglu_bf16 off the AMX backend: its fp32
 // gate|up rows ([rows, n_out]) stay in cache between the GEMM that writes them and the SwiGLU
 // that reads them (3 MiB at the default model's 3072 columns), where a whole 4k prompt's would
-// be 48 MiB. On Zen 5 (oneDNN, default model, 4k prompt) the gate|up op took 507-554 ms
-// against 594-604 in one call; 128 rows measured as 256, 512 in between (docs/benchmarks.md).
+// be 48 MiB and go through memory (docs/benchmarks.md, "Where prefill time goes (Zen 5)").
 inline constexpr int64_t kSwiGluChunkRows = 256;
 
 // Whether PackedLinear::create(ctx, ..., precision) converts weights to bf16 (else fp32);

@@ -13,13 +13,10 @@
 // - micro-tile by micro-tile (run_item_by_rows): all panels of 32 rows, then the next 32,
 //   the weights read from L2. For weights that fit L2 (qkv, attn_out): each micro-tile's
 //   output rows are final together, so the row hook runs on them in cache instead of on a
-//   block whose output went out to memory. At 8k this order runs qkv in 185-188 ms against
-//   252-272 panel by panel, attn_out in 100-105 against 118-121; at 4k 61-66 against 77-79
-//   and 41-44 against 47-48; within noise at 512 to 2k.
+//   block whose output went out to memory (which pays on long prompts).
 // No software prefetch: the hardware prefetchers keep up with the packed operands, and
-// prefetching the next micro-tile into L1 evicts the current one (the model's four GEMM stages
-// at m = 1403 and 4096 run at 1.41-1.77 TFLOP/s on two threads without it, 1.18-1.46 with;
-// docs/benchmarks.md).
+// prefetching the next micro-tile into L1 evicts the current one, which slows every GEMM stage
+// (docs/architecture.md, "Model and weights").
 //
 // Output stage: a plain fp32 store with full row tiles goes tile-to-memory; accumulate, bias,
 // SwiGLU and a short last micro-tile (rows padded with zeros) go through a 4 KiB buffer and
@@ -47,16 +44,13 @@ constexpr int64_t kTileElems = 512;     // one packed B tile: 16 pairs x 16 colu
 constexpr int64_t kChunkElems = 1024;   // the two B tiles of one panel and k chunk
 // Rows per work item: as many as fit kBlockBytes of bf16 x (512 rows at n_in = 576, 192 at
 // 1536). Each item streams all of the weights once, so bigger blocks read them fewer times.
-// In isolation (weights hot in cache, m = 4096, 1 thread) 64 to 1024 rows measured the same;
-// in the model, where a layer's weights come from memory, fixed 128-row blocks are 10-20%
-// slower (full prefill of 820 tokens 120-125 ms against 108-115, gate_up 1.7-1.8 TFLOP/s
-// against 2.1-2.25; 384 KiB to 1 MiB measure the same). 18 chunks per k block: no k blocking
-// at n_in = 576, which measures best.
+// With the weights hot in cache the block size makes no difference; in the model, where a
+// layer's weights come from memory, small fixed blocks (128 rows) are slower, and 384 KiB to
+// 1 MiB of x run alike. 18 chunks per k block: no k blocking at n_in = 576, which is fastest.
 constexpr int64_t kBlockBytes = 576 * 1024;
 constexpr int64_t kBlockChunks = 18;   // k chunks per block
-// Below this many rows per thread the panels are split across threads, not the rows. Full
-// prefill on two threads: 103 rows 27.2-27.8 ms split by rows, 23.8-24.3 by
-// panels; 205 rows 35.3-37.1 and 35.5-35.6; 410 rows 58.6-60.2 by rows, 62.5-64.1 by panels.
+// Below this many rows per thread the panels are split across threads, not the rows (see
+// amx_gemm); in full prefill the two splits break even at about this many rows per thread.
 constexpr int64_t kMinRowsPerThread = 128;
 // Packed weights up to this size (a work item's panels) stay in L2 and run micro-tile by
 // micro-tile (run_item_by_rows): qkv (1.1 MB) and attn_out (0.66 MB) on SmolLM2-135M.
@@ -151,8 +145,8 @@ struct ThreadScratch {
 
 // Copies rows [r0, r0 + rows) of x into A-tile order: tile (micro-tile t, chunk c, half h)
 // is 16 rows x 32 values, contiguous at ((t * n_chunks + c) * 2 + h) * 512. Rows past the
-// end are zero. Tile loads with a 64-byte stride run at about twice the rate of loads that
-// gather 16 rows of the activations at their row stride (measured on the 2 x 2 micro-tile).
+// end are zero. Tile loads with a 64-byte stride run faster than loads that gather 16 rows of
+// the activations at their row stride.
 // `chunk(r, c)`: the 32 bf16 values of row r, chunk c.
 template <typename Chunk>
 void pack_rows_from(int64_t n_in, int64_t rows, uint16_t* dst, Chunk&& chunk) {
@@ -200,8 +194,8 @@ inline void micro_step(const AmxGemmArgs& a, const uint16_t* xt, const uint16_t*
 // at wp + (p - p0) * n_chunks * kChunkElems. kAccumulate adds y in the output stage of every
 // micro-tile, never as the tiles' starting value, so that each row's result is the same in any
 // call (a full micro-tile would otherwise start from y, a short one add it last).
-// The reduction runs in k blocks of kBlockChunks chunks (n_in = 576 in one block, which
-// measured best even though a panel and a micro-tile's x then no longer fit L1 together;
+// The reduction runs in k blocks of kBlockChunks chunks (n_in = 576 in one block, which is
+// fastest even though a panel and a micro-tile's x then no longer fit L1 together;
 // n_in = 1536 in three). Partial sums between blocks live in y itself (plain store) or in a
 // per-thread buffer.
 void run_item(const AmxGemmArgs& a, ThreadScratch& scratch, const uint16_t* xpack,
@@ -282,9 +276,9 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
     int64_t n_row_blocks = (a.m + block_rows - 1) / block_rows;
     // With kMinRowsPerThread rows or more per thread, the rows are split: ceil(m / block_rows)
     // blocks rounded up to a multiple of the threads, the micro-tiles shared out evenly
-    // (fixed 128-row blocks split 615 rows 384 / 231 on two threads). With fewer, streaming
-    // the weights costs more than the tile work, and each thread takes a share of the panels
-    // for all the rows instead (weights read once in all, not once per thread).
+    // (fixed 128-row blocks would split 615 rows 384 / 231 on two threads). With fewer,
+    // streaming the weights costs more than the tile work, and each thread takes a share of the
+    // panels for all the rows instead (weights read once in all, not once per thread).
     const bool split_rows = a.m >= kMinRowsPerThread * nt;
     if (split_rows) n_row_blocks = std::min(n_micro, (n_row_blocks + nt - 1) / nt * nt);
     const int64_t n_groups =

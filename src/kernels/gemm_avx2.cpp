@@ -14,9 +14,8 @@
 // are enough of them, else the panels (one row block, up to ~100 rows at n_in 576: each
 // thread streams its share of W).
 //
-// Measured on Zen 3 (2 cores, FMA-loop peak 101 GFLOP/s on one thread, 200 on two): 88-97
-// GFLOP/s on one thread and 180-196 on two at the model's shapes for m >= 64 (table in
-// bench/gemm_bench.cpp stage_rows).
+// Its rate at the model's shapes against oneDNN's: bench/gemm_bench.cpp stage_rows
+// (docs/benchmarks.md, "Our fp32 GEMM against oneDNN by row count").
 #include "kernels/gemm_avx2.h"
 
 #include <immintrin.h>
@@ -34,13 +33,12 @@ constexpr int64_t kNr = kAvx2GemmPanel;  // micro-tile columns
 
 // Largest k block. A panel's block is then up to 48 KiB, more than L1 (32 KiB): the panel
 // streams from L2 at 64 bytes per 6 cycles of FMAs, which L2 sustains, and fewer k blocks
-// mean fewer passes over y. Measured on Zen 3, 2 threads, m = 256 and 1024, n_in = 576:
-// blocks of 160-320 (panel in L1) 170-185 GFLOP/s, one block of 576 185-196; n_in = 1536
-// at m = 128..4096: 400 to 1536 (no blocking) all within noise at 175-195. So n_in = 576
-// runs in one block, 1536 in two of 768.
+// mean fewer passes over y: blocks small enough to keep the panel in L1 are no faster, and at
+// n_in = 1536 every block size from 400 to 1536 runs alike. So n_in = 576 runs in one block,
+// 1536 in two of 768.
 constexpr int64_t kKcMax = 768;
 // Bytes of x rows per row block (rows x kc x 4), kept in L2 (512 KiB on Zen 3) while the
-// panels pass over them: 128-384 KiB measured the same, 64 KiB up to 15% slower.
+// panels pass over them: a quarter to three quarters of that L2 run alike, an eighth slower.
 constexpr int64_t kRowBlockBytes = 256 * 1024;
 
 // The k block size: n_in in the fewest blocks of at most kKcMax, split evenly.

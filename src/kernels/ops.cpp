@@ -76,13 +76,9 @@ void for_row_blocks(const KernelContext& ctx, int64_t n_rows, int64_t row_elems,
 void rms_norm(const KernelContext& ctx, const float* x, const float* w, float* y, int64_t n_rows,
               int64_t n, float eps) {
     for_row_blocks(ctx, n_rows, n, [&](int64_t r0, int64_t rows) {
-        isa_dispatch(ctx.isa, [&]<Isa I>() {
-            if constexpr (I == Isa::kRef) {
-                ref::rms_norm(x + r0 * n, w, y + r0 * n, rows, n, eps);
-            } else {
-                detail::rms_norm_rows<I>(x + r0 * n, w, y + r0 * n, rows, n, eps);
-            }
-        });
+        simd_or_ref(
+            ctx.isa, [&] { ref::rms_norm(x + r0 * n, w, y + r0 * n, rows, n, eps); },
+            [&]<Isa I>() { detail::rms_norm_rows<I>(x + r0 * n, w, y + r0 * n, rows, n, eps); });
     });
 }
 
@@ -94,13 +90,10 @@ void swiglu(const KernelContext& ctx, const float* gate_up, float* out, int64_t 
 void glu(const KernelContext& ctx, GluAct act, const float* gate_up, float* out, int64_t n_rows,
          int64_t n_ff) {
     for_row_blocks(ctx, n_rows, 2 * n_ff, [&](int64_t r0, int64_t rows) {
-        isa_dispatch(ctx.isa, [&]<Isa I>() {
-            if constexpr (I == Isa::kRef) {
-                ref::glu(act, gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
-            } else {
-                detail::glu_rows<I>(act, gate_up + r0 * 2 * n_ff, out + r0 * n_ff, rows, n_ff);
-            }
-        });
+        const float* g = gate_up + r0 * 2 * n_ff;
+        simd_or_ref(
+            ctx.isa, [&] { ref::glu(act, g, out + r0 * n_ff, rows, n_ff); },
+            [&]<Isa I>() { detail::glu_rows<I>(act, g, out + r0 * n_ff, rows, n_ff); });
     });
 }
 
@@ -109,16 +102,14 @@ void rms_norm_heads(const KernelContext& ctx, float* x, int64_t row_stride, int6
     LAZYLLM_CHECK(row_stride >= static_cast<int64_t>(n_heads) * head_dim);
     for_row_blocks(
         ctx, n_rows, static_cast<int64_t>(n_heads) * head_dim, [&](int64_t r0, int64_t rows) {
-            isa_dispatch(ctx.isa, [&]<Isa I>() {
-                for (int64_t r = r0; r < r0 + rows; ++r) {  // each row's heads as rows of head_dim
-                    float* row = x + r * row_stride;
-                    if constexpr (I == Isa::kRef) {
-                        ref::rms_norm(row, w, row, n_heads, head_dim, eps);
-                    } else {
+            for (int64_t r = r0; r < r0 + rows; ++r) {  // each row's heads as rows of head_dim
+                float* row = x + r * row_stride;
+                simd_or_ref(
+                    ctx.isa, [&] { ref::rms_norm(row, w, row, n_heads, head_dim, eps); },
+                    [&]<Isa I>() {
                         detail::rms_norm_rows<I>(row, w, row, n_heads, head_dim, eps);
-                    }
-                }
-            });
+                    });
+            }
         });
 }
 
@@ -161,13 +152,9 @@ void add_inplace(const KernelContext& ctx, float* x, const float* y, int64_t n) 
     for_row_blocks(ctx, (n + kPiece - 1) / kPiece, kPiece, [&](int64_t p0, int64_t pieces) {
         const int64_t begin = p0 * kPiece;
         const int64_t count = std::min(pieces * kPiece, n - begin);
-        isa_dispatch(ctx.isa, [&]<Isa I>() {
-            if constexpr (I == Isa::kRef) {
-                ref::add_inplace(x + begin, y + begin, count);
-            } else {
-                detail::add_inplace_span<I>(x + begin, y + begin, count);
-            }
-        });
+        simd_or_ref(
+            ctx.isa, [&] { ref::add_inplace(x + begin, y + begin, count); },
+            [&]<Isa I>() { detail::add_inplace_span<I>(x + begin, y + begin, count); });
     });
 }
 
@@ -184,13 +171,11 @@ void rope(const KernelContext& ctx, const RopeTable& table, RopeMode mode, float
     for_row_blocks(ctx, n_rows, row_elems, [&](int64_t r0, int64_t rows) {
         float* xb = x + r0 * row_stride;
         const int32_t* pb = pos + r0;
-        isa_dispatch(ctx.isa, [&]<Isa I>() {
-            if constexpr (I == Isa::kRef) {
-                ref::rope(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);
-            } else {
+        simd_or_ref(
+            ctx.isa, [&] { ref::rope(table, mode, xb, pb, rows, row_stride, n_heads, head_dim); },
+            [&]<Isa I>() {
                 detail::rope_rows<I>(table, mode, xb, pb, rows, row_stride, n_heads, head_dim);
-            }
-        });
+            });
     });
 }
 

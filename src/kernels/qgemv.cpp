@@ -143,13 +143,9 @@ struct QuantLinear::Impl {
                   int32_t* hs) const {
         if (r0 >= r1) return;
         const int32_t o = qgemv::corr_offset(w.bits, offset);
-        isa_dispatch(isa, [&]<Isa I>() {
-            if constexpr (I == Isa::kRef) {
-                qgemv::ref::quantize_rows(x, m, r0, r1, ldx, w.n_in, o, buf, rows);
-            } else {
-                qgemv::quantize_rows<I>(x, m, r0, r1, ldx, w.n_in, o, buf, rows);
-            }
-        });
+        simd_or_ref(
+            isa, [&] { qgemv::ref::quantize_rows(x, m, r0, r1, ldx, w.n_in, o, buf, rows); },
+            [&]<Isa I>() { qgemv::quantize_rows<I>(x, m, r0, r1, ldx, w.n_in, o, buf, rows); });
         if (hs == nullptr) return;
         for (int64_t b = 0; b < w.n_blocks; ++b) {  // block-major: rows [r0, r1) of each block
             qgemv::ref::half_sums(buf.q + (b * m + r0) * kBlock, r1 - r0, 1, hs + b * m + r0);
@@ -161,13 +157,9 @@ struct QuantLinear::Impl {
     void gemv(const qgemv::Activations& a, int64_t g0, int64_t g1, float* y, int64_t ldy,
               bool accumulate, uint8_t* scratch) const {
         const float* b = bias.empty() ? nullptr : bias.data();
-        isa_dispatch(isa, [&]<Isa I>() {
-            if constexpr (I == Isa::kRef) {
-                qgemv::ref::gemv(w, a, a.m, g0, g1, b, y, ldy, accumulate);
-            } else {
-                qgemv::gemv<I>(w, a, a.m, g0, g1, b, y, ldy, accumulate, scratch);
-            }
-        });
+        simd_or_ref(
+            isa, [&] { qgemv::ref::gemv(w, a, a.m, g0, g1, b, y, ldy, accumulate); },
+            [&]<Isa I>() { qgemv::gemv<I>(w, a, a.m, g0, g1, b, y, ldy, accumulate, scratch); });
     }
 
     // y (+)= x W^T (+ bias) for prompt rows on AMX: x rounded to bf16 once, then each

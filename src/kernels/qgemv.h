@@ -43,11 +43,9 @@ enum class QuantRows {
 };
 
 // Prompt calls of at least this many rows run on AMX tiles (has_tile_path). A tile call
-// dequantizes every weight once, whatever m; the int8 kernels cost in proportion to m.
-// Measured on the AMX Xeon, 2 threads, Llama-3.2-1B's four layer shapes (bench/qgemv_bench.cpp,
-// BM_QuantLinearPrompt, the tiles against LAZYLLM_ISA=avx512's int8 kernels): Q4_K and Q8_0
-// took 3.8-6.2x the int8 kernels' time at 8 rows and 1.1-1.7x at 32; Q3_K, Q4_K, Q6_K and
-// Q8_0 0.67-1.06x at 64 rows and 0.48-0.76x at 128.
+// dequantizes every weight once, whatever m; the int8 kernels cost in proportion to m, and
+// below this many rows they are the faster ones (bench/qgemv_bench.cpp, BM_QuantLinearPrompt;
+// docs/benchmarks.md, "Models of 0.5B-8B on their blocks (AMX tiles)").
 inline constexpr int64_t kTileMinRows = 64;
 
 class QuantLinear {

@@ -61,7 +61,7 @@ struct Bytes256 {
 
 // acc + p, kept as one running sum in a register. Integer adds reassociate: without the barrier
 // GCC computes a block's 16-32 vpmaddubsw products first and sums them as a tree, spilling
-// the products to the stack (1.1-1.25x slower at 256 rows, Zen 3).
+// the products to the stack.
 inline void add_to(__m256i& acc, __m256i p) {
     acc = _mm256_add_epi16(acc, p);
     __asm__("" : "+x"(acc));
@@ -250,8 +250,8 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
 
 // Halves per pass for M rows: both halves of a group share the activation broadcasts where
 // the H x M int16 sums (one per pair for 4-bit quants, two otherwise) fit the 16 ymm
-// registers; the fp32 accumulators, touched once per block, may live in L1. Measured at 256
-// rows on Zen 3: 4-bit 2 halves x 4 rows 1.15x over 1 x 4; 8-bit 1 x 4 over 2 x 2. Grid
+// registers; the fp32 accumulators, touched once per block, may live in L1. So 4-bit quants
+// run 2 halves x 4 rows (faster than 1 x 4) and 8-bit quants 1 x 4 (faster than 2 x 2). Grid
 // values keep two sums per row, as 8-bit quants.
 constexpr int halves_per_pass(int bits, Scales s, int rows) {
     return rows == 1 || (bits == 4 && s != Scales::kGrid) ? 2 : 1;

@@ -81,8 +81,8 @@ inline void store_rows(const typename Vec<I>::F (&acc)[M], const float* bias, in
 
 // Software prefetch into L2 of block b of a group's stream, kPrefetchBytes ahead (pf: the
 // group's start plus that distance). A decode step streams every layer's weights, far more
-// than L2; on the 2-core Sapphire Rapids VM the hardware prefetcher alone drew 10-11 GB/s,
-// with this 15-16 GB/s. It costs ~20% on weights already in L2 (bench/qgemv_bench.cpp, cold).
+// than L2, and streams them faster with this than with the hardware prefetcher alone. On
+// weights already in L2 it only costs time (bench/qgemv_bench.cpp, cold).
 constexpr int64_t kPrefetchBytes = 4096;
 
 template <int kBits, Scales kS>

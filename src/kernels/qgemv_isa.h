@@ -150,9 +150,9 @@ inline size_t group_bytes_for(int bits, Scales kind, int64_t n_blocks) {
 }
 
 // Bytes of weights a gemv keeps in L2 while row passes go over them (for_each_pass): half
-// the core's L2, within [128 KiB, 1 MiB]. Measured on an Intel Xeon (2 MiB L2, 2 threads,
-// Q4_K, 2048 prompt rows): 2048 x 2048 in 63 ms without chunks, 30-32 ms with 256 KiB to
-// 1 MiB; 2048 x 8192 in 255, 215 and 156-165 ms at none, 256 KiB and 512 KiB to 1 MiB.
+// the core's L2, within [128 KiB, 1 MiB]. Without chunks, every group's passes read a long
+// prompt's activations from memory again; chunks of a quarter to half of L2 run alike, smaller
+// ones slower (docs/benchmarks.md, "Prompt-sized quantized GEMMs in L2-sized chunks").
 inline int64_t pass_chunk_bytes() {
     return std::clamp<int64_t>(l2_cache_bytes() / 2, int64_t{128} << 10, int64_t{1} << 20);
 }

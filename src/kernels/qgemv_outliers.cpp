@@ -82,13 +82,9 @@ void add_outlier_terms(Isa isa, int64_t n, const OutlierScratch& s, int64_t r0, 
             for (int i = 0; i < k; ++i) cols[i] = s.col_of[s.channel[r * kRowOutliers + i]];
             const float* xv = s.value.data() + r * kRowOutliers;
             float* yr = y + r * ldy;
-            isa_dispatch(isa, [&]<Isa I>() {
-                if constexpr (I == Isa::kRef) {
-                    ref::add_columns(xv, kRowOutliers, end - r, k, cols, n, yr, ldy);
-                } else {
-                    add_columns<I>(xv, kRowOutliers, end - r, k, cols, n, yr, ldy);
-                }
-            });
+            simd_or_ref(
+                isa, [&] { ref::add_columns(xv, kRowOutliers, end - r, k, cols, n, yr, ldy); },
+                [&]<Isa I>() { add_columns<I>(xv, kRowOutliers, end - r, k, cols, n, yr, ldy); });
         }
         r = end;
     }

@@ -207,8 +207,7 @@ inline void block_sums(const uint8_t* const (&qb)[G], const int8_t* xb, __m512i 
 // One pass: G consecutive groups (16 output rows each) x M activation rows (r0 .. r0 + M - 1),
 // over all blocks. The G groups share each activation broadcast and the M rows share each
 // weight load and unpack. At m = 1 a 4-bit group-block costs ~26 vector uops (8 and, 8
-// vpdpbusd, the fp16 scale conversions and 3 fp32 ops) for 512 multiply-adds: ~15-16 cycles
-// measured without prefetch, ~19 with.
+// vpdpbusd, the fp16 scale conversions and 3 fp32 ops) for 512 multiply-adds.
 //
 // For M = 1 the 4-bit high nibbles (but IQ4_XS's grid indexes) are masked in place (v & 0xF0 = 16
 // q) into a second int32 accumulator that is divided by 16 (an exact arithmetic shift: every

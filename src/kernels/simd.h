@@ -40,4 +40,17 @@ inline decltype(auto) isa_dispatch(Isa isa, F&& f) {
     }
 }
 
+// isa_dispatch for an op whose reference is a separate function: ref() for kRef, else
+// simd.template operator()<I>() (never instantiated for kRef).
+template <typename Ref, typename Simd>
+inline decltype(auto) simd_or_ref(Isa isa, Ref&& ref, Simd&& simd) {
+    return isa_dispatch(isa, [&]<Isa I>() -> decltype(auto) {
+        if constexpr (I == Isa::kRef) {
+            return ref();
+        } else {
+            return simd.template operator()<I>();
+        }
+    });
+}
+
 }  // namespace lazyllm::kernels
