@@ -61,7 +61,7 @@ void BM_Swiglu(benchmark::State& state) {
     std::vector<float> out(kRows * kFf);
     const KernelContext ctx{isa, omp_get_max_threads()};
     for (auto _ : state) {
-        swiglu(ctx, gu.data(), out.data(), kRows, kFf);
+        glu(ctx, GluAct::kSilu, gu.data(), out.data(), kRows, kFf);
         benchmark::DoNotOptimize(out.data());
     }
     state.SetBytesProcessed(state.iterations() * kRows * kFf * 12);

@@ -520,11 +520,12 @@ void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* a
         const int64_t rows = std::min(chunk, m - r0);
         forward_bf16(x + r0 * ldx, rows, gate_up, ldx, impl_->n_out, false, nullptr, &w);
         if (ld_act == n_ff) {
-            swiglu_bf16(impl_->ctx, gate_up, act + r0 * ld_act, rows, n_ff);
+            glu_bf16(impl_->ctx, GluAct::kSilu, gate_up, act + r0 * ld_act, rows, n_ff);
             continue;
         }
         for (int64_t r = 0; r < rows; ++r) {
-            swiglu_bf16(impl_->ctx, gate_up + r * impl_->n_out, act + (r0 + r) * ld_act, 1, n_ff);
+            glu_bf16(impl_->ctx, GluAct::kSilu, gate_up + r * impl_->n_out, act + (r0 + r) * ld_act,
+                     1, n_ff);
         }
     }
 }

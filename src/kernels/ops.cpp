@@ -82,11 +82,6 @@ void rms_norm(const KernelContext& ctx, const float* x, const float* w, float* y
     });
 }
 
-void swiglu(const KernelContext& ctx, const float* gate_up, float* out, int64_t n_rows,
-            int64_t n_ff) {
-    glu(ctx, GluAct::kSilu, gate_up, out, n_rows, n_ff);
-}
-
 void glu(const KernelContext& ctx, GluAct act, const float* gate_up, float* out, int64_t n_rows,
          int64_t n_ff) {
     for_row_blocks(ctx, n_rows, 2 * n_ff, [&](int64_t r0, int64_t rows) {
@@ -126,11 +121,6 @@ void rms_norm_bf16(const KernelContext& ctx, const float* x, const float* w, uin
             }
         });
     });
-}
-
-void swiglu_bf16(const KernelContext& ctx, const float* gate_up, uint16_t* out, int64_t n_rows,
-                 int64_t n_ff) {
-    glu_bf16(ctx, GluAct::kSilu, gate_up, out, n_rows, n_ff);
 }
 
 void glu_bf16(const KernelContext& ctx, GluAct act, const float* gate_up, uint16_t* out,

@@ -16,31 +16,25 @@ namespace lazyllm::kernels {
 void rms_norm(const KernelContext& ctx, const float* x, const float* w, float* y, int64_t n_rows,
               int64_t n, float eps);
 
-// out[r, i] = silu(gate_up[r, i]) * gate_up[r, n_ff + i]; gate_up: [n_rows, 2*n_ff],
-// out: [n_rows, n_ff]  (gate and up computed by one fused GEMM)
-void swiglu(const KernelContext& ctx, const float* gate_up, float* out, int64_t n_rows,
-            int64_t n_ff);
-
 // Per-head RMSNorm in place (QK-norm: Qwen3, Gemma 3): each of the n_heads heads of head_dim
 // elements of each row (x: [n_rows, row_stride], head h at h*head_dim) is normalized and
 // scaled by the shared weight w [head_dim].
 void rms_norm_heads(const KernelContext& ctx, float* x, int64_t row_stride, int64_t n_rows,
                     int n_heads, int head_dim, const float* w, float eps);
 
-// Gated FFN activations: out[r, i] = act(gate_up[r, i]) * gate_up[r, n_ff + i], act = silu
-// (SwiGLU: Llama, Qwen, Phi-3) or GELU's tanh approximation (GeGLU: Gemma).
+// Gated FFN activations: out[r, i] = act(gate_up[r, i]) * gate_up[r, n_ff + i] (gate_up:
+// [n_rows, 2 n_ff] from one fused GEMM, out: [n_rows, n_ff]), act = silu (SwiGLU: Llama, Qwen,
+// Phi-3) or GELU's tanh approximation (GeGLU: Gemma). glu_bf16 writes out as bf16.
 enum class GluAct { kSilu, kGeluTanh };
 void glu(const KernelContext& ctx, GluAct act, const float* gate_up, float* out, int64_t n_rows,
          int64_t n_ff);
 void glu_bf16(const KernelContext& ctx, GluAct act, const float* gate_up, uint16_t* out,
               int64_t n_rows, int64_t n_ff);
 
-// rms_norm and swiglu writing bf16 (raw bits, round to nearest even) for
-// PackedLinear::forward_bf16. Same math in fp32; only the final store is rounded.
+// rms_norm writing bf16 (raw bits, round to nearest even) for PackedLinear::forward_bf16, as
+// glu_bf16: the same math in fp32, only the final store rounded.
 void rms_norm_bf16(const KernelContext& ctx, const float* x, const float* w, uint16_t* y,
                    int64_t n_rows, int64_t n, float eps);
-void swiglu_bf16(const KernelContext& ctx, const float* gate_up, uint16_t* out, int64_t n_rows,
-                 int64_t n_ff);
 
 // x[i] += y[i]
 void add_inplace(const KernelContext& ctx, float* x, const float* y, int64_t n);

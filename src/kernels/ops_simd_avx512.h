@@ -231,7 +231,6 @@ struct Vec<Isa::kAvx512> {
     static float reduce_max(F v) { return _mm512_reduce_max_ps(v); }
 
     static F exp2(F x) { return simd512::exp2(x); }
-    static F exp(F x) { return simd512::exp(x); }
     static F silu(F x) { return simd512::silu(x); }
     static F gelu_tanh(F x) { return simd512::gelu_tanh(x); }
 

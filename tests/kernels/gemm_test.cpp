@@ -214,7 +214,7 @@ void run_swiglu_case(int64_t m, int64_t n_in, int64_t n_ff, bool with_bias, uint
     fused->forward_bf16(x.data(), m, gu_fused.data(), ldx);
     ASSERT_EQ(gu_fused, gu) << "SwiGLU layout changed forward_bf16's columns";
     std::vector<uint16_t> want(m * n_ff), got(m * ld_act, 0x7777);
-    swiglu_bf16(best_ctx(), gu.data(), want.data(), m, n_ff);
+    glu_bf16(best_ctx(), GluAct::kSilu, gu.data(), want.data(), m, n_ff);
     fused->forward_swiglu_bf16(x.data(), m, got.data(), ldx, ld_act);
     for (int64_t r = 0; r < m; ++r) {
         for (int64_t i = 0; i < ld_act; ++i) {
@@ -262,7 +262,7 @@ TEST(Gemm, SwiGluInRowChunksEqualsOneCall) {
         std::vector<float> gu(m * 2 * n_ff);
         lin->forward_bf16(x.data(), m, gu.data(), ldx);  // one call, all rows
         std::vector<uint16_t> want(m * n_ff), got(m * n_ff);
-        swiglu_bf16(best_ctx(), gu.data(), want.data(), m, n_ff);
+        glu_bf16(best_ctx(), GluAct::kSilu, gu.data(), want.data(), m, n_ff);
         lin->forward_swiglu_bf16(x.data(), m, got.data(), ldx);
         ASSERT_EQ(got, want) << "m=" << m;
     }
