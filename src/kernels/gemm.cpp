@@ -37,6 +37,7 @@
 #include "kernels/gemm_avx2.h"
 #include "kernels/gemm_convert.h"
 #include "kernels/ops.h"
+#include "kernels/quant_blocks.h"
 #include "kernels/workspace.h"
 
 namespace lazyllm::kernels {
@@ -47,16 +48,7 @@ void convert_rows_to_bf16_ref(const float* src, int64_t n_rows, int64_t n_cols, 
                               uint16_t* dst, int64_t ld_dst) {
     for (int64_t r = 0; r < n_rows; ++r) {
         for (int64_t c = 0; c < n_cols; ++c) {
-            uint32_t u;
-            std::memcpy(&u, src + r * ld_src + c, sizeof(u));
-            uint16_t h;
-            if ((u & 0x7fffffffu) > 0x7f800000u) {
-                h = static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN stays NaN
-            } else {
-                u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-                h = static_cast<uint16_t>(u >> 16);
-            }
-            dst[r * ld_dst + c] = h;
+            dst[r * ld_dst + c] = quant::fp32_to_bf16_scalar(src[r * ld_src + c]);
         }
     }
 }

@@ -5,9 +5,9 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/ops.h"
+#include "kernels/quant_blocks.h"
 #include "kernels/simd.h"
 
 namespace lazyllm::kernels::detail {
@@ -24,12 +24,6 @@ void rope_rows(const RopeTable& table, RopeMode mode, float* x, const int32_t* p
                int64_t row_stride, int n_heads, int head_dim);
 
 // fp32 -> bf16 bits, round to nearest even; NaN stays a quiet NaN.
-inline uint16_t round_to_bf16(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof(u));
-    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u | 0x400000u) >> 16);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return static_cast<uint16_t>(u >> 16);
-}
+inline uint16_t round_to_bf16(float f) { return quant::fp32_to_bf16_scalar(f); }
 
 }  // namespace lazyllm::kernels::detail
