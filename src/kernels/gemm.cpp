@@ -259,24 +259,21 @@ struct PackedLinear::Impl {
     bool amx_run(Workspace& ws, const uint16_t* x, int64_t m, int64_t ldx, detail::AmxGemmOut out,
                  float* y, int64_t ldy, uint16_t* y16, int64_t ldy16,
                  const RowsDone* done = nullptr) const {
-        detail::AmxGemmArgs a;
-        a.ws = &ws;
-        a.x = x;
-        a.ldx = ldx;
-        a.m = m;
-        a.w = amx_w.get();
-        a.n_in = n_in;
-        a.n_out = n_out;
-        a.bias = amx_bias.empty() ? nullptr : amx_bias.data();
-        a.out = out;
-        a.y = y;
-        a.ldy = ldy;
-        a.y16 = y16;
-        a.ldy16 = ldy16;
-        if (done != nullptr) {
-            a.rows_done = done->fn;
-            a.rows_ctx = done->ctx;
-        }
+        const detail::AmxGemmArgs a{.x = x,
+                                    .ldx = ldx,
+                                    .m = m,
+                                    .w = amx_w.get(),
+                                    .n_in = n_in,
+                                    .n_out = n_out,
+                                    .bias = amx_bias.empty() ? nullptr : amx_bias.data(),
+                                    .out = out,
+                                    .y = y,
+                                    .ldy = ldy,
+                                    .y16 = y16,
+                                    .ldy16 = ldy16,
+                                    .rows_done = done != nullptr ? done->fn : nullptr,
+                                    .rows_ctx = done != nullptr ? done->ctx : nullptr,
+                                    .ws = &ws};
         return detail::amx_gemm(a, ctx.n_threads);
     }
 
@@ -536,18 +533,18 @@ void PackedLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int
         return;
     }
     if (impl_->backend == GemmBackend::kAvx2) {
-        detail::Avx2GemmArgs a;
-        a.x = x;
-        a.ldx = ldx;
-        a.m = m;
-        a.w = impl_->avx2_w.get();
-        a.n_in = impl_->n_in;
-        a.n_out = impl_->n_out;
-        a.bias = impl_->avx2_bias.empty() ? nullptr : impl_->avx2_bias.data();
-        a.accumulate = accumulate;
-        a.y = y;
-        a.ldy = ldy;
-        detail::avx2_gemm(a, impl_->ctx.n_threads);  // no state: no lock
+        const Impl& im = *impl_;
+        const detail::Avx2GemmArgs a{.x = x,
+                                     .ldx = ldx,
+                                     .m = m,
+                                     .w = im.avx2_w.get(),
+                                     .n_in = im.n_in,
+                                     .n_out = im.n_out,
+                                     .bias = im.avx2_bias.empty() ? nullptr : im.avx2_bias.data(),
+                                     .accumulate = accumulate,
+                                     .y = y,
+                                     .ldy = ldy};
+        detail::avx2_gemm(a, im.ctx.n_threads);  // no state: no lock
         return;
     }
     impl_->forward(x, m, y, ldx, ldy, accumulate, w);

@@ -180,15 +180,15 @@ struct QuantLinear::Impl {
         uint16_t* xpack =
             grow(s.xpack, static_cast<int64_t>(detail::amx_packed_rows_elems(m, w.n_in)));
         uint16_t* panels = grow(s.panels, per_thread * nt);
-        detail::AmxGemmArgs args;
-        args.m = m;
-        args.n_in = w.n_in;
-        args.n_out = w.n_out;
-        args.bias = bias.empty() ? nullptr : bias.data();
-        args.out = accumulate ? detail::AmxGemmOut::kAccumulate : detail::AmxGemmOut::kStore;
-        args.y = y;
-        args.ldy = ldy;
-        args.ws = &space;
+        const detail::AmxGemmArgs args{
+            .m = m,
+            .n_in = w.n_in,
+            .n_out = w.n_out,
+            .bias = bias.empty() ? nullptr : bias.data(),
+            .out = accumulate ? detail::AmxGemmOut::kAccumulate : detail::AmxGemmOut::kStore,
+            .y = y,
+            .ldy = ldy,
+            .ws = &space};
         space.workers(nt);
 #pragma omp parallel num_threads(nt)
         {
