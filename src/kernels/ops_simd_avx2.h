@@ -66,6 +66,31 @@ struct Vec<Isa::kAvx2> {
     static F abs(F a) {
         return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
     }
+    // v with lane j set to +0 where bit j of `bits` is set.
+    static F zero_lanes(F v, uint32_t bits) {
+        const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        const __m256i set =
+            _mm256_and_si256(_mm256_set1_epi32(static_cast<int>(bits & 0xFF)), lane_bit);
+        return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(set, lane_bit)), v);
+    }
+    // Rounded to nearest even (MXCSR default), as nearbyint.
+    static Ints round_i32(F v) { return _mm256_cvtps_epi32(v); }
+    static int32_t reduce_add_i32(Ints v) {
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+        return _mm_cvtsi128_si32(s);
+    }
+    // 32 int32 in [-127, 127] (q[0] first) as int8 at p. packs_epi32 / packs_epi16 interleave
+    // the 128-bit lanes (dword k of the packed result holds elements 4 perm[k] .. + 3); the
+    // permute puts them back in order. The saturating packs are exact in that range.
+    static void store_i8x32(int8_t* p, const Ints (&q)[4]) {
+        const __m256i v =
+            _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(p),
+            _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
 
     static F add(F a, F b) { return _mm256_add_ps(a, b); }
     static F sub(F a, F b) { return _mm256_sub_ps(a, b); }

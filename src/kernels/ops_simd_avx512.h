@@ -176,6 +176,18 @@ struct Vec<Isa::kAvx512> {
     // bit j: a[j] > b[j]
     static uint32_t gt_bits(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
     static F abs(F a) { return _mm512_abs_ps(a); }
+    // v with lane j set to +0 where bit j of `bits` is set.
+    static F zero_lanes(F v, uint32_t bits) {
+        return _mm512_maskz_mov_ps(static_cast<__mmask16>(~bits), v);
+    }
+    // Rounded to nearest even (MXCSR default), as nearbyint.
+    static Ints round_i32(F v) { return _mm512_cvtps_epi32(v); }
+    static int32_t reduce_add_i32(Ints v) { return _mm512_reduce_add_epi32(v); }
+    // 32 int32 in [-127, 127] (q[0] first) as int8 at p.
+    static void store_i8x32(int8_t* p, const Ints (&q)[2]) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(q[0]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 16), _mm512_cvtepi32_epi8(q[1]));
+    }
 
     static F add(F a, F b) { return _mm512_add_ps(a, b); }
     static F sub(F a, F b) { return _mm512_sub_ps(a, b); }

@@ -281,62 +281,6 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
 
 }  // namespace
 
-template <>
-void quantize_rows<Isa::kAvx2>(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ldx,
-                               int64_t n_in, int32_t offset, const ActivationBuffers& out,
-                               const RowOutliers* outliers) {
-    const int64_t nb = n_in / kBlock;
-    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-    // packs_epi32 / packs_epi16 interleave the 128-bit lanes: dword k of the packed result
-    // holds elements 4 * perm[k] .. + 3; this puts them back in order.
-    const __m256i unshuffle = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    for (int64_t r = r0; r < r1; ++r) {
-        const float* xr = x + r * ldx;
-        const RowChannels oc = row_outlier_channels<Isa::kAvx2>(xr, n_in, outliers, r);
-        int next = 0;  // the row's first outlier channel in block b or later
-        for (int64_t b = 0; b < nb; ++b) {
-            const float* xb = xr + b * kBlock;
-            int8_t* qb = out.q + (b * m + r) * kBlock;
-            __m256 v[4];
-            for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(xb + 8 * k);
-            if (const uint32_t zero = block_outliers(oc.ch, oc.n, next, b); zero != 0) {
-                for (int k = 0; k < 4; ++k) {
-                    const __m256i bits =
-                        _mm256_set1_epi32(static_cast<int>((zero >> (8 * k)) & 0xFF));
-                    const __m256i sel =
-                        _mm256_cmpeq_epi32(_mm256_and_si256(bits, lane_bit), lane_bit);
-                    v[k] = _mm256_andnot_ps(_mm256_castsi256_ps(sel), v[k]);
-                }
-            }
-            const __m256 mx = _mm256_max_ps(
-                _mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
-                _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
-            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-            const float amax = _mm_cvtss_f32(m4);
-            const auto [d, id] = block_scale(amax);
-            const __m256 vid = _mm256_set1_ps(id);
-            // vcvtps2dq rounds to nearest even (MXCSR default), as the reference's nearbyint.
-            __m256i q[4];
-            for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], vid));
-            // |q| <= 127: the saturating packs are exact.
-            const __m256i p =
-                _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(qb),
-                                _mm256_permutevar8x32_epi32(p, unshuffle));
-            const __m256i s8 =
-                _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
-            const int32_t sum = _mm_cvtsi128_si32(s4);
-            set_block_stats(out, b * m + r, d, sum, offset);
-        }
-    }
-}
-
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx2)
 
 }  // namespace lazyllm::kernels::qgemv

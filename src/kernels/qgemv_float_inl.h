@@ -121,6 +121,45 @@ inline RowChannels row_outlier_channels(const float* xr, int64_t n_in, const Row
     return {o->channel + r * kRowOutliers, n};
 }
 
+// quantize_rows (qgemv_isa.h) on Vec<I>: per 32-block the amax of |x| over the lanes not
+// chosen as outlier channels, x * (127 / amax) rounded to nearest even (as the reference's
+// nearbyint), the int8 quants and their int32 sum; every step exact or the reference's own
+// rounding, so the results are the reference's bit for bit.
+template <Isa I>
+inline void quantize_rows_impl(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ldx,
+                               int64_t n_in, int32_t offset, const ActivationBuffers& out,
+                               const RowOutliers* outliers) {
+    using V = Vec<I>;
+    constexpr int kN = kBlock / V::kWidth;
+    const int64_t nb = n_in / kBlock;
+    for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x + r * ldx;
+        const RowChannels oc = row_outlier_channels<I>(xr, n_in, outliers, r);
+        int next = 0;  // the row's first outlier channel in block b or later
+        for (int64_t b = 0; b < nb; ++b) {
+            typename V::F v[kN];
+            for (int k = 0; k < kN; ++k) v[k] = V::load(xr + b * kBlock + k * V::kWidth);
+            if (const uint32_t zero = block_outliers(oc.ch, oc.n, next, b); zero != 0) {
+                for (int k = 0; k < kN; ++k) v[k] = V::zero_lanes(v[k], zero >> (k * V::kWidth));
+            }
+            typename V::F mx[kN];  // a pairwise tree of maxima
+            for (int k = 0; k < kN; ++k) mx[k] = V::abs(v[k]);
+            for (int w = kN / 2; w >= 1; w /= 2) {
+                for (int k = 0; k < w; ++k) mx[k] = V::max(mx[2 * k], mx[2 * k + 1]);
+            }
+            const auto [d, id] = block_scale(V::reduce_max(mx[0]));
+            typename V::Ints q[kN];
+            int32_t sum = 0;
+            for (int k = 0; k < kN; ++k) {
+                q[k] = V::round_i32(V::mul(v[k], V::set1(id)));
+                sum += V::reduce_add_i32(q[k]);
+            }
+            V::store_i8x32(out.q + (b * m + r) * kBlock, q);
+            set_block_stats(out, b * m + r, d, sum, offset);
+        }
+    }
+}
+
 // ref::add_columns (qgemv_isa.h) on Vec<I> for rows [r0, r1) and outputs [j0, n): the same
 // fmas in the same order, kWidth outputs at a time.
 template <Isa I>

@@ -408,7 +408,8 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
 }
 
 // In the ISA file of target I, after its gemv_passes<kBits, kS> (same parameters as
-// gemv_format): gemv_format<I, ...> for every format, and add_columns<I> (qgemv_float_inl.h).
+// gemv_format): gemv_format<I, ...> for every format, quantize_rows<I> and add_columns<I>
+// (qgemv_float_inl.h).
 #define LAZYLLM_QGEMV_FORMAT(I, kBits, kS)                                                        \
     template <>                                                                                   \
     void gemv_format<I, kBits, kS>(const Weights& w, const Activations& a, int64_t m, int64_t g0, \
@@ -417,6 +418,12 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
         gemv_passes<kBits, kS>(w, a, m, g0, g1, bias, y, ldy, accumulate, scratch);               \
     }
 #define LAZYLLM_QGEMV_FORMATS(I)                                                                   \
+    template <>                                                                                    \
+    void quantize_rows<I>(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ldx,          \
+                          int64_t n_in, int32_t offset, const ActivationBuffers& out,              \
+                          const RowOutliers* outliers) {                                           \
+        quantize_rows_impl<I>(x, m, r0, r1, ldx, n_in, offset, out, outliers);                     \
+    }                                                                                              \
     template <>                                                                                    \
     void add_columns<I>(const float* xv, int64_t ldxv, int64_t m, int k, const float* const* cols, \
                         int64_t n, float* y, int64_t ldy) {                                        \

@@ -483,39 +483,6 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
 
 }  // namespace
 
-template <>
-void quantize_rows<Isa::kAvx512>(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ldx,
-                                 int64_t n_in, int32_t offset, const ActivationBuffers& out,
-                                 const RowOutliers* outliers) {
-    const int64_t nb = n_in / kBlock;
-    for (int64_t r = r0; r < r1; ++r) {
-        const float* xr = x + r * ldx;
-        const RowChannels oc = row_outlier_channels<Isa::kAvx512>(xr, n_in, outliers, r);
-        int next = 0;  // the row's first outlier channel in block b or later
-        for (int64_t b = 0; b < nb; ++b) {
-            const float* xb = xr + b * kBlock;
-            int8_t* qb = out.q + (b * m + r) * kBlock;
-            __m512 v0 = _mm512_loadu_ps(xb);
-            __m512 v1 = _mm512_loadu_ps(xb + 16);
-            if (const uint32_t zero = block_outliers(oc.ch, oc.n, next, b); zero != 0) {
-                v0 = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero), v0);
-                v1 = _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero >> 16), v1);
-            }
-            const float amax =
-                _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-            const auto [d, id] = block_scale(amax);
-            const __m512 vid = _mm512_set1_ps(id);
-            // vcvtps2dq rounds to nearest even (MXCSR default), as the reference's nearbyint.
-            const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid));
-            const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(qb), _mm512_cvtepi32_epi8(q0));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + 16), _mm512_cvtepi32_epi8(q1));
-            const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-            set_block_stats(out, b * m + r, d, sum, offset);
-        }
-    }
-}
-
 LAZYLLM_QGEMV_FORMATS(Isa::kAvx512)
 
 void dequant_bf16_panels(const Weights& w, int32_t offset, int64_t g0, int64_t g1, uint16_t* panels,
