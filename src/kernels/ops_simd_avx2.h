@@ -75,6 +75,7 @@ struct Vec<Isa::kAvx2> {
     }
     // Rounded to nearest even (MXCSR default), as nearbyint.
     static Ints round_i32(F v) { return _mm256_cvtps_epi32(v); }
+    static Ints add_i32(Ints a, Ints b) { return _mm256_add_epi32(a, b); }
     static int32_t reduce_add_i32(Ints v) {
         __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
         s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));

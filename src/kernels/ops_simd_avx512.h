@@ -182,6 +182,7 @@ struct Vec<Isa::kAvx512> {
     }
     // Rounded to nearest even (MXCSR default), as nearbyint.
     static Ints round_i32(F v) { return _mm512_cvtps_epi32(v); }
+    static Ints add_i32(Ints a, Ints b) { return _mm512_add_epi32(a, b); }
     static int32_t reduce_add_i32(Ints v) { return _mm512_reduce_add_epi32(v); }
     // 32 int32 in [-127, 127] (q[0] first) as int8 at p.
     static void store_i8x32(int8_t* p, const Ints (&q)[2]) {

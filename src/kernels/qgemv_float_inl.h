@@ -149,11 +149,10 @@ inline void quantize_rows_impl(const float* x, int64_t m, int64_t r0, int64_t r1
             }
             const auto [d, id] = block_scale(V::reduce_max(mx[0]));
             typename V::Ints q[kN];
-            int32_t sum = 0;
-            for (int k = 0; k < kN; ++k) {
-                q[k] = V::round_i32(V::mul(v[k], V::set1(id)));
-                sum += V::reduce_add_i32(q[k]);
-            }
+            for (int k = 0; k < kN; ++k) q[k] = V::round_i32(V::mul(v[k], V::set1(id)));
+            typename V::Ints s = q[0];  // the block's quant sum: lanes first, one reduction
+            for (int k = 1; k < kN; ++k) s = V::add_i32(s, q[k]);
+            const int32_t sum = V::reduce_add_i32(s);
             V::store_i8x32(out.q + (b * m + r) * kBlock, q);
             set_block_stats(out, b * m + r, d, sum, offset);
         }
