@@ -208,16 +208,12 @@ inline void block_sums_halves(const uint8_t* qb, const int8_t* sc, const int8_t*
 template <int kBits, Scales kS, int H, int M>
 void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate, bool prefetch) {
-    constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
     const int64_t nb = w.n_blocks;
     // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
     const int64_t m = a.m;
     const Activations x = a.from_row(r0);
-    const uint8_t* qs = w.group(g) + h0 * kHalfBytes;
-    RowScales sc[H];
-#pragma GCC unroll 2
-    for (int h = 0; h < H; ++h) sc[h] = RowScales::at(w, g, (h0 + h) * kHalfRows);
-    const char* pf = reinterpret_cast<const char*>(w.group(g)) + kPrefetchBytes;
+    const uint8_t* group = w.group(g);
+    const char* pf = reinterpret_cast<const char*>(group) + kPrefetchBytes;
 
     __m256 acc[H][M];
 #pragma GCC unroll 2
@@ -225,22 +221,24 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
 #pragma GCC unroll 4
         for (int r = 0; r < M; ++r) acc[h][r] = _mm256_setzero_ps();
     }
-    for (int64_t b = 0; b < nb; ++b) {
+    for_each_block<kBits, kS>(nb, [&](int64_t b, const BlockOffsets& o) {
         if (prefetch) prefetch_block<kBits, kS>(pf, b);
+        const uint8_t* qs = group + o.qs + h0 * kHalfBytes;
         __m256i isum[H][M];  // [H][M] int32 block sums, one lane per output row
         if constexpr (half_scales(kBits)) {
-            block_sums_halves<kBits, H, M>(qs + b * kQs, sc[0].sub + b * kGroupRows * 2,
-                                           x.q + b * m * kBlock, x.half_sums + b * m, isum);
+            block_sums_halves<kBits, H, M>(
+                qs, reinterpret_cast<const int8_t*>(group + o.sub) + h0 * kHalfRows * 2,
+                x.q + b * m * kBlock, x.half_sums + b * m, isum);
         } else {
-            block_sums<kBits, has_min(kS), kS == Scales::kGrid, H, M>(
-                qs + b * kQs, x.q + b * m * kBlock, x.corr + b * m, isum);
+            block_sums<kBits, has_min(kS), kS == Scales::kGrid, H, M>(qs, x.q + b * m * kBlock,
+                                                                      x.corr + b * m, isum);
         }
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
-            accumulate_block<Isa::kAvx2, kBits, kS, M>(sc[h], b, isum[h], x.d + b * m, x.s + b * m,
-                                                       acc[h]);
+            accumulate_block<Isa::kAvx2, kS, M>(RowScales::at(group, o, (h0 + h) * kHalfRows),
+                                                isum[h], x.d + b * m, x.s + b * m, acc[h]);
         }
-    }
+    });
 #pragma GCC unroll 2
     for (int h = 0; h < H; ++h) {
         const int64_t n0 = g * kGroupRows + (h0 + h) * kHalfRows;

@@ -15,33 +15,35 @@
 
 namespace lazyllm::kernels::qgemv {
 
-// The scales of one vector of output rows: lanes [lane0, lane0 + kWidth) of group g's.
+// One block's scales for one vector of output rows: lanes [lane0, lane0 + kWidth) of a
+// group's, from the group's start and the block's offsets (Weights::offsets).
 struct RowScales {
-    const uint16_t* d = nullptr;  // fp16 scales, [n_scale][16]
+    const uint16_t* d = nullptr;  // fp16 scales (K-quants: the super-block's)
     const uint16_t* m = nullptr;  // fp16 mins (affine formats)
-    const int8_t* sub = nullptr;  // K-quants' int8 (sc, mn) pairs, [n_blocks][16][2]
+    const int8_t* sub = nullptr;  // K-quants' int8 (sc, mn) pairs, [16][2]
 
-    static RowScales at(const Weights& w, int64_t g, int lane0) {
-        return {w.scales(g) + lane0, w.mins(g) + lane0, w.sub_scales(g) + lane0 * 2};
+    static RowScales at(const uint8_t* group, const BlockOffsets& o, int lane0) {
+        return {reinterpret_cast<const uint16_t*>(group + o.d) + lane0,
+                reinterpret_cast<const uint16_t*>(group + o.m) + lane0,
+                reinterpret_cast<const int8_t*>(group + o.sub) + lane0 * 2};
     }
 };
 
 // The fp32 accumulators of M activation rows: acc[r] += float(isum[r]) * (d * d_x[r])
-// (+ m * s_x[r]) for block b, where d and m are the block's weight scales (K-quants:
+// (+ m * s_x[r]) for one block, where d and m are its weight scales sc (K-quants:
 // D * float(sc) and M * float(mn); IQ4_XS D * float(sc)). xd, xs: the rows' scales and scaled
-// sums of block b.
-template <Isa I, int kBits, Scales kS, int M>
-inline void accumulate_block(const RowScales& sc, int64_t b, const typename Vec<I>::Ints (&isum)[M],
+// sums of the block.
+template <Isa I, Scales kS, int M>
+inline void accumulate_block(const RowScales& sc, const typename Vec<I>::Ints (&isum)[M],
                              const float* xd, const float* xs, typename Vec<I>::F (&acc)[M]) {
     using V = Vec<I>;
     constexpr bool kMin = has_min(kS);
-    const int64_t is = (per_super(kBits, kS) ? b / kSuperBlocks : b) * kGroupRows;
-    typename V::F d = V::load(sc.d + is);
+    typename V::F d = V::load(sc.d);
     typename V::F mn = V::zero();
-    if constexpr (kMin) mn = V::load(sc.m + is);
+    if constexpr (kMin) mn = V::load(sc.m);
     if constexpr (block_multiplier(kS)) {
         typename V::F sc_f, mn_f;
-        V::i8_pairs(sc.sub + b * kGroupRows * 2, sc_f, mn_f);
+        V::i8_pairs(sc.sub, sc_f, mn_f);
         d = V::mul(d, sc_f);
         if constexpr (kMin) mn = V::mul(mn, mn_f);
     }

@@ -4,15 +4,21 @@
 // (qgemv_avx2.cpp), entered through isa_dispatch (simd.h) with the target QuantLinear picked
 // at create() (qgemv_isa()).
 //
-// Packed weights. Output rows are taken 16 at a time ("group"); a group's data is contiguous
-// and holds, for the n_blocks blocks of 32 inputs (n_scale = n_blocks, or n_blocks / 8 for the
-// K-quants, whose scales come per super-block of 256 inputs):
-//   qs   [n_blocks][qs_bytes]  unsigned quants, 4 per int32 lane, lane i = row g*16 + i
-//   d    [n_scale][16]         fp16 scales
-//   m    [n_scale][16]         fp16 mins (affine formats only; K-quants: -dmin)
-//   sub  [n_blocks][16][2]     K-quants only, int8 per block: Q3_K and Q6_K its two half-block
-//                              scales, Q4_K / Q5_K the block's 6-bit scale and min multipliers,
-//                              IQ4_XS its scale multiplier and 0
+// Packed weights. Output rows are taken 16 at a time ("group"); a group's data is contiguous:
+// its n_blocks blocks of 32 inputs in segments of up to 8 blocks (kSegBlocks; the last one of a
+// group may hold fewer), each segment a head of scales, then its blocks' quants:
+//   d    [n_d][16]             fp16 scales: n_d = 1 for the K-quants and IQ4_XS (one per
+//                              super-block of 256 inputs, which is the segment), else one per
+//                              block
+//   m    [n_d][16]             fp16 mins (affine formats only; K-quants: -dmin)
+//   sub  [blocks][16][2]       K-quants and IQ4_XS only, int8 per block: Q3_K and Q6_K its two
+//                              half-block scales, Q4_K / Q5_K the block's 6-bit scale and min
+//                              multipliers, IQ4_XS its scale multiplier and 0
+//   (zero padding to a multiple of 64 bytes)
+//   qs   [blocks][qs_bytes]    unsigned quants, 4 per int32 lane, lane i = row g*16 + i
+// so that a thread streaming a group reads one ascending stream: with the scales in arrays at
+// the group's end a decode GEMV ran 15-20% slower (docs/benchmarks.md, "Scales beside their
+// quants").
 // 4-bit quants: 4 chunks of 64 bytes per block; byte 4*i + j of chunk c holds element
 // 8c + j of row i in its low nibble and element 8c + 4 + j in its high nibble (j < 4).
 // 5-bit quants: their low 4 bits as the 4-bit layout (chunks 0-3), then chunk 4: byte 4*i + j
@@ -91,6 +97,7 @@ inline constexpr std::array<uint8_t, 16> kGridU8 = [] {
 }();
 
 constexpr int kSuperBlocks = 8;  // blocks per K-quant super-block (256 inputs)
+constexpr int kSegBlocks = kSuperBlocks;  // blocks per segment of a group (layout above)
 
 // The scale layout of a format: does it have mins, and are d (and m) per super-block with
 // per-block int8 multipliers (the K-quants, IQ4_XS)?
@@ -100,6 +107,57 @@ constexpr bool per_super(int bits, Scales s) {
 }
 // Is the block's d its super-block's times the block's int8 multiplier?
 constexpr bool block_multiplier(Scales s) { return s == Scales::kK || s == Scales::kGrid; }
+
+// A segment of `blocks` blocks (layout above): its scales' bytes, its head (the scales padded
+// to 64 bytes), and the whole segment.
+constexpr size_t seg_scale_bytes(int bits, Scales kind, int64_t blocks) {
+    const int64_t n_d = per_super(bits, kind) ? 1 : blocks;
+    return static_cast<size_t>(n_d * kGroupRows * 2 * (has_min(kind) ? 2 : 1) +
+                               (per_super(bits, kind) ? blocks * kGroupRows * 2 : 0));
+}
+constexpr size_t seg_head_bytes(int bits, Scales kind, int64_t blocks) {
+    return (seg_scale_bytes(bits, kind, blocks) + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
+}
+constexpr size_t seg_bytes(int bits, Scales kind, int64_t blocks) {
+    return seg_head_bytes(bits, kind, blocks) + static_cast<size_t>(blocks) * qs_bytes_for(bits);
+}
+
+// Where block b of a group keeps its data: byte offsets from the group's start.
+struct BlockOffsets {
+    size_t qs, d, m, sub;
+};
+
+// Block b's offsets in a group of n_blocks blocks of a format (layout above). Inline with
+// constant bits and kind (the kernels), the full segments' sizes fold to constants.
+constexpr BlockOffsets block_offsets(int bits, Scales kind, int64_t n_blocks, int64_t b) {
+    const int64_t s = b / kSegBlocks, j = b % kSegBlocks;
+    const int64_t blocks = std::min<int64_t>(kSegBlocks, n_blocks - s * kSegBlocks);
+    const bool sup = per_super(bits, kind);
+    const size_t base = static_cast<size_t>(s) * seg_bytes(bits, kind, kSegBlocks);
+    const size_t head = blocks == kSegBlocks ? seg_head_bytes(bits, kind, kSegBlocks)
+                                             : seg_head_bytes(bits, kind, blocks);
+    const size_t row_bytes = kGroupRows * 2;  // 16 fp16 scales, or 16 int8 pairs
+    const size_t mins = (sup ? 1 : static_cast<size_t>(blocks)) * row_bytes;
+    const size_t d = base + (sup ? 0 : static_cast<size_t>(j) * row_bytes);
+    return {base + head + static_cast<size_t>(j) * qs_bytes_for(bits), d, d + mins,
+            base + mins * (has_min(kind) ? 2 : 1) + static_cast<size_t>(j) * row_bytes};
+}
+
+// f(b, offsets of block b) for every block of a group, in order: a segment's blocks step
+// from its first one's offsets (the kernels' loop; the same values as block_offsets).
+template <int kBits, Scales kS, typename F>
+inline void for_each_block(int64_t n_blocks, F&& f) {
+    constexpr size_t kRow = kGroupRows * 2, kQs = qs_bytes_for(kBits);
+    constexpr size_t kD = per_super(kBits, kS) ? 0 : kRow;  // d and m: per block, or shared
+    for (int64_t s0 = 0; s0 < n_blocks; s0 += kSegBlocks) {
+        const BlockOffsets o = block_offsets(kBits, kS, n_blocks, s0);
+        const int64_t n = std::min<int64_t>(kSegBlocks, n_blocks - s0);
+        for (int64_t j = 0; j < n; ++j) {
+            const auto u = static_cast<size_t>(j);
+            f(s0 + j, BlockOffsets{o.qs + u * kQs, o.d + u * kD, o.m + u * kD, o.sub + u * kRow});
+        }
+    }
+}
 
 struct Weights {
     const uint8_t* data = nullptr;  // [n_groups][group_bytes], 64-byte aligned
@@ -113,40 +171,33 @@ struct Weights {
 
     bool has_min() const { return qgemv::has_min(scales_kind); }
     bool per_super() const { return qgemv::per_super(bits, scales_kind); }
-    int64_t n_scale() const { return per_super() ? n_blocks / kSuperBlocks : n_blocks; }
     size_t qs_bytes() const { return qs_bytes_for(bits); }
-    // Byte offsets of d, m and sub within a group (layout above).
-    size_t scales_offset() const { return static_cast<size_t>(n_blocks) * qs_bytes(); }
-    size_t mins_offset() const { return scales_offset() + n_scale() * kGroupRows * 2; }
-    size_t sub_offset() const {
-        return mins_offset() + (has_min() ? n_scale() * kGroupRows * 2 : 0);
-    }
+    BlockOffsets offsets(int64_t b) const { return block_offsets(bits, scales_kind, n_blocks, b); }
     const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g) * group_bytes; }
-    const uint16_t* scales(int64_t g) const {
-        return reinterpret_cast<const uint16_t*>(group(g) + scales_offset());
+    // Block b of group g: its quants, its 16 rows' d (and m; per super-block for the
+    // K-quants), and the K-quants' [16][2] int8 multipliers.
+    const uint8_t* block_qs(int64_t g, int64_t b) const { return group(g) + offsets(b).qs; }
+    const uint16_t* block_d(int64_t g, int64_t b) const {
+        return reinterpret_cast<const uint16_t*>(group(g) + offsets(b).d);
     }
-    const uint16_t* mins(int64_t g) const {
-        return reinterpret_cast<const uint16_t*>(group(g) + mins_offset());
+    const uint16_t* block_m(int64_t g, int64_t b) const {
+        return reinterpret_cast<const uint16_t*>(group(g) + offsets(b).m);
     }
-    // K-quants: [n_blocks][16 rows][2] int8 multipliers (3, 6 bits: half scales; else sc, mn).
-    const int8_t* sub_scales(int64_t g) const {
-        return reinterpret_cast<const int8_t*>(group(g) + sub_offset());
+    const int8_t* block_sub(int64_t g, int64_t b) const {
+        return reinterpret_cast<const int8_t*>(group(g) + offsets(b).sub);
     }
 };
 
 // A group's bytes per block, scales included (what a kernel streams per block, on average).
 constexpr int64_t block_stream_bytes(int bits, Scales kind) {
-    const auto qs = static_cast<int64_t>(qs_bytes_for(bits));
-    const int64_t scale_rows = has_min(kind) ? 2 : 1;  // d, or d and m: 2 bytes per row each
-    return per_super(bits, kind) ? qs + scale_rows * kGroupRows * 2 / kSuperBlocks + kGroupRows * 2
-                                 : qs + scale_rows * kGroupRows * 2;
+    return static_cast<int64_t>(seg_bytes(bits, kind, kSegBlocks)) / kSegBlocks;
 }
 
-// Bytes of one group in the layout above, rounded up to 64 (K-quants: n_blocks a multiple of 8,
-// so the per-block average is exact).
+// Bytes of one group in the layout above (a multiple of 64: every segment is).
 inline size_t group_bytes_for(int bits, Scales kind, int64_t n_blocks) {
-    const auto bytes = static_cast<size_t>(block_stream_bytes(bits, kind) * n_blocks);
-    return (bytes + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
+    const int64_t full = n_blocks / kSegBlocks, rest = n_blocks % kSegBlocks;
+    return static_cast<size_t>(full) * seg_bytes(bits, kind, kSegBlocks) +
+           (rest > 0 ? seg_bytes(bits, kind, rest) : 0);
 }
 
 // Bytes of weights a gemv keeps in L2 while row passes go over them (for_each_pass): half

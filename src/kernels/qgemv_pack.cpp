@@ -246,8 +246,8 @@ inline uint32_t field(uint32_t v, int to) {
 
 // The quants of lane `lane` of block b of a group (layout: qgemv_isa.h), kBits bits each.
 template <int kBits>
-void store_lane(uint8_t* group, int64_t b, int lane, const UnpackedBlock& blk) {
-    uint8_t* qs = group + b * qs_bytes_for(kBits) + lane * 4;
+void store_lane(uint8_t* block_qs, int lane, const UnpackedBlock& blk) {
+    uint8_t* qs = block_qs + lane * 4;
     const auto put = [&](int chunk, uint32_t v) { store_word(qs + chunk * kChunkBytes, v); };
     const uint8_t* u = blk.u;
     if constexpr (kBits == 8) {
@@ -290,24 +290,26 @@ void store_lane(uint8_t* group, int64_t b, int lane, const UnpackedBlock& blk) {
     }
 }
 
-// Lane `lane` of every block of a group: the quants, then d (and m) per block or per
-// super-block (from its first block: all of them carry the same), and the K-quants' int8
-// multipliers per block.
+// Lane `lane` of every block of a group: the quants, d (and m) per block or per super-block
+// (from its first block: all of them carry the same), and the K-quants' int8 multipliers per
+// block.
 template <int kBits>
 void store_blocks(const Weights& w, uint8_t* group, int lane, const UnpackedBlock* blks) {
-    // Locals: the stores below are of byte types, which could alias w.
-    const int64_t n_blocks = w.n_blocks, n_scale = w.n_scale();
-    const int64_t step = w.per_super() ? kSuperBlocks : 1;
-    for (int64_t b = 0; b < n_blocks; ++b) store_lane<kBits>(group, b, lane, blks[b]);
-    auto* d = reinterpret_cast<uint16_t*>(group + w.scales_offset()) + lane;
-    for (int64_t is = 0; is < n_scale; ++is) d[is * kGroupRows] = blks[is * step].d;
-    if (w.has_min()) {
-        auto* m = reinterpret_cast<uint16_t*>(group + w.mins_offset()) + lane;
-        for (int64_t is = 0; is < n_scale; ++is) m[is * kGroupRows] = blks[is * step].m;
-    }
-    if (w.per_super()) {
-        auto* sc = reinterpret_cast<int8_t*>(group + w.sub_offset()) + lane * 2;
-        for (int64_t b = 0; b < n_blocks; ++b) std::memcpy(sc + b * kGroupRows * 2, blks[b].sc, 2);
+    for (int64_t b = 0; b < w.n_blocks; ++b) {
+        const BlockOffsets o = w.offsets(b);
+        store_lane<kBits>(group + o.qs, lane, blks[b]);
+        // The stores below are of byte types (memcpy), which could alias w: o is a local.
+        if (lane == 0 && b % kSegBlocks == 0) {  // the segment head's padding
+            const int64_t blocks = std::min<int64_t>(kSegBlocks, w.n_blocks - b);
+            const size_t used = seg_scale_bytes(w.bits, w.scales_kind, blocks);
+            std::memset(group + o.d + used, 0,
+                        seg_head_bytes(w.bits, w.scales_kind, blocks) - used);
+        }
+        if (!w.per_super() || b % kSuperBlocks == 0) {
+            std::memcpy(group + o.d + lane * 2, &blks[b].d, 2);
+            if (w.has_min()) std::memcpy(group + o.m + lane * 2, &blks[b].m, 2);
+        }
+        if (w.per_super()) std::memcpy(group + o.sub + lane * 2, blks[b].sc, 2);
     }
 }
 

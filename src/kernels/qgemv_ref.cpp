@@ -81,7 +81,7 @@ void add_columns(const float* xv, int64_t ldxv, int64_t m, int k, const float* c
 namespace {
 // Stored unsigned quant of element k of block b, lane `lane` (layout: qgemv_isa.h).
 int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
-    const uint8_t* qs = w.group(g) + b * w.qs_bytes();
+    const uint8_t* qs = w.block_qs(g, b);
     if (w.bits == 8) return qs[(k / 4) * kChunkBytes + lane * 4 + k % 4];
     const int c = k / 8, j = k % 8;
     if (w.bits == 3) {
@@ -117,7 +117,7 @@ int32_t block_dot(const Weights& w, const Activations& a, int64_t m, int64_t g, 
         for (int k = 0; k < kBlock; ++k) isum += quant_value(w, g, b, lane, k) * xq[k];
         return isum;
     }
-    const int8_t* sc = w.sub_scales(g) + (b * kGroupRows + lane) * 2;
+    const int8_t* sc = w.block_sub(g, b) + lane * 2;
     int32_t isum = 0;
     for (int h = 0; h < 2; ++h) {
         int32_t part = 0;
@@ -134,21 +134,21 @@ float weight_value(const Weights& w, int32_t offset, int64_t n, int64_t c) {
     const int64_t g = n / kGroupRows, b = c / kBlock;
     const int lane = static_cast<int>(n % kGroupRows), k = static_cast<int>(c % kBlock);
     const int u = quant_value(w, g, b, lane, k);
-    const int64_t is = (w.per_super() ? b / kSuperBlocks : b) * kGroupRows + lane;
-    const float d = quant::fp16_to_fp32_scalar(w.scales(g)[is]);
-    const int8_t* sub = w.sub_scales(g) + (b * kGroupRows + lane) * 2;
+    const float d = quant::fp16_to_fp32_scalar(w.block_d(g, b)[lane]);
+    const int8_t* sub = w.block_sub(g, b) + lane * 2;
     if (half_scales(w.bits)) {
         return d * static_cast<float>(sub[k / 16]) * static_cast<float>(u - half_offset(w.bits));
     }
     if (w.scales_kind == Scales::kK) {
-        const float mn = quant::fp16_to_fp32_scalar(w.mins(g)[is]) * static_cast<float>(sub[1]);
+        const float mn =
+            quant::fp16_to_fp32_scalar(w.block_m(g, b)[lane]) * static_cast<float>(sub[1]);
         return d * static_cast<float>(sub[0]) * static_cast<float>(u) + mn;
     }
     if (w.scales_kind == Scales::kGrid) {
         return d * static_cast<float>(sub[0]) * static_cast<float>(u - offset);
     }
     if (w.has_min()) {
-        return static_cast<float>(u) * d + quant::fp16_to_fp32_scalar(w.mins(g)[is]);
+        return static_cast<float>(u) * d + quant::fp16_to_fp32_scalar(w.block_m(g, b)[lane]);
     }
     return static_cast<float>(u - offset) * d;
 }
@@ -158,9 +158,6 @@ void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t
     const int64_t nb = w.n_blocks;
     const bool multiplier = block_multiplier(w.scales_kind);
     for (int64_t g = g0; g < g1; ++g) {
-        const uint16_t* dw = w.scales(g);
-        const uint16_t* mw = w.mins(g);
-        const int8_t* sw = w.sub_scales(g);
         for (int lane = 0; lane < kGroupRows; ++lane) {
             const int64_t n = g * kGroupRows + lane;
             if (n >= w.n_out) break;
@@ -168,13 +165,13 @@ void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t
                 float acc = 0.0f;
                 for (int64_t b = 0; b < nb; ++b) {
                     const int32_t isum = block_dot(w, a, m, g, b, lane, r);
-                    const int64_t is = (w.per_super() ? b / kSuperBlocks : b) * kGroupRows + lane;
-                    float d = quant::fp16_to_fp32_scalar(dw[is]);
-                    float mn = w.has_min() ? quant::fp16_to_fp32_scalar(mw[is]) : 0.0f;
+                    float d = quant::fp16_to_fp32_scalar(w.block_d(g, b)[lane]);
+                    float mn =
+                        w.has_min() ? quant::fp16_to_fp32_scalar(w.block_m(g, b)[lane]) : 0.0f;
                     if (multiplier) {  // the block's multipliers (exact products)
-                        d *= static_cast<float>(sw[(b * kGroupRows + lane) * 2]);
-                        if (w.has_min())
-                            mn *= static_cast<float>(sw[(b * kGroupRows + lane) * 2 + 1]);
+                        const int8_t* sub = w.block_sub(g, b) + lane * 2;
+                        d *= static_cast<float>(sub[0]);
+                        if (w.has_min()) mn *= static_cast<float>(sub[1]);
                     }
                     acc = std::fma(static_cast<float>(isum), d * a.d[b * m + r], acc);
                     if (w.has_min()) acc = std::fma(mn, a.s[b * m + r], acc);

@@ -229,13 +229,9 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
     const int64_t m = a.m;
     const Activations x = a.from_row(r0);
-    const uint8_t* qs[G];
-    RowScales sc[G];
+    const uint8_t* group[G];  // each group's start (kUnpacked: its unpacked quants)
 #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) {
-        qs[g] = kUnpacked ? uq + g * unpacked_group_bytes(w) : w.group(g0 + g);
-        sc[g] = RowScales::at(w, g0 + g, 0);
-    }
+    for (int g = 0; g < G; ++g) group[g] = w.group(g0 + g);
     __m512 acc[G][M];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
@@ -245,11 +241,12 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
     // The first pass of rows streams the groups from memory; later ones find them in cache
     // (for_each_pass), where a prefetch only takes a load slot.
     const bool prefetch = !kUnpacked && r0 == 0;
-    for (int64_t b = 0; b < nb; ++b) {
+    for_each_block<kBits, kS>(nb, [&](int64_t b, const BlockOffsets& o) {
         if (prefetch) {
 #pragma GCC unroll 4
             for (int g = 0; g < G; ++g) {
-                prefetch_block<kBits, kS>(reinterpret_cast<const char*>(qs[g]) + kPrefetchBytes, b);
+                prefetch_block<kBits, kS>(reinterpret_cast<const char*>(group[g]) + kPrefetchBytes,
+                                          b);
             }
         }
         __m512i isum[G][M];
@@ -266,11 +263,13 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
         const int8_t* xb = x.q + b * m * kBlock;
         const uint8_t* qb[G];
 #pragma GCC unroll 4
-        for (int g = 0; g < G; ++g) qb[g] = qs[g] + b * kQs;
+        for (int g = 0; g < G; ++g) {
+            qb[g] = kUnpacked ? uq + g * unpacked_group_bytes(w) + b * kQs : group[g] + o.qs;
+        }
         if constexpr (kHalves) {
             const int8_t* sb[G];
 #pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) sb[g] = sc[g].sub + b * kGroupRows * 2;
+            for (int g = 0; g < G; ++g) sb[g] = reinterpret_cast<const int8_t*>(group[g] + o.sub);
             block_sums_halves<kBits, kUnpacked, G, M>(qb, sb, xb, x.half_sums + b * m, isum);
         } else {
             block_sums<kSumBits, kGrid, G, M>(qb, xb, isum, ihi);
@@ -280,10 +279,10 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
             if constexpr (kSplitHi) {
                 isum[g][0] = _mm512_add_epi32(isum[g][0], _mm512_srai_epi32(ihi[g][0], 4));
             }
-            accumulate_block<Isa::kAvx512, kBits, kS, M>(sc[g], b, isum[g], x.d + b * m,
-                                                         x.s + b * m, acc[g]);
+            accumulate_block<Isa::kAvx512, kS, M>(RowScales::at(group[g], o, 0), isum[g],
+                                                  x.d + b * m, x.s + b * m, acc[g]);
         }
-    }
+    });
 
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
@@ -311,7 +310,6 @@ inline __m512i prescale(__m512i v, __m512i sc) {
 // their half scales (prescaled_unpack).
 template <int kBits, Scales kS>
 void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
-    constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kBits));
     const __m512i grid =
         _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kGridU8.data())));
     // vpshufb patterns: the int16 scale of half 0 (bytes 0-1 of each int32 lane of the scale
@@ -321,22 +319,22 @@ void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
         _mm512_broadcast_i32x4(
             _mm_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15))};
     for (int64_t g = g0; g < g1; ++g) {
-        const uint8_t* qs = w.group(g);
-        const int8_t* sub = w.sub_scales(g);
-        const char* pf = reinterpret_cast<const char*>(qs) + kPrefetchBytes;
+        const uint8_t* group = w.group(g);
+        const char* pf = reinterpret_cast<const char*>(group) + kPrefetchBytes;
         for (int64_t b = 0; b < w.n_blocks; ++b, out += qs_bytes_for(8)) {
             prefetch_block<kBits, kS>(pf, b);
+            const BlockOffsets o = block_offsets(kBits, kS, w.n_blocks, b);
             __m512i sc[2];
             if constexpr (prescaled_unpack(kBits)) {
                 const __m512i pairs = _mm512_cvtepi8_epi16(
-                    _mm256_load_si256(reinterpret_cast<const __m256i*>(sub + b * kGroupRows * 2)));
+                    _mm256_load_si256(reinterpret_cast<const __m256i*>(group + o.sub)));
                 sc[0] = _mm512_shuffle_epi8(pairs, half_scale[0]);
                 sc[1] = _mm512_shuffle_epi8(pairs, half_scale[1]);
             }
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) {
                 __m512i v, high, lo, hi;
-                load_chunk_pair<kBits>(qs + b * kQs, c, v, high);
+                load_chunk_pair<kBits>(group + o.qs, c, v, high);
                 unpack_chunk<Bytes512, kBits>(v, high, c, lo, hi);
                 if constexpr (kS == Scales::kGrid) {
                     lo = _mm512_shuffle_epi8(grid, lo);
@@ -370,22 +368,22 @@ void dequant_groups(const Weights& w, int32_t offset, int64_t g0, int64_t g1, ui
     constexpr int64_t kTile = 512, kBlockStride = 2 * kTile;  // a panel's two tiles per block
     const __m512i byte = _mm512_set1_epi32(0xFF);
     for (int64_t g = g0; g < g1; ++g) {
-        const uint8_t* u8 = w.group(g);
-        if constexpr (kBits != 8) {
-            unpack_groups<kBits, kS>(w, g, g + 1, tmp);  // prefetches as it goes
-            u8 = tmp;
-        }
-        const char* pf = reinterpret_cast<const char*>(w.group(g)) + kPrefetchBytes;
+        const uint8_t* group = w.group(g);
+        if constexpr (kBits != 8) unpack_groups<kBits, kS>(w, g, g + 1, tmp);  // prefetches
+        const char* pf = reinterpret_cast<const char*>(group) + kPrefetchBytes;
         uint16_t* dst = panels + ((g - g0) / 2 * w.n_blocks * 2 + (g - g0) % 2) * kTile;
-        for (int64_t b = 0; b < w.n_blocks; ++b, u8 += qs_bytes_for(8), dst += kBlockStride) {
-            const int64_t is = (w.per_super() ? b / kSuperBlocks : b) * kGroupRows;
-            const __m512 big_d = _mm512_cvtph_ps(
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.scales(g) + is)));
+        for (int64_t b = 0; b < w.n_blocks; ++b, dst += kBlockStride) {
+            const BlockOffsets o = block_offsets(kBits, kS, w.n_blocks, b);
+            const RowScales rs = RowScales::at(group, o, 0);
+            // The block's bytes in the 8-bit layout: Q8_0's own, else unpacked into tmp.
+            const uint8_t* u8 = kBits == 8 ? group + o.qs : tmp + b * qs_bytes_for(8);
+            const __m512 big_d =
+                _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rs.d)));
             // The block's two int8 multipliers per row (K-quants: sub_scales), as fp32.
             __m512 sub0 = _mm512_setzero_ps(), sub1 = _mm512_setzero_ps();
             if constexpr (per_super(kBits, kS)) {
-                const __m512i pairs = _mm512_cvtepi8_epi16(_mm256_loadu_si256(
-                    reinterpret_cast<const __m256i*>(w.sub_scales(g) + b * kGroupRows * 2)));
+                const __m512i pairs = _mm512_cvtepi8_epi16(
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rs.sub)));
                 sub0 = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(pairs, 16), 16));
                 sub1 = _mm512_cvtepi32_ps(_mm512_srai_epi32(pairs, 16));
             }
@@ -401,13 +399,12 @@ void dequant_groups(const Weights& w, int32_t offset, int64_t g0, int64_t g1, ui
                 d[0] = d[1] = _mm512_mul_ps(big_d, sub0);
             }
             if constexpr (kS == Scales::kK) {
-                mn = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
-                                       reinterpret_cast<const __m256i*>(w.mins(g) + is))),
-                                   sub1);
+                mn = _mm512_mul_ps(
+                    _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rs.m))),
+                    sub1);
                 off = 0;
             } else if constexpr (kS == Scales::kDMin) {
-                mn = _mm512_cvtph_ps(
-                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.mins(g) + is)));
+                mn = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rs.m)));
                 off = 0;
             }
             const __m512i voff = _mm512_set1_epi32(off);
