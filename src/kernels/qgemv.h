@@ -95,8 +95,8 @@ public:
     static bool tile_rows(QuantRows rows, int64_t m);
     // Types create() takes directly, each with GGML's own values: Q4_0, Q4_1, Q5_0, Q5_1,
     // Q8_0, and the K-quants Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS with their scales per
-    // 256-element super-block and per-block multipliers (3.5625, 4.625, 5.625, 6.5625 and 4.5625
-    // bits per weight stored).
+    // 256-element super-block and per-block multipliers (3.625, 4.625, 5.625, 6.625 and 4.625
+    // bits per weight stored, qgemv_isa.h).
     static bool supports(GgmlType type);
 
     QuantLinear();
