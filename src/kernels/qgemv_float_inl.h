@@ -16,7 +16,7 @@
 namespace lazyllm::kernels::qgemv {
 
 // One block's scales for one vector of output rows: lanes [lane0, lane0 + kWidth) of a
-// group's, from the group's start and the block's offsets (Weights::offsets).
+// group's, from the group's start and the block's offsets (block_offsets, qgemv_isa.h).
 struct RowScales {
     const uint16_t* d = nullptr;  // fp16 scales (K-quants: the super-block's)
     const uint16_t* m = nullptr;  // fp16 mins (affine formats)

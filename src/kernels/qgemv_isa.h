@@ -17,8 +17,8 @@
 //   (zero padding to a multiple of 64 bytes)
 //   qs   [blocks][qs_bytes]    unsigned quants, 4 per int32 lane, lane i = row g*16 + i
 // so that a thread streaming a group reads one ascending stream: with the scales in arrays at
-// the group's end a decode GEMV ran 15-20% slower (docs/benchmarks.md, "Scales beside their
-// quants").
+// the group's end a decode GEMV from memory took 1.14-1.32x the time (docs/benchmarks.md,
+// "Scales beside their quants").
 // 4-bit quants: 4 chunks of 64 bytes per block; byte 4*i + j of chunk c holds element
 // 8c + j of row i in its low nibble and element 8c + 4 + j in its high nibble (j < 4).
 // 5-bit quants: their low 4 bits as the 4-bit layout (chunks 0-3), then chunk 4: byte 4*i + j
@@ -127,15 +127,13 @@ struct BlockOffsets {
     size_t qs, d, m, sub;
 };
 
-// Block b's offsets in a group of n_blocks blocks of a format (layout above). Inline with
-// constant bits and kind (the kernels), the full segments' sizes fold to constants.
+// Block b's offsets in a group of n_blocks blocks of a format (layout above).
 constexpr BlockOffsets block_offsets(int bits, Scales kind, int64_t n_blocks, int64_t b) {
     const int64_t s = b / kSegBlocks, j = b % kSegBlocks;
     const int64_t blocks = std::min<int64_t>(kSegBlocks, n_blocks - s * kSegBlocks);
     const bool sup = per_super(bits, kind);
     const size_t base = static_cast<size_t>(s) * seg_bytes(bits, kind, kSegBlocks);
-    const size_t head = blocks == kSegBlocks ? seg_head_bytes(bits, kind, kSegBlocks)
-                                             : seg_head_bytes(bits, kind, blocks);
+    const size_t head = seg_head_bytes(bits, kind, blocks);
     const size_t row_bytes = kGroupRows * 2;  // 16 fp16 scales, or 16 int8 pairs
     const size_t mins = (sup ? 1 : static_cast<size_t>(blocks)) * row_bytes;
     const size_t d = base + (sup ? 0 : static_cast<size_t>(j) * row_bytes);
