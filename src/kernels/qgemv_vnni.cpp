@@ -321,9 +321,8 @@ void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
     for (int64_t g = g0; g < g1; ++g) {
         const uint8_t* group = w.group(g);
         const char* pf = reinterpret_cast<const char*>(group) + kPrefetchBytes;
-        for (int64_t b = 0; b < w.n_blocks; ++b, out += qs_bytes_for(8)) {
+        for_each_block<kBits, kS>(w.n_blocks, [&](int64_t b, const BlockOffsets& o) {
             prefetch_block<kBits, kS>(pf, b);
-            const BlockOffsets o = block_offsets(kBits, kS, w.n_blocks, b);
             __m512i sc[2];
             if constexpr (prescaled_unpack(kBits)) {
                 const __m512i pairs = _mm512_cvtepi8_epi16(
@@ -347,7 +346,8 @@ void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
                 _mm512_store_si512(out + 2 * c * kChunkBytes, lo);
                 _mm512_store_si512(out + (2 * c + 1) * kChunkBytes, hi);
             }
-        }
+            out += qs_bytes_for(8);
+        });
     }
 }
 
@@ -372,8 +372,7 @@ void dequant_groups(const Weights& w, int32_t offset, int64_t g0, int64_t g1, ui
         if constexpr (kBits != 8) unpack_groups<kBits, kS>(w, g, g + 1, tmp);  // prefetches
         const char* pf = reinterpret_cast<const char*>(group) + kPrefetchBytes;
         uint16_t* dst = panels + ((g - g0) / 2 * w.n_blocks * 2 + (g - g0) % 2) * kTile;
-        for (int64_t b = 0; b < w.n_blocks; ++b, dst += kBlockStride) {
-            const BlockOffsets o = block_offsets(kBits, kS, w.n_blocks, b);
+        for_each_block<kBits, kS>(w.n_blocks, [&](int64_t b, const BlockOffsets& o) {
             const RowScales rs = RowScales::at(group, o, 0);
             // The block's bytes in the 8-bit layout: Q8_0's own, else unpacked into tmp.
             const uint8_t* u8 = kBits == 8 ? group + o.qs : tmp + b * qs_bytes_for(8);
@@ -421,7 +420,8 @@ void dequant_groups(const Weights& w, int32_t offset, int64_t g0, int64_t g1, ui
                 _mm512_store_si512(dst + (2 * c) * 32, bf16_pairs(f[0], f[1]));
                 _mm512_store_si512(dst + (2 * c + 1) * 32, bf16_pairs(f[2], f[3]));
             }
-        }
+            dst += kBlockStride;
+        });
     }
     if ((g1 - g0) % 2 != 0) {  // the last panel's second half: zero columns
         uint16_t* dst = panels + ((g1 - g0) / 2 * w.n_blocks * 2 + 1) * kTile;
