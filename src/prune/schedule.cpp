@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 #include <system_error>
 #include <tuple>
@@ -291,17 +292,16 @@ void apply(const ScheduleOverrides& o, Schedule& s) {
     if (o.revive_max) s.revive_max = *o.revive_max;
 }
 
-Schedule prune::default_schedule(int n_layer) {
-    constexpr std::array<double, 3> kDepth = {0.28, 0.59, 0.88};
-    constexpr std::array<float, 3> kKeep = {0.5f, 0.25f, 0.1f};
+Schedule prune::depth_schedule(int n_layer, std::span<const double> depth,
+                               std::span<const float> keep) {
     Schedule schedule;
-    for (size_t j = 0; j < kDepth.size(); ++j) {
-        int b = std::clamp(static_cast<int>(std::lround(kDepth[j] * n_layer)), 1,
+    for (size_t j = 0; j < depth.size() && j < keep.size(); ++j) {
+        int b = std::clamp(static_cast<int>(std::lround(depth[j] * n_layer)), 1,
                            std::max(1, n_layer - 1));
         if (!schedule.boundaries.empty()) b = std::max(b, schedule.boundaries.back() + 1);
         if (b > n_layer - 1) break;  // no room left: drop this and later boundaries
         schedule.boundaries.push_back(b);
-        schedule.keep.push_back(kKeep[j]);
+        schedule.keep.push_back(keep[j]);
     }
     return schedule;
 }

@@ -12,6 +12,13 @@
 namespace lazyllm::prune {
 namespace {
 
+// The paper's layout (its Llama 2 7B analysis figure: boundaries at 28/59/88% of the depth).
+Schedule paper_layout(int n_layer) {
+    constexpr double kDepth[] = {0.28, 0.59, 0.88};
+    constexpr float kKeep[] = {0.5f, 0.25f, 0.1f};
+    return depth_schedule(n_layer, kDepth, kKeep);
+}
+
 // Expects an kInvalidArgument error whose message contains every one of `needles`.
 void expect_parse_error(std::string_view layers, std::string_view keep, int n_layer,
                         std::initializer_list<std::string_view> needles) {
@@ -147,24 +154,24 @@ TEST(ScheduleToString, Format) {
                             "revive_max=0");
 }
 
-TEST(DefaultSchedule, DepthFractions) {
-    Schedule s32 = default_schedule(32);
+TEST(DepthSchedule, RoundsClampsAndDrops) {
+    Schedule s32 = paper_layout(32);
     EXPECT_EQ(s32.boundaries, (std::vector<int>{9, 19, 28}));
     EXPECT_EQ(s32.keep, (std::vector<float>{0.5f, 0.25f, 0.1f}));
-    EXPECT_EQ(default_schedule(30).boundaries, (std::vector<int>{8, 18, 26}));
+    EXPECT_EQ(paper_layout(30).boundaries, (std::vector<int>{8, 18, 26}));
     for (int n_layer = 1; n_layer <= 128; ++n_layer) {
-        Schedule s = default_schedule(n_layer);
+        Schedule s = paper_layout(n_layer);
         EXPECT_TRUE(validate_schedule(s, n_layer).ok())
             << n_layer << ": " << validate_schedule(s, n_layer).error().message();
         EXPECT_EQ(s.boundaries.size(), static_cast<size_t>(std::min(3, n_layer - 1)))
             << "n_layer " << n_layer;
     }
     // Tiny models: pushed up to stay distinct, then dropped when no room is left.
-    EXPECT_EQ(default_schedule(4).boundaries, (std::vector<int>{1, 2, 3}));
-    EXPECT_EQ(default_schedule(3).boundaries, (std::vector<int>{1, 2}));
-    EXPECT_EQ(default_schedule(3).keep, (std::vector<float>{0.5f, 0.25f}));
-    EXPECT_EQ(default_schedule(2).boundaries, (std::vector<int>{1}));
-    EXPECT_TRUE(default_schedule(1).boundaries.empty());
+    EXPECT_EQ(paper_layout(4).boundaries, (std::vector<int>{1, 2, 3}));
+    EXPECT_EQ(paper_layout(3).boundaries, (std::vector<int>{1, 2}));
+    EXPECT_EQ(paper_layout(3).keep, (std::vector<float>{0.5f, 0.25f}));
+    EXPECT_EQ(paper_layout(2).boundaries, (std::vector<int>{1}));
+    EXPECT_TRUE(paper_layout(1).boundaries.empty());
 }
 
 TEST(ValidateSchedule, NamesTheEntry) {
@@ -310,7 +317,7 @@ TEST_F(ScheduleFileTest, RoundTrip) {
 // "revive_max" is written only when it bounds revivals, so files of schedules without a bound
 // still load in builds that predate the key (unknown keys are errors).
 TEST_F(ScheduleFileTest, ReviveMaxIsWrittenOnlyWhenSet) {
-    Schedule s = default_schedule(30);
+    Schedule s = paper_layout(30);
     const std::string p = path("unbounded.json");
     ASSERT_TRUE(save_schedule_file(p, s, ScheduleFileInfo{"m", 30, "{}"}).ok());
     {
@@ -341,7 +348,7 @@ TEST_F(ScheduleFileTest, MinimalFileUsesDefaults) {
 }
 
 TEST_F(ScheduleFileTest, NLayerMismatchIsAnError) {
-    Schedule s = default_schedule(30);
+    Schedule s = paper_layout(30);
     ScheduleFileInfo info{"SmolLM2-135M", 30, "{}"};
     const std::string p = path("s.json");
     ASSERT_TRUE(save_schedule_file(p, s, info).ok());
@@ -485,18 +492,43 @@ TEST(ModelDefaults, UnknownModelsGetTheGenericLayout) {
         std::string_view source;
         const Schedule s = model_default_schedule({"llama", 32, 4096, 32, 32000}, preset, &source);
         EXPECT_EQ(source, "generic");
-        if (preset == Preset::kFast) {
-            EXPECT_EQ(s.boundaries, default_schedule(32).boundaries);
-        } else {  // one cut at 70% of the depth keeping a quarter
+        if (preset == Preset::kFast) {  // SmolLM2's fast preset (9, 18, 21 of 30) by depth
+            EXPECT_EQ(s.boundaries, (std::vector<int>{10, 19, 22}));
+            EXPECT_EQ(s.keep, (std::vector<float>{0.2f, 0.15f, 0.1f}));
+            EXPECT_EQ(s.keep_first, 40);
+            EXPECT_EQ(s.score_layers, 3);
+            EXPECT_EQ(s.score_pool, 11);
+        } else {  // one cut at 70% of the depth keeping a quarter, the paper's score
             EXPECT_EQ(s.boundaries, (std::vector<int>{22}));
             EXPECT_EQ(s.keep, (std::vector<float>{0.25f}));
+            EXPECT_EQ(s.keep_first, 0);
+            EXPECT_EQ(s.score_layers, 1);
+            EXPECT_EQ(s.score_pool, 1);
         }
-        EXPECT_EQ(s.score_layers, 1);  // the paper's score where nothing was measured
-        EXPECT_EQ(s.score_pool, 1);
         EXPECT_EQ(s.prune_decode, preset == Preset::kFast);
         EXPECT_EQ(s.keep_recent > 0, preset == Preset::kSafe);
         EXPECT_EQ(s.min_context > 0, preset == Preset::kSafe);
         EXPECT_TRUE(validate_schedule(s, 32).ok());
+    }
+}
+
+// The generic fast preset is SmolLM2's measured one laid out by depth: on another 30-layer model
+// it is the same schedule; at every depth it is valid, and it computes about 40% of the prompt.
+TEST(ModelDefaults, GenericFastIsSmolLM2sFastByDepth) {
+    const Schedule smollm2 = model_default_schedule({"llama", 30, 576, 9, 49152}, Preset::kFast);
+    const Schedule other = model_default_schedule({"llama", 30, 2048, 16, 32000}, Preset::kFast);
+    EXPECT_EQ(to_string(other), to_string(smollm2));
+    for (int n_layer = 1; n_layer <= 128; ++n_layer) {
+        for (Preset preset : {Preset::kSafe, Preset::kFast}) {
+            const Schedule s = model_default_schedule({"llama", n_layer, 64, 2, 100}, preset);
+            EXPECT_TRUE(validate_schedule(s, n_layer).ok()) << n_layer;
+        }
+    }
+    for (int n_layer : {16, 24, 28, 32, 80}) {
+        const double f = predicted_prefill_fraction(
+            model_default_schedule({"llama", n_layer, 64, 2, 100}, Preset::kFast), n_layer);
+        EXPECT_GT(f, 0.38) << n_layer;
+        EXPECT_LT(f, 0.43) << n_layer;
     }
 }
 
