@@ -1,10 +1,10 @@
 #include "prune/model_defaults.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
+#include <utility>
 
 namespace lazyllm::prune {
 
@@ -29,7 +29,8 @@ struct Entry {
     std::string_view source;
 };
 
-// SmolLM2-135M (30 layers, d 576, 9 heads, vocab 49152).
+// SmolLM2-135M (30 layers, d 576, 9 heads, vocab 49152), the first entry: the generic fast
+// preset is its fast one laid out by depth (generic_fast).
 // fast: schedules/smollm2-135m-instruct-fast.json, the output of
 //   lazyllm tune --tasks passkey --lengths 2048,4096,8192 --depths 8   (docs/evaluation.md)
 // the cheapest of 23 schedules searched that kept every passkey full got right (predicted 40.5%
@@ -71,17 +72,12 @@ constexpr float kGenericSafeKeep = 0.25f;
 constexpr int kGenericKeepRecent = 64;
 constexpr int kGenericMinContext = 1024;
 
-// The generic fast preset of a full-attention model: SmolLM2-135M's tuned fast schedule by
-// depth (cuts before layers 9, 18, 21 of 30), with its protected first 40 tokens and its shaped
-// score. On SmolLM2, against the paper's layout (28/59/88% of depth, keep 0.5/0.25/0.1, the
-// paper's score): 90.3% of full's first tokens against 94.4%, as many 32-token answers (33.3%
-// against 29.2%), a higher task score (0.220 against 0.178, full 0.265), computing 40.5% of
-// the prompt's token-layers against 51.3% (docs/lazyllm.md, "The generic fast preset").
-constexpr std::array<double, 3> kGenericFastDepth = {0.3, 0.6, 0.7};
-constexpr std::array<float, 3> kGenericFastKeep = {0.2f, 0.15f, 0.1f};
-constexpr int kGenericFastKeepFirst = 40;
-constexpr int kGenericFastScoreLayers = 3;
-constexpr int kGenericFastScorePool = 11;
+// The generic fast preset of a full-attention model is the default model's (kEntries[0]) laid
+// out by depth: cuts at 30/60/70% keeping 0.2/0.15/0.1, its protected first 40 tokens and its
+// shaped score. On SmolLM2, against the paper's layout (28/59/88% of depth, keep 0.5/0.25/0.1,
+// the paper's score): 90.3% of full's first tokens against 94.4%, as many 32-token answers
+// (33.3% against 29.2%), a higher task score (0.220 against 0.178, full 0.265), computing 40.5%
+// of the prompt's token-layers against 51.3% (docs/lazyllm.md, "The generic fast preset").
 
 Schedule from_entry(const PresetSchedule& p) {
     Schedule s;
@@ -110,10 +106,13 @@ std::vector<int> cuts_after_global_layers(const ModelShape& shape) {
 
 Schedule generic_fast(const ModelShape& shape) {
     if (shape.global_layers.empty()) {
-        Schedule s = prune::depth_schedule(shape.n_layer, kGenericFastDepth, kGenericFastKeep);
-        s.keep_first = kGenericFastKeepFirst;
-        s.score_layers = kGenericFastScoreLayers;
-        s.score_pool = kGenericFastScorePool;
+        const Entry& base = kEntries[0];
+        Schedule s = from_entry(base.fast);
+        std::vector<double> depth;
+        for (int b : s.boundaries) depth.push_back(static_cast<double>(b) / base.shape.n_layer);
+        Schedule laid_out = prune::depth_schedule(shape.n_layer, depth, s.keep);
+        s.boundaries = std::move(laid_out.boundaries);
+        s.keep = std::move(laid_out.keep);
         return s;
     }
     // A sliding-window model: the paper's keep fractions on the first three allowed cuts, each
