@@ -72,13 +72,6 @@ constexpr float kGenericSafeKeep = 0.25f;
 constexpr int kGenericKeepRecent = 64;
 constexpr int kGenericMinContext = 1024;
 
-// The generic fast preset of a full-attention model is the default model's (kEntries[0]) laid
-// out by depth: cuts at 30/60/70% keeping 0.2/0.15/0.1, its protected first 40 tokens and its
-// shaped score. On SmolLM2, against the paper's layout (28/59/88% of depth, keep 0.5/0.25/0.1,
-// the paper's score): 90.3% of full's first tokens against 94.4%, as many 32-token answers
-// (33.3% against 29.2%), a higher task score (0.220 against 0.178, full 0.265), computing 40.5%
-// of the prompt's token-layers against 51.3% (docs/lazyllm.md, "The generic fast preset").
-
 Schedule from_entry(const PresetSchedule& p) {
     Schedule s;
     for (size_t i = 0; i < std::size(p.boundaries) && p.boundaries[i] > 0; ++i) {
@@ -104,6 +97,12 @@ std::vector<int> cuts_after_global_layers(const ModelShape& shape) {
     return allowed;
 }
 
+// The generic fast preset: on a full-attention model, the default model's (kEntries[0]) laid
+// out by depth: cuts at 30/60/70% keeping 0.2/0.15/0.1, its protected first 40 tokens and its
+// shaped score. On SmolLM2, against the paper's layout (28/59/88% of depth, keep 0.5/0.25/0.1,
+// the paper's score): 90.3% of full's first tokens against 94.4%, as many 32-token answers
+// (33.3% against 29.2%), a higher task score (0.220 against 0.178, full 0.265), computing 40.5%
+// of the prompt's token-layers against 51.3% (docs/lazyllm.md, "The generic fast preset").
 Schedule generic_fast(const ModelShape& shape) {
     if (shape.global_layers.empty()) {
         const Entry& base = kEntries[0];
