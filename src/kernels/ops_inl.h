@@ -33,36 +33,64 @@ float rms_inv(const float* xr, int64_t n, float eps) {
     return 1.0f / std::sqrt(sum_sq / static_cast<float>(n) + eps);
 }
 
-// y[i] = (x[i] * inv) * w[i] for one row, through store(p, mask, value) (fp32 or bf16).
+// body.template operator()<kFull>(i, mask) for the vectors of [0, n): whole ones with kFull
+// and no lane mask, then the ragged last one (if any) through its mask. AVX2's masked loads and
+// stores (vmaskmovps) are microcoded on AMD's cores, several times the cost of a plain one, so
+// only a row's last vector takes them.
+template <Isa I, typename Body>
+inline void for_vectors(int64_t n, Body&& body) {
+    using V = Vec<I>;
+    const auto all = V::tail(V::kWidth);
+    int64_t i = 0;
+    for (; i + V::kWidth <= n; i += V::kWidth) body.template operator()<true>(i, all);
+    if (i < n) body.template operator()<false>(i, V::tail(n - i));
+}
+
+template <Isa I, bool kFull>
+inline typename Vec<I>::F load_part(const float* p, typename Vec<I>::Mask m) {
+    if constexpr (kFull) {
+        return Vec<I>::load(p);
+    } else {
+        return Vec<I>::load(p, m);
+    }
+}
+
+// y[i] = (x[i] * inv) * w[i] for one row, through store.template operator()<kFull>(i, mask,
+// value) (fp32 or bf16).
 template <Isa I, typename Store>
 void scale_row(const float* xr, const float* w, int64_t n, float inv_s, Store&& store) {
     using V = Vec<I>;
     const auto inv = V::set1(inv_s);
-    for (int64_t i = 0; i < n; i += V::kWidth) {
-        const auto m = V::tail(n - i);
-        store(i, m, V::mul(V::mul(V::load(xr + i, m), inv), V::load(w + i, m)));
-    }
+    for_vectors<I>(n, [&]<bool kFull>(int64_t i, typename V::Mask m) {
+        const auto y =
+            V::mul(V::mul(load_part<I, kFull>(xr + i, m), inv), load_part<I, kFull>(w + i, m));
+        store.template operator()<kFull>(i, m, y);
+    });
 }
 
-// out[i] = act(g[i]) * u[i] for one row, through store(i, mask, value).
+// out[i] = act(g[i]) * u[i] for one row, through store.template operator()<kFull>(i, mask,
+// value).
 template <Isa I, GluAct kAct, typename Store>
 void glu_row(const float* g, const float* u, int64_t n_ff, Store&& store) {
     using V = Vec<I>;
-    for (int64_t i = 0; i < n_ff; i += V::kWidth) {
-        const auto m = V::tail(n_ff - i);
-        const auto gv = V::load(g + i, m);
+    for_vectors<I>(n_ff, [&]<bool kFull>(int64_t i, typename V::Mask m) {
+        const auto gv = load_part<I, kFull>(g + i, m);
         const auto a = kAct == GluAct::kSilu ? V::silu(gv) : V::gelu_tanh(gv);
-        store(i, m, V::mul(a, V::load(u + i, m)));
-    }
+        store.template operator()<kFull>(i, m, V::mul(a, load_part<I, kFull>(u + i, m)));
+    });
 }
 
-template <Isa I>
+template <Isa I, bool kFull>
 inline void store_out(float* p, typename Vec<I>::Mask m, typename Vec<I>::F v) {
-    Vec<I>::store(p, m, v);
+    if constexpr (kFull) {
+        Vec<I>::store(p, v);
+    } else {
+        Vec<I>::store(p, m, v);
+    }
 }
-template <Isa I>
+template <Isa I, bool kFull>
 inline void store_out(uint16_t* p, typename Vec<I>::Mask m, typename Vec<I>::F v) {
-    Vec<I>::store_bf16(p, m, v);
+    Vec<I>::store_bf16(p, m, v);  // AVX-512 only: its masks are cheap
 }
 
 inline void rope_pair_scalar(float* a, float* b, float c, float s) {
@@ -78,8 +106,9 @@ template <Isa I, typename Out>
 void rms_norm_rows(const float* x, const float* w, Out* y, int64_t n_rows, int64_t n, float eps) {
     for (int64_t r = 0; r < n_rows; ++r) {
         Out* yr = y + r * n;
-        scale_row<I>(x + r * n, w, n, rms_inv<I>(x + r * n, n, eps),
-                     [&](int64_t i, auto m, auto v) { store_out<I>(yr + i, m, v); });
+        scale_row<I>(
+            x + r * n, w, n, rms_inv<I>(x + r * n, n, eps),
+            [&]<bool kFull>(int64_t i, auto m, auto v) { store_out<I, kFull>(yr + i, m, v); });
     }
 }
 
@@ -89,8 +118,9 @@ void glu_rows(GluAct act, const float* gate_up, Out* out, int64_t n_rows, int64_
         for (int64_t r = 0; r < n_rows; ++r) {
             const float* g = gate_up + r * 2 * n_ff;
             Out* o = out + r * n_ff;
-            glu_row<I, kAct>(g, g + n_ff, n_ff,
-                             [&](int64_t i, auto m, auto v) { store_out<I>(o + i, m, v); });
+            glu_row<I, kAct>(g, g + n_ff, n_ff, [&]<bool kFull>(int64_t i, auto m, auto v) {
+                store_out<I, kFull>(o + i, m, v);
+            });
         }
     };
     if (act == GluAct::kSilu) {
@@ -103,10 +133,10 @@ void glu_rows(GluAct act, const float* gate_up, Out* out, int64_t n_rows, int64_
 template <Isa I>
 void add_inplace_span(float* x, const float* y, int64_t n) {
     using V = Vec<I>;
-    for (int64_t i = 0; i < n; i += V::kWidth) {
-        const auto m = V::tail(n - i);
-        V::store(x + i, m, V::add(V::load(x + i, m), V::load(y + i, m)));
-    }
+    for_vectors<I>(n, [&]<bool kFull>(int64_t i, typename V::Mask m) {
+        store_out<I, kFull>(x + i, m,
+                            V::add(load_part<I, kFull>(x + i, m), load_part<I, kFull>(y + i, m)));
+    });
 }
 
 // kNorm: W/2 adjacent pairs per vector, cos duplicated per pair, sin negated on even lanes;
