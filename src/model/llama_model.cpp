@@ -226,14 +226,14 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
         plan.prefill_choice = "copy (no quantized weights on this run)";
         return plan;
     }
-    // Without bf16 GEMMs the copies are fp32, and past kFp32CopyLimit (a model of about 500M
+    // Without bf16 GEMMs the copies are fp32, and past kFp32CopyLimit (a model of about 400M
     // parameters) the blocks win on every count but exactness: on AVX2 (Zen 3) the int8
-    // kernels prefill 1.6x faster at 1B and load 6x faster from a fifth of the memory
-    // (docs/benchmarks.md). With bf16 GEMMs on oneDNN (AVX-512-BF16, no AMX), the VNNI int8
-    // kernels prefill 1.13-1.48x faster than the bf16 copies from 0.5B to 1B on Zen 4 and load
-    // 15-60x faster. The default model's copies (257 MiB) keep its prefill on the measured
-    // bf16 path: its int8 prefill agrees with it on 99% of first tokens, with the fp32 path
-    // on 97% (docs/evaluation.md), at ten times bf16's KL to fp32.
+    // kernels prefill 1.6x faster at 1B and load 6x faster from a fifth of the memory, and as
+    // fast as the fp32 copies at 0.5B from a quarter of it (docs/benchmarks.md). With bf16 GEMMs on
+    // oneDNN (AVX-512-BF16, no AMX), the VNNI int8 kernels prefill 1.13-1.48x faster than the bf16
+    // copies from 0.5B to 1B on Zen 4 and load 15-60x faster. The default model's copies (257 MiB)
+    // keep its prefill on the measured bf16 path: its int8 prefill agrees with it on 99% of first
+    // tokens, with the fp32 path on 97% (docs/evaluation.md), at ten times bf16's KL to fp32.
     const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
     const bool fp32_big = !bf16 && copy_bytes > kFp32CopyLimit;
     // With AMX the blocks' prompt rows run on bf16 tiles, a chunk of weights dequantized at a

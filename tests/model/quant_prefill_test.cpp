@@ -181,6 +181,7 @@ TEST(QuantPrefill, AutoTakesTheBlocksPastTheCopyLimits) {
     o.available_memory = uint64_t{1} << 40;
     const ModelConfig llama_1b = llama_shape(16, 2048, 8, 8192, 128256);  // 2.3 GiB bf16
     const ModelConfig qwen_05b = llama_shape(24, 896, 2, 4864, 151936);   // 0.9 GiB bf16
+    const ModelConfig qwen_half = llama_shape(12, 896, 2, 4864, 151936);  // 0.6 GiB bf16
     const ModelConfig smollm2 = llama_shape(30, 576, 3, 1536, 49152);     // 257 MiB bf16
     const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
     const bool vnni =
@@ -197,11 +198,14 @@ TEST(QuantPrefill, AutoTakesTheBlocksPastTheCopyLimits) {
     }
     auto mid = LlamaModel::plan_weights(qwen_05b, o);
     ASSERT_TRUE(mid.ok()) << mid.error().message();
-    EXPECT_EQ(mid->prefill_quant, vnni) << mid->prefill_choice;  // fp32: 1.8 GiB, under 2 GiB
+    EXPECT_EQ(mid->prefill_quant, !bf16 || vnni) << mid->prefill_choice;  // fp32: 1.8 GiB
     if (vnni) {
         EXPECT_NE(mid->prefill_choice.find("over the blocks' limit"), std::string::npos)
             << mid->prefill_choice;
     }
+    auto half = LlamaModel::plan_weights(qwen_half, o);
+    ASSERT_TRUE(half.ok()) << half.error().message();
+    EXPECT_EQ(half->prefill_quant, vnni) << half->prefill_choice;  // fp32: 1.2 GiB, under 1.5
     auto def = LlamaModel::plan_weights(smollm2, o);
     ASSERT_TRUE(def.ok()) << def.error().message();
     EXPECT_FALSE(def->prefill_quant) << def->prefill_choice;
@@ -222,7 +226,8 @@ TEST(QuantPrefill, TheVnniLimitNeedsAnAvx512Context) {
     o.ctx = ctx;
     o.available_memory = uint64_t{1} << 40;
     EXPECT_FALSE(kernels::QuantLinear::has_vnni_path(ctx));
-    auto mid = LlamaModel::plan_weights(llama_shape(24, 896, 2, 4864, 151936), o);
+    // 0.6 GiB of bf16 copies (over the VNNI rule's 512 MiB), 1.2 GiB of fp32 (under 1.5 GiB).
+    auto mid = LlamaModel::plan_weights(llama_shape(12, 896, 2, 4864, 151936), o);
     ASSERT_TRUE(mid.ok()) << mid.error().message();
     EXPECT_FALSE(mid->prefill_quant) << mid->prefill_choice;
 }
