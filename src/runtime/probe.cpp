@@ -25,7 +25,11 @@ namespace lazyllm {
 namespace {
 
 constexpr int64_t kM = 2048, kIn = 576, kOut = 1536;
-constexpr int kCalls = 12;
+// Up to 12 timed calls, stopping after 3 once they have taken a second: a call takes 10-50 ms
+// on the CPUs in benchmarks.md, so the budget only cuts short a slow build (the sanitizer one,
+// 1-2 s a call) or QuantLinear's scalar reference (LAZYLLM_ISA=ref, 3.6 s a call on Zen 3).
+constexpr int kMaxCalls = 12, kMinCalls = 3;
+constexpr int64_t kBudgetNs = 1'000'000'000;
 
 // fp32 -> bf16 bits, round to nearest even (inputs are finite).
 std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
@@ -111,16 +115,18 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
 
     const double flops = 2.0 * static_cast<double>(kM) * kIn * kOut;
     int64_t best_ns = INT64_MAX, total_ns = 0;
-    for (int i = 0; i < kCalls; ++i) {
+    int n_calls = 0;
+    while (n_calls < kMaxCalls && (n_calls < kMinCalls || total_ns < kBudgetNs)) {
         Timer t;
         call();
         const int64_t ns = std::max<int64_t>(1, t.elapsed_ns());
         best_ns = std::min(best_ns, ns);
         total_ns += ns;
+        ++n_calls;
     }
     GemmPeak r;
     r.gflops = flops / static_cast<double>(best_ns);
-    r.mean_gflops = flops * kCalls / static_cast<double>(total_ns);
+    r.mean_gflops = flops * n_calls / static_cast<double>(total_ns);
     r.precision = quant ? "quant" : lin.is_bf16() ? "bf16" : "f32";
     r.isa = std::string(kernels::isa_name(isa));
     r.n_threads = ctx.n_threads;

@@ -18,6 +18,7 @@
 #include "kernels/cpu.h"
 #include "kernels/gemm_convert.h"
 #include "kernels/quant_blocks.h"
+#include "support/build.h"
 
 namespace lazyllm::kernels::attention_testing {
 
@@ -285,7 +286,9 @@ inline void check_decode_split_keys(Isa isa, std::initializer_list<int> threads)
 inline void check_key_chunks(Isa isa, std::initializer_list<int> threads) {
     std::vector<int32_t> q(149);
     std::iota(q.begin(), q.end(), 2451);
+    // The sanitizer build checks head_dim 64 only: 128 takes the same chunk loop, twice the work.
     for (int d : {64, 128}) {
+        if (lazyllm::testing::kSanitized && d == 128) continue;
         const std::string dim = " d=" + std::to_string(d);
         for (const Layout& l : kLayouts) {
             check_against_ref(make_problem(q, iota_pos(2600), 4, 1, d, 14, l), isa, threads,

@@ -13,6 +13,7 @@
 #include "kernels/qgemv_fixture.h"
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
+#include "support/build.h"
 
 namespace lazyllm::kernels {
 namespace {
@@ -282,9 +283,12 @@ TEST(QuantLinear, WeightsOverSeveralChunksBitExact) {
     if (have_vnni()) isas.push_back(Isa::kAvx512);
     if (isas.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 VNNI";
     uint32_t seed = 2300;
-    // Q8_0 at 4096 inputs: 36 KiB a group, 73 groups (2.6 MiB); Q4_K: 21 KiB a group.
-    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q3_K,
-                          GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+    // Q8_0 at 4096 inputs: 36 KiB a group, 73 groups (2.6 MiB); Q4_K: 21 KiB a group. The
+    // sanitizer build takes one 8-bit and one unpacked type (the two chunk paths).
+    std::vector<GgmlType> types{GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_0,
+                                GgmlType::Q3_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
+    if (lazyllm::testing::kSanitized) types.resize(2);
+    for (GgmlType type : types) {
         const Shape s{19, 16 * 72 + 5, 4096, 0, 3, true, true};
         seed += 7;
         const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
