@@ -58,4 +58,14 @@ struct KernelContext {
     GemmKernels gemm = GemmKernels::kOwn;
 };
 
+// Work on rows [r0, r1) of a matrix: fn(ctx, r0, r1). Given to a GEMM (PackedLinear::forward)
+// it runs on the thread that produced those output rows, once they are final, while they are
+// still in cache; given to parallel_rows (ops.h) it runs on a block of rows per thread. It must
+// touch only those rows' data (it runs concurrently for disjoint row ranges) and open no
+// parallel region.
+struct RowsDone {
+    void (*fn)(void* ctx, int64_t r0, int64_t r1) = nullptr;
+    void* ctx = nullptr;
+};
+
 }  // namespace lazyllm::kernels

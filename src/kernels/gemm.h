@@ -37,14 +37,6 @@ enum class GemmLayout {
 
 enum class GemmBackend { kOneDnn, kAmx, kAvx2 };
 
-// A hook for work on output rows while they are still in cache: fn(ctx, r0, r1) runs on the
-// GEMM thread that produced rows [r0, r1), once they are final. It must touch only those
-// rows' data (it runs concurrently for disjoint row ranges) and open no parallel region.
-struct RowsDone {
-    void (*fn)(void* ctx, int64_t r0, int64_t r1) = nullptr;
-    void* ctx = nullptr;
-};
-
 class PackedLinear {
 public:
     // `w`: [n_out, n_in] fp32 (dequantized). `bias`: [n_out] or nullptr.

@@ -74,9 +74,9 @@ void for_row_blocks(const KernelContext& ctx, int64_t n_rows, int64_t row_elems,
 }  // namespace
 
 void parallel_rows(const KernelContext& ctx, int64_t n_rows, int64_t row_elems,
-                   void (*fn)(void* arg, int64_t r0, int64_t r1), void* arg) {
+                   const RowsDone& work) {
     for_row_blocks(ctx, n_rows, row_elems,
-                   [&](int64_t r0, int64_t rows) { fn(arg, r0, r0 + rows); });
+                   [&](int64_t r0, int64_t rows) { work.fn(work.ctx, r0, r0 + rows); });
 }
 
 void rms_norm(const KernelContext& ctx, const float* x, const float* w, float* y, int64_t n_rows,

@@ -80,11 +80,11 @@ private:
 void rope(const KernelContext& ctx, const RopeTable& table, RopeMode mode, float* x,
           const int32_t* pos, int64_t n_rows, int64_t row_stride, int n_heads, int head_dim);
 
-// fn(arg, r0, r1) over blocks of [0, n_rows) (rows of about row_elems floats of work each), in
-// one parallel region of ctx.n_threads: for row-local work made of several kernels, which fn
-// runs single-threaded on its block, in place of one region per kernel.
+// work over blocks of [0, n_rows) (rows of about row_elems floats of work each), in one
+// parallel region of ctx.n_threads: for row-local work made of several kernels, which it runs
+// single-threaded on its block, in place of one region per kernel.
 void parallel_rows(const KernelContext& ctx, int64_t n_rows, int64_t row_elems,
-                   void (*fn)(void* arg, int64_t r0, int64_t r1), void* arg);
+                   const RowsDone& work);
 
 namespace ref {
 void rms_norm(const float* x, const float* w, float* y, int64_t n_rows, int64_t n, float eps);

@@ -25,34 +25,12 @@ float rms_inv(const float* xr, int64_t n, float eps) {
         acc0 = V::fmadd(a, a, acc0);
         acc1 = V::fmadd(b, b, acc1);
     }
-    for (; i < n; i += W) {
-        const auto a = V::load(xr + i, V::tail(n - i));
+    for_vectors<I>(n - i, [&]<bool kFull>(int64_t j, typename V::Mask m) {
+        const auto a = load_part<I, kFull>(xr + i + j, m);
         acc0 = V::fmadd(a, a, acc0);
-    }
+    });
     const float sum_sq = V::reduce_add(V::add(acc0, acc1));
     return 1.0f / std::sqrt(sum_sq / static_cast<float>(n) + eps);
-}
-
-// body.template operator()<kFull>(i, mask) for the vectors of [0, n): whole ones with kFull
-// and no lane mask, then the ragged last one (if any) through its mask. AVX2's masked loads and
-// stores (vmaskmovps) are microcoded on AMD's cores, several times the cost of a plain one, so
-// only a row's last vector takes them.
-template <Isa I, typename Body>
-inline void for_vectors(int64_t n, Body&& body) {
-    using V = Vec<I>;
-    const auto all = V::tail(V::kWidth);
-    int64_t i = 0;
-    for (; i + V::kWidth <= n; i += V::kWidth) body.template operator()<true>(i, all);
-    if (i < n) body.template operator()<false>(i, V::tail(n - i));
-}
-
-template <Isa I, bool kFull>
-inline typename Vec<I>::F load_part(const float* p, typename Vec<I>::Mask m) {
-    if constexpr (kFull) {
-        return Vec<I>::load(p);
-    } else {
-        return Vec<I>::load(p, m);
-    }
 }
 
 // y[i] = (x[i] * inv) * w[i] for one row, through store.template operator()<kFull>(i, mask,
@@ -78,19 +56,6 @@ void glu_row(const float* g, const float* u, int64_t n_ff, Store&& store) {
         const auto a = kAct == GluAct::kSilu ? V::silu(gv) : V::gelu_tanh(gv);
         store.template operator()<kFull>(i, m, V::mul(a, load_part<I, kFull>(u + i, m)));
     });
-}
-
-template <Isa I, bool kFull>
-inline void store_out(float* p, typename Vec<I>::Mask m, typename Vec<I>::F v) {
-    if constexpr (kFull) {
-        Vec<I>::store(p, v);
-    } else {
-        Vec<I>::store(p, m, v);
-    }
-}
-template <Isa I, bool kFull>
-inline void store_out(uint16_t* p, typename Vec<I>::Mask m, typename Vec<I>::F v) {
-    Vec<I>::store_bf16(p, m, v);  // AVX-512 only: its masks are cheap
 }
 
 inline void rope_pair_scalar(float* a, float* b, float c, float s) {

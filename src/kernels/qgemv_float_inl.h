@@ -171,20 +171,14 @@ inline void add_columns_rows(const float* xv, int64_t ldxv, int64_t r0, int64_t 
     for (int64_t r = r0; r < r1; ++r) {
         const float* xr = xv + r * ldxv;
         float* yr = y + r * ldy;
-        for (int64_t j = j0; j < n; j += V::kWidth) {
-            const bool full = n - j >= V::kWidth;
-            const typename V::Mask mask = V::tail(n - j);
-            typename V::F acc = full ? V::load(yr + j) : V::load(yr + j, mask);
+        for_vectors<I>(n - j0, [&]<bool kFull>(int64_t i0, typename V::Mask m) {
+            const int64_t j = j0 + i0;
+            typename V::F acc = load_part<I, kFull>(yr + j, m);
             for (int i = 0; i < k; ++i) {
-                const typename V::F c = full ? V::load(cols[i] + j) : V::load(cols[i] + j, mask);
-                acc = V::fmadd(V::set1(xr[i]), c, acc);
+                acc = V::fmadd(V::set1(xr[i]), load_part<I, kFull>(cols[i] + j, m), acc);
             }
-            if (full) {
-                V::store(yr + j, acc);
-            } else {
-                V::store(yr + j, mask, acc);
-            }
-        }
+            store_out<I, kFull>(yr + j, m, acc);
+        });
     }
 }
 

@@ -13,12 +13,49 @@
 // the KernelContext, picked once at start-up (cpu.h); callers never test CPU features.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/cpu.h"
 
 namespace lazyllm::kernels {
 
 template <Isa I>
 struct Vec;
+
+// body.template operator()<kFull>(i, mask) for the vectors of [0, n): whole ones with kFull
+// and no lane mask, then the ragged last one (if any) through its mask. AVX2's masked loads and
+// stores (vmaskmovps) are microcoded on AMD's cores, several times the cost of a plain one, so
+// only a row's last vector takes them.
+template <Isa I, typename Body>
+inline void for_vectors(int64_t n, Body&& body) {
+    using V = Vec<I>;
+    const auto all = V::tail(V::kWidth);
+    int64_t i = 0;
+    for (; i + V::kWidth <= n; i += V::kWidth) body.template operator()<true>(i, all);
+    if (i < n) body.template operator()<false>(i, V::tail(n - i));
+}
+
+// A whole vector (kFull) or the lanes of mask m, for for_vectors' bodies.
+template <Isa I, bool kFull>
+inline typename Vec<I>::F load_part(const float* p, typename Vec<I>::Mask m) {
+    if constexpr (kFull) {
+        return Vec<I>::load(p);
+    } else {
+        return Vec<I>::load(p, m);
+    }
+}
+template <Isa I, bool kFull>
+inline void store_out(float* p, typename Vec<I>::Mask m, typename Vec<I>::F v) {
+    if constexpr (kFull) {
+        Vec<I>::store(p, v);
+    } else {
+        Vec<I>::store(p, m, v);
+    }
+}
+template <Isa I, bool kFull>
+inline void store_out(uint16_t* p, typename Vec<I>::Mask m, typename Vec<I>::F v) {
+    Vec<I>::store_bf16(p, m, v);  // AVX-512 only: its masks are cheap
+}
 
 // GELU's tanh approximation as a logistic: 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)) with
 // u = sqrt(2/pi) (x + 0.044715 x^3), so 2u = x (kGeluK0 + kGeluK1 x^2).

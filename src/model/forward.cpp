@@ -335,7 +335,7 @@ private:
         }
         if (hooked) return;
         OpTimer t(prof_, OpKind::kRope);  // with the K/V store
-        kernels::parallel_rows(ctx, n, NQKV, &qkv_rows, &qkv_hook_);  // a block per thread
+        kernels::parallel_rows(ctx, n, NQKV, done);  // a block per thread
     }
 
     // LazyLLM's importance at a boundary: the first scored layer writes run.scores, later ones
