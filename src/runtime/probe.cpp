@@ -25,9 +25,9 @@ namespace lazyllm {
 namespace {
 
 constexpr int64_t kM = 2048, kIn = 576, kOut = 1536;
-// Up to 12 timed calls, stopping after 3 once they have taken a second: a call takes 10-50 ms
+// Up to 12 timed calls, stopping after 3 once they have taken a second: a call takes 1-50 ms
 // on the CPUs in benchmarks.md, so the budget only cuts short a slow build (the sanitizer one,
-// 1-2 s a call) or QuantLinear's scalar reference (LAZYLLM_ISA=ref, 3.6 s a call on Zen 3).
+// about 1.3 s a call) or QuantLinear's scalar reference (LAZYLLM_ISA=ref, 3.6 s a call on Zen 3).
 constexpr int kMaxCalls = 12, kMinCalls = 3;
 constexpr int64_t kBudgetNs = 1'000'000'000;
 
