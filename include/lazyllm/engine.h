@@ -114,7 +114,10 @@ struct GenerateResult {
     // [n_gen] prompt in -> generated token i sampled, ms (token_ms[0] = ttft_ms): the
     // end-to-end latency of the first i + 1 tokens.
     std::vector<double> token_ms;
-    std::vector<OpTime> profile;             // when RunOptions::profile
+    // When RunOptions::profile: time per op kind in prefill, and over the decode steps (empty
+    // when there were none). A lazy run's decode steps include its revivals.
+    std::vector<OpTime> profile;
+    std::vector<OpTime> decode_profile;
     std::vector<float> first_logits;         // [n_vocab] when RunOptions::keep_first_logits
 };
 

@@ -278,15 +278,20 @@ Status check_logits_finite(const std::vector<float>& logits, int64_t n_gen) {
     return {};
 }
 
-void fill_profile(const Profile& p, GenerateResult& r) {
+// The ops of `p` less those already in `before` (the profile at an earlier point of the run).
+std::vector<OpTime> op_times(const Profile& p, const Profile& before = {}) {
+    std::vector<OpTime> out;
     for (size_t i = 0; i < p.ns.size(); ++i) {
-        if (p.ns[i] == 0) continue;
+        const int64_t ns = p.ns[i] - before.ns[i];
+        if (ns <= 0) continue;
+        const double flops = p.flops[i] - before.flops[i];
         OpTime t;
         t.op = std::string(op_kind_name(static_cast<OpKind>(i)));
-        t.ms = static_cast<double>(p.ns[i]) / 1e6;
-        t.gflops = p.flops[i] > 0 ? p.flops[i] / static_cast<double>(p.ns[i]) : 0.0;
-        r.profile.push_back(t);
+        t.ms = static_cast<double>(ns) / 1e6;
+        t.gflops = flops > 0 ? flops / static_cast<double>(ns) : 0.0;
+        out.push_back(t);
     }
+    return out;
 }
 
 }  // namespace
@@ -364,6 +369,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     r.token_ms.push_back(r.ttft_ms);
     if (opts.keep_first_logits) r.first_logits = logits;
     r.prefill_tps = 1000.0 * static_cast<double>(r.n_prompt) / prefill.ms;
+    const Profile prefill_profile = session.profile();
 
     Timer decode;
     while (true) {
@@ -406,7 +412,10 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     r.decode_tps = r.n_gen > 1 ? 1000.0 * static_cast<double>(r.n_gen - 1) / r.decode_ms : 0.0;
     r.total_ms = total.elapsed_ms();
     r.fraction_computed = session.prompt_fraction_computed();
-    if (opts.profile) fill_profile(session.profile(), r);
+    if (opts.profile) {
+        r.profile = op_times(prefill_profile);
+        r.decode_profile = op_times(session.profile(), prefill_profile);
+    }
     return r;
 }
 

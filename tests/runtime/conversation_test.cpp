@@ -1,5 +1,6 @@
 // Conversation (the server's turns): a sampled token's text goes out before the decode step that
 // follows it, and a turn generates what Engine::generate does for the same prompt and policy.
+// Engine::generate's profile: prefill and the decode steps apart.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -103,6 +104,47 @@ TEST(Conversation, TurnEqualsGenerateAlone) {
         // 7 tokens: the first from the prompt step, 6 decode steps, none after the last token.
         EXPECT_EQ((*conv)->n_past(), 36 + 6);
     }
+}
+
+// FLOPs of one op kind in a profile (0 if absent).
+double op_flops(const std::vector<OpTime>& times, const std::string& op) {
+    for (const OpTime& t : times) {
+        if (t.op == op) return t.gflops * t.ms * 1e6;
+    }
+    return 0.0;
+}
+
+TEST(EngineProfile, PrefillAndDecodeStepsApart) {
+    auto engine = tiny_engine("lazyllm_profile_split.gguf");
+    ASSERT_NE(engine, nullptr);
+    const std::vector<TokenId> prompt = prompt_ids(40, engine->summary().n_vocab);
+    double decode_qkv[2] = {};
+    int i = 0;
+    for (const PruneOptions& prune : {PruneOptions{}, lazy_revive_in_decode()}) {
+        RunOptions ro;
+        ro.ignore_eos = true;
+        ro.sampling.temperature = 0.0f;
+        ro.prune = prune;
+        ro.profile = true;
+        ro.max_new_tokens = 0;
+        auto prefill_only = engine->generate(prompt, ro);
+        ro.max_new_tokens = 3;
+        auto with_decode = engine->generate(prompt, ro);
+        ASSERT_TRUE(prefill_only.ok() && with_decode.ok());
+        EXPECT_TRUE(prefill_only->decode_profile.empty());
+        ASSERT_FALSE(with_decode->decode_profile.empty());
+        // The prefill table is the prompt step alone, whatever follows it.
+        ASSERT_EQ(with_decode->profile.size(), prefill_only->profile.size());
+        for (const OpTime& t : prefill_only->profile) {
+            EXPECT_NEAR(op_flops(with_decode->profile, t.op), op_flops(prefill_only->profile, t.op),
+                        1e-6 * op_flops(prefill_only->profile, t.op) + 1.0)
+                << t.op;
+        }
+        decode_qkv[i++] = op_flops(with_decode->decode_profile, "qkv_gemm");
+        EXPECT_GT(decode_qkv[i - 1], 0.0);
+    }
+    // Lazy's decode steps also finish the tokens its prefill deferred.
+    EXPECT_GT(decode_qkv[1], decode_qkv[0]);
 }
 
 }  // namespace

@@ -71,21 +71,31 @@ nlohmann::json result_json(const GenerateResult& r, const ModelSummary& s, uint6
     j["decode_weights"] = s.decode;
     j["prefill_weights"] = s.prefill_weights;
     j["seed"] = seed;
-    if (!r.profile.empty()) {
+    const auto ops = [](const std::vector<OpTime>& times) {
         nlohmann::json p = nlohmann::json::array();
-        for (const auto& o : r.profile) p.push_back({{"op", o.op}, {"ms", o.ms}, {"gflops", o.gflops}});
-        j["profile"] = p;
-    }
+        for (const auto& o : times) p.push_back({{"op", o.op}, {"ms", o.ms}, {"gflops", o.gflops}});
+        return p;
+    };
+    if (!r.profile.empty()) j["profile"] = ops(r.profile);
+    if (!r.decode_profile.empty()) j["decode_profile"] = ops(r.decode_profile);
     return j;
 }
 
-void print_profile(const GenerateResult& r) {
+void print_op_times(const char* title, const std::vector<OpTime>& times) {
     double total = 0.0;
-    for (const auto& o : r.profile) total += o.ms;
-    std::fprintf(stderr, "\n%-16s %10s %7s %10s\n", "op", "ms", "share", "GFLOP/s");
-    for (const auto& o : r.profile) {
+    for (const auto& o : times) total += o.ms;
+    std::fprintf(stderr, "\n%-16s %10s %7s %10s\n", title, "ms", "share", "GFLOP/s");
+    for (const auto& o : times) {
         std::fprintf(stderr, "%-16s %10.2f %6.1f%% %10s\n", o.op.c_str(), o.ms, 100.0 * o.ms / total,
                      o.gflops > 0 ? fmt::format("{:.0f}", o.gflops).c_str() : "");
+    }
+}
+
+void print_profile(const GenerateResult& r) {
+    print_op_times("prefill op", r.profile);
+    if (!r.decode_profile.empty()) {
+        const std::string title = fmt::format("decode op ({})", r.n_gen - 1);
+        print_op_times(title.c_str(), r.decode_profile);
     }
 }
 
@@ -332,7 +342,7 @@ Runner add_run(CLI::App& app) {
     add_prune_flags(app, a->prune);
     app.add_flag("--json", a->json, "Print one JSON result (fields: docs/cli_json.md)");
     app.add_flag("-v,--verbose", a->verbose, "Load time, memory, ISA, rows per layer");
-    app.add_flag("--profile", a->profile, "Time per op kind");
+    app.add_flag("--profile", a->profile, "Time per op kind, for prefill and for the decode steps");
     CLI::Option* compare = app.add_flag(
         "--compare", a->compare,
         "Run full prefill and the pruning policy (default lazy) on the same prompt; print "
