@@ -143,6 +143,20 @@ TEST(BenchCliTest, MarkdownTableWithProfileAndPrefillOnly) {
     EXPECT_FALSE(contains(r.out, "End-to-end latency")) << r.out;
 }
 
+// With decode steps the profile run gives each tg row a table of its decode steps (a lazy run's
+// revivals among them).
+TEST(BenchCliTest, ProfileOfTheDecodeSteps) {
+    const CliRun r =
+        run("bench -m " + tiny_model_file() + " -p 48 -n 2 --policy full,lazy --profile" + kCommon,
+            /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    for (const char* what : {"### profile: lazy pp48, t=1 (one extra run, prefill:",
+                             "### profile: lazy tg2 @ d48, t=1 (one extra run, its decode steps:",
+                             "### profile: full tg2 @ d48"}) {
+        EXPECT_TRUE(contains(r.out, what)) << what << "\n" << r.out;
+    }
+}
+
 // Copies and blocks in one run: each engine's rows are measured against its own layer's probe
 // (PackedLinear, or QuantLinear on the blocks), one peak line each.
 TEST(BenchCliTest, EachPrefillWeightsHasItsOwnPeak) {

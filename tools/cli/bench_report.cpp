@@ -211,8 +211,9 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
         if (r.profile.empty()) continue;
         double total = 0.0;
         for (const OpTime& o : r.profile) total += o.ms;
-        fmt::print(out, "\n### profile: {} {}, t={} (one prefill-only run, {:.1f} ms)\n\n",
-                   r.policy, r.test_name(), r.n_threads, total);
+        fmt::print(out, "\n### profile: {} {}, t={} (one extra run, {}: {:.1f} ms)\n\n",
+                   r.policy, r.test_name(), r.n_threads,
+                   r.is_prompt ? "prefill" : "its decode steps", total);
         fmt::print(out, "| op | ms | share | GFLOP/s |\n| --- | ---: | ---: | ---: |\n");
         for (const OpTime& o : r.profile) {
             fmt::print(out, "| {} | {:.2f} | {:.1f}% | {} |\n", o.op, o.ms, 100.0 * o.ms / total,
@@ -276,13 +277,13 @@ void print_jsonl(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow
                 r.speedup_vs_full ? nlohmann::json(*r.speedup_vs_full) : nlohmann::json();
             j["prefill_gflop"] = stats(r.gflop).mean;
             j["prefill_gflops"] = stats(samples_gflops(r)).mean;
-            if (!r.profile.empty()) {
-                nlohmann::json p = nlohmann::json::array();
-                for (const OpTime& o : r.profile) {
-                    p.push_back({{"op", o.op}, {"ms", o.ms}, {"gflops", o.gflops}});
-                }
-                j["profile"] = p;
+        }
+        if (!r.profile.empty()) {
+            nlohmann::json p = nlohmann::json::array();
+            for (const OpTime& o : r.profile) {
+                p.push_back({{"op", o.op}, {"ms", o.ms}, {"gflops", o.gflops}});
             }
+            j["profile"] = p;
         }
         fmt::print(out, "{}\n", j.dump());
     }

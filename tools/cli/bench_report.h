@@ -47,7 +47,8 @@ struct BenchRow {
     std::optional<double> e2e_speedup;
     std::optional<double> e2e_speedup_min;
     int64_t e2e_speedup_min_n = 0;
-    std::vector<OpTime> profile;            // pp rows with --profile: one prefill-only run
+    // With --profile, from one extra run: pp rows its prefill, tg rows its decode steps
+    std::vector<OpTime> profile;
 
     int64_t n_tokens() const { return is_prompt ? n_prompt : n_gen; }
     // tg rows: mean over repetitions of prompt in -> token i (empty when no repetition has

@@ -303,12 +303,14 @@ Status bench_prompt(const BenchArgs& a, const Engine& e, const PolicyRuns& runs,
     for (const std::string& policy : a.policies) {
         Cell& c = cells[policy];
         if (a.profile) {
-            // Separate run so the op timers never touch the measured numbers.
+            // Separate run so the op timers never touch the measured numbers; its decode steps
+            // (a lazy run's revivals among them) get a table of their own.
             RunOptions ro = runs.at(policy);
-            ro.max_new_tokens = 0;
+            ro.max_new_tokens = steps > 0 ? steps + 1 : 0;
             ro.profile = true;
             LAZYLLM_ASSIGN_OR_RETURN(GenerateResult r, e.generate(ids, ro));
             c.pp.profile = r.profile;
+            c.tg.profile = r.decode_profile;
         }
         rows.push_back(c.pp);
     }
@@ -431,7 +433,7 @@ Runner add_bench(CLI::App& app) {
                    "Output format: md (default) or jsonl (llama-bench fields)")
         ->check(CLI::IsMember({"md", "jsonl"}));
     app.add_flag("--profile", a->profile,
-                 "Per-op time table per configuration (one extra prefill-only run)");
+                 "Per-op time tables per configuration, for prefill and for the decode steps (one extra run)");
     app.add_option(
         "--prompt-file", a->prompt_file,
         "Prompt text, its tokens cut or repeated to each length (default: built-in passkey text)");
