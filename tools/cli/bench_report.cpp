@@ -211,9 +211,8 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
         if (r.profile.empty()) continue;
         double total = 0.0;
         for (const OpTime& o : r.profile) total += o.ms;
-        fmt::print(out, "\n### profile: {} {}, t={} (one extra run, {}: {:.1f} ms)\n\n",
-                   r.policy, r.test_name(), r.n_threads,
-                   r.is_prompt ? "prefill" : "its decode steps", total);
+        fmt::print(out, "\n### profile: {} {}, t={} (one extra run, {}: {:.1f} ms)\n\n", r.policy,
+                   r.test_name(), r.n_threads, r.is_prompt ? "prefill" : "its decode steps", total);
         fmt::print(out, "| op | ms | share | GFLOP/s |\n| --- | ---: | ---: | ---: |\n");
         for (const OpTime& o : r.profile) {
             fmt::print(out, "| {} | {:.2f} | {:.1f}% | {} |\n", o.op, o.ms, 100.0 * o.ms / total,

@@ -433,7 +433,8 @@ Runner add_bench(CLI::App& app) {
                    "Output format: md (default) or jsonl (llama-bench fields)")
         ->check(CLI::IsMember({"md", "jsonl"}));
     app.add_flag("--profile", a->profile,
-                 "Per-op time tables per configuration, for prefill and for the decode steps (one extra run)");
+                 "Per-op time tables per configuration, for prefill and for the decode steps (one "
+                 "extra run)");
     app.add_option(
         "--prompt-file", a->prompt_file,
         "Prompt text, its tokens cut or repeated to each length (default: built-in passkey text)");
