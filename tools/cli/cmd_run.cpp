@@ -94,7 +94,7 @@ void print_op_times(const char* title, const std::vector<OpTime>& times) {
 void print_profile(const GenerateResult& r) {
     print_op_times("prefill op", r.profile);
     if (!r.decode_profile.empty()) {
-        const std::string title = fmt::format("decode op ({})", r.n_gen - 1);
+        const std::string title = fmt::format("decode op ({})", r.revivals_per_step.size());
         print_op_times(title.c_str(), r.decode_profile);
     }
 }
