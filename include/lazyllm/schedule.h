@@ -45,6 +45,14 @@ struct Schedule {
     // their Aux slots, out of the step's later layers, and can be revived by a later step. It
     // bounds a decode step's extra rows. -1: no bound (the paper: every selected token revives).
     int revive_max = -1;
+    // repair (not in the paper, docs/lazyllm.md): the step after a step that left tokens short
+    // of the last layer first recomputes that step's tokens from its first boundary on, over
+    // every key, as full prefill would have (the first boundary's layer inputs are saved for
+    // it), instead of reviving the deferred tokens from their Aux slots. The first token still
+    // comes from the pruned prefill; from the second on, the K/V cache is full's, so the answer
+    // is full's whenever the first token is. It costs the kept tokens' layers from the first
+    // boundary on a second time. Needs prune_decode off and revive_max not 0.
+    bool repair = false;
 };
 
 // Largest accepted score_layers and score_pool.
@@ -52,15 +60,17 @@ inline constexpr int kMaxScoreLayers = 64;
 inline constexpr int kMaxScorePool = 255;
 
 // Changes on top of a schedule (flags such as --lazy-keep-recent, or a request's fields): each
-// field that is set replaces the schedule's.
+// field that is set replaces the schedule's. Setting prune_decode on or revive_max 0 also turns
+// repair off, unless repair is set as well.
 struct ScheduleOverrides {
     std::optional<int> keep_first, keep_recent, min_context;
     std::optional<bool> prune_decode;
     std::optional<int> score_layers, score_pool;
     std::optional<int> revive_max;  // -1: no bound
+    std::optional<bool> repair;
     bool empty() const {
         return !keep_first && !keep_recent && !min_context && !prune_decode && !score_layers &&
-               !score_pool && !revive_max;
+               !score_pool && !revive_max && !repair;
     }
 };
 void apply(const ScheduleOverrides& overrides, Schedule& schedule);
@@ -83,15 +93,18 @@ double predicted_prefill_fraction(const Schedule& schedule, int n_layer);
 Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, int n_layer);
 
 // "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N", " keep_recent=N",
-// " min_context=N", " prune_decode=false", " score_layers=N", " score_pool=N" and
-// " revive_max=N" appended only when they differ from the defaults. For logs and --json.
+// " min_context=N", " prune_decode=false", " score_layers=N", " score_pool=N",
+// " revive_max=N" and " repair=true" appended only when they differ from the defaults. For logs
+// and --json.
 std::string to_string(const Schedule& schedule);
 
 // Schedule file (JSON):
 //   {"version": 1, "model": "...", "n_layer": 30, "layers": [8, 18, 26],
 //    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "keep_recent": 0, "min_context": 0,
-//    "prune_decode": true, "score_layers": 1, "score_pool": 1, "revive_max": 8, "meta": {...}}
-// ("revive_max" is written only when it bounds revivals: -1, no bound, is the default.)
+//    "prune_decode": true, "score_layers": 1, "score_pool": 1, "revive_max": 8,
+//    "repair": false, "meta": {...}}
+// ("revive_max" is written only when it bounds revivals: -1, no bound, is the default;
+// "repair" only when true.)
 // Only "layers" and "keep" are required; "meta" is a free-form object (score, speedup,
 // calibration set...). Unknown top-level keys are errors, so a misspelled key is not ignored.
 struct ScheduleFileInfo {

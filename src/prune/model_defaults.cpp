@@ -21,6 +21,7 @@ struct PresetSchedule {
     int score_layers;
     int score_pool;
     int revive_max;  // -1: no bound
+    bool repair;
 };
 
 struct Entry {
@@ -38,16 +39,19 @@ struct Entry {
 // (docs/lazyllm.md). The first 40 tokens (the chat template's system turn) are protected:
 // without it chat-wrapped multi-document QA scored 0 (docs/lazyllm.md).
 // safe: late cuts, before layer 21 keeping 0.35 and before layer 27 keeping 0.1, with the
-// recent window, the context floor and decode steps that only revive: the output of
+// recent window and the context floor: the output of
 //   lazyllm tune   (--objective answers: full's 32-token greedy answers on >= 80% of 54
 //                   calibration prompts; schedules/smollm2-135m-instruct-safe.json)
 // which on the reporting prompts kept more first tokens and answers per length than the
 // hand-screened one cut at layer 21 keeping 0.25 (docs/lazyllm.md, "Presets"). Earlier cuts that
 // compute as much change more answers.
+// Both presets, on every model, repair (Schedule::repair) instead of reviving, with decode steps
+// that do not select: the answer after the first token is then full's whenever the first token
+// is (docs/lazyllm.md, "Repair"). tune wrote its schedules with revival (the committed files).
 constexpr Entry kEntries[] = {
     {{"llama", 30, 576, 9, 49152},
-     {{21, 27, 0}, {0.35f, 0.1f, 0.0f}, 40, 64, 256, false, 3, 11, -1},
-     {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1},
+     {{21, 27, 0}, {0.35f, 0.1f, 0.0f}, 40, 64, 256, false, 3, 11, -1, true},
+     {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, false, 3, 11, -1, true},
      "lazyllm eval --fidelity and lazyllm tune (docs/evaluation.md, Presets)"},
     // Gemma 3 270M (18 layers, d 640, 4 heads, vocab 262144; global layers 5, 11, 17): a
     // boundary needs a global layer in its stage, so boundaries sit after layers 5 and 11,
@@ -57,8 +61,8 @@ constexpr Entry kEntries[] = {
     // continuations as full's, where the former 0.5 / 0.3 at layers 6 and 12 kept 92% and 58%
     // (docs/evaluation.md, Gemma 3). fast keeps the two cuts.
     {{"gemma3", 18, 640, 4, 262144},
-     {{12, 0, 0}, {0.25f, 0.0f, 0.0f}, 8, 64, 1024, false, 1, 11, -1},
-     {{6, 12, 0}, {0.3f, 0.15f, 0.0f}, 8, 0, 0, true, 1, 11, -1},
+     {{12, 0, 0}, {0.25f, 0.0f, 0.0f}, 8, 64, 1024, false, 1, 11, -1, true},
+     {{6, 12, 0}, {0.3f, 0.15f, 0.0f}, 8, 0, 0, false, 1, 11, -1, true},
      "docs/evaluation.md (Gemma 3)"},
 };
 
@@ -85,6 +89,7 @@ Schedule from_entry(const PresetSchedule& p) {
     s.score_layers = p.score_layers;
     s.score_pool = p.score_pool;
     s.revive_max = p.revive_max;
+    s.repair = p.repair;
     return s;
 }
 
@@ -121,6 +126,8 @@ Schedule generic_fast(const ModelShape& shape) {
     Schedule s;
     s.boundaries.assign(allowed.begin(), allowed.begin() + std::min<size_t>(3, allowed.size()));
     s.keep.assign(kKeep, kKeep + s.boundaries.size());
+    s.prune_decode = false;
+    s.repair = true;
     return s;
 }
 
@@ -142,6 +149,7 @@ Schedule generic_safe(const ModelShape& shape) {
     s.keep_recent = kGenericKeepRecent;
     s.min_context = kGenericMinContext;
     s.prune_decode = false;
+    s.repair = true;
     return s;
 }
 

@@ -195,6 +195,14 @@ Status validate_schedule(const Schedule& schedule, int n_layer) {
                           "revive_max must be >= 0, or -1 for no bound, got {}",
                           schedule.revive_max);
     }
+    if (schedule.repair && (schedule.prune_decode || schedule.revive_max == 0)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "repair recomputes what a prompt step deferred in the next step, so it "
+                          "needs decode steps that neither select (prune_decode {}) nor leave "
+                          "deferred tokens out (revive_max {})",
+                          schedule.prune_decode ? "on: turn it off" : "off",
+                          schedule.revive_max == 0 ? "0: use all" : "all");
+    }
     return {};
 }
 
@@ -279,6 +287,7 @@ std::string to_string(const Schedule& schedule) {
     if (schedule.score_layers != 1) out += fmt::format(" score_layers={}", schedule.score_layers);
     if (schedule.score_pool != 1) out += fmt::format(" score_pool={}", schedule.score_pool);
     if (schedule.revive_max >= 0) out += fmt::format(" revive_max={}", schedule.revive_max);
+    if (schedule.repair) out += " repair=true";
     return out;
 }
 
@@ -290,6 +299,12 @@ void apply(const ScheduleOverrides& o, Schedule& s) {
     if (o.score_layers) s.score_layers = *o.score_layers;
     if (o.score_pool) s.score_pool = *o.score_pool;
     if (o.revive_max) s.revive_max = *o.revive_max;
+    // Decode steps that select, or that never revive, are the user's choice over a preset's
+    // repair: it turns off unless asked for too (then validate_schedule names the conflict).
+    if ((o.prune_decode.value_or(false) || o.revive_max.value_or(-1) == 0) && !o.repair) {
+        s.repair = false;
+    }
+    if (o.repair) s.repair = *o.repair;
 }
 
 Schedule prune::depth_schedule(int n_layer, std::span<const double> depth,
@@ -323,10 +338,10 @@ Result<json> read_json_object(const std::string& path) {
         return make_error(ErrorCode::kCorrupt, "invalid JSON: {}", e.what());
     }
     if (!doc.is_object()) return make_error(ErrorCode::kCorrupt, "top level must be an object");
-    constexpr std::array<std::string_view, 13> kKeys = {
+    constexpr std::array<std::string_view, 14> kKeys = {
         "version",      "model",       "n_layer",      "layers",     "keep",
         "keep_first",   "keep_recent", "min_context",  "prune_decode", "score_layers",
-        "score_pool",   "revive_max",  "meta"};
+        "score_pool",   "revive_max",  "repair",       "meta"};
     for (const auto& [key, value] : doc.items()) {
         if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
             return make_error(ErrorCode::kInvalidArgument,
@@ -420,13 +435,14 @@ Result<Schedule> read_fields(const json& doc) {
         if (!doc.contains(key)) continue;
         LAZYLLM_ASSIGN_OR_RETURN(*field, get_int(doc, key, lo));
     }
-    if (doc.contains("prune_decode")) {
-        if (!doc["prune_decode"].is_boolean()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "\"prune_decode\" must be true or false, got {}",
-                              doc["prune_decode"].dump());
+    for (const auto& [key, field] : {std::pair{"prune_decode", &schedule.prune_decode},
+                                      std::pair{"repair", &schedule.repair}}) {
+        if (!doc.contains(key)) continue;
+        if (!doc[key].is_boolean()) {
+            return make_error(ErrorCode::kInvalidArgument, "\"{}\" must be true or false, got {}",
+                              key, doc[key].dump());
         }
-        schedule.prune_decode = doc["prune_decode"].get<bool>();
+        *field = doc[key].get<bool>();
     }
     return schedule;
 }
@@ -496,6 +512,7 @@ Status save_schedule_file(const std::string& path, const Schedule& schedule,
     doc["score_layers"] = schedule.score_layers;
     doc["score_pool"] = schedule.score_pool;
     if (schedule.revive_max >= 0) doc["revive_max"] = schedule.revive_max;  // older readers
+    if (schedule.repair) doc["repair"] = true;
     doc["meta"] = std::move(meta);
 
     const std::string tmp = path + ".tmp";

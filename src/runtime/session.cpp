@@ -8,7 +8,8 @@
 //       the rest of the layer; tokens of the kept S at depth `end` that are not live are
 //       revived from their Aux slot and finish layer end-1 with the kept live rows
 // Invariant at each layer l: {t in S : d_t <= l} == live. Each (token, layer) pair is computed
-// at most once (gemfilter alone recomputes by definition: it re-runs the kept tokens).
+// at most once (gemfilter alone recomputes by definition: it re-runs the kept tokens; and
+// Schedule::repair runs a step's tokens again from its first boundary, in the next step).
 #include "runtime/session.h"
 
 #include <algorithm>
@@ -79,6 +80,7 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
     s.policy_ = prune::make_policy(opts.policy, sch, opts.seed);
     s.kv_ = KvCache(c.n_layer, n_ctx, c.n_embd_kv(), model.kv_type());
     s.depth_.assign(static_cast<size_t>(n_ctx), 0);
+    s.recomputed_.assign(static_cast<size_t>(n_ctx), 0);
     s.excluded_.assign(static_cast<size_t>(n_ctx), 0);
     if (opts.policy == prune::Policy::kLazy) {
         s.aux_.assign(static_cast<size_t>(n_ctx) * c.n_embd, 0.0f);
@@ -135,6 +137,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits, 
     const int64_t E = model_->config().n_embd;
     Profile* prof = opts_.profile ? &profile_ : nullptr;
     StepStats st;
+    if (repair_pending()) repair(st, prof);
     LAZYLLM_ASSIGN_OR_RETURN(const prune::StepInfo info, begin_step(tokens, prof));
     StepCtx sc{info, st, prof, kind == StepTokens::kPrompt};
     st.n_new = info.n_new;
@@ -160,6 +163,12 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits, 
     model_->logits(h_.data() + (live_.size() - 1) * E, info.n_new, sc.prompt, logits, scratch_,
                    prof);
     if (!aux_valid_.empty()) check_aux_slots(info.n_total);
+    if (repair_pending()) {  // nothing to repair when no token of the step stopped short
+        const bool deferred = std::any_of(depth_.begin() + repair_begin_,
+                                          depth_.begin() + repair_end_,
+                                          [L](int16_t d) { return d < L; });
+        if (!deferred) repair_end_ = repair_begin_;
+    }
     n_past_ = info.n_total;
     ++n_steps_;
     total_token_layers_ += st.token_layers;
@@ -331,6 +340,64 @@ void Session::cut(StepCtx& sc, const prune::Boundary& bd, int layer) {
     }
 }
 
+void Session::save_for_repair(const StepCtx& sc, int layer) {
+    // Every earlier token reached the last layer (the previous step's repair, or a full step),
+    // so the rows entering the first boundary's layer are this step's new tokens.
+    const int64_t E = model_->config().n_embd;
+    const auto n = static_cast<int64_t>(live_.size());
+    LAZYLLM_CHECK_MSG(n == sc.info.n_new && live_.front() == n_past_,
+                      "repair: rows other than the step's own at its first boundary");
+    repair_h_.assign(h_.data(), h_.data() + n * E);
+    repair_begin_ = n_past_;
+    repair_end_ = n_past_ + n;
+    repair_layer_ = layer - 1;
+    repair_step_rows_ = sc.info.n_new;
+    repair_prompt_ = sc.prompt;
+}
+
+// The repaired step's rows run layers [repair_layer_, L) again from the saved input, keys the
+// whole prefix: the calls that step's full run makes there (same rows, step size and weights),
+// so their K/V become full's; the deferred ones reach the last layer without their Aux slots.
+void Session::repair(StepStats& st, Profile* prof) {
+    const int L = model_->config().n_layer;
+    const int64_t E = model_->config().n_embd;
+    const int64_t n = repair_end_ - repair_begin_;
+    live_.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) live_[i] = static_cast<int32_t>(repair_begin_ + i);
+    h_.resize(static_cast<size_t>(n * E));
+    std::memcpy(h_.data(), repair_h_.data(), static_cast<size_t>(n * E) * sizeof(float));
+    LayerRun run;
+    run.h = h_.data();
+    run.pos = live_.data();
+    run.n_rows = n;
+    run.n_keys = repair_end_;  // key_pos nullptr: the prefix [0, repair_end_)
+    run.il_begin = repair_layer_;
+    run.il_end = L;
+    run.last_row_out = true;
+    run.step_rows = repair_step_rows_;
+    run.prompt = repair_prompt_;
+    model_->forward_layers(run, kv_, scratch_, prof);
+    if (opts_.repair_logits) {
+        repaired_logits_.resize(static_cast<size_t>(model_->config().n_vocab));
+        model_->logits(h_.data() + (n - 1) * E, repair_step_rows_, repair_prompt_,
+                       repaired_logits_.data(), scratch_, prof);
+    }
+    // Every row reached the first boundary, so it held layer repair_layer_'s K/V: the layers
+    // from there to its depth ran again, the rest for the first time.
+    for (int32_t t : live_) {
+        const int again = depth_[t] - repair_layer_;
+        if (depth_[t] < L) ++st.revived;
+        if (t < n_prompt_) prompt_token_layers_ += L - repair_layer_;
+        recomputed_[t] = static_cast<int16_t>(recomputed_[t] + again);
+        st.repaired += again;
+        depth_[t] = static_cast<int16_t>(L);
+        if (!aux_valid_.empty()) aux_valid_[t] = 0;
+        if (!computed_.empty()) std::fill_n(computed_.begin() + t * L, L, uint8_t{1});
+    }
+    st.token_layers += n * (L - repair_layer_);
+    repair_end_ = repair_begin_;
+}
+
 void Session::take_row(const float* h, const float* q) {
     const int64_t E = model_->config().n_embd, Q = model_->config().n_embd_q();
     const size_t n_rows = next_live_.size();
@@ -358,6 +425,10 @@ void Session::park(size_t li, const float* qkv, int64_t qkv_stride) {
 TailRows Session::cross_boundary(StepCtx& sc, const prune::Boundary& bd, int layer,
                                  const float* qkv, int64_t qkv_stride) {
     const int64_t E = model_->config().n_embd, Q = model_->config().n_embd_q();
+    if (opts_.schedule.repair && opts_.policy == prune::Policy::kLazy &&
+        bd.mode == prune::BoundaryMode::kSelect && layer == plan_.front().layer) {
+        save_for_repair(sc, layer);
+    }
     cut(sc, bd, layer);
     next_live_.clear();
     h_next_.resize(0);
@@ -414,14 +485,16 @@ void Session::truncate(int64_t n) {
     const int L = model_->config().n_layer;
     for (int64_t t = n; t < n_past_; ++t) {
         // A token's computed pairs are layers [0, depth) (each once; gemfilter aside).
-        if (t < n_prompt_) prompt_token_layers_ -= depth_[t];
+        if (t < n_prompt_) prompt_token_layers_ -= depth_[t] + recomputed_[t];
         depth_[t] = 0;
+        recomputed_[t] = 0;
         excluded_[t] = 0;
         if (!aux_valid_.empty()) aux_valid_[t] = 0;
         if (!computed_.empty()) {
             std::fill_n(computed_.begin() + t * L, L, uint8_t{0});
         }
     }
+    repair_end_ = std::max(repair_begin_, std::min(repair_end_, n));
     tokens_.resize(static_cast<size_t>(n));
     n_prompt_ = std::min(n_prompt_, n);
     if (n == 0) prompt_token_layers_ = 0;

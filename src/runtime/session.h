@@ -38,6 +38,9 @@ struct SessionOptions {
     uint64_t seed = 1;           // kRandom's drop pattern
     bool check_invariants = false;  // assert design.md 1.3's invariants at every stage (tests)
     bool profile = false;
+    // Schedule::repair: also run the LM head on the last repaired row (Session::repaired_logits:
+    // full's logits for that step's last token; tests).
+    bool repair_logits = false;
     std::function<void(const BoundaryTrace&)> on_boundary;  // optional observer
 };
 
@@ -54,7 +57,9 @@ struct StepStats {
     // kept there, plus revived rows finishing it; LayerRun::cut)
     std::vector<int32_t> tail_rows_per_layer;
     int64_t token_layers = 0;             // (token, layer) pairs computed in this step
-    int64_t revived = 0;                  // tokens revived from Aux slots
+    int64_t revived = 0;                  // tokens revived from Aux slots (or repaired)
+    int64_t repaired = 0;                 // (token, layer) pairs Schedule::repair ran again
+                                          // (the layers it ran for the first time not counted)
     double ms = 0.0;
 };
 
@@ -89,13 +94,18 @@ public:
     // Depth d_t: number of layers holding token t's KV (design.md 1.3).
     const std::vector<int16_t>& depth() const { return depth_; }
     // (token, layer) pairs of prompt tokens computed so far / (n_prompt * n_layer): the paper's
-    // "% of prompt token computed" (Table 2), in [0, 1].
+    // "% of prompt token computed" (Table 2), in [0, 1]; with Schedule::repair, which computes
+    // pairs a second time, each time counts and the share can pass 1.
     double prompt_fraction_computed() const;
     int64_t total_token_layers() const { return total_token_layers_; }
     const Profile& profile() const { return profile_; }
     const KvCache& kv() const { return kv_; }
     int64_t n_steps() const { return n_steps_; }
     const SessionOptions& options() const { return opts_; }
+    // Schedule::repair: whether the next step first repairs the previous one, and (with
+    // SessionOptions::repair_logits) the last repaired row's logits ([n_vocab]; empty before).
+    bool repair_pending() const { return repair_end_ > repair_begin_; }
+    const std::vector<float>& repaired_logits() const { return repaired_logits_; }
 
     Session(Session&&) = default;
     Session& operator=(Session&&) = default;
@@ -128,6 +138,10 @@ private:
     void take_row(const float* h, const float* q);
     // Live row li, cut at a boundary, waits in its token's Aux slot (lazy).
     void park(size_t li, const float* qkv, int64_t qkv_stride);
+    // Schedule::repair: keeps the live rows' input of layer - 1 at the step's first boundary;
+    // repair() runs them again from there to the last layer over every key.
+    void save_for_repair(const StepCtx& sc, int layer);
+    void repair(StepStats& st, Profile* prof);
     // Whether a token before this step stopped short of the last layer (it waits in its Aux
     // slot for a step that selects it).
     bool has_deferred() const;
@@ -148,6 +162,7 @@ private:
     int64_t total_token_layers_ = 0;
     int64_t prompt_token_layers_ = 0;  // (prompt token, layer) pairs computed
     std::vector<int16_t> depth_;   // [n_ctx]
+    std::vector<int16_t> recomputed_;  // [n_ctx] pairs of the token Schedule::repair ran again
     // Aux slot of a token cut at a boundary (0 < d_t < L): it stopped inside layer d_t - 1,
     // with that layer's K/V stored but its attention, Wo and FFN not run (LayerRun::cut).
     std::vector<float> aux_;       // [n_ctx, n_embd] hidden state entering layer depth_[t] - 1
@@ -164,6 +179,14 @@ private:
     std::vector<int32_t> live_, next_live_, S_, S_prev_, kept_;
     std::vector<prune::Boundary> plan_;  // this step's boundaries
     prune::CutScratch cut_scratch_;
+    // Schedule::repair: the input of layer repair_layer_ of the step that deferred tokens, for
+    // its rows at positions [repair_begin_, repair_end_) ([rows, n_embd]), and how that step
+    // ran (LayerRun::step_rows, LayerRun::prompt), so the repair runs its rows the same way.
+    std::vector<float> repair_h_;
+    int64_t repair_begin_ = 0, repair_end_ = 0, repair_step_rows_ = 0;
+    int repair_layer_ = 0;
+    bool repair_prompt_ = false;
+    std::vector<float> repaired_logits_;
 };
 
 }  // namespace lazyllm

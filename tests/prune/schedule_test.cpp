@@ -331,6 +331,56 @@ TEST_F(ScheduleFileTest, ReviveMaxIsWrittenOnlyWhenSet) {
     EXPECT_EQ(r->revive_max, 0);
 }
 
+// "repair" likewise: written only when true; it round-trips, shows in to_string, and is
+// refused beside decode steps that select or never revive.
+TEST_F(ScheduleFileTest, RepairRoundTripsAndNeedsDecodeStepsThatRevive) {
+    Schedule s = paper_layout(30);
+    s.prune_decode = false;
+    const std::string p = path("repair.json");
+    ASSERT_TRUE(save_schedule_file(p, s, ScheduleFileInfo{"m", 30, "{}"}).ok());
+    {
+        std::ifstream in(p);
+        EXPECT_FALSE(nlohmann::json::parse(in).contains("repair"));
+    }
+    s.repair = true;
+    EXPECT_EQ(to_string(s), to_string(paper_layout(30)) + " prune_decode=false repair=true");
+    ASSERT_TRUE(save_schedule_file(p, s, ScheduleFileInfo{"m", 30, "{}"}).ok());
+    Result<Schedule> r = load_schedule_file(p, 30);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_TRUE(r->repair);
+    EXPECT_FALSE(load_schedule_file(write("bad.json", R"({"layers": [3], "keep": [0.5],
+        "prune_decode": false, "repair": 1})"), 30).ok());
+    s.prune_decode = true;
+    Status st = validate_schedule(s, 30);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find("prune_decode on"), std::string::npos)
+        << st.error().message();
+    ScheduleOverrides o;
+    o.prune_decode = false;
+    o.repair = false;
+    EXPECT_FALSE(o.empty());
+    apply(o, s);
+    EXPECT_FALSE(s.repair);
+    EXPECT_TRUE(validate_schedule(s, 30).ok());
+    // Asking for decode steps that select, or that never revive, turns a preset's repair off;
+    // asking for repair as well leaves the conflict to validate_schedule.
+    for (const auto& [decode, revive_max] : {std::pair{true, -1}, std::pair{false, 0}}) {
+        Schedule r = s;
+        r.prune_decode = false;
+        r.repair = true;
+        ScheduleOverrides d;
+        if (decode) d.prune_decode = true;
+        if (revive_max == 0) d.revive_max = 0;
+        apply(d, r);
+        EXPECT_FALSE(r.repair);
+        EXPECT_TRUE(validate_schedule(r, 30).ok());
+        d.repair = true;
+        apply(d, r);
+        EXPECT_TRUE(r.repair);
+        EXPECT_FALSE(validate_schedule(r, 30).ok());
+    }
+}
+
 TEST_F(ScheduleFileTest, MinimalFileUsesDefaults) {
     const std::string p = write("min.json", R"({"layers": [3, 5], "keep": [0.5, 0.2]})");
     Result<ScheduleFile> r = read_schedule_file(p, 8);
@@ -466,7 +516,7 @@ namespace lazyllm::prune {
 namespace {
 
 // Both presets are schedules `lazyllm tune` wrote, committed with their provenance (fast: the
-// score objective; safe: the answers objective).
+// score objective; safe: the answers objective), run with repair instead of revival.
 TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
     for (const auto& [preset, file] :
          {std::pair(Preset::kFast, "fast"), std::pair(Preset::kSafe, "safe")}) {
@@ -477,7 +527,11 @@ TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
             std::string(LAZYLLM_SOURCE_DIR) + "/schedules/smollm2-135m-instruct-" + file + ".json",
             30);
         ASSERT_TRUE(tuned.ok()) << tuned.error().message();
-        EXPECT_EQ(to_string(s), to_string(*tuned));
+        EXPECT_FALSE(tuned->repair);
+        Schedule repaired = *tuned;
+        repaired.prune_decode = false;
+        repaired.repair = true;
+        EXPECT_EQ(to_string(s), to_string(repaired));
         EXPECT_EQ(s.score_layers, 3);
         EXPECT_EQ(s.score_pool, 11);
         EXPECT_NE(source, "generic");
@@ -505,7 +559,8 @@ TEST(ModelDefaults, UnknownModelsGetTheGenericLayout) {
             EXPECT_EQ(s.score_layers, 1);
             EXPECT_EQ(s.score_pool, 1);
         }
-        EXPECT_EQ(s.prune_decode, preset == Preset::kFast);
+        EXPECT_FALSE(s.prune_decode);
+        EXPECT_TRUE(s.repair);
         EXPECT_EQ(s.keep_recent > 0, preset == Preset::kSafe);
         EXPECT_EQ(s.min_context > 0, preset == Preset::kSafe);
         EXPECT_TRUE(validate_schedule(s, 32).ok());
@@ -543,6 +598,8 @@ TEST(ModelDefaults, SlidingWindowModelsCutAfterGlobalLayers) {
     EXPECT_EQ(safe.boundaries, (std::vector<int>{18}));  // 0.7 * 26 = 18.2
     EXPECT_EQ(safe.keep, (std::vector<float>{0.25f}));
     EXPECT_TRUE(validate_schedule(safe, 26).ok());
+    EXPECT_TRUE(validate_schedule(fast, 26).ok());
+    EXPECT_TRUE(safe.repair && fast.repair);
     // Only the last layer global: nowhere to cut, so neither preset prunes.
     for (Preset preset : {Preset::kSafe, Preset::kFast}) {
         const Schedule none = model_default_schedule({"gemma3", 6, 64, 2, 100, {5}}, preset);
@@ -557,9 +614,9 @@ TEST(ModelDefaults, OneLayerModelsAreNotPruned) {
     }
 }
 
-// The safe preset (the default) protects the answer: a recent window, a context floor and
-// decode steps that only revive; the fast one has none of them. It also prunes later and keeps
-// more at every layer.
+// The safe preset (the default) protects the first token: a recent window and a context floor;
+// the fast one has neither. It also prunes later and keeps more at every layer. Both repair, with
+// decode steps that do not select, so the answers after the first token are full's.
 TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
     const ModelShape smollm2{"llama", 30, 576, 9, 49152};
     const Schedule safe = model_default_schedule(smollm2);
@@ -571,7 +628,8 @@ TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
     EXPECT_FALSE(safe.prune_decode);
     EXPECT_EQ(fast.keep_recent, 0);
     EXPECT_EQ(fast.min_context, 0);
-    EXPECT_TRUE(fast.prune_decode);
+    EXPECT_FALSE(fast.prune_decode);
+    EXPECT_TRUE(safe.repair && fast.repair);
     EXPECT_GT(safe.boundaries.front(), fast.boundaries.front());
     const std::vector<float> safe_keep = keep_profile(safe, 30), fast_keep = keep_profile(fast, 30);
     for (int layer = 0; layer < 30; ++layer) {

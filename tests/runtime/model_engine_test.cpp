@@ -20,7 +20,8 @@ RunOptions greedy(const std::string& preset, const std::string& policy, int n) {
 }
 
 // A short chat is below the safe preset's context floor: `--lazy` answers exactly as full does,
-// token for token (the fast preset prunes it and repeats itself: "Paris is Paris is ...").
+// token for token (the fast preset with decode steps that select, `--lazy=fast --lazy-decode
+// on`, prunes it and repeats itself: "Paris is Paris is ...").
 TEST(ModelEngine, ShortChatWithLazyEqualsFull) {
     LAZYLLM_MODEL_OR_SKIP(path);
     EngineOptions eo;
@@ -41,6 +42,40 @@ TEST(ModelEngine, ShortChatWithLazyEqualsFull) {
         EXPECT_EQ(lazy->text, full->text);
         EXPECT_DOUBLE_EQ(lazy->fraction_computed, 1.0);
         EXPECT_FALSE(full->tokens.empty());
+    }
+}
+
+// A long chat (a passkey in filler text, about 900 tokens) is pruned by both presets, and with
+// repair every generated token is full's: the first came from the pruned prefill and is full's
+// on this prompt; the step after it recomputes the pruned prompt from the first boundary on.
+TEST(ModelEngine, LongChatWithEitherPresetAnswersAsFull) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    EngineOptions eo;
+    eo.model_path = path;
+    eo.n_threads = 2;
+    auto engine = Engine::load(eo);
+    ASSERT_TRUE(engine.ok()) << engine.error().message();
+    const Engine& e = **engine;
+    std::string text;
+    for (int i = 0; i < 30; ++i) {
+        if (i == 11) text += "The pass key is 71432. Remember it. 71432 is the pass key. ";
+        text += "The grass is green. The sky is blue. The sun is yellow. Here we go. There and "
+                "back again. ";
+    }
+    text += "\nWhat is the pass key? Answer with the number and one sentence about it.";
+    const std::vector<TokenId> ids =
+        e.tokenizer().encode(e.chat_prompt(text), /*parse_special=*/true);
+    ASSERT_GT(ids.size(), 600u);
+    auto full = e.generate(ids, greedy("safe", "full", 24));
+    ASSERT_TRUE(full.ok()) << full.error().message();
+    for (const char* preset : {"safe", "fast"}) {
+        auto lazy = e.generate(ids, greedy(preset, "lazy", 24));
+        ASSERT_TRUE(lazy.ok()) << lazy.error().message();
+        EXPECT_LT(lazy->prefill_fraction_computed, 0.9) << preset;
+        EXPECT_EQ(lazy->tokens, full->tokens) << preset << "\nfull: " << full->text
+                                              << "\nlazy: " << lazy->text;
+        ASSERT_FALSE(lazy->revivals_per_step.empty());
+        EXPECT_GT(lazy->revivals_per_step.front(), 0) << preset << ": the repair step";
     }
 }
 

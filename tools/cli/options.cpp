@@ -160,6 +160,12 @@ void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
             }
             return "";
         });
+    app.add_option("--lazy-repair", f.repair,
+                   "on: the step after a pruned prompt first recomputes its tokens from the first "
+                   "boundary on, over every key, so the answer after the first token is full's "
+                   "(needs --lazy-decode off); off: deferred tokens revive from their Aux slots "
+                   "(default: the schedule's)")
+        ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--lazy-keep-first", f.keep_first, "Never prune the first N tokens")
         ->check(kNonNegative);
     app.add_option("--lazy-keep-recent", f.keep_recent,
@@ -206,7 +212,8 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
         }
         LAZYLLM_ASSIGN_OR_RETURN(p.policy, parse_policy(policy));
     } else if (!f.lazy.empty() || explicit_schedule || !f.lazy_decode.empty() ||
-               !f.revive_max.empty() || f.keep_first >= 0 || f.keep_recent >= 0 ||
+               !f.revive_max.empty() || !f.repair.empty() || f.keep_first >= 0 ||
+               f.keep_recent >= 0 ||
                f.min_context >= 0 || f.score_layers >= 0 || f.score_pool >= 0) {
         p.policy = Policy::kLazy;  // --lazy, and schedule flags imply it
     }
@@ -251,6 +258,7 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
     } else if (!f.revive_max.empty()) {
         o.revive_max = std::stoi(f.revive_max);  // checked by the flag's validator
     }
+    if (!f.repair.empty()) o.repair = f.repair == "on";
     p.seed = f.seed;
     return p;
 }

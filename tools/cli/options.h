@@ -46,6 +46,7 @@ struct PruneFlags {
     std::string policy;  // full | lazy | lazy:safe | lazy:fast | static | random | gemfilter
     std::string layers, keep, schedule_file, lazy_decode;
     std::string revive_max;  // "N" or "all"; empty: the schedule's
+    std::string repair;      // "on" | "off"; empty: the schedule's
     int keep_first = -1, keep_recent = -1, min_context = -1;
     int score_layers = -1, score_pool = -1;
     uint64_t seed = 1;

@@ -357,8 +357,8 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     if (auto s = j.find("schedule"); s != j.end() && !s->is_null()) {
         if (!s->is_object()) return wrong_type("lazyllm.schedule", "an object", *s);
         if (auto e = check_known(*s, {"layers", "keep", "keep_first", "keep_recent", "min_context",
-                                      "prune_decode", "score_layers",
-                                      "score_pool", "revive_max", "meta", "version", "model", "n_layer"},
+                                      "prune_decode", "score_layers", "score_pool",
+                                      "revive_max", "repair", "meta", "version", "model", "n_layer"},
                                  "lazyllm.schedule.")) {
             return *e;
         }
@@ -376,8 +376,8 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     }
     const json& o = *src;
     if (auto e = check_known(o, {"policy", "preset", "layers", "keep", "keep_first", "keep_recent",
-                                 "min_context", "prune_decode",
-                                 "score_layers", "score_pool", "revive_max", "seed", "meta",
+                                 "min_context", "prune_decode", "score_layers", "score_pool",
+                                 "revive_max", "repair", "seed", "meta",
                                  "version", "model", "n_layer"},
                              "lazyllm.")) {
         return *e;
@@ -408,6 +408,7 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     if (auto v = f.integer("keep_recent", 0, 1 << 24)) ov.keep_recent = static_cast<int>(*v);
     if (auto v = f.integer("min_context", 0, 1 << 24)) ov.min_context = static_cast<int>(*v);
     if (auto v = f.boolean("prune_decode")) ov.prune_decode = *v;
+    if (auto v = f.boolean("repair")) ov.repair = *v;
     if (auto v = f.integer("score_layers", 1, 1024)) ov.score_layers = static_cast<int>(*v);
     if (auto v = f.integer("score_pool", 1, 1 << 16)) ov.score_pool = static_cast<int>(*v);
     if (auto v = f.integer("seed", 0, std::numeric_limits<int64_t>::max())) p.seed = static_cast<uint64_t>(*v);

@@ -1,0 +1,190 @@
+// Schedule::repair on tiny random models: the step after a pruned prompt step recomputes that
+// step's tokens from its first boundary on, so from then on the K/V cache, the logits and the
+// repaired prompt's own last logits are full's bit for bit (fp32 and bf16 GEMMs); a new turn
+// is repaired the same way; truncation shortens what is repaired; and the schedule refuses
+// repair beside decode steps that select or never revive.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "prune/schedule.h"
+#include "runtime/session.h"
+#include "runtime/session_fixture.h"
+#include "support/cpu.h"
+
+namespace lazyllm {
+namespace {
+
+using testing::argmax;
+using testing::ids_for;
+using testing::lazy_options;
+using testing::tiny_session_model;
+
+std::vector<kernels::GemmPrecision> precisions() {
+    std::vector<kernels::GemmPrecision> p = {kernels::GemmPrecision::kF32};
+    if (testing::cpu_has_bf16_gemm()) p.push_back(kernels::GemmPrecision::kBf16);
+    return p;
+}
+
+SessionOptions repair_options() {
+    SessionOptions o = lazy_options({3, 6}, {0.4f, 0.2f}, /*prune_decode=*/false);
+    o.schedule.repair = true;
+    o.repair_logits = true;
+    return o;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// K/V rows [0, n) of every layer.
+void expect_same_cache(const Session& a, const Session& b, int64_t n, const std::string& what) {
+    const size_t bytes = static_cast<size_t>(n) * a.kv().row_bytes();
+    for (int il = 0; il < a.kv().n_layer(); ++il) {
+        EXPECT_EQ(0, std::memcmp(a.kv().k(il), b.kv().k(il), bytes)) << what << ", layer " << il;
+        EXPECT_EQ(0, std::memcmp(a.kv().v(il), b.kv().v(il), bytes)) << what << ", layer " << il;
+    }
+}
+
+// One step of `tokens` on both sessions; returns their logits.
+std::pair<std::vector<float>, std::vector<float>> step_both(Session& full, Session& lazy,
+                                                            const std::vector<int32_t>& tokens,
+                                                            StepTokens kind, int n_vocab,
+                                                            StepStats* lazy_stats = nullptr) {
+    std::vector<float> a(static_cast<size_t>(n_vocab)), b(a.size());
+    auto sa = full.step(tokens, a.data(), kind);
+    auto sb = lazy.step(tokens, b.data(), kind);
+    EXPECT_TRUE(sa.ok() && sb.ok());
+    if (lazy_stats != nullptr && sb.ok()) *lazy_stats = *sb;
+    return {a, b};
+}
+
+TEST(SessionRepairTest, AfterTheFirstTokenEverythingIsFullsBitForBit) {
+    for (kernels::GemmPrecision precision : precisions()) {
+        auto model = tiny_session_model(8, "repair", 5, precision);
+        ASSERT_NE(model, nullptr);
+        const int V = model->config().n_vocab, L = model->config().n_layer;
+        const auto prompt = ids_for(40, V, 3);
+        SessionOptions fo;
+        fo.n_ctx = 128;
+        auto full = Session::create(*model, fo).value();
+        auto lazy = Session::create(*model, repair_options()).value();
+
+        auto [f0, l0] = step_both(full, lazy, prompt, StepTokens::kPrompt, V);
+        ASSERT_FALSE(same_bits(f0, l0)) << "the cuts must change the prefill for this test";
+        ASSERT_TRUE(lazy.repair_pending());
+        ASSERT_LT(lazy.prompt_fraction_computed(), 1.0);
+        EXPECT_TRUE(lazy.repaired_logits().empty());
+
+        // Both continue with full's tokens: every step from here is full's.
+        int32_t next = argmax(f0);
+        int64_t repaired = 0;
+        for (int i = 0; i < 4; ++i) {
+            StepStats st;
+            auto [f, l] = step_both(full, lazy, {next}, StepTokens::kGenerated, V, &st);
+            EXPECT_TRUE(same_bits(f, l)) << "decode step " << i << ", precision "
+                                         << static_cast<int>(precision);
+            if (i == 0) {
+                EXPECT_TRUE(same_bits(lazy.repaired_logits(), f0))
+                    << "the repaired prompt's last logits are full prefill's";
+                // 40 rows from layer 2 (inside the cut at 3), and the new token's L layers; the
+                // layers a row had already computed from layer 2 on ran again.
+                EXPECT_EQ(st.token_layers, 40 * (L - 2) + L);
+                EXPECT_GT(st.repaired, 0);
+                EXPECT_LT(st.repaired, 40 * (L - 2));
+                repaired = st.repaired;
+                EXPECT_GT(st.revived, 0);
+                EXPECT_FALSE(lazy.repair_pending());
+            } else {
+                EXPECT_EQ(st.repaired, 0);
+            }
+            next = argmax(f);
+        }
+        expect_same_cache(full, lazy, full.n_past(), "after 4 decode steps");
+        for (int64_t t = 0; t < lazy.n_past(); ++t) EXPECT_EQ(lazy.depth()[t], L) << t;
+        // Every pair once, and the repaired ones a second time.
+        EXPECT_EQ(lazy.total_token_layers(), 44 * L + repaired);
+        EXPECT_DOUBLE_EQ(lazy.prompt_fraction_computed(),
+                         static_cast<double>(40 * L + repaired) / (40 * L));
+    }
+}
+
+// A new turn (a prompt step over the cached conversation) prunes and is repaired by the step
+// after it, like the first prompt.
+TEST(SessionRepairTest, ANewTurnIsRepairedToo) {
+    auto model = tiny_session_model(8, "repair_turn");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    SessionOptions fo;
+    fo.n_ctx = 128;
+    auto full = Session::create(*model, fo).value();
+    auto lazy = Session::create(*model, repair_options()).value();
+    step_both(full, lazy, ids_for(40, V, 3), StepTokens::kPrompt, V);
+    step_both(full, lazy, {7}, StepTokens::kGenerated, V);
+    step_both(full, lazy, {9}, StepTokens::kGenerated, V);
+    auto [f1, l1] = step_both(full, lazy, ids_for(24, V, 8), StepTokens::kPrompt, V);
+    ASSERT_FALSE(same_bits(f1, l1));
+    ASSERT_TRUE(lazy.repair_pending());
+    StepStats st;
+    auto [f2, l2] = step_both(full, lazy, {11}, StepTokens::kGenerated, V, &st);
+    EXPECT_TRUE(same_bits(f2, l2));
+    EXPECT_TRUE(same_bits(lazy.repaired_logits(), f1));
+    EXPECT_EQ(st.token_layers, 24 * 6 + 8) << "the turn's 24 tokens from layer 2, the new one";
+    expect_same_cache(full, lazy, full.n_past(), "after the second turn");
+}
+
+// Truncating into the pruned step (a request that diverges from the cache) repairs only the
+// tokens that stay.
+TEST(SessionRepairTest, TruncationShortensTheRepair) {
+    auto model = tiny_session_model(8, "repair_truncate");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    SessionOptions fo;
+    fo.n_ctx = 128;
+    auto full = Session::create(*model, fo).value();
+    auto lazy = Session::create(*model, repair_options()).value();
+    step_both(full, lazy, ids_for(40, V, 3), StepTokens::kPrompt, V);
+    full.truncate(30);
+    lazy.truncate(30);
+    ASSERT_TRUE(lazy.repair_pending());
+    StepStats st;
+    auto [f, l] = step_both(full, lazy, {5}, StepTokens::kGenerated, V, &st);
+    EXPECT_TRUE(same_bits(f, l));
+    EXPECT_EQ(st.token_layers, 30 * 6 + 8);
+    expect_same_cache(full, lazy, 31, "after truncating to 30");
+    lazy.truncate(10);
+    EXPECT_FALSE(lazy.repair_pending());
+}
+
+// Nothing cut (keep 1): nothing to repair.
+TEST(SessionRepairTest, NothingDeferredNothingRepaired) {
+    auto model = tiny_session_model(8, "repair_none");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    SessionOptions o = repair_options();
+    o.schedule.keep = {1.0f, 1.0f};
+    auto lazy = Session::create(*model, o).value();
+    std::vector<float> logits(static_cast<size_t>(V));
+    ASSERT_TRUE(lazy.step(ids_for(40, V, 3), logits.data(), StepTokens::kPrompt).ok());
+    EXPECT_FALSE(lazy.repair_pending());
+}
+
+TEST(SessionRepairTest, NeedsDecodeStepsThatNeitherSelectNorLeaveTokensOut) {
+    auto model = tiny_session_model(8, "repair_refused");
+    ASSERT_NE(model, nullptr);
+    SessionOptions o = repair_options();
+    o.schedule.prune_decode = true;
+    auto s = Session::create(*model, o);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message().find("prune_decode on"), std::string::npos)
+        << s.error().message();
+    o.schedule.prune_decode = false;
+    o.schedule.revive_max = 0;
+    s = Session::create(*model, o);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().message().find("revive_max 0"), std::string::npos) << s.error().message();
+}
+
+}  // namespace
+}  // namespace lazyllm
