@@ -45,13 +45,15 @@ struct Entry {
 // which on the reporting prompts kept more first tokens and answers per length than the
 // hand-screened one cut at layer 21 keeping 0.25 (docs/lazyllm.md, "Presets"). Earlier cuts that
 // compute as much change more answers.
-// Both presets, on every model, repair (Schedule::repair) instead of reviving, with decode steps
-// that do not select: the answer after the first token is then full's whenever the first token
-// is (docs/lazyllm.md, "Repair"). tune wrote its schedules with revival (the committed files).
+// The safe preset, on every model, repairs (Schedule::repair) instead of reviving: its answer
+// after the first token is full's whenever its first token is (docs/lazyllm.md, "Repair"; tune
+// wrote the committed schedule with revival). The fast one keeps decode steps that select and
+// revive what they select: over a whole answer it stays faster than full, where repairing
+// would make it about as slow.
 constexpr Entry kEntries[] = {
     {{"llama", 30, 576, 9, 49152},
      {{21, 27, 0}, {0.35f, 0.1f, 0.0f}, 40, 64, 256, false, 3, 11, -1, true},
-     {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, false, 3, 11, -1, true},
+     {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1, false},
      "lazyllm eval --fidelity and lazyllm tune (docs/evaluation.md, Presets)"},
     // Gemma 3 270M (18 layers, d 640, 4 heads, vocab 262144; global layers 5, 11, 17): a
     // boundary needs a global layer in its stage, so boundaries sit after layers 5 and 11,
@@ -62,7 +64,7 @@ constexpr Entry kEntries[] = {
     // (docs/evaluation.md, Gemma 3). fast keeps the two cuts.
     {{"gemma3", 18, 640, 4, 262144},
      {{12, 0, 0}, {0.25f, 0.0f, 0.0f}, 8, 64, 1024, false, 1, 11, -1, true},
-     {{6, 12, 0}, {0.3f, 0.15f, 0.0f}, 8, 0, 0, false, 1, 11, -1, true},
+     {{6, 12, 0}, {0.3f, 0.15f, 0.0f}, 8, 0, 0, true, 1, 11, -1, false},
      "docs/evaluation.md (Gemma 3)"},
 };
 
@@ -126,8 +128,6 @@ Schedule generic_fast(const ModelShape& shape) {
     Schedule s;
     s.boundaries.assign(allowed.begin(), allowed.begin() + std::min<size_t>(3, allowed.size()));
     s.keep.assign(kKeep, kKeep + s.boundaries.size());
-    s.prune_decode = false;
-    s.repair = true;
     return s;
 }
 

@@ -218,12 +218,10 @@ protected:
     RunnerOptions options() {
         RunnerOptions o;
         o.out_dir = out_dir_;
-        // The fast preset prunes these 700-token prompts (the safe one's context floor is above
-        // 700 tokens); with decode steps that select, which turn its repair off, the share
-        // computed stays below 100%.
+        // The fast preset prunes these 700-token prompts and in decode steps, so the share
+        // computed stays below 100% (the safe one's context floor is above 700 tokens).
         PruneOptions fast;
         fast.preset = Preset::kFast;
-        fast.overrides.prune_decode = true;
         auto runs = make_policy_runs({"full", "lazy"}, fast, 0);
         EXPECT_TRUE(runs.ok());
         o.policies = *runs;

@@ -516,7 +516,8 @@ namespace lazyllm::prune {
 namespace {
 
 // Both presets are schedules `lazyllm tune` wrote, committed with their provenance (fast: the
-// score objective; safe: the answers objective), run with repair instead of revival.
+// score objective; safe: the answers objective), the safe one run with repair instead of
+// revival.
 TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
     for (const auto& [preset, file] :
          {std::pair(Preset::kFast, "fast"), std::pair(Preset::kSafe, "safe")}) {
@@ -528,10 +529,9 @@ TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
             30);
         ASSERT_TRUE(tuned.ok()) << tuned.error().message();
         EXPECT_FALSE(tuned->repair);
-        Schedule repaired = *tuned;
-        repaired.prune_decode = false;
-        repaired.repair = true;
-        EXPECT_EQ(to_string(s), to_string(repaired));
+        Schedule shipped = *tuned;
+        shipped.repair = preset == Preset::kSafe;
+        EXPECT_EQ(to_string(s), to_string(shipped));
         EXPECT_EQ(s.score_layers, 3);
         EXPECT_EQ(s.score_pool, 11);
         EXPECT_NE(source, "generic");
@@ -559,8 +559,8 @@ TEST(ModelDefaults, UnknownModelsGetTheGenericLayout) {
             EXPECT_EQ(s.score_layers, 1);
             EXPECT_EQ(s.score_pool, 1);
         }
-        EXPECT_FALSE(s.prune_decode);
-        EXPECT_TRUE(s.repair);
+        EXPECT_EQ(s.prune_decode, preset == Preset::kFast);
+        EXPECT_EQ(s.repair, preset == Preset::kSafe);
         EXPECT_EQ(s.keep_recent > 0, preset == Preset::kSafe);
         EXPECT_EQ(s.min_context > 0, preset == Preset::kSafe);
         EXPECT_TRUE(validate_schedule(s, 32).ok());
@@ -599,7 +599,8 @@ TEST(ModelDefaults, SlidingWindowModelsCutAfterGlobalLayers) {
     EXPECT_EQ(safe.keep, (std::vector<float>{0.25f}));
     EXPECT_TRUE(validate_schedule(safe, 26).ok());
     EXPECT_TRUE(validate_schedule(fast, 26).ok());
-    EXPECT_TRUE(safe.repair && fast.repair);
+    EXPECT_TRUE(safe.repair);
+    EXPECT_FALSE(fast.repair);
     // Only the last layer global: nowhere to cut, so neither preset prunes.
     for (Preset preset : {Preset::kSafe, Preset::kFast}) {
         const Schedule none = model_default_schedule({"gemma3", 6, 64, 2, 100, {5}}, preset);
@@ -614,9 +615,9 @@ TEST(ModelDefaults, OneLayerModelsAreNotPruned) {
     }
 }
 
-// The safe preset (the default) protects the first token: a recent window and a context floor;
-// the fast one has neither. It also prunes later and keeps more at every layer. Both repair, with
-// decode steps that do not select, so the answers after the first token are full's.
+// The safe preset (the default) protects the answer: a recent window, a context floor and
+// repair instead of revival (the answer after the first token is full's); the fast one has none
+// of them and its decode steps select. It also prunes later and keeps more at every layer.
 TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
     const ModelShape smollm2{"llama", 30, 576, 9, 49152};
     const Schedule safe = model_default_schedule(smollm2);
@@ -628,8 +629,9 @@ TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
     EXPECT_FALSE(safe.prune_decode);
     EXPECT_EQ(fast.keep_recent, 0);
     EXPECT_EQ(fast.min_context, 0);
-    EXPECT_FALSE(fast.prune_decode);
-    EXPECT_TRUE(safe.repair && fast.repair);
+    EXPECT_TRUE(fast.prune_decode);
+    EXPECT_TRUE(safe.repair);
+    EXPECT_FALSE(fast.repair);
     EXPECT_GT(safe.boundaries.front(), fast.boundaries.front());
     const std::vector<float> safe_keep = keep_profile(safe, 30), fast_keep = keep_profile(fast, 30);
     for (int layer = 0; layer < 30; ++layer) {

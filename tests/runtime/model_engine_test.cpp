@@ -45,10 +45,11 @@ TEST(ModelEngine, ShortChatWithLazyEqualsFull) {
     }
 }
 
-// A long chat (a passkey in filler text, about 900 tokens) is pruned by both presets, and with
-// repair every generated token is full's: the first came from the pruned prefill and is full's
-// on this prompt; the step after it recomputes the pruned prompt from the first boundary on.
-TEST(ModelEngine, LongChatWithEitherPresetAnswersAsFull) {
+// A long chat (a passkey in filler text, about 900 tokens) is pruned by the safe preset and by
+// the fast one with repair (`--lazy=fast --lazy-decode off --lazy-repair on`), and every
+// generated token is full's: the first came from the pruned prefill and is full's on this
+// prompt; the step after it recomputes the pruned prompt from the first boundary on.
+TEST(ModelEngine, LongChatWithRepairAnswersAsFull) {
     LAZYLLM_MODEL_OR_SKIP(path);
     EngineOptions eo;
     eo.model_path = path;
@@ -69,7 +70,12 @@ TEST(ModelEngine, LongChatWithEitherPresetAnswersAsFull) {
     auto full = e.generate(ids, greedy("safe", "full", 24));
     ASSERT_TRUE(full.ok()) << full.error().message();
     for (const char* preset : {"safe", "fast"}) {
-        auto lazy = e.generate(ids, greedy(preset, "lazy", 24));
+        RunOptions ro = greedy(preset, "lazy", 24);
+        if (std::string(preset) == "fast") {
+            ro.prune.overrides.prune_decode = false;
+            ro.prune.overrides.repair = true;
+        }
+        auto lazy = e.generate(ids, ro);
         ASSERT_TRUE(lazy.ok()) << lazy.error().message();
         EXPECT_LT(lazy->prefill_fraction_computed, 0.9) << preset;
         EXPECT_EQ(lazy->tokens, full->tokens) << preset << "\nfull: " << full->text
