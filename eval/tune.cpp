@@ -127,6 +127,7 @@ std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_la
                     s.keep_recent = space.keep_recent;
                     s.min_context = space.min_context;
                     s.prune_decode = space.prune_decode;
+                    s.repair = space.repair;
                     s.score_layers = space.score_layers;
                     s.score_pool = space.score_pool;
                     if (!seen.emplace(std::pair(s.boundaries, s.keep), true).second) continue;

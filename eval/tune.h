@@ -36,6 +36,7 @@ struct TuneSpace {
     int keep_recent = 0;
     int min_context = 0;
     bool prune_decode = true;
+    bool repair = false;
     int score_layers = 1;
     int score_pool = 1;
     // A sliding-window model's layers that see the whole context (ModelSummary::global_layers):

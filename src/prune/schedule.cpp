@@ -201,7 +201,9 @@ Status validate_schedule(const Schedule& schedule, int n_layer) {
                           "needs decode steps that neither select (prune_decode {}) nor leave "
                           "deferred tokens out (revive_max {})",
                           schedule.prune_decode ? "on: turn it off" : "off",
-                          schedule.revive_max == 0 ? "0: use all" : "all");
+                          schedule.revive_max == 0  ? std::string("0: use all")
+                          : schedule.revive_max < 0 ? std::string("all")
+                                                    : std::to_string(schedule.revive_max));
     }
     return {};
 }
@@ -339,9 +341,9 @@ Result<json> read_json_object(const std::string& path) {
     }
     if (!doc.is_object()) return make_error(ErrorCode::kCorrupt, "top level must be an object");
     constexpr std::array<std::string_view, 14> kKeys = {
-        "version",      "model",       "n_layer",      "layers",     "keep",
-        "keep_first",   "keep_recent", "min_context",  "prune_decode", "score_layers",
-        "score_pool",   "revive_max",  "repair",       "meta"};
+        "version",    "model",       "n_layer",     "layers",       "keep",
+        "keep_first", "keep_recent", "min_context", "prune_decode", "score_layers",
+        "score_pool", "revive_max",  "repair",      "meta"};
     for (const auto& [key, value] : doc.items()) {
         if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
             return make_error(ErrorCode::kInvalidArgument,
@@ -436,7 +438,7 @@ Result<Schedule> read_fields(const json& doc) {
         LAZYLLM_ASSIGN_OR_RETURN(*field, get_int(doc, key, lo));
     }
     for (const auto& [key, field] : {std::pair{"prune_decode", &schedule.prune_decode},
-                                      std::pair{"repair", &schedule.repair}}) {
+                                     std::pair{"repair", &schedule.repair}}) {
         if (!doc.contains(key)) continue;
         if (!doc[key].is_boolean()) {
             return make_error(ErrorCode::kInvalidArgument, "\"{}\" must be true or false, got {}",

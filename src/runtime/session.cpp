@@ -164,9 +164,9 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits, 
                    prof);
     if (!aux_valid_.empty()) check_aux_slots(info.n_total);
     if (repair_pending()) {  // nothing to repair when no token of the step stopped short
-        const bool deferred = std::any_of(depth_.begin() + repair_begin_,
-                                          depth_.begin() + repair_end_,
-                                          [L](int16_t d) { return d < L; });
+        const bool deferred =
+            std::any_of(depth_.begin() + repair_begin_, depth_.begin() + repair_end_,
+                        [L](int16_t d) { return d < L; });
         if (!deferred) repair_end_ = repair_begin_;
     }
     n_past_ = info.n_total;
@@ -484,7 +484,7 @@ void Session::truncate(int64_t n) {
     LAZYLLM_CHECK(n >= 0 && n <= n_past_);
     const int L = model_->config().n_layer;
     for (int64_t t = n; t < n_past_; ++t) {
-        // A token's computed pairs are layers [0, depth) (each once; gemfilter aside).
+        // A token's computed pairs are layers [0, depth), and those repair ran again.
         if (t < n_prompt_) prompt_token_layers_ -= depth_[t] + recomputed_[t];
         depth_[t] = 0;
         recomputed_[t] = 0;

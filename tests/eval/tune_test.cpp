@@ -87,6 +87,8 @@ TEST(TuneTest, CandidatesAreWellFormedAndSorted) {
     space.keep_first = 7;
     space.score_layers = 3;
     space.score_pool = 11;
+    space.prune_decode = false;
+    space.repair = true;
     const auto cands = enumerate_candidates(space, kLayers);
     ASSERT_GT(cands.size(), 100u);
     std::set<std::string> seen;
@@ -97,6 +99,8 @@ TEST(TuneTest, CandidatesAreWellFormedAndSorted) {
         EXPECT_EQ(s.keep_first, 7);
         EXPECT_EQ(s.score_layers, 3);
         EXPECT_EQ(s.score_pool, 11);
+        EXPECT_FALSE(s.prune_decode);
+        EXPECT_TRUE(s.repair);
         ASSERT_GE(s.boundaries.size(), 1u);
         ASSERT_LE(s.boundaries.size(), 3u);
         EXPECT_LE(s.boundaries[0], 15);  // first boundary from 0.1..0.5 of depth

@@ -349,7 +349,9 @@ TEST_F(ScheduleFileTest, RepairRoundTripsAndNeedsDecodeStepsThatRevive) {
     ASSERT_TRUE(r.ok()) << r.error().message();
     EXPECT_TRUE(r->repair);
     EXPECT_FALSE(load_schedule_file(write("bad.json", R"({"layers": [3], "keep": [0.5],
-        "prune_decode": false, "repair": 1})"), 30).ok());
+        "prune_decode": false, "repair": 1})"),
+                                    30)
+                     .ok());
     s.prune_decode = true;
     Status st = validate_schedule(s, 30);
     ASSERT_FALSE(st.ok());

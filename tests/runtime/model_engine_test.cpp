@@ -1,6 +1,7 @@
 // The default model through the public Engine: what a user sees from `run --chat --lazy`.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,17 +20,24 @@ RunOptions greedy(const std::string& preset, const std::string& policy, int n) {
     return ro;
 }
 
+// The default model on 2 threads (the caller skips when it is not fetched).
+std::unique_ptr<Engine> default_engine(const std::string& path) {
+    EngineOptions eo;
+    eo.model_path = path;
+    eo.n_threads = 2;
+    auto engine = Engine::load(eo);
+    EXPECT_TRUE(engine.ok()) << engine.error().message();
+    return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
 // A short chat is below the safe preset's context floor: `--lazy` answers exactly as full does,
 // token for token (the fast preset with decode steps that select, `--lazy=fast --lazy-decode
 // on`, prunes it and repeats itself: "Paris is Paris is ...").
 TEST(ModelEngine, ShortChatWithLazyEqualsFull) {
     LAZYLLM_MODEL_OR_SKIP(path);
-    EngineOptions eo;
-    eo.model_path = path;
-    eo.n_threads = 2;
-    auto engine = Engine::load(eo);
-    ASSERT_TRUE(engine.ok()) << engine.error().message();
-    const Engine& e = **engine;
+    const std::unique_ptr<Engine> engine = default_engine(path);
+    ASSERT_NE(engine, nullptr);
+    const Engine& e = *engine;
     for (const char* question : {"What is the capital of France?", "Explain what a CPU cache is."}) {
         const std::vector<TokenId> ids =
             e.tokenizer().encode(e.chat_prompt(question), /*parse_special=*/true);
@@ -51,17 +59,15 @@ TEST(ModelEngine, ShortChatWithLazyEqualsFull) {
 // prompt; the step after it recomputes the pruned prompt from the first boundary on.
 TEST(ModelEngine, LongChatWithRepairAnswersAsFull) {
     LAZYLLM_MODEL_OR_SKIP(path);
-    EngineOptions eo;
-    eo.model_path = path;
-    eo.n_threads = 2;
-    auto engine = Engine::load(eo);
-    ASSERT_TRUE(engine.ok()) << engine.error().message();
-    const Engine& e = **engine;
+    const std::unique_ptr<Engine> engine = default_engine(path);
+    ASSERT_NE(engine, nullptr);
+    const Engine& e = *engine;
     std::string text;
     for (int i = 0; i < 30; ++i) {
         if (i == 11) text += "The pass key is 71432. Remember it. 71432 is the pass key. ";
-        text += "The grass is green. The sky is blue. The sun is yellow. Here we go. There and "
-                "back again. ";
+        text +=
+            "The grass is green. The sky is blue. The sun is yellow. Here we go. There and "
+            "back again. ";
     }
     text += "\nWhat is the pass key? Answer with the number and one sentence about it.";
     const std::vector<TokenId> ids =
@@ -78,8 +84,8 @@ TEST(ModelEngine, LongChatWithRepairAnswersAsFull) {
         auto lazy = e.generate(ids, ro);
         ASSERT_TRUE(lazy.ok()) << lazy.error().message();
         EXPECT_LT(lazy->prefill_fraction_computed, 0.9) << preset;
-        EXPECT_EQ(lazy->tokens, full->tokens) << preset << "\nfull: " << full->text
-                                              << "\nlazy: " << lazy->text;
+        EXPECT_EQ(lazy->tokens, full->tokens)
+            << preset << "\nfull: " << full->text << "\nlazy: " << lazy->text;
         ASSERT_FALSE(lazy->revivals_per_step.empty());
         EXPECT_GT(lazy->revivals_per_step.front(), 0) << preset << ": the repair step";
     }

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "prune/schedule.h"
@@ -60,16 +63,30 @@ std::pair<std::vector<float>, std::vector<float>> step_both(Session& full, Sessi
     return {a, b};
 }
 
+// A tiny model with a full session and a repairing lazy one over it.
+struct FullAndLazy {
+    std::unique_ptr<LlamaModel> model;
+    Session full, lazy;
+    int n_vocab = 0;
+};
+
+FullAndLazy full_and_lazy(const std::string& tag,
+                          kernels::GemmPrecision precision = kernels::GemmPrecision::kF32) {
+    auto model = tiny_session_model(8, tag, 5, precision);
+    EXPECT_NE(model, nullptr);
+    SessionOptions fo;
+    fo.n_ctx = 128;
+    Session full = Session::create(*model, fo).value();
+    Session lazy = Session::create(*model, repair_options()).value();
+    const int V = model->config().n_vocab;
+    return {std::move(model), std::move(full), std::move(lazy), V};
+}
+
 TEST(SessionRepairTest, AfterTheFirstTokenEverythingIsFullsBitForBit) {
     for (kernels::GemmPrecision precision : precisions()) {
-        auto model = tiny_session_model(8, "repair", 5, precision);
-        ASSERT_NE(model, nullptr);
-        const int V = model->config().n_vocab, L = model->config().n_layer;
+        auto [model, full, lazy, V] = full_and_lazy("repair", precision);
+        const int L = model->config().n_layer;
         const auto prompt = ids_for(40, V, 3);
-        SessionOptions fo;
-        fo.n_ctx = 128;
-        auto full = Session::create(*model, fo).value();
-        auto lazy = Session::create(*model, repair_options()).value();
 
         auto [f0, l0] = step_both(full, lazy, prompt, StepTokens::kPrompt, V);
         ASSERT_FALSE(same_bits(f0, l0)) << "the cuts must change the prefill for this test";
@@ -83,8 +100,8 @@ TEST(SessionRepairTest, AfterTheFirstTokenEverythingIsFullsBitForBit) {
         for (int i = 0; i < 4; ++i) {
             StepStats st;
             auto [f, l] = step_both(full, lazy, {next}, StepTokens::kGenerated, V, &st);
-            EXPECT_TRUE(same_bits(f, l)) << "decode step " << i << ", precision "
-                                         << static_cast<int>(precision);
+            EXPECT_TRUE(same_bits(f, l))
+                << "decode step " << i << ", precision " << static_cast<int>(precision);
             if (i == 0) {
                 EXPECT_TRUE(same_bits(lazy.repaired_logits(), f0))
                     << "the repaired prompt's last logits are full prefill's";
@@ -113,13 +130,7 @@ TEST(SessionRepairTest, AfterTheFirstTokenEverythingIsFullsBitForBit) {
 // A new turn (a prompt step over the cached conversation) prunes and is repaired by the step
 // after it, like the first prompt.
 TEST(SessionRepairTest, ANewTurnIsRepairedToo) {
-    auto model = tiny_session_model(8, "repair_turn");
-    ASSERT_NE(model, nullptr);
-    const int V = model->config().n_vocab;
-    SessionOptions fo;
-    fo.n_ctx = 128;
-    auto full = Session::create(*model, fo).value();
-    auto lazy = Session::create(*model, repair_options()).value();
+    auto [model, full, lazy, V] = full_and_lazy("repair_turn");
     step_both(full, lazy, ids_for(40, V, 3), StepTokens::kPrompt, V);
     step_both(full, lazy, {7}, StepTokens::kGenerated, V);
     step_both(full, lazy, {9}, StepTokens::kGenerated, V);
@@ -137,13 +148,7 @@ TEST(SessionRepairTest, ANewTurnIsRepairedToo) {
 // Truncating into the pruned step (a request that diverges from the cache) repairs only the
 // tokens that stay.
 TEST(SessionRepairTest, TruncationShortensTheRepair) {
-    auto model = tiny_session_model(8, "repair_truncate");
-    ASSERT_NE(model, nullptr);
-    const int V = model->config().n_vocab;
-    SessionOptions fo;
-    fo.n_ctx = 128;
-    auto full = Session::create(*model, fo).value();
-    auto lazy = Session::create(*model, repair_options()).value();
+    auto [model, full, lazy, V] = full_and_lazy("repair_truncate");
     step_both(full, lazy, ids_for(40, V, 3), StepTokens::kPrompt, V);
     full.truncate(30);
     lazy.truncate(30);

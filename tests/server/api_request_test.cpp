@@ -39,7 +39,7 @@ TEST(ApiRequest, ChatFieldsAreRead) {
         "max_tokens":7,"temperature":0,"top_p":0.5,"top_k":3,"min_p":0.1,"seed":42,
         "stop":["a","b"],"stream":true,"stream_options":{"include_usage":true},"n":1,
         "lazyllm":{"policy":"lazy","preset":"fast","layers":[8,18],"keep":"0.5,0.2","revive_max":"all",
-                   "keep_recent":8,"min_context":100}})");
+                   "keep_recent":8,"min_context":100,"repair":false}})");
     ASSERT_EQ(r.messages.size(), 2u);
     EXPECT_EQ(r.messages[0].role, "system");
     EXPECT_EQ(r.messages[1].content, "hi there");
@@ -60,6 +60,7 @@ TEST(ApiRequest, ChatFieldsAreRead) {
     EXPECT_EQ(r.prune->preset, "fast");
     EXPECT_EQ(r.prune->overrides.keep_recent, 8);
     EXPECT_EQ(r.prune->overrides.min_context, 100);
+    EXPECT_EQ(r.prune->overrides.repair, false);
 }
 
 TEST(ApiRequest, Defaults) {
@@ -104,7 +105,8 @@ TEST(ApiRequest, WrongTypesNameTheField) {
         {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":"5"})", "max_tokens"},
         {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", "max_tokens"},
         {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":2.5})", "max_tokens"},
-        {R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":-1})", "max_completion_tokens"},
+        {R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":-1})",
+         "max_completion_tokens"},
         {R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})", "temperature"},
         {R"({"messages":[{"role":"user","content":"x"}],"temperature":3})", "temperature"},
         {R"({"messages":[{"role":"user","content":"x"}],"top_p":0})", "top_p"},
@@ -115,17 +117,28 @@ TEST(ApiRequest, WrongTypesNameTheField) {
         {R"({"messages":[{"role":"user","content":"x"}],"stop":["a",1]})", "stop[1]"},
         {R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})", "stream"},
         {R"({"messages":[{"role":"user","content":"x"}],"stream_options":true})", "stream_options"},
-        {R"({"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":1}})", "stream_options.include_usage"},
-        {R"({"messages":[{"role":"user","content":"x"}],"stream_options":{"x":1}})", "stream_options.x"},
+        {R"({"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":1}})",
+         "stream_options.include_usage"},
+        {R"({"messages":[{"role":"user","content":"x"}],"stream_options":{"x":1}})",
+         "stream_options.x"},
         {R"({"messages":[{"role":"user","content":"x"}],"bogus":1})", "bogus"},
         {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":"lazy"})", "lazyllm"},
-        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"polcy":"lazy"}})", "lazyllm.polcy"},
-        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"keep_first":"3"}})", "lazyllm.keep_first"},
-        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"preset":1}})", "lazyllm.preset"},
-        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"min_context":-5}})", "lazyllm.min_context"},
-        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"layers":[1,"a"]}})", "lazyllm.layers[1]"},
-        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"revive_max":"some"}})", "lazyllm.revive_max"},
-        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"policy":"full","keep":"0.5"}})", "lazyllm.policy"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"polcy":"lazy"}})",
+         "lazyllm.polcy"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"keep_first":"3"}})",
+         "lazyllm.keep_first"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"preset":1}})",
+         "lazyllm.preset"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"min_context":-5}})",
+         "lazyllm.min_context"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"layers":[1,"a"]}})",
+         "lazyllm.layers[1]"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"revive_max":"some"}})",
+         "lazyllm.revive_max"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"repair":"on"}})",
+         "lazyllm.repair"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"policy":"full","keep":"0.5"}})",
+         "lazyllm.policy"},
     };
     for (const Case& c : cases) {
         ApiError e = chat_err(c.body);

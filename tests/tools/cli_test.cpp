@@ -134,12 +134,14 @@ TEST(CliTest, ScoreShapingFlagsReachTheScheduleOrNameTheFault) {
 
 TEST(CliTest, RepairReachesTheScheduleOrNamesTheFault) {
     const std::string m = tiny_model_file();
-    CliRun r = run("run -m " + m + " -p 'hello world, hello world' -n 3 --ignore-eos "
+    CliRun r = run("run -m " + m +
+                   " -p 'hello world, hello world' -n 3 --ignore-eos "
                    "--lazy-layers 1 --lazy-keep 0.5 --lazy-decode off --lazy-repair on --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "prune_decode=false repair=true")) << r.out;
-    expect_usage_error("run -m " + m + " -p hello -n 2 --lazy-layers 1 --lazy-keep 0.5 "
-                       "--lazy-repair on",
+    expect_usage_error("run -m " + m +
+                           " -p hello -n 2 --lazy-layers 1 --lazy-keep 0.5 "
+                           "--lazy-repair on",
                        "prune_decode on");
     expect_usage_error("run -m " + m + " -p hello --lazy-repair yes", "--lazy-repair");
 }

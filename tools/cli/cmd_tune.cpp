@@ -61,6 +61,7 @@ struct TuneArgs {
     int keep_first = -1, keep_recent = -1, min_context = -1;  // -1: the preset's
     int score_layers = -1, score_pool = -1;                   // -1: the preset's
     std::string lazy_decode;                                  // empty: the preset's
+    std::string repair;                                       // empty: the preset's
 };
 
 
@@ -156,6 +157,13 @@ Result<eval::TuneSpace> make_space(const TuneArgs& a, bool answers, Preset prese
     space.keep_recent = pick(a.keep_recent, base.keep_recent);
     space.min_context = pick(a.min_context, base.min_context);
     space.prune_decode = a.lazy_decode.empty() ? base.prune_decode : a.lazy_decode == "on";
+    // As for run: decode steps that select turn the preset's repair off unless asked for.
+    space.repair = a.repair.empty() ? base.repair && !space.prune_decode : a.repair == "on";
+    if (space.repair && space.prune_decode) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "--lazy-repair on needs decode steps that do not select "
+                          "(--lazy-decode off)");
+    }
     space.score_layers = pick(a.score_layers, base.score_layers);
     space.score_pool = pick(a.score_pool, base.score_pool);
     space.global_layers = e.summary().global_layers;
@@ -308,6 +316,10 @@ Runner add_tune(CLI::App& app) {
     add_score_flags(app, a->score_layers, a->score_pool, "the preset's");
     app.add_option("--lazy-decode", a->lazy_decode,
                    "on: prune in decode steps too; off: only revive (default: the preset's)")
+        ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--lazy-repair", a->repair,
+                   "on: every candidate repairs after the first token (the answer after it is "
+                   "full's whenever the first token is); off: revives (default: the preset's)")
         ->check(CLI::IsMember({"on", "off"}));
     return [a] { return run_tune(*a); };
 }

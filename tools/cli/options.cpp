@@ -213,8 +213,8 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
         LAZYLLM_ASSIGN_OR_RETURN(p.policy, parse_policy(policy));
     } else if (!f.lazy.empty() || explicit_schedule || !f.lazy_decode.empty() ||
                !f.revive_max.empty() || !f.repair.empty() || f.keep_first >= 0 ||
-               f.keep_recent >= 0 ||
-               f.min_context >= 0 || f.score_layers >= 0 || f.score_pool >= 0) {
+               f.keep_recent >= 0 || f.min_context >= 0 || f.score_layers >= 0 ||
+               f.score_pool >= 0) {
         p.policy = Policy::kLazy;  // --lazy, and schedule flags imply it
     }
     if (!f.lazy.empty() || !preset.empty()) {

@@ -356,9 +356,10 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     json merged;
     if (auto s = j.find("schedule"); s != j.end() && !s->is_null()) {
         if (!s->is_object()) return wrong_type("lazyllm.schedule", "an object", *s);
-        if (auto e = check_known(*s, {"layers", "keep", "keep_first", "keep_recent", "min_context",
-                                      "prune_decode", "score_layers", "score_pool",
-                                      "revive_max", "repair", "meta", "version", "model", "n_layer"},
+        if (auto e = check_known(*s,
+                                 {"layers", "keep", "keep_first", "keep_recent", "min_context",
+                                  "prune_decode", "score_layers", "score_pool", "revive_max",
+                                  "repair", "meta", "version", "model", "n_layer"},
                                  "lazyllm.schedule.")) {
             return *e;
         }
@@ -375,11 +376,12 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
         src = &merged;
     }
     const json& o = *src;
-    if (auto e = check_known(o, {"policy", "preset", "layers", "keep", "keep_first", "keep_recent",
-                                 "min_context", "prune_decode", "score_layers", "score_pool",
-                                 "revive_max", "repair", "seed", "meta",
-                                 "version", "model", "n_layer"},
-                             "lazyllm.")) {
+    if (auto e =
+            check_known(o,
+                        {"policy", "preset", "layers", "keep", "keep_first", "keep_recent",
+                         "min_context", "prune_decode", "score_layers", "score_pool", "revive_max",
+                         "repair", "seed", "meta", "version", "model", "n_layer"},
+                        "lazyllm.")) {
         return *e;
     }
     LazyExtension p;
