@@ -82,7 +82,9 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
     s.depth_.assign(static_cast<size_t>(n_ctx), 0);
     s.recomputed_.assign(static_cast<size_t>(n_ctx), 0);
     s.excluded_.assign(static_cast<size_t>(n_ctx), 0);
-    if (opts.policy == prune::Policy::kLazy) {
+    // Schedule::repair brings a step's cut tokens to the last layer by running the step again,
+    // never from their Aux slots: no slots then.
+    if (opts.policy == prune::Policy::kLazy && !sch.repair) {
         s.aux_.assign(static_cast<size_t>(n_ctx) * c.n_embd, 0.0f);
         s.aux_q_.assign(static_cast<size_t>(n_ctx) * c.n_embd_q(), 0.0f);
         if (opts.check_invariants) s.aux_valid_.assign(static_cast<size_t>(n_ctx), 0);
@@ -127,7 +129,13 @@ void Session::check_aux_slots(int64_t n_total) const {
     const int L = model_->config().n_layer;
     for (int64_t t = 0; t < n_total; ++t) {
         const bool mid = depth_[t] > 0 && depth_[t] < L && !excluded_[t];
-        if (mid) LAZYLLM_CHECK_MSG(aux_valid_[t], "a token between 0 and L layers has no Aux slot");
+        if (!mid) continue;
+        if (opts_.schedule.repair) {
+            LAZYLLM_CHECK_MSG(t >= repair_begin_ && t < repair_end_,
+                              "a token between 0 and L layers is not in the pending repair");
+        } else {
+            LAZYLLM_CHECK_MSG(aux_valid_[t], "a token between 0 and L layers has no Aux slot");
+        }
     }
 }
 
@@ -162,7 +170,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits, 
     LAZYLLM_CHECK(!live_.empty() && live_.back() == info.n_total - 1);
     model_->logits(h_.data() + (live_.size() - 1) * E, info.n_new, sc.prompt, logits, scratch_,
                    prof);
-    if (!aux_valid_.empty()) check_aux_slots(info.n_total);
+    if (opts_.check_invariants) check_aux_slots(info.n_total);
     if (repair_pending()) {  // nothing to repair when no token of the step stopped short
         const bool deferred =
             std::any_of(depth_.begin() + repair_begin_, depth_.begin() + repair_end_,
@@ -408,7 +416,7 @@ void Session::take_row(const float* h, const float* q) {
 }
 
 void Session::park(size_t li, const float* qkv, int64_t qkv_stride) {
-    if (!policy_->revives()) return;
+    if (aux_.empty()) return;  // a policy that never revives, or Schedule::repair
     const int64_t E = model_->config().n_embd, Q = model_->config().n_embd_q();
     const auto t = static_cast<size_t>(live_[li]);
     std::memcpy(aux_.data() + t * E, h_.data() + li * E, static_cast<size_t>(E) * sizeof(float));
@@ -442,7 +450,8 @@ TailRows Session::cross_boundary(StepCtx& sc, const prune::Boundary& bd, int lay
             next_live_.push_back(t);
             ++li;
         } else if (depth_[t] == layer) {
-            LAZYLLM_CHECK_MSG(policy_->revives(), "revival outside lazy policy");
+            LAZYLLM_CHECK_MSG(policy_->revives() && !aux_.empty(),
+                              "revival outside the lazy policy, or under repair");
             if (!aux_valid_.empty()) {
                 LAZYLLM_CHECK_MSG(aux_valid_[t], "revived token has no Aux slot");
                 aux_valid_[t] = 0;

@@ -106,6 +106,9 @@ public:
     // SessionOptions::repair_logits) the last repaired row's logits ([n_vocab]; empty before).
     bool repair_pending() const { return repair_end_ > repair_begin_; }
     const std::vector<float>& repaired_logits() const { return repaired_logits_; }
+    // Bytes of the Aux slots: [n_ctx, n_embd + n_embd_q] floats for LazyLLM that revives, none
+    // under Schedule::repair (it never reads them) or another policy.
+    size_t aux_bytes() const { return (aux_.size() + aux_q_.size()) * sizeof(float); }
 
     Session(Session&&) = default;
     Session& operator=(Session&&) = default;
@@ -136,7 +139,7 @@ private:
     void cut(StepCtx& sc, const prune::Boundary& bd, int layer);
     // Appends a row (hidden state, query) to the rows that finish a boundary's layer.
     void take_row(const float* h, const float* q);
-    // Live row li, cut at a boundary, waits in its token's Aux slot (lazy).
+    // Live row li, cut at a boundary, waits in its token's Aux slot (lazy without repair).
     void park(size_t li, const float* qkv, int64_t qkv_stride);
     // Schedule::repair: keeps the live rows' input of layer - 1 at the step's first boundary;
     // repair() runs them again from there to the last layer over every key.
@@ -165,6 +168,7 @@ private:
     std::vector<int16_t> recomputed_;  // [n_ctx] pairs of the token Schedule::repair ran again
     // Aux slot of a token cut at a boundary (0 < d_t < L): it stopped inside layer d_t - 1,
     // with that layer's K/V stored but its attention, Wo and FFN not run (LayerRun::cut).
+    // Empty under Schedule::repair.
     std::vector<float> aux_;       // [n_ctx, n_embd] hidden state entering layer depth_[t] - 1
     std::vector<float> aux_q_;     // [n_ctx, n_embd_q] its query at that layer (RoPE applied)
     std::vector<uint8_t> aux_valid_;  // [n_ctx] (check_invariants only)

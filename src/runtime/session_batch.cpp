@@ -13,6 +13,7 @@ namespace lazyllm {
 
 bool Session::batchable() const {
     if (n_past_ == 0 || n_past_ >= kv_.n_ctx() || !model_->quantized_decode()) return false;
+    if (repair_pending()) return false;  // step() repairs first
     if (opts_.policy == prune::Policy::kFull) return true;
     // Another policy's next one-token step is batchable when it is exactly the full step: no
     // boundary planned, nothing excluded (LazyLLM whose decode steps do not select, once its

@@ -93,11 +93,7 @@ TEST(SessionBatch, EqualsEachSessionAlone) {
     EXPECT_FALSE(Session::step_batch(two, toks, out.data()).ok());
 }
 
-// LazyLLM with decode steps that only revive (the safe preset): after the prompt step tokens
-// wait in Aux slots, so the session steps alone; once its first decode step has revived them,
-// every later step is the full step and joins the batch, bit for bit what it gives alone.
-TEST(SessionBatch, LazySessionJoinsOnceNothingWaits) {
-    if (!has_quantized_decode()) GTEST_SKIP() << "no quantized decode path";
+void lazy_session_joins_once_nothing_waits(bool repair) {
     auto loaded = tiny_model(4, 4, "lazyllm_batch_lazy.gguf");
     ASSERT_NE(loaded, nullptr);
     const LlamaModel& model = *loaded;
@@ -110,6 +106,7 @@ TEST(SessionBatch, LazySessionJoinsOnceNothingWaits) {
     safe.schedule.boundaries = {1, 3};
     safe.schedule.keep = {0.5f, 0.25f};
     safe.schedule.prune_decode = false;
+    safe.schedule.repair = repair;
     std::mt19937 rng(7);
     std::vector<int32_t> prompt(24);
     for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(V));
@@ -122,10 +119,13 @@ TEST(SessionBatch, LazySessionJoinsOnceNothingWaits) {
     ASSERT_TRUE(lz_alone.step(prompt, logits.data()).ok());
     ASSERT_LT(lz.prompt_fraction_computed(), 1.0);  // the prompt step deferred tokens
     EXPECT_FALSE(lz.batchable());
+    EXPECT_EQ(lz.repair_pending(), repair);
+    EXPECT_EQ(lz.aux_bytes() == 0, repair) << "repair keeps no Aux slots";
     const int32_t first = 5;
     auto st = lz.step(std::span<const int32_t>(&first, 1), logits.data());
     ASSERT_TRUE(st.ok());
     EXPECT_GT(st->revived, 0);
+    EXPECT_EQ(st->repaired > 0, repair);
     ASSERT_TRUE(lz_alone.step(std::span<const int32_t>(&first, 1), logits.data()).ok());
     ASSERT_TRUE(f.step(std::span<const int32_t>(&first, 1), logits.data()).ok());
     EXPECT_TRUE(lz.batchable());
@@ -144,6 +144,18 @@ TEST(SessionBatch, LazySessionJoinsOnceNothingWaits) {
         EXPECT_EQ(lz.depth(), lz_alone.depth());
         EXPECT_EQ(lz.total_token_layers(), lz_alone.total_token_layers());
         EXPECT_EQ(lz.prompt_fraction_computed(), lz_alone.prompt_fraction_computed());
+    }
+}
+
+// LazyLLM with decode steps that do not select (the safe preset): after the prompt step tokens
+// wait in Aux slots (or for the repair), so the session steps alone; once its first decode
+// step has revived (repaired) them, every later step is the full step and joins the batch, bit
+// for bit what it gives alone.
+TEST(SessionBatch, LazySessionJoinsOnceNothingWaits) {
+    if (!has_quantized_decode()) GTEST_SKIP() << "no quantized decode path";
+    for (bool repair : {false, true}) {
+        SCOPED_TRACE(repair ? "repair" : "revival");
+        lazy_session_joins_once_nothing_waits(repair);
     }
 }
 

@@ -92,6 +92,7 @@ TEST(SessionRepairTest, AfterTheFirstTokenEverythingIsFullsBitForBit) {
         ASSERT_FALSE(same_bits(f0, l0)) << "the cuts must change the prefill for this test";
         ASSERT_TRUE(lazy.repair_pending());
         ASSERT_LT(lazy.prompt_fraction_computed(), 1.0);
+        EXPECT_EQ(lazy.aux_bytes(), 0u) << "repair reads no Aux slot, so it keeps none";
         EXPECT_TRUE(lazy.repaired_logits().empty());
 
         // Both continue with full's tokens: every step from here is full's.
