@@ -4,6 +4,7 @@
 // goes through.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,16 @@
 #include "lazyllm/result.h"
 
 namespace lazyllm {
+
+// One tier of a schedule (not in the paper, docs/lazyllm.md): from min_context tokens of context
+// on, a step that selects cuts at these boundaries with these keep fractions instead of the
+// schedule's own, so a long prompt can be cut earlier than a short one.
+struct ScheduleTier {
+    int min_context = 0;          // >= 1; tiers in increasing order of it
+    std::vector<int> boundaries;  // the rules of Schedule::boundaries
+    std::vector<float> keep;      // the rules of Schedule::keep
+    bool operator==(const ScheduleTier&) const = default;
+};
 
 struct Schedule {
     // Layer indices b_j: pruning happens before layer b_j, scored at layer b_j - 1. Strictly
@@ -53,7 +64,19 @@ struct Schedule {
     // is full's whenever the first token is. It costs the kept tokens' layers from the first
     // boundary on a second time. Needs prune_decode off and revive_max not 0.
     bool repair = false;
+    // tiers (not in the paper): a step whose context reaches a tier's min_context selects at
+    // that tier's boundaries (the last such tier); shorter ones at the schedule's own. LazyLLM
+    // alone, and only with repair: deferred tokens wait at their step's boundaries, which the
+    // next step's need not share, so they are repaired rather than revived there.
+    std::vector<ScheduleTier> tiers = {};
 };
+
+// The boundaries and keep fractions a step over n_total tokens of context selects with.
+struct StepCuts {
+    const std::vector<int>& boundaries;
+    const std::vector<float>& keep;
+};
+StepCuts cuts_for(const Schedule& schedule, int64_t n_total);
 
 // Largest accepted score_layers and score_pool.
 inline constexpr int kMaxScoreLayers = 64;
@@ -61,7 +84,8 @@ inline constexpr int kMaxScorePool = 255;
 
 // Changes on top of a schedule (flags such as --lazy-keep-recent, or a request's fields): each
 // field that is set replaces the schedule's. Setting prune_decode on or revive_max 0 also turns
-// repair off, unless repair is set as well.
+// repair off, unless repair is set as well; a schedule left without repair drops its tiers
+// (they were chosen with repair, and need it).
 struct ScheduleOverrides {
     std::optional<int> keep_first, keep_recent, min_context;
     std::optional<bool> prune_decode;
@@ -79,9 +103,10 @@ void apply(const ScheduleOverrides& overrides, Schedule& schedule);
 // (kInvalidArgument) name the entry at fault and the rule.
 Status validate_schedule(const Schedule& schedule, int n_layer);
 
-// The keep fraction each layer runs at under a schedule ([n_layer]; 1 before the first
-// boundary), and its mean: the predicted fraction of prompt token-layers prefill computes
-// (ignoring keep_first, keep_recent and the last token). `tune` ranks candidates by the mean.
+// The keep fraction each layer runs at under a schedule's own boundaries ([n_layer]; 1 before
+// the first boundary; tiers aside), and its mean: the predicted fraction of prompt token-layers
+// prefill computes (ignoring keep_first, keep_recent and the last token). `tune` ranks
+// candidates by the mean.
 std::vector<float> keep_profile(const Schedule& schedule, int n_layer);
 double predicted_prefill_fraction(const Schedule& schedule, int n_layer);
 
@@ -94,17 +119,18 @@ Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, 
 
 // "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N", " keep_recent=N",
 // " min_context=N", " prune_decode=false", " score_layers=N", " score_pool=N",
-// " revive_max=N" and " repair=true" appended only when they differ from the defaults. For logs
-// and --json.
+// " revive_max=N", " repair=true" and " tiers=3072:9,15,27/0.4,0.25,0.15" (tiers separated
+// by ';') appended only when they differ from the defaults. For logs and --json.
 std::string to_string(const Schedule& schedule);
 
 // Schedule file (JSON):
 //   {"version": 1, "model": "...", "n_layer": 30, "layers": [8, 18, 26],
 //    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "keep_recent": 0, "min_context": 0,
 //    "prune_decode": true, "score_layers": 1, "score_pool": 1, "revive_max": 8,
-//    "repair": false, "meta": {...}}
+//    "repair": false, "tiers": [{"min_context": 3072, "layers": [9, 15, 27],
+//    "keep": [0.4, 0.25, 0.15]}], "meta": {...}}
 // ("revive_max" is written only when it bounds revivals: -1, no bound, is the default;
-// "repair" only when true.)
+// "repair" only when true; "tiers" only when there are some.)
 // Only "layers" and "keep" are required; "meta" is a free-form object (score, speedup,
 // calibration set...). Unknown top-level keys are errors, so a misspelled key is not ignored.
 struct ScheduleFileInfo {

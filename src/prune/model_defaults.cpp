@@ -22,6 +22,12 @@ struct PresetSchedule {
     int score_pool;
     int revive_max;  // -1: no bound
     bool repair;
+    // Schedule::tiers (min_context 0: none).
+    struct Tier {
+        int min_context;
+        int boundaries[3];
+        float keep[3];
+    } tiers[2] = {};
 };
 
 struct Entry {
@@ -45,6 +51,15 @@ struct Entry {
 // which on the reporting prompts kept more first tokens and answers per length than the
 // hand-screened one cut at layer 21 keeping 0.25 (docs/lazyllm.md, "Presets"). Earlier cuts that
 // compute as much change more answers.
+// From 3072 to 6143 tokens of context the safe preset cuts before layers 9, 15 and 27 keeping
+// 0.4, 0.25 and 0.15 (Schedule::tiers; schedules/smollm2-135m-instruct-safe-long.json): the
+// output of
+//   lazyllm tune --answer-tokens 1 --target 0.98 --depths 6 --max-boundaries 3
+//                --first-boundaries 0.1,...,0.8 --later-boundaries 0.3,...,0.9
+// (full's first token on 106 of 108 calibration prompts at 1k-4k, with repair). On three seeds
+// of reporting prompts it gave full's first token on 54 of 54 at 4k (2.1-2.35x TTFT) but 50 of
+// 54 at 8k (the late cuts: 52) and 31 of 36 at 1k-2k (36), so it holds only between
+// (docs/evaluation.md, "Tiers").
 // The safe preset, on every model, repairs (Schedule::repair) instead of reviving: its answer
 // after the first token is full's whenever its first token is (docs/lazyllm.md, "Repair"; tune
 // wrote the committed schedule with revival). The fast one keeps decode steps that select and
@@ -52,7 +67,17 @@ struct Entry {
 // would make it about as slow.
 constexpr Entry kEntries[] = {
     {{"llama", 30, 576, 9, 49152},
-     {{21, 27, 0}, {0.35f, 0.1f, 0.0f}, 40, 64, 256, false, 3, 11, -1, true},
+     {{21, 27, 0},
+      {0.35f, 0.1f, 0.0f},
+      40,
+      64,
+      256,
+      false,
+      3,
+      11,
+      -1,
+      true,
+      {{3072, {9, 15, 27}, {0.4f, 0.25f, 0.15f}}, {6144, {21, 27, 0}, {0.35f, 0.1f, 0.0f}}}},
      {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1, false},
      "lazyllm eval --fidelity and lazyllm tune (docs/evaluation.md, Presets)"},
     // Gemma 3 270M (18 layers, d 640, 4 heads, vocab 262144; global layers 5, 11, 17): a
@@ -92,6 +117,16 @@ Schedule from_entry(const PresetSchedule& p) {
     s.score_pool = p.score_pool;
     s.revive_max = p.revive_max;
     s.repair = p.repair;
+    for (const PresetSchedule::Tier& t : p.tiers) {
+        if (t.min_context == 0) break;
+        ScheduleTier tier;
+        tier.min_context = t.min_context;
+        for (size_t i = 0; i < std::size(t.boundaries) && t.boundaries[i] > 0; ++i) {
+            tier.boundaries.push_back(t.boundaries[i]);
+            tier.keep.push_back(t.keep[i]);
+        }
+        s.tiers.push_back(std::move(tier));
+    }
     return s;
 }
 

@@ -23,16 +23,18 @@ public:
 // slots. A step of several new tokens (a prompt, or a new turn over a cached one) selects; a
 // one-token decode step only with prune_decode. Below min_context no step selects; it still
 // crosses the boundaries when an earlier step left tokens in Aux slots, so they revive where
-// they stopped.
+// they stopped. A step over a context that reaches a tier's min_context cuts at the tier's.
 class LazyPolicy final : public StepPolicy {
 public:
     explicit LazyPolicy(const Schedule& s) : s_(s) {}
     void plan(const StepInfo& info, std::vector<Boundary>& out) const override {
         const bool select = info.prune_step && (info.prefill || info.n_new > 1 || s_.prune_decode);
         if (!select && !info.has_deferred) return;  // exactly the full step
-        for (size_t j = 0; j < s_.boundaries.size(); ++j) {
-            out.push_back({s_.boundaries[j], select ? BoundaryMode::kSelect : BoundaryMode::kNone,
-                           s_.keep[j]});
+        // Schedule::tiers need repair, so a step that only revives has the schedule's own cuts.
+        const StepCuts cuts = cuts_for(s_, info.n_total);
+        for (size_t j = 0; j < cuts.boundaries.size(); ++j) {
+            out.push_back({cuts.boundaries[j], select ? BoundaryMode::kSelect : BoundaryMode::kNone,
+                           cuts.keep[j]});
         }
     }
     bool revives() const override { return true; }

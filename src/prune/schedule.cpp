@@ -7,83 +7,18 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <limits>
-#include <nlohmann/json.hpp>
 #include <span>
-#include <sstream>
-#include <system_error>
-#include <tuple>
+#include <string>
+
+#include "prune/schedule_checks.h"
 
 namespace lazyllm {
 
+using schedule_checks::check_boundaries;
+using schedule_checks::check_counts;
+using schedule_checks::check_keep;
+
 namespace {
-
-// The rules of design.md 1.2 / 1.4, shared by flags and files. `name(i)` describes entry i in the
-// caller's terms ("layers item 2 '0.3' (layer 9)" or "layers[1] = 9"). n_layer <= 0 means the
-// model is unknown: only the order and the lower bound are checked.
-template <typename NameFn>
-Status check_boundaries(const std::vector<int>& boundaries, int n_layer, std::string_view what,
-                        NameFn name) {
-    if (n_layer > 0 && boundaries.size() > static_cast<size_t>(n_layer - 1)) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "{} has {} boundaries but a {}-layer model allows at most {} "
-                          "(n_layer - 1)",
-                          what, boundaries.size(), n_layer, n_layer - 1);
-    }
-    for (size_t i = 0; i < boundaries.size(); ++i) {
-        const int b = boundaries[i];
-        if (b < 1 || (n_layer > 0 && b > n_layer - 1)) {
-            if (n_layer > 0) {
-                return make_error(ErrorCode::kInvalidArgument,
-                                  "{}: boundary layers must be in [1, {}] for a {}-layer model "
-                                  "(pruning happens before the layer, scored at the one before)",
-                                  name(i), n_layer - 1, n_layer);
-            }
-            return make_error(ErrorCode::kInvalidArgument, "{}: boundary layers must be >= 1",
-                              name(i));
-        }
-        if (i > 0 && b == boundaries[i - 1]) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "{} duplicates {}: boundary layers must be distinct", name(i),
-                              name(i - 1));
-        }
-        if (i > 0 && b < boundaries[i - 1]) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "{} comes after {}: boundary layers must be in increasing order",
-                              name(i), name(i - 1));
-        }
-    }
-    return {};
-}
-
-template <typename NameFn>
-Status check_keep(const std::vector<float>& keep, NameFn name) {
-    for (size_t i = 0; i < keep.size(); ++i) {
-        if (!(keep[i] > 0.0f && keep[i] <= 1.0f)) {
-            return make_error(ErrorCode::kInvalidArgument, "{}: keep fractions must be in (0, 1]",
-                              name(i));
-        }
-        if (i > 0 && keep[i] > keep[i - 1]) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "{} is larger than {}: keep fractions are cumulative (of the whole "
-                              "context) and must be non-increasing",
-                              name(i), name(i - 1));
-        }
-    }
-    return {};
-}
-
-Status check_counts(size_t n_layers, size_t n_keep, std::string_view layers_name,
-                    std::string_view keep_name) {
-    if (n_layers != n_keep) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "{} has {} entries but {} has {}: one keep fraction per boundary",
-                          layers_name, n_layers, keep_name, n_keep);
-    }
-    return {};
-}
 
 std::string_view trim(std::string_view s) {
     const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
@@ -147,32 +82,13 @@ Result<int> parse_layer_item(std::string_view item, size_t i, bool fraction, int
                       "layers item {} '{}': depth fractions must be in (0, 1)", i + 1, item);
 }
 
-// Shortest decimal form of a float as a double (0.1f -> 0.1), so files read "0.1", not
-// "0.10000000149011612", and reading back gives the same float.
-double float_for_json(float f) {
-    double d = 0.0;
-    const std::string s = fmt::format("{}", f);
-    std::from_chars(s.data(), s.data() + s.size(), d);
-    return d;
-}
-
-Error file_error(const std::string& path, const Error& e) {
-    return e.with_context(fmt::format("schedule file '{}'", path));
-}
-
 }  // namespace
 
 Status validate_schedule(const Schedule& schedule, int n_layer) {
     if (n_layer < 1) {
         return make_error(ErrorCode::kInvalidArgument, "n_layer must be >= 1, got {}", n_layer);
     }
-    LAZYLLM_TRY(check_counts(schedule.boundaries.size(), schedule.keep.size(), "layers", "keep"));
-    LAZYLLM_TRY(check_boundaries(schedule.boundaries, n_layer, "layers", [&](size_t i) {
-        return fmt::format("layers[{}] = {}", i, schedule.boundaries[i]);
-    }));
-    LAZYLLM_TRY(check_keep(schedule.keep, [&](size_t i) {
-        return fmt::format("keep[{}] = {}", i, schedule.keep[i]);
-    }));
+    LAZYLLM_TRY(schedule_checks::check_cuts(schedule.boundaries, schedule.keep, n_layer, ""));
     for (const auto& [name, value] : {std::pair{"keep_first", schedule.keep_first},
                                        std::pair{"keep_recent", schedule.keep_recent},
                                        std::pair{"min_context", schedule.min_context}}) {
@@ -205,7 +121,45 @@ Status validate_schedule(const Schedule& schedule, int n_layer) {
                           : schedule.revive_max < 0 ? std::string("all")
                                                     : std::to_string(schedule.revive_max));
     }
+    return schedule_checks::validate_tiers(schedule, n_layer);
+}
+
+Status schedule_checks::validate_tiers(const Schedule& schedule, int n_layer) {
+    for (size_t t = 0; t < schedule.tiers.size(); ++t) {
+        const ScheduleTier& tier = schedule.tiers[t];
+        if (!schedule.repair) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "tiers need repair: a token deferred at one step's boundaries could "
+                              "not revive at another tier's, so the next step must repair it "
+                              "(set repair, or drop the tiers)");
+        }
+        if (tier.min_context < 1) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "tiers[{}].min_context must be >= 1, got {}", t, tier.min_context);
+        }
+        if (t > 0 && tier.min_context <= schedule.tiers[t - 1].min_context) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "tiers[{}].min_context {} is not above tiers[{}]'s {}: tiers are in "
+                              "increasing order of min_context",
+                              t, tier.min_context, t - 1, schedule.tiers[t - 1].min_context);
+        }
+        if (tier.boundaries.empty()) {
+            return make_error(ErrorCode::kInvalidArgument, "tiers[{}] has no boundary", t);
+        }
+        LAZYLLM_TRY(check_cuts(tier.boundaries, tier.keep, n_layer, fmt::format("tiers[{}].", t)));
+    }
     return {};
+}
+
+StepCuts cuts_for(const Schedule& schedule, int64_t n_total) {
+    const std::vector<int>* boundaries = &schedule.boundaries;
+    const std::vector<float>* keep = &schedule.keep;
+    for (const ScheduleTier& tier : schedule.tiers) {
+        if (n_total < tier.min_context) break;
+        boundaries = &tier.boundaries;
+        keep = &tier.keep;
+    }
+    return {*boundaries, *keep};
 }
 
 Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, int n_layer) {
@@ -290,6 +244,11 @@ std::string to_string(const Schedule& schedule) {
     if (schedule.score_pool != 1) out += fmt::format(" score_pool={}", schedule.score_pool);
     if (schedule.revive_max >= 0) out += fmt::format(" revive_max={}", schedule.revive_max);
     if (schedule.repair) out += " repair=true";
+    for (size_t t = 0; t < schedule.tiers.size(); ++t) {
+        const ScheduleTier& tier = schedule.tiers[t];
+        out += fmt::format("{}{}:{}/{}", t ? ";" : " tiers=", tier.min_context,
+                           fmt::join(tier.boundaries, ","), fmt::join(tier.keep, ","));
+    }
     return out;
 }
 
@@ -307,6 +266,7 @@ void apply(const ScheduleOverrides& o, Schedule& s) {
         s.repair = false;
     }
     if (o.repair) s.repair = *o.repair;
+    if (!s.repair) s.tiers.clear();  // chosen with repair; validate_schedule refuses them without
 }
 
 Schedule prune::depth_schedule(int n_layer, std::span<const double> depth,
@@ -321,221 +281,6 @@ Schedule prune::depth_schedule(int n_layer, std::span<const double> depth,
         schedule.keep.push_back(keep[j]);
     }
     return schedule;
-}
-
-namespace {
-
-using nlohmann::json;
-
-// The file's JSON object, with no key outside the format's.
-Result<json> read_json_object(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(ErrorCode::kNotFound, "cannot open for reading");
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    json doc;
-    try {
-        doc = json::parse(buffer.str());
-    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number overflow
-        return make_error(ErrorCode::kCorrupt, "invalid JSON: {}", e.what());
-    }
-    if (!doc.is_object()) return make_error(ErrorCode::kCorrupt, "top level must be an object");
-    constexpr std::array<std::string_view, 14> kKeys = {
-        "version",    "model",       "n_layer",     "layers",       "keep",
-        "keep_first", "keep_recent", "min_context", "prune_decode", "score_layers",
-        "score_pool", "revive_max",  "repair",      "meta"};
-    for (const auto& [key, value] : doc.items()) {
-        if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "unknown key '{}' (allowed: {}; put free-form data in \"meta\")",
-                              key, fmt::join(kKeys, ", "));
-        }
-    }
-    return doc;
-}
-
-Result<int> get_int(const json& doc, const char* key, int64_t lo) {
-    const json& v = doc.at(key);
-    if (!v.is_number_integer() || v.get<int64_t>() < lo ||
-        v.get<int64_t>() > std::numeric_limits<int>::max()) {
-        return make_error(ErrorCode::kInvalidArgument, "\"{}\" must be an integer >= {}, got {}",
-                          key, lo, v.dump());
-    }
-    return static_cast<int>(v.get<int64_t>());
-}
-
-// "version", "model", "n_layer" (must match the model's) and "meta".
-Result<ScheduleFileInfo> read_info(const json& doc, int n_layer) {
-    ScheduleFileInfo info;
-    if (doc.contains("version")) {
-        const json& v = doc["version"];
-        if (!v.is_number_integer() || v.get<int64_t>() != 1) {
-            return make_error(ErrorCode::kUnsupported, "version {} is not supported (expected 1)",
-                              v.dump());
-        }
-    }
-    if (doc.contains("model")) {
-        if (!doc["model"].is_string()) {
-            return make_error(ErrorCode::kInvalidArgument, "\"model\" must be a string, got {}",
-                              doc["model"].dump());
-        }
-        info.model = doc["model"].get<std::string>();
-    }
-    if (doc.contains("n_layer")) {
-        LAZYLLM_ASSIGN_OR_RETURN(info.n_layer, get_int(doc, "n_layer", 1));
-        if (info.n_layer != n_layer) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "made for a {}-layer model{} but this model has {} layers",
-                              info.n_layer,
-                              info.model.empty() ? "" : fmt::format(" ('{}')", info.model),
-                              n_layer);
-        }
-    }
-    if (doc.contains("meta")) {
-        if (!doc["meta"].is_object()) {
-            return make_error(ErrorCode::kInvalidArgument, "\"meta\" must be an object, got {}",
-                              doc["meta"].dump());
-        }
-        info.meta_json = doc["meta"].dump();
-    }
-    return info;
-}
-
-// The schedule's fields, typed but not yet validated against the model.
-Result<Schedule> read_fields(const json& doc) {
-    Schedule schedule;
-    for (const char* key : {"layers", "keep"}) {
-        if (!doc.contains(key) || !doc[key].is_array()) {
-            return make_error(ErrorCode::kInvalidArgument, "\"{}\" must be present and an array",
-                              key);
-        }
-    }
-    const json& layers = doc["layers"];
-    for (size_t i = 0; i < layers.size(); ++i) {
-        const json& v = layers[i];
-        if (!v.is_number_integer() || v.get<int64_t>() < std::numeric_limits<int>::min() ||
-            v.get<int64_t>() > std::numeric_limits<int>::max()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "layers[{}] = {} is not an integer layer index", i, v.dump());
-        }
-        schedule.boundaries.push_back(static_cast<int>(v.get<int64_t>()));
-    }
-    const json& keep = doc["keep"];
-    for (size_t i = 0; i < keep.size(); ++i) {
-        if (!keep[i].is_number()) {
-            return make_error(ErrorCode::kInvalidArgument, "keep[{}] = {} is not a number", i,
-                              keep[i].dump());
-        }
-        schedule.keep.push_back(static_cast<float>(keep[i].get<double>()));
-    }
-    for (const auto& [key, field, lo] : {std::tuple{"keep_first", &schedule.keep_first, 0},
-                                          std::tuple{"keep_recent", &schedule.keep_recent, 0},
-                                          std::tuple{"min_context", &schedule.min_context, 0},
-                                          std::tuple{"score_layers", &schedule.score_layers, 1},
-                                          std::tuple{"score_pool", &schedule.score_pool, 1},
-                                          std::tuple{"revive_max", &schedule.revive_max, -1}}) {
-        if (!doc.contains(key)) continue;
-        LAZYLLM_ASSIGN_OR_RETURN(*field, get_int(doc, key, lo));
-    }
-    for (const auto& [key, field] : {std::pair{"prune_decode", &schedule.prune_decode},
-                                     std::pair{"repair", &schedule.repair}}) {
-        if (!doc.contains(key)) continue;
-        if (!doc[key].is_boolean()) {
-            return make_error(ErrorCode::kInvalidArgument, "\"{}\" must be true or false, got {}",
-                              key, doc[key].dump());
-        }
-        *field = doc[key].get<bool>();
-    }
-    return schedule;
-}
-
-Result<ScheduleFile> read_schedule(const std::string& path, int n_layer) {
-    LAZYLLM_ASSIGN_OR_RETURN(const json doc, read_json_object(path));
-    ScheduleFile file;
-    LAZYLLM_ASSIGN_OR_RETURN(file.info, read_info(doc, n_layer));
-    LAZYLLM_ASSIGN_OR_RETURN(file.schedule, read_fields(doc));
-    LAZYLLM_TRY(validate_schedule(file.schedule, n_layer));
-    return file;
-}
-
-}  // namespace
-
-Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
-    auto file = read_schedule(path, n_layer);
-    if (!file.ok()) return file_error(path, file.error());
-    return file;
-}
-
-Result<Schedule> load_schedule_file(const std::string& path, int n_layer) {
-    LAZYLLM_ASSIGN_OR_RETURN(ScheduleFile file, read_schedule_file(path, n_layer));
-    return std::move(file.schedule);
-}
-
-Status save_schedule_file(const std::string& path, const Schedule& schedule,
-                          const ScheduleFileInfo& info) {
-    using nlohmann::ordered_json;
-    if (info.n_layer > 0) {
-        Status valid = validate_schedule(schedule, info.n_layer);
-        if (!valid.ok()) return file_error(path, valid.error());
-    } else {
-        // Model unknown: check what can be checked without n_layer.
-        LAZYLLM_TRY(
-            check_counts(schedule.boundaries.size(), schedule.keep.size(), "layers", "keep"));
-        LAZYLLM_TRY(check_boundaries(schedule.boundaries, 0, "layers", [&](size_t i) {
-            return fmt::format("layers[{}] = {}", i, schedule.boundaries[i]);
-        }));
-        LAZYLLM_TRY(check_keep(schedule.keep, [&](size_t i) {
-            return fmt::format("keep[{}] = {}", i, schedule.keep[i]);
-        }));
-    }
-    ordered_json meta;
-    try {
-        meta = ordered_json::parse(info.meta_json.empty() ? "{}" : info.meta_json);
-    } catch (const ordered_json::parse_error& e) {
-        return file_error(
-            path, make_error(ErrorCode::kInvalidArgument, "meta is not valid JSON: {}", e.what()));
-    }
-    if (!meta.is_object()) {
-        return file_error(path, make_error(ErrorCode::kInvalidArgument,
-                                           "meta must be a JSON object, got {}", meta.dump()));
-    }
-
-    ordered_json doc;
-    doc["version"] = 1;
-    if (!info.model.empty()) doc["model"] = info.model;
-    if (info.n_layer > 0) doc["n_layer"] = info.n_layer;
-    doc["layers"] = schedule.boundaries;
-    doc["keep"] = ordered_json::array();
-    for (float k : schedule.keep) doc["keep"].push_back(float_for_json(k));
-    doc["keep_first"] = schedule.keep_first;
-    doc["keep_recent"] = schedule.keep_recent;
-    doc["min_context"] = schedule.min_context;
-    doc["prune_decode"] = schedule.prune_decode;
-    doc["score_layers"] = schedule.score_layers;
-    doc["score_pool"] = schedule.score_pool;
-    if (schedule.revive_max >= 0) doc["revive_max"] = schedule.revive_max;  // older readers
-    if (schedule.repair) doc["repair"] = true;
-    doc["meta"] = std::move(meta);
-
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) {
-            return file_error(path,
-                              make_error(ErrorCode::kIo, "cannot open '{}' for writing", tmp));
-        }
-        out << doc.dump(2) << '\n';
-        out.close();
-        if (!out) return file_error(path, make_error(ErrorCode::kIo, "write to '{}' failed", tmp));
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        const std::string reason = ec.message();
-        std::filesystem::remove(tmp, ec);
-        return file_error(path, make_error(ErrorCode::kIo, "cannot rename '{}': {}", tmp, reason));
-    }
-    return {};
 }
 
 Result<Policy> parse_policy(std::string_view name) {

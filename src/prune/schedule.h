@@ -9,6 +9,7 @@
 
 namespace lazyllm::prune {
 
+using ::lazyllm::cuts_for;
 using ::lazyllm::keep_profile;
 using ::lazyllm::kMaxScoreLayers;
 using ::lazyllm::kMaxScorePool;
@@ -26,6 +27,8 @@ using ::lazyllm::save_schedule_file;
 using ::lazyllm::Schedule;
 using ::lazyllm::ScheduleFile;
 using ::lazyllm::ScheduleFileInfo;
+using ::lazyllm::ScheduleTier;
+using ::lazyllm::StepCuts;
 using ::lazyllm::to_string;
 using ::lazyllm::validate_schedule;
 

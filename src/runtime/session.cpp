@@ -25,13 +25,14 @@ namespace {
 
 // Every boundary's score must sum at least one global layer of a sliding-window model
 // (LlamaModel::first_scored_layer): its stage's last score_layers layers.
-Status check_scored_layers(const LlamaModel& model, const prune::Schedule& sch) {
+Status check_scored_layers(const LlamaModel& model, const std::vector<int>& boundaries,
+                           int score_layers) {
     const ModelConfig& c = model.config();
     if (c.sliding_window <= 0) return {};
-    for (size_t i = 0; i < sch.boundaries.size(); ++i) {
-        const int b = sch.boundaries[i];
-        const int start = i == 0 ? 0 : sch.boundaries[i - 1];
-        const int lo = std::max(start, b - sch.score_layers);
+    for (size_t i = 0; i < boundaries.size(); ++i) {
+        const int b = boundaries[i];
+        const int start = i == 0 ? 0 : boundaries[i - 1];
+        const int lo = std::max(start, b - score_layers);
         if (model.first_scored_layer(lo, b) >= 0) continue;
         std::vector<int> global;
         for (int il = 0; il < c.n_layer; ++il) {
@@ -64,7 +65,10 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
                               prune::policy_name(opts.policy));
         }
         LAZYLLM_TRY(prune::validate_schedule(sch, c.n_layer));
-        LAZYLLM_TRY(check_scored_layers(model, sch));
+        LAZYLLM_TRY(check_scored_layers(model, sch.boundaries, sch.score_layers));
+        for (const ScheduleTier& tier : sch.tiers) {
+            LAZYLLM_TRY(check_scored_layers(model, tier.boundaries, sch.score_layers));
+        }
         if (opts.policy == prune::Policy::kLazy && sch.revive_max > 0 && !sch.prune_decode) {
             return make_error(ErrorCode::kInvalidArgument,
                               "revive_max {} needs pruning in decode steps (--lazy-decode on): "

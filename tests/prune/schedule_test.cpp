@@ -533,6 +533,20 @@ TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
         EXPECT_FALSE(tuned->repair);
         Schedule shipped = *tuned;
         shipped.repair = preset == Preset::kSafe;
+        if (preset == Preset::kSafe) {  // from 3072 tokens on the cuts tuned with repair,
+            auto long_cuts = load_schedule_file(
+                std::string(LAZYLLM_SOURCE_DIR) + "/schedules/smollm2-135m-instruct-safe-long.json",
+                30);
+            ASSERT_TRUE(long_cuts.ok()) << long_cuts.error().message();
+            EXPECT_TRUE(long_cuts->repair);
+            Schedule protection = *long_cuts;  // the same protection and shaping as the base
+            protection.boundaries = shipped.boundaries;
+            protection.keep = shipped.keep;
+            EXPECT_EQ(to_string(protection), to_string(shipped));
+            // ... and from 6144 on the late cuts again.
+            shipped.tiers = {{3072, long_cuts->boundaries, long_cuts->keep},
+                             {6144, shipped.boundaries, shipped.keep}};
+        }
         EXPECT_EQ(to_string(s), to_string(shipped));
         EXPECT_EQ(s.score_layers, 3);
         EXPECT_EQ(s.score_pool, 11);

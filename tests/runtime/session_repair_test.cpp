@@ -128,6 +128,52 @@ TEST(SessionRepairTest, AfterTheFirstTokenEverythingIsFullsBitForBit) {
     }
 }
 
+// Schedule::tiers: a prompt that reaches a tier's context size runs exactly as the tier's cuts
+// alone would (logits and cache bits), a shorter one as the schedule's own; both are then
+// repaired to full's.
+TEST(SessionRepairTest, TiersCutAsTheirOwnCutsAlone) {
+    auto model = tiny_session_model(8, "tiers", 5, kernels::GemmPrecision::kF32);
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    SessionOptions tiered = repair_options();  // 3, 6 / 0.4, 0.2
+    tiered.schedule.tiers = {{32, {2, 5}, {0.5f, 0.3f}}};
+    SessionOptions tier_alone = repair_options();
+    tier_alone.schedule.boundaries = {2, 5};
+    tier_alone.schedule.keep = {0.5f, 0.3f};
+    SessionOptions fo;
+    fo.n_ctx = 128;
+    for (const auto& [n, alone] : {std::pair{40, tier_alone}, std::pair{24, repair_options()}}) {
+        SCOPED_TRACE(n);
+        Session a = Session::create(*model, tiered).value();
+        Session b = Session::create(*model, alone).value();
+        Session full = Session::create(*model, fo).value();
+        const auto prompt = ids_for(n, V, 3);
+        auto [la, lb] = step_both(a, b, prompt, StepTokens::kPrompt, V);
+        EXPECT_TRUE(same_bits(la, lb));
+        EXPECT_EQ(a.depth(), b.depth());
+        // The K/V rows a token holds: layers below its depth (the rest are never read).
+        for (int il = 0; il < a.kv().n_layer(); ++il) {
+            for (int64_t t = 0; t < n; ++t) {
+                if (a.depth()[t] <= il) continue;
+                const size_t off = static_cast<size_t>(t) * a.kv().row_bytes();
+                const auto* ka = reinterpret_cast<const char*>(a.kv().k(il)) + off;
+                const auto* kb = reinterpret_cast<const char*>(b.kv().k(il)) + off;
+                const auto* va = reinterpret_cast<const char*>(a.kv().v(il)) + off;
+                const auto* vb = reinterpret_cast<const char*>(b.kv().v(il)) + off;
+                EXPECT_EQ(0, std::memcmp(ka, kb, a.kv().row_bytes()))
+                    << "layer " << il << " row " << t;
+                EXPECT_EQ(0, std::memcmp(va, vb, a.kv().row_bytes()))
+                    << "layer " << il << " row " << t;
+            }
+        }
+        ASSERT_TRUE(a.repair_pending());
+        std::vector<float> f(static_cast<size_t>(V));
+        ASSERT_TRUE(full.step(prompt, f.data(), StepTokens::kPrompt).ok());
+        auto [fa, l2] = step_both(full, a, {argmax(la)}, StepTokens::kGenerated, V);
+        EXPECT_TRUE(same_bits(fa, l2)) << "repaired to full's";
+    }
+}
+
 // A new turn (a prompt step over the cached conversation) prunes and is repaired by the step
 // after it, like the first prompt.
 TEST(SessionRepairTest, ANewTurnIsRepairedToo) {
