@@ -1,4 +1,3 @@
-#include "prune/model_defaults.h"
 #include "prune/schedule.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "prune/model_defaults.h"
+#include "prune/schedule_file_fixture.h"
 
 namespace lazyllm::prune {
 namespace {
@@ -243,26 +245,6 @@ TEST(ValidateSchedule, ScoreShaping) {
               std::string::npos)
         << st.error().message();
 }
-
-class ScheduleFileTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() /
-               ("lazyllm_schedule_test_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-
-    std::string write(const std::string& name, const std::string& text) {
-        const std::string path = (dir_ / name).string();
-        std::ofstream(path) << text;
-        return path;
-    }
-    std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-    std::filesystem::path dir_;
-};
 
 TEST_F(ScheduleFileTest, RoundTrip) {
     Schedule s;

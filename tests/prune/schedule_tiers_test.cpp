@@ -12,6 +12,7 @@
 
 #include "prune/policy.h"
 #include "prune/schedule.h"
+#include "prune/schedule_file_fixture.h"
 
 namespace lazyllm::prune {
 namespace {
@@ -108,25 +109,10 @@ TEST(ScheduleTiers, ToString) {
               "repair=true tiers=3072:9,15,27/0.4,0.25,0.15;8192:12/0.2");
 }
 
-class ScheduleTiersFile : public ::testing::Test {
-protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() /
-               ("lazyllm_tiers_test_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-    std::string write(const std::string& name, const std::string& text) {
-        const std::string p = (dir_ / name).string();
-        std::ofstream(p) << text;
-        return p;
-    }
-    std::filesystem::path dir_;
-};
+using ScheduleTiersFile = ScheduleFileTest;
 
 TEST_F(ScheduleTiersFile, RoundTrip) {
-    const std::string p = (dir_ / "tiered.json").string();
+    const std::string p = path("tiered.json");
     ASSERT_EQ(message(save_schedule_file(p, tiered(), ScheduleFileInfo{"m", 30, "{}"})), "ok");
     Result<Schedule> r = load_schedule_file(p, 30);
     ASSERT_TRUE(r.ok()) << r.error().message();
