@@ -77,6 +77,12 @@ struct StepCuts {
     const std::vector<float>& keep;
 };
 StepCuts cuts_for(const Schedule& schedule, int64_t n_total);
+StepCuts cuts_for(const Schedule&& schedule, int64_t n_total) = delete;  // would dangle
+
+// Schedule::tiers from their JSON form (a schedule file's "tiers" array), for a request that
+// carries them; errors name the entry ("tiers[0].layers[1] = ..."). The rules are checked with
+// the rest of the schedule (validate_schedule).
+Result<std::vector<ScheduleTier>> parse_tiers_json(std::string_view json);
 
 // Largest accepted score_layers and score_pool.
 inline constexpr int kMaxScoreLayers = 64;

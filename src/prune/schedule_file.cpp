@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -38,6 +39,9 @@ Error file_error(const std::string& path, const Error& e) {
 
 using nlohmann::json;
 
+// Unsigned JSON integers above this would wrap when read as int64_t.
+constexpr uint64_t kIntMax = static_cast<uint64_t>(std::numeric_limits<int>::max());
+
 // The file's JSON object, with no key outside the format's.
 Result<json> read_json_object(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -67,8 +71,8 @@ Result<json> read_json_object(const std::string& path) {
 
 Result<int> get_int(const json& doc, const char* key, int64_t lo, std::string_view name = {}) {
     const json& v = doc.at(key);
-    if (!v.is_number_integer() || v.get<int64_t>() < lo ||
-        v.get<int64_t>() > std::numeric_limits<int>::max()) {
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > kIntMax) ||
+        v.get<int64_t>() < lo || v.get<int64_t>() > std::numeric_limits<int>::max()) {
         return make_error(ErrorCode::kInvalidArgument, "\"{}\" must be an integer >= {}, got {}",
                           name.empty() ? std::string_view(key) : name, lo, v.dump());
     }
@@ -87,7 +91,8 @@ Status read_cuts(const json& doc, const std::string& prefix, std::vector<int>& b
     const json& layers = doc["layers"];
     for (size_t i = 0; i < layers.size(); ++i) {
         const json& v = layers[i];
-        if (!v.is_number_integer() || v.get<int64_t>() < std::numeric_limits<int>::min() ||
+        if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > kIntMax) ||
+            v.get<int64_t>() < std::numeric_limits<int>::min() ||
             v.get<int64_t>() > std::numeric_limits<int>::max()) {
             return make_error(ErrorCode::kInvalidArgument,
                               "{}layers[{}] = {} is not an integer layer index", prefix, i,
@@ -142,6 +147,39 @@ Result<ScheduleFileInfo> read_info(const json& doc, int n_layer) {
     return info;
 }
 
+// A schedule file's "tiers" array, typed but not yet validated (Schedule::tiers).
+Result<std::vector<ScheduleTier>> read_tiers(const json& tiers) {
+    std::vector<ScheduleTier> out;
+    if (!tiers.is_array()) {
+        return make_error(ErrorCode::kInvalidArgument, "\"tiers\" must be an array, got {}",
+                          tiers.dump());
+    }
+    for (size_t t = 0; t < tiers.size(); ++t) {
+        const std::string name = fmt::format("tiers[{}]", t);
+        const json& v = tiers[t];
+        if (!v.is_object()) {
+            return make_error(ErrorCode::kInvalidArgument, "{} must be an object, got {}", name,
+                              v.dump());
+        }
+        for (const auto& [key, value] : v.items()) {
+            if (key != "min_context" && key != "layers" && key != "keep") {
+                return make_error(ErrorCode::kInvalidArgument,
+                                  "{}: unknown key '{}' (allowed: min_context, layers, keep)", name,
+                                  key);
+            }
+        }
+        ScheduleTier tier;
+        if (!v.contains("min_context")) {
+            return make_error(ErrorCode::kInvalidArgument, "{}.min_context must be present", name);
+        }
+        LAZYLLM_ASSIGN_OR_RETURN(tier.min_context,
+                                 get_int(v, "min_context", 1, name + ".min_context"));
+        LAZYLLM_TRY(read_cuts(v, name + ".", tier.boundaries, tier.keep));
+        out.push_back(std::move(tier));
+    }
+    return out;
+}
+
 // The schedule's fields, typed but not yet validated against the model.
 Result<Schedule> read_fields(const json& doc) {
     Schedule schedule;
@@ -165,35 +203,7 @@ Result<Schedule> read_fields(const json& doc) {
         *field = doc[key].get<bool>();
     }
     if (doc.contains("tiers")) {
-        const json& tiers = doc["tiers"];
-        if (!tiers.is_array()) {
-            return make_error(ErrorCode::kInvalidArgument, "\"tiers\" must be an array, got {}",
-                              tiers.dump());
-        }
-        for (size_t t = 0; t < tiers.size(); ++t) {
-            const std::string name = fmt::format("tiers[{}]", t);
-            const json& v = tiers[t];
-            if (!v.is_object()) {
-                return make_error(ErrorCode::kInvalidArgument, "{} must be an object, got {}", name,
-                                  v.dump());
-            }
-            for (const auto& [key, value] : v.items()) {
-                if (key != "min_context" && key != "layers" && key != "keep") {
-                    return make_error(ErrorCode::kInvalidArgument,
-                                      "{}: unknown key '{}' (allowed: min_context, layers, keep)",
-                                      name, key);
-                }
-            }
-            ScheduleTier tier;
-            if (!v.contains("min_context")) {
-                return make_error(ErrorCode::kInvalidArgument, "{}.min_context must be present",
-                                  name);
-            }
-            LAZYLLM_ASSIGN_OR_RETURN(tier.min_context,
-                                     get_int(v, "min_context", 1, name + ".min_context"));
-            LAZYLLM_TRY(read_cuts(v, name + ".", tier.boundaries, tier.keep));
-            schedule.tiers.push_back(std::move(tier));
-        }
+        LAZYLLM_ASSIGN_OR_RETURN(schedule.tiers, read_tiers(doc["tiers"]));
     }
     return schedule;
 }
@@ -208,6 +218,16 @@ Result<ScheduleFile> read_schedule(const std::string& path, int n_layer) {
 }
 
 }  // namespace
+
+Result<std::vector<ScheduleTier>> parse_tiers_json(std::string_view text) {
+    json doc;
+    try {
+        doc = json::parse(text);
+    } catch (const json::exception& e) {
+        return make_error(ErrorCode::kInvalidArgument, "tiers: invalid JSON: {}", e.what());
+    }
+    return read_tiers(doc);
+}
 
 Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer) {
     auto file = read_schedule(path, n_layer);

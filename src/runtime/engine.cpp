@@ -227,6 +227,7 @@ namespace {
 Result<Schedule> resolve_schedule(const LlamaModel& model, const PruneOptions& p) {
     Schedule s = p.schedule ? *p.schedule : default_schedule(model.config(), p.preset);
     apply(p.overrides, s);
+    if (p.policy != Policy::kLazy) s.tiers.clear();  // the baselines cut at the schedule's own
     // Checked with the rest of the schedule by Session::create too.
     LAZYLLM_TRY(validate_schedule(s, model.config().n_layer));
     return s;

@@ -26,7 +26,7 @@ namespace {
 // Every boundary's score must sum at least one global layer of a sliding-window model
 // (LlamaModel::first_scored_layer): its stage's last score_layers layers.
 Status check_scored_layers(const LlamaModel& model, const std::vector<int>& boundaries,
-                           int score_layers) {
+                           int score_layers, std::string_view what) {
     const ModelConfig& c = model.config();
     if (c.sliding_window <= 0) return {};
     for (size_t i = 0; i < boundaries.size(); ++i) {
@@ -39,10 +39,10 @@ Status check_scored_layers(const LlamaModel& model, const std::vector<int>& boun
             if (!c.is_swa(il)) global.push_back(il);
         }
         return make_error(ErrorCode::kInvalidArgument,
-                          "boundary layer {} would score on layers {}..{}, all sliding-window "
+                          "{}boundary layer {} would score on layers {}..{}, all sliding-window "
                           "layers of this {} model; put each boundary after a global layer ({}) "
                           "or raise score_layers",
-                          b, lo, b - 1, c.arch_name, fmt::join(global, ", "));
+                          what, b, lo, b - 1, c.arch_name, fmt::join(global, ", "));
     }
     return {};
 }
@@ -65,9 +65,10 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
                               prune::policy_name(opts.policy));
         }
         LAZYLLM_TRY(prune::validate_schedule(sch, c.n_layer));
-        LAZYLLM_TRY(check_scored_layers(model, sch.boundaries, sch.score_layers));
-        for (const ScheduleTier& tier : sch.tiers) {
-            LAZYLLM_TRY(check_scored_layers(model, tier.boundaries, sch.score_layers));
+        LAZYLLM_TRY(check_scored_layers(model, sch.boundaries, sch.score_layers, ""));
+        for (size_t t = 0; t < sch.tiers.size(); ++t) {
+            LAZYLLM_TRY(check_scored_layers(model, sch.tiers[t].boundaries, sch.score_layers,
+                                            fmt::format("tiers[{}]: ", t)));
         }
         if (opts.policy == prune::Policy::kLazy && sch.revive_max > 0 && !sch.prune_decode) {
             return make_error(ErrorCode::kInvalidArgument,
@@ -138,7 +139,8 @@ void Session::check_aux_slots(int64_t n_total) const {
             LAZYLLM_CHECK_MSG(t >= repair_begin_ && t < repair_end_,
                               "a token between 0 and L layers is not in the pending repair");
         } else {
-            LAZYLLM_CHECK_MSG(aux_valid_[t], "a token between 0 and L layers has no Aux slot");
+            LAZYLLM_CHECK_MSG(!aux_valid_.empty() && aux_valid_[t],
+                              "a token between 0 and L layers has no Aux slot");
         }
     }
 }

@@ -170,6 +170,18 @@ TEST_F(ScheduleTiersFile, BadTiersAreNamed) {
     EXPECT_NE(no_repair.error().message().find("tiers need repair"), std::string::npos);
 }
 
+// Integers past int's range are refused, not wrapped (an unsigned 2^64 - 1 once read as -1).
+TEST_F(ScheduleTiersFile, HugeIntegersAreRefused) {
+    for (const std::string& body :
+         {std::string(R"({"layers": [3], "keep": [0.5], "revive_max": 18446744073709551615})"),
+          std::string(R"({"layers": [18446744073709551615], "keep": [0.5]})"),
+          std::string(R"({"layers": [3], "keep": [0.5], "prune_decode": false, "repair": true,
+              "tiers": [{"min_context": 4294967297, "layers": [2], "keep": [0.4]}]})")}) {
+        Result<Schedule> r = load_schedule_file(write("huge.json", body), 30);
+        ASSERT_FALSE(r.ok()) << body;
+    }
+}
+
 // The lazy policy plans a step by its context size; a decode step with nothing deferred plans
 // nothing whatever the tier.
 TEST(ScheduleTiers, LazyPolicyPlansByContextSize) {

@@ -45,6 +45,22 @@ std::vector<TokenId> prompt_ids(int n, int n_vocab) {
     return ids;
 }
 
+// Schedule::tiers are LazyLLM's: the baselines resolve the same schedule without them.
+TEST(Conversation, TiersAreLazysAlone) {
+    auto engine = tiny_engine("lazyllm_conv_tiers.gguf");
+    ASSERT_NE(engine, nullptr);
+    PruneOptions p = lazy_revive_in_decode();
+    p.schedule->repair = true;
+    p.schedule->tiers = {{32, {2}, {0.5f}}};
+    auto lazy = engine->resolve_schedule(p);
+    ASSERT_TRUE(lazy.ok()) << lazy.error().message();
+    EXPECT_EQ(lazy->tiers.size(), 1u);
+    p.policy = Policy::kStatic;
+    auto baseline = engine->resolve_schedule(p);
+    ASSERT_TRUE(baseline.ok()) << baseline.error().message();
+    EXPECT_TRUE(baseline->tiers.empty());
+}
+
 TEST(Conversation, FirstTokenGoesOutBeforeTheStepThatRevives) {
     auto engine = tiny_engine("lazyllm_conv_first.gguf");
     ASSERT_NE(engine, nullptr);

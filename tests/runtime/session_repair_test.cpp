@@ -174,6 +174,31 @@ TEST(SessionRepairTest, TiersCutAsTheirOwnCutsAlone) {
     }
 }
 
+// A conversation whose first turn is below a tier and whose second reaches it: the first turn
+// cuts at the schedule's own boundaries and is repaired, the second at the tier's (a repair from
+// its first cut, layer 1), and every step after a repair is full's bit for bit.
+TEST(SessionRepairTest, TurnsOnBothSidesOfATier) {
+    auto [model, full, lazy, V] = full_and_lazy("repair_tier_turns");
+    SessionOptions tiered = repair_options();  // 3, 6 / 0.4, 0.2
+    tiered.schedule.tiers = {{48, {2, 5}, {0.5f, 0.3f}}};
+    lazy = Session::create(*model, tiered).value();
+    auto [f0, l0] = step_both(full, lazy, ids_for(30, V, 3), StepTokens::kPrompt, V);
+    ASSERT_FALSE(same_bits(f0, l0));
+    ASSERT_TRUE(lazy.repair_pending());
+    StepStats st;
+    auto [f1, l1] = step_both(full, lazy, {7}, StepTokens::kGenerated, V, &st);
+    EXPECT_TRUE(same_bits(f1, l1));
+    EXPECT_EQ(st.token_layers, 30 * (8 - 2) + 8) << "the prompt from layer 2 (the cut at 3)";
+    auto [f2, l2] = step_both(full, lazy, ids_for(24, V, 8), StepTokens::kPrompt, V);
+    ASSERT_FALSE(same_bits(f2, l2));
+    ASSERT_TRUE(lazy.repair_pending());
+    auto [f3, l3] = step_both(full, lazy, {11}, StepTokens::kGenerated, V, &st);
+    EXPECT_TRUE(same_bits(f3, l3));
+    EXPECT_TRUE(same_bits(lazy.repaired_logits(), f2));
+    EXPECT_EQ(st.token_layers, 24 * (8 - 1) + 8) << "the turn from layer 1 (the tier's cut at 2)";
+    expect_same_cache(full, lazy, full.n_past(), "after the second turn");
+}
+
 // A new turn (a prompt step over the cached conversation) prunes and is repaired by the step
 // after it, like the first prompt.
 TEST(SessionRepairTest, ANewTurnIsRepairedToo) {

@@ -63,6 +63,35 @@ TEST(ApiRequest, ChatFieldsAreRead) {
     EXPECT_EQ(r.prune->overrides.repair, false);
 }
 
+// A schedule object as `lazyllm tune` writes it may carry tiers; they become the schedule's, and
+// a fault in them is named.
+TEST(ApiRequest, ScheduleTiersAreCarried) {
+    GenRequest r = chat_ok(R"({"messages":[{"role":"user","content":"x"}],
+        "lazyllm":{"schedule":{"layers":[21,27],"keep":[0.35,0.1],"prune_decode":false,"repair":true,
+                   "tiers":[{"min_context":3072,"layers":[9,15,27],"keep":[0.4,0.25,0.15]}],
+                   "meta":{}}}})");
+    ASSERT_TRUE(r.prune);
+    auto p = to_prune_options(*r.prune, 30);
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    ASSERT_TRUE(p->schedule);
+    ASSERT_EQ(p->schedule->tiers.size(), 1u);
+    EXPECT_EQ(p->schedule->tiers[0].min_context, 3072);
+    EXPECT_EQ(p->schedule->tiers[0].boundaries, (std::vector<int>{9, 15, 27}));
+    EXPECT_EQ(p->overrides.repair, true);
+
+    GenRequest bad = chat_ok(R"({"messages":[{"role":"user","content":"x"}],
+        "lazyllm":{"policy":"lazy","layers":[21],"keep":[0.35],"tiers":[{"min_context":3072,"layers":[9,"x"],"keep":[0.4,0.2]}]}})");
+    auto e = to_prune_options(*bad.prune, 30);
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.error().message().find("tiers[0].layers[1]"), std::string::npos)
+        << e.error().message();
+    GenRequest alone = chat_ok(R"({"messages":[{"role":"user","content":"x"}],
+        "lazyllm":{"policy":"lazy","tiers":[{"min_context":3072,"layers":[9],"keep":[0.4]}]}})");
+    auto a = to_prune_options(*alone.prune, 30);
+    ASSERT_FALSE(a.ok());
+    EXPECT_NE(a.error().message().find("tiers need layers and keep"), std::string::npos);
+}
+
 TEST(ApiRequest, Defaults) {
     GenRequest r = chat_ok(R"({"messages":[{"role":"user","content":"x"}]})");
     EXPECT_FALSE(r.max_tokens);

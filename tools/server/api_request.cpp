@@ -359,7 +359,7 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
         if (auto e = check_known(*s,
                                  {"layers", "keep", "keep_first", "keep_recent", "min_context",
                                   "prune_decode", "score_layers", "score_pool", "revive_max",
-                                  "repair", "meta", "version", "model", "n_layer"},
+                                  "repair", "tiers", "meta", "version", "model", "n_layer"},
                                  "lazyllm.schedule.")) {
             return *e;
         }
@@ -380,7 +380,7 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
             check_known(o,
                         {"policy", "preset", "layers", "keep", "keep_first", "keep_recent",
                          "min_context", "prune_decode", "score_layers", "score_pool", "revive_max",
-                         "repair", "seed", "meta", "version", "model", "n_layer"},
+                         "repair", "tiers", "seed", "meta", "version", "model", "n_layer"},
                         "lazyllm.")) {
         return *e;
     }
@@ -389,6 +389,7 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     Fields f{o, "lazyllm.", std::nullopt};
     if (auto v = f.string("policy")) p.policy = *v;
     if (auto v = f.string("preset")) p.preset = *v;  // checked with the schedule (Engine::validate)
+    if (const json* v = f.get("tiers")) p.tiers_json = v->dump();  // typed by to_prune_options
     // layers / keep: "9,19,28" strings (as the CLI flags) or arrays of numbers.
     for (const char* key : {"layers", "keep"}) {
         const json* v = f.get(key);
@@ -439,6 +440,11 @@ Result<PruneOptions> to_prune_options(const LazyExtension& x, int n_layer) {
             return make_error(ErrorCode::kInvalidArgument, "layers and keep go together");
         }
         LAZYLLM_ASSIGN_OR_RETURN(p.schedule, parse_schedule(x.layers, x.keep, n_layer));
+    }
+    if (!x.tiers_json.empty()) {
+        if (!p.schedule)
+            return make_error(ErrorCode::kInvalidArgument, "tiers need layers and keep");
+        LAZYLLM_ASSIGN_OR_RETURN(p.schedule->tiers, parse_tiers_json(x.tiers_json));
     }
     p.overrides = x.overrides;
     p.seed = x.seed;

@@ -37,6 +37,7 @@ enum class Endpoint { kChat, kCompletion };
 // to_prune_options (errors then name the field); the other fields typed.
 struct LazyExtension {
     std::string policy = "full", preset = "safe", layers, keep;
+    std::string tiers_json;  // Schedule::tiers as JSON text ("" when absent); they need layers
     ScheduleOverrides overrides;
     uint64_t seed = 1;
 };
