@@ -174,28 +174,33 @@ TEST(SessionRepairTest, TiersCutAsTheirOwnCutsAlone) {
     }
 }
 
+// A prompt step of `turn` on both, then the generated token `next`: the lazy prompt step cut (its
+// logits differ from full's), and the next step repaired it from layer `from` (every row of the
+// turn from there, and the new token's L layers) and gave full's logits; the repaired rows' last
+// logits are full's for the turn.
+void expect_turn_repaired(Session& full, Session& lazy, const std::vector<int32_t>& turn,
+                          int32_t next, int from, int V) {
+    const int L = lazy.kv().n_layer();
+    auto [f0, l0] = step_both(full, lazy, turn, StepTokens::kPrompt, V);
+    ASSERT_FALSE(same_bits(f0, l0)) << "the cuts must change the turn for this test";
+    ASSERT_TRUE(lazy.repair_pending());
+    StepStats st;
+    auto [f1, l1] = step_both(full, lazy, {next}, StepTokens::kGenerated, V, &st);
+    EXPECT_TRUE(same_bits(f1, l1));
+    EXPECT_TRUE(same_bits(lazy.repaired_logits(), f0));
+    EXPECT_EQ(st.token_layers, static_cast<int64_t>(turn.size()) * (L - from) + L);
+}
+
 // A conversation whose first turn is below a tier and whose second reaches it: the first turn
-// cuts at the schedule's own boundaries and is repaired, the second at the tier's (a repair from
-// its first cut, layer 1), and every step after a repair is full's bit for bit.
+// cuts at the schedule's own boundaries and is repaired from layer 2, the second at the tier's
+// and is repaired from layer 1, and every step after a repair is full's bit for bit.
 TEST(SessionRepairTest, TurnsOnBothSidesOfATier) {
     auto [model, full, lazy, V] = full_and_lazy("repair_tier_turns");
     SessionOptions tiered = repair_options();  // 3, 6 / 0.4, 0.2
     tiered.schedule.tiers = {{48, {2, 5}, {0.5f, 0.3f}}};
     lazy = Session::create(*model, tiered).value();
-    auto [f0, l0] = step_both(full, lazy, ids_for(30, V, 3), StepTokens::kPrompt, V);
-    ASSERT_FALSE(same_bits(f0, l0));
-    ASSERT_TRUE(lazy.repair_pending());
-    StepStats st;
-    auto [f1, l1] = step_both(full, lazy, {7}, StepTokens::kGenerated, V, &st);
-    EXPECT_TRUE(same_bits(f1, l1));
-    EXPECT_EQ(st.token_layers, 30 * (8 - 2) + 8) << "the prompt from layer 2 (the cut at 3)";
-    auto [f2, l2] = step_both(full, lazy, ids_for(24, V, 8), StepTokens::kPrompt, V);
-    ASSERT_FALSE(same_bits(f2, l2));
-    ASSERT_TRUE(lazy.repair_pending());
-    auto [f3, l3] = step_both(full, lazy, {11}, StepTokens::kGenerated, V, &st);
-    EXPECT_TRUE(same_bits(f3, l3));
-    EXPECT_TRUE(same_bits(lazy.repaired_logits(), f2));
-    EXPECT_EQ(st.token_layers, 24 * (8 - 1) + 8) << "the turn from layer 1 (the tier's cut at 2)";
+    expect_turn_repaired(full, lazy, ids_for(30, V, 3), 7, 2, V);   // 31 tokens: the cut at 3
+    expect_turn_repaired(full, lazy, ids_for(24, V, 8), 11, 1, V);  // 55: the tier's cut at 2
     expect_same_cache(full, lazy, full.n_past(), "after the second turn");
 }
 
@@ -206,14 +211,7 @@ TEST(SessionRepairTest, ANewTurnIsRepairedToo) {
     step_both(full, lazy, ids_for(40, V, 3), StepTokens::kPrompt, V);
     step_both(full, lazy, {7}, StepTokens::kGenerated, V);
     step_both(full, lazy, {9}, StepTokens::kGenerated, V);
-    auto [f1, l1] = step_both(full, lazy, ids_for(24, V, 8), StepTokens::kPrompt, V);
-    ASSERT_FALSE(same_bits(f1, l1));
-    ASSERT_TRUE(lazy.repair_pending());
-    StepStats st;
-    auto [f2, l2] = step_both(full, lazy, {11}, StepTokens::kGenerated, V, &st);
-    EXPECT_TRUE(same_bits(f2, l2));
-    EXPECT_TRUE(same_bits(lazy.repaired_logits(), f1));
-    EXPECT_EQ(st.token_layers, 24 * 6 + 8) << "the turn's 24 tokens from layer 2, the new one";
+    expect_turn_repaired(full, lazy, ids_for(24, V, 8), 11, 2, V);  // the turn from layer 2
     expect_same_cache(full, lazy, full.n_past(), "after the second turn");
 }
 
