@@ -188,11 +188,11 @@ protected:
     static constexpr int kLayers = 4;
 
     void SetUp() override {
-        testing::TinyModelSpec spec;
+        lazyllm::testing::TinyModelSpec spec;
         spec.n_layer = kLayers;
         spec.n_ctx = 2048;
         model_path_ = ::testing::TempDir() + "lazyllm_eval_runner_tiny.gguf";
-        ASSERT_TRUE(testing::write_tiny_model(spec, model_path_).ok());
+        ASSERT_TRUE(lazyllm::testing::write_tiny_model(spec, model_path_).ok());
         EngineOptions eo;
         eo.model_path = model_path_;
         eo.n_threads = 1;  // 2 OpenMP threads crawl when the 2 cores are shared
@@ -251,11 +251,11 @@ TEST_F(TinyRunnerTest, BaseModelGetsPlainPromptsUnlessAFormatIsNamed) {
     EXPECT_TRUE(wraps_chat(*engine_));  // the tiny model has SmolLM2's template
     EXPECT_EQ(prepare_prompt(*engine_, s)->text, engine_->chat_prompt(s.prompt));
 
-    testing::TinyModelSpec spec;
+    lazyllm::testing::TinyModelSpec spec;
     spec.chat_template = false;
     spec.n_ctx = 2048;
     const std::string base_path = ::testing::TempDir() + "lazyllm_eval_runner_base.gguf";
-    ASSERT_TRUE(testing::write_tiny_model(spec, base_path).ok());
+    ASSERT_TRUE(lazyllm::testing::write_tiny_model(spec, base_path).ok());
     EngineOptions eo;
     eo.model_path = base_path;
     eo.n_threads = 1;

@@ -167,5 +167,7 @@ TEST(AttentionAvx2, RestoresTheFloatingPointEnvironment) {
     }
 }
 
+#undef SKIP_WITHOUT_AVX2
+
 }  // namespace
 }  // namespace lazyllm::kernels

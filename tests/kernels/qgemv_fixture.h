@@ -64,7 +64,7 @@ inline std::vector<float> make_x(int64_t m, int64_t ldx, int64_t n_in, uint32_t 
     return x;
 }
 
-struct Shape {
+struct GemvShape {
     int64_t m, n_out, n_in, ldx_pad, ldy_pad;
     bool bias, accumulate;
 
@@ -72,7 +72,7 @@ struct Shape {
     int64_t ldy() const { return n_out + ldy_pad; }
 };
 
-inline std::string describe(GgmlType type, const Shape& s, int n_threads) {
+inline std::string describe(GgmlType type, const GemvShape& s, int n_threads) {
     return std::string(ggml_type_name(type)) + " m=" + std::to_string(s.m) +
            " n_out=" + std::to_string(s.n_out) + " n_in=" + std::to_string(s.n_in) + " ldx+" +
            std::to_string(s.ldx_pad) + " ldy+" + std::to_string(s.ldy_pad) +
@@ -80,8 +80,8 @@ inline std::string describe(GgmlType type, const Shape& s, int n_threads) {
            " threads=" + std::to_string(n_threads);
 }
 
-inline std::vector<Shape> shapes() {
-    std::vector<Shape> out;
+inline std::vector<GemvShape> shapes() {
+    std::vector<GemvShape> out;
     for (int64_t m : {1, 2, 3, 5, 8, 11}) {
         out.push_back({m, 37, 96, 0, 0, false, false});
         out.push_back({m, 16, 32, 3, 5, true, false});
@@ -94,8 +94,8 @@ inline std::vector<Shape> shapes() {
 }
 
 // Shapes whose n_in is a whole number of 256-element super-blocks (K-quants).
-inline std::vector<Shape> k_shapes() {
-    std::vector<Shape> out;
+inline std::vector<GemvShape> k_shapes() {
+    std::vector<GemvShape> out;
     for (int64_t m : {1, 3, 8, 11}) {
         out.push_back({m, 37, 256, 0, 0, false, false});
         out.push_back({m, 21, 512, 32, 3, true, true});
@@ -105,13 +105,13 @@ inline std::vector<Shape> k_shapes() {
 }
 
 // Every (type, shape) pair: the 32-element formats on shapes(), the K-quants on k_shapes().
-inline std::vector<std::pair<GgmlType, Shape>> cases() {
-    std::vector<std::pair<GgmlType, Shape>> out;
+inline std::vector<std::pair<GgmlType, GemvShape>> cases() {
+    std::vector<std::pair<GgmlType, GemvShape>> out;
     for (GgmlType type : kTypes) {
-        for (const Shape& s : shapes()) out.emplace_back(type, s);
+        for (const GemvShape& s : shapes()) out.emplace_back(type, s);
     }
     for (GgmlType type : kKTypes) {
-        for (const Shape& s : k_shapes()) out.emplace_back(type, s);
+        for (const GemvShape& s : k_shapes()) out.emplace_back(type, s);
     }
     return out;
 }
@@ -123,10 +123,10 @@ struct CaseData {
     std::vector<float> bias, x, y0;
     QuantLinear::Part part;
 
-    const float* bias_if(const Shape& s) const { return s.bias ? bias.data() : nullptr; }
+    const float* bias_if(const GemvShape& s) const { return s.bias ? bias.data() : nullptr; }
 };
 
-inline CaseData make_case(GgmlType type, const Shape& s, uint32_t seed) {
+inline CaseData make_case(GgmlType type, const GemvShape& s, uint32_t seed) {
     CaseData d{make_matrix(type, s.n_out, s.n_in, seed),
                random_vec(s.n_out, seed + 1),
                make_x(s.m, s.ldx(), s.n_in, seed + 2),
@@ -138,8 +138,9 @@ inline CaseData make_case(GgmlType type, const Shape& s, uint32_t seed) {
 
 // Runs forward() on a copy of y0 (random, so the row padding can be checked untouched).
 // outliers: forward()'s, each row's outlier channels exact.
-inline std::vector<float> run(const QuantLinear& lin, const Shape& s, const std::vector<float>& x,
-                              const std::vector<float>& y0, bool outliers = false) {
+inline std::vector<float> run(const QuantLinear& lin, const GemvShape& s,
+                              const std::vector<float>& x, const std::vector<float>& y0,
+                              bool outliers = false) {
     std::vector<float> y = y0;
     lin.forward(x.data(), s.m, y.data(), s.ldx(), s.ldy(), s.accumulate, nullptr,
                 outliers ? QuantRows::kPromptOutliers : QuantRows::kDecode);
@@ -149,7 +150,7 @@ inline std::vector<float> run(const QuantLinear& lin, const Shape& s, const std:
 // Builds the reference and the `isa` QuantLinear over `blocks` and checks forward() bit-exact
 // for 1 and 2 threads (with the outlier channels where `outliers`).
 inline void expect_isa_matches_ref(Isa isa, GgmlType type, const std::vector<uint8_t>& blocks,
-                                   const Shape& s, const std::vector<float>& x, uint32_t seed,
+                                   const GemvShape& s, const std::vector<float>& x, uint32_t seed,
                                    bool outliers = false) {
     const auto bias = test::random_vec(s.n_out, seed + 1);
     const auto y0 = test::random_vec(s.m * s.ldy(), seed + 3);

@@ -26,7 +26,7 @@ using test::random_vec;
 bool have_avx2() { return isa_supported(Isa::kAvx2, detect_cpu_features()); }
 KernelContext avx2_ctx(int n_threads) { return {Isa::kAvx2, n_threads}; }
 
-void expect_avx2_matches_ref(GgmlType type, const std::vector<uint8_t>& blocks, const Shape& s,
+void expect_avx2_matches_ref(GgmlType type, const std::vector<uint8_t>& blocks, const GemvShape& s,
                              const std::vector<float>& x, uint32_t seed) {
     expect_isa_matches_ref(Isa::kAvx2, type, blocks, s, x, seed);
 }
@@ -42,7 +42,7 @@ TEST(QuantLinearAvx2, UsedWhereSupported) {
 // bias and accumulation; 2 threads on the large shapes.
 TEST(QuantLinearAvx2, MatchesReferenceBitExact) {
     if (!have_avx2()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
-    std::vector<Shape> cases;
+    std::vector<GemvShape> cases;
     for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16}) {
         cases.push_back({m, 37, 96, 0, 0, false, false});
         cases.push_back({m, 16, 32, 3, 5, true, false});
@@ -55,7 +55,7 @@ TEST(QuantLinearAvx2, MatchesReferenceBitExact) {
     cases.push_back({8, 1003, 320, 0, 1, true, true});
     uint32_t seed = 1300;
     for (GgmlType type : kTypes) {
-        for (const Shape& s : cases) {
+        for (const GemvShape& s : cases) {
             seed += 7;
             const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
             const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
@@ -64,8 +64,8 @@ TEST(QuantLinearAvx2, MatchesReferenceBitExact) {
     }
     for (GgmlType type : kKTypes) {
         for (int64_t m : {1, 2, 3, 4, 5, 8, 9}) {
-            for (const Shape& s :
-                 {Shape{m, 37, 256, 0, 0, false, false}, Shape{m, 24, 512, 8, 3, true, true}}) {
+            for (const GemvShape& s : {GemvShape{m, 37, 256, 0, 0, false, false},
+                                       GemvShape{m, 24, 512, 8, 3, true, true}}) {
                 seed += 7;
                 const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
                 const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
@@ -149,8 +149,8 @@ void expect_extremes_match_ref(Isa isa) {
     uint32_t seed = 1700;
     for (GgmlType type : kTypes) {
         for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 11}) {
-            for (const Shape& s :
-                 {Shape{m, 37, 160, 0, 0, false, false}, Shape{m, 64, 96, 4, 3, true, true}}) {
+            for (const GemvShape& s : {GemvShape{m, 37, 160, 0, 0, false, false},
+                                       GemvShape{m, 64, 96, 4, 3, true, true}}) {
                 seed += 7;
                 const auto blocks = extreme_blocks(type, s.n_out, s.n_in, seed);
                 const auto x = extreme_x(s.m, s.ldx(), s.n_in, seed + 2);
@@ -227,8 +227,8 @@ std::vector<uint8_t> extreme_iq4_xs(int64_t n_out, int64_t n_in, uint32_t seed) 
 void expect_half_scale_extremes_match_ref(Isa isa) {
     uint32_t seed = 1900;
     for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13}) {
-        for (const Shape& s :
-             {Shape{m, 37, 256, 0, 0, false, false}, Shape{m, 64, 512, 4, 3, true, true}}) {
+        for (const GemvShape& s :
+             {GemvShape{m, 37, 256, 0, 0, false, false}, GemvShape{m, 64, 512, 4, 3, true, true}}) {
             seed += 7;
             const auto x = extreme_x(s.m, s.ldx(), s.n_in, seed + 2);
             expect_isa_matches_ref(isa, GgmlType::Q6_K, extreme_q6_k(s.n_out, s.n_in, seed), s, x,
@@ -258,7 +258,7 @@ TEST(QuantLinearAvx2, FromF32MatchesReferenceBitExact) {
     if (!have_avx2()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
     uint32_t seed = 2100;
     for (int64_t m : {1, 4, 8}) {
-        const Shape s{m, 45, 192, 0, 0, true, false};
+        const GemvShape s{m, 45, 192, 0, 0, true, false};
         seed += 7;
         const auto w = random_vec(s.n_out * s.n_in, seed, -2.0f, 2.0f);
         const auto bias = random_vec(s.n_out, seed + 1);
@@ -289,7 +289,7 @@ TEST(QuantLinear, WeightsOverSeveralChunksBitExact) {
                                 GgmlType::Q3_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
     if (lazyllm::testing::kSanitized) types.resize(2);
     for (GgmlType type : types) {
-        const Shape s{19, 16 * 72 + 5, 4096, 0, 3, true, true};
+        const GemvShape s{19, 16 * 72 + 5, 4096, 0, 3, true, true};
         seed += 7;
         const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
         const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);

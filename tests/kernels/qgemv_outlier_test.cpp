@@ -41,7 +41,7 @@ std::vector<float> planted_x(int64_t m, int64_t ldx, std::span<const int64_t> ch
     return x;
 }
 
-std::vector<Isa> fast_isas() {
+std::vector<Isa> fast_linear_isas() {
     std::vector<Isa> out;
     const CpuFeatures f = detect_cpu_features();
     for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
@@ -100,7 +100,7 @@ TEST(QuantLinearOutliers, WeightOfMixedTypeParts) {
 // channels than the 8 a row takes in one case (the largest win); whole register tiles of the
 // fp32 terms (4 rows x 64 outputs) with rows and outputs left over.
 TEST(QuantLinearOutliers, FastKernelsMatchReferenceBitExact) {
-    const auto isas = fast_isas();
+    const auto isas = fast_linear_isas();
     if (isas.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 VNNI";
     const std::vector<int64_t> few = {3, 40, 77, 95};
     std::vector<int64_t> many;
@@ -110,11 +110,11 @@ TEST(QuantLinearOutliers, FastKernelsMatchReferenceBitExact) {
          {std::span<const GgmlType>(kTypes), std::span<const GgmlType>(kKTypes)}) {
         for (GgmlType type : types) {
             const bool k = types.data() == kKTypes;
-            for (const Shape& s : {Shape{1, 37, k ? 256 : 96, 0, 0, false, false},
-                                   Shape{16, 37, k ? 256 : 96, 0, 0, false, false},
-                                   Shape{23, 53, 256, 32, 3, true, true},
-                                   Shape{70, 41, k ? 512 : 160, 0, 2, true, false},
-                                   Shape{37, 150, 256, 0, 5, true, true}}) {
+            for (const GemvShape& s : {GemvShape{1, 37, k ? 256 : 96, 0, 0, false, false},
+                                       GemvShape{16, 37, k ? 256 : 96, 0, 0, false, false},
+                                       GemvShape{23, 53, 256, 32, 3, true, true},
+                                       GemvShape{70, 41, k ? 512 : 160, 0, 2, true, false},
+                                       GemvShape{37, 150, 256, 0, 5, true, true}}) {
                 const bool crowded = s.n_in >= 256 && s.m == 23;
                 const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed += 7);
                 const auto x = planted_x(s.m, s.ldx(), crowded ? many : few,
@@ -133,7 +133,7 @@ TEST(QuantLinearOutliers, FastKernelsMatchReferenceBitExact) {
 // hundreds of times this.
 TEST(QuantLinearOutliers, ErrorBoundedByTheOtherChannels) {
     const std::vector<int64_t> channels = {7, 100, 101, 250, 300};
-    const Shape s{24, 45, 512, 0, 0, false, false};
+    const GemvShape s{24, 45, 512, 0, 0, false, false};
     const auto x = planted_x(s.m, s.ldx(), channels, 1000.0f, 17);
     std::vector<bool> outlier(s.n_in, false);
     for (int64_t c : channels) outlier[c] = true;
@@ -178,7 +178,7 @@ TEST(QuantLinearOutliers, WithoutThemTheOutliersAreRounded) {
     auto lin = QuantLinear::create(fast_ctx(1), {&part, 1}, 256);
     ASSERT_TRUE(lin.ok()) << lin.error().message();
     for (int64_t m : {1, 16}) {
-        const Shape s{m, 32, 256, 0, 0, false, false};
+        const GemvShape s{m, 32, 256, 0, 0, false, false};
         const std::vector<float> y0(m * 32, 0.0f);
         const auto with = run(*lin, s, x, y0, true), without = run(*lin, s, x, y0, false);
         double err_with = 0.0, err_without = 0.0;
@@ -212,7 +212,7 @@ TEST(QuantLinearOutliers, ARowsOutputIsItsOwn) {
         }
     }
     std::vector<KernelContext> ctxs = {kRefCtx};
-    for (Isa isa : fast_isas()) {
+    for (Isa isa : fast_linear_isas()) {
         for (int n_threads : {1, 2}) ctxs.push_back({isa, n_threads});
     }
     for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q8_0}) {
@@ -244,7 +244,7 @@ TEST(QuantLinearOutliers, ARowsOutputIsItsOwn) {
 // One layer called with ever new outlier channels: past the 64 columns it keeps, the rest are
 // dequantized per call, and every call equals a fresh layer's output.
 TEST(QuantLinearOutliers, ColumnsBeyondTheCacheGiveTheSameOutput) {
-    const Shape s{16, 48, 1024, 0, 0, true, false};
+    const GemvShape s{16, 48, 1024, 0, 0, true, false};
     const QuantMatrix wq = make_matrix(GgmlType::Q4_K, s.n_out, s.n_in, 31);
     const QuantLinear::Part part{GgmlType::Q4_K, wq.blocks.data(), s.n_out};
     const auto bias = random_vec(s.n_out, 32);

@@ -68,7 +68,7 @@ TEST(QuantLinear, FastPathMatchesReferenceBitExact) {
 // error (create_from_f32).
 void expect_near_fp32(const std::vector<float>& y, const std::vector<float>& y0,
                       const std::vector<float>& x, const std::vector<float>& w,
-                      const std::vector<float>& bias, const Shape& s, float w_err_scale,
+                      const std::vector<float>& bias, const GemvShape& s, float w_err_scale,
                       const std::string& what) {
     const int64_t ldx = s.ldx(), ldy = s.ldy();
     for (int64_t r = 0; r < s.m; ++r) {
@@ -123,7 +123,7 @@ TEST(QuantLinear, MatchesFp32WithinActivationRounding) {
 // absorbed by rounding q against the stored scale; 1.01 covers the clamp case).
 TEST(QuantLinear, FromF32WithinWeightAndActivationRounding) {
     uint32_t seed = 900;
-    for (const Shape& s : shapes()) {
+    for (const GemvShape& s : shapes()) {
         seed += 7;
         const auto w = random_vec(s.n_out * s.n_in, seed);
         const auto bias = random_vec(s.n_out, seed + 1);
@@ -147,7 +147,7 @@ TEST(QuantLinear, FromRowsEqualsFromF32) {
     const int64_t n_out = 53, n_in = 96;
     const auto w = random_vec(n_out * n_in, 31);
     const auto bias = random_vec(n_out, 32);
-    const Shape s{5, n_out, n_in, 0, 0, true, false};
+    const GemvShape s{5, n_out, n_in, 0, 0, true, false};
     const auto x = make_x(s.m, s.ldx(), s.n_in, 33);
     const auto y0 = random_vec(s.m * s.ldy(), 34);
     for (const KernelContext& ctx : {kRefCtx, fast_ctx(1), fast_ctx(2)}) {
@@ -226,7 +226,7 @@ TEST(QuantLinear, MixedTypePartsEqualSeparateLayers) {
         EXPECT_EQ(all->n_out(), n_out);
         EXPECT_EQ(all->type(), GgmlType::Q4_K);
         for (int64_t m : {1, 5}) {
-            const Shape s{m, n_out, n_in, 0, 3, true, true};
+            const GemvShape s{m, n_out, n_in, 0, 3, true, true};
             const auto x = make_x(m, s.ldx(), n_in, 13);
             const auto y0 = random_vec(m * s.ldy(), 14);
             std::vector<float> want = y0;
@@ -298,7 +298,7 @@ void expect_error(const Result<QuantLinear>& r, ErrorCode code, const std::strin
 // 127, so d_x = 1): the output is the dot product with GGML's dequantized weights up to fp32
 // accumulation, for every format (a scale rounded to fp16 would be off by ~2^-11).
 TEST(QuantLinear, KeepsGgmlWeightValues) {
-    const Shape s{3, 45, 512, 0, 0, false, false};
+    const GemvShape s{3, 45, 512, 0, 0, false, false};
     std::mt19937 rng(11);
     std::vector<float> x(s.m * s.n_in);
     for (size_t i = 0; i < x.size(); ++i) {
@@ -333,7 +333,7 @@ TEST(QuantLinear, KeepsGgmlWeightValues) {
 // Blocks at an odd address (a GGUF whose general.alignment is 1 can place a tensor there) pack
 // to the same weights as the same blocks aligned.
 TEST(QuantLinear, UnalignedBlocksEqualAligned) {
-    const Shape s{2, 33, 512, 0, 0, false, false};
+    const GemvShape s{2, 33, 512, 0, 0, false, false};
     std::mt19937 rng(5);
     std::vector<float> x(s.m * s.n_in);
     for (float& v : x) v = static_cast<float>(static_cast<int>(rng() % 255) - 127) / 64.0f;
@@ -373,7 +373,7 @@ TEST(QuantLinear, LargestKScalesAreExact) {
     std::vector<float> deq(kOut * kIn);
     ASSERT_TRUE(
         dequantize_row_f32(Isa::kRef, GgmlType::Q4_K, blocks.data(), deq.data(), kOut * kIn).ok());
-    const Shape s{2, kOut, kIn, 0, 0, false, false};
+    const GemvShape s{2, kOut, kIn, 0, 0, false, false};
     const auto x = make_x(s.m, s.ldx(), s.n_in, 9);
     const std::vector<float> y0(s.m * s.ldy(), 0.0f);
     const QuantLinear::Part part{GgmlType::Q4_K, blocks.data(), kOut};

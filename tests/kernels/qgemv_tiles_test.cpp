@@ -31,7 +31,7 @@ bool have_tiles() {
 
 // forward() on an AMX context against the double-precision sum of the bf16-rounded operands,
 // within fp32 summation error; the padding of y untouched.
-void expect_tiles_match(GgmlType type, const Shape& s, uint32_t seed, int n_threads,
+void expect_tiles_match(GgmlType type, const GemvShape& s, uint32_t seed, int n_threads,
                         QuantRows rows = QuantRows::kPrompt) {
     const CaseData d = make_case(type, s, seed);
     auto lin = QuantLinear::create({Isa::kAmx, n_threads}, {&d.part, 1}, s.n_in, d.bias_if(s));
@@ -79,7 +79,7 @@ TEST(QuantLinearTiles, EveryTypeMatchesTheBf16Product) {
     // of groups (a half-empty last panel), padded ldx / ldy, bias and accumulate. kPrompt from
     // kTileMinRows rows: two micro-tiles exactly, a last one of one row, a short one.
     static_assert(kTileMinRows == 64, "the kPrompt shapes straddle the threshold's micro-tiles");
-    const std::pair<Shape, QuantRows> cases[] = {
+    const std::pair<GemvShape, QuantRows> cases[] = {
         {{1, 37, 256, 0, 0, false, false}, QuantRows::kPromptTiles},
         {{32, 37, 256, 0, 0, false, false}, QuantRows::kPromptTiles},
         {{45, 71, 512, 32, 3, true, true}, QuantRows::kPromptTiles},
@@ -96,7 +96,7 @@ TEST(QuantLinearTiles, EveryTypeMatchesTheBf16Product) {
 // several row blocks, on one and two threads.
 TEST(QuantLinearTiles, ManyChunksAndRowBlocks) {
     if (!have_tiles()) GTEST_SKIP() << "no AMX";
-    const Shape s{161, 1000, 4096, 0, 5, true, true};
+    const GemvShape s{161, 1000, 4096, 0, 5, true, true};
     expect_tiles_match(GgmlType::Q4_K, s, 77, 2);
     expect_tiles_match(GgmlType::Q8_0, s, 78, 1, QuantRows::kPromptOutliers);
 }
@@ -108,7 +108,7 @@ TEST(QuantLinearTiles, ManyChunksAndRowBlocks) {
 // reduction blocks (n_in 2048), bit for bit.
 TEST(QuantLinearTiles, ARowsOutputIsItsOwn) {
     if (!have_tiles()) GTEST_SKIP() << "no AMX";
-    const Shape s{200, 96, 2048, 0, 0, false, true};
+    const GemvShape s{200, 96, 2048, 0, 0, false, true};
     const CaseData d = make_case(GgmlType::Q6_K, s, 55);
     auto lin = QuantLinear::create({Isa::kAmx, 2}, {&d.part, 1}, s.n_in, d.bias_if(s));
     ASSERT_TRUE(lin.ok()) << lin.error().message();
@@ -138,7 +138,7 @@ TEST(QuantLinearTiles, ARowsOutputIsItsOwn) {
 // included, bit for bit as on a context without AMX.
 TEST(QuantLinearTiles, FewPromptRowsKeepTheInt8Kernels) {
     if (!have_tiles()) GTEST_SKIP() << "no AMX";
-    const Shape s{kTileMinRows - 1, 53, 512, 0, 0, true, false};
+    const GemvShape s{kTileMinRows - 1, 53, 512, 0, 0, true, false};
     const CaseData d = make_case(GgmlType::Q4_K, s, 92);
     auto amx = QuantLinear::create({Isa::kAmx, 2}, {&d.part, 1}, s.n_in, d.bias_if(s));
     auto vnni = QuantLinear::create({Isa::kAvx512, 2}, {&d.part, 1}, s.n_in, d.bias_if(s));
@@ -154,7 +154,7 @@ TEST(QuantLinearTiles, FewPromptRowsKeepTheInt8Kernels) {
 // Decode rows keep the int8 kernels, bit for bit as on a context without AMX, at any m.
 TEST(QuantLinearTiles, DecodeRowsKeepTheInt8Kernels) {
     if (!have_tiles()) GTEST_SKIP() << "no AMX";
-    const Shape s{40, 53, 512, 0, 0, true, false};
+    const GemvShape s{40, 53, 512, 0, 0, true, false};
     const CaseData d = make_case(GgmlType::Q4_K, s, 91);
     auto amx = QuantLinear::create({Isa::kAmx, 2}, {&d.part, 1}, s.n_in, d.bias_if(s));
     auto vnni = QuantLinear::create({Isa::kAvx512, 2}, {&d.part, 1}, s.n_in, d.bias_if(s));

@@ -18,7 +18,7 @@ namespace {
 
 using quant::block_shape;
 
-uint32_t bits(float x) { return quant::f32_bits(x); }
+using quant::f32_bits;
 
 // Test data: rows of blocks with varied scales, plus the awkward blocks (all zero, constant,
 // all positive, one outlier).
@@ -219,14 +219,14 @@ TEST(QuantRoundTrip, PlainTypesExactOrOneRounding) {
         ASSERT_TRUE(ref::dequantize_row_f32(type, q.data(), y.data(), n).ok());
         for (int64_t i = 0; i < n; ++i) {
             if (type == GgmlType::F32) {
-                ASSERT_EQ(bits(y[i]), bits(x[i])) << i;
+                ASSERT_EQ(f32_bits(y[i]), f32_bits(x[i])) << i;
             } else if (type == GgmlType::F16) {
                 // One round to nearest: half an ulp of 11 bits (the data is in fp16's normal
                 // range or zero).
-                ASSERT_EQ(bits(y[i]), bits(fp16_to_fp32(fp32_to_fp16(x[i])))) << i;
+                ASSERT_EQ(f32_bits(y[i]), f32_bits(fp16_to_fp32(fp32_to_fp16(x[i])))) << i;
                 ASSERT_LE(std::fabs(y[i] - x[i]), std::fabs(x[i]) * 0x1p-11f) << i;
             } else {
-                ASSERT_EQ(bits(y[i]), bits(bf16_to_fp32(fp32_to_bf16(x[i])))) << i;
+                ASSERT_EQ(f32_bits(y[i]), f32_bits(bf16_to_fp32(fp32_to_bf16(x[i])))) << i;
                 ASSERT_LE(std::fabs(y[i] - x[i]), std::fabs(x[i]) * 0x1p-8f) << i;
             }
         }

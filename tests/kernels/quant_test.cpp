@@ -41,7 +41,7 @@ constexpr GgmlType kAllTypes[] = {GgmlType::F32,   GgmlType::F16,  GgmlType::BF1
 
 // The vectorized ISAs this CPU runs (kAmx dispatches to the AVX-512 code but is listed so the
 // dispatch itself is covered).
-std::vector<Isa> fast_isas() {
+std::vector<Isa> vector_isas() {
     const CpuFeatures f = detect_cpu_features();
     std::vector<Isa> out;
     for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
@@ -72,7 +72,7 @@ std::vector<size_t> scale_offsets(GgmlType type) {
     }
 }
 
-uint32_t bits(float x) { return quant::f32_bits(x); }
+using quant::f32_bits;
 
 // Random bytes for the quant fields, finite fp16 for the scale fields (random sign, magnitude
 // 2^-16..2^2, the odd zero). F16 / BF16 / F32 rows are random bit patterns, NaNs included.
@@ -124,7 +124,7 @@ TEST_P(QuantIsaTest, VariantsMatchReferenceBitExact) {
         ASSERT_TRUE(ref::dequantize_row_f32(type, row.data(), want.data(), n).ok());
 
         // Isa::kRef through the dispatcher too.
-        std::vector<Isa> isas = fast_isas();
+        std::vector<Isa> isas = vector_isas();
         isas.insert(isas.begin(), Isa::kRef);
         for (Isa isa : isas) {
             SCOPED_TRACE(std::string("isa = ") + std::string(isa_name(isa)));
@@ -132,8 +132,8 @@ TEST_P(QuantIsaTest, VariantsMatchReferenceBitExact) {
             ASSERT_TRUE(dequantize_row_f32(isa, type, row.data(), got.data(), n).ok());
             const int64_t bad = first_mismatch(got, want);
             EXPECT_EQ(bad, -1) << "f32 element " << bad << ": got bits " << std::hex
-                               << (bad >= 0 ? bits(got[bad]) : 0) << " want "
-                               << (bad >= 0 ? bits(want[bad]) : 0);
+                               << (bad >= 0 ? f32_bits(got[bad]) : 0) << " want "
+                               << (bad >= 0 ? f32_bits(want[bad]) : 0);
         }
     }
 }
@@ -151,7 +151,7 @@ TEST_P(QuantIsaTest, UnalignedRowEqualsAligned) {
     ASSERT_TRUE(ref::dequantize_row_f32(type, row.data(), want.data(), n).ok());
     ASSERT_TRUE(ref::dequantize_row_f32(type, shifted.data() + 1, got.data(), n).ok());
     EXPECT_EQ(first_mismatch(got, want), -1) << "ref";
-    for (Isa isa : fast_isas()) {
+    for (Isa isa : vector_isas()) {
         std::fill(got.begin(), got.end(), -1.0f);
         ASSERT_TRUE(dequantize_row_f32(isa, type, shifted.data() + 1, got.data(), n).ok());
         EXPECT_EQ(first_mismatch(got, want), -1) << isa_name(isa);
@@ -176,7 +176,7 @@ TEST_P(QuantScaleTest, NonFiniteScalesMatchReference) {
     }
     std::vector<float> want(static_cast<size_t>(n));
     ASSERT_TRUE(ref::dequantize_row_f32(type, row.data(), want.data(), n).ok());
-    for (Isa isa : fast_isas()) {
+    for (Isa isa : vector_isas()) {
         std::vector<float> got(static_cast<size_t>(n));
         ASSERT_TRUE(dequantize_row_f32(isa, type, row.data(), got.data(), n).ok());
         EXPECT_EQ(first_mismatch(got, want), -1) << isa_name(isa);
@@ -200,7 +200,7 @@ TEST(QuantIsa, ExhaustiveHalfAndBf16Rows) {
     for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
         std::vector<float> want(all.size());
         ASSERT_TRUE(ref::dequantize_row_f32(type, all.data(), want.data(), 65536).ok());
-        for (Isa isa : fast_isas()) {
+        for (Isa isa : vector_isas()) {
             std::vector<float> got(all.size());
             ASSERT_TRUE(dequantize_row_f32(isa, type, all.data(), got.data(), 65536).ok());
             EXPECT_EQ(first_mismatch(got, want), -1)
@@ -253,7 +253,7 @@ TEST(QuantGolden, ReferenceMatchesGgufPy) {
         ASSERT_EQ(static_cast<int64_t>(want.size()), n);
         ASSERT_EQ(input.size(),
                   static_cast<size_t>(n / block_shape(type).elems) * block_shape(type).bytes);
-        std::vector<Isa> isas = fast_isas();
+        std::vector<Isa> isas = vector_isas();
         isas.insert(isas.begin(), Isa::kRef);
         for (Isa isa : isas) {
             std::vector<float> got(static_cast<size_t>(n));
@@ -276,7 +276,7 @@ TEST(QuantGolden, RoundingMatchesGgufPyAndNumpy) {
         const auto want = from_hex_as<uint16_t>(golden["fp32_to_bf16"]["expected_u16_hex"]);
         ASSERT_EQ(in.size(), want.size());
         for (size_t i = 0; i < in.size(); ++i) {
-            EXPECT_EQ(fp32_to_bf16(in[i]), want[i]) << std::hex << "fp32 bits " << bits(in[i]);
+            EXPECT_EQ(fp32_to_bf16(in[i]), want[i]) << std::hex << "fp32 bits " << f32_bits(in[i]);
         }
     }
     {
@@ -284,7 +284,7 @@ TEST(QuantGolden, RoundingMatchesGgufPyAndNumpy) {
         const auto want = from_hex_as<uint16_t>(golden["fp32_to_fp16"]["expected_u16_hex"]);
         ASSERT_EQ(in.size(), want.size());
         for (size_t i = 0; i < in.size(); ++i) {
-            EXPECT_EQ(fp32_to_fp16(in[i]), want[i]) << std::hex << "fp32 bits " << bits(in[i]);
+            EXPECT_EQ(fp32_to_fp16(in[i]), want[i]) << std::hex << "fp32 bits " << f32_bits(in[i]);
         }
     }
 }
@@ -316,7 +316,7 @@ TEST(QuantConvert, Bf16RoundToNearestEven) {
     EXPECT_TRUE(std::isnan(bf16_to_fp32(fp32_to_bf16(NAN))));
     // bf16 -> fp32 is exact for every pattern.
     for (uint32_t h = 0; h < 65536; ++h) {
-        ASSERT_EQ(bits(bf16_to_fp32(static_cast<bf16_t>(h))), h << 16);
+        ASSERT_EQ(f32_bits(bf16_to_fp32(static_cast<bf16_t>(h))), h << 16);
     }
 }
 
@@ -329,8 +329,8 @@ __attribute__((target("f16c"))) float hw_fp16_to_fp32(uint16_t h) { return _cvts
 TEST(QuantConvert, Fp16MatchesF16c) {
     if (!detect_cpu_features().f16c) GTEST_SKIP() << "no F16C";
     for (uint32_t h = 0; h < 65536; ++h) {
-        ASSERT_EQ(bits(fp16_to_fp32(static_cast<uint16_t>(h))),
-                  bits(hw_fp16_to_fp32(static_cast<uint16_t>(h))))
+        ASSERT_EQ(f32_bits(fp16_to_fp32(static_cast<uint16_t>(h))),
+                  f32_bits(hw_fp16_to_fp32(static_cast<uint16_t>(h))))
             << std::hex << "half " << h;
     }
     for (uint64_t u = 0; u < (1ull << 32); u += 509) {
@@ -385,7 +385,7 @@ TEST(QuantErrors, LengthNotMultipleOfBlockNamesTypeAndN) {
                    Case{GgmlType::IQ4_XS, 128}, Case{GgmlType::F16, -2}}) {
         const std::string name(ggml_type_name(c.type));
         const std::string n = std::to_string(c.n);
-        std::vector<Isa> isas = fast_isas();
+        std::vector<Isa> isas = vector_isas();
         isas.insert(isas.begin(), Isa::kRef);
         for (Isa isa : isas) {
             Status s = dequantize_row_f32(isa, c.type, in.data(), out.data(), c.n);

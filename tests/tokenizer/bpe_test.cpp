@@ -32,14 +32,14 @@ const std::vector<std::string> kMerges = {
     "Ġ Ġ",     // 11
 };
 
-Tokenizer make_tok(const std::string& pre = "gpt-2") {
+Tokenizer bpe_tok(const std::string& pre = "gpt-2") {
     auto tok = tokenizer_from(TinyBpe(kMerges).writer(pre));
     EXPECT_TRUE(tok.ok()) << tok.error().message();
     return std::move(tok).value();
 }
 
 TEST(Bpe, LoadsKindAndSpecialIds) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = bpe_tok();
     EXPECT_EQ(tok.kind(), TokenizerKind::kBpe);
     EXPECT_EQ(tok.kind_name(), "gpt2 (gpt-2)");
     EXPECT_EQ(tok.pre(), "gpt-2");
@@ -55,7 +55,7 @@ TEST(Bpe, LoadsKindAndSpecialIds) {
 }
 
 TEST(Bpe, MergesByRank) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = bpe_tok();
     // "hello": he (0), ll (1), hell (2), hello (3).
     EXPECT_EQ(tok.encode("hello"), ids_of(tok, {"hello"}));
     // " world" -> Ġ w o r l d: Ġw (4), or (5), Ġwor (6), ld (7).
@@ -67,20 +67,20 @@ TEST(Bpe, MergesByRank) {
 }
 
 TEST(Bpe, LowestRankBeatsLeftmost) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = bpe_tok();
     // x y z: (x,y) rank 10 and (y,z) rank 9: yz first, then (x, yz) has no merge.
     EXPECT_EQ(tok.encode("xyz"), ids_of(tok, {"x", "yz"}));
 }
 
 TEST(Bpe, EqualRanksMergeLeftmostFirst) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = bpe_tok();
     EXPECT_EQ(tok.encode("aaa"), ids_of(tok, {"aa", "a"}));
     EXPECT_EQ(tok.encode("aaaa"), ids_of(tok, {"aa", "aa"}));
     EXPECT_EQ(tok.encode("aaaaa"), ids_of(tok, {"aa", "aa", "a"}));
 }
 
 TEST(Bpe, SpacesAndBytes) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = bpe_tok();
     // "a  b" -> "a", " " (\s+(?!\S) leaves the last space), " b".
     EXPECT_EQ(tok.encode("a  b"), ids_of(tok, {"a", "Ġ", "Ġ", "b"}));
     // Three trailing spaces are one piece: ĠĠ (11) then Ġ.
@@ -95,7 +95,7 @@ TEST(Bpe, SpacesAndBytes) {
 }
 
 TEST(Bpe, AddBosFollowsMetadataUnlessOverridden) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = bpe_tok();
     EXPECT_EQ(tok.encode("a"), ids_of(tok, {"a"}));  // add_bos_token = false
     EXPECT_EQ(tok.encode("a", false, true), (std::vector<TokenId>{1, *tok.find_token("a")}));
 
@@ -109,7 +109,7 @@ TEST(Bpe, AddBosFollowsMetadataUnlessOverridden) {
 }
 
 TEST(Bpe, ControlTokensOnlyWithParseSpecial) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = bpe_tok();
     const std::string text = "a<|im_start|>b";
     std::vector<TokenId> with = tok.encode(text, true);
     EXPECT_EQ(with, (std::vector<TokenId>{*tok.find_token("a"), 1, *tok.find_token("b")}));
@@ -125,7 +125,7 @@ TEST(Bpe, ControlTokensOnlyWithParseSpecial) {
 }
 
 TEST(Bpe, UserDefinedTokensAlwaysSplit) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = bpe_tok();
     // HF added tokens and llama.cpp: user-defined tokens are matched even without parse_special.
     const std::vector<TokenId> expect = {*tok.find_token("x"), 3, *tok.find_token("y")};
     EXPECT_EQ(tok.encode("x<tool>y", false), expect);
@@ -147,7 +147,7 @@ TEST(Bpe, SpecialTokensLeftmostLongest) {
 }
 
 TEST(Bpe, StreamingMatchesDecode) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = bpe_tok();
     const std::string text = "héllo wörld 😀 中文 \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9";
     const std::vector<TokenId> ids = tok.encode(text);
     StreamDecoder sd(tok);
@@ -169,7 +169,7 @@ TEST(Bpe, StreamingMatchesDecode) {
 }
 
 TEST(Bpe, StreamHoldsPartialSequencesAndReplacesInvalid) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = bpe_tok();
     auto byte_id = [&](uint8_t b) {
         tokenizer::ByteUnicodeMap map;
         return *tok.find_token(map.byte_to_utf8(b));

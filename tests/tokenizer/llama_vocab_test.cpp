@@ -15,6 +15,7 @@
 #include "lazyllm/gguf.h"
 #include "lazyllm/tokenizer.h"
 #include "support/model_path.h"
+#include "tokenizer/tokenizer_test_util.h"
 
 namespace lazyllm {
 namespace {
@@ -32,7 +33,7 @@ std::string vocab_dir() {
     return cache ? (fs::path(*cache) / kVocabDirName).string() : std::string();
 }
 
-std::string read_file(const fs::path& p) {
+std::string read_bytes(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::ostringstream ss;
     ss << in.rdbuf();
@@ -48,8 +49,8 @@ struct Vector {
 // "\n__ggml_vocab_test__\n" (a trailing separator adds no empty test), the .out has one line of
 // space-separated ids per test.
 bool read_vectors(const fs::path& gguf, std::vector<Vector>& out, std::string& err) {
-    const std::string inp = read_file(gguf.string() + ".inp");
-    const std::string outp = read_file(gguf.string() + ".out");
+    const std::string inp = read_bytes(gguf.string() + ".inp");
+    const std::string outp = read_bytes(gguf.string() + ".out");
     const std::string sep = "\n__ggml_vocab_test__\n";
     std::vector<std::string> texts;
     for (size_t pos = 0; pos < inp.size();) {
@@ -78,11 +79,7 @@ bool read_vectors(const fs::path& gguf, std::vector<Vector>& out, std::string& e
     return true;
 }
 
-std::string show(const std::vector<TokenId>& ids) {
-    std::string s = "[";
-    for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
-    return s + "]";
-}
+using testing::ids_string;
 
 TEST(LlamaCppVocab, AllVectors) {
     const std::string dir = vocab_dir();
@@ -141,7 +138,7 @@ TEST(LlamaCppVocab, AllVectors) {
             ADD_FAILURE() << name << ": " << (vectors.size() - n_ok) << " of " << vectors.size()
                           << " vectors differ; first: text "
                           << ::testing::PrintToString(first_bad->text) << "\n  want "
-                          << show(first_bad->ids) << "\n  got  " << show(first_got);
+                          << ids_string(first_bad->ids) << "\n  got  " << ids_string(first_got);
         }
     }
 }

@@ -12,6 +12,7 @@
 #include "lazyllm/gguf.h"
 #include "lazyllm/tokenizer.h"
 #include "support/model_path.h"
+#include "tokenizer/tokenizer_test_util.h"
 #include "tokenizer/unicode.h"
 
 namespace lazyllm {
@@ -71,11 +72,7 @@ const Loaded* gemma() {
     }                                                                                \
     const Tokenizer& var = model()->tok
 
-std::string show(const std::vector<TokenId>& ids) {
-    std::string s = "[";
-    for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
-    return s + "]";
-}
+using testing::ids_string;
 
 struct GoldenCase {
     std::string text;
@@ -131,8 +128,8 @@ TEST(ModelTokenizer, GoldenIdsFromHf) {
         if (ids != c.ids) {
             ++failures;
             ADD_FAILURE() << "text " << ::testing::PrintToString(c.text)
-                          << " parse_special=" << c.parse_special << "\n  want " << show(c.ids)
-                          << "\n  got  " << show(ids);
+                          << " parse_special=" << c.parse_special << "\n  want "
+                          << ids_string(c.ids) << "\n  got  " << ids_string(ids);
         }
         if (c.roundtrip) {
             EXPECT_EQ(tok.decode(ids, /*render_special=*/true), c.text);
@@ -217,7 +214,7 @@ TEST(ModelTokenizerGemma, GoldenIdsFromSentencePiece) {
         if (ids != c.ids) {
             ++failures;
             ADD_FAILURE() << "text " << ::testing::PrintToString(c.text) << "\n  want "
-                          << show(c.ids) << "\n  got  " << show(ids);
+                          << ids_string(c.ids) << "\n  got  " << ids_string(ids);
         }
         if (c.roundtrip) {
             EXPECT_EQ(tok.decode(ids), c.text);

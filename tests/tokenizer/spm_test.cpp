@@ -50,14 +50,14 @@ struct TinySpm {
     }
 };
 
-Tokenizer make_tok(const TinySpm& v = TinySpm()) {
+Tokenizer spm_tok(const TinySpm& v = TinySpm()) {
     auto tok = tokenizer_from(v.writer());
     EXPECT_TRUE(tok.ok()) << tok.error().message();
     return std::move(tok).value();
 }
 
 TEST(Spm, DefaultsFollowLlamaCpp) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = spm_tok();
     EXPECT_EQ(tok.kind(), TokenizerKind::kSpm);
     EXPECT_EQ(tok.kind_name(), "llama (spm)");
     EXPECT_EQ(tok.pre(), "");
@@ -69,7 +69,7 @@ TEST(Spm, DefaultsFollowLlamaCpp) {
 }
 
 TEST(Spm, MergesByScore) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = spm_tok();
     // "▁hello": ▁ h e l l o. Best pair ll (-1), then he (-2); then (▁,he) -1.5 and
     // (he,ll) "hell" -0.5: hell; then (hell,o) "hello" -0.1. "▁hello" is no token.
     EXPECT_EQ(tok.encode("hello", false, false), ids_of(tok, {"▁", "hello"}));
@@ -78,14 +78,14 @@ TEST(Spm, MergesByScore) {
 }
 
 TEST(Spm, EqualScoresMergeLeftmostFirst) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = spm_tok();
     // "▁aaa": (▁,a) "▁a" -1 at 0, (a,a) -1 at 1 and 2: ▁a first, then (▁a, a) is no token,
     // then aa from the remaining pair.
     EXPECT_EQ(tok.encode("aaa", false, false), ids_of(tok, {"▁a", "aa"}));
 }
 
 TEST(Spm, SpacesBecomeMarkers) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = spm_tok();
     EXPECT_EQ(tok.encode("a b", false, false), ids_of(tok, {"▁a", "▁b"}));
     EXPECT_EQ(tok.decode(tok.encode("a b")), "a b");
     // Leading spaces are kept (one extra marker from add_space_prefix).
@@ -94,7 +94,7 @@ TEST(Spm, SpacesBecomeMarkers) {
 }
 
 TEST(Spm, ByteFallback) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = spm_tok();
     // é (C3 A9) has no token: byte tokens.
     EXPECT_EQ(tok.encode("é", false, false), ids_of(tok, {"▁", "<0xC3>", "<0xA9>"}));
     EXPECT_EQ(tok.token_to_piece(*tok.find_token("<0xC3>")), "\xC3");
@@ -104,7 +104,7 @@ TEST(Spm, ByteFallback) {
 // Found by tests/fuzz/chat_template_fuzz: a stray lead byte took the next character's bytes, so
 // a space after it came back as U+2581.
 TEST(Spm, InvalidUtf8RoundTrips) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = spm_tok();
     EXPECT_EQ(tok.encode("\xC5 b", false, false), ids_of(tok, {"▁", "<0xC5>", "▁b"}));
     for (const char* s : {"\xC5 b", "a\xFF b", "\xE2\x82 x", "\xF0\x9F\x98 a", "end\xC3"}) {
         EXPECT_EQ(tok.decode(tok.encode(s)), s) << s;
@@ -123,7 +123,7 @@ TEST(Spm, AddSpacePrefixOff) {
 }
 
 TEST(Spm, SpecialTokensGetASpaceAfter) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = spm_tok();
     // llama.cpp: the text after a special token is prefixed with a space again.
     EXPECT_EQ(tok.encode("a</s>b", true, false), ids_of(tok, {"▁a", "</s>", "▁b"}));
     EXPECT_EQ(tok.encode("a<tool>b", false, false), ids_of(tok, {"▁a", "<tool>", "▁b"}));
@@ -134,7 +134,7 @@ TEST(Spm, SpecialTokensGetASpaceAfter) {
 }
 
 TEST(Spm, DecodeRendersControlOnRequest) {
-    Tokenizer tok = make_tok();
+    Tokenizer tok = spm_tok();
     const std::vector<TokenId> ids = tok.encode("hello");
     EXPECT_EQ(ids.front(), 1);
     EXPECT_EQ(tok.decode(ids), "hello");

@@ -27,6 +27,13 @@ struct MemGguf {
     GgufFile file;
 };
 
+// "[1, 2, 3]": token ids in a failure message.
+inline std::string ids_string(const std::vector<TokenId>& ids) {
+    std::string s = "[";
+    for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+    return s + "]";
+}
+
 inline Result<std::unique_ptr<MemGguf>> load_gguf(const GgufWriter& w) {
     auto m = std::make_unique<MemGguf>();
     m->bytes = w.to_bytes();

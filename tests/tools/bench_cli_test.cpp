@@ -17,12 +17,10 @@
 namespace {
 
 using lazyllm::testing::CliRun;
+using lazyllm::testing::contains;
+using lazyllm::testing::run_cli;
 
-CliRun run(const std::string& args, bool merge_stderr = true) {
-    return lazyllm::testing::run_cli(args, merge_stderr);
-}
-
-std::string tiny_model_file() {
+std::string bench_model() {
     static const std::string path = lazyllm::testing::write_cli_tiny_model("lazyllm_bench_tiny.gguf", 128);
     return path;
 }
@@ -38,17 +36,13 @@ std::vector<nlohmann::json> parse_jsonl(const std::string& out) {
     return rows;
 }
 
-bool contains(const std::string& s, const std::string& what) {
-    return s.find(what) != std::string::npos;
-}
-
 // -t 1: the tiny model needs no threads, and the test should not take the machine.
 // --lazy-keep-first 0: a default protected prefix could cover a whole 32-token prompt.
 const std::string kCommon = " -t 1 -r 1 --lazy-layers 1 --lazy-keep 0.5 --lazy-keep-first 0";
 
 TEST(BenchCliTest, JsonlRowsAreLlamaBenchCompatibleAndSane) {
-    const CliRun r = run(
-        "bench -m " + tiny_model_file() + " -p 32,64 -n 2 -o jsonl --policy full,lazy" + kCommon,
+    const CliRun r = run_cli(
+        "bench -m " + bench_model() + " -p 32,64 -n 2 -o jsonl --policy full,lazy" + kCommon,
         /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     const std::vector<nlohmann::json> rows = parse_jsonl(r.out);
@@ -132,8 +126,8 @@ TEST(BenchCliTest, JsonlRowsAreLlamaBenchCompatibleAndSane) {
 
 TEST(BenchCliTest, MarkdownTableWithProfileAndPrefillOnly) {
     const CliRun r =
-        run("bench -m " + tiny_model_file() + " -p 48 -n 0 --policy full,lazy --profile" + kCommon,
-            /*merge_stderr=*/false);
+        run_cli("bench -m " + bench_model() + " -p 48 -n 0 --policy full,lazy --profile" + kCommon,
+                /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     for (const char* what :
          {"| model |", "pp48", "GEMM peak", "### profile: lazy pp48", "qkv_gemm", "lazy: "}) {
@@ -147,8 +141,8 @@ TEST(BenchCliTest, MarkdownTableWithProfileAndPrefillOnly) {
 // revivals among them).
 TEST(BenchCliTest, ProfileOfTheDecodeSteps) {
     const CliRun r =
-        run("bench -m " + tiny_model_file() + " -p 48 -n 2 --policy full,lazy --profile" + kCommon,
-            /*merge_stderr=*/false);
+        run_cli("bench -m " + bench_model() + " -p 48 -n 2 --policy full,lazy --profile" + kCommon,
+                /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     for (const char* what : {"### profile: lazy pp48, t=1 (one extra run, prefill:",
                              "### profile: lazy tg2 @ d48, t=1 (one extra run, its decode steps:",
@@ -160,9 +154,9 @@ TEST(BenchCliTest, ProfileOfTheDecodeSteps) {
 // Copies and blocks in one run: each engine's rows are measured against its own layer's probe
 // (PackedLinear, or QuantLinear on the blocks), one peak line each.
 TEST(BenchCliTest, EachPrefillWeightsHasItsOwnPeak) {
-    const CliRun r = run("bench -m " + tiny_model_file() +
-                             " -p 48 -n 0 --policy full --prefill-weights copy,quant" + kCommon,
-                         /*merge_stderr=*/false);
+    const CliRun r = run_cli("bench -m " + bench_model() +
+                                 " -p 48 -n 0 --policy full --prefill-weights copy,quant" + kCommon,
+                             /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, ": PackedLinear 2048x576x1536")) << r.out;
     EXPECT_TRUE(contains(r.out, "(quant on ")) << r.out;
@@ -170,8 +164,9 @@ TEST(BenchCliTest, EachPrefillWeightsHasItsOwnPeak) {
 }
 
 TEST(BenchCliTest, MarkdownEndToEndLatencyTable) {
-    const CliRun r = run("bench -m " + tiny_model_file() + " -p 40 -n 3 --policy full,lazy" + kCommon,
-                         /*merge_stderr=*/false);
+    const CliRun r =
+        run_cli("bench -m " + bench_model() + " -p 40 -n 3 --policy full,lazy" + kCommon,
+                /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     for (const char* what : {"End-to-end latency", "| N = 4 ms |", "lowest x full over N = 1..4"}) {
         EXPECT_TRUE(contains(r.out, what)) << what << "\n" << r.out;
@@ -180,7 +175,7 @@ TEST(BenchCliTest, MarkdownEndToEndLatencyTable) {
 
 TEST(BenchCliTest, ExportedPromptIdsFeedBackExactly) {
     const std::string dir = ::testing::TempDir();
-    CliRun r = run("bench -m " + tiny_model_file() + " -p 40 --export-prompts " + dir + kCommon);
+    CliRun r = run_cli("bench -m " + bench_model() + " -p 40 --export-prompts " + dir + kCommon);
     ASSERT_EQ(r.rc, 0) << r.out;
     const std::string ids_file = dir + "/prompt-40.ids";
     std::ifstream in(ids_file);
@@ -188,9 +183,9 @@ TEST(BenchCliTest, ExportedPromptIdsFeedBackExactly) {
     for (long id; in >> id;) ids.push_back(id);
     ASSERT_EQ(ids.size(), 40u);
     // The built-in prompt ends in the question, whatever the length.
-    r = run("bench -m " + tiny_model_file() + " -p 50 -n 1 -o jsonl --policy full --prompt-ids " +
-                ids_file + kCommon,
-            /*merge_stderr=*/false);
+    r = run_cli("bench -m " + bench_model() + " -p 50 -n 1 -o jsonl --policy full --prompt-ids " +
+                    ids_file + kCommon,
+                /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     const std::vector<nlohmann::json> rows = parse_jsonl(r.out);
     ASSERT_EQ(rows.size(), 2u);
@@ -198,7 +193,7 @@ TEST(BenchCliTest, ExportedPromptIdsFeedBackExactly) {
 }
 
 TEST(BenchCliTest, BadFlagsAreUsageErrors) {
-    const std::string m = tiny_model_file();
+    const std::string m = bench_model();
     for (const std::string& args : {
              std::string("bench -m " + m + " --policy full,nosuch"),
              std::string("bench -m " + m + " -p 0"), std::string("bench -m " + m + " -p abc"),
@@ -210,10 +205,10 @@ TEST(BenchCliTest, BadFlagsAreUsageErrors) {
              std::string("bench -m " + m +
                          " -t 1 -p 32 --lazy-layers 5 --lazy-keep 0.5"),  // layer 5 of 2
          }) {
-        const CliRun r = run(args);
+        const CliRun r = run_cli(args);
         EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
     }
-    const CliRun r = run("bench -m /nonexistent/x.gguf -p 32");
+    const CliRun r = run_cli("bench -m /nonexistent/x.gguf -p 32");
     EXPECT_EQ(r.rc, 1) << r.out;
 }
 

@@ -16,27 +16,17 @@
 namespace {
 
 using lazyllm::testing::CliRun;
+using lazyllm::testing::contains;
 using lazyllm::testing::run_cli;
-
-bool contains(const std::string& s, const std::string& what) {
-    return s.find(what) != std::string::npos;
-}
+using lazyllm::testing::write_temp_file;
 
 std::string read_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-std::string write_file(const std::string& name, const std::string& bytes) {
-    return lazyllm::testing::publish_temp_file(name, [&](const std::string& tmp) {
-        std::ofstream out(tmp, std::ios::binary);
-        out << bytes;
-        return static_cast<bool>(out.flush());
-    });
-}
-
 // The tiny model (SmolLM2's ChatML template, a vocabulary with <|im_start|>).
-std::string tiny_model() {
+std::string chat_model() {
     static const std::string p =
         lazyllm::testing::write_cli_tiny_model("lazyllm_cli_chat.gguf", 256);
     return p;
@@ -46,11 +36,11 @@ std::string tiny_model() {
 // new name has the same length, so every offset in the file holds.
 std::string model_without_template() {
     static const std::string p = [] {
-        std::string g = read_bytes(tiny_model());
+        std::string g = read_bytes(chat_model());
         const size_t at = g.find("tokenizer.chat_template");
         EXPECT_NE(at, std::string::npos);
         g.replace(at, 23, "tokenizer.chat_tmpl_off");
-        return write_file("lazyllm_cli_chat_none.gguf", g);
+        return write_temp_file("lazyllm_cli_chat_none.gguf", g);
     }();
     return p;
 }
@@ -59,7 +49,7 @@ std::string model_without_template() {
 // original template's length.
 std::string model_with_unknown_template() {
     static const std::string p = [] {
-        std::string g = read_bytes(tiny_model());
+        std::string g = read_bytes(chat_model());
         const size_t begin = g.find("{% for message in messages %}");
         const size_t end = g.find("{% endif %}", g.find("add_generation_prompt", begin));
         EXPECT_NE(begin, std::string::npos);
@@ -67,7 +57,7 @@ std::string model_with_unknown_template() {
         std::string t = "{{ 'USER: ' + messages[0]['content'] + '\\nASSISTANT:' }}";
         t.resize(end + 11 - begin, ' ');
         g.replace(begin, t.size(), t);
-        return write_file("lazyllm_cli_chat_unknown.gguf", g);
+        return write_temp_file("lazyllm_cli_chat_unknown.gguf", g);
     }();
     return p;
 }
@@ -82,17 +72,18 @@ int64_t n_prompt(const std::string& model, const std::string& args) {
 // Token count of `text` as `lazyllm tokenize` gives it (with --special: special texts as ids).
 int64_t n_tokens(const std::string& text, bool special) {
     // A file per text and process: ctest runs these tests in parallel processes.
-    const std::string f = write_file("lazyllm_cli_chat_text_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(std::hash<std::string>{}(text)) + ".txt",
-                                     text);
+    const std::string f =
+        write_temp_file("lazyllm_cli_chat_text_" + std::to_string(::getpid()) + "_" +
+                            std::to_string(std::hash<std::string>{}(text)) + ".txt",
+                        text);
     const CliRun r =
-        run_cli("tokenize -m " + tiny_model() + " -f " + f + (special ? " --special" : ""), false);
+        run_cli("tokenize -m " + chat_model() + " -f " + f + (special ? " --special" : ""), false);
     EXPECT_EQ(r.rc, 0) << r.out;
     return std::count(r.out.begin(), r.out.end(), ',') + 1;
 }
 
 TEST(CliChatTest, InfoNamesTheDetectedFormat) {
-    const CliRun r = run_cli("info " + tiny_model());
+    const CliRun r = run_cli("info " + chat_model());
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out,
                          "chat template chatml, default system message \"You are a helpful "
@@ -128,7 +119,7 @@ TEST(CliChatTest, NoWarningWhereNoChatIsRenderedOrTheFormatIsGiven) {
     for (const std::string& args :
          {"run -m " + model_without_template() + " -p hi -n 1",
           "run -m " + model_without_template() + " --chat --chat-template chatml -p hi -n 1",
-          "run -m " + tiny_model() + " --chat -p hi -n 1"}) {
+          "run -m " + chat_model() + " --chat -p hi -n 1"}) {
         const CliRun r = run_cli(args);
         EXPECT_EQ(r.rc, 0) << args << "\n" << r.out;
         EXPECT_FALSE(contains(r.out, "warning: chat template")) << args << "\n" << r.out;
@@ -138,14 +129,14 @@ TEST(CliChatTest, NoWarningWhereNoChatIsRenderedOrTheFormatIsGiven) {
 TEST(CliChatTest, ChatTemplateOverridesTheDetectedFormat) {
     const std::string open = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n";
     // Detected: SmolLM2's template, with its default system message.
-    EXPECT_EQ(n_prompt(tiny_model(), "--chat -p hi"),
+    EXPECT_EQ(n_prompt(chat_model(), "--chat -p hi"),
               n_tokens("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained "
                        "by Hugging Face<|im_end|>\n" +
                            open,
                        true));
     // Plain ChatML has none; Qwen2.5's has its own.
-    EXPECT_EQ(n_prompt(tiny_model(), "--chat --chat-template chatml -p hi"), n_tokens(open, true));
-    EXPECT_EQ(n_prompt(tiny_model(), "--chat-template qwen --system S -p hi"),
+    EXPECT_EQ(n_prompt(chat_model(), "--chat --chat-template chatml -p hi"), n_tokens(open, true));
+    EXPECT_EQ(n_prompt(chat_model(), "--chat-template qwen --system S -p hi"),
               n_tokens("<|im_start|>system\nS<|im_end|>\n" + open, true));
     // Llama 3's markers are not in this vocabulary: they stay text, and the count shows it.
     EXPECT_EQ(n_prompt(model_without_template(), "--chat --chat-template llama3 -p hi"),
@@ -155,7 +146,7 @@ TEST(CliChatTest, ChatTemplateOverridesTheDetectedFormat) {
 }
 
 TEST(CliChatTest, UnknownChatTemplateNameIsAUsageErrorListingTheNames) {
-    const CliRun r = run_cli("run -m " + tiny_model() + " --chat --chat-template vicuna -p hi");
+    const CliRun r = run_cli("run -m " + chat_model() + " --chat --chat-template vicuna -p hi");
     EXPECT_EQ(r.rc, 2) << r.out;
     EXPECT_TRUE(contains(r.out,
                          "unknown chat template 'vicuna'; known: chatml, gemma, llama2, "
@@ -170,7 +161,7 @@ TEST(CliChatTest, EveryCommandThatRendersChatsTakesChatTemplate) {
         EXPECT_EQ(r.rc, 0) << cmd;
         EXPECT_TRUE(contains(r.out, "--chat-template")) << cmd << "\n" << r.out;
     }
-    const CliRun bad = run_cli("serve -m " + tiny_model() + " --chat-template nope --port 0");
+    const CliRun bad = run_cli("serve -m " + chat_model() + " --chat-template nope --port 0");
     EXPECT_EQ(bad.rc, 2) << bad.out;
 }
 
@@ -178,8 +169,8 @@ TEST(CliChatTest, PromptSpecialTokensAreParsedAsTokenizeSpecialUnlessTurnedOff) 
     // As llama.cpp's llama-completion (its prompt is tokenized with parse_special); the flag is
     // llama-tokenize's --no-parse-special.
     const std::string text = "<|im_start|>user\nhi<|im_end|>";
-    EXPECT_EQ(n_prompt(tiny_model(), "-p '" + text + "'"), n_tokens(text, true));
-    EXPECT_EQ(n_prompt(tiny_model(), "-p '" + text + "' --no-parse-special"),
+    EXPECT_EQ(n_prompt(chat_model(), "-p '" + text + "'"), n_tokens(text, true));
+    EXPECT_EQ(n_prompt(chat_model(), "-p '" + text + "' --no-parse-special"),
               n_tokens(text, false));
     EXPECT_LT(n_tokens(text, true), n_tokens(text, false));
 }

@@ -17,24 +17,14 @@
 namespace {
 
 using lazyllm::testing::CliRun;
+using lazyllm::testing::contains;
 using lazyllm::testing::run_cli;
+using lazyllm::testing::write_temp_file;
 
-bool contains(const std::string& s, const std::string& what) {
-    return s.find(what) != std::string::npos;
-}
-
-std::string tiny_model() {
+std::string inputs_model() {
     static const std::string p =
         lazyllm::testing::write_cli_tiny_model("lazyllm_cli_inputs.gguf", 64);
     return p;
-}
-
-std::string write_file(const std::string& name, const std::string& text) {
-    return lazyllm::testing::publish_temp_file(name, [&](const std::string& tmp) {
-        std::ofstream out(tmp, std::ios::binary);
-        out << text;
-        return static_cast<bool>(out.flush());
-    });
 }
 
 // A shell command line (environment prefixes, pipes), stdout and stderr merged.
@@ -58,7 +48,7 @@ nlohmann::json json_of(const CliRun& r) {
 }
 
 int64_t n_prompt_of(const std::string& args) {
-    const CliRun r = run_cli("run -m " + tiny_model() + " -n 1 --json " + args);
+    const CliRun r = run_cli("run -m " + inputs_model() + " -n 1 --json " + args);
     EXPECT_EQ(r.rc, 0) << args << "\n" << r.out;
     return r.rc == 0 ? json_of(r)["n_prompt"].get<int64_t>() : -1;
 }
@@ -103,19 +93,19 @@ TEST(CliInputsTest, CheckTensorsNamesTheTensor) {
     expect_error("run -m " + nan_model() + " -p hello -n 4 --check-tensors", 1,
                  "tensor 'token_embd.weight' (F32) holds NaN at element 0");
     expect_error("info " + nan_model() + " --check-tensors", 1, "tensor 'token_embd.weight'");
-    EXPECT_EQ(run_cli("run -m " + tiny_model() + " -p hello -n 1 --check-tensors").rc, 0);
+    EXPECT_EQ(run_cli("run -m " + inputs_model() + " -p hello -n 1 --check-tensors").rc, 0);
 }
 
 TEST(CliInputsTest, InvalidUtf8BytesSurvive) {
     // Byte-level BPE has a token for every byte: a, 0xff, b.
-    const CliRun r = run_cli("tokenize -m " + tiny_model() + " \"$(printf 'a\\377b')\"");
+    const CliRun r = run_cli("tokenize -m " + inputs_model() + " \"$(printf 'a\\377b')\"");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), ','), 2) << r.out;
     EXPECT_EQ(n_prompt_of("-p \"$(printf 'a\\377b')\""), 3);
 }
 
 TEST(CliInputsTest, SeedMinusOneIsRandomAndPrinted) {
-    const std::string a = "run -m " + tiny_model() + " -p hello -n 2 --temp 0.8 --json ";
+    const std::string a = "run -m " + inputs_model() + " -p hello -n 2 --temp 0.8 --json ";
     const CliRun r1 = run_cli(a + "--seed -1");
     const CliRun r2 = run_cli(a + "--seed -1");
     ASSERT_EQ(r1.rc, 0) << r1.out;
@@ -136,7 +126,7 @@ TEST(CliInputsTest, SystemImpliesChat) {
 }
 
 TEST(CliInputsTest, ThreadsAboveTheCoresWarnAndClamp) {
-    const CliRun r = run_cli("run -m " + tiny_model() + " -p hello -n 1 -t 100000 --json");
+    const CliRun r = run_cli("run -m " + inputs_model() + " -p hello -n 1 -t 100000 --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "lazyllm: warning: -t 100000 is more than the")) << r.out;
     EXPECT_LT(json_of(r)["threads"].get<int>(), 100000);
@@ -144,27 +134,27 @@ TEST(CliInputsTest, ThreadsAboveTheCoresWarnAndClamp) {
 
 TEST(CliInputsTest, PromptFromStdinAndTrailingNewline) {
     const int64_t hello = n_prompt_of("-p hello");
-    const std::string one_nl = write_file("lazyllm_cli_nl1.txt", "hello\n");
-    const std::string two_nl = write_file("lazyllm_cli_nl2.txt", "hello\n\n");
+    const std::string one_nl = write_temp_file("lazyllm_cli_nl1.txt", "hello\n");
+    const std::string two_nl = write_temp_file("lazyllm_cli_nl2.txt", "hello\n\n");
     EXPECT_EQ(n_prompt_of("-f " + one_nl), hello);  // llama.cpp drops one trailing newline
     EXPECT_GT(n_prompt_of("-f " + two_nl), hello);
     EXPECT_EQ(n_prompt_of("-f - < " + one_nl), hello);
-    expect_error("run -m " + tiny_model() + " -f /nonexistent/prompt.txt", 2,
+    expect_error("run -m " + inputs_model() + " -f /nonexistent/prompt.txt", 2,
                  "cannot read prompt file '/nonexistent/prompt.txt'");
 }
 
 TEST(CliInputsTest, NMinusOneRunsToTheContext) {
-    const CliRun r = run_cli("run -m " + tiny_model() + " -p hello -n -1 --ignore-eos --json");
+    const CliRun r = run_cli("run -m " + inputs_model() + " -p hello -n -1 --ignore-eos --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     const auto j = json_of(r);
     EXPECT_EQ(j["n_prompt"].get<int64_t>() + j["n_gen"].get<int64_t>(), 64) << r.out;
-    expect_error("run -m " + tiny_model() + " -p hello -n -2", 2, "-n must be -1");
+    expect_error("run -m " + inputs_model() + " -p hello -n -2", 2, "-n must be -1");
 }
 
 TEST(CliInputsTest, NBeyondTheContextNamesN) {
-    expect_error("run -m " + tiny_model() + " -p hello -n 100000", 2,
+    expect_error("run -m " + inputs_model() + " -p hello -n 100000", 2,
                  "-n 100000 does not fit the context of 64 tokens (the model's)");
-    expect_error("run -m " + tiny_model() + " -p hello -n 40 -c 32", 2,
+    expect_error("run -m " + inputs_model() + " -p hello -n 40 -c 32", 2,
                  "-n 40 does not fit the context of 32 tokens (-c)");
 }
 
@@ -177,7 +167,7 @@ TEST(CliInputsTest, SpecialTokensAreParsedUnlessTurnedOff) {
 
 TEST(CliInputsTest, RangeErrorsAreReadable) {
     for (const char* flag : {"-t -1", "-c -5", "--lazy-keep-first -1"}) {
-        const CliRun r = run_cli("run -m " + tiny_model() + " -p hello " + std::string(flag));
+        const CliRun r = run_cli("run -m " + inputs_model() + " -p hello " + std::string(flag));
         EXPECT_EQ(r.rc, 2) << flag << "\n" << r.out;
         EXPECT_TRUE(contains(r.out, "must be >= 0, got -")) << flag << "\n" << r.out;
         EXPECT_LT(r.out.size(), 300u) << flag << "\n" << r.out;
@@ -186,31 +176,32 @@ TEST(CliInputsTest, RangeErrorsAreReadable) {
 
 TEST(CliInputsTest, EngineFlagsOnEverySubcommand) {
     const std::string engine = " -t 1 --precision f32 --decode-weights gemm --check-tensors";
-    EXPECT_EQ(run_cli("info " + tiny_model() + engine).rc, 0);
-    EXPECT_EQ(run_cli("tokenize -m " + tiny_model() + " hello" + engine).rc, 0);
-    EXPECT_EQ(run_cli("run -m " + tiny_model() + " -p hello -n 1" + engine).rc, 0);
+    EXPECT_EQ(run_cli("info " + inputs_model() + engine).rc, 0);
+    EXPECT_EQ(run_cli("tokenize -m " + inputs_model() + " hello" + engine).rc, 0);
+    EXPECT_EQ(run_cli("run -m " + inputs_model() + " -p hello -n 1" + engine).rc, 0);
 }
 
 TEST(CliInputsTest, HelpSaysLazyTuningFlagsTurnLazyOn) {
     const CliRun help = run_cli("run --help");
     EXPECT_TRUE(contains(help.out, "Any --lazy-* flag or --schedule turns lazy on")) << help.out;
     const CliRun r =
-        run_cli("run -m " + tiny_model() + " -p hello -n 1 --lazy-keep-first 2 --json");
+        run_cli("run -m " + inputs_model() + " -p hello -n 1 --lazy-keep-first 2 --json");
     EXPECT_EQ(json_of(r)["policy"], "lazy") << r.out;
 }
 
 TEST(CliInputsTest, ScheduleFileFaultsAreUsageErrors) {
-    const std::string a = "run -m " + tiny_model() + " -p hello -n 1 --schedule ";
-    const std::string malformed = write_file("lazyllm_cli_bad.schedule.json", "{\"layers\": [1");
-    const std::string wrong =
-        write_file("lazyllm_cli_wrong.schedule.json", "{\"layers\": [1], \"keep\": [0.5, 0.2]}");
+    const std::string a = "run -m " + inputs_model() + " -p hello -n 1 --schedule ";
+    const std::string malformed =
+        write_temp_file("lazyllm_cli_bad.schedule.json", "{\"layers\": [1");
+    const std::string wrong = write_temp_file("lazyllm_cli_wrong.schedule.json",
+                                              "{\"layers\": [1], \"keep\": [0.5, 0.2]}");
     expect_error(a + malformed, 2, malformed);
     expect_error(a + wrong, 2, wrong);
     expect_error(a + "/nonexistent/s.json", 2, "/nonexistent/s.json");
 }
 
 TEST(CliInputsTest, PercentComputedIsLabelled) {
-    const CliRun r = run_cli("run -m " + tiny_model() +
+    const CliRun r = run_cli("run -m " + inputs_model() +
                              " -p 'hello world, hello world' -n 2 "
                              "--ignore-eos --lazy-layers 1 --lazy-keep 0.5");
     ASSERT_EQ(r.rc, 0) << r.out;

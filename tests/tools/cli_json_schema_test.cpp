@@ -89,7 +89,7 @@ json load_schema() {
     return json::parse(in);
 }
 
-std::string tiny_model() {
+std::string schema_model() {
     static const std::string p =
         lazyllm::testing::write_cli_tiny_model("lazyllm_cli_schema.gguf", 64);
     return p;
@@ -109,7 +109,7 @@ void expect_valid(const std::string& args, const std::string& def) {
 }
 
 TEST(CliJsonSchemaTest, RunJsonMatchesTheSchema) {
-    const std::string m = tiny_model();
+    const std::string m = schema_model();
     expect_valid("run -m " + m + " -p 'hello world' -n 3 --ignore-eos --json", "run");
     expect_valid("run -m " + m +
                      " -p 'hello world, hello world' -n 3 --ignore-eos --lazy-layers 1 "
@@ -118,7 +118,7 @@ TEST(CliJsonSchemaTest, RunJsonMatchesTheSchema) {
 }
 
 TEST(CliJsonSchemaTest, CompareJsonMatchesTheSchema) {
-    expect_valid("run -m " + tiny_model() +
+    expect_valid("run -m " + schema_model() +
                      " -p 'hello world, hello world' -n 2 --ignore-eos "
                      "--compare --lazy-layers 1 --lazy-keep 0.5 --json",
                  "compare");

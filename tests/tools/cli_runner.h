@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "support/tiny_model.h"
@@ -42,6 +43,19 @@ inline std::string publish_temp_file(const std::string& file, Write&& write) {
     EXPECT_TRUE(write(tmp)) << tmp;
     EXPECT_EQ(std::rename(tmp.c_str(), p.c_str()), 0) << p;
     return p;
+}
+
+inline bool contains(const std::string& s, const std::string& what) {
+    return s.find(what) != std::string::npos;
+}
+
+// Writes `bytes` as the test temp file `name` (publish_temp_file) and returns its path.
+inline std::string write_temp_file(const std::string& name, const std::string& bytes) {
+    return publish_temp_file(name, [&](const std::string& tmp) {
+        std::ofstream out(tmp, std::ios::binary);
+        out << bytes;
+        return static_cast<bool>(out.flush());
+    });
 }
 
 // Writes a tiny random llama model with context n_ctx into the test temp folder as `file` and

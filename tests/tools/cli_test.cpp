@@ -18,39 +18,35 @@
 namespace {
 
 using lazyllm::testing::CliRun;
-
-CliRun run(const std::string& args, bool merge_stderr = true) {
-    return lazyllm::testing::run_cli(args, merge_stderr);
-}
+using lazyllm::testing::contains;
+using lazyllm::testing::run_cli;
 
 std::string tiny_model_file() {
     static const std::string path = lazyllm::testing::write_cli_tiny_model("lazyllm_cli_tiny.gguf", 64);
     return path;
 }
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
-
 // `args` is refused as a usage error (exit 2) whose message holds `needle`.
 void expect_usage_error(const std::string& args, const std::string& needle) {
-    const CliRun r = run(args);
+    const CliRun r = run_cli(args);
     EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
     EXPECT_TRUE(contains(r.out, needle)) << args << "\n" << r.out;
 }
 
 TEST(CliTest, HelpListsSubcommands) {
-    const CliRun r = run("--help");
+    const CliRun r = run_cli("--help");
     EXPECT_EQ(r.rc, 0);
     for (const char* sub : {"info", "tokenize", "run"}) EXPECT_TRUE(contains(r.out, sub)) << sub;
 }
 
 TEST(CliTest, UnknownFlagIsAUsageError) {
-    const CliRun r = run("run --no-such-flag");
+    const CliRun r = run_cli("run --no-such-flag");
     EXPECT_EQ(r.rc, 2) << r.out;
     EXPECT_TRUE(contains(r.out, "--no-such-flag")) << r.out;
 }
 
 TEST(CliTest, MissingModelFileIsNamed) {
-    const CliRun r = run("run -m /nonexistent/x.gguf -p hi");
+    const CliRun r = run_cli("run -m /nonexistent/x.gguf -p hi");
     EXPECT_EQ(r.rc, 1) << r.out;
     EXPECT_TRUE(contains(r.out, "/nonexistent/x.gguf")) << r.out;
 }
@@ -62,7 +58,7 @@ TEST(CliTest, EmptyPromptAndZeroTokensAreUsageErrors) {
     expect_usage_error("run -m " + m + " -p hello --top-p 1.5", "top_p");
     expect_usage_error("run -m " + m + " -p hello -n 2 --lazy-layers 3,1 --lazy-keep 0.5,0.2",
                        "allows at most 1 boundaries");
-    CliRun r = run("run -m " + m);
+    CliRun r = run_cli("run -m " + m);
     EXPECT_EQ(r.rc, 2) << r.out;
 }
 
@@ -73,10 +69,10 @@ TEST(CliTest, PromptOverTheContextIsRefusedOrTruncatedOnRequest) {
         std::ofstream f(prompt_file);
         for (int i = 0; i < 200; ++i) f << "the quick brown fox ";
     }
-    CliRun r = run("run -m " + m + " -f " + prompt_file + " -n 4");
+    CliRun r = run_cli("run -m " + m + " -f " + prompt_file + " -n 4");
     EXPECT_EQ(r.rc, 2) << r.out;
     EXPECT_TRUE(contains(r.out, "context")) << r.out;
-    r = run("run -m " + m + " -f " + prompt_file + " -n 4 --truncate-middle --json");
+    r = run_cli("run -m " + m + " -f " + prompt_file + " -n 4 --truncate-middle --json");
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "truncated in the middle")) << r.out;
     EXPECT_TRUE(contains(r.out, "\"n_prompt\": 60")) << r.out;
@@ -84,8 +80,9 @@ TEST(CliTest, PromptOverTheContextIsRefusedOrTruncatedOnRequest) {
 
 TEST(CliTest, RunJsonCarriesTheMetrics) {
     const std::string m = tiny_model_file();
-    const CliRun r = run("run -m " + m + " -p 'hello world, hello world' -n 3 --ignore-eos --lazy "
-                      "--lazy-layers 1 --lazy-keep 0.5 --json");
+    const CliRun r = run_cli("run -m " + m +
+                             " -p 'hello world, hello world' -n 3 --ignore-eos --lazy "
+                             "--lazy-layers 1 --lazy-keep 0.5 --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     for (const char* key : {"\"ttft_ms\"", "\"pct_computed\"", "\"prefill_rows_per_layer\"",
                             "\"revivals_per_step\"", "\"n_gen\": 3", "\"policy\": \"lazy\""}) {
@@ -97,10 +94,11 @@ TEST(CliTest, RunJsonCarriesTheMetrics) {
 // the flag alone, or a count below 1, is a usage error.
 TEST(CliTest, CompareReportsTheFastestOfItsRounds) {
     const std::string m = tiny_model_file();
-    const CliRun r = run("run -m " + m +
-                             " -p 'hello world, hello world' -n 2 --ignore-eos "
-                             "--compare --compare-reps 2 --lazy-layers 1 --lazy-keep 0.5 --json",
-                         /*merge_stderr=*/false);
+    const CliRun r =
+        run_cli("run -m " + m +
+                    " -p 'hello world, hello world' -n 2 --ignore-eos "
+                    "--compare --compare-reps 2 --lazy-layers 1 --lazy-keep 0.5 --json",
+                /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     const nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["reps"], 2);
@@ -112,9 +110,9 @@ TEST(CliTest, CompareReportsTheFastestOfItsRounds) {
     }
     EXPECT_DOUBLE_EQ(j["ttft_speedup"].get<double>(),
                      j["full"]["ttft_ms"].get<double>() / j["pruned"]["ttft_ms"].get<double>());
-    const CliRun text = run("run -m " + m +
-                            " -p 'hello world, hello world' -n 2 --ignore-eos "
-                            "--compare --lazy-layers 1 --lazy-keep 0.5");
+    const CliRun text = run_cli("run -m " + m +
+                                " -p 'hello world, hello world' -n 2 --ignore-eos "
+                                "--compare --lazy-layers 1 --lazy-keep 0.5");
     ASSERT_EQ(text.rc, 0) << text.out;
     EXPECT_TRUE(contains(text.out, "best of 3 alternating runs")) << text.out;
     expect_usage_error("run -m " + m + " -p hi --compare-reps 2", "--compare");
@@ -123,8 +121,10 @@ TEST(CliTest, CompareReportsTheFastestOfItsRounds) {
 
 TEST(CliTest, ScoreShapingFlagsReachTheScheduleOrNameTheFault) {
     const std::string m = tiny_model_file();
-    CliRun r = run("run -m " + m + " -p 'hello world, hello world' -n 2 --ignore-eos "
-                   "--lazy-layers 1 --lazy-keep 0.5 --lazy-score-layers 2 --lazy-score-pool 3 --json");
+    CliRun r =
+        run_cli("run -m " + m +
+                " -p 'hello world, hello world' -n 2 --ignore-eos "
+                "--lazy-layers 1 --lazy-keep 0.5 --lazy-score-layers 2 --lazy-score-pool 3 --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "score_layers=2 score_pool=3")) << r.out;
     expect_usage_error("run -m " + m + " -p hello -n 2 --lazy-layers 1 --lazy-keep 0.5 --lazy-score-pool 4",
@@ -134,9 +134,9 @@ TEST(CliTest, ScoreShapingFlagsReachTheScheduleOrNameTheFault) {
 
 TEST(CliTest, RepairReachesTheScheduleOrNamesTheFault) {
     const std::string m = tiny_model_file();
-    CliRun r = run("run -m " + m +
-                   " -p 'hello world, hello world' -n 3 --ignore-eos "
-                   "--lazy-layers 1 --lazy-keep 0.5 --lazy-decode off --lazy-repair on --json");
+    CliRun r = run_cli("run -m " + m +
+                       " -p 'hello world, hello world' -n 3 --ignore-eos "
+                       "--lazy-layers 1 --lazy-keep 0.5 --lazy-decode off --lazy-repair on --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "prune_decode=false repair=true")) << r.out;
     expect_usage_error("run -m " + m +
@@ -148,12 +148,14 @@ TEST(CliTest, RepairReachesTheScheduleOrNamesTheFault) {
 
 TEST(CliTest, ReviveMaxReachesTheScheduleOrNamesTheFault) {
     const std::string m = tiny_model_file();
-    CliRun r = run("run -m " + m + " -p 'hello world, hello world' -n 2 --ignore-eos "
-                   "--lazy-layers 1 --lazy-keep 0.5 --lazy-revive-max 3 --json");
+    CliRun r = run_cli("run -m " + m +
+                       " -p 'hello world, hello world' -n 2 --ignore-eos "
+                       "--lazy-layers 1 --lazy-keep 0.5 --lazy-revive-max 3 --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "revive_max=3")) << r.out;
-    r = run("run -m " + m + " -p 'hello world, hello world' -n 2 --ignore-eos "
-            "--lazy-layers 1 --lazy-keep 0.5 --lazy-revive-max all --json");
+    r = run_cli("run -m " + m +
+                " -p 'hello world, hello world' -n 2 --ignore-eos "
+                "--lazy-layers 1 --lazy-keep 0.5 --lazy-revive-max all --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_FALSE(contains(r.out, "revive_max")) << r.out;
     for (const char* bad : {"-1", "x", "3x"}) {
@@ -167,17 +169,18 @@ TEST(CliTest, ReviveMaxReachesTheScheduleOrNamesTheFault) {
 TEST(CliTest, LazyPresetsAndTheirFlags) {
     const std::string m = tiny_model_file();
     const std::string p = "run -m " + m + " -p 'hello world, hello world' -n 2 --ignore-eos ";
-    CliRun r = run(p + "--lazy --json");
+    CliRun r = run_cli(p + "--lazy --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "keep_recent=")) << r.out;  // the generic safe preset
     EXPECT_TRUE(contains(r.out, "prune_decode=false")) << r.out;
-    r = run(p + "--lazy=fast --json");
+    r = run_cli(p + "--lazy=fast --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_FALSE(contains(r.out, "keep_recent=")) << r.out;
-    r = run(p + "--policy lazy:fast --json");
+    r = run_cli(p + "--policy lazy:fast --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_FALSE(contains(r.out, "keep_recent=")) << r.out;
-    r = run(p + "--lazy-layers 1 --lazy-keep 0.5 --lazy-keep-recent 3 --lazy-min-context 2 --json");
+    r = run_cli(p +
+                "--lazy-layers 1 --lazy-keep 0.5 --lazy-keep-recent 3 --lazy-min-context 2 --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "keep_recent=3 min_context=2")) << r.out;
     expect_usage_error(p + "--lazy=quick", "--lazy");
@@ -196,7 +199,7 @@ TEST(CliTest, HostileModelFileGivesAnErrorNotACrash) {
         out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
     }
     for (const char* sub : {"info", "run -p hi -m"}) {
-        const CliRun r = run(std::string(sub) + " " + bad);
+        const CliRun r = run_cli(std::string(sub) + " " + bad);
         EXPECT_EQ(r.rc, 1) << sub << ": " << r.out;
         EXPECT_TRUE(contains(r.out, "error")) << r.out;
     }
@@ -204,11 +207,11 @@ TEST(CliTest, HostileModelFileGivesAnErrorNotACrash) {
 
 TEST(CliTest, InfoAndTokenizeOnTinyModel) {
     const std::string m = tiny_model_file();
-    CliRun r = run("info " + m + " --tensors");
+    CliRun r = run_cli("info " + m + " --tensors");
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "blk.0.attn_q.weight")) << r.out;
     EXPECT_TRUE(contains(r.out, "layers")) << r.out;
-    r = run("tokenize " + m + " 'hello'");
+    r = run_cli("tokenize " + m + " 'hello'");
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "[")) << r.out;
 }
@@ -226,19 +229,20 @@ TEST(CliTest, InfoAndRunOnQ3KAndIq4XsModels) {
         spec.weight_type = type;
         const std::string m = ::testing::TempDir() + "lazyllm_cli_" + name + ".gguf";
         ASSERT_TRUE(lazyllm::testing::write_tiny_model(spec, m).ok());
-        CliRun r = run("info " + m + " --check-tensors");
+        CliRun r = run_cli("info " + m + " --check-tensors");
         EXPECT_EQ(r.rc, 0) << r.out;
         EXPECT_TRUE(contains(r.out, name + " x")) << r.out;
         EXPECT_TRUE(contains(r.out, "layers")) << r.out;
         EXPECT_FALSE(contains(r.out, "not loadable")) << r.out;
-        r = run("run -m " + m + " -p hello -n 2 --check-tensors");
+        r = run_cli("run -m " + m + " -p hello -n 2 --check-tensors");
         EXPECT_EQ(r.rc, 0) << r.out;
     }
 }
 
 TEST(ModelCliTest, DefaultModelAnswers) {
     LAZYLLM_MODEL_OR_SKIP(path);
-    const CliRun r = run("run -m " + path + " --chat -p 'What is the capital of France?' -n 12");
+    const CliRun r =
+        run_cli("run -m " + path + " --chat -p 'What is the capital of France?' -n 12");
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "Paris")) << r.out;
     EXPECT_TRUE(contains(r.out, "TTFT")) << r.out;
@@ -248,7 +252,8 @@ TEST(ModelCliTest, DefaultModelAnswers) {
 // and its JSON holds `needle` (which weights ran).
 void expect_paris(const std::string& path, const std::string& flags, const std::string& needle,
                   const std::string& question = "What is the capital of France?") {
-    const CliRun r = run("run -m " + path + " --chat -p '" + question + "' -n 12 --json " + flags);
+    const CliRun r =
+        run_cli("run -m " + path + " --chat -p '" + question + "' -n 12 --json " + flags);
     ASSERT_EQ(r.rc, 0) << flags << ": " << r.out;
     EXPECT_TRUE(contains(r.out, needle)) << flags << ": " << r.out;
     EXPECT_TRUE(contains(r.out, "Paris")) << flags << ": " << r.out;
@@ -260,7 +265,7 @@ TEST(ModelCliTest, DecodeWeightsFlag) {
     LAZYLLM_MODEL_OR_SKIP(path);
     expect_paris(path, "--decode-weights gemm", "\"decode_weights\": \"gemm\"");
     expect_paris(path, "--decode-weights quant", "\"decode_weights\"");
-    EXPECT_NE(run("run -m " + path + " -p hi -n 1 --decode-weights int4").rc, 0);
+    EXPECT_NE(run_cli("run -m " + path + " -p hi -n 1 --decode-weights int4").rc, 0);
 }
 
 // Prefill on the GGUF's blocks: it answers, --json and info say which weights ran, and a
@@ -276,10 +281,11 @@ TEST(ModelCliTest, PrefillWeightsFlag) {
     expect_paris(path, "--prefill-weights quant", "\"prefill_weights\": \"quant (asked)", question);
     expect_paris(path, "--prefill-weights quant", "\"gemm\": \"quant\"", question);
     expect_paris(path, "--prefill-weights copy", "\"prefill_weights\": \"copy (asked)\"");
-    const CliRun info = run("info " + path + " --prefill-weights quant");
+    const CliRun info = run_cli("info " + path + " --prefill-weights quant");
     ASSERT_EQ(info.rc, 0) << info.out;
     EXPECT_TRUE(contains(info.out, "prefill       quant weights: quant (asked)")) << info.out;
-    const CliRun exact = run("run -m " + path + " -p hi -n 1 --prefill-weights quant --precision f32");
+    const CliRun exact =
+        run_cli("run -m " + path + " -p hi -n 1 --prefill-weights quant --precision f32");
     EXPECT_NE(exact.rc, 0);
     EXPECT_TRUE(contains(exact.out, "precision f32 is exact")) << exact.out;
 }
@@ -295,10 +301,10 @@ TEST(ModelCliTest, TuneKeepsFullsAnswers) {
     LAZYLLM_MODEL_OR_SKIP(path);
     const std::string out = ::testing::TempDir() + "lazyllm_cli_tune_answers.json";
     std::remove(out.c_str());
-    const CliRun r = run("tune -m " + path +
-                         " --lengths 512 --depths 1 --first-boundaries 0.8 --max-boundaries 1 "
-                         "--keep-grid 0.7 --target 0.01 --answer-tokens 16 -o " +
-                         out);
+    const CliRun r = run_cli("tune -m " + path +
+                             " --lengths 512 --depths 1 --first-boundaries 0.8 --max-boundaries 1 "
+                             "--keep-grid 0.7 --target 0.01 --answer-tokens 16 -o " +
+                             out);
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "objective answers: 6 prompts")) << r.out;
     EXPECT_TRUE(contains(r.out, "same 16-token answers as full on")) << r.out;
