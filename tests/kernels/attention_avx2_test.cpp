@@ -29,7 +29,7 @@ using namespace attention_testing;
 
 TEST(AttentionAvx2, FullPrefixPrefill) {
     SKIP_WITHOUT_AVX2();
-    for (const Layout& l : kLayouts) {
+    for (const Layout& l : heavy_check_layouts()) {
         for (const Shape& s : kShapes) {
             // 1: decode-sized; 17, 150: ragged tiles (n_q * group not a multiple of 16) and
             // ragged key blocks (not a multiple of 8 or 16).
@@ -103,7 +103,7 @@ TEST(AttentionAvx2, IndexedF16EqualsDenseF32) {
 // overflows.
 TEST(AttentionAvx2, LargeScoresRescale) {
     SKIP_WITHOUT_AVX2();
-    for (const Layout& l : kLayouts) {
+    for (const Layout& l : heavy_check_layouts()) {
         for (float growth : {0.02f, 0.3f}) {
             for (int n_q : {1, 2, 40}) {
                 std::vector<int32_t> q(n_q);

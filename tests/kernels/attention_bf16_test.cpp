@@ -49,7 +49,7 @@ TEST(AttentionBf16, PrefillAndSparse) {
     const std::vector<Isa> isas = bf16_isas();
     if (isas.empty()) GTEST_SKIP() << "no AVX-512-BF16";
     for (Isa isa : isas) {
-        for (const Layout& l : kLayouts) {
+        for (const Layout& l : heavy_check_layouts()) {
             for (const Shape& s : kBf16Shapes) {
                 // AMX tiles take head_dim 64, 128, 256 (the others: VDPBF16PS).
                 // 130 queries: >= 64 query vectors per KV head, the bf16 threshold.
@@ -87,12 +87,12 @@ TEST(AttentionBf16, LargeScoresRescale) {
 
 // Prefill over more keys than one L2 chunk of the driver (2048 keys at head_dim 64, 1024 at
 // 128) with enough tiles for the chunked path: each tile resumes its state chunk by chunk.
-// Dense and sparse keys, every layout (large_problem_layouts).
+// Dense and sparse keys, every layout (heavy_check_layouts).
 TEST(AttentionBf16, KeyChunksMatchReference) {
     const std::vector<Isa> isas = bf16_isas();
     if (isas.empty()) GTEST_SKIP() << "no AVX-512-BF16";
     for (Isa isa : isas) {
-        for (const Layout& l : large_problem_layouts()) {
+        for (const Layout& l : heavy_check_layouts()) {
             for (int d : {64, 128}) {
                 // The sanitizer build: head_dim 64 only (128 takes the same chunk loop).
                 if (lazyllm::testing::kSanitized && d == 128) continue;
@@ -135,25 +135,23 @@ TEST(AttentionBf16, SlidingWindowsMatchReference) {
     const std::vector<Isa> isas = bf16_isas();
     if (isas.empty()) GTEST_SKIP() << "no AVX-512-BF16";
     for (Isa isa : isas) {
-        for (const Layout& l : kLayouts) {
+        for (const Layout& l : heavy_check_layouts()) {
             for (int32_t w : {1, 5, 37, 4096}) {
                 Problem p = make_problem(iota_pos(150), iota_pos(150), 8, 2, 64, 31, l);
                 p.args.window = w;
                 check_bf16(p, isa, {1, 2}, "prefill window " + std::to_string(w));
             }
-            std::vector<int32_t> kv = random_subset(1000, 300, 32);
-            std::vector<int32_t> q = random_subset(1000, 80, 33);
-            Problem sparse = make_problem(q, kv, 6, 2, 64, 35, l);
-            sparse.args.window = 50;
-            check_bf16(sparse, isa, {2}, "sparse window 50");
-        }
-        for (const Layout& l : large_problem_layouts()) {
             for (int32_t w : {100, 512}) {
                 // 1200 keys > 512, one chunk at head_dim 256.
                 Problem p = make_problem(iota_pos(1200), iota_pos(1200), 2, 1, 256, 38, l);
                 p.args.window = w;
                 check_bf16(p, isa, {2}, "long prefill window " + std::to_string(w));
             }
+            std::vector<int32_t> kv = random_subset(1000, 300, 32);
+            std::vector<int32_t> q = random_subset(1000, 80, 33);
+            Problem sparse = make_problem(q, kv, 6, 2, 64, 35, l);
+            sparse.args.window = 50;
+            check_bf16(sparse, isa, {2}, "sparse window 50");
         }
     }
 }

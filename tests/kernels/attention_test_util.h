@@ -34,11 +34,11 @@ struct Layout {
 inline const Layout kLayouts[] = {
     {KvType::kF32, false}, {KvType::kF32, true}, {KvType::kF16, false}, {KvType::kF16, true}};
 
-// The layouts of the largest problems (thousands of keys): all four in release. The sanitizer
-// build, which checks memory accesses rather than numerics and runs the scalar reference
-// several times slower, takes dense fp32 and indexed f16 rows: both element types, both row
-// modes.
-inline std::span<const Layout> large_problem_layouts() {
+// The layouts of the heaviest checks (thousands of keys, or many shapes): all four in release.
+// The sanitizer build, which checks memory accesses rather than numerics and runs the scalar
+// reference several times slower, takes dense fp32 and indexed f16 rows: both element types,
+// both row modes.
+inline std::span<const Layout> heavy_check_layouts() {
     static const Layout kSanitizedLayouts[] = {kLayouts[0], kLayouts[3]};
     if (lazyllm::testing::kSanitized) return kSanitizedLayouts;
     return kLayouts;
@@ -264,7 +264,7 @@ inline void check_sparse_keys(Isa isa, std::initializer_list<int> threads) {
 // key set, so that one KV head's tile has 1-12 lanes: the all-heads keys-in-lanes path and
 // the 16-lane tile kernel; over 512 keys two threads split them.
 inline void check_decode(Isa isa, std::initializer_list<int> threads) {
-    for (const Layout& l : kLayouts) {
+    for (const Layout& l : heavy_check_layouts()) {
         for (const Shape& s : kShapes) {
             for (int n_q = 1; n_q <= 3; ++n_q) {
                 std::vector<int32_t> kv = random_subset(3000, 1100 + 37 * n_q, 4 + n_q);
@@ -280,7 +280,7 @@ inline void check_decode(Isa isa, std::initializer_list<int> threads) {
 // One query over 3000 keys: few tiles, so the keys are split across threads (chunks of
 // unequal count with 3 threads).
 inline void check_decode_split_keys(Isa isa, std::initializer_list<int> threads) {
-    for (const Layout& l : large_problem_layouts()) {
+    for (const Layout& l : heavy_check_layouts()) {
         for (const Shape& s : {kShapes[1], kShapes[3]}) {
             check_against_ref(make_problem({5000}, random_subset(5000, 3000, 4), s.n_head,
                                            s.n_head_kv, s.head_dim, 5, l),
@@ -292,7 +292,7 @@ inline void check_decode_split_keys(Isa isa, std::initializer_list<int> threads)
 // A prefill over more keys than one L2 chunk of the driver (1024 keys at head_dim 64, 512 at
 // 128) with enough tiles for the chunked path, each tile resuming its state chunk by chunk.
 // 149 rows x 4 heads leave a last tile of 4 lanes (keys in lanes, all keys at once). Dense and
-// sparse keys, every layout (large_problem_layouts); then scores that jump far above everything
+// sparse keys, every layout (heavy_check_layouts); then scores that jump far above everything
 // before them at the first block of a later chunk (a resumed call rescales the O it was handed) and
 // inside one.
 inline void check_key_chunks(Isa isa, std::initializer_list<int> threads) {
@@ -302,7 +302,7 @@ inline void check_key_chunks(Isa isa, std::initializer_list<int> threads) {
     for (int d : {64, 128}) {
         if (lazyllm::testing::kSanitized && d == 128) continue;
         const std::string dim = " d=" + std::to_string(d);
-        for (const Layout& l : large_problem_layouts()) {
+        for (const Layout& l : heavy_check_layouts()) {
             check_against_ref(make_problem(q, iota_pos(2600), 4, 1, d, 14, l), isa, threads,
                               kFp32Tol, kFp32Tol, "chunks dense" + dim);
             check_against_ref(make_problem(random_subset(7000, 100, 15),
