@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "lazyllm/tokenizer.h"
+#include "support/files.h"
 
 namespace lazyllm {
 namespace {
@@ -17,11 +18,9 @@ namespace {
 constexpr const char* kDir = LAZYLLM_TEST_GOLDEN_DIR "/chat_templates";
 
 std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    EXPECT_TRUE(in.good()) << path;
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+    std::string bytes;
+    EXPECT_TRUE(testing::read_file_bytes(path, bytes)) << path;
+    return bytes;
 }
 
 nlohmann::json golden() {

@@ -14,6 +14,7 @@
 
 #include "lazyllm/gguf.h"
 #include "lazyllm/tokenizer.h"
+#include "support/files.h"
 #include "support/model_path.h"
 #include "tokenizer/tokenizer_test_util.h"
 
@@ -33,13 +34,6 @@ std::string vocab_dir() {
     return cache ? (fs::path(*cache) / kVocabDirName).string() : std::string();
 }
 
-std::string read_bytes(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 struct Vector {
     std::string text;
     std::vector<TokenId> ids;
@@ -49,8 +43,8 @@ struct Vector {
 // "\n__ggml_vocab_test__\n" (a trailing separator adds no empty test), the .out has one line of
 // space-separated ids per test.
 bool read_vectors(const fs::path& gguf, std::vector<Vector>& out, std::string& err) {
-    const std::string inp = read_bytes(gguf.string() + ".inp");
-    const std::string outp = read_bytes(gguf.string() + ".out");
+    const std::string inp = testing::read_file_bytes(gguf.string() + ".inp");
+    const std::string outp = testing::read_file_bytes(gguf.string() + ".out");
     const std::string sep = "\n__ggml_vocab_test__\n";
     std::vector<std::string> texts;
     for (size_t pos = 0; pos < inp.size();) {

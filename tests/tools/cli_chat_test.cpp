@@ -11,19 +11,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/files.h"
 #include "tools/cli_runner.h"
 
 namespace {
 
 using lazyllm::testing::CliRun;
 using lazyllm::testing::contains;
+using lazyllm::testing::read_file_bytes;
 using lazyllm::testing::run_cli;
 using lazyllm::testing::write_temp_file;
-
-std::string read_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // The tiny model (SmolLM2's ChatML template, a vocabulary with <|im_start|>).
 std::string chat_model() {
@@ -36,7 +33,7 @@ std::string chat_model() {
 // new name has the same length, so every offset in the file holds.
 std::string model_without_template() {
     static const std::string p = [] {
-        std::string g = read_bytes(chat_model());
+        std::string g = read_file_bytes(chat_model());
         const size_t at = g.find("tokenizer.chat_template");
         EXPECT_NE(at, std::string::npos);
         g.replace(at, 23, "tokenizer.chat_tmpl_off");
@@ -49,7 +46,7 @@ std::string model_without_template() {
 // original template's length.
 std::string model_with_unknown_template() {
     static const std::string p = [] {
-        std::string g = read_bytes(chat_model());
+        std::string g = read_file_bytes(chat_model());
         const size_t begin = g.find("{% for message in messages %}");
         const size_t end = g.find("{% endif %}", g.find("add_generation_prompt", begin));
         EXPECT_NE(begin, std::string::npos);
