@@ -177,11 +177,16 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits, 
     model_->logits(h_.data() + (live_.size() - 1) * E, info.n_new, sc.prompt, logits, scratch_,
                    prof);
     if (opts_.check_invariants) check_aux_slots(info.n_total);
-    if (repair_pending()) {  // nothing to repair when no token of the step stopped short
+    if (repair_pending()) {
+        // Nothing to repair only when the step cut nothing: neither did one of its own rows stop
+        // short, nor did its rows attend over fewer keys than the whole context (a short turn
+        // whose rows are all kept, inside keep_recent, while older tokens were cut as keys).
+        // The sets are nested within a step, so the last stage's is the smallest.
         const bool deferred =
             std::any_of(depth_.begin() + repair_begin_, depth_.begin() + repair_end_,
                         [L](int16_t d) { return d < L; });
-        if (!deferred) repair_end_ = repair_begin_;
+        const bool cut_keys = static_cast<int64_t>(S_.size()) < info.n_total;
+        if (!deferred && !cut_keys) repair_end_ = repair_begin_;
     }
     n_past_ = info.n_total;
     ++n_steps_;

@@ -215,6 +215,33 @@ TEST(SessionRepairTest, ANewTurnIsRepairedToo) {
     expect_same_cache(full, lazy, full.n_past(), "after the second turn");
 }
 
+// A short turn whose rows are all kept (inside keep_recent) over a context whose older tokens
+// are cut as keys: no row of the turn stopped short, but its K/V from the first boundary on
+// attended over the kept keys only, so it is repaired all the same (a review found it skipped).
+TEST(SessionRepairTest, AShortTurnInsideTheRecentWindowIsRepaired) {
+    auto [model, full, lazy, V] = full_and_lazy("repair_short_turn");
+    SessionOptions o = repair_options();
+    o.schedule.keep_recent = 8;
+    lazy = Session::create(*model, o).value();
+    step_both(full, lazy, ids_for(60, V, 3), StepTokens::kPrompt, V);
+    step_both(full, lazy, {7}, StepTokens::kGenerated, V);
+    const std::vector<int32_t> turn = ids_for(6, V, 8);
+    auto [f0, l0] = step_both(full, lazy, turn, StepTokens::kPrompt, V);
+    ASSERT_FALSE(same_bits(f0, l0)) << "the cut keys must change the turn for this test";
+    const int L = lazy.kv().n_layer();
+    for (int64_t t = lazy.n_past() - 6; t < lazy.n_past(); ++t) {
+        ASSERT_EQ(lazy.depth()[t], L) << "every row of the turn is kept";
+    }
+    EXPECT_TRUE(lazy.repair_pending());
+    int32_t next = argmax(f0);
+    for (int i = 0; i < 3; ++i) {
+        auto [f, l] = step_both(full, lazy, {next}, StepTokens::kGenerated, V);
+        EXPECT_TRUE(same_bits(f, l)) << "decode step " << i << " after the short turn";
+        next = argmax(f);
+    }
+    expect_same_cache(full, lazy, full.n_past(), "after the short turn");
+}
+
 // Truncating into the pruned step (a request that diverges from the cache) repairs only the
 // tokens that stay.
 TEST(SessionRepairTest, TruncationShortensTheRepair) {
