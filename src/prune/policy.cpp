@@ -68,7 +68,9 @@ public:
     void exclude_before(const StepInfo& info, std::span<uint8_t> excluded) const override {
         if (!info.prefill || !info.prune_step) return;
         const int64_t n_total = info.n_total;
-        const int64_t n_keep = keep_count(s_.keep.front(), n_total, n_total);
+        // The recent window on top of the keep count, as select_kept gives the other policies.
+        const int64_t n_keep = std::min(n_total, keep_count(s_.keep.front(), n_total, n_total) +
+                                                     recent_window(s_, n_total).extra);
         std::vector<int32_t> droppable;
         for (int32_t p = 0; p < n_total; ++p) {
             if (!is_protected(s_, p, n_total)) droppable.push_back(p);

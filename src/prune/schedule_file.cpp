@@ -11,12 +11,12 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <tuple>
 #include <utility>
 
+#include "base/read_file.h"
 #include "prune/schedule.h"
 #include "prune/schedule_checks.h"
 
@@ -44,13 +44,11 @@ constexpr uint64_t kIntMax = static_cast<uint64_t>(std::numeric_limits<int>::max
 
 // The file's JSON object, with no key outside the format's.
 Result<json> read_json_object(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(ErrorCode::kNotFound, "cannot open for reading");
-    std::stringstream buffer;
-    buffer << in.rdbuf();
+    auto text = read_whole_file(path);
+    if (!text) return text.error();
     json doc;
     try {
-        doc = json::parse(buffer.str());
+        doc = json::parse(text.value());
     } catch (const json::exception& e) {  // parse_error, and out_of_range for a number overflow
         return make_error(ErrorCode::kCorrupt, "invalid JSON: {}", e.what());
     }

@@ -8,6 +8,12 @@
 
 namespace lazyllm::prune {
 
+RecentWindow recent_window(const Schedule& schedule, int64_t n_total) {
+    const int64_t n_first = std::min<int64_t>(schedule.keep_first, n_total);
+    const int64_t from = std::max(n_first, n_total - std::max<int64_t>(1, schedule.keep_recent));
+    return {from, schedule.keep_recent > 1 ? n_total - from : 0};
+}
+
 int64_t keep_count(double keep_fraction, int64_t n_context, int64_t n_candidates) {
     if (n_candidates <= 0) return 0;
     if (!(keep_fraction > 0.0) || n_context <= 0) return 1;  // also NaN
@@ -105,12 +111,11 @@ void select_kept(const Schedule& schedule, std::span<const int32_t> S, std::vect
         scores.swap(scratch.pooled);
     }
     const int64_t n_first = std::min<int64_t>(schedule.keep_first, n_total);
-    const int64_t recent_from =
-        std::max(n_first, n_total - std::max<int64_t>(1, schedule.keep_recent));
-    const int64_t n_recent = schedule.keep_recent > 1 ? n_total - recent_from : 0;
-    const int64_t n_keep = std::min<int64_t>(
-        static_cast<int64_t>(S.size()),
-        keep_count(keep, n_total, static_cast<int64_t>(S.size())) + n_recent);
+    const RecentWindow recent = recent_window(schedule, n_total);
+    const int64_t recent_from = recent.from;
+    const int64_t n_keep =
+        std::min<int64_t>(static_cast<int64_t>(S.size()),
+                          keep_count(keep, n_total, static_cast<int64_t>(S.size())) + recent.extra);
     std::vector<int32_t>& protect = scratch.protect;
     protect.clear();
     for (int32_t p = 0; p < n_first; ++p) protect.push_back(p);

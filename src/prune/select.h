@@ -19,6 +19,15 @@ namespace lazyllm::prune {
 // n_candidates <= 0.
 int64_t keep_count(double keep_fraction, int64_t n_context, int64_t n_candidates);
 
+// The first position of the protected recent window (keep_recent), and how many positions it
+// adds on top of a boundary's keep count: none when keep_recent <= 1 (the last token is kept
+// anyway).
+struct RecentWindow {
+    int64_t from = 0;
+    int64_t extra = 0;
+};
+RecentWindow recent_window(const Schedule& schedule, int64_t n_total);
+
 // Reusable buffers for select_top, so a generation loop allocates nothing after warm-up.
 struct SelectScratch {
     std::vector<int32_t> order;  // [n_candidates], indices into positions of unprotected ones
