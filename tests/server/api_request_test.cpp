@@ -117,6 +117,27 @@ TEST(ApiRequest, MalformedJson) {
     }
 }
 
+// A body nested 100,000 deep once crashed the server (recursive dump of lazyllm.tiers).
+TEST(ApiRequest, DeepNestingIsRefused) {
+    const auto nested = [](int depth) {
+        return std::string(static_cast<size_t>(depth), '[') +
+               std::string(static_cast<size_t>(depth), ']');
+    };
+    const std::string head =
+        R"({"messages":[{"role":"user","content":"Hi"}],"lazyllm":{"policy":"lazy",)"
+        R"("layers":[10],"keep":[0.5],"tiers":)";
+    for (int depth : {65, 100000}) {
+        ApiError e = chat_err(head + nested(depth) + "}}");
+        EXPECT_EQ(e.status, 400) << depth;
+        EXPECT_EQ(e.code, "invalid_json") << depth;
+    }
+    // Brackets inside strings do not count, and 60 levels of metadata are fine.
+    chat_ok(R"({"messages":[{"role":"user","content":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[)"
+            R"([[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"{"}],)"
+            R"("metadata":{"a":)" +
+            nested(59) + "}}");
+}
+
 TEST(ApiRequest, WrongTypesNameTheField) {
     struct Case {
         const char* body;
@@ -193,6 +214,31 @@ TEST(ApiRequest, UnsupportedFeaturesAreRefused) {
         EXPECT_EQ(e.code, "unsupported") << b;
         EXPECT_NE(e.message.find("unsupported"), std::string::npos) << e.message;
     }
+}
+
+// OpenAI SDKs send unset fields as null, and some send neutral values of fields this server has
+// no use for: those are accepted; values that would change the answer are refused.
+TEST(ApiRequest, OpenAiFieldsNullOrNeutralAreAccepted) {
+    const std::string msg = R"({"messages":[{"role":"user","content":"x"}],)";
+    for (const char* field :
+         {R"("logit_bias":null)", R"("top_logprobs":null)", R"("service_tier":null)",
+          R"("audio":null)", R"("prediction":null)", R"("frobnicate":null)", R"("logit_bias":{})",
+          R"("top_logprobs":0)", R"("service_tier":"auto")", R"("reasoning_effort":"low")",
+          R"("modalities":["text"])", R"("prediction":{"type":"content","content":"x"})",
+          R"("metadata":{"k":"v"})", R"("store":false)"}) {
+        chat_ok(msg + field + "}");
+    }
+    for (const char* field : {R"("logit_bias":{"42":5})", R"("top_logprobs":3)",
+                              R"("modalities":["text","audio"])", R"("audio":{"voice":"x"})"}) {
+        ApiError e = chat_err(msg + field + "}");
+        EXPECT_EQ(e.code, "unsupported") << field;
+    }
+    EXPECT_EQ(chat_err(msg + R"("metadata":"x"})").param, "metadata");
+    EXPECT_EQ(chat_err(msg + R"("service_tier":3})").param, "service_tier");
+    // n_predict -1 is llama-server's "no limit": the default, as if absent.
+    EXPECT_EQ(chat_ok(msg + R"("n_predict":-1})").max_tokens,
+              chat_ok(R"({"messages":[{"role":"user","content":"x"}]})").max_tokens);
+    EXPECT_EQ(chat_err(msg + R"("n_predict":-2})").param, "n_predict");
 }
 
 TEST(ApiRequest, Completions) {

@@ -173,6 +173,15 @@ def auth_and_limits(srv):
     expect_error(status, body, 413)
     status, body, _ = srv.request("GET", "/v1/nothing", None, AUTH)
     expect_error(status, body, 404)
+    # JSON over 8 KiB sent as curl -d sends it (form-urlencoded): read as JSON, not refused.
+    form = {"Authorization": AUTH["Authorization"], "Content-Type": "application/x-www-form-urlencoded"}
+    status, body, _ = srv.request("POST", "/tokenize", json.dumps({"content": "word " * 2000}), form)
+    assert status == 200 and len(json.loads(body)["tokens"]) >= 2000, (status, body[:200])
+    # A path nobody is authorized for is not a metrics label (it once wrote into /metrics).
+    status, body, _ = srv.request("GET", "/x%22%7D%201e9%0Afake_metric%7Ba%3D%22b")
+    expect_error(status, body, 401)
+    status, text, _ = srv.request("GET", "/metrics", None, AUTH)
+    assert "fake_metric" not in text and 'endpoint="other",status="401"' in text, text[:2000]
 
 
 def metrics(srv):

@@ -136,9 +136,28 @@ def queue_full(srv):
         assert first.result()[0] == 200 and second.result()[0] == 200
 
 
+def queue_zero(srv):
+    """1 slot, queue of 0: a request still runs on the free slot; one more while it runs is refused."""
+    slow = {"messages": [{"role": "user", "content": "Count to a thousand."}], "max_tokens": 200,
+            "ignore_eos": True, "temperature": 0}
+    status, body, _ = srv.request("POST", CHAT, {"messages": slow["messages"], "max_tokens": 2})
+    assert status == 200, body
+    with cf.ThreadPoolExecutor(1) as ex:
+        first = ex.submit(srv.request, "POST", CHAT, slow, None, 120)
+        t0 = time.time()
+        while json.loads(srv.request("GET", "/health")[1])["slots_busy"] != 1:
+            assert time.time() - t0 < 10
+            time.sleep(0.02)
+        status, body, _ = srv.request("POST", CHAT, slow)
+        assert status == 503 and json.loads(body)["error"]["code"] == "queue_full", (status, body)
+        assert first.result()[0] == 200
+
+
 def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "4", log_name="load") as srv:
         checks.run(f"{CLIENTS} clients x {REQUESTS} requests: 200/503 only, RSS flat", load, srv)
         assert srv.alive(), srv.read_log()
     with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--queue", "1", log_name="queue") as srv:
         checks.run("a full queue answers 503 with Retry-After", queue_full, srv)
+    with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--queue", "0", log_name="queue0") as srv:
+        checks.run("--queue 0: a free slot takes a request", queue_zero, srv)

@@ -115,7 +115,8 @@ struct Fields {
 std::optional<ApiError> check_known(const json& obj, const std::set<std::string>& known,
                                     const std::string& prefix) {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
-        if (!known.count(it.key())) {
+        // null is "not given": several OpenAI SDKs send every optional field, unset ones as null.
+        if (!known.count(it.key()) && !it->is_null()) {
             return bad(prefix + it.key(), fmt::format("unknown field '{}{}'", prefix, it.key()),
                        "unknown_field");
         }
@@ -123,7 +124,41 @@ std::optional<ApiError> check_known(const json& obj, const std::set<std::string>
     return std::nullopt;
 }
 
+// Requests nest a few levels; nlohmann's dump() and the destructor's callers recurse once per
+// level, so a body nested 100,000 deep (200 KB) would overflow an HTTP thread's stack.
+constexpr int kMaxNesting = 64;
+
+// Whether arrays and objects nest deeper than kMaxNesting, counting brackets outside strings.
+bool nested_too_deep(std::string_view body) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (const char c : body) {
+        if (in_string) {
+            if (escaped) {
+                escaped = false;
+            } else if (c == '\\') {
+                escaped = true;
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > kMaxNesting) return true;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return false;
+}
+
 ApiResult<json> parse_object(std::string_view body) {
+    if (nested_too_deep(body)) {
+        return bad("",
+                   fmt::format("the request body nests arrays and objects deeper than {} levels",
+                               kMaxNesting),
+                   "invalid_json");
+    }
     json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) {
         return bad("", "the request body is not valid JSON", "invalid_json");
@@ -153,14 +188,21 @@ std::optional<ApiError> read_stop(const json& obj, std::vector<std::string>& out
     return std::nullopt;
 }
 
+std::optional<ApiError> read_openai_hints(const json& j);
+
 // Fields common to both endpoints. `known` gathers the names read here.
 std::optional<ApiError> read_common(const json& j, GenRequest& r) {
     Fields f{j, "", std::nullopt};
     if (auto m = f.string("model")) r.model = *m;
     // max_completion_tokens (OpenAI's current name) wins over max_tokens and n_predict.
     for (const char* key : {"n_predict", "max_tokens", "max_completion_tokens"}) {
-        const int64_t lo = std::string_view(key) == "n_predict" ? 0 : 1;
-        if (auto v = f.integer(key, lo, 1 << 30)) {
+        const bool n_predict = std::string_view(key) == "n_predict";
+        // n_predict -1 is llama-server's "no limit": the default, capped by the room left.
+        if (const json* v = f.get(key);
+            n_predict && v && v->is_number_integer() && v->get<int64_t>() == -1) {
+            continue;
+        }
+        if (auto v = f.integer(key, n_predict ? 0 : 1, 1 << 30)) {
             r.max_tokens = static_cast<int>(*v);
             r.max_tokens_field = key;
         }
@@ -208,14 +250,75 @@ std::optional<ApiError> read_common(const json& j, GenRequest& r) {
     if (const json* lp = f.get("logprobs"); lp && !(lp->is_boolean() && !lp->get<bool>())) {
         return unsupported("logprobs", "logprobs");
     }
+    return read_openai_hints(j);
+}
+
+// OpenAI fields this server has no use for: accepted where they change nothing here (null, the
+// neutral value, or a hint that does not change the output), refused as unsupported otherwise.
+std::optional<ApiError> read_openai_hints(const json& j) {
+    const auto given = [&j](const char* key) -> const json* {
+        auto it = j.find(key);
+        return it == j.end() || it->is_null() ? nullptr : &*it;
+    };
+    if (const json* v = given("logit_bias"); v && !(v->is_object() && v->empty())) {
+        return unsupported("logit_bias", "logit_bias");
+    }
+    if (const json* v = given("top_logprobs");
+        v && !(v->is_number_integer() && v->get<int64_t>() == 0)) {
+        return unsupported("top_logprobs", "logprobs");
+    }
+    if (const json* v = given("modalities")) {
+        const bool text_only =
+            v->is_array() && std::all_of(v->begin(), v->end(), [](const json& m) {
+                return m.is_string() && m.get<std::string>() == "text";
+            });
+        if (!text_only) return unsupported("modalities", "output modalities other than text");
+    }
+    for (const char* key : {"audio", "web_search_options"}) {
+        if (given(key)) return unsupported(key, fmt::format("'{}'", key));
+    }
+    // service_tier (billing), reasoning_effort (o-series models) and prediction (a speed hint):
+    // strings or objects that cannot change what this server answers.
+    for (const char* key : {"service_tier", "reasoning_effort"}) {
+        if (const json* v = given(key); v && !v->is_string())
+            return wrong_type(key, "a string", *v);
+    }
+    if (const json* v = given("prediction"); v && !v->is_object()) {
+        return wrong_type("prediction", "an object", *v);
+    }
     return std::nullopt;
 }
 
-const std::set<std::string> kCommonFields = {
-    "model", "max_tokens", "max_completion_tokens", "n_predict", "temperature", "top_p", "top_k",
-    "min_p", "seed", "stop", "stream", "stream_options", "n", "user", "presence_penalty",
-    "frequency_penalty", "repeat_penalty", "repeat_last_n", "ignore_eos", "cache_prompt",
-    "lazyllm", "logprobs"};
+const std::set<std::string> kCommonFields = {"model",
+                                             "max_tokens",
+                                             "max_completion_tokens",
+                                             "n_predict",
+                                             "temperature",
+                                             "top_p",
+                                             "top_k",
+                                             "min_p",
+                                             "seed",
+                                             "stop",
+                                             "stream",
+                                             "stream_options",
+                                             "n",
+                                             "user",
+                                             "presence_penalty",
+                                             "frequency_penalty",
+                                             "repeat_penalty",
+                                             "repeat_last_n",
+                                             "ignore_eos",
+                                             "cache_prompt",
+                                             "lazyllm",
+                                             "logprobs",
+                                             "logit_bias",
+                                             "top_logprobs",
+                                             "service_tier",
+                                             "reasoning_effort",
+                                             "modalities",
+                                             "audio",
+                                             "prediction",
+                                             "web_search_options"};
 
 // A message's content: a string, or an array of {"type": "text", "text": ...} parts.
 std::optional<ApiError> read_content(const json& c, size_t i, std::string& out) {
@@ -302,6 +405,12 @@ ApiResult<GenRequest> parse_chat_request(std::string_view body) {
     known.insert({"messages", "tools", "tool_choice", "functions", "function_call",
                   "response_format", "parallel_tool_calls", "metadata", "store"});
     if (auto e = check_known(j, known, "")) return *e;
+    if (auto it = j.find("metadata"); it != j.end() && !it->is_null() && !it->is_object()) {
+        return wrong_type("metadata", "an object", *it);
+    }
+    if (auto it = j.find("store"); it != j.end() && !it->is_null() && !it->is_boolean()) {
+        return wrong_type("store", "a boolean", *it);
+    }
     if (auto e = read_messages(j, r.messages)) return *e;
     if (auto e = read_common(j, r)) return *e;
     return r;

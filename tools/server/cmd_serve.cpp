@@ -73,8 +73,23 @@ int run_serve(ServeArgs& a) {
         listener.join();
         return report(engine.error());
     }
-    warn_chat_template(**engine);
     const ModelSummary& s = (*engine)->summary();
+    // The defaults every request starts from must be valid, or each request would be refused
+    // as its client's fault.
+    RunOptions defaults;
+    defaults.prune = a.cfg.default_prune;
+    Status st = (*engine)->validate(defaults);
+    if (!st.ok()) st = st.error().with_context("the pruning flags");
+    if (st.ok() && a.cfg.scheduler.n_ctx > s.n_ctx_train) {
+        st = make_error(ErrorCode::kOutOfRange, "-c {} is over the model's training context of {}",
+                        a.cfg.scheduler.n_ctx, s.n_ctx_train);
+    }
+    if (!st.ok()) {
+        http.stop();
+        listener.join();
+        return report_usage(st.error());
+    }
+    warn_chat_template(**engine);
     std::fprintf(stderr, "lazyllm serve: %s loaded in %.0f ms (%s, %d threads), %d slots, queue %d\n",
                  s.path.c_str(), s.load_ms, s.isa.c_str(), s.n_threads, a.cfg.scheduler.n_slots,
                  a.cfg.scheduler.queue_capacity);

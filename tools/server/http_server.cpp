@@ -3,11 +3,13 @@
 // object.
 #include "server/http_server.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <ctime>
-
-#include <fmt/format.h>
+#include <functional>
+#include <thread>
 
 #include "server/api_response.h"
 
@@ -86,6 +88,33 @@ void fill_error(const httplib::Request& req, httplib::Response& res) {
     send_error(res, e);
 }
 
+// POST handlers read their body themselves: when cpp-httplib reads a body sent as
+// application/x-www-form-urlencoded (curl -d's default type) it refuses more than 8 KiB, and
+// this API takes JSON whatever the Content-Type says. --max-body still applies.
+httplib::Server::HandlerWithContentReader with_body(
+    std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+    return [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                          const httplib::ContentReader& read) {
+        if (req.is_multipart_form_data()) {
+            return send_error(res, ApiError{415,
+                                            "send the request body as JSON "
+                                            "(Content-Type: application/json), not "
+                                            "multipart/form-data",
+                                            "invalid_request_error", "", "unsupported_media_type"});
+        }
+        httplib::Request with = req;
+        const bool ok = read([&with](const char* data, size_t n) {
+            with.body.append(data, n);
+            return true;
+        });
+        if (!ok) {
+            if (res.status < 400) res.status = 400;  // the library sets 413 past --max-body
+            return;
+        }
+        handler(with, res);
+    };
+}
+
 }  // namespace
 
 HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), http_(std::make_unique<httplib::Server>()) {
@@ -135,23 +164,23 @@ HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), ht
                                            ctx.scheduler->n_slots()),
                         "text/plain; version=0.0.4");
     });
-    s.Post("/tokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
-        handle_tokenize(ctx, req, res);
-        ctx.metrics.request("/tokenize", res.status);
-    });
-    s.Post("/detokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
-        handle_detokenize(ctx, req, res);
-        ctx.metrics.request("/detokenize", res.status);
-    });
+    s.Post("/tokenize", with_body([&ctx](const httplib::Request& req, httplib::Response& res) {
+               handle_tokenize(ctx, req, res);
+               ctx.metrics.request("/tokenize", res.status);
+           }));
+    s.Post("/detokenize", with_body([&ctx](const httplib::Request& req, httplib::Response& res) {
+               handle_detokenize(ctx, req, res);
+               ctx.metrics.request("/detokenize", res.status);
+           }));
     for (const char* p : {"/v1/chat/completions", "/chat/completions"}) {
-        s.Post(p, [&ctx](const httplib::Request& req, httplib::Response& res) {
-            handle_generate(ctx, req, res, Endpoint::kChat);
-        });
+        s.Post(p, with_body([&ctx](const httplib::Request& req, httplib::Response& res) {
+                   handle_generate(ctx, req, res, Endpoint::kChat);
+               }));
     }
     for (const char* p : {"/v1/completions", "/completions"}) {
-        s.Post(p, [&ctx](const httplib::Request& req, httplib::Response& res) {
-            handle_generate(ctx, req, res, Endpoint::kCompletion);
-        });
+        s.Post(p, with_body([&ctx](const httplib::Request& req, httplib::Response& res) {
+                   handle_generate(ctx, req, res, Endpoint::kCompletion);
+               }));
     }
 }
 
@@ -169,8 +198,22 @@ bool HttpServer::bind() {
     return http_->bind_to_port(ctx_->cfg.host, port_);
 }
 
-void HttpServer::listen() { http_->listen_after_bind(); }
-void HttpServer::stop() { http_->stop(); }
+void HttpServer::listen() {
+    listening_.store(true);
+    if (!stopped_.load()) http_->listen_after_bind();
+    listening_.store(false);
+}
+
+void HttpServer::stop() {
+    stopped_.store(true);
+    // httplib's stop() does nothing before its loop runs: a listen() that has begun but whose
+    // loop has not started yet would then serve forever. It starts within moments (or returns,
+    // having seen stopped_).
+    while (listening_.load() && !http_->is_running()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    http_->stop();
+}
 
 void HttpServer::set_engine(std::unique_ptr<Engine> engine) {
     ctx_->engine = std::move(engine);

@@ -42,8 +42,9 @@ public:
     // Binds host:port (port 0: any free port); false when binding fails.
     bool bind();
     int port() const { return port_; }
-    // Serves until stop(); blocks.
+    // Serves until stop(); blocks. Returns at once after a stop(), also one that came first.
     void listen();
+    // Ends listen(), from any thread, whether or not listen() has begun.
     void stop();
     // The model is loaded: the API goes live.
     void set_engine(std::unique_ptr<Engine> engine);
@@ -54,6 +55,7 @@ private:
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<httplib::Server> http_;
     int port_ = 0;
+    std::atomic<bool> listening_{false}, stopped_{false};
 };
 
 // Shared by the handlers.

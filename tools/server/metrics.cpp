@@ -2,11 +2,28 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+
 namespace lazyllm::server {
 
 void Metrics::request(std::string_view endpoint, int status) {
+    // Label values come from a fixed set: a request path nobody routed (a 401 for any path) must
+    // neither grow the table nor write into the exposition text.
+    constexpr std::string_view kEndpoints[] = {"/v1/chat/completions",
+                                               "/chat/completions",
+                                               "/v1/completions",
+                                               "/completions",
+                                               "/v1/models",
+                                               "/tokenize",
+                                               "/detokenize",
+                                               "/metrics",
+                                               "/health",
+                                               "/"};
+    const bool known =
+        std::find(std::begin(kEndpoints), std::end(kEndpoints), endpoint) != std::end(kEndpoints);
     std::lock_guard<std::mutex> lock(mu_);
-    ++requests_[{std::string(endpoint), status}];
+    ++requests_[{std::string(known ? endpoint : "other"), status}];
 }
 
 void Metrics::turn(const TurnStats& s) {

@@ -36,12 +36,34 @@ Scheduler::~Scheduler() {
 bool Scheduler::submit(const std::shared_ptr<Job>& job) {
     {
         std::lock_guard<std::mutex> lock(mu_);
-        if (static_cast<int>(queue_.size()) >= cfg_.queue_capacity) return false;
+        drop_dead_jobs_locked();
+        // Every job passes through the queue, also one a free slot takes at the next round: the
+        // queue holds queue_capacity jobs beyond those the free slots will take.
+        const int free_slots = std::max(0, cfg_.n_slots - busy_.load());
+        if (static_cast<int>(queue_.size()) >= cfg_.queue_capacity + free_slots) return false;
         job->submitted = std::chrono::steady_clock::now();
         queue_.push_back(job);
     }
     cv_.notify_all();
     return true;
+}
+
+void Scheduler::drop_dead_jobs_locked() {
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(queue_, [now](const std::shared_ptr<Job>& job) {
+        const bool expired = now > job->deadline;
+        if (!job->cancelled && !expired) return false;
+        std::lock_guard<std::mutex> jl(job->mu);
+        if (!job->cancelled) {
+            job->error = ApiError{408,
+                                  "the request waited past the server's per-request timeout "
+                                  "(--timeout)",
+                                  "server_error", "", "timeout"};
+        }
+        job->done = true;
+        job->cv.notify_all();
+        return true;
+    });
 }
 
 int Scheduler::queue_depth() const {
@@ -86,15 +108,31 @@ void Scheduler::finish(Slot& slot, std::optional<ApiError> error) {
     if (!job->error && !job->cancelled) metrics_.turn(job->stats);
 }
 
+namespace {
+
+// An engine error as an API error: the request's fault (400 naming `param`) for a bad argument or
+// a value out of range, else the server's (500).
+ApiError engine_error(const Error& err, const char* param) {
+    ApiError e;
+    e.message = err.message();
+    if (err.code() == ErrorCode::kInvalidArgument || err.code() == ErrorCode::kOutOfRange) {
+        e.param = param;
+    } else {
+        e.status = 500;
+        e.type = "server_error";
+    }
+    return e;
+}
+
+}  // namespace
+
 void Scheduler::start(Slot& slot) {
     Job& job = *slot.job;
     if (!slot.conv || slot.key != job.prune_key) {
         slot.conv.reset();  // frees the old cache before the new one is made
         auto conv = engine_.open_conversation(job.prune, cfg_.n_ctx);
         if (!conv.ok()) {
-            ApiError e;
-            e.param = "lazyllm";
-            e.message = conv.error().message();
+            ApiError e = engine_error(conv.error(), "lazyllm");
             slot.key.clear();
             finish(slot, e);
             return;
@@ -105,9 +143,7 @@ void Scheduler::start(Slot& slot) {
     if (!job.cache_prompt) slot.conv->truncate(0);
     auto d = slot.conv->start_turn(job.prompt, job.turn);
     if (!d.ok()) {
-        ApiError e;
-        e.message = d.error().message();
-        e.param = "prompt";
+        ApiError e = engine_error(d.error(), "prompt");
         // The cache may hold part of a failed step: forget it.
         slot.conv.reset();
         slot.key.clear();
@@ -171,25 +207,10 @@ void Scheduler::run() {
             std::unique_lock<std::mutex> lock(mu_);
             cv_.wait(lock, [&] { return stop_ || !queue_.empty() || busy_.load() > 0; });
             if (stop_) break;
+            drop_dead_jobs_locked();
             // Admit queued jobs to free slots, in FIFO order.
             while (!queue_.empty()) {
                 std::shared_ptr<Job> job = queue_.front();
-                if (job->cancelled) {
-                    queue_.pop_front();
-                    std::lock_guard<std::mutex> jl(job->mu);
-                    job->done = true;
-                    job->cv.notify_all();
-                    continue;
-                }
-                if (std::chrono::steady_clock::now() > job->deadline) {
-                    queue_.pop_front();
-                    std::lock_guard<std::mutex> jl(job->mu);
-                    job->error = ApiError{408, "the request waited past the server's per-request timeout (--timeout)",
-                                          "server_error", "", "timeout"};
-                    job->done = true;
-                    job->cv.notify_all();
-                    continue;
-                }
                 const int i = pick_slot(*job);
                 if (i < 0) break;
                 queue_.pop_front();
@@ -213,6 +234,7 @@ void Scheduler::run() {
                 ApiError e;
                 e.status = 408;
                 e.message = "the request ran past the server's per-request timeout (--timeout)";
+                e.type = "server_error";
                 e.code = "timeout";
                 finish(slot, e);
             } else if (!slot.conv || !slot.conv->in_turn()) {

@@ -71,7 +71,8 @@ public:
     Scheduler(const Scheduler&) = delete;
     Scheduler& operator=(const Scheduler&) = delete;
 
-    // Queues a job; false when the queue is full (the caller answers 503).
+    // Queues a job; false when every slot is busy and queue_capacity jobs already wait for one
+    // (the caller answers 503). Jobs whose client left are not counted.
     bool submit(const std::shared_ptr<Job>& job);
     int queue_depth() const;
     int busy_slots() const;
@@ -95,6 +96,9 @@ private:
     // One decode step of each started job, batched where their policies allow.
     void advance(const std::vector<Slot*>& slots);
     void finish(Slot& slot, std::optional<ApiError> error);
+    // Under mu_: ends the queued jobs whose client left or whose deadline passed, wherever they
+    // stand in the queue.
+    void drop_dead_jobs_locked();
 
     const Engine& engine_;
     SchedulerConfig cfg_;
