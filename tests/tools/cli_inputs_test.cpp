@@ -116,6 +116,10 @@ TEST(CliInputsTest, SeedMinusOneIsRandomAndPrinted) {
     EXPECT_EQ(json_of(r3)["seed"], 5) << r3.out;
     EXPECT_TRUE(contains(r3.out, "lazyllm: seed 5")) << r3.out;
     expect_error(a + "--seed -2", 2, "--seed");
+    // Every seed printed can be given back, up to 2^64 - 1.
+    const CliRun r4 = run_cli(a + "--seed 18446744073709551615");
+    EXPECT_EQ(json_of(r4)["seed"].get<uint64_t>(), 18446744073709551615ull) << r4.out;
+    expect_error(a + "--seed 18446744073709551616", 2, "--seed");
 }
 
 TEST(CliInputsTest, SystemImpliesChat) {
@@ -140,7 +144,47 @@ TEST(CliInputsTest, PromptFromStdinAndTrailingNewline) {
     EXPECT_GT(n_prompt_of("-f " + two_nl), hello);
     EXPECT_EQ(n_prompt_of("-f - < " + one_nl), hello);
     expect_error("run -m " + inputs_model() + " -f /nonexistent/prompt.txt", 2,
-                 "cannot read prompt file '/nonexistent/prompt.txt'");
+                 "prompt file '/nonexistent/prompt.txt' does not exist");
+}
+
+// A folder where a file belongs is named as such (std::ifstream would read it as empty), with
+// the usage exit code for the user's input files on every subcommand.
+TEST(CliInputsTest, AFolderWhereAFileBelongsIsNamed) {
+    const std::string m = " -m " + inputs_model();
+    expect_error("run" + m + " -f /tmp", 2, "prompt file '/tmp' is a directory, not a file");
+    expect_error("tokenize" + m + " -f /tmp", 2, "prompt file '/tmp' is a directory");
+    expect_error("tokenize" + m + " -f /nonexistent/p.txt", 2,
+                 "'/nonexistent/p.txt' does not exist");
+    expect_error("run" + m + " -p hi --schedule /tmp", 2, "'/tmp' is a directory");
+    expect_error("run -m /tmp -p hi", 1, "model file '/tmp' is a directory, not a GGUF file");
+    expect_error("bench" + m + " -p 8 -n 0 -r 1 --prompt-ids /tmp", 2,
+                 "token id file '/tmp' is a directory");
+    const std::string ids = write_temp_file("lazyllm_cli_bad.ids", "1, 2, x3");
+    expect_error("bench" + m + " -p 8 -n 0 -r 1 --prompt-ids " + ids, 2,
+                 "byte 6 is not a digit, space, comma or bracket");
+}
+
+// Output folders are checked before the work, which can take an hour.
+TEST(CliInputsTest, OutputFoldersAreCheckedFirst) {
+    const std::string m = " -m " + inputs_model();
+    expect_error("tune" + m + " -o /proc/lazyllm-nope/s.json", 2,
+                 "-o: cannot create the folder '/proc/lazyllm-nope'");
+    expect_error("eval" + m + " --fidelity --limit 1 -o /proc/lazyllm-nope", 2,
+                 "-o: cannot create the folder '/proc/lazyllm-nope'");
+}
+
+// serve checks the defaults every request starts from before it is ready, instead of refusing
+// each request as its client's fault.
+TEST(CliInputsTest, ServeRefusesDefaultsNoRequestCouldUse) {
+    const std::string a = "serve -m " + inputs_model() + " --port 0 -t 1 ";
+    expect_error(a + "--lazy-score-pool 4", 2,
+                 "the pruning flags: score_pool must be an odd number");
+    expect_error(a + "-c 100000", 2, "-c 100000 is over the model's training context of 64");
+}
+
+TEST(CliInputsTest, PolicyFullRefusesPruningFlags) {
+    expect_error("run -m " + inputs_model() + " -p hi -n 1 --policy full --lazy-decode on", 2,
+                 "--policy full prunes nothing");
 }
 
 TEST(CliInputsTest, NMinusOneRunsToTheContext) {

@@ -8,8 +8,9 @@
 #include <cctype>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <string_view>
+
+#include "base/read_file.h"
 
 namespace lazyllm::cli {
 
@@ -189,11 +190,9 @@ std::vector<TokenId> fit_to_length(std::span<const TokenId> ids, int64_t n) {
 }
 
 Result<std::vector<TokenId>> read_token_ids(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(ErrorCode::kNotFound, "cannot read token id file '{}'", path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+    auto read = read_whole_file(path);
+    if (!read) return Error(ErrorCode::kInvalidArgument, "token id file " + read.error().message());
+    const std::string& text = read.value();
     std::vector<TokenId> ids;
     int64_t cur = -1;
     for (size_t i = 0; i <= text.size(); ++i) {
@@ -208,6 +207,13 @@ Result<std::vector<TokenId>> read_token_ids(const std::string& path) {
             if (c == '-') {
                 return make_error(ErrorCode::kInvalidArgument,
                                   "token id file '{}': negative number at byte {}", path, i);
+            }
+            // Separators: white space, commas, and the brackets of a JSON list (`tokenize`'s).
+            if (!std::isspace(static_cast<unsigned char>(c)) && c != ',' && c != '[' && c != ']') {
+                return make_error(ErrorCode::kInvalidArgument,
+                                  "token id file '{}': byte {} is not a digit, space, comma or "
+                                  "bracket (0x{:02x})",
+                                  path, i, static_cast<unsigned char>(c));
             }
             if (cur >= 0) ids.push_back(static_cast<TokenId>(cur));
             cur = -1;

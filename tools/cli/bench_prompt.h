@@ -26,8 +26,8 @@ std::vector<TokenId> passkey_prompt(const Tokenizer& tok, int64_t n_tokens, uint
 // The first `n` ids, the sequence repeated as often as needed when it is shorter.
 std::vector<TokenId> fit_to_length(std::span<const TokenId> ids, int64_t n);
 
-// Token id files: integers separated by anything that is not a digit ("1 2 3", "[1, 2, 3]",
-// one per line); written as one line "id id id ...\n".
+// Token id files: integers separated by white space, commas or JSON list brackets ("1 2 3",
+// "[1, 2, 3]", one per line); any other byte is an error. Written as one line "id id id ...\n".
 Result<std::vector<TokenId>> read_token_ids(const std::string& path);
 Status write_token_ids(const std::string& path, std::span<const TokenId> ids);
 

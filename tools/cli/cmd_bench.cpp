@@ -440,7 +440,8 @@ Runner add_bench(CLI::App& app) {
         "Prompt text, its tokens cut or repeated to each length (default: built-in passkey text)");
     app.add_option(
         "--prompt-ids", a->prompt_ids,
-        "Prompt token ids (numbers separated by spaces or commas), cut or repeated to each length");
+        "File of prompt token ids (numbers separated by spaces, commas or newlines; a JSON list "
+        "too), cut or repeated to each length");
     app.add_option("--export-prompts", a->export_dir,
                    "Write the token ids of each prompt length to DIR/prompt-N.ids and exit");
     return [a] { return run_bench(*a); };

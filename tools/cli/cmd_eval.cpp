@@ -140,11 +140,13 @@ int run_fidelity_cmd(const EvalArgs& a, const Engine& e,
                      reference->summary().prefill_weights.c_str(), rf.precision.c_str(),
                      e.summary().prefill_weights.c_str(), a.engine.precision.c_str());
     }
+    const std::string dir = a.out_dir.empty() ? timestamped("fidelity") : a.out_dir;
+    if (auto st = prepare_output_dir(dir, "-o"); !st.ok()) return report(st.error());
     auto rep = eval::run_fidelity(e, fo);
     if (!rep.ok()) return report(rep.error());
-    const std::string dir = a.out_dir.empty() ? timestamped("fidelity") : a.out_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
+    // The table first: it stays on the screen if the file cannot be written after all.
+    std::printf("%s\n", eval::fidelity_table(*rep).c_str());
+    std::fflush(stdout);
     const std::string path = dir + "/fidelity.json";
     if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
         const std::string json = eval::fidelity_json(*rep);
@@ -154,7 +156,7 @@ int run_fidelity_cmd(const EvalArgs& a, const Engine& e,
     } else {
         return report(make_error(ErrorCode::kIo, "cannot write '{}'", path));
     }
-    std::printf("%s\nwritten: %s\n", eval::fidelity_table(*rep).c_str(), path.c_str());
+    std::printf("written: %s\n", path.c_str());
     return kExitOk;
 }
 
@@ -228,6 +230,7 @@ int run_eval_cmd(EvalArgs& a) {
 
     eval::RunnerOptions ro;
     ro.out_dir = a.out_dir.empty() ? timestamped("eval") : a.out_dir;
+    if (auto st = prepare_output_dir(ro.out_dir, "-o"); !st.ok()) return report(st.error());
     ro.policies = *policies;
     ro.limit = a.limit;
     ro.log = log_line;
@@ -279,7 +282,8 @@ Runner add_eval(CLI::App& app) {
         ->check(kPositive);
     app.add_option("-o,--out", a->out_dir, "Results folder (default results/eval-<timestamp>)");
     app.add_option("--limit", a->limit,
-                   "Only the first N samples (quick runs; --fidelity: the first N per length)")
+                   "Only the first N samples (quick runs; --fidelity: the first N per length; 0: "
+                   "all, the default)")
         ->check(kNonNegative);
     app.add_option("--report-only", a->report_only,
                    "Write summary.md, summary.csv and report.html of an existing results folder")

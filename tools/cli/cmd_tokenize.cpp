@@ -1,10 +1,11 @@
 // lazyllm tokenize MODEL (TEXT | -f FILE) [--verbose] [--special] [--bos/--no-bos]
-#include <cstdio>
-
 #include <fmt/format.h>
 
-#include "cli/commands.h"
+#include <cstdio>
+#include <filesystem>
+
 #include "cli/check_tensors.h"
+#include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/options.h"
 #include "lazyllm/gguf.h"
@@ -52,7 +53,17 @@ int run_tokenize(TokenizeArgs& a) {
         text = std::move(t).value();
         have_text = true;
     } else if (pos.size() == 1) {
-        text = pos.front();
+        // `tokenize MODEL.gguf` alone: the model without a text, not a text to tokenize.
+        const std::string& p = pos.front();
+        if (a.model.empty() && p.size() > 5 && p.ends_with(".gguf") &&
+            std::filesystem::is_regular_file(p)) {
+            return report(
+                make_error(ErrorCode::kInvalidArgument,
+                           "nothing to tokenize: '{}' is a model file; give TEXT or -f FILE "
+                           "after it",
+                           p));
+        }
+        text = p;
         have_text = true;
     }
     if (!have_text) {

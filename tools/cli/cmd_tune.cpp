@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -181,6 +182,11 @@ int run_tune(const TuneArgs& a) {
     if (!objective.ok()) return report(objective.error());
     const bool answers = *objective == eval::TuneObjective::kAnswers;
     const double target = a.target >= 0 ? a.target : answers ? kAnswersTarget : kScoreTarget;
+    // The schedule file is written after the whole search: its folder is checked first.
+    const std::filesystem::path out_dir = std::filesystem::path(a.out).parent_path();
+    if (auto st = prepare_output_dir(out_dir.empty() ? "." : out_dir.string(), "-o"); !st.ok()) {
+        return report(st.error());
+    }
 
     auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());

@@ -1,5 +1,7 @@
 #include "cli/common.h"
 
+#include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,11 +9,12 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
-#include <fmt/core.h>
+#include "base/read_file.h"
 
 namespace lazyllm::cli {
 
@@ -73,6 +76,12 @@ Result<std::string> resolve_model_path(const std::string& flag_value) {
     }
     if (named == nullptr) {
         if (!file_exists(flag_value)) {
+            struct stat st {};
+            if (::stat(flag_value.c_str(), &st) == 0) {
+                return make_error(ErrorCode::kNotFound, "model file '{}' is {}, not a GGUF file",
+                                  flag_value,
+                                  S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+            }
             return make_error(ErrorCode::kNotFound,
                               "model file '{}' does not exist (names fetched from PyPI: {})",
                               flag_value, model_names());
@@ -109,14 +118,15 @@ Result<std::string> read_text_file(const std::string& path) {
     if (path == "-") {
         std::ostringstream ss;
         ss << std::cin.rdbuf();
-        if (std::cin.bad()) return make_error(ErrorCode::kIo, "cannot read the prompt from stdin");
+        if (std::cin.bad()) {
+            return make_error(ErrorCode::kInvalidArgument, "cannot read the prompt from stdin");
+        }
         return ss.str();
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error(ErrorCode::kNotFound, "cannot read prompt file '{}'", path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    auto text = read_whole_file(path);
+    // A usage error whatever the cause (exit 2): the file is the user's input.
+    if (!text) return Error(ErrorCode::kInvalidArgument, "prompt file " + text.error().message());
+    return std::move(text.value());
 }
 
 Status check_bytes_encodable(const Tokenizer& tok, std::string_view text, std::string_view what) {
@@ -134,6 +144,24 @@ Status check_bytes_encodable(const Tokenizer& tok, std::string_view text, std::s
                               what, b, i);
         }
     }
+    return {};
+}
+
+Status prepare_output_dir(const std::string& dir, std::string_view flag) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+        return make_error(ErrorCode::kInvalidArgument, "{}: cannot create the folder '{}': {}",
+                          flag, dir, ec.message());
+    }
+    const std::string probe = fmt::format("{}/.lazyllm-write-check-{}", dir, ::getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        return make_error(ErrorCode::kInvalidArgument, "{}: cannot write in '{}': {}", flag, dir,
+                          std::strerror(errno));
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
     return {};
 }
 

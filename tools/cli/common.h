@@ -27,6 +27,10 @@ Result<std::string> read_text_file(const std::string& path);
 // byte would vanish from the prompt (as in llama.cpp and HF tokenizers). An error naming the
 // first one and its offset, or ok.
 Status check_bytes_encodable(const Tokenizer& tok, std::string_view text, std::string_view what);
+// Creates the folder DIR if missing and checks that a file can be written in it (by creating
+// and removing one), so that a long run does not fail only at its end. Errors name DIR and
+// `flag`.
+Status prepare_output_dir(const std::string& dir, std::string_view flag);
 // Prints "lazyllm: error: <message>" and returns the exit code for the error's kind.
 int report(const Error& e);
 // Same message, exit code 2 whatever the error's kind (faults in the user's own input files).

@@ -104,6 +104,16 @@ void warn_task_prompts(const Engine& e) {
                  "them)\n");
 }
 
+namespace {
+
+uint64_t parse_seed(const std::string& v) {  // checked by the flag's validator
+    uint64_t out = 0;
+    std::from_chars(v.data(), v.data() + v.size(), out);
+    return out;
+}
+
+}  // namespace
+
 void add_sampling_flags(CLI::App& app, SamplingParams& s) {
     app.add_option("--temp", s.temperature, "Temperature; 0 = greedy (default 0)");
     app.add_option("--top-k", s.top_k, "Top-k, 0 = off (default 40)");
@@ -111,13 +121,16 @@ void add_sampling_flags(CLI::App& app, SamplingParams& s) {
     app.add_option("--min-p", s.min_p, "Min-p, 0 = off (default 0.05)");
     app.add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty, 1 = off (default 1)");
     app.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the penalty looks back over (default 64)");
-    app.add_option_function<int64_t>(
-           "--seed", [&s](int64_t v) { s.seed = v < 0 ? 0 : static_cast<uint64_t>(v); },
+    // Parsed as uint64_t, so every seed printed (0 to 2^64 - 1) can be given back.
+    app.add_option_function<std::string>(
+           "--seed", [&s](const std::string& v) { s.seed = v == "-1" ? 0 : parse_seed(v); },
            "Sampling seed; -1 or 0 = random (default); the seed used is printed")
         ->check(CLI::Validator(
             [](std::string& v) -> std::string {
-                const bool bad = v.size() > 1 && v[0] == '-' && v != "-1";
-                return bad ? "must be -1 (random) or >= 0, got " + v : "";
+                uint64_t out = 0;
+                const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+                const bool ok = v == "-1" || (ec == std::errc() && end == v.data() + v.size());
+                return ok ? "" : "must be -1 (random) or an integer from 0 to 2^64 - 1, got " + v;
             },
             "SEED"));
 }
@@ -211,6 +224,15 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
                               f.lazy, f.policy);
         }
         LAZYLLM_ASSIGN_OR_RETURN(p.policy, parse_policy(policy));
+        const bool pruning_flags = explicit_schedule || !f.lazy_decode.empty() ||
+                                   !f.revive_max.empty() || !f.repair.empty() ||
+                                   f.keep_first >= 0 || f.keep_recent >= 0 || f.min_context >= 0 ||
+                                   f.score_layers >= 0 || f.score_pool >= 0;
+        if (p.policy == Policy::kFull && pruning_flags) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "--policy full prunes nothing: drop the --lazy-* / --schedule "
+                              "flags or pick a pruning policy");
+        }
     } else if (!f.lazy.empty() || explicit_schedule || !f.lazy_decode.empty() ||
                !f.revive_max.empty() || !f.repair.empty() || f.keep_first >= 0 ||
                f.keep_recent >= 0 || f.min_context >= 0 || f.score_layers >= 0 ||
@@ -222,9 +244,9 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
     }
     if (explicit_schedule && (!preset.empty() || (!f.lazy.empty() && f.lazy != "safe"))) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "a preset (--lazy={} / --policy {}) picks the model's schedule: give "
-                          "either it or --lazy-layers/--lazy-keep/--schedule",
-                          f.lazy.empty() ? preset : f.lazy, f.policy.empty() ? "lazy" : f.policy);
+                          "a preset ({}) picks the model's schedule: give either it or "
+                          "--lazy-layers/--lazy-keep/--schedule",
+                          f.lazy.empty() ? "--policy " + f.policy : "--lazy=" + f.lazy);
     }
     if (!f.schedule_file.empty()) {
         if (!f.layers.empty() || !f.keep.empty()) {
