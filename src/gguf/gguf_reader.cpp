@@ -156,6 +156,16 @@ Result<GgufValue> read_array(ByteCursor& c) {
                           "bytes or more, but only {} bytes are left",
                           count, count_at, gguf_value_type_name(elem), min_elem, c.remaining());
     }
+    // Elements are held widened (8 bytes a number, 32 or more a string): a sparse file of a few
+    // KiB can claim a 512 MiB array. The largest real ones (vocabularies, merges) hold well
+    // under a million.
+    constexpr uint64_t kMaxArrayElements = uint64_t{1} << 24;
+    if (count > kMaxArrayElements) {
+        return make_error(ErrorCode::kCorrupt,
+                          "array length {} at offset {} is beyond any model's metadata (at most "
+                          "{} elements)",
+                          count, count_at, kMaxArrayElements);
+    }
     GgufValue v;
     v.type = GgufValueType::ARRAY;
     v.elem_type = elem;

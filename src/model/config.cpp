@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -150,6 +151,29 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& gguf) {
     if (c.head_dim % 2 != 0) {
         return make_error(ErrorCode::kCorrupt, "head dimension {} is odd", c.head_dim);
     }
+    // Products that size rows and buffers, in 64 bits: a hostile head_count x key_length could
+    // wrap an int back to a small width that real tensors then match. Real models stay far below
+    // these bounds (head dims up to 256, query widths up to 16384).
+    constexpr int64_t kMaxHeadDim = 8192, kMaxWidth = int64_t{1} << 20;
+    if (c.head_dim > kMaxHeadDim || static_cast<int64_t>(c.n_head) * c.head_dim > kMaxWidth ||
+        c.n_embd > kMaxWidth || c.n_ff > 64 * kMaxWidth) {
+        return make_error(
+            ErrorCode::kCorrupt,
+            "'{}' = {}, '{}' = {} (head dimension {}), '{}' = {}: beyond any model "
+            "(head dimension <= {}, heads x head dimension and the embedding <= {})",
+            names::arch_key(a, names::kHeadCount), c.n_head, names::arch_key(a, names::kKeyLength),
+            gguf.find(names::arch_key(a, names::kKeyLength)) ? "given" : "absent", c.head_dim,
+            names::arch_key(a, names::kEmbeddingLength), c.n_embd, kMaxHeadDim, kMaxWidth);
+    }
+    // Each layer's tensors are named blk.N.*: a block count beyond them would size per-layer
+    // tables for layers that are not there.
+    const std::string last_block = fmt::format("blk.{}.", c.n_layer - 1);
+    const auto& tensors = gguf.tensors();
+    if (!std::any_of(tensors.begin(), tensors.end(),
+                     [&](const GgufTensorInfo& t) { return t.name.starts_with(last_block); })) {
+        return make_error(ErrorCode::kCorrupt, "'{}' = {} but the file has no tensor '{}*'",
+                          names::arch_key(a, names::kBlockCount), c.n_layer, last_block);
+    }
     c.n_rot = c.head_dim;
     if (gguf.find(names::arch_key(a, names::kRopeDimCount)) != nullptr) {
         LAZYLLM_ASSIGN_OR_RETURN(c.n_rot, get_positive_int(gguf, names::arch_key(a, names::kRopeDimCount)));
@@ -180,6 +204,10 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& gguf) {
     }
     if (embd->shape.size() != 2) {
         return make_error(ErrorCode::kCorrupt, "tensor '{}' must be 2-D", names::kTokenEmbd);
+    }
+    if (embd->shape[1] > std::numeric_limits<int32_t>::max()) {
+        return make_error(ErrorCode::kCorrupt, "tensor '{}' has {} rows, more than a vocabulary",
+                          names::kTokenEmbd, embd->shape[1]);
     }
     c.n_vocab = static_cast<int>(embd->shape[1]);
     c.tied_embeddings = gguf.find_tensor(names::kOutput) == nullptr;

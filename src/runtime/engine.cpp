@@ -123,6 +123,22 @@ void describe_weights(const ModelLoadOptions& mo, const WeightPlan& plan, ModelS
 
 }  // namespace
 
+namespace {
+
+// The tokenizer's ids index the embedding and the logits: their counts must agree, as llama.cpp
+// requires (a file with fewer tokens than rows would be given logits past its vocabulary).
+Status check_vocab(const Tokenizer& tok, const ModelConfig& config) {
+    if (tok.n_vocab() != config.n_vocab) {
+        return make_error(ErrorCode::kCorrupt,
+                          "tokenizer.ggml.tokens holds {} tokens but token_embd.weight has {} "
+                          "rows",
+                          tok.n_vocab(), config.n_vocab);
+    }
+    return {};
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
     LAZYLLM_ASSIGN_OR_RETURN(ModelLoadOptions mo, model_options(opts));
     // oneDNN and our kernels share OpenMP's pool.
@@ -133,6 +149,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
     {
         auto tok = Tokenizer::from_gguf(impl->model->gguf());
         if (!tok.ok()) return tok.error().with_context(opts.model_path);
+        if (auto st = check_vocab(*tok, impl->model->config()); !st.ok()) {
+            return st.error().with_context(opts.model_path);
+        }
         impl->tokenizer = std::move(tok).value();
         impl->model->release_tokenizer_metadata();
     }
@@ -197,6 +216,7 @@ Result<std::pair<ModelSummary, ModelConfig>> read_summary(const std::string& pat
     if (!config.ok()) return config.error().with_context(path);
     auto tok = Tokenizer::from_gguf(gguf);
     if (!tok.ok()) return tok.error().with_context(path);
+    if (auto st = check_vocab(*tok, *config); !st.ok()) return st.error().with_context(path);
     return std::pair{make_summary(path, *config, *tok, gguf.file_size()), std::move(*config)};
 }
 

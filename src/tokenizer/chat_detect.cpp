@@ -40,9 +40,13 @@ std::string unescape_newlines(std::string_view t) {
 // Jinja's lexer does for the ones these templates use (\n, \', \", \\).
 std::string chatml_default_system(std::string_view t) {
     constexpr std::string_view kOpen = "<|im_start|>system\n";
-    for (size_t at = t.find(kOpen); at != std::string_view::npos; at = t.find(kOpen, at + 1)) {
+    // Linear in the template: the end found for one opening serves the next ones before it, and
+    // a scan that stopped at a quote or brace would stop there again for an opening before it.
+    size_t end = 0, stop = 0;
+    for (size_t at = t.find(kOpen); at != std::string_view::npos;
+         at = t.find(kOpen, std::max(at + 1, stop))) {
         const size_t begin = at + kOpen.size();
-        const size_t end = t.find("<|im_end|>", begin);
+        if (end < begin) end = t.find("<|im_end|>", begin);
         if (end == std::string_view::npos) break;
         const std::string_view text = t.substr(begin, end - begin);
         std::string out;
@@ -52,6 +56,7 @@ std::string chatml_default_system(std::string_view t) {
                 out += text[++i];
             } else if (text[i] == '\'' || text[i] == '"' || text[i] == '{' || text[i] == '}') {
                 literal = false;  // the literal ends (or an expression starts) before <|im_end|>
+                stop = begin + i;
             } else {
                 out += text[i];
             }

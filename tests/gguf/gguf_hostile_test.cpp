@@ -177,6 +177,16 @@ TEST(GgufHostile, ArrayCountTwoToThe62) {
     }
 }
 
+// A count the file's bytes allow but no model's metadata has: each element is held widened (8
+// bytes a UINT8), so 512 MiB of bytes (sparse on disk) would take 4 GiB.
+TEST(GgufHostile, ArrayBeyondAnyMetadataIsRefused) {
+    RawGguf r;
+    r.header(3, 0, 1).str("tokenizer.ggml.token_type").type(GgufValueType::ARRAY);
+    r.type(GgufValueType::UINT8).u64((1ull << 24) + 1);
+    r.bytes.resize(r.bytes.size() + (1u << 24) + 1, 0);
+    expect_error(r, ErrorCode::kCorrupt, {"tokenizer.ggml.token_type", "16777217", "at most"});
+}
+
 TEST(GgufHostile, StringInsideArrayPastEnd) {
     RawGguf r;
     r.header(3, 0, 1).str("tokens").type(GgufValueType::ARRAY).type(GgufValueType::STRING);

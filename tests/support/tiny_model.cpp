@@ -327,6 +327,8 @@ GgufWriter make_writer(const TinyModelSpec& spec) {
 
 }  // namespace
 
+GgufWriter tiny_model_writer(const TinyModelSpec& spec) { return make_writer(spec); }
+
 std::vector<uint8_t> build_tiny_model(const TinyModelSpec& spec) {
     return make_writer(spec).to_bytes();
 }

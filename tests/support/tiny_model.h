@@ -39,6 +39,9 @@ struct TinyModelSpec {
     float norm_outlier = 1.0f;
 };
 
+// The writer of the model, before its bytes: a test overrides keys (set_* replaces a key) to
+// make a hostile file.
+GgufWriter tiny_model_writer(const TinyModelSpec& spec);
 // The GGUF as bytes (GgufFile::from_memory) or written to a file.
 std::vector<uint8_t> build_tiny_model(const TinyModelSpec& spec);
 Status write_tiny_model(const TinyModelSpec& spec, const std::string& path);

@@ -166,6 +166,18 @@ TEST(ChatTemplate, DetectFromTemplateMarkers) {
         "");
 }
 
+// 200,000 system-turn openings each followed by a quote, then one end marker (4 MiB): the scan
+// for the default system message is linear (it rescanned to the end marker from each opening,
+// an hour at this size), and later openings after a literal still count.
+TEST(ChatTemplate, DefaultSystemScanIsLinear) {
+    std::string t;
+    for (int i = 0; i < 200000; ++i) t += "<|im_start|>system\n'";
+    t += "<|im_end|>";
+    EXPECT_EQ(chat_template_from_text(t)->default_system, "");
+    t += "{{ '<|im_start|>system\nLast one.<|im_end|>' }}";
+    EXPECT_EQ(chat_template_from_text(t)->default_system, "Last one.");
+}
+
 TEST(ChatTemplate, TemplatesWeDoNotRenderAreNotRecognised) {
     // Phi-4 (ChatML markers with <|im_sep|>), Mistral v7, a Llama 2 look-alike without <<SYS>>,
     // ChatML with a thinking generation prompt (Qwen3.5), and Vicuna.

@@ -30,7 +30,17 @@ int main(int argc, char** argv) {
         return rc == 0 ? 0 : kExitUsage;
     }
     for (auto& [sub, run] : runners) {
-        if (sub->parsed()) return run();
+        if (!sub->parsed()) continue;
+        try {
+            return run();
+        } catch (const std::bad_alloc&) {
+            // A model whose sizes are within every bound and still need more memory than there
+            // is (a context of 100M tokens, a huge metadata array): an error, not an abort.
+            std::fprintf(stderr,
+                         "lazyllm: error: out of memory (the model's sizes, -c or the prompt need "
+                         "more than this machine has)\n");
+            return kExitFailure;
+        }
     }
     return kExitUsage;
 }

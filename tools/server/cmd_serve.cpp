@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/options.h"
+#include "lazyllm/memory.h"
 #include "server/http_server.h"
 
 namespace lazyllm::cli {
@@ -83,6 +84,22 @@ int run_serve(ServeArgs& a) {
     if (st.ok() && a.cfg.scheduler.n_ctx > s.n_ctx_train) {
         st = make_error(ErrorCode::kOutOfRange, "-c {} is over the model's training context of {}",
                         a.cfg.scheduler.n_ctx, s.n_ctx_train);
+    }
+    if (st.ok()) {
+        // Each slot holds a K/V cache of its context: at least 2 bytes per value (f16), for K
+        // and V of every layer. A context far beyond the machine (a hostile context_length of
+        // 100M tokens, or -c too large for --parallel) is refused here, not when a slot opens.
+        const int64_t n_ctx = a.cfg.scheduler.n_ctx > 0 ? a.cfg.scheduler.n_ctx : s.n_ctx_train;
+        const double need = 2.0 * 2.0 * s.n_layer * static_cast<double>(n_ctx) * s.n_head_kv *
+                            s.head_dim * a.cfg.scheduler.n_slots;
+        const auto avail = static_cast<double>(available_memory_bytes());
+        if (avail > 0.0 && need > avail) {
+            st = make_error(ErrorCode::kOutOfRange,
+                            "{} slots of {} tokens (-c, else the model's context_length) need at "
+                            "least {:.0f} MiB of K/V cache, more than the {:.0f} MiB available: "
+                            "give a smaller -c or --parallel",
+                            a.cfg.scheduler.n_slots, n_ctx, need / 1048576.0, avail / 1048576.0);
+        }
     }
     if (!st.ok()) {
         http.stop();
