@@ -27,10 +27,11 @@ int argmax(std::span<const float> logits);
 int greedy_common_prefix(std::span<const TokenId> a, std::span<const TokenId> b, int n);
 
 // The suite covers what users do: every built-in task (chat-wrapped, as an instruct model is
-// used) at lengths from 128 to 8k tokens, 3 needle depths each: 18 prompts per length, each
-// answered greedily for 64 tokens by full and by every policy. The first-token logits come
-// from the same runs. A length too short for a task's template leaves that task out and takes
-// more depths of the others, so every length keeps n_depths x |tasks| prompts or more.
+// used, but passkey, a plain-text format) at lengths from 128 to 8k tokens, 3 needle depths each:
+// 18 prompts per length, each answered greedily for 64 tokens by full and by every policy. The
+// first-token logits come from the same runs. A length too short for a task's template leaves that
+// task out and takes more depths of the others, so every length keeps n_depths x |tasks| prompts or
+// more.
 struct FidelityOptions {
     std::vector<std::string> tasks = default_tasks();
     std::vector<int64_t> lengths = {128, 512, 1024, 2048, 4096, 8192};

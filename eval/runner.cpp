@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
+#include "base/read_file.h"
 #include "base/timer.h"
 #include "eval/sha256.h"
 
@@ -47,7 +49,56 @@ Status append_line(const std::string& path, const std::string& line) {
     return {};
 }
 
-Status write_run_info(const Engine& engine, const RunnerOptions& opts, const std::string& path) {
+// What a run's records depend on besides the prompts (checked one by one): the model file, the
+// GEMM path, the prefill weights and each policy's schedule.
+nlohmann::json run_config(const Engine& engine, const RunnerOptions& opts) {
+    const ModelSummary& s = engine.summary();
+    nlohmann::json c;
+    c["model"] = s.path;
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(s.path, ec);
+    c["model_bytes"] = ec ? 0 : static_cast<uint64_t>(bytes);
+    c["gemm"] = s.gemm;
+    // The choice alone: its reason ("auto: copies 520 MiB, memory available ...") varies.
+    c["prefill_weights"] = s.prefill_weights.substr(0, s.prefill_weights.find(' '));
+    nlohmann::json schedules = nlohmann::json::object();
+    for (const auto& p : opts.policies) {
+        auto sch = engine.resolve_schedule(p.prune);
+        schedules[p.name] = p.prune.policy == Policy::kFull || !sch.ok() ? "" : to_string(*sch);
+    }
+    c["schedules"] = schedules;
+    return c;
+}
+
+// Resuming into a folder whose records were made under another configuration would mix them in
+// one summary: an error naming what differs. A policy the folder has no records of may differ.
+Status check_resumable(const nlohmann::json& config, const std::string& run_json) {
+    auto text = read_whole_file(run_json);
+    if (!text) return {};  // a new folder
+    const nlohmann::json old = nlohmann::json::parse(*text, nullptr, false);
+    if (old.is_discarded() || !old.contains("config")) return {};  // written before the check
+    const nlohmann::json& was = old["config"];
+    for (const char* key : {"model", "model_bytes", "gemm", "prefill_weights"}) {
+        if (was.contains(key) && was[key] != config[key]) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "{} holds records made with {} {}, this run has {}: give another -o "
+                              "or remove the folder",
+                              run_json, key, was[key].dump(), config[key].dump());
+        }
+    }
+    for (const auto& [name, schedule] : config["schedules"].items()) {
+        if (was["schedules"].contains(name) && was["schedules"][name] != schedule) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "{} holds records of policy {} with the schedule {}, this run's is "
+                              "{}: give another -o or remove the folder",
+                              run_json, name, was["schedules"][name].dump(), schedule.dump());
+        }
+    }
+    return {};
+}
+
+Status write_run_info(const Engine& engine, const RunnerOptions& opts, const nlohmann::json& config,
+                      const std::string& path) {
     const ModelSummary& s = engine.summary();
     nlohmann::json j;
     j["model"] = s.path;
@@ -60,6 +111,7 @@ Status write_run_info(const Engine& engine, const RunnerOptions& opts, const std
     std::vector<std::string> names;
     for (const auto& p : opts.policies) names.push_back(p.name);
     j["policies"] = names;
+    j["config"] = config;
     const std::time_t now = std::time(nullptr);
     std::tm tm{};
     gmtime_r(&now, &tm);
@@ -207,10 +259,17 @@ bool wraps_chat(const Engine& engine) {
 
 Result<PreparedPrompt> prepare_prompt(const Engine& engine, const Sample& sample) {
     PreparedPrompt p;
-    // A base model (no tokenizer.chat_template, e.g. Gemma 3 270M) continues the plain prompt,
-    // which ends in the task's answer lead-in.
+    // A base model (no tokenizer.chat_template, e.g. Gemma 3 270M) continues the plain prompt.
+    // Either ends in the task's answer lead-in (RULER's answer_prefix), after the assistant
+    // turn's opening in a chat, where its leading space would start the turn with a space.
     const bool chat = sample.chat && wraps_chat(engine);
-    p.text = chat ? engine.chat_prompt(sample.prompt) : sample.prompt;
+    if (chat) {
+        const std::string_view lead = sample.answer_prefix;
+        p.text = engine.chat_prompt(sample.prompt) +
+                 std::string(lead.substr(std::min(lead.size(), lead.find_first_not_of(' '))));
+    } else {
+        p.text = sample.prompt + sample.answer_prefix;
+    }
     // Chat prompts carry the template's special tokens; plain prompts are plain text.
     p.ids = engine.tokenizer().encode(p.text, /*parse_special=*/chat);
     if (p.ids.empty()) {
@@ -302,12 +361,32 @@ Result<RunnerStats> run_eval(const Engine& engine, std::span<const Sample> sampl
         std::fputc('\n', f);
         std::fclose(f);
     }
+    const nlohmann::json config = run_config(engine, opts);
+    if (!existing.records.empty()) LAZYLLM_TRY(check_resumable(config, opts.out_dir + "/run.json"));
     std::set<RecordKey> done;
-    for (const SampleRecord& r : existing.records) done.insert({r.task, r.id, r.policy});
-    LAZYLLM_TRY(write_run_info(engine, opts, opts.out_dir + "/run.json"));
+    std::map<std::pair<std::string, std::string>, std::string> prompt_hash;  // (task, id) -> hash
+    for (const SampleRecord& r : existing.records) {
+        done.insert({r.task, r.id, r.policy});
+        prompt_hash[{r.task, r.id}] = r.prompt_sha256;
+    }
+    LAZYLLM_TRY(write_run_info(engine, opts, config, opts.out_dir + "/run.json"));
 
     const size_t n_samples =
         opts.limit > 0 ? std::min(samples.size(), static_cast<size_t>(opts.limit)) : samples.size();
+    // Records of a sample from an earlier run must be of the same prompt text (the task
+    // generators or the chat template may have changed since).
+    for (size_t i = 0; i < n_samples && !prompt_hash.empty(); ++i) {
+        const auto hashed = prompt_hash.find({samples[i].task, samples[i].id});
+        if (hashed == prompt_hash.end()) continue;
+        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt pp, prepare_prompt(engine, samples[i]));
+        if (hashed->second != sha256_hex(pp.text)) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "{} holds records of {}/{} made from another prompt text (the "
+                              "task or the chat template changed): give another -o or remove the "
+                              "folder",
+                              records_path, samples[i].task, samples[i].id);
+        }
+    }
     RunnerStats stats;
     stats.total = static_cast<int64_t>(n_samples * opts.policies.size());
     for (size_t i = 0; i < n_samples; ++i) {

@@ -208,6 +208,9 @@ private:
         result_.n_samples = n_;
         result_.n_candidates = static_cast<int>(cands_.size());
         double full_sum = 0.0;
+        // One untimed run first: the process's first generation pays first-use costs that
+        // would inflate sample 0's full TTFT and so the winner's speedup over it.
+        if (n_ > 0) LAZYLLM_TRY(ev_.evaluate(nullptr, 0));
         for (int i = 0; i < n_; ++i) {
             LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, ev_.evaluate(nullptr, i));
             full_sum += r.score;

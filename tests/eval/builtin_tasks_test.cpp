@@ -280,9 +280,9 @@ TEST(BuiltinTasks, TaskShapes) {
 
     const Sample md = make("mdqa", 3000, 0.5, 9, tok);
     EXPECT_TRUE(md.chat);
-    EXPECT_TRUE(md.first_line_only);
+    EXPECT_FALSE(md.first_line_only);  // as LongBench's hotpotqa
     EXPECT_EQ(md.metric, Metric::kQaF1);
-    EXPECT_EQ(md.max_new_tokens, 16);
+    EXPECT_EQ(md.max_new_tokens, 32);
     EXPECT_NE(md.prompt.find("Document [1] Title: "), std::string::npos);
     EXPECT_NE(md.prompt.find("Document [8] Title: "), std::string::npos);
     EXPECT_NE(md.prompt.find("\n\nQuestion: "), std::string::npos);

@@ -248,8 +248,9 @@ TEST_F(TinyRunnerTest, BaseModelGetsPlainPromptsUnlessAFormatIsNamed) {
     ASSERT_FALSE(samples.empty());
     Sample s = samples[0];
     s.chat = true;
+    s.answer_prefix = " The answer is";  // RULER's lead-in, after the assistant turn opens
     EXPECT_TRUE(wraps_chat(*engine_));  // the tiny model has SmolLM2's template
-    EXPECT_EQ(prepare_prompt(*engine_, s)->text, engine_->chat_prompt(s.prompt));
+    EXPECT_EQ(prepare_prompt(*engine_, s)->text, engine_->chat_prompt(s.prompt) + "The answer is");
 
     lazyllm::testing::TinyModelSpec spec;
     spec.chat_template = false;
@@ -265,7 +266,7 @@ TEST_F(TinyRunnerTest, BaseModelGetsPlainPromptsUnlessAFormatIsNamed) {
     EXPECT_FALSE(wraps_chat(**base));
     auto plain = prepare_prompt(**base, s);
     ASSERT_TRUE(plain.ok()) << plain.error().message();
-    EXPECT_EQ(plain->text, s.prompt);
+    EXPECT_EQ(plain->text, s.prompt + " The answer is");
 
     eo.chat_template = "chatml";  // the base model with a named format
     auto named = Engine::load(eo);
@@ -273,8 +274,36 @@ TEST_F(TinyRunnerTest, BaseModelGetsPlainPromptsUnlessAFormatIsNamed) {
     EXPECT_TRUE(wraps_chat(**named));
     auto wrapped = prepare_prompt(**named, s);
     ASSERT_TRUE(wrapped.ok()) << wrapped.error().message();
-    EXPECT_EQ(wrapped->text, (*named)->chat_prompt(s.prompt));
+    EXPECT_EQ(wrapped->text, (*named)->chat_prompt(s.prompt) + "The answer is");
     EXPECT_NE(wrapped->text, s.prompt);
+}
+
+// A folder's records were made under one configuration: resuming under another schedule, or
+// with another prompt text for a sample, is refused instead of mixed into one summary.
+TEST_F(TinyRunnerTest, ResumingUnderAnotherConfigurationIsRefused) {
+    std::vector<Sample> samples = suite();
+    samples.resize(1);
+    ASSERT_TRUE(run_eval(*engine_, samples, options()).ok());
+
+    RunnerOptions other = options();
+    PruneOptions cut;
+    cut.policy = Policy::kLazy;
+    cut.schedule = Schedule{};
+    cut.schedule->boundaries = {1};
+    cut.schedule->keep = {0.3f};
+    auto runs = make_policy_runs({"full", "lazy"}, cut, 0);
+    ASSERT_TRUE(runs.ok());
+    other.policies = *runs;
+    auto st = run_eval(*engine_, samples, other);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find("policy lazy with the schedule"), std::string::npos)
+        << st.error().message();
+
+    samples[0].prompt += " (changed)";
+    st = run_eval(*engine_, samples, options());
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find("made from another prompt text"), std::string::npos)
+        << st.error().message();
 }
 
 TEST_F(TinyRunnerTest, RecordsResumeAndReports) {

@@ -270,7 +270,7 @@ TEST(TuneTest, BudgetAndNoWinner) {
     ASSERT_TRUE(r.ok());
     EXPECT_FALSE(r->best.has_value());
     EXPECT_EQ(r->evaluated.size(), 3u);
-    EXPECT_EQ(never.calls, 4 + 3);  // full on 4 samples, then one sample per rejected candidate
+    EXPECT_EQ(never.calls, 1 + 4 + 3);  // a warm-up, full on 4 samples, one per rejected candidate
 
     FakeEvaluator fake(4, monotone_ok);
     opts.target = 1.5;
