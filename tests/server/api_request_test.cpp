@@ -253,6 +253,9 @@ TEST(ApiRequest, Completions) {
     EXPECT_EQ(completion_err(R"({"prompt":[1,-2]})").param, "prompt[1]");
     EXPECT_EQ(completion_err(R"({"prompt":["a","b"]})").code, "unsupported");
     EXPECT_EQ(completion_err(R"({"prompt":"a","echo":true})").code, "unsupported");
+    EXPECT_EQ(completion_err(R"({"prompt":"a","echo":"yes"})").param, "echo");
+    EXPECT_EQ(completion_err(R"({"prompt":"a","best_of":"2"})").param, "best_of");
+    EXPECT_EQ(completion_err(R"({"prompt":"a","best_of":3})").code, "unsupported");
     EXPECT_EQ(completion_err(R"({"prompt":"a","messages":[]})").param, "messages");
 }
 

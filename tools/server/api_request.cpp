@@ -426,9 +426,15 @@ ApiResult<GenRequest> parse_completion_request(std::string_view body) {
     std::set<std::string> known = kCommonFields;
     known.insert({"prompt", "echo", "suffix", "best_of"});
     if (auto e = check_known(j, known, "")) return *e;
-    if (auto it = j.find("echo"); it != j.end() && it->is_boolean() && it->get<bool>()) return unsupported("echo", "echo");
+    if (auto it = j.find("echo"); it != j.end() && !it->is_null()) {
+        if (!it->is_boolean()) return wrong_type("echo", "a boolean", *it);
+        if (it->get<bool>()) return unsupported("echo", "echo");
+    }
     if (auto it = j.find("suffix"); it != j.end() && !it->is_null()) return unsupported("suffix", "suffix (insertion)");
-    if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && !(it->is_number_integer() && it->get<int64_t>() == 1)) {
+    if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && !it->is_number_integer()) {
+        return wrong_type("best_of", "an integer", *it);
+    }
+    if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && it->get<int64_t>() != 1) {
         return unsupported("best_of", "best_of other than 1");
     }
     auto p = j.find("prompt");
