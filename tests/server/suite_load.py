@@ -116,20 +116,26 @@ def load(srv):
     assert status == 200 and json.loads(body)["status"] == "ok", body
 
 
+SLOW = {"messages": [{"role": "user", "content": "Count to a thousand."}], "max_tokens": 200,
+        "ignore_eos": True, "temperature": 0}
+
+
+def wait_health(srv, field, value, t0):
+    """Polls /health until its `field` reads `value` (10 s from t0 at most)."""
+    while json.loads(srv.request("GET", "/health")[1])[field] != value:
+        assert time.time() - t0 < 10, field
+        time.sleep(0.02)
+
+
 def queue_full(srv):
     """1 slot, queue of 1: a third concurrent request is refused with 503 and Retry-After."""
-    slow = {"messages": [{"role": "user", "content": "Count to a thousand."}], "max_tokens": 200,
-            "ignore_eos": True, "temperature": 0}
+    slow = SLOW
     with cf.ThreadPoolExecutor(2) as ex:
         first = ex.submit(srv.request, "POST", CHAT, slow, None, 120)
         t0 = time.time()
-        while json.loads(srv.request("GET", "/health")[1])["slots_busy"] != 1:
-            assert time.time() - t0 < 10
-            time.sleep(0.02)
+        wait_health(srv, "slots_busy", 1, t0)
         second = ex.submit(srv.request, "POST", CHAT, slow, None, 120)
-        while json.loads(srv.request("GET", "/health")[1])["queue_depth"] != 1:
-            assert time.time() - t0 < 10
-            time.sleep(0.02)
+        wait_health(srv, "queue_depth", 1, t0)
         status, body, headers = srv.request("POST", CHAT, slow)
         assert status == 503 and headers.get("retry-after") == "1", (status, headers)
         assert json.loads(body)["error"]["code"] == "queue_full"
@@ -138,16 +144,12 @@ def queue_full(srv):
 
 def queue_zero(srv):
     """1 slot, queue of 0: a request still runs on the free slot; one more while it runs is refused."""
-    slow = {"messages": [{"role": "user", "content": "Count to a thousand."}], "max_tokens": 200,
-            "ignore_eos": True, "temperature": 0}
+    slow = SLOW
     status, body, _ = srv.request("POST", CHAT, {"messages": slow["messages"], "max_tokens": 2})
     assert status == 200, body
     with cf.ThreadPoolExecutor(1) as ex:
         first = ex.submit(srv.request, "POST", CHAT, slow, None, 120)
-        t0 = time.time()
-        while json.loads(srv.request("GET", "/health")[1])["slots_busy"] != 1:
-            assert time.time() - t0 < 10
-            time.sleep(0.02)
+        wait_health(srv, "slots_busy", 1, time.time())
         status, body, _ = srv.request("POST", CHAT, slow)
         assert status == 503 and json.loads(body)["error"]["code"] == "queue_full", (status, body)
         assert first.result()[0] == 200
