@@ -44,22 +44,21 @@ struct Entry {
 // of prefill token-layers), with the score summed over 3 layers and max-pooled over 11 positions
 // (docs/lazyllm.md). The first 40 tokens (the chat template's system turn) are protected:
 // without it chat-wrapped multi-document QA scored 0 (docs/lazyllm.md).
-// safe: late cuts, before layer 21 keeping 0.35 and before layer 27 keeping 0.1, with the
-// recent window and the context floor: the output of
-//   lazyllm tune   (--objective answers: full's 32-token greedy answers on >= 80% of 54
-//                   calibration prompts; schedules/smollm2-135m-instruct-safe.json)
-// which on the reporting prompts kept more first tokens and answers per length than the
-// hand-screened one cut at layer 21 keeping 0.25 (docs/lazyllm.md, "Presets"). Earlier cuts that
-// compute as much change more answers.
-// From 3072 to 6143 tokens of context the safe preset cuts before layers 9, 15 and 27 keeping
-// 0.4, 0.25 and 0.15 (Schedule::tiers; schedules/smollm2-135m-instruct-safe-long.json): the
-// output of
+// safe: nothing below 3072 tokens of context (min_context): on prompts of 1k and 2k every
+// schedule tried changed full's first token on a few prompts in 108 (the tuned late cuts
+// before layers 21 and 27 keeping 0.35 and 0.1: 7, where the bf16 path against the fp32 path
+// changes 2) for a TTFT gain of 1.2-1.35x (docs/lazyllm.md, "Presets").
+// From 3072 to 6143 tokens it cuts before layers 9, 15 and 27 keeping 0.4, 0.25 and 0.15
+// (schedules/smollm2-135m-instruct-safe-long.json): the output of
 //   lazyllm tune --answer-tokens 1 --target 0.98 --depths 6 --max-boundaries 3
 //                --first-boundaries 0.1,...,0.8 --later-boundaries 0.3,...,0.9
-// (full's first token on 106 of 108 calibration prompts at 1k-4k, with repair). On three seeds
-// of reporting prompts it gave full's first token on 54 of 54 at 4k (2.1-2.35x TTFT) but 50 of
-// 54 at 8k (the late cuts: 52) and 31 of 36 at 1k-2k (36), so it holds only between
-// (docs/evaluation.md, "Tiers").
+// (full's first token on 106 of 108 calibration prompts at 1k-4k, with repair), which on three
+// seeds of reporting prompts gave full's first token on 54 of 54 at 4k (2.1-2.35x TTFT).
+// From 6144 tokens it cuts late, before layer 21 keeping 0.35 and before layer 27 keeping 0.1
+// (Schedule::tiers): the output of
+//   lazyllm tune   (--objective answers: full's 32-token greedy answers on >= 80% of 54
+//                   calibration prompts; schedules/smollm2-135m-instruct-safe.json);
+// earlier cuts at 8k kept fewer first tokens (docs/evaluation.md, "Tiers").
 // The safe preset, on every model, repairs (Schedule::repair) instead of reviving: its answer
 // after the first token is full's whenever its first token is (docs/lazyllm.md, "Repair"; tune
 // wrote the committed schedule with revival). The fast one keeps decode steps that select and
@@ -67,17 +66,17 @@ struct Entry {
 // would make it about as slow.
 constexpr Entry kEntries[] = {
     {{"llama", 30, 576, 9, 49152},
-     {{21, 27, 0},
-      {0.35f, 0.1f, 0.0f},
+     {{9, 15, 27},
+      {0.4f, 0.25f, 0.15f},
       40,
       64,
-      256,
+      3072,
       false,
       3,
       11,
       -1,
       true,
-      {{3072, {9, 15, 27}, {0.4f, 0.25f, 0.15f}}, {6144, {21, 27, 0}, {0.35f, 0.1f, 0.0f}}}},
+      {{6144, {21, 27, 0}, {0.35f, 0.1f, 0.0f}}}},
      {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1, false},
      "lazyllm eval --fidelity and lazyllm tune (docs/evaluation.md, Presets)"},
     // Gemma 3 270M (18 layers, d 640, 4 heads, vocab 262144; global layers 5, 11, 17): a
@@ -94,10 +93,11 @@ constexpr Entry kEntries[] = {
 };
 
 // The generic safe preset: one cut at 70% of the depth keeping a quarter, the shape both
-// measured models' safe presets arrived at (SmolLM2-135M first cuts before layer 21 of 30, where
-// its hand-screened one cut kept 0.25; Gemma 3 270M cuts before layer 12 of 18), with the
-// default model's measured window of 64 and a floor of 1024 tokens (more conservative than the
-// default model's measured 256, for models whose crossover is unmeasured).
+// measured models' safe presets arrived at (SmolLM2-135M's tuned late cuts, used from 6144
+// tokens, first cut before layer 21 of 30, where its hand-screened one cut kept 0.25; Gemma 3
+// 270M cuts before layer 12 of 18), with the default model's measured window of 64 and Gemma
+// 3's floor of 1024 tokens (SmolLM2's 3072 is set by first tokens it changed at 1-2k, not by
+// speed; a model without its own entry is measured with `lazyllm eval --fidelity`).
 constexpr double kGenericSafeDepth = 0.7;
 constexpr float kGenericSafeKeep = 0.25f;
 constexpr int kGenericKeepRecent = 64;

@@ -501,7 +501,7 @@ namespace {
 
 // Both presets are schedules `lazyllm tune` wrote, committed with their provenance (fast: the
 // score objective; safe: the answers objective), the safe one run with repair instead of
-// revival.
+// revival and from a floor of 3072 tokens.
 TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
     for (const auto& [preset, file] :
          {std::pair(Preset::kFast, "fast"), std::pair(Preset::kSafe, "safe")}) {
@@ -515,19 +515,21 @@ TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
         EXPECT_FALSE(tuned->repair);
         Schedule shipped = *tuned;
         shipped.repair = preset == Preset::kSafe;
-        if (preset == Preset::kSafe) {  // from 3072 tokens on the cuts tuned with repair,
-            auto long_cuts = load_schedule_file(
+        if (preset == Preset::kSafe) {            // nothing below 3072 tokens, then the cuts tuned
+            auto long_cuts = load_schedule_file(  // with repair, ...
                 std::string(LAZYLLM_SOURCE_DIR) + "/schedules/smollm2-135m-instruct-safe-long.json",
                 30);
             ASSERT_TRUE(long_cuts.ok()) << long_cuts.error().message();
             EXPECT_TRUE(long_cuts->repair);
-            Schedule protection = *long_cuts;  // the same protection and shaping as the base
-            protection.boundaries = shipped.boundaries;
+            Schedule protection = *long_cuts;  // the same protection and shaping as the tuned
+            protection.boundaries = shipped.boundaries;  // late cuts
             protection.keep = shipped.keep;
             EXPECT_EQ(to_string(protection), to_string(shipped));
-            // ... and from 6144 on the late cuts again.
-            shipped.tiers = {{3072, long_cuts->boundaries, long_cuts->keep},
-                             {6144, shipped.boundaries, shipped.keep}};
+            // ... and from 6144 on the late cuts.
+            shipped.tiers = {{6144, shipped.boundaries, shipped.keep}};
+            shipped.boundaries = long_cuts->boundaries;
+            shipped.keep = long_cuts->keep;
+            shipped.min_context = 3072;
         }
         EXPECT_EQ(to_string(s), to_string(shipped));
         EXPECT_EQ(s.score_layers, 3);
@@ -630,11 +632,22 @@ TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
     EXPECT_TRUE(fast.prune_decode);
     EXPECT_TRUE(safe.repair);
     EXPECT_FALSE(fast.repair);
-    EXPECT_GT(safe.boundaries.front(), fast.boundaries.front());
-    const std::vector<float> safe_keep = keep_profile(safe, 30), fast_keep = keep_profile(fast, 30);
-    for (int layer = 0; layer < 30; ++layer) {
-        EXPECT_GE(safe_keep[layer], fast_keep[layer]) << layer;
+    EXPECT_GE(safe.min_context, 3072);  // nothing cut at 1k-2k
+    // At every length each layer keeps at least what the fast preset keeps there.
+    const std::vector<float> fast_keep = keep_profile(fast, 30);
+    ASSERT_FALSE(safe.tiers.empty());
+    Schedule at_length = safe;
+    for (size_t t = 0; t <= safe.tiers.size(); ++t) {
+        if (t > 0) {
+            at_length.boundaries = safe.tiers[t - 1].boundaries;
+            at_length.keep = safe.tiers[t - 1].keep;
+        }
+        const std::vector<float> safe_keep = keep_profile(at_length, 30);
+        for (int layer = 0; layer < 30; ++layer) {
+            EXPECT_GE(safe_keep[layer], fast_keep[layer]) << "tier " << t << ", layer " << layer;
+        }
     }
+    EXPECT_GT(safe.tiers.back().boundaries.front(), fast.boundaries.front());  // late from 6144
 }
 
 TEST(Schedule, KeepProfileAndPredictedFraction) {

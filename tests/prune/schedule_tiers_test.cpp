@@ -18,7 +18,7 @@ namespace lazyllm::prune {
 namespace {
 
 // 21,27 / 0.35,0.1 below 3072 tokens of context, 9,15,27 / 0.4,0.25,0.15 from there, 12 / 0.2
-// from 8192 (the safe preset's shape, with a second tier).
+// from 8192: a base schedule and two tiers (the safe preset has one tier).
 Schedule tiered() {
     Schedule s;
     s.boundaries = {21, 27};

@@ -53,26 +53,51 @@ TEST(ModelEngine, ShortChatWithLazyEqualsFull) {
     }
 }
 
-// A long chat (a passkey in filler text, about 900 tokens) is pruned by the safe preset and by
-// the fast one with repair (`--lazy=fast --lazy-decode off --lazy-repair on`), and every
-// generated token is full's: the first came from the pruned prefill and is full's on this
-// prompt; the step after it recomputes the pruned prompt from the first boundary on.
-TEST(ModelEngine, LongChatWithRepairAnswersAsFull) {
-    LAZYLLM_MODEL_OR_SKIP(path);
-    const std::unique_ptr<Engine> engine = default_engine(path);
-    ASSERT_NE(engine, nullptr);
-    const Engine& e = *engine;
+// A chat asking for a pass key hidden in filler text, `reps` sentences of about 22 tokens.
+std::vector<TokenId> passkey_chat(const Engine& e, int reps) {
     std::string text;
-    for (int i = 0; i < 30; ++i) {
-        if (i == 11) text += "The pass key is 71432. Remember it. 71432 is the pass key. ";
+    for (int i = 0; i < reps; ++i) {
+        if (i == reps * 3 / 8)
+            text += "The pass key is 71432. Remember it. 71432 is the pass key. ";
         text +=
             "The grass is green. The sky is blue. The sun is yellow. Here we go. There and "
             "back again. ";
     }
     text += "\nWhat is the pass key? Answer with the number and one sentence about it.";
-    const std::vector<TokenId> ids =
-        e.tokenizer().encode(e.chat_prompt(text), /*parse_special=*/true);
-    ASSERT_GT(ids.size(), 600u);
+    return e.tokenizer().encode(e.chat_prompt(text), /*parse_special=*/true);
+}
+
+// A 2k-token chat is below the safe preset's floor of 3072 tokens too (where its cuts changed
+// full's first token on a few prompts in 100): `--lazy` computes every (token, layer) pair and
+// answers as full, token for token.
+TEST(ModelEngine, ChatBelowTheFloorWithLazyEqualsFull) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    const std::unique_ptr<Engine> engine = default_engine(path);
+    ASSERT_NE(engine, nullptr);
+    const Engine& e = *engine;
+    const std::vector<TokenId> ids = passkey_chat(e, 90);
+    ASSERT_GT(ids.size(), 1800u);
+    ASSERT_LT(ids.size(), 3072u);
+    auto full = e.generate(ids, greedy("safe", "full", 8));
+    auto lazy = e.generate(ids, greedy("safe", "lazy", 8));
+    ASSERT_TRUE(full.ok()) << full.error().message();
+    ASSERT_TRUE(lazy.ok()) << lazy.error().message();
+    EXPECT_EQ(lazy->tokens, full->tokens);
+    EXPECT_DOUBLE_EQ(lazy->fraction_computed, 1.0);
+}
+
+// A long chat (a passkey in filler text, over the safe preset's floor of 3072 tokens) is pruned
+// by the safe preset and by the fast one with repair (`--lazy=fast --lazy-decode off
+// --lazy-repair on`), and every generated token is full's: the first came from the pruned
+// prefill and is full's on this prompt; the step after it recomputes the pruned prompt from the
+// first boundary on.
+TEST(ModelEngine, LongChatWithRepairAnswersAsFull) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    const std::unique_ptr<Engine> engine = default_engine(path);
+    ASSERT_NE(engine, nullptr);
+    const Engine& e = *engine;
+    const std::vector<TokenId> ids = passkey_chat(e, 150);
+    ASSERT_GT(ids.size(), 3072u);
     auto full = e.generate(ids, greedy("safe", "full", 24));
     ASSERT_TRUE(full.ok()) << full.error().message();
     for (const char* preset : {"safe", "fast"}) {

@@ -98,9 +98,13 @@ def lazy_extension(srv):
     expect_error(status, body, 400, param="lazyllm")
     status, body, _ = srv.request("POST", CHAT, {"messages": MSG, "lazyllm": {"policy": "lazy", "preset": "turbo"}}, AUTH)
     expect_error(status, body, 400, param="lazyllm")
+    # The safe preset cuts nothing under its floor of 3072 tokens; with a lower floor it cuts.
     safe = c.chat.completions.create(model="any", messages=msgs, max_tokens=2, temperature=0,
                                      extra_body={"lazyllm": {"policy": "lazy"}})
-    assert safe.model_extra["timings"]["prefill_pct_computed"] < 100.0, safe.model_extra["timings"]
+    assert safe.model_extra["timings"]["prefill_pct_computed"] == 100.0, safe.model_extra["timings"]
+    low = c.chat.completions.create(model="any", messages=msgs, max_tokens=2, temperature=0,
+                                    extra_body={"lazyllm": {"policy": "lazy", "min_context": 256}})
+    assert low.model_extra["timings"]["prefill_pct_computed"] < 100.0, low.model_extra["timings"]
 
 
 def models_and_tokens(srv):

@@ -303,7 +303,8 @@ TEST(ModelCliTest, TuneKeepsFullsAnswers) {
     std::remove(out.c_str());
     const CliRun r = run_cli("tune -m " + path +
                              " --lengths 512 --depths 1 --first-boundaries 0.8 --max-boundaries 1 "
-                             "--keep-grid 0.7 --target 0.01 --answer-tokens 16 -o " +
+                             "--keep-grid 0.7 --target 0.01 --answer-tokens 16 "
+                             "--lazy-min-context 256 -o " +
                              out);
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "objective answers: 6 prompts")) << r.out;
@@ -314,6 +315,9 @@ TEST(ModelCliTest, TuneKeepsFullsAnswers) {
     EXPECT_EQ(meta["objective"], "answers") << meta;
     EXPECT_EQ(meta["answer_tokens"], 16) << meta;
     expect_usage_error("tune -m " + path + " --objective speed", "--objective");
+    // Under the safe preset's floor of 3072 tokens every schedule is full: nothing to calibrate.
+    expect_usage_error("tune -m " + path + " --lengths 512 --depths 1 -o " + out,
+                       "shorter than the context floor (min_context 3072)");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "cli/common.h"
 #include "cli/options.h"
 #include "eval/fidelity.h"
+#include "eval/runner.h"
 #include "eval/tune.h"
 #include "lazyllm/engine.h"
 #include "lazyllm/schedule.h"
@@ -93,8 +95,29 @@ struct Calibration {
     std::string text;  // for the log and the schedule file's meta
 };
 
+// Prompts under the searched schedules' context floor run as full whatever the candidate, so
+// they would pass every candidate: they are dropped, and a suite left empty is an error.
+Result<int> drop_under_floor(std::vector<eval::Sample>& samples, int min_context, const Engine& e) {
+    if (min_context <= 0) return 0;
+    std::vector<eval::Sample> kept;
+    for (eval::Sample& s : samples) {
+        LAZYLLM_ASSIGN_OR_RETURN(const eval::PreparedPrompt p, eval::prepare_prompt(e, s));
+        if (std::ssize(p.ids) >= min_context) kept.push_back(std::move(s));
+    }
+    const int dropped = static_cast<int>(samples.size() - kept.size());
+    if (kept.empty()) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "every calibration prompt is shorter than the context floor "
+                          "(min_context {}), under which every schedule runs as full: give "
+                          "--lengths of at least {} or a lower --lazy-min-context",
+                          min_context, min_context);
+    }
+    samples = std::move(kept);
+    return dropped;
+}
+
 Result<Calibration> make_calibration(const TuneArgs& a, eval::TuneObjective objective,
-                                     const Engine& e) {
+                                     int min_context, const Engine& e) {
     const bool answers = objective == eval::TuneObjective::kAnswers;
     LAZYLLM_ASSIGN_OR_RETURN(
         std::vector<int64_t> lengths,
@@ -124,10 +147,15 @@ Result<Calibration> make_calibration(const TuneArgs& a, eval::TuneObjective obje
         suite.max_prompt_tokens = e.summary().n_ctx_train - eval::kContextHeadroom;
         LAZYLLM_ASSIGN_OR_RETURN(c.samples, eval::make_suite(suite, e.tokenizer()));
     }
+    LAZYLLM_ASSIGN_OR_RETURN(const int dropped, drop_under_floor(c.samples, min_context, e));
     c.text =
         fmt::format("{} prompts: {} at {} tokens x {} depths, seed {} (reporting seed {} + {})",
                     c.samples.size(), fmt::join(tasks, ","), fmt::join(lengths, ","), depths,
                     calibration_seed, seed, eval::kCalibrationSeedOffset);
+    if (dropped > 0) {
+        c.text +=
+            fmt::format(", {} shorter than the context floor of {} left out", dropped, min_context);
+    }
     if (answers) c.text += fmt::format(", same first {} greedy tokens as full", a.answer_tokens);
     return c;
 }
@@ -195,7 +223,7 @@ int run_tune(const TuneArgs& a) {
     const int n_layer = e.summary().n_layer;
     auto space = make_space(a, answers, *preset, e);
     if (!space.ok()) return report(space.error());
-    auto calibration = make_calibration(a, *objective, e);
+    auto calibration = make_calibration(a, *objective, space->min_context, e);
     if (!calibration.ok()) return report(calibration.error());
     std::unique_ptr<eval::TuneEvaluator> evaluator;
     if (answers) {
@@ -287,7 +315,8 @@ Runner add_tune(CLI::App& app) {
                    "Calibration tasks (default: every built-in task)");
     app.add_option("--lengths", a->lengths,
                    "Calibration prompt lengths (default 1024,2048,4096 for answers, 2048 for "
-                   "score)");
+                   "score); prompts shorter than the context floor (--lazy-min-context) run "
+                   "as full under every schedule and are left out");
     app.add_option("--depths", a->n_depths,
                    "Calibration needle depths (default 3 for answers, 5 for score)")
         ->check(kPositive);
