@@ -3,6 +3,7 @@ HTTP for every malformed case, the API key, the body limit, tokenize / detokeniz
 cancellation on disconnect."""
 import json
 import socket
+import subprocess
 import time
 
 import openai
@@ -246,6 +247,37 @@ def batched_equals_alone(srv):
     assert together == alone, (together, alone)
 
 
+def cors(srv, lazyllm):
+    """Pages of other origins: any by default (as llama-server), a listed few, or none."""
+    pre = {"Origin": "http://page.example", "Access-Control-Request-Method": "POST",
+           "Access-Control-Request-Headers": "authorization,content-type"}
+    status, _, h = srv.request("OPTIONS", CHAT, headers=pre)  # no key: browsers never send it here
+    assert status == 204 and h.get("access-control-allow-origin") == "*", (status, h)
+    assert "POST" in h["access-control-allow-methods"], h
+    assert h["access-control-allow-headers"] == "authorization,content-type", h
+    # The 401 and the answer reach the page too.
+    status, _, h = srv.request("GET", "/v1/models", headers={"Origin": "http://page.example"})
+    assert status == 401 and h.get("access-control-allow-origin") == "*", (status, h)
+    status, _, h = srv.request("POST", CHAT, {"messages": MSG, "max_tokens": 1},
+                               {**AUTH, "Origin": "http://page.example"})
+    assert status == 200 and h.get("access-control-allow-origin") == "*", (status, h)
+    status, _, h = srv.request("GET", "/v1/models", headers=AUTH)  # no Origin: no CORS headers
+    assert status == 200 and "access-control-allow-origin" not in h, h
+    with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--api-key", KEY,
+                "--cors-origins", "http://localhost:3000, https://chat.example", log_name="cors") as one:
+        status, _, h = one.request("OPTIONS", CHAT, headers={**pre, "Origin": "https://chat.example"})
+        assert status == 204 and h.get("access-control-allow-origin") == "https://chat.example", h
+        assert h.get("vary") == "Origin", h
+        status, body, h = one.request("OPTIONS", CHAT, headers=pre)
+        expect_error(status, body, 403)
+        assert "http://page.example" in body and "access-control-allow-origin" not in h, (body, h)
+        status, _, h = one.request("GET", "/v1/models", headers={**AUTH, "Origin": "http://page.example"})
+        assert status == 200 and "access-control-allow-origin" not in h, h  # the browser keeps it out
+    r = subprocess.run([lazyllm, "serve", "--port", "0", "--cors-origins", "localhost:3000"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "'localhost:3000' is not an origin" in r.stderr, (r.returncode, r.stderr)
+
+
 def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "8", "--api-key", KEY,
                 "--max-body", str(MAX_BODY), log_name="api") as srv:
@@ -260,4 +292,5 @@ def run(lazyllm, checks):
         checks.run("batched decode of two streams equals each alone", batched_equals_alone, srv)
         checks.run("client disconnect frees the slot", disconnect_cancels, srv)
         checks.run("metrics", metrics, srv)
+        checks.run("CORS: any origin by default, a listed few, preflight without the key", cors, srv, lazyllm)
         assert srv.alive(), srv.read_log()

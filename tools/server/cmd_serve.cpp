@@ -13,6 +13,7 @@
 #include "cli/common.h"
 #include "cli/options.h"
 #include "lazyllm/memory.h"
+#include "server/cors.h"
 #include "server/http_server.h"
 
 namespace lazyllm::cli {
@@ -25,6 +26,7 @@ struct ServeArgs {
     server::ServerConfig cfg;
     std::string alias;
     std::string batch_decode = "on";
+    std::string cors_origins = "*";
 };
 
 int default_parallel() {
@@ -37,6 +39,9 @@ int run_serve(ServeArgs& a) {
     if (!prune.ok()) return report(prune.error());
     a.cfg.default_prune = *prune;
     a.cfg.scheduler.batch_decode = a.batch_decode == "on";
+    auto origins = server::parse_cors_origins(a.cors_origins);
+    if (!origins.ok()) return report(origins.error());
+    a.cfg.cors_origins = *origins;
     if (a.cfg.scheduler.n_slots < 1 || a.cfg.scheduler.queue_capacity < 0) {
         return report(Error(ErrorCode::kInvalidArgument, "--parallel must be >= 1 and --queue >= 0"));
     }
@@ -137,6 +142,9 @@ Runner add_serve(CLI::App& app) {
                    "New tokens when a request gives no max_tokens (default 512)")
         ->check(kPositive);
     app.add_option("--api-key", a->cfg.api_key, "Require Authorization: Bearer KEY");
+    app.add_option("--cors-origins", a->cors_origins,
+                   "Web pages of other origins browsers let call the API: * (any, the default, as "
+                   "llama-server), none, or a comma list (http://localhost:3000,...)");
     app.add_option("--max-body", a->cfg.max_body_bytes, "Largest request body in bytes (default 8 MiB); 413 beyond")
         ->check(kPositive);
     app.add_option("--timeout", a->cfg.timeout_s, "Per-request time limit in seconds (default 600)")

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "server/api_response.h"
+#include "server/cors.h"
 
 namespace lazyllm::server {
 
@@ -74,6 +75,38 @@ void handle_detokenize(Context& ctx, const httplib::Request& req, httplib::Respo
     send_json(res, 200, json{{"content", tok.decode(std::get<std::vector<TokenId>>(parsed))}});
 }
 
+// CORS: a response to a page of another origin carries Access-Control-Allow-Origin when that
+// origin may call (so that 401s and errors reach the page too); a preflight (OPTIONS) is
+// answered here, before authentication, which browsers never send with it: 204 with the methods
+// and the headers asked for, or 403 for an origin --cors-origins leaves out. True when answered.
+bool cross_origin(const Context& ctx, const httplib::Request& req, httplib::Response& res) {
+    const std::string origin = req.get_header_value("Origin");
+    const std::string allow = cors_allow_origin(ctx.cfg.cors_origins, origin);
+    if (!allow.empty()) {
+        res.set_header("Access-Control-Allow-Origin", allow);
+        if (allow != "*") res.set_header("Vary", "Origin");
+    }
+    if (req.method != "OPTIONS") return false;
+    if (!origin.empty() && allow.empty()) {
+        send_error(res, ApiError{403,
+                                 fmt::format("origin '{}' may not call this server (serve "
+                                             "--cors-origins)",
+                                             origin),
+                                 "invalid_request_error", "", "origin_not_allowed"});
+        return true;
+    }
+    res.status = 204;
+    res.set_header("Allow", "GET, POST, OPTIONS");
+    if (!allow.empty()) {
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+        res.set_header("Access-Control-Allow-Headers",
+                       asked.empty() ? "Authorization, Content-Type" : asked);
+        res.set_header("Access-Control-Max-Age", "600");
+    }
+    return true;
+}
+
 // Fills the body of errors that a handler did not write (404, 405, 413 from the library).
 void fill_error(const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
@@ -130,7 +163,8 @@ HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), ht
     s.set_read_timeout(ctx.cfg.idle_timeout_s, 0);
     s.set_write_timeout(ctx.cfg.idle_timeout_s, 0);
     s.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-        if (req.method == "OPTIONS" || public_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+        if (cross_origin(ctx, req, res)) return httplib::Server::HandlerResponse::Handled;
+        if (public_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
         if (!authorized(ctx, req)) {
             send_error(res, ApiError{401, "missing or wrong API key (Authorization: Bearer KEY)",
                                      "invalid_request_error", "", "invalid_api_key"});

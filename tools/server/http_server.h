@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lazyllm/engine.h"
 #include "server/metrics.h"
@@ -24,6 +25,7 @@ struct ServerConfig {
     std::string host = "127.0.0.1";
     int port = 8080;
     std::string api_key;               // "" : no authentication
+    std::vector<std::string> cors_origins = {"*"};  // parse_cors_origins (server/cors.h); {}: off
     size_t max_body_bytes = 8u << 20;  // larger bodies get 413
     int timeout_s = 600;               // per request, from submission to the last token
     int idle_timeout_s = 30;           // an idle keep-alive connection is closed after this
