@@ -48,17 +48,19 @@ struct Entry {
 // schedule tried changed full's first token on a few prompts in 108 (the tuned late cuts
 // before layers 21 and 27 keeping 0.35 and 0.1: 7, where the bf16 path against the fp32 path
 // changes 2) for a TTFT gain of 1.2-1.35x (docs/lazyllm.md, "Presets").
-// From 3072 to 6143 tokens it cuts before layers 9, 15 and 27 keeping 0.4, 0.25 and 0.15
+// From 3072 to 6143 tokens (a tier) it cuts before layers 9, 15 and 27 keeping 0.4, 0.25 and 0.15
 // (schedules/smollm2-135m-instruct-safe-long.json): the output of
 //   lazyllm tune --answer-tokens 1 --target 0.98 --depths 6 --max-boundaries 3
 //                --first-boundaries 0.1,...,0.8 --later-boundaries 0.3,...,0.9
 // (full's first token on 106 of 108 calibration prompts at 1k-4k, with repair), which on three
 // seeds of reporting prompts gave full's first token on 54 of 54 at 4k (2.1-2.35x TTFT).
-// From 6144 tokens it cuts late, before layer 21 keeping 0.35 and before layer 27 keeping 0.1
-// (Schedule::tiers): the output of
+// From 6144 tokens it cuts late, before layer 21 keeping 0.35 and before layer 27 keeping 0.1:
+// the output of
 //   lazyllm tune   (--objective answers: full's 32-token greedy answers on >= 80% of 54
 //                   calibration prompts; schedules/smollm2-135m-instruct-safe.json);
-// earlier cuts at 8k kept fewer first tokens (docs/evaluation.md, "Tiers").
+// earlier cuts at 8k kept fewer first tokens (docs/evaluation.md, "Tiers"). The late cuts are
+// the base schedule, so that a floor lowered by --lazy-min-context gets them below 3072, where
+// they keep more first tokens than the earlier cuts; the tiers take 3072 and 6144 on.
 // The safe preset, on every model, repairs (Schedule::repair) instead of reviving: its answer
 // after the first token is full's whenever its first token is (docs/lazyllm.md, "Repair"; tune
 // wrote the committed schedule with revival). The fast one keeps decode steps that select and
@@ -66,8 +68,8 @@ struct Entry {
 // would make it about as slow.
 constexpr Entry kEntries[] = {
     {{"llama", 30, 576, 9, 49152},
-     {{9, 15, 27},
-      {0.4f, 0.25f, 0.15f},
+     {{21, 27, 0},
+      {0.35f, 0.1f, 0.0f},
       40,
       64,
       3072,
@@ -76,7 +78,7 @@ constexpr Entry kEntries[] = {
       11,
       -1,
       true,
-      {{6144, {21, 27, 0}, {0.35f, 0.1f, 0.0f}}}},
+      {{3072, {9, 15, 27}, {0.4f, 0.25f, 0.15f}}, {6144, {21, 27, 0}, {0.35f, 0.1f, 0.0f}}}},
      {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1, false},
      "lazyllm eval --fidelity and lazyllm tune (docs/evaluation.md, Presets)"},
     // Gemma 3 270M (18 layers, d 640, 4 heads, vocab 262144; global layers 5, 11, 17): a

@@ -515,20 +515,21 @@ TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
         EXPECT_FALSE(tuned->repair);
         Schedule shipped = *tuned;
         shipped.repair = preset == Preset::kSafe;
-        if (preset == Preset::kSafe) {            // nothing below 3072 tokens, then the cuts tuned
-            auto long_cuts = load_schedule_file(  // with repair, ...
+        // The safe one: nothing below 3072 tokens; from there the cuts tuned with repair, ...
+        if (preset == Preset::kSafe) {
+            auto long_cuts = load_schedule_file(
                 std::string(LAZYLLM_SOURCE_DIR) + "/schedules/smollm2-135m-instruct-safe-long.json",
                 30);
             ASSERT_TRUE(long_cuts.ok()) << long_cuts.error().message();
             EXPECT_TRUE(long_cuts->repair);
-            Schedule protection = *long_cuts;  // the same protection and shaping as the tuned
-            protection.boundaries = shipped.boundaries;  // late cuts
+            // ... with the same protection and shaping as the tuned late cuts, ...
+            Schedule protection = *long_cuts;
+            protection.boundaries = shipped.boundaries;
             protection.keep = shipped.keep;
             EXPECT_EQ(to_string(protection), to_string(shipped));
-            // ... and from 6144 on the late cuts.
-            shipped.tiers = {{6144, shipped.boundaries, shipped.keep}};
-            shipped.boundaries = long_cuts->boundaries;
-            shipped.keep = long_cuts->keep;
+            // ... and from 6144 on the late cuts again.
+            shipped.tiers = {{3072, long_cuts->boundaries, long_cuts->keep},
+                             {6144, shipped.boundaries, shipped.keep}};
             shipped.min_context = 3072;
         }
         EXPECT_EQ(to_string(s), to_string(shipped));
@@ -647,7 +648,9 @@ TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
             EXPECT_GE(safe_keep[layer], fast_keep[layer]) << "tier " << t << ", layer " << layer;
         }
     }
-    EXPECT_GT(safe.tiers.back().boundaries.front(), fast.boundaries.front());  // late from 6144
+    // Late cuts below 3072 (under a lowered floor) and from 6144.
+    EXPECT_GT(safe.boundaries.front(), fast.boundaries.front());
+    EXPECT_GT(safe.tiers.back().boundaries.front(), fast.boundaries.front());
 }
 
 TEST(Schedule, KeepProfileAndPredictedFraction) {
