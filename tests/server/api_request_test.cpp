@@ -92,6 +92,54 @@ TEST(ApiRequest, ScheduleTiersAreCarried) {
     EXPECT_NE(a.error().message().find("tiers need layers and keep"), std::string::npos);
 }
 
+// A request's fields go on top of the server's own pruning flags, field by field.
+TEST(ApiRequest, RequestFieldsGoOnTopOfTheServersFlags) {
+    PruneOptions server;
+    server.policy = Policy::kLazy;
+    server.preset = Preset::kFast;
+    server.overrides.keep_first = 8;
+    server.overrides.min_context = 256;
+    server.seed = 7;
+    auto with = [](const std::string& ext, const PruneOptions& base) {
+        GenRequest r =
+            chat_ok(R"({"messages":[{"role":"user","content":"x"}],"lazyllm":)" + ext + "}");
+        auto p = to_prune_options(*r.prune, 30, base);
+        EXPECT_TRUE(p.ok()) << ext << ": " << p.error().message();
+        return p.ok() ? *p : PruneOptions{};
+    };
+    const PruneOptions a = with(R"({"keep_recent":16})", server);
+    EXPECT_EQ(a.policy, Policy::kLazy);
+    EXPECT_EQ(a.preset, Preset::kFast);
+    EXPECT_EQ(a.overrides.keep_first, 8);
+    EXPECT_EQ(a.overrides.keep_recent, 16);
+    EXPECT_EQ(a.overrides.min_context, 256);
+    EXPECT_EQ(a.seed, 7u);
+    const PruneOptions b = with(R"({"min_context":0,"seed":3})", server);
+    EXPECT_EQ(b.overrides.min_context, 0);
+    EXPECT_EQ(b.seed, 3u);
+    const PruneOptions f = with(R"({"policy":"full"})", server);
+    EXPECT_EQ(f.policy, Policy::kFull);
+    EXPECT_TRUE(f.overrides.empty());
+    // A schedule of the server's: a preset the request names replaces it, and so do layers.
+    server.schedule = Schedule{};
+    server.schedule->boundaries = {20};
+    server.schedule->keep = {0.3f};
+    EXPECT_TRUE(with(R"({"keep_recent":16})", server).schedule);
+    const PruneOptions c = with(R"({"preset":"safe"})", server);
+    EXPECT_FALSE(c.schedule);
+    EXPECT_EQ(c.preset, Preset::kSafe);
+    EXPECT_EQ(c.overrides.keep_first, 8);
+    const PruneOptions d = with(R"({"layers":[10],"keep":[0.5]})", server);
+    ASSERT_TRUE(d.schedule);
+    EXPECT_EQ(d.schedule->boundaries, (std::vector<int>{10}));
+    // Over a full server, pruning fields without a policy mean lazy; a seed alone does not.
+    const PruneOptions e = with(R"({"keep_first":4})", PruneOptions{});
+    EXPECT_EQ(e.policy, Policy::kLazy);
+    EXPECT_EQ(e.overrides.keep_first, 4);
+    EXPECT_EQ(with(R"({"preset":"fast"})", PruneOptions{}).policy, Policy::kLazy);
+    EXPECT_EQ(with(R"({"seed":5})", PruneOptions{}).policy, Policy::kFull);
+}
+
 TEST(ApiRequest, Defaults) {
     GenRequest r = chat_ok(R"({"messages":[{"role":"user","content":"x"}]})");
     EXPECT_FALSE(r.max_tokens);

@@ -278,6 +278,25 @@ def cors(srv, lazyllm):
     assert r.returncode == 2 and "'localhost:3000' is not an origin" in r.stderr, (r.returncode, r.stderr)
 
 
+def flags_under_fields(lazyllm):
+    """A request's lazyllm fields go on top of serve's pruning flags, field by field."""
+    doc = " ".join(f"Item {i} is stored in box {i * 7 % 13}." for i in range(60))  # ~700 tokens
+    msgs = [{"role": "user", "content": doc + " Where is item 5?"}]
+    with Server(lazyllm, "--ctx-size", "2048", "--parallel", "1", "--lazy", "--lazy-min-context", "256",
+                log_name="flags") as one:
+        c = client(one)
+
+        def computed(extra):
+            r = c.chat.completions.create(model="any", messages=msgs, max_tokens=1, temperature=0,
+                                          extra_body={**extra, "cache_prompt": False})
+            return r.model_extra["timings"]["prefill_pct_computed"]
+        assert computed({}) < 100.0  # the server's default: its floor of 256, not the preset's
+        assert computed({"lazyllm": {"policy": "lazy"}}) < 100.0  # the floor kept
+        assert computed({"lazyllm": {"keep_recent": 16}}) < 100.0
+        assert computed({"lazyllm": {"min_context": 4096}}) == 100.0  # the request's own floor
+        assert computed({"lazyllm": {"policy": "full"}}) == 100.0
+
+
 def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "8", "--api-key", KEY,
                 "--max-body", str(MAX_BODY), log_name="api") as srv:
@@ -293,4 +312,5 @@ def run(lazyllm, checks):
         checks.run("client disconnect frees the slot", disconnect_cancels, srv)
         checks.run("metrics", metrics, srv)
         checks.run("CORS: any origin by default, a listed few, preflight without the key", cors, srv, lazyllm)
+        checks.run("a request's lazyllm fields over serve's pruning flags", flags_under_fields, lazyllm)
         assert srv.alive(), srv.read_log()

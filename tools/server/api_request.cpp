@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "server/json_fields.h"
+
 namespace lazyllm::server {
 
 using json = nlohmann::json;
@@ -23,106 +25,6 @@ json error_json(const ApiError& e) {
 }
 
 namespace {
-
-ApiError bad(std::string param, std::string message, std::string code = "") {
-    ApiError e;
-    e.param = std::move(param);
-    e.message = std::move(message);
-    e.code = std::move(code);
-    return e;
-}
-
-ApiError unsupported(std::string param, std::string what) {
-    return bad(std::move(param), what + " is unsupported by this server", "unsupported");
-}
-
-std::string type_name(const json& v) {
-    if (v.is_null()) return "null";
-    if (v.is_boolean()) return "a boolean";
-    if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
-    if (v.is_number()) return "a number";
-    if (v.is_string()) return "a string";
-    if (v.is_array()) return "an array";
-    return "an object";
-}
-
-ApiError wrong_type(const std::string& field, const char* expected, const json& v) {
-    return bad(field, fmt::format("'{}' must be {}, got {}", field, expected, type_name(v)));
-}
-
-// Typed field readers: std::nullopt when the field is absent or null, an error for a wrong type
-// or a value out of range.
-struct Fields {
-    const json& obj;
-    std::string prefix;  // "lazyllm." for the extension object
-    std::optional<ApiError> err;
-
-    std::string name(const char* key) const { return prefix + key; }
-    const json* get(const char* key) const {
-        auto it = obj.find(key);
-        if (it == obj.end() || it->is_null()) return nullptr;
-        return &*it;
-    }
-    std::optional<bool> boolean(const char* key) {
-        const json* v = get(key);
-        if (!v || err) return std::nullopt;
-        if (!v->is_boolean()) return fail(wrong_type(name(key), "a boolean", *v));
-        return v->get<bool>();
-    }
-    std::optional<std::string> string(const char* key) {
-        const json* v = get(key);
-        if (!v || err) return std::nullopt;
-        if (!v->is_string()) return fail(wrong_type(name(key), "a string", *v));
-        return v->get<std::string>();
-    }
-    std::optional<double> number(const char* key, double lo, double hi) {
-        const json* v = get(key);
-        if (!v || err) return std::nullopt;
-        if (!v->is_number()) return fail(wrong_type(name(key), "a number", *v));
-        const double x = v->get<double>();
-        if (!(x >= lo && x <= hi)) {
-            return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}", name(key), lo, hi, x)));
-        }
-        return x;
-    }
-    std::optional<int64_t> integer(const char* key, int64_t lo, int64_t hi) {
-        const json* v = get(key);
-        if (!v || err) return std::nullopt;
-        // 3.0 is accepted as 3 (JavaScript clients send numbers); 3.5 is not.
-        if (v->is_number_float()) {
-            const double d = v->get<double>();
-            if (std::floor(d) != d || std::fabs(d) > 9e15) {
-                return fail(wrong_type(name(key), "an integer", *v));
-            }
-        } else if (!v->is_number()) {
-            return fail(wrong_type(name(key), "an integer", *v));
-        }
-        const bool too_big = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi);
-        const int64_t x = too_big ? hi
-                          : v->is_number_float() ? static_cast<int64_t>(v->get<double>())
-                                                 : v->get<int64_t>();
-        if (too_big || x < lo || x > hi) {
-            return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}", name(key), lo, hi, v->dump())));
-        }
-        return x;
-    }
-    std::nullopt_t fail(ApiError e) {
-        if (!err) err = std::move(e);
-        return std::nullopt;
-    }
-};
-
-std::optional<ApiError> check_known(const json& obj, const std::set<std::string>& known,
-                                    const std::string& prefix) {
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-        // null is "not given": several OpenAI SDKs send every optional field, unset ones as null.
-        if (!known.count(it.key()) && !it->is_null()) {
-            return bad(prefix + it.key(), fmt::format("unknown field '{}{}'", prefix, it.key()),
-                       "unknown_field");
-        }
-    }
-    return std::nullopt;
-}
 
 // Requests nest a few levels; nlohmann's dump() and the destructor's callers recurse once per
 // level, so a body nested 100,000 deep (200 KB) would overflow an HTTP thread's stack.
@@ -461,109 +363,6 @@ ApiResult<GenRequest> parse_completion_request(std::string_view body) {
     }
     if (auto e = read_common(j, r)) return *e;
     return r;
-}
-
-ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
-    if (!j.is_object()) return wrong_type("lazyllm", "an object", j);
-    // "schedule": the same keys as a schedule file, nested; "meta", "version", "model" and
-    // "n_layer" of such a file are accepted and ignored.
-    const json* src = &j;
-    json merged;
-    if (auto s = j.find("schedule"); s != j.end() && !s->is_null()) {
-        if (!s->is_object()) return wrong_type("lazyllm.schedule", "an object", *s);
-        if (auto e = check_known(*s,
-                                 {"layers", "keep", "keep_first", "keep_recent", "min_context",
-                                  "prune_decode", "score_layers", "score_pool", "revive_max",
-                                  "repair", "tiers", "meta", "version", "model", "n_layer"},
-                                 "lazyllm.schedule.")) {
-            return *e;
-        }
-        merged = j;
-        merged.erase("schedule");
-        for (auto it = s->begin(); it != s->end(); ++it) {
-            if (merged.contains(it.key())) {
-                return bad("lazyllm.schedule." + it.key(),
-                           fmt::format("'{}' is given both in lazyllm and in lazyllm.schedule", it.key()));
-            }
-            merged[it.key()] = *it;
-        }
-        if (!merged.contains("policy")) merged["policy"] = "lazy";
-        src = &merged;
-    }
-    const json& o = *src;
-    if (auto e =
-            check_known(o,
-                        {"policy", "preset", "layers", "keep", "keep_first", "keep_recent",
-                         "min_context", "prune_decode", "score_layers", "score_pool", "revive_max",
-                         "repair", "tiers", "seed", "meta", "version", "model", "n_layer"},
-                        "lazyllm.")) {
-        return *e;
-    }
-    LazyExtension p;
-    ScheduleOverrides& ov = p.overrides;
-    Fields f{o, "lazyllm.", std::nullopt};
-    if (auto v = f.string("policy")) p.policy = *v;
-    if (auto v = f.string("preset")) p.preset = *v;  // checked with the schedule (Engine::validate)
-    if (const json* v = f.get("tiers")) p.tiers_json = v->dump();  // typed by to_prune_options
-    // layers / keep: "9,19,28" strings (as the CLI flags) or arrays of numbers.
-    for (const char* key : {"layers", "keep"}) {
-        const json* v = f.get(key);
-        if (!v) continue;
-        std::string s;
-        if (v->is_string()) {
-            s = v->get<std::string>();
-        } else if (v->is_array()) {
-            for (size_t i = 0; i < v->size(); ++i) {
-                if (!(*v)[i].is_number()) return wrong_type(fmt::format("lazyllm.{}[{}]", key, i), "a number", (*v)[i]);
-                s += (i ? "," : "") + (*v)[i].dump();
-            }
-        } else {
-            return wrong_type(std::string("lazyllm.") + key, "a string or an array of numbers", *v);
-        }
-        (std::string_view(key) == "layers" ? p.layers : p.keep) = s;
-    }
-    if (auto v = f.integer("keep_first", 0, 1 << 24)) ov.keep_first = static_cast<int>(*v);
-    if (auto v = f.integer("keep_recent", 0, 1 << 24)) ov.keep_recent = static_cast<int>(*v);
-    if (auto v = f.integer("min_context", 0, 1 << 24)) ov.min_context = static_cast<int>(*v);
-    if (auto v = f.boolean("prune_decode")) ov.prune_decode = *v;
-    if (auto v = f.boolean("repair")) ov.repair = *v;
-    if (auto v = f.integer("score_layers", 1, 1024)) ov.score_layers = static_cast<int>(*v);
-    if (auto v = f.integer("score_pool", 1, 1 << 16)) ov.score_pool = static_cast<int>(*v);
-    if (auto v = f.integer("seed", 0, std::numeric_limits<int64_t>::max())) p.seed = static_cast<uint64_t>(*v);
-    if (f.err) return *f.err;
-    if (const json* v = f.get("revive_max")) {
-        if (v->is_string() && v->get<std::string>() == "all") {
-            ov.revive_max = -1;
-        } else if (auto n = f.integer("revive_max", 0, 1 << 24)) {
-            ov.revive_max = static_cast<int>(*n);
-        } else {
-            return f.err ? *f.err : wrong_type("lazyllm.revive_max", "an integer or \"all\"", *v);
-        }
-    }
-    if (p.policy == "full" && (!p.layers.empty() || !p.keep.empty())) {
-        return bad("lazyllm.policy", "a schedule was given but lazyllm.policy is 'full'");
-    }
-    return p;
-}
-
-Result<PruneOptions> to_prune_options(const LazyExtension& x, int n_layer) {
-    PruneOptions p;
-    LAZYLLM_ASSIGN_OR_RETURN(p.policy, parse_policy(x.policy));
-    LAZYLLM_ASSIGN_OR_RETURN(p.preset, parse_preset(x.preset));
-    if (!x.layers.empty() || !x.keep.empty()) {
-        if (x.layers.empty() || x.keep.empty()) {
-            return make_error(ErrorCode::kInvalidArgument, "layers and keep go together");
-        }
-        LAZYLLM_ASSIGN_OR_RETURN(p.schedule, parse_schedule(x.layers, x.keep, n_layer));
-    }
-    if (!x.tiers_json.empty()) {
-        if (!p.schedule)
-            return make_error(ErrorCode::kInvalidArgument, "tiers need layers and keep");
-        LAZYLLM_ASSIGN_OR_RETURN(p.schedule->tiers, parse_tiers_json(x.tiers_json));
-    }
-    p.overrides = x.overrides;
-    p.seed = x.seed;
-    return p;
 }
 
 ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body) {

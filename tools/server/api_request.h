@@ -34,15 +34,20 @@ enum class Endpoint { kChat, kCompletion };
 
 // The "lazyllm" extension as the request gives it: policy, preset and the schedule's layers
 // (indices or depth fractions) and keep fractions as text, resolved against the model by
-// to_prune_options (errors then name the field); the other fields typed.
+// to_prune_options (errors then name the field); the other fields typed. Absent: unset, "".
 struct LazyExtension {
-    std::string policy = "full", preset = "safe", layers, keep;
+    std::optional<std::string> policy, preset;
+    std::string layers, keep;
     std::string tiers_json;  // Schedule::tiers as JSON text ("" when absent); they need layers
     ScheduleOverrides overrides;
-    uint64_t seed = 1;
+    std::optional<uint64_t> seed;
 };
-// PruneOptions for a model of n_layer layers.
-Result<PruneOptions> to_prune_options(const LazyExtension& x, int n_layer);
+// PruneOptions for a model of n_layer layers: the request's fields on top of `base`, the
+// server's own (serve's pruning flags), as llama-server takes a request's fields over its
+// flags. A request that gives pruning fields but no policy over a full default is lazy; a
+// preset it names replaces base's schedule; policy full drops everything else.
+Result<PruneOptions> to_prune_options(const LazyExtension& x, int n_layer,
+                                      const PruneOptions& base = {});
 
 struct GenRequest {
     Endpoint endpoint = Endpoint::kChat;

@@ -59,7 +59,7 @@ ApiResult<std::shared_ptr<Job>> make_job(HttpServer::Context& ctx, const GenRequ
     }
     job->prune = ctx.cfg.default_prune;
     if (r.prune) {
-        auto p = to_prune_options(*r.prune, ctx.engine->summary().n_layer);
+        auto p = to_prune_options(*r.prune, ctx.engine->summary().n_layer, ctx.cfg.default_prune);
         if (!p.ok()) {
             return ApiError{400, "lazyllm: " + p.error().message(), "invalid_request_error",
                             "lazyllm", ""};
