@@ -70,6 +70,12 @@ def page(srv):
         assert a3.get_attribute("data-done") == "1" and "full prefill" in stats3, stats3
         for a in (a1, a2, a3):
             print(f"        {a.find_element(By.CLASS_NAME, 'text').text!r} [{a.find_element(By.CLASS_NAME, 'stats').text}]")
+        drv.find_element(By.ID, "clear").click()  # a short chat: under the preset's floor
+        ask(drv, "What is the capital of France?", "lazy")
+        a4 = wait_answer(drv, 1)
+        stats4 = a4.find_element(By.CLASS_NAME, "stats").text
+        assert "100.0% computed" in stats4 and "under the floor of 3072 tokens" in stats4, stats4
+        print(f"        {a4.find_element(By.CLASS_NAME, 'text').text!r} [{stats4}]")
         out = os.environ.get("LAZYLLM_SCREENSHOT") or os.path.join(tempfile.gettempdir(), "lazyllm_server_page.png")
         drv.save_screenshot(out)
         print(f"        screenshot: {out}")

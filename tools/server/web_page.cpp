@@ -34,7 +34,7 @@ const char* web_page_html() {
 <header><h1>lazyllm serve</h1>
  <span>prefill:
   <label><input type="radio" name="policy" value="full" id="pfull"> full</label>
-  <label><input type="radio" name="policy" value="lazy" id="plazy" checked> lazy</label></span>
+  <label title="LazyLLM with the model's safe preset: prompts under its context floor run as full"><input type="radio" name="policy" value="lazy" id="plazy" checked> lazy</label></span>
  <label>max tokens <input type="number" id="maxtok" value="128" min="1" style="width:64px"></label>
  <label>API key <input type="password" id="key" autocomplete="off"></label>
  <button type="button" id="clear">New chat</button>
@@ -72,6 +72,10 @@ function stats(div, tm, usage) {
     tm.predicted_per_second.toFixed(1) + " tokens/s",
     "cached " + tm.cache_n + " of " + (tm.cache_n + tm.prompt_n) + " prompt tokens"];
   if (tm.revivals) parts.push(tm.revivals + " revived");
+  const floor = /min_context=(\d+)/.exec(tm.schedule || "");
+  if (tm.policy === "lazy" && floor && tm.cache_n + tm.prompt_n < +floor[1]) {
+    parts.push("under the floor of " + floor[1] + " tokens: run as full");
+  }
   if (usage) parts.push(usage.completion_tokens + " tokens");
   s.textContent = parts.join(" \u00b7 ");
   div.appendChild(s);
