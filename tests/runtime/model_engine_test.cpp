@@ -30,29 +30,6 @@ std::unique_ptr<Engine> default_engine(const std::string& path) {
     return engine.ok() ? std::move(engine).value() : nullptr;
 }
 
-// A short chat is below the safe preset's context floor: `--lazy` answers exactly as full does,
-// token for token (the fast preset with decode steps that select, `--lazy=fast --lazy-decode
-// on`, prunes it and repeats itself: "Paris is Paris is ...").
-TEST(ModelEngine, ShortChatWithLazyEqualsFull) {
-    LAZYLLM_MODEL_OR_SKIP(path);
-    const std::unique_ptr<Engine> engine = default_engine(path);
-    ASSERT_NE(engine, nullptr);
-    const Engine& e = *engine;
-    for (const char* question : {"What is the capital of France?", "Explain what a CPU cache is."}) {
-        const std::vector<TokenId> ids =
-            e.tokenizer().encode(e.chat_prompt(question), /*parse_special=*/true);
-        auto full = e.generate(ids, greedy("safe", "full", 40));
-        auto lazy = e.generate(ids, greedy("safe", "lazy", 40));
-        ASSERT_TRUE(full.ok()) << full.error().message();
-        ASSERT_TRUE(lazy.ok()) << lazy.error().message();
-        EXPECT_EQ(lazy->tokens, full->tokens) << question << "\nfull: " << full->text
-                                              << "\nlazy: " << lazy->text;
-        EXPECT_EQ(lazy->text, full->text);
-        EXPECT_DOUBLE_EQ(lazy->fraction_computed, 1.0);
-        EXPECT_FALSE(full->tokens.empty());
-    }
-}
-
 // A chat asking for a pass key hidden in filler text, `reps` sentences of about 22 tokens.
 std::vector<TokenId> passkey_chat(const Engine& e, int reps) {
     std::string text;
@@ -67,23 +44,35 @@ std::vector<TokenId> passkey_chat(const Engine& e, int reps) {
     return e.tokenizer().encode(e.chat_prompt(text), /*parse_special=*/true);
 }
 
-// A 2k-token chat is below the safe preset's floor of 3072 tokens too (where its cuts changed
-// full's first token on a few prompts in 100): `--lazy` computes every (token, layer) pair and
-// answers as full, token for token.
-TEST(ModelEngine, ChatBelowTheFloorWithLazyEqualsFull) {
+// Chats below the safe preset's context floor of 3072 tokens (where its cuts changed full's
+// first token on a few prompts in 100): `--lazy` computes every (token, layer) pair and answers
+// exactly as full does, token for token, on two short questions (the fast preset with decode
+// steps that select, `--lazy=fast --lazy-decode on`, prunes the first and repeats itself:
+// "Paris is Paris is ...") and on a 2k-token one.
+TEST(ModelEngine, ChatsBelowTheFloorWithLazyEqualFull) {
     LAZYLLM_MODEL_OR_SKIP(path);
     const std::unique_ptr<Engine> engine = default_engine(path);
     ASSERT_NE(engine, nullptr);
     const Engine& e = *engine;
-    const std::vector<TokenId> ids = passkey_chat(e, 90);
-    ASSERT_GT(ids.size(), 1800u);
-    ASSERT_LT(ids.size(), 3072u);
-    auto full = e.generate(ids, greedy("safe", "full", 8));
-    auto lazy = e.generate(ids, greedy("safe", "lazy", 8));
-    ASSERT_TRUE(full.ok()) << full.error().message();
-    ASSERT_TRUE(lazy.ok()) << lazy.error().message();
-    EXPECT_EQ(lazy->tokens, full->tokens);
-    EXPECT_DOUBLE_EQ(lazy->fraction_computed, 1.0);
+    std::vector<std::vector<TokenId>> prompts;
+    for (const char* question :
+         {"What is the capital of France?", "Explain what a CPU cache is."}) {
+        prompts.push_back(e.tokenizer().encode(e.chat_prompt(question), /*parse_special=*/true));
+    }
+    prompts.push_back(passkey_chat(e, 90));
+    ASSERT_GT(prompts.back().size(), 1800u);
+    ASSERT_LT(prompts.back().size(), 3072u);
+    for (const std::vector<TokenId>& ids : prompts) {
+        auto full = e.generate(ids, greedy("safe", "full", 40));
+        auto lazy = e.generate(ids, greedy("safe", "lazy", 40));
+        ASSERT_TRUE(full.ok()) << full.error().message();
+        ASSERT_TRUE(lazy.ok()) << lazy.error().message();
+        EXPECT_EQ(lazy->tokens, full->tokens)
+            << ids.size() << " tokens\nfull: " << full->text << "\nlazy: " << lazy->text;
+        EXPECT_EQ(lazy->text, full->text);
+        EXPECT_DOUBLE_EQ(lazy->fraction_computed, 1.0);
+        EXPECT_FALSE(full->tokens.empty());
+    }
 }
 
 // A long chat (a passkey in filler text, over the safe preset's floor of 3072 tokens) is pruned
