@@ -193,9 +193,11 @@ void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
 void add_prune_flags(CLI::App& app, PruneFlags& f) {
     app.add_flag("--lazy{safe}", f.lazy,
                  "LazyLLM pruning with the model's default schedule: --lazy (or --lazy=safe) "
-                 "keeps answers as full's where it cannot speed them up and, with repair, "
-                 "after the first token; --lazy=fast is the fastest measured schedule. Any "
-                 "--lazy-* flag or --schedule turns lazy on without --lazy")
+                 "runs as full below a context floor measured per model (3072 tokens on "
+                 "SmolLM2), never prunes the last tokens, and repairs after the first token so "
+                 "the answer is full's whenever that token is; --lazy=fast is the fastest "
+                 "measured schedule. Any --lazy-* flag or --schedule turns lazy on without "
+                 "--lazy")
         ->check(CLI::IsMember({"safe", "fast"}));
     app.add_option("--policy", f.policy,
                    "full | lazy | lazy:safe | lazy:fast | static | random | gemfilter (default "
