@@ -153,6 +153,15 @@ TEST(BenchCliTest, ProfileOfTheDecodeSteps) {
 
 // Copies and blocks in one run: each engine's rows are measured against its own layer's probe
 // (PackedLinear, or QuantLinear on the blocks), one peak line each.
+// A prompt under the schedule's context floor runs as full, and the report says so.
+TEST(BenchCliTest, RowsUnderTheFloorSaySo) {
+    const CliRun r = run_cli("bench -m " + bench_model() +
+                             " -p 32,48 -n 0 --policy full,lazy --lazy-min-context 40" + kCommon);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "(pp32: under min_context=40, run as full)")) << r.out;
+    EXPECT_FALSE(contains(r.out, "pp48: under")) << r.out;
+}
+
 TEST(BenchCliTest, EachPrefillWeightsHasItsOwnPeak) {
     const CliRun r = run_cli("bench -m " + bench_model() +
                                  " -p 48 -n 0 --policy full --prefill-weights copy,quant" + kCommon,

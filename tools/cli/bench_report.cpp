@@ -1,16 +1,32 @@
 #include "cli/bench_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
 namespace lazyllm::cli {
 
 namespace {
+
+// min_context of a schedule as to_string writes it ("... min_context=3072 ..."); 0 when absent.
+int64_t schedule_min_context(std::string_view schedule) {
+    constexpr std::string_view key = "min_context=";
+    const size_t at = schedule.find(key);
+    if (at == std::string_view::npos) return 0;
+    int64_t v = 0;
+    for (size_t i = at + key.size();
+         i < schedule.size() && schedule[i] >= '0' && schedule[i] <= '9'; ++i) {
+        v = v * 10 + (schedule[i] - '0');
+    }
+    return v;
+}
 
 std::string human_size(uint64_t b) {
     if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1ull << 30));
@@ -199,7 +215,22 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
         if (!r.schedule.empty()) schedules.emplace(r.policy, r.schedule);
     }
     if (!schedules.empty()) fmt::print(out, "\n");
-    for (const auto& [policy, sched] : schedules) fmt::print(out, "{}: {}\n", policy, sched);
+    for (const auto& [policy, sched] : schedules) {
+        fmt::print(out, "{}: {}\n", policy, sched);
+        // Prompts under the schedule's context floor ran as full: say so, or a 1.00x reads as
+        // pruning that gained nothing.
+        const int64_t floor = schedule_min_context(sched);
+        std::vector<std::string> under;
+        for (const BenchRow& r : rows) {
+            if (r.policy == policy && r.is_prompt && r.n_prompt < floor) {
+                under.push_back(r.test_name());
+            }
+        }
+        if (!under.empty()) {
+            fmt::print(out, "  ({}: under min_context={}, run as full)\n", fmt::join(under, ", "),
+                       floor);
+        }
+    }
     fmt::print(out,
                "\nt/s: pp = prompt tokens / prefill time, tg = decode steps / decode time "
                "(mean ± stddev). TTFT: prefill + first sample. % computed: prompt (token, layer) "
