@@ -7,26 +7,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 #include <tuple>
 #include <utility>
 
 namespace lazyllm::cli {
 
 namespace {
-
-// min_context of a schedule as to_string writes it ("... min_context=3072 ..."); 0 when absent.
-int64_t schedule_min_context(std::string_view schedule) {
-    constexpr std::string_view key = "min_context=";
-    const size_t at = schedule.find(key);
-    if (at == std::string_view::npos) return 0;
-    int64_t v = 0;
-    for (size_t i = at + key.size();
-         i < schedule.size() && schedule[i] >= '0' && schedule[i] <= '9'; ++i) {
-        v = v * 10 + (schedule[i] - '0');
-    }
-    return v;
-}
 
 std::string human_size(uint64_t b) {
     if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1ull << 30));
@@ -211,24 +197,23 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
                                      : "-");
     }
     std::map<std::string, std::string> schedules;
+    std::map<std::string, std::pair<int64_t, std::vector<std::string>>> under_floor;
     for (const BenchRow& r : rows) {
         if (!r.schedule.empty()) schedules.emplace(r.policy, r.schedule);
+        // Prompts under the schedule's context floor ran as full: say so, or a 1.00x reads as
+        // pruning that gained nothing.
+        if (r.is_prompt && r.n_prompt < r.min_context) {
+            auto& [floor, tests] = under_floor[r.policy];
+            floor = r.min_context;
+            tests.push_back(r.test_name());
+        }
     }
     if (!schedules.empty()) fmt::print(out, "\n");
     for (const auto& [policy, sched] : schedules) {
         fmt::print(out, "{}: {}\n", policy, sched);
-        // Prompts under the schedule's context floor ran as full: say so, or a 1.00x reads as
-        // pruning that gained nothing.
-        const int64_t floor = schedule_min_context(sched);
-        std::vector<std::string> under;
-        for (const BenchRow& r : rows) {
-            if (r.policy == policy && r.is_prompt && r.n_prompt < floor) {
-                under.push_back(r.test_name());
-            }
-        }
-        if (!under.empty()) {
-            fmt::print(out, "  ({}: under min_context={}, run as full)\n", fmt::join(under, ", "),
-                       floor);
+        if (auto it = under_floor.find(policy); it != under_floor.end()) {
+            fmt::print(out, "  ({}: under min_context={}, run as full)\n",
+                       fmt::join(it->second.second, ", "), it->second.first);
         }
     }
     fmt::print(out,

@@ -31,6 +31,7 @@ struct BenchRow {
     std::string isa, gemm;
     double peak_gflops = 0.0;  // GEMM probe for these threads
     std::string policy, schedule;
+    int64_t min_context = 0;  // the schedule's context floor (Schedule::min_context; 0: none)
     int64_t n_prompt = 0, n_gen = 0;
     int64_t n_depth = 0;               // tg rows: tokens already in the context (the prompt)
     std::vector<double> samples_ns;    // one per repetition: prefill time (pp), decode time (tg)

@@ -270,6 +270,11 @@ Status bench_prompt(const BenchArgs& a, const Engine& e, const PolicyRuns& runs,
             r->n_depth = n;
         }
         c.tg.is_prompt = false;
+        if (runs.at(policy).prune.policy != Policy::kFull) {
+            LAZYLLM_ASSIGN_OR_RETURN(const Schedule sched,
+                                     e.resolve_schedule(runs.at(policy).prune));
+            c.pp.min_context = c.tg.min_context = sched.min_context;
+        }
         RunOptions warm = runs.at(policy);
         warm.max_new_tokens = steps > 0 ? 2 : 0;
         std::fprintf(stderr, "warm-up %s p=%d t=%d\n", policy.c_str(), n, s.n_threads);
