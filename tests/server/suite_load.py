@@ -155,6 +155,29 @@ def queue_zero(srv):
         assert first.result()[0] == 200
 
 
+def idle_connections(srv):
+    """64 silent connections and 8 sending a header a byte at a time (more than the 17 threads the
+    server keeps) leave other clients served at once. The 64 connect at once: a listen backlog of
+    5 (cpp-httplib's) dropped some of them, which the client's kernel retried a second later."""
+    t0 = time.time()
+    held = [socket.create_connection(("127.0.0.1", int(srv.port))) for _ in range(64)]
+    assert time.time() - t0 < 0.9, f"64 connections took {time.time() - t0:.1f} s"
+    for s in held[:8]:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    try:
+        t0 = time.time()
+        status, body, _ = srv.request("GET", "/health", timeout=10)
+        assert status == 200, body
+        status, body, _ = srv.request("POST", CHAT, {"messages": [{"role": "user", "content": "Hi"}],
+                                                     "max_tokens": 2}, timeout=30)
+        assert status == 200, body
+        assert time.time() - t0 < 5, f"served after {time.time() - t0:.1f} s"
+    finally:
+        for s in held:
+            s.close()
+    assert srv.alive(), srv.read_log()
+
+
 def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "4", log_name="load") as srv:
         checks.run(f"{CLIENTS} clients x {REQUESTS} requests: 200/503 only, RSS flat", load, srv)
@@ -163,3 +186,4 @@ def run(lazyllm, checks):
         checks.run("a full queue answers 503 with Retry-After", queue_full, srv)
     with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--queue", "0", log_name="queue0") as srv:
         checks.run("--queue 0: a free slot takes a request", queue_zero, srv)
+        checks.run("idle and slow connections do not hold up other clients", idle_connections, srv)

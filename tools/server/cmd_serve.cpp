@@ -153,8 +153,9 @@ Runner add_serve(CLI::App& app) {
                    "Seconds an idle or silent connection is kept (default 30)")
         ->check(kPositive);
     app.add_option("--http-threads", a->cfg.http_threads,
-                   "HTTP worker threads (default: slots + queue + 16)")
-        ->check(kNonNegative);
+                   "Connections served at once, a thread each, idle keep-alive ones included "
+                   "(default 512); beyond, new connections wait for a free thread")
+        ->check(kPositive);
     app.add_option("--batch-decode", a->batch_decode,
                    "on: the decode steps of generating slots run as one forward (full policy); "
                    "off: one after another (default on)")

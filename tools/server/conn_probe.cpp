@@ -31,9 +31,10 @@ bool addr_port(const sockaddr_storage& ss, std::string& addr, int& port) {
     return true;
 }
 
-}  // namespace
-
-int find_connection_socket(const std::string& remote_addr, int remote_port, int local_port) {
+// Calls fn(fd, local address) for each of this process's IPv4/IPv6 sockets until it returns true;
+// that fd, or -1.
+template <typename F>
+int find_socket(F fn) {
     DIR* dir = opendir("/proc/self/fd");
     if (!dir) return -1;
     int found = -1;
@@ -43,20 +44,42 @@ int find_connection_socket(const std::string& remote_addr, int remote_port, int 
         if (end == e->d_name || *end != '\0') continue;
         struct stat st {};
         if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-        sockaddr_storage local{}, peer{};
-        socklen_t ll = sizeof(local), pl = sizeof(peer);
+        sockaddr_storage local{};
+        socklen_t ll = sizeof(local);
         if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
-        if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &pl) != 0) continue;
-        std::string la, pa;
-        int lp = 0, pp = 0;
-        if (!addr_port(local, la, lp) || !addr_port(peer, pa, pp)) continue;
-        if (lp == local_port && pp == remote_port && pa == remote_addr) {
+        if (fn(static_cast<int>(fd), local)) {
             found = static_cast<int>(fd);
             break;
         }
     }
     closedir(dir);
     return found;
+}
+
+}  // namespace
+
+int find_connection_socket(const std::string& remote_addr, int remote_port, int local_port) {
+    return find_socket([&](int fd, const sockaddr_storage& local) {
+        sockaddr_storage peer{};
+        socklen_t pl = sizeof(peer);
+        if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0) return false;
+        std::string la, pa;
+        int lp = 0, pp = 0;
+        if (!addr_port(local, la, lp) || !addr_port(peer, pa, pp)) return false;
+        return lp == local_port && pp == remote_port && pa == remote_addr;
+    });
+}
+
+bool widen_listen_backlog(int local_port, int backlog) {
+    return find_socket([&](int fd, const sockaddr_storage& local) {
+               int listening = 0;
+               socklen_t len = sizeof(listening);
+               if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening)
+                   return false;
+               std::string la;
+               int lp = 0;
+               return addr_port(local, la, lp) && lp == local_port && ::listen(fd, backlog) == 0;
+           }) >= 0;
 }
 
 bool peer_closed(int fd) {

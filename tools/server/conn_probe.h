@@ -10,6 +10,10 @@ namespace lazyllm::server {
 // The descriptor of this process's TCP socket connected from remote_addr:remote_port to
 // local_port; -1 when none is found.
 int find_connection_socket(const std::string& remote_addr, int remote_port, int local_port);
+// Sets the backlog of this process's listening socket on local_port (cpp-httplib 0.11, compiled
+// in Debian's libcpp-httplib, listens with 5: a burst of new connections overflows it and each
+// refused one is retried by the client's kernel a second later). False when none is found.
+bool widen_listen_backlog(int local_port, int backlog);
 // True when the peer has closed or reset the connection (never for fd < 0).
 bool peer_closed(int fd);
 

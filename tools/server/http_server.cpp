@@ -6,13 +6,16 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <functional>
 #include <thread>
 
 #include "server/api_response.h"
+#include "server/conn_probe.h"
 #include "server/cors.h"
+#include "server/task_pool.h"
 
 namespace lazyllm::server {
 
@@ -37,6 +40,18 @@ bool authorized(const Context& ctx, const httplib::Request& req) {
 
 // Paths open without the key: the page (it asks for the key itself) and the health check.
 bool public_path(const std::string& path) { return path == "/" || path == "/health"; }
+
+// httplib's task queue over ElasticPool: one thread per open connection, idle ones included.
+class ConnectionThreads final : public httplib::TaskQueue {
+public:
+    ConnectionThreads(size_t min_threads, size_t max_threads)
+        : pool_(min_threads, max_threads, std::chrono::seconds(5)) {}
+    void enqueue(std::function<void()> fn) override { pool_.enqueue(std::move(fn)); }
+    void shutdown() override { pool_.shutdown(); }
+
+private:
+    ElasticPool pool_;
+};
 
 void handle_models(Context& ctx, httplib::Response& res) {
     const ModelSummary& s = ctx.engine->summary();
@@ -154,10 +169,11 @@ HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), ht
     ctx_->cfg = std::move(cfg);
     Context& ctx = *ctx_;
     httplib::Server& s = *http_;
-    const int n_threads = ctx.cfg.http_threads > 0
-                              ? ctx.cfg.http_threads
-                              : ctx.cfg.scheduler.n_slots + ctx.cfg.scheduler.queue_capacity + 16;
-    s.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+    // Threads kept while idle: enough for every slot and queue place, and a few quick requests.
+    const auto kept =
+        static_cast<size_t>(ctx.cfg.scheduler.n_slots + ctx.cfg.scheduler.queue_capacity + 16);
+    const auto most = static_cast<size_t>(ctx.cfg.http_threads);
+    s.new_task_queue = [kept, most] { return new ConnectionThreads(std::min(kept, most), most); };
     s.set_payload_max_length(ctx.cfg.max_body_bytes);
     s.set_keep_alive_timeout(ctx.cfg.idle_timeout_s);
     s.set_read_timeout(ctx.cfg.idle_timeout_s, 0);
@@ -226,10 +242,13 @@ HttpServer::~HttpServer() {
 bool HttpServer::bind() {
     if (ctx_->cfg.port == 0) {
         port_ = http_->bind_to_any_port(ctx_->cfg.host);
-        return port_ > 0;
+    } else {
+        port_ = http_->bind_to_port(ctx_->cfg.host, ctx_->cfg.port) ? ctx_->cfg.port : -1;
     }
-    port_ = ctx_->cfg.port;
-    return http_->bind_to_port(ctx_->cfg.host, port_);
+    if (port_ <= 0) return false;
+    widen_listen_backlog(
+        port_, 512);  // a burst of clients connects at once; the kernel caps it at somaxconn
+    return true;
 }
 
 void HttpServer::listen() {

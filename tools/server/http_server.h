@@ -30,7 +30,7 @@ struct ServerConfig {
     int timeout_s = 600;               // per request, from submission to the last token
     int idle_timeout_s = 30;           // an idle keep-alive connection is closed after this
     int default_max_tokens = 512;      // when a request gives none (capped by the context)
-    int http_threads = 0;              // 0: slots + queue + 16
+    int http_threads = 512;            // connections served at once (server/task_pool.h)
     SchedulerConfig scheduler;
     PruneOptions default_prune;        // serve --lazy ... flags
     std::string model_name;            // the id /v1/models lists
