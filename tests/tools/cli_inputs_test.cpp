@@ -127,6 +127,10 @@ TEST(CliInputsTest, SystemImpliesChat) {
     const int64_t chat = n_prompt_of("--chat --system 'Be brief.' -p hi");
     EXPECT_GT(chat, plain + 5);
     EXPECT_EQ(n_prompt_of("--system 'Be brief.' -p hi"), chat);
+    // Given empty, it is still a system message (rendered empty, as HF's apply_chat_template).
+    const int64_t empty = n_prompt_of("--system '' -p hi");
+    EXPECT_GT(empty, plain + 5);
+    EXPECT_EQ(n_prompt_of("--chat --system '' -p hi"), empty);
 }
 
 TEST(CliInputsTest, ThreadsAboveTheCoresWarnAndClamp) {

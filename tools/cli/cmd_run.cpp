@@ -24,7 +24,8 @@ struct RunArgs {
     EngineFlags engine;
     PruneFlags prune;
     SamplingParams sampling;
-    std::string prompt, file, system;
+    std::string prompt, file;
+    std::optional<std::string> system;  // given, even empty: a system message
     bool chat = false;
     bool no_parse_special = false;
     int n_predict = 256;
@@ -276,13 +277,18 @@ int run_run(RunArgs& a) {
     if (a.verbose) print_model(s);
 
     // --system applies the chat template as llama.cpp's -sys does (conversation mode).
-    const bool chat = a.chat || !a.system.empty();
+    const bool chat = a.chat || a.system.has_value();
     if (chat) warn_chat_template(e);
     if (chat && a.verbose) {
         std::fprintf(stderr, "lazyllm: chat template %s (%s)\n", s.chat_template.c_str(),
                      s.chat_template_source.c_str());
     }
-    const std::string prompt_text = chat ? e.chat_prompt(text, a.system) : text;
+    // An empty --system is an empty system message, as HF's apply_chat_template renders it (a
+    // template's default system message is for when none is given).
+    std::vector<ChatMessage> messages;
+    if (a.system) messages.push_back({"system", *a.system});
+    messages.push_back({"user", text});
+    const std::string prompt_text = chat ? e.chat_prompt(messages) : text;
     RunOptions ro;
     ro.sampling = a.sampling;
     ro.stop = a.stop;
@@ -325,7 +331,8 @@ Runner add_run(CLI::App& app) {
                                  "Read the prompt from a file (- = stdin); one trailing newline "
                                  "is dropped, as llama.cpp");
     app.add_flag("--chat", a->chat, "Wrap the prompt in the model's chat template as a user message");
-    app.add_option("--system", a->system, "System message; implies --chat (as llama.cpp's -sys)");
+    app.add_option("--system", a->system,
+                   "System message, also empty; implies --chat (as llama.cpp's -sys)");
     add_chat_template_flag(app, a->engine);
     app.add_flag("--no-parse-special", a->no_parse_special,
                  "Encode special-token texts in the prompt (e.g. <|im_start|>) as plain text "
