@@ -126,18 +126,21 @@ void select_kept(const Schedule& schedule, std::span<const int32_t> S, std::vect
 
 void bound_revivals(std::span<const int32_t> S, std::span<const float> scores,
                     std::span<const int32_t> live, std::span<const int16_t> depth, int layer,
-                    int max, CutScratch& scratch, std::vector<int32_t>& kept) {
+                    int max, std::span<const int32_t> protected_positions, CutScratch& scratch,
+                    std::vector<int32_t>& kept) {
     // Candidates in kept's order (kept and live are sorted subsets of S).
     std::vector<int32_t>& cand_pos = scratch.cand_pos;
     std::vector<float>& cand_scores = scratch.cand_scores;
     cand_pos.clear();
     cand_scores.clear();
-    size_t si = 0, li = 0;
+    size_t si = 0, li = 0, pi = 0;
     for (int32_t t : kept) {
         while (S[si] < t) ++si;
         while (li < live.size() && live[li] < t) ++li;
+        while (pi < protected_positions.size() && protected_positions[pi] < t) ++pi;
         const bool is_live = li < live.size() && live[li] == t;
-        if (!is_live && depth[t] == layer) {
+        const bool is_protected = pi < protected_positions.size() && protected_positions[pi] == t;
+        if (!is_live && !is_protected && depth[t] == layer) {
             cand_pos.push_back(t);
             cand_scores.push_back(scores[si]);
         }

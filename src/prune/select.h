@@ -74,10 +74,13 @@ void select_kept(const Schedule& schedule, std::span<const int32_t> S, std::vect
                  float keep, int64_t n_total, CutScratch& scratch, std::vector<int32_t>& kept);
 
 // Schedule::revive_max: drops from `kept` (a sorted subset of S) all but the `max`
-// highest-scored revival candidates: kept tokens at depth `layer` that are not live. `scores`
-// is indexed as S; `live` is sorted; depth[t] is token t's depth.
+// highest-scored revival candidates: kept tokens at depth `layer` that are not live. Protected
+// positions (sorted: select_kept's keep_first and recent window, scratch.protect) are no
+// candidates: they always revive. `scores` is indexed as S; `live` is sorted; depth[t] is
+// token t's depth.
 void bound_revivals(std::span<const int32_t> S, std::span<const float> scores,
                     std::span<const int32_t> live, std::span<const int16_t> depth, int layer,
-                    int max, CutScratch& scratch, std::vector<int32_t>& kept);
+                    int max, std::span<const int32_t> protected_positions, CutScratch& scratch,
+                    std::vector<int32_t>& kept);
 
 }  // namespace lazyllm::prune

@@ -327,7 +327,7 @@ void Session::cut(StepCtx& sc, const prune::Boundary& bd, int layer) {
             // turn over a cached conversation) revives every selected token, as the paper.
             if (sch.revive_max >= 0 && sc.info.n_new == 1) {
                 prune::bound_revivals(S_, scores_, live_, depth_, layer, sch.revive_max,
-                                      cut_scratch_, kept_);
+                                      cut_scratch_.protect, cut_scratch_, kept_);
             }
             break;
         case prune::BoundaryMode::kExclude:

@@ -149,6 +149,25 @@ TEST(SelectTop, MatchesBruteForceOnRandomCases) {
     }
 }
 
+// revive_max: at most `max` of the pruned tokens a boundary selects revive, the best-scored;
+// live tokens and protected ones (the recent window after a truncation, keep_first) are no
+// candidates and stay.
+TEST(BoundRevivals, KeepsTheBestCandidatesAndEveryProtectedOne) {
+    std::vector<int32_t> S(20);
+    std::iota(S.begin(), S.end(), 0);
+    std::vector<float> scores(20);
+    for (int i = 0; i < 20; ++i)
+        scores[i] = static_cast<float>(i % 7);  // best: 6, 13 (6), 5, 12 (5)
+    const std::vector<int32_t> live = {0, 1, 2};
+    std::vector<int16_t> depth(20, 9);
+    depth[4] = 12;  // stopped elsewhere: no candidate at layer 9
+    const std::vector<int32_t> protect = {0, 18, 19};
+    CutScratch scratch;
+    std::vector<int32_t> kept = S;
+    bound_revivals(S, scores, live, depth, 9, 3, protect, scratch, kept);
+    EXPECT_EQ(kept, (std::vector<int32_t>{0, 1, 2, 4, 5, 6, 13, 18, 19}));
+}
+
 TEST(KeepCount, CeilOfFractionOfWholeContext) {
     EXPECT_EQ(keep_count(0.5, 100, 100), 50);
     EXPECT_EQ(keep_count(0.5, 101, 101), 51);  // ceil
