@@ -33,6 +33,7 @@ int64_t Conversation::common_prefix(std::span<const TokenId> prompt) const {
 void Conversation::truncate(int64_t n) {
     LAZYLLM_CHECK_MSG(!impl_->in_turn, "truncate during a turn");
     impl_->session.truncate(n);
+    if (n < impl_->prompt_logits_n) impl_->prompt_logits_n = 0;
 }
 
 void Conversation::abandon() { impl_->in_turn = false; }
@@ -69,23 +70,36 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
     c.stream.emplace(*c.tok);
     c.stops.emplace(opts.stop);
 
-    // Keep the common prefix, but always run at least the last prompt token: its logits give
-    // the first sample.
-    const int64_t keep = std::min(common_prefix(prompt), n_prompt - 1);
-    if (keep < n_past()) c.session.truncate(keep);
-    const std::span<const TokenId> suffix = prompt.subspan(static_cast<size_t>(keep));
-    c.logits.resize(static_cast<size_t>(n_vocab));
-    LAZYLLM_ASSIGN_OR_RETURN(StepStats st,
-                             c.session.step(suffix, c.logits.data(), StepTokens::kPrompt));
-    const int L = c.model->config().n_layer;
-    int64_t suffix_pairs = 0;
-    for (int64_t t = keep; t < n_prompt; ++t) suffix_pairs += c.session.depth()[t];
     c.stats.n_prompt = n_prompt;
-    c.stats.n_cached = keep;
-    c.stats.prompt_ms = st.ms;
-    c.stats.revived = st.revived;
-    c.stats.prefill_fraction_computed =
-        static_cast<double>(suffix_pairs) / (static_cast<double>(suffix.size()) * L);
+    const int64_t common = common_prefix(prompt);
+    if (common >= n_prompt && c.prompt_logits_n == n_prompt) {
+        // The prompt of an earlier step again, still cached: its logits were kept, so the first
+        // sample is a cold run's (a one-token step over the cache would round differently from
+        // the last row of the prompt step, and may flip a near-tie).
+        if (n_past() > n_prompt) c.session.truncate(n_prompt);
+        c.logits = c.prompt_logits;
+        c.stats.n_cached = n_prompt;
+    } else {
+        // Keep the common prefix, but always run at least the last prompt token: its logits
+        // give the first sample.
+        const int64_t keep = std::min(common, n_prompt - 1);
+        if (keep < n_past()) c.session.truncate(keep);
+        c.prompt_logits_n = 0;
+        const std::span<const TokenId> suffix = prompt.subspan(static_cast<size_t>(keep));
+        c.logits.resize(static_cast<size_t>(n_vocab));
+        LAZYLLM_ASSIGN_OR_RETURN(StepStats st,
+                                 c.session.step(suffix, c.logits.data(), StepTokens::kPrompt));
+        c.prompt_logits = c.logits;
+        c.prompt_logits_n = n_prompt;
+        const int L = c.model->config().n_layer;
+        int64_t suffix_pairs = 0;
+        for (int64_t t = keep; t < n_prompt; ++t) suffix_pairs += c.session.depth()[t];
+        c.stats.n_cached = keep;
+        c.stats.prompt_ms = st.ms;
+        c.stats.revived = st.revived;
+        c.stats.prefill_fraction_computed =
+            static_cast<double>(suffix_pairs) / (static_cast<double>(suffix.size()) * L);
+    }
     c.next = c.sampler->sample(c.logits, c.history);
     c.stats.ttft_ms = c.turn_timer.elapsed_ms();
     c.decode_timer.reset();

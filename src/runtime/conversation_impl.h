@@ -23,6 +23,10 @@ struct Conversation::Impl {
     Session session;
     std::string policy, schedule;
     std::vector<float> logits;        // [n_vocab] of the last step
+    // The logits of the last prompt step, over the cached tokens [0, prompt_logits_n) (0: none):
+    // a turn with the same prompt (a retry, a regeneration) samples from them, as a cold run.
+    std::vector<float> prompt_logits;
+    int64_t prompt_logits_n = 0;
     // Scratch of next_batch when this conversation comes first (reused: no allocation per step).
     std::vector<float> batch_logits;  // [n, n_vocab]
     std::vector<Impl*> batch;

@@ -122,6 +122,53 @@ TEST(Conversation, TurnEqualsGenerateAlone) {
     }
 }
 
+// Generated ids of a whole turn (greedy, EOS ignored).
+std::vector<TokenId> run_turn(Conversation& c, const std::vector<TokenId>& prompt, int n) {
+    TurnOptions to;
+    to.max_new_tokens = n;
+    to.ignore_eos = true;
+    to.sampling.temperature = 0.0f;
+    if (!c.start_turn(prompt, to).ok()) return {};
+    for (int calls = 0; calls < 2 * n + 2; ++calls) {
+        auto d = c.next();
+        if (!d.ok() || d->done) break;
+    }
+    return c.generated();
+}
+
+// A prompt sent again (a retry, a regeneration) starts from the logits its first run's prompt
+// step gave, with no step: a one-token step over the cache would round differently from that
+// step's last row. Any other prompt, or one whose cache was cut, runs a step.
+TEST(Conversation, TheSamePromptAgainSamplesFromItsPromptStep) {
+    auto engine = tiny_engine("lazyllm_conv_again.gguf");
+    ASSERT_NE(engine, nullptr);
+    const std::vector<TokenId> prompt = prompt_ids(36, engine->summary().n_vocab);
+    for (const PruneOptions& prune : {PruneOptions{}, lazy_revive_in_decode()}) {
+        auto conv = engine->open_conversation(prune, 128);
+        ASSERT_TRUE(conv.ok()) << conv.error().message();
+        Conversation& c = **conv;
+        const std::vector<TokenId> first = run_turn(c, prompt, 5);
+        ASSERT_EQ(first.size(), 5u);
+        EXPECT_EQ(c.stats().n_cached, 0);
+        const std::vector<TokenId> again = run_turn(c, prompt, 5);
+        EXPECT_EQ(c.stats().n_cached, 36) << policy_name(prune.policy);
+        EXPECT_EQ(c.stats().prompt_ms, 0.0);
+        if (prune.policy == Policy::kFull) {
+            EXPECT_EQ(again, first);  // the same steps, row for row
+        }
+
+        std::vector<TokenId> longer = prompt;
+        longer.insert(longer.end(), {5, 6, 7});
+        run_turn(c, longer, 2);
+        EXPECT_EQ(c.stats().n_cached, 36);
+        run_turn(c, prompt, 2);  // the kept logits are the longer prompt's now
+        EXPECT_EQ(c.stats().n_cached, 35);
+        c.truncate(10);
+        run_turn(c, prompt, 2);
+        EXPECT_EQ(c.stats().n_cached, 10);
+    }
+}
+
 // FLOPs of one op kind in a profile (0 if absent).
 double op_flops(const std::vector<OpTime>& times, const std::string& op) {
     for (const OpTime& t : times) {
