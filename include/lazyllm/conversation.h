@@ -23,7 +23,7 @@ struct TurnOptions {
     int max_new_tokens = 256;
     SamplingParams sampling;
     std::vector<std::string> stop;  // stop strings (not included in the output)
-    bool ignore_eos = false;
+    bool ignore_eos = false;        // never sample an end-of-generation token (llama-server's)
 };
 
 // What a turn did so far (complete once TurnDelta::done).

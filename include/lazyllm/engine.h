@@ -81,7 +81,7 @@ struct RunOptions {
     int max_new_tokens = 256;
     SamplingParams sampling;
     std::vector<std::string> stop;  // stop strings (not included in the output)
-    bool ignore_eos = false;
+    bool ignore_eos = false;  // never sample an end-of-generation token (llama.cpp's --ignore-eos)
     PruneOptions prune;
     bool profile = false;
     bool keep_first_logits = false;  // GenerateResult::first_logits (fidelity measurement)

@@ -53,6 +53,7 @@ public:
     std::optional<TokenId> eos() const;
     // Tokens that end generation: eos, eot/eom when present, and templates' end markers.
     bool is_end_of_generation(TokenId id) const;
+    std::vector<TokenId> end_of_generation_ids() const;
     std::optional<TokenId> find_token(std::string_view text) const;
     // tokenizer.chat_template from GGUF, or "" when absent.
     const std::string& chat_template() const;

@@ -67,6 +67,7 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
     c.generated.clear();
     c.history.assign(prompt.begin(), prompt.end());
     c.sampler.emplace(opts.sampling);
+    if (opts.ignore_eos) c.sampler->ban(c.tok->end_of_generation_ids());  // as llama-server's
     c.stream.emplace(*c.tok);
     c.stops.emplace(opts.stop);
 

@@ -359,6 +359,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     if (so.policy != prune::Policy::kFull) r.schedule = prune::to_string(so.schedule);
     std::vector<float> logits(static_cast<size_t>(model.config().n_vocab));
     Sampler sampler(opts.sampling);
+    if (opts.ignore_eos) sampler.ban(tok.end_of_generation_ids());  // as llama.cpp's --ignore-eos
     StreamDecoder stream(tok);
     StopStringMatcher stops(opts.stop);
     std::vector<TokenId> history(prompt.begin(), prompt.end());

@@ -100,6 +100,10 @@ TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> 
         const float l = logits[i];
         cands_[i] = {std::isnan(l) ? kNegInf : l, 0.0f, static_cast<TokenId>(i)};
     }
+    for (TokenId id : banned_) {
+        if (id >= 0 && static_cast<size_t>(id) < n_vocab)
+            cands_[static_cast<size_t>(id)].logit = kNegInf;
+    }
     apply_repetition_penalty(history);
 
     if (params_.temperature <= 0.0f) return argmax();

@@ -29,6 +29,10 @@ public:
     // [0, n_vocab) are ignored. NaN logits count as -inf. Deterministic for a given seed.
     TokenId sample(std::span<const float> logits, std::span<const TokenId> history);
 
+    // Tokens never sampled from now on (their logits count as -inf), as llama.cpp's
+    // --ignore-eos bans the end-of-generation tokens. Ids outside the vocabulary are ignored.
+    void ban(std::vector<TokenId> ids) { banned_ = std::move(ids); }
+
     // The seed in use (the drawn one when SamplingParams::seed was 0): reusing it reproduces the
     // stream.
     uint64_t seed() const { return seed_; }
@@ -52,6 +56,7 @@ private:
     std::mt19937_64 rng_;
     std::vector<Candidate> cands_;  // [n_vocab], candidates; a prefix of n_cand survives filters
     std::vector<uint8_t> seen_;     // [n_vocab], scratch for the penalty (all zero between calls)
+    std::vector<TokenId> banned_;
 };
 
 }  // namespace lazyllm

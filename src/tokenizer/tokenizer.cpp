@@ -340,6 +340,15 @@ bool Tokenizer::is_end_of_generation(TokenId id) const {
     return impl_ && id >= 0 && id < impl_->vocab.n_vocab() && impl_->is_eog[id] != 0;
 }
 
+std::vector<TokenId> Tokenizer::end_of_generation_ids() const {
+    std::vector<TokenId> ids;
+    if (!impl_) return ids;
+    for (size_t i = 0; i < impl_->is_eog.size(); ++i) {
+        if (impl_->is_eog[i]) ids.push_back(static_cast<TokenId>(i));
+    }
+    return ids;
+}
+
 std::optional<TokenId> Tokenizer::find_token(std::string_view text) const {
     return impl_ ? impl_->vocab.find(text) : std::nullopt;
 }

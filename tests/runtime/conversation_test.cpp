@@ -1,12 +1,14 @@
 // Conversation (the server's turns): a sampled token's text goes out before the decode step that
 // follows it, and a turn generates what Engine::generate does for the same prompt and policy.
 // Engine::generate's profile: prefill and the decode steps apart.
+#include "lazyllm/conversation.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
-#include "lazyllm/conversation.h"
 #include "lazyllm/engine.h"
 #include "support/tiny_model.h"
 
@@ -167,6 +169,50 @@ TEST(Conversation, TheSamePromptAgainSamplesFromItsPromptStep) {
         run_turn(c, prompt, 2);
         EXPECT_EQ(c.stats().n_cached, 10);
     }
+}
+
+// ignore_eos bans the end-of-generation tokens (llama.cpp's --ignore-eos): on a model whose EOS
+// is the token greedy decoding picks first, a run stops at once without it and never samples
+// that token with it, in Engine::generate and in a Conversation.
+TEST(Conversation, IgnoreEosNeverSamplesTheEndToken) {
+    testing::TinyModelSpec spec;
+    spec.n_layer = 2;
+    spec.seed = 5;
+    const std::string plain = ::testing::TempDir() + "lazyllm_eos_plain.gguf";
+    ASSERT_TRUE(testing::write_tiny_model(spec, plain).ok());
+    EngineOptions eo;
+    eo.model_path = plain;
+    eo.n_threads = 1;
+    auto e0 = Engine::load(eo);
+    ASSERT_TRUE(e0.ok()) << e0.error().message();
+    const std::vector<TokenId> prompt = prompt_ids(12, (*e0)->summary().n_vocab);
+    RunOptions ro;
+    ro.max_new_tokens = 6;
+    ro.ignore_eos = true;
+    auto g0 = (*e0)->generate(prompt, ro);
+    ASSERT_TRUE(g0.ok() && !g0->tokens.empty());
+    const TokenId first = g0->tokens[0];
+
+    GgufWriter w = testing::tiny_model_writer(spec);
+    w.set_uint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(first));
+    eo.model_path = ::testing::TempDir() + "lazyllm_eos_first.gguf";
+    ASSERT_TRUE(w.write(eo.model_path).ok());
+    auto e = Engine::load(eo);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    ro.ignore_eos = false;
+    auto stops = (*e)->generate(prompt, ro);
+    ASSERT_TRUE(stops.ok());
+    EXPECT_TRUE(stops->tokens.empty());
+    ro.ignore_eos = true;
+    auto goes_on = (*e)->generate(prompt, ro);
+    ASSERT_TRUE(goes_on.ok());
+    EXPECT_EQ(goes_on->tokens.size(), 6u);
+    EXPECT_EQ(std::count(goes_on->tokens.begin(), goes_on->tokens.end(), first), 0);
+
+    auto conv = (*e)->open_conversation(PruneOptions{}, 64);
+    ASSERT_TRUE(conv.ok());
+    const std::vector<TokenId> turn = run_turn(**conv, prompt, 6);
+    EXPECT_EQ(turn, goes_on->tokens);
 }
 
 // FLOPs of one op kind in a profile (0 if absent).

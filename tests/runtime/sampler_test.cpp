@@ -117,6 +117,20 @@ TEST(Sampler, GreedyIsArgmax) {
     }
 }
 
+// --ignore-eos: banned ids are never drawn, greedy or sampled, however likely.
+TEST(Sampler, BannedTokensAreNeverSampled) {
+    std::vector<float> logits = {0.0f, 9.0f, 1.0f, 8.5f, 0.5f};
+    Sampler greedy(SamplingParams{});
+    greedy.ban({1, 77, -3});  // ids outside the vocabulary are ignored
+    EXPECT_EQ(greedy.sample(logits, {}), 3);
+    Sampler sampled(no_filters(2.0f, 5));
+    sampled.ban({1, 3});
+    for (int i = 0; i < 200; ++i) {
+        const TokenId t = sampled.sample(logits, {});
+        EXPECT_TRUE(t != 1 && t != 3) << t;
+    }
+}
+
 TEST(Sampler, GreedyTiesGoToLowestId) {
     std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f, 2.0f};
     Sampler sampler(SamplingParams{});

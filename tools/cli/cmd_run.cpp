@@ -343,7 +343,9 @@ Runner add_run(CLI::App& app) {
     app.add_option("-c,--ctx-size", a->n_ctx, "Context size (default: prompt + n, up to the model's)")
         ->check(kNonNegative);
     app.add_option("--stop", a->stop, "Stop string (repeatable); not included in the output");
-    app.add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-sequence tokens");
+    app.add_flag("--ignore-eos", a->ignore_eos,
+                 "Never sample an end-of-generation token: generate -n tokens (as llama.cpp's "
+                 "--ignore-eos, which bans them)");
     app.add_flag("--truncate-middle", a->truncate_middle, "Cut the middle of a prompt that does not fit");
     add_sampling_flags(app, a->sampling);
     add_prune_flags(app, a->prune);
