@@ -214,6 +214,12 @@ TEST(CliTest, InfoAndTokenizeOnTinyModel) {
     r = run_cli("tokenize " + m + " 'hello'");
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "[")) << r.out;
+    // A text that starts with the BOS token's text, and a BOS added: warned, as llama.cpp.
+    const char* twice = "two BOS tokens: the text begins with <|im_start|>";
+    r = run_cli("tokenize " + m + " --bos --special '<|im_start|>hello'");
+    EXPECT_TRUE(r.rc == 0 && contains(r.out, "[1, 1, ") && contains(r.out, twice)) << r.out;
+    r = run_cli("tokenize " + m + " --no-bos --special '<|im_start|>hello'");
+    EXPECT_TRUE(r.rc == 0 && !contains(r.out, "two BOS")) << r.out;
 }
 
 // Matrices in the formats dequantized at load (Q3_K, IQ4_XS; token_embd too): info lists the

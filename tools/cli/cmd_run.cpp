@@ -195,6 +195,7 @@ Result<std::vector<TokenId>> prompt_ids(const RunArgs& a, const Engine& e,
     LAZYLLM_TRY(check_bytes_encodable(e.tokenizer(), prompt_text, "the prompt"));
     std::vector<TokenId> ids = e.tokenizer().encode(prompt_text, parse_special);
     if (ids.empty()) return Error(ErrorCode::kInvalidArgument, "the prompt has no tokens");
+    warn_double_bos(e.tokenizer(), ids);
     const int64_t ctx = a.n_ctx > 0 ? a.n_ctx : s.n_ctx_train;
     const char* ctx_from = a.n_ctx > 0 ? "-c" : "the model's";
     if (a.n_predict >= ctx) {

@@ -83,6 +83,7 @@ int run_tokenize(TokenizeArgs& a) {
                      st.error().message().c_str());
     }
     const auto ids = tok->encode(text, a.special, a.bos);
+    warn_double_bos(*tok, ids);
     if (a.verbose) {
         for (size_t i = 0; i < ids.size(); ++i) {
             fmt::print("{:>6} {:>8}  '{}'\n", i, ids[i], visible(tok->token_to_piece(ids[i], true)));

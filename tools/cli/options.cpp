@@ -93,6 +93,15 @@ void warn_chat_template(const Engine& e) {
     if (!w.empty()) std::fprintf(stderr, "lazyllm: warning: %s\n", w.c_str());
 }
 
+void warn_double_bos(const Tokenizer& tok, std::span<const TokenId> ids) {
+    const auto bos = tok.bos();
+    if (!bos || ids.size() < 2 || ids[0] != *bos || ids[1] != *bos) return;
+    std::fprintf(stderr,
+                 "lazyllm: warning: the prompt starts with two BOS tokens: the text begins with "
+                 "%s and the tokenizer adds one (tokenizer.ggml.add_bos_token); drop the text's\n",
+                 tok.token_text(*bos).c_str());
+}
+
 void warn_task_prompts(const Engine& e) {
     if (eval::wraps_chat(e)) {
         warn_chat_template(e);

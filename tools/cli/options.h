@@ -1,10 +1,10 @@
 // Flags shared by run, bench and eval: model / threads, sampling, pruning policy and schedule.
 #pragma once
 
+#include <CLI/CLI.hpp>
+#include <span>
 #include <string>
 #include <string_view>
-
-#include <CLI/CLI.hpp>
 
 #include "lazyllm/engine.h"
 
@@ -28,6 +28,9 @@ void add_chat_template_flag(CLI::App& app, EngineFlags& f);
 // The one-line stderr warning when the engine's chat format is a fallback (the GGUF has no
 // tokenizer.chat_template or one we do not know): which format and why.
 void warn_chat_template(const Engine& e);
+// A one-line warning when `ids` start with two BOS tokens (the text's own <bos> and the one the
+// tokenizer adds), as llama.cpp warns.
+void warn_double_bos(const Tokenizer& tok, std::span<const TokenId> ids);
 // eval and tune: the chat-format warning where task prompts are wrapped (eval::wraps_chat),
 // else a note that they go in as plain text.
 void warn_task_prompts(const Engine& e);
