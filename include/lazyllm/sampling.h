@@ -16,13 +16,17 @@ struct SamplingParams {
     // CTRL-style (Keskar et al. 2019, as llama.cpp / HF): for each distinct token among the last
     // repeat_last_n tokens of the history, logit > 0 ? logit / p : logit * p. 1: off.
     float repetition_penalty = 1.0f;
-    int repeat_last_n = 64;  // 0: off
+    // OpenAI's penalties over the same window, after the repetition penalty, as llama.cpp's
+    // penalties sampler: logit -= count * frequency_penalty + (count > 0) * presence_penalty.
+    float presence_penalty = 0.0f;   // 0: off
+    float frequency_penalty = 0.0f;  // 0: off
+    int repeat_last_n = 64;          // 0: off; the window of all three penalties
     uint64_t seed = 0;       // 0: random seed from std::random_device
 };
 
 // Checks every field against its range; the error names the field, its allowed range and the
 // value given. temperature >= 0, top_k >= 0, top_p in (0, 1], min_p in [0, 1),
-// repetition_penalty > 0, repeat_last_n >= 0.
+// repetition_penalty > 0, presence_penalty and frequency_penalty finite, repeat_last_n >= 0.
 Status validate(const SamplingParams& params);
 
 }  // namespace lazyllm

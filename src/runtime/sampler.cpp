@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "base/check.h"
 
@@ -31,6 +32,13 @@ Status validate(const SamplingParams& params) {
                           "repetition_penalty must be > 0 and finite (1 means off), got {}",
                           params.repetition_penalty);
     }
+    for (const auto& [name, v] : {std::pair{"presence_penalty", params.presence_penalty},
+                                  std::pair{"frequency_penalty", params.frequency_penalty}}) {
+        if (!std::isfinite(v)) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "{} must be finite (0 means off), got {}", name, v);
+        }
+    }
     if (params.repeat_last_n < 0) {
         return make_error(ErrorCode::kInvalidArgument,
                           "repeat_last_n must be >= 0 (0 means off), got {}", params.repeat_last_n);
@@ -58,23 +66,28 @@ Sampler::Sampler(SamplingParams params) : params_(params) {
 
 double Sampler::next_uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
-void Sampler::apply_repetition_penalty(std::span<const TokenId> history) {
+void Sampler::apply_penalties(std::span<const TokenId> history) {
     const float penalty = params_.repetition_penalty;
-    if (penalty == 1.0f || params_.repeat_last_n == 0 || history.empty()) return;
+    const float presence = params_.presence_penalty, frequency = params_.frequency_penalty;
+    if ((penalty == 1.0f && presence == 0.0f && frequency == 0.0f) || params_.repeat_last_n == 0 ||
+        history.empty()) {
+        return;
+    }
     const auto n_vocab = static_cast<TokenId>(cands_.size());
     const size_t n_last = std::min(history.size(), static_cast<size_t>(params_.repeat_last_n));
     std::span<const TokenId> last = history.last(n_last);
-    // cands_ is still in id order here, so cands_[id] is token id. A token repeated in the window
-    // is penalized once (llama.cpp counts occurrences but applies the repeat penalty once; HF
-    // gathers and scatters by id, which is also once).
     for (TokenId id : last) {
-        if (id < 0 || id >= n_vocab || seen_[id]) continue;
-        seen_[id] = 1;
+        if (id >= 0 && id < n_vocab) ++count_[id];
+    }
+    // cands_ is still in id order here, so cands_[id] is token id. Each distinct token of the
+    // window once: the repeat penalty whatever its count (llama.cpp; HF's gather/scatter by id
+    // too), then the frequency penalty per occurrence and the presence penalty.
+    for (TokenId id : last) {
+        if (id < 0 || id >= n_vocab || count_[id] == 0) continue;
         float& logit = cands_[id].logit;
         logit = logit > 0.0f ? logit / penalty : logit * penalty;
-    }
-    for (TokenId id : last) {
-        if (id >= 0 && id < n_vocab) seen_[id] = 0;
+        logit -= static_cast<float>(count_[id]) * frequency + presence;
+        count_[id] = 0;
     }
 }
 
@@ -93,7 +106,7 @@ TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> 
     const size_t n_vocab = logits.size();
     if (cands_.size() != n_vocab) {
         cands_.resize(n_vocab);
-        seen_.assign(n_vocab, 0);
+        count_.assign(n_vocab, 0);
     }
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
     for (size_t i = 0; i < n_vocab; ++i) {
@@ -104,7 +117,7 @@ TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> 
         if (id >= 0 && static_cast<size_t>(id) < n_vocab)
             cands_[static_cast<size_t>(id)].logit = kNegInf;
     }
-    apply_repetition_penalty(history);
+    apply_penalties(history);
 
     if (params_.temperature <= 0.0f) return argmax();
 

@@ -1,6 +1,6 @@
-// Token sampler: repetition penalty, greedy, top-k, temperature softmax, top-p, min-p and a
-// seeded draw, in the order of llama.cpp's sampler chain (common/sampling.cpp) with temperature
-// folded into the softmax before top-p / min-p as in HF's logits processors
+// Token sampler: repetition, frequency and presence penalties, greedy, top-k, temperature softmax,
+// top-p, min-p and a seeded draw, in the order of llama.cpp's sampler chain (common/sampling.cpp)
+// with temperature folded into the softmax before top-p / min-p as in HF's logits processors
 // (transformers/generation/logits_process.py).
 #pragma once
 
@@ -45,7 +45,7 @@ private:
         TokenId id;
     };
 
-    void apply_repetition_penalty(std::span<const TokenId> history);
+    void apply_penalties(std::span<const TokenId> history);
     TokenId argmax() const;
     // Uniform double in [0, 1) from the top 53 bits of one mt19937_64 output: the same on every
     // standard library (std::uniform_real_distribution is not).
@@ -55,7 +55,7 @@ private:
     uint64_t seed_ = 0;
     std::mt19937_64 rng_;
     std::vector<Candidate> cands_;  // [n_vocab], candidates; a prefix of n_cand survives filters
-    std::vector<uint8_t> seen_;     // [n_vocab], scratch for the penalty (all zero between calls)
+    std::vector<int32_t> count_;    // [n_vocab], scratch of the penalties (all zero between calls)
     std::vector<TokenId> banned_;
 };
 

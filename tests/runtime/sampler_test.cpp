@@ -117,6 +117,31 @@ TEST(Sampler, GreedyIsArgmax) {
     }
 }
 
+// Presence and frequency penalties (llama.cpp's penalties sampler): over the last repeat_last_n
+// tokens, after the repetition penalty, count x frequency + presence off each token's logit.
+TEST(Sampler, PresenceAndFrequencyPenaltiesOverTheWindow) {
+    const std::vector<float> logits = {3.0f, 2.9f, 2.0f, 1.0f};
+    // The window (the last 4): 0 twice, 1 and 2 once; 3 is older, outside it.
+    const std::vector<TokenId> history = {3, 0, 2, 1, 0};
+    SamplingParams p;
+    p.repeat_last_n = 4;
+    p.frequency_penalty = 0.4f;  // 0: 3 - 0.8 = 2.2, 1: 2.9 - 0.4 = 2.5, 2: 1.6
+    EXPECT_EQ(Sampler(p).sample(logits, history), 1);
+    p.frequency_penalty = 0.0f;
+    p.presence_penalty = 0.95f;  // 0: 2.05, 1: 1.95, 2: 1.05, 3: 1.0
+    EXPECT_EQ(Sampler(p).sample(logits, history), 0);
+    p.presence_penalty = 2.1f;  // 0: 0.9, 1: 0.8, 2: -0.1, 3 (outside the window): 1.0
+    EXPECT_EQ(Sampler(p).sample(logits, history), 3);
+    p.presence_penalty = -5.0f;  // negative: favours what was said (0, 1, 2: 5; 3: 4)
+    const std::vector<float> flat = {0.0f, 0.0f, 0.0f, 4.0f};
+    EXPECT_EQ(Sampler(p).sample(flat, history), 0);
+    p.presence_penalty = 0.2f;  // after the repetition penalty: 0: 3 / 3 - 0.2, 3: 1.0
+    p.repetition_penalty = 3.0f;
+    EXPECT_EQ(Sampler(p).sample(logits, history), 3);
+    p.presence_penalty = std::numeric_limits<float>::infinity();
+    EXPECT_FALSE(validate(p).ok());
+}
+
 // --ignore-eos: banned ids are never drawn, greedy or sampled, however likely.
 TEST(Sampler, BannedTokensAreNeverSampled) {
     std::vector<float> logits = {0.0f, 9.0f, 1.0f, 8.5f, 0.5f};

@@ -38,6 +38,7 @@ TEST(ApiRequest, ChatFieldsAreRead) {
         {"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],
         "max_tokens":7,"temperature":0,"top_p":0.5,"top_k":3,"min_p":0.1,"seed":42,
         "stop":["a","b"],"stream":true,"stream_options":{"include_usage":true},"n":1,
+        "presence_penalty":0.5,"frequency_penalty":-1.5,
         "lazyllm":{"policy":"lazy","preset":"fast","layers":[8,18],"keep":"0.5,0.2","revive_max":"all",
                    "keep_recent":8,"min_context":100,"repair":false}})");
     ASSERT_EQ(r.messages.size(), 2u);
@@ -49,6 +50,8 @@ TEST(ApiRequest, ChatFieldsAreRead) {
     EXPECT_EQ(r.sampling.top_k, 3);
     EXPECT_FLOAT_EQ(r.sampling.min_p, 0.1f);
     EXPECT_EQ(r.sampling.seed, 42u);
+    EXPECT_EQ(r.sampling.presence_penalty, 0.5f);
+    EXPECT_EQ(r.sampling.frequency_penalty, -1.5f);
     EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
     EXPECT_TRUE(r.stream);
     EXPECT_TRUE(r.include_usage);
@@ -211,6 +214,10 @@ TEST(ApiRequest, WrongTypesNameTheField) {
         {R"({"messages":[{"role":"user","content":"x"}],"top_k":-1})", "top_k"},
         {R"({"messages":[{"role":"user","content":"x"}],"min_p":1})", "min_p"},
         {R"({"messages":[{"role":"user","content":"x"}],"seed":"1"})", "seed"},
+        {R"({"messages":[{"role":"user","content":"x"}],"presence_penalty":2.5})",
+         "presence_penalty"},
+        {R"({"messages":[{"role":"user","content":"x"}],"frequency_penalty":"1"})",
+         "frequency_penalty"},
         {R"({"messages":[{"role":"user","content":"x"}],"stop":5})", "stop"},
         {R"({"messages":[{"role":"user","content":"x"}],"stop":["a",1]})", "stop[1]"},
         {R"({"messages":[{"role":"user","content":"x"}],"stream":"yes"})", "stream"},
@@ -253,7 +260,6 @@ TEST(ApiRequest, UnsupportedFeaturesAreRefused) {
         R"({"messages":[{"role":"tool","content":"x"}]})",
         R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
         R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})",
-        R"({"messages":[{"role":"user","content":"x"}],"presence_penalty":0.5})",
         R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
     };
     for (const char* b : bodies) {

@@ -129,7 +129,14 @@ void add_sampling_flags(CLI::App& app, SamplingParams& s) {
     app.add_option("--top-p", s.top_p, "Top-p nucleus, 1 = off (default 0.95)");
     app.add_option("--min-p", s.min_p, "Min-p, 0 = off (default 0.05)");
     app.add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty, 1 = off (default 1)");
-    app.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the penalty looks back over (default 64)");
+    app.add_option(
+        "--presence-penalty", s.presence_penalty,
+        "Presence penalty: subtracted once from each token of the window, 0 = off (default 0)");
+    app.add_option(
+        "--frequency-penalty", s.frequency_penalty,
+        "Frequency penalty: subtracted per occurrence in the window, 0 = off (default 0)");
+    app.add_option("--repeat-last-n", s.repeat_last_n,
+                   "Tokens the penalties look back over (default 64)");
     // Parsed as uint64_t, so every seed printed (0 to 2^64 - 1) can be given back.
     app.add_option_function<std::string>(
            "--seed", [&s](const std::string& v) { s.seed = v == "-1" ? 0 : parse_seed(v); },

@@ -124,11 +124,11 @@ std::optional<ApiError> read_common(const json& j, GenRequest& r) {
     }
     if (auto v = f.number("repeat_penalty", 1e-3, 100.0)) r.sampling.repetition_penalty = static_cast<float>(*v);
     if (auto v = f.integer("repeat_last_n", 0, 1 << 20)) r.sampling.repeat_last_n = static_cast<int>(*v);
-    for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-        if (auto v = f.number(key, -2.0, 2.0); v && *v != 0.0) {
-            return unsupported(key, fmt::format("a non-zero '{}'", key));
-        }
-    }
+    // OpenAI's range; applied as llama-server does, over the last repeat_last_n tokens.
+    if (auto v = f.number("presence_penalty", -2.0, 2.0))
+        r.sampling.presence_penalty = static_cast<float>(*v);
+    if (auto v = f.number("frequency_penalty", -2.0, 2.0))
+        r.sampling.frequency_penalty = static_cast<float>(*v);
     if (auto v = f.boolean("stream")) r.stream = *v;
     if (auto v = f.boolean("ignore_eos")) r.ignore_eos = *v;
     if (auto v = f.boolean("cache_prompt")) r.cache_prompt = *v;
