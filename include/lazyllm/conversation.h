@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lazyllm/result.h"
@@ -19,8 +20,19 @@
 
 namespace lazyllm {
 
+// One generated token's log-probability under the model: the log-softmax of its logits, before
+// penalties, temperature and filters (vLLM's default), and the most likely tokens there.
+struct TokenLogprob {
+    TokenId id = 0;
+    float logprob = 0.0f;
+    std::vector<std::pair<TokenId, float>> top;  // TurnOptions::logprobs of them, most likely first
+};
+
 struct TurnOptions {
     int max_new_tokens = 256;
+    // -1: off; k in [0, 20]: each generated token's TokenLogprob, with its k most likely
+    // alternatives (TurnDelta::logprobs).
+    int logprobs = -1;
     SamplingParams sampling;
     std::vector<std::string> stop;  // stop strings (not included in the output)
     bool ignore_eos = false;        // never sample an end-of-generation token (llama-server's)
@@ -42,6 +54,9 @@ struct TurnStats {
 
 struct TurnDelta {
     std::string text;  // newly complete UTF-8 text (may be empty)
+    // TurnOptions::logprobs >= 0: the token this call emitted (text may come later: a stop
+    // string or an unfinished UTF-8 sequence holds it back).
+    std::vector<TokenLogprob> logprobs;
     bool done = false;
 };
 

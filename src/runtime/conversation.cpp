@@ -4,11 +4,50 @@
 #include "lazyllm/conversation.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
 
 #include "base/check.h"
 #include "runtime/conversation_impl.h"
 
 namespace lazyllm {
+
+namespace {
+
+// The log-softmax of `logits` at `id`, and the k largest (ties to the lower id; NaN as -inf).
+TokenLogprob logprob_of(std::span<const float> logits, TokenId id, int k,
+                        std::vector<int32_t>& order) {
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    auto at = [&](size_t i) { return std::isnan(logits[i]) ? kNegInf : logits[i]; };
+    float max = kNegInf;
+    for (size_t i = 0; i < logits.size(); ++i) max = std::max(max, at(i));
+    double sum = 0.0;
+    for (size_t i = 0; i < logits.size(); ++i) sum += std::exp(static_cast<double>(at(i) - max));
+    const auto lse = static_cast<float>(max + std::log(sum));
+    TokenLogprob r;
+    r.id = id;
+    r.logprob = at(static_cast<size_t>(id)) - lse;
+    const auto n_top = std::min<size_t>(static_cast<size_t>(std::max(k, 0)), logits.size());
+    if (n_top == 0) return r;
+    order.resize(logits.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(
+        order.begin(), order.begin() + static_cast<ptrdiff_t>(n_top), order.end(),
+        [&](int32_t a, int32_t b) { return at(a) > at(b) || (at(a) == at(b) && a < b); });
+    for (size_t i = 0; i < n_top; ++i)
+        r.top.emplace_back(order[i], at(static_cast<size_t>(order[i])) - lse);
+    return r;
+}
+
+// Samples `next` from the last step's logits (and its log-probabilities when asked).
+void sample_next(Conversation::Impl& c) {
+    c.next = c.sampler->sample(c.logits, c.history);
+    if (c.opts.logprobs >= 0)
+        c.next_logprob = logprob_of(c.logits, c.next, c.opts.logprobs, c.top_order);
+}
+
+}  // namespace
 
 Conversation::Conversation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Conversation::~Conversation() = default;
@@ -47,6 +86,10 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
                           opts.max_new_tokens);
     }
     LAZYLLM_TRY(validate(opts.sampling));
+    if (opts.logprobs < -1 || opts.logprobs > 20) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "logprobs must be in [0, 20] (-1: off), got {}", opts.logprobs);
+    }
     const auto n_prompt = static_cast<int64_t>(prompt.size());
     if (n_prompt + opts.max_new_tokens > n_ctx()) {
         return make_error(ErrorCode::kOutOfRange,
@@ -101,7 +144,7 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
         c.stats.prefill_fraction_computed =
             static_cast<double>(suffix_pairs) / (static_cast<double>(suffix.size()) * L);
     }
-    c.next = c.sampler->sample(c.logits, c.history);
+    sample_next(c);
     c.stats.ttft_ms = c.turn_timer.elapsed_ms();
     c.decode_timer.reset();
     c.in_turn = true;
@@ -134,6 +177,7 @@ bool emit(Conversation::Impl& c, TurnDelta& d) {
     if (!c.opts.ignore_eos && c.tok->is_end_of_generation(c.next)) return finish("eos", true);
     c.generated.push_back(c.next);
     c.history.push_back(c.next);
+    if (c.opts.logprobs >= 0) d.logprobs.push_back(std::move(c.next_logprob));
     d.text = c.stops->push(c.stream->push(c.next));
     if (c.stops->matched()) return finish("stop", false);
     if (static_cast<int>(c.generated.size()) >= c.opts.max_new_tokens) return finish("length", true);
@@ -143,7 +187,7 @@ bool emit(Conversation::Impl& c, TurnDelta& d) {
 
 void after_step(Conversation::Impl& c, int64_t revived) {
     c.stats.revived += revived;
-    c.next = c.sampler->sample(c.logits, c.history);
+    sample_next(c);
     c.stats.n_gen = static_cast<int64_t>(c.generated.size());
 }
 

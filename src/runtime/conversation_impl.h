@@ -43,6 +43,8 @@ struct Conversation::Impl {
     std::vector<TokenId> history;    // prompt + generated, for the repetition penalty
     std::vector<TokenId> generated;  // this turn's ids
     TokenId next = 0;                // sampled, not yet emitted (or emitted, step_due)
+    TokenLogprob next_logprob;       // of `next`, when opts.logprobs >= 0
+    std::vector<int32_t> top_order;  // scratch of the top logprobs
     // `next` went out and the turn goes on: the next call runs the step on it first. A token's
     // text leaves as soon as it is sampled, before the step that follows it (which may revive
     // every token the prompt step deferred).

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,68 @@ TEST(Conversation, TheSamePromptAgainSamplesFromItsPromptStep) {
         run_turn(c, prompt, 2);
         EXPECT_EQ(c.stats().n_cached, 10);
     }
+}
+
+// TurnOptions::logprobs: each emitted token's log-softmax and its k most likely alternatives
+// (greedy picks the first of them), in start_turn/next and in next_batch alike.
+TEST(Conversation, LogprobsOfEachEmittedToken) {
+    auto engine = tiny_engine("lazyllm_conv_logprobs.gguf");
+    ASSERT_NE(engine, nullptr);
+    const std::vector<TokenId> prompt = prompt_ids(20, engine->summary().n_vocab);
+    std::vector<std::vector<TokenLogprob>> runs;
+    for (bool batched : {false, true}) {
+        auto conv = engine->open_conversation(PruneOptions{}, 64);
+        ASSERT_TRUE(conv.ok());
+        Conversation* c = conv->get();
+        TurnOptions to;
+        to.max_new_tokens = 5;
+        to.ignore_eos = true;
+        to.logprobs = 3;
+        ASSERT_TRUE(c->start_turn(prompt, to).ok());
+        std::vector<TokenLogprob> got;
+        std::vector<TurnDelta> deltas;
+        for (int calls = 0; calls < 12; ++calls) {
+            TurnDelta d;
+            if (batched) {
+                ASSERT_TRUE(
+                    Conversation::next_batch(std::span<Conversation* const>(&c, 1), deltas).ok());
+                d = deltas[0];
+            } else {
+                auto r = c->next();
+                ASSERT_TRUE(r.ok());
+                d = *r;
+            }
+            for (const TokenLogprob& t : d.logprobs) got.push_back(t);
+            if (d.done) break;
+        }
+        ASSERT_EQ(got.size(), 5u);
+        for (size_t i = 0; i < got.size(); ++i) {
+            const TokenLogprob& t = got[i];
+            EXPECT_EQ(t.id, c->generated()[i]);
+            ASSERT_EQ(t.top.size(), 3u);
+            EXPECT_EQ(t.top[0].first, t.id) << "greedy takes the most likely";
+            EXPECT_EQ(t.top[0].second, t.logprob);
+            EXPECT_LE(t.logprob, 0.0f);
+            EXPECT_GE(t.top[0].second, t.top[1].second);
+            EXPECT_GE(t.top[1].second, t.top[2].second);
+            EXPECT_LE(
+                std::exp(t.top[0].second) + std::exp(t.top[1].second) + std::exp(t.top[2].second),
+                1.0001f);
+        }
+        runs.push_back(got);
+    }
+    for (size_t i = 0; i < 5; ++i) EXPECT_EQ(runs[0][i].logprob, runs[1][i].logprob);
+
+    auto conv = engine->open_conversation(PruneOptions{}, 64);
+    ASSERT_TRUE(conv.ok());
+    TurnOptions off;
+    off.max_new_tokens = 2;
+    ASSERT_TRUE((*conv)->start_turn(prompt, off).ok());
+    auto d = (*conv)->next();
+    ASSERT_TRUE(d.ok());
+    EXPECT_TRUE(d->logprobs.empty());
+    off.logprobs = 21;
+    EXPECT_FALSE((*conv)->start_turn(prompt, off).ok());
 }
 
 // ignore_eos bans the end-of-generation tokens (llama.cpp's --ignore-eos): on a model whose EOS

@@ -253,13 +253,33 @@ TEST(ApiRequest, WrongTypesNameTheField) {
     }
 }
 
+// Chat: logprobs true with top_logprobs alternatives; completions: logprobs N.
+TEST(ApiRequest, LogprobsInBothForms) {
+    const std::string msg = R"({"messages":[{"role":"user","content":"x"}],)";
+    EXPECT_EQ(chat_ok(msg + R"("logprobs":true,"top_logprobs":5})").logprobs, 5);
+    EXPECT_EQ(chat_ok(msg + R"("logprobs":true})").logprobs, 0);
+    EXPECT_EQ(chat_ok(msg + R"("logprobs":false,"top_logprobs":0})").logprobs, -1);
+    EXPECT_EQ(chat_ok(msg + R"("logprobs":null})").logprobs, -1);
+    EXPECT_EQ(chat_err(msg + R"("top_logprobs":3})").param, "top_logprobs");
+    EXPECT_EQ(chat_err(msg + R"("logprobs":true,"top_logprobs":21})").param, "top_logprobs");
+    EXPECT_EQ(chat_err(msg + R"("logprobs":1})").param, "logprobs");
+    auto c = parse_completion_request(R"({"prompt":"x","logprobs":3})");
+    ASSERT_TRUE(std::holds_alternative<GenRequest>(c));
+    EXPECT_EQ(std::get<GenRequest>(c).logprobs, 3);
+    c = parse_completion_request(R"({"prompt":"x","logprobs":true})");
+    ASSERT_TRUE(std::holds_alternative<ApiError>(c));
+    EXPECT_EQ(std::get<ApiError>(c).param, "logprobs");
+    c = parse_completion_request(R"({"prompt":"x","top_logprobs":2})");
+    ASSERT_TRUE(std::holds_alternative<ApiError>(c));
+    EXPECT_EQ(std::get<ApiError>(c).code, "unsupported");
+}
+
 TEST(ApiRequest, UnsupportedFeaturesAreRefused) {
     const char* bodies[] = {
         R"({"messages":[{"role":"user","content":"x"}],"n":2})",
         R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})",
         R"({"messages":[{"role":"tool","content":"x"}]})",
         R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
-        R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})",
         R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
     };
     for (const char* b : bodies) {
@@ -282,8 +302,8 @@ TEST(ApiRequest, OpenAiFieldsNullOrNeutralAreAccepted) {
           R"("metadata":{"k":"v"})", R"("store":false)"}) {
         chat_ok(msg + field + "}");
     }
-    for (const char* field : {R"("logit_bias":{"42":5})", R"("top_logprobs":3)",
-                              R"("modalities":["text","audio"])", R"("audio":{"voice":"x"})"}) {
+    for (const char* field : {R"("logit_bias":{"42":5})", R"("modalities":["text","audio"])",
+                              R"("audio":{"voice":"x"})"}) {
         ApiError e = chat_err(msg + field + "}");
         EXPECT_EQ(e.code, "unsupported") << field;
     }

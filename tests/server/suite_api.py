@@ -54,6 +54,36 @@ def chat_stream(srv):
     assert finish in ("stop", "length") and usage and usage.completion_tokens > 0
 
 
+def logprobs(srv):
+    """logprobs through the openai package: chat's content entries (with top_logprobs), streamed
+    and not, and completions' tokens / token_logprobs / top_logprobs / text_offset; greedy picks
+    each position's most likely token, and the entries spell the answer."""
+    c = client(srv)
+    r = c.chat.completions.create(model="any", messages=MSG, max_tokens=8, temperature=0,
+                                  logprobs=True, top_logprobs=3)
+    content = r.choices[0].logprobs.content
+    assert len(content) == r.usage.completion_tokens, (len(content), r.usage)
+    assert "".join(e.token for e in content) == r.choices[0].message.content
+    for e in content:
+        assert len(e.top_logprobs) == 3 and e.top_logprobs[0].token == e.token, e
+        assert e.logprob <= 0 and e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob
+        assert bytes(e.bytes).decode("utf-8", "replace") == e.token
+    streamed = []
+    for chunk in c.chat.completions.create(model="any", messages=MSG, max_tokens=8, temperature=0,
+                                           logprobs=True, top_logprobs=3, stream=True):
+        for ch in chunk.choices:
+            streamed += (ch.logprobs.content or []) if ch.logprobs else []
+    assert [(e.token, e.logprob) for e in streamed] == [(e.token, e.logprob) for e in content]
+    plain = c.chat.completions.create(model="any", messages=MSG, max_tokens=4, temperature=0)
+    assert plain.choices[0].logprobs is None
+    t = c.completions.create(model="any", prompt="The capital of France is", max_tokens=5,
+                             temperature=0, logprobs=2).choices[0]
+    lp = t.logprobs
+    assert "".join(lp.tokens) == t.text and len(lp.token_logprobs) == len(lp.tokens)
+    assert lp.text_offset == [sum(len(x.encode()) for x in lp.tokens[:i]) for i in range(len(lp.tokens))]
+    assert all(len(top) <= 2 and max(top.values()) == v for top, v in zip(lp.top_logprobs, lp.token_logprobs))
+
+
 def completions(srv):
     c = client(srv)
     r = c.completions.create(model="any", prompt="The capital of France is", max_tokens=6, temperature=0)
@@ -303,6 +333,7 @@ def run(lazyllm, checks):
         checks.run("chat (openai package)", chat_basic, srv)
         checks.run("chat streaming with include_usage", chat_stream, srv)
         checks.run("completions, streamed and not", completions, srv)
+        checks.run("logprobs, chat and completions, streamed and not", logprobs, srv)
         checks.run("stop strings and seeds", stop_and_seed, srv)
         checks.run("lazyllm extension: policy, schedule, errors", lazy_extension, srv)
         checks.run("models, tokenize, detokenize", models_and_tokens, srv)

@@ -1,7 +1,7 @@
 // Request parsing for the OpenAI-compatible API. Field rules follow OpenAI's API reference
 // (platform.openai.com/docs/api-reference/chat/create) and llama-server's extensions
 // (tools/server/README.md in llama.cpp: n_predict, cache_prompt, repeat_penalty, ...).
-// Fields the engine cannot honour (n > 1, tools, images, logprobs) are refused, not ignored.
+// Fields the engine cannot honour (n > 1, tools, images) are refused, not ignored.
 #include "server/api_request.h"
 
 #include <fmt/format.h>
@@ -90,7 +90,7 @@ std::optional<ApiError> read_stop(const json& obj, std::vector<std::string>& out
     return std::nullopt;
 }
 
-std::optional<ApiError> read_openai_hints(const json& j);
+std::optional<ApiError> read_openai_hints(const json& j, Endpoint endpoint);
 
 // Fields common to both endpoints. `known` gathers the names read here.
 std::optional<ApiError> read_common(const json& j, GenRequest& r) {
@@ -149,15 +149,26 @@ std::optional<ApiError> read_common(const json& j, GenRequest& r) {
         if (auto* e = std::get_if<ApiError>(&p)) return *e;
         r.prune = std::get<LazyExtension>(p);
     }
-    if (const json* lp = f.get("logprobs"); lp && !(lp->is_boolean() && !lp->get<bool>())) {
-        return unsupported("logprobs", "logprobs");
+    if (r.endpoint == Endpoint::kChat) {
+        // OpenAI's chat form: logprobs true, top_logprobs alternatives (0 to 20).
+        const auto lp = f.boolean("logprobs");
+        const auto top = f.integer("top_logprobs", 0, 20);
+        if (f.err) return f.err;
+        if (top && *top > 0 && !lp.value_or(false)) {
+            return bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        }
+        if (lp.value_or(false)) r.logprobs = static_cast<int>(top.value_or(0));
+    } else {
+        // The completions form: logprobs N, the N most likely alternatives (OpenAI takes up to 5).
+        if (auto n = f.integer("logprobs", 0, 20)) r.logprobs = static_cast<int>(*n);
+        if (f.err) return f.err;
     }
-    return read_openai_hints(j);
+    return read_openai_hints(j, r.endpoint);
 }
 
 // OpenAI fields this server has no use for: accepted where they change nothing here (null, the
 // neutral value, or a hint that does not change the output), refused as unsupported otherwise.
-std::optional<ApiError> read_openai_hints(const json& j) {
+std::optional<ApiError> read_openai_hints(const json& j, Endpoint endpoint) {
     const auto given = [&j](const char* key) -> const json* {
         auto it = j.find(key);
         return it == j.end() || it->is_null() ? nullptr : &*it;
@@ -166,8 +177,10 @@ std::optional<ApiError> read_openai_hints(const json& j) {
         return unsupported("logit_bias", "logit_bias");
     }
     if (const json* v = given("top_logprobs");
-        v && !(v->is_number_integer() && v->get<int64_t>() == 0)) {
-        return unsupported("top_logprobs", "logprobs");
+        endpoint == Endpoint::kCompletion && v &&
+        !(v->is_number_integer() && v->get<int64_t>() == 0)) {
+        return unsupported("top_logprobs",
+                           "top_logprobs (the completions endpoint takes logprobs: N)");
     }
     if (const json* v = given("modalities")) {
         const bool text_only =

@@ -62,6 +62,7 @@ struct GenRequest {
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
     bool ignore_eos = false;
+    int logprobs = -1;           // -1: off; k: each token's logprob and k alternatives
     bool cache_prompt = true;    // llama-server's switch: false computes the prompt afresh
     std::optional<LazyExtension> prune;  // the "lazyllm" extension; none: the server's default
     std::string model;

@@ -3,6 +3,8 @@
 // prompt_per_token_ms, prompt_per_second, predicted_n, ...).
 #include "server/api_response.h"
 
+#include <algorithm>
+
 namespace lazyllm::server {
 
 using json = nlohmann::json;
@@ -53,10 +55,48 @@ json timings_json(const TurnStats& s, const std::string& policy, const std::stri
                 {"schedule", schedule}};
 }
 
+json logprobs_json(Endpoint endpoint, const Tokenizer& tok, std::span<const TokenLogprob> tokens,
+                   int64_t& offset) {
+    auto value = [](float lp) { return std::max(lp, -9999.0f); };
+    if (endpoint == Endpoint::kChat) {
+        auto entry = [&](TokenId id, float lp) {
+            const std::string piece = tok.token_to_piece(id, /*render_special=*/true);
+            json bytes = json::array();
+            for (char c : piece) bytes.push_back(static_cast<uint8_t>(c));
+            return json{{"token", piece}, {"logprob", value(lp)}, {"bytes", std::move(bytes)}};
+        };
+        json content = json::array();
+        for (const TokenLogprob& t : tokens) {
+            json e = entry(t.id, t.logprob);
+            e["top_logprobs"] = json::array();
+            for (const auto& [id, lp] : t.top) e["top_logprobs"].push_back(entry(id, lp));
+            content.push_back(std::move(e));
+        }
+        return json{{"content", std::move(content)}, {"refusal", nullptr}};
+    }
+    json pieces = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+    for (const TokenLogprob& t : tokens) {
+        const std::string piece = tok.token_to_piece(t.id, /*render_special=*/true);
+        pieces.push_back(piece);
+        lps.push_back(value(t.logprob));
+        json top = json::object();
+        for (const auto& [id, lp] : t.top) top[tok.token_to_piece(id, true)] = value(lp);
+        tops.push_back(std::move(top));
+        offsets.push_back(offset);
+        offset += static_cast<int64_t>(piece.size());
+    }
+    return json{{"tokens", pieces},
+                {"token_logprobs", lps},
+                {"top_logprobs", tops},
+                {"text_offset", offsets}};
+}
+
 json completion_json(const ResponseHead& h, const std::string& text, const TurnStats& s,
-                     const std::string& policy, const std::string& schedule) {
+                     const std::string& policy, const std::string& schedule, json logprobs) {
     json j = head_json(h, false);
-    json choice = {{"index", 0}, {"finish_reason", finish_reason(s.stop_reason)}, {"logprobs", nullptr}};
+    json choice = {{"index", 0},
+                   {"finish_reason", finish_reason(s.stop_reason)},
+                   {"logprobs", std::move(logprobs)}};
     if (h.endpoint == Endpoint::kChat) {
         choice["message"] = {{"role", "assistant"}, {"content", text}};
     } else {
@@ -68,9 +108,10 @@ json completion_json(const ResponseHead& h, const std::string& text, const TurnS
     return j;
 }
 
-json chunk_json(const ResponseHead& h, const std::string& text, bool first, const std::string& finish) {
+json chunk_json(const ResponseHead& h, const std::string& text, bool first,
+                const std::string& finish, json logprobs) {
     json j = head_json(h, true);
-    json choice = {{"index", 0}, {"logprobs", nullptr}};
+    json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}};
     choice["finish_reason"] = finish.empty() ? json(nullptr) : json(finish);
     if (h.endpoint == Endpoint::kChat) {
         json delta = json::object();

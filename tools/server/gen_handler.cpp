@@ -54,6 +54,7 @@ ApiResult<std::shared_ptr<Job>> make_job(HttpServer::Context& ctx, const GenRequ
     job->turn.sampling = r.sampling;
     job->turn.stop = r.stop;
     job->turn.ignore_eos = r.ignore_eos;
+    job->turn.logprobs = r.logprobs;
     if (auto st = validate(r.sampling); !st.ok()) {
         return ApiError{400, st.error().message(), "invalid_request_error", "", ""};
     }
@@ -103,8 +104,14 @@ void respond_whole(HttpServer::Context& ctx, const std::shared_ptr<Job>& job, co
         send_error(res, *job->error);
         return;
     }
-    send_json(res, 200, completion_json(h, job->text, job->stats, job->policy, job->schedule));
-    (void)ctx;
+    json logprobs = nullptr;
+    if (job->turn.logprobs >= 0) {
+        int64_t offset = 0;
+        logprobs = logprobs_json(h.endpoint, ctx.engine->tokenizer(), job->logprobs, offset);
+    }
+    send_json(
+        res, 200,
+        completion_json(h, job->text, job->stats, job->policy, job->schedule, std::move(logprobs)));
 }
 
 // The SSE stream: a chunk per piece of text, the last chunk with finish_reason and timings, the
@@ -113,19 +120,26 @@ void respond_whole(HttpServer::Context& ctx, const std::shared_ptr<Job>& job, co
 struct StreamState {
     std::shared_ptr<Job> job;
     ResponseHead head;
+    const Tokenizer* tok = nullptr;
     bool include_usage = false;
     int fd = -1;
     bool sent_first = false;
+    int64_t text_offset = 0;  // completions' logprobs.text_offset
 };
 
 bool stream_step(StreamState& s, httplib::DataSink& sink) {
     Job& job = *s.job;
     std::string text;
+    std::vector<TokenLogprob> tokens;
     bool done = false, started = false;
     {
         std::unique_lock<std::mutex> lock(job.mu);
-        job.cv.wait_for(lock, kPoll, [&] { return !job.text.empty() || job.done || (job.started && !s.sent_first); });
+        job.cv.wait_for(lock, kPoll, [&] {
+            return !job.text.empty() || !job.logprobs.empty() || job.done ||
+                   (job.started && !s.sent_first);
+        });
         text.swap(job.text);
+        tokens.swap(job.logprobs);
         done = job.done;
         started = job.started;
     }
@@ -134,12 +148,22 @@ bool stream_step(StreamState& s, httplib::DataSink& sink) {
         return false;
     }
     auto write = [&](const std::string& data) { return sink.write(data.data(), data.size()); };
+    // The tokens' logprobs go with the chunk of text taken with them (a stop string or an
+    // unfinished UTF-8 sequence can hold a token's text back to a later chunk).
+    auto logprobs = [&]() -> json {
+        if (job.turn.logprobs < 0 || tokens.empty()) return nullptr;
+        json j = logprobs_json(s.head.endpoint, *s.tok, tokens, s.text_offset);
+        tokens.clear();
+        return j;
+    };
     if ((started || !text.empty()) && !s.sent_first && !(done && job.error)) {
         s.sent_first = true;
-        if (!write(sse(chunk_json(s.head, text, true, "")))) return job.cancelled = true, false;
+        if (!write(sse(chunk_json(s.head, text, true, "", logprobs()))))
+            return job.cancelled = true, false;
         text.clear();
     }
-    if (!text.empty() && !write(sse(chunk_json(s.head, text, false, "")))) {
+    if ((!text.empty() || !tokens.empty()) &&
+        !write(sse(chunk_json(s.head, text, false, "", logprobs())))) {
         job.cancelled = true;
         return false;
     }
@@ -195,6 +219,7 @@ void handle_generate(HttpServer::Context& ctx, const httplib::Request& req, http
     auto state = std::make_shared<StreamState>();
     state->job = job;
     state->head = head;
+    state->tok = &ctx.engine->tokenizer();
     state->include_usage = r.include_usage;
     state->fd = fd;
     res.status = 200;

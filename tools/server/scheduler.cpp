@@ -191,9 +191,10 @@ void Scheduler::advance(const std::vector<Slot*>& slots) {
         Slot& slot = *slots[i];
         Job& job = *slot.job;
         const TurnDelta& d = deltas_[i];
-        if (!d.text.empty()) {
+        if (!d.text.empty() || !d.logprobs.empty()) {
             std::lock_guard<std::mutex> lock(job.mu);
             job.text += d.text;
+            for (const TokenLogprob& t : d.logprobs) job.logprobs.push_back(t);
             job.stats = slot.conv->stats();
         }
         job.cv.notify_all();

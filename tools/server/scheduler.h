@@ -42,6 +42,7 @@ struct Job {
     std::mutex mu;
     std::condition_variable cv;
     std::string text;      // generated text not yet taken by the HTTP thread
+    std::vector<TokenLogprob> logprobs;  // the same for TurnOptions::logprobs
     bool started = false;  // the prompt step ran (TTFT reached)
     bool done = false;
     std::optional<ApiError> error;
