@@ -146,6 +146,37 @@ TEST(Bpe, SpecialTokensLeftmostLongest) {
     EXPECT_EQ(tok->encode("<|im_end|><|im_start|>user", true), (std::vector<TokenId>{2, longer}));
 }
 
+// Thousands of specials sharing a first byte (Gemma 3 has 6,321 starting with '<'): the search
+// walks the sorted texts a byte at a time; leftmost-longest, control ones only with
+// parse_special, a user-defined one inside a longer control one when that one is off.
+TEST(Bpe, ManySpecialsWithOnePrefix) {
+    TinyBpe v(kMerges);
+    const int base = static_cast<int>(v.tokens.size());
+    for (int i = 0; i < 6000; ++i) {
+        v.tokens.push_back("<unused" + std::to_string(i) + ">");
+        v.types.push_back(testing::kControl);
+    }
+    v.tokens.push_back("<un");  // user-defined, a prefix of the control ones
+    v.types.push_back(testing::kUserDefined);
+    auto tok = tokenizer_from(v.writer());
+    ASSERT_TRUE(tok.ok()) << tok.error().message();
+    const TokenId un = tok->n_vocab() - 1;
+    const TokenId x = *tok->find_token("x");
+    EXPECT_EQ(tok->encode("x<unused42>x<unused5999>", true),
+              (std::vector<TokenId>{x, base + 42, x, base + 5999}));
+    EXPECT_EQ(tok->encode("<unused600", true)[0], un);  // no '>': the user-defined prefix
+    const std::vector<TokenId> off = tok->encode("<unused42>", false);
+    EXPECT_EQ(off[0], un);
+    EXPECT_EQ(tok->decode(off), "<unused42>");
+    // 100,000 '<' and 20,000 '<un': each '<' looked up once (it took 38 us each by trying every
+    // candidate); every "<un" becomes the user-defined token.
+    std::string text(100000, '<');
+    for (int i = 0; i < 20000; ++i) text += "<un";
+    const std::vector<TokenId> ids = tok->encode(text, true);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), un), 20000);
+    EXPECT_EQ(tok->decode(ids), text);
+}
+
 TEST(Bpe, StreamingMatchesDecode) {
     Tokenizer tok = bpe_tok();
     const std::string text = "héllo wörld 😀 中文 \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9";
