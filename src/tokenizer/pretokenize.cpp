@@ -4,6 +4,8 @@
 #include <pcre2.h>
 
 #include <array>
+#include <string>
+#include <string_view>
 
 #include "base/check.h"
 
@@ -70,6 +72,35 @@ constexpr const char* kNewlineRunsRegex = R"([^\n]+|\n+)";
 // HF Digits(individual_digits=true): Rust char::is_numeric, i.e. general category N.
 constexpr const char* kDigitRegex = R"(\p{N})";
 
+// HF's regexes run on Oniguruma, whose Unicode \s is U+0009-000D, U+0085 and category Z; PCRE2's
+// (with UCP) also takes U+180E (MONGOLIAN VOWEL SEPARATOR, Cf), which split "\u180e'll" apart
+// where HF keeps "\u180e'" whole. \s and \S are written out as Oniguruma's class.
+std::string with_onig_spaces(std::string_view pattern) {
+    constexpr std::string_view kSpace = R"(\t-\r\x{85}\p{Z})";
+    std::string out;
+    bool in_class = false;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+        const char c = pattern[i];
+        if (c == '\\' && i + 1 < pattern.size()) {
+            const char e = pattern[++i];
+            if (e == 's') {
+                out += in_class ? std::string(kSpace) : "[" + std::string(kSpace) + "]";
+            } else if (e == 'S') {
+                LAZYLLM_CHECK_MSG(!in_class, "\\S inside a character class");
+                out += "[^" + std::string(kSpace) + "]";
+            } else {
+                out += c;
+                out += e;
+            }
+            continue;
+        }
+        if (c == '[') in_class = true;
+        if (c == ']') in_class = false;
+        out += c;
+    }
+    return out;
+}
+
 }  // namespace
 
 struct PreTokenizer::Regex {
@@ -87,8 +118,9 @@ struct PreTokenizer::Regex {
         // UCP: \s, \p{..} and caseless matching by Unicode properties, as HF's onig regexes.
         // MATCH_INVALID_UTF: invalid UTF-8 in the input is never matched instead of an error.
         const uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
-        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED, opts,
-                                &err, &err_off, nullptr);
+        const std::string onig = with_onig_spaces(pattern);
+        r->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(onig.c_str()), PCRE2_ZERO_TERMINATED,
+                                opts, &err, &err_off, nullptr);
         if (r->code == nullptr) {
             std::array<PCRE2_UCHAR, 256> msg{};
             pcre2_get_error_message(err, msg.data(), msg.size());

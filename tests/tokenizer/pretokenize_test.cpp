@@ -26,6 +26,17 @@ std::vector<std::string> split(PreType type, std::string_view text) {
 
 using V = std::vector<std::string>;
 
+// Whitespace as Oniguruma's \s (HF's regex engine): U+0009-000D, U+0085 and category Z, not
+// U+180E, which PCRE2's \s takes.
+TEST(PreTokenize, WhitespaceIsOniguruma) {
+    for (PreType type : {PreType::kGpt2, PreType::kLlama3, PreType::kQwen2}) {
+        EXPECT_EQ(split(type, "\u180e'll"), (V{"\u180e'", "ll"})) << static_cast<int>(type);
+        EXPECT_EQ(split(type, "a\u2028\u3000b")[0], "a") << static_cast<int>(type);
+    }
+    EXPECT_EQ(split(PreType::kGpt2, "a  \u180e"), (V{"a", " ", " \u180e"}));
+    EXPECT_EQ(split(PreType::kGpt2, "a\u0085\u00a0b"), (V{"a", "\u0085", "\u00a0", "b"}));
+}
+
 TEST(PreTokenize, Gpt2) {
     EXPECT_EQ(split(PreType::kGpt2, "Hello world"), (V{"Hello", " world"}));
     EXPECT_EQ(split(PreType::kGpt2, "I'm here, they're"),
