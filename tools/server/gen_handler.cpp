@@ -1,12 +1,12 @@
 // POST /v1/chat/completions and /v1/completions: parse and check the request, tokenize, queue a
 // Job on the scheduler (503 with Retry-After when the queue is full), then either wait for the
 // whole answer or stream it as Server-Sent Events. A client that goes away cancels its job.
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <chrono>
 #include <ctime>
-
-#include <fmt/format.h>
+#include <semaphore>
 
 #include "server/api_response.h"
 #include "server/conn_probe.h"
@@ -19,6 +19,7 @@ using json = nlohmann::json;
 namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(100);
+constexpr size_t kLargePrompt = size_t{1} << 20;
 
 const char* endpoint_path(Endpoint e) {
     return e == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
@@ -38,6 +39,14 @@ ApiResult<std::vector<TokenId>> prompt_tokens(const Engine& engine, const GenReq
         return r.prompt_ids;
     }
     const std::string text = r.endpoint == Endpoint::kChat ? engine.chat_prompt(r.messages) : r.prompt;
+    if (text.size() < kLargePrompt) return tok.encode(text, /*parse_special=*/true);
+    // A large prompt's tokenization takes about a second and, for one long word, up to 55 bytes
+    // of scratch per byte (an 8 MiB body: 450 MB): two at a time, whatever the connections.
+    static std::counting_semaphore<2> large(2);
+    large.acquire();
+    struct Release {
+        ~Release() { large.release(); }
+    } release;
     return tok.encode(text, /*parse_special=*/true);
 }
 
