@@ -1,5 +1,7 @@
 #include "tokenizer/vocab.h"
 
+#include <cmath>
+
 #include "lazyllm/gguf.h"
 
 namespace lazyllm::tokenizer {
@@ -63,7 +65,13 @@ Status read_scores_and_types(const GgufFile& gguf, Vocab& vocab) {
         auto s = scores->as_float_array();
         if (!s.ok()) return key_error(kKeyScores, s.error());
         if (s->size() != n) return length_error(kKeyScores, s->size(), n);
-        for (size_t i = 0; i < n; ++i) vocab.scores[i] = static_cast<float>((*s)[i]);
+        for (size_t i = 0; i < n; ++i) {
+            vocab.scores[i] = static_cast<float>((*s)[i]);
+            // SentencePiece merges by score in a heap: NaN has no order there.
+            if (std::isnan(vocab.scores[i])) {
+                return make_error(ErrorCode::kCorrupt, "{}[{}] is NaN", kKeyScores, i);
+            }
+        }
     }
 
     vocab.types.assign(n, TokenType::kNormal);

@@ -1,6 +1,8 @@
 // Broken or hostile tokenizer metadata: every case must fail with an error naming the key.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "tokenizer/tokenizer_test_util.h"
 
 namespace lazyllm {
@@ -64,6 +66,15 @@ TEST(VocabHostile, ScoresLengthMismatch) {
     GgufWriter w = base();
     w.set_float32_array("tokenizer.ggml.scores", {0.0f, 1.0f});
     expect_error(w, "tokenizer.ggml.scores", ErrorCode::kCorrupt);
+}
+
+TEST(VocabHostile, NanScore) {
+    TinyBpe v({"h e"});
+    std::vector<float> scores(v.tokens.size(), 0.0f);
+    scores[5] = std::numeric_limits<float>::quiet_NaN();
+    GgufWriter w = base();
+    w.set_float32_array("tokenizer.ggml.scores", scores);
+    expect_error(w, "tokenizer.ggml.scores[5] is NaN", ErrorCode::kCorrupt);
 }
 
 TEST(VocabHostile, TokenTypeLengthMismatch) {
