@@ -330,18 +330,19 @@ def flags_under_fields(lazyllm):
 def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "8", "--api-key", KEY,
                 "--max-body", str(MAX_BODY), log_name="api") as srv:
-        checks.run("chat (openai package)", chat_basic, srv)
-        checks.run("chat streaming with include_usage", chat_stream, srv)
-        checks.run("completions, streamed and not", completions, srv)
-        checks.run("logprobs, chat and completions, streamed and not", logprobs, srv)
-        checks.run("stop strings and seeds", stop_and_seed, srv)
-        checks.run("lazyllm extension: policy, schedule, errors", lazy_extension, srv)
-        checks.run("models, tokenize, detokenize", models_and_tokens, srv)
-        checks.run("malformed requests: 400 naming the field", malformed, srv)
-        checks.run("api key 401, body limit 413, 404, page", auth_and_limits, srv)
-        checks.run("batched decode of two streams equals each alone", batched_equals_alone, srv)
-        checks.run("client disconnect frees the slot", disconnect_cancels, srv)
-        checks.run("metrics", metrics, srv)
+        for name, check in (("chat (openai package)", chat_basic),
+                            ("chat streaming with include_usage", chat_stream),
+                            ("completions, streamed and not", completions),
+                            ("logprobs, chat and completions, streamed and not", logprobs),
+                            ("stop strings and seeds", stop_and_seed),
+                            ("lazyllm extension: policy, schedule, errors", lazy_extension),
+                            ("models, tokenize, detokenize", models_and_tokens),
+                            ("malformed requests: 400 naming the field", malformed),
+                            ("api key 401, body limit 413, 404, page", auth_and_limits),
+                            ("batched decode of two streams equals each alone", batched_equals_alone),
+                            ("client disconnect frees the slot", disconnect_cancels),
+                            ("metrics", metrics)):
+            checks.run(name, check, srv)
         checks.run("CORS: any origin by default, a listed few, preflight without the key", cors, srv, lazyllm)
         checks.run("a request's lazyllm fields over serve's pruning flags", flags_under_fields, lazyllm)
         assert srv.alive(), srv.read_log()
