@@ -1,6 +1,7 @@
 #include "server/task_pool.h"
 
 #include <algorithm>
+#include <system_error>
 #include <utility>
 
 namespace lazyllm::server {
@@ -11,17 +12,24 @@ ElasticPool::ElasticPool(size_t min_threads, size_t max_threads,
       max_threads_(std::max<size_t>(max_threads, 1)),
       retire_after_(retire_after) {
     std::lock_guard<std::mutex> lock(mu_);
-    while (threads_.size() < min_threads_) start_thread_locked();
+    while (threads_.size() < min_threads_ && start_thread_locked()) {
+    }
 }
 
 ElasticPool::~ElasticPool() { shutdown(); }
 
-void ElasticPool::start_thread_locked() {
-    std::thread t(&ElasticPool::work, this);
+bool ElasticPool::start_thread_locked() {
+    std::thread t;
+    try {
+        t = std::thread(&ElasticPool::work, this);
+    } catch (const std::system_error&) {
+        return false;  // out of threads (a pids limit, memory): the job waits for a running one
+    }
     const auto id = t.get_id();
     threads_.emplace(id, std::move(t));
     ++starting_;
     peak_ = std::max(peak_, threads_.size());
+    return true;
 }
 
 void ElasticPool::enqueue(std::function<void()> job) {

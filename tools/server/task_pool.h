@@ -33,7 +33,7 @@ public:
     size_t peak_threads() const;  // the most at once since construction
 
 private:
-    void start_thread_locked();
+    bool start_thread_locked();  // false: no thread could be started
     void work();
     void join_ended();  // joins the threads that retired
 
