@@ -5,6 +5,7 @@ Also: a full queue answers 503 with Retry-After."""
 import concurrent.futures as cf
 import json
 import random
+import signal
 import socket
 import threading
 import time
@@ -178,6 +179,20 @@ def idle_connections(srv):
     assert srv.alive(), srv.read_log()
 
 
+def stop_beside_idle_connection(srv):
+    """SIGINT stops the server at once beside an idle keep-alive connection (a browser tab's),
+    which held its thread, and the process, for the idle timeout of 30 s."""
+    s = socket.create_connection(("127.0.0.1", int(srv.port)))
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert s.recv(64).startswith(b"HTTP/1.1 200"), "no answer"
+    t0 = time.time()
+    srv.proc.send_signal(signal.SIGINT)
+    srv.proc.wait(12)
+    assert srv.proc.returncode == 0, (srv.proc.returncode, srv.read_log())
+    print(f"        stopped in {time.time() - t0:.1f} s", flush=True)
+    s.close()
+
+
 def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "4", log_name="load") as srv:
         checks.run(f"{CLIENTS} clients x {REQUESTS} requests: 200/503 only, RSS flat", load, srv)
@@ -187,3 +202,5 @@ def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--queue", "0", log_name="queue0") as srv:
         checks.run("--queue 0: a free slot takes a request", queue_zero, srv)
         checks.run("idle and slow connections do not hold up other clients", idle_connections, srv)
+    with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", log_name="stop") as srv:
+        checks.run("SIGINT beside an idle keep-alive connection stops at once", stop_beside_idle_connection, srv)

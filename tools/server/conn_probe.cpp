@@ -70,6 +70,23 @@ int find_connection_socket(const std::string& remote_addr, int remote_port, int 
     });
 }
 
+int shutdown_connections(int local_port) {
+    int n = 0;
+    find_socket([&](int fd, const sockaddr_storage& local) {
+        sockaddr_storage peer{};
+        socklen_t pl = sizeof(peer);
+        std::string la;
+        int lp = 0;
+        if (addr_port(local, la, lp) && lp == local_port &&
+            getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 &&
+            ::shutdown(fd, SHUT_RDWR) == 0) {
+            ++n;
+        }
+        return false;  // every one
+    });
+    return n;
+}
+
 bool widen_listen_backlog(int local_port, int backlog) {
     return find_socket([&](int fd, const sockaddr_storage& local) {
                int listening = 0;

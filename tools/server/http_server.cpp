@@ -266,6 +266,10 @@ void HttpServer::stop() {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     http_->stop();
+    // httplib's stop() closes the listening socket only; a connection's thread waits out the
+    // idle timeout (30 s) on an idle keep-alive connection, a browser tab's, before listen()
+    // can return.
+    if (port_ > 0) shutdown_connections(port_);
 }
 
 void HttpServer::set_engine(std::unique_ptr<Engine> engine) {
