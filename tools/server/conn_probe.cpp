@@ -31,10 +31,10 @@ bool addr_port(const sockaddr_storage& ss, std::string& addr, int& port) {
     return true;
 }
 
-// Calls fn(fd, local address) for each of this process's IPv4/IPv6 sockets until it returns true;
-// that fd, or -1.
+// Calls fn(fd) for each of this process's IPv4/IPv6 sockets bound to local_port until it
+// returns true; that fd, or -1.
 template <typename F>
-int find_socket(F fn) {
+int find_socket(int local_port, F fn) {
     DIR* dir = opendir("/proc/self/fd");
     if (!dir) return -1;
     int found = -1;
@@ -46,8 +46,12 @@ int find_socket(F fn) {
         if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
         sockaddr_storage local{};
         socklen_t ll = sizeof(local);
-        if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
-        if (fn(static_cast<int>(fd), local)) {
+        if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &ll) != 0)
+            continue;
+        std::string addr;
+        int port = 0;
+        if (!addr_port(local, addr, port) || port != local_port) continue;
+        if (fn(static_cast<int>(fd))) {
             found = static_cast<int>(fd);
             break;
         }
@@ -56,46 +60,41 @@ int find_socket(F fn) {
     return found;
 }
 
+// The peer's address and port of a connected socket; false when it has none.
+bool peer_of(int fd, std::string& addr, int& port) {
+    sockaddr_storage peer{};
+    socklen_t pl = sizeof(peer);
+    return getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 &&
+           addr_port(peer, addr, port);
+}
+
 }  // namespace
 
 int find_connection_socket(const std::string& remote_addr, int remote_port, int local_port) {
-    return find_socket([&](int fd, const sockaddr_storage& local) {
-        sockaddr_storage peer{};
-        socklen_t pl = sizeof(peer);
-        if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0) return false;
-        std::string la, pa;
-        int lp = 0, pp = 0;
-        if (!addr_port(local, la, lp) || !addr_port(peer, pa, pp)) return false;
-        return lp == local_port && pp == remote_port && pa == remote_addr;
+    return find_socket(local_port, [&](int fd) {
+        std::string addr;
+        int port = 0;
+        return peer_of(fd, addr, port) && port == remote_port && addr == remote_addr;
     });
 }
 
 int shutdown_connections(int local_port) {
     int n = 0;
-    find_socket([&](int fd, const sockaddr_storage& local) {
-        sockaddr_storage peer{};
-        socklen_t pl = sizeof(peer);
-        std::string la;
-        int lp = 0;
-        if (addr_port(local, la, lp) && lp == local_port &&
-            getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 &&
-            ::shutdown(fd, SHUT_RDWR) == 0) {
-            ++n;
-        }
+    find_socket(local_port, [&](int fd) {
+        std::string addr;
+        int port = 0;
+        if (peer_of(fd, addr, port) && ::shutdown(fd, SHUT_RDWR) == 0) ++n;
         return false;  // every one
     });
     return n;
 }
 
 bool widen_listen_backlog(int local_port, int backlog) {
-    return find_socket([&](int fd, const sockaddr_storage& local) {
+    return find_socket(local_port, [&](int fd) {
                int listening = 0;
                socklen_t len = sizeof(listening);
-               if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening)
-                   return false;
-               std::string la;
-               int lp = 0;
-               return addr_port(local, la, lp) && lp == local_port && ::listen(fd, backlog) == 0;
+               return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 &&
+                      listening && ::listen(fd, backlog) == 0;
            }) >= 0;
 }
 
