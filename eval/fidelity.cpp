@@ -172,7 +172,11 @@ int greedy_common_prefix(std::span<const TokenId> a, std::span<const TokenId> b,
     return n;
 }
 
-Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions& opts) {
+namespace {
+
+// The policies compared with full (full itself only against another engine), checked.
+Result<std::vector<const PolicyRun*>> compared_policies(const Engine& engine,
+                                                        const FidelityOptions& opts) {
     std::vector<const PolicyRun*> policies;
     for (const PolicyRun& p : opts.policies) {
         if (p.name != "full" || opts.reference != nullptr) policies.push_back(&p);
@@ -181,11 +185,13 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
         return make_error(ErrorCode::kInvalidArgument,
                           "fidelity compares policies with full: give at least one other policy");
     }
-    const Engine& full_engine = opts.reference != nullptr ? *opts.reference : engine;
     if (opts.greedy_tokens < 0 || opts.greedy_every < 1) {
         return make_error(ErrorCode::kInvalidArgument,
                           "greedy tokens must be >= 0 and greedy-every >= 1 (got {} and {})",
                           opts.greedy_tokens, opts.greedy_every);
+    }
+    if (opts.limit < 0) {
+        return make_error(ErrorCode::kInvalidArgument, "limit must be >= 0, got {}", opts.limit);
     }
     for (const PolicyRun* p : policies) {
         RunOptions ro;
@@ -194,13 +200,38 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
             return make_error(st.error().code(), "policy {}: {}", p->name, st.error().message());
         }
     }
+    return policies;
+}
+
+// One policy's generation against full's on one prompt.
+Measure compare(const GenerateResult& full, const GenerateResult& g, const Sample& sample,
+                bool greedy, int greedy_tokens) {
+    Measure m;
+    m.length = sample.target_tokens;
+    m.top1 = argmax(g.first_logits) == argmax(full.first_logits);
+    m.kl = kl_divergence(full.first_logits, g.first_logits);
+    m.pct = 100.0 * g.prefill_fraction_computed;
+    m.speedup = g.ttft_ms > 0.0 ? full.ttft_ms / g.ttft_ms : 0.0;
+    if (greedy) {
+        const int same = greedy_common_prefix(full.tokens, g.tokens, greedy_tokens);
+        m.greedy = true;
+        m.prefix = static_cast<double>(same) / greedy_tokens;
+        m.exact = same == greedy_tokens;
+        m.exact32 = same >= std::min(32, greedy_tokens);
+    }
+    return m;
+}
+
+}  // namespace
+
+Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions& opts) {
+    LAZYLLM_ASSIGN_OR_RETURN(std::vector<const PolicyRun*> policies,
+                             compared_policies(engine, opts));
+    const Engine& full_engine = opts.reference != nullptr ? *opts.reference : engine;
     auto log = [&opts](const std::string& s) {
         if (opts.log) opts.log(s);
     };
     LAZYLLM_ASSIGN_OR_RETURN(std::vector<Sample> samples, fidelity_suite(engine, opts));
-    if (opts.limit < 0) {
-        return make_error(ErrorCode::kInvalidArgument, "limit must be >= 0, got {}", opts.limit);
-    }
     samples = first_per_length(std::move(samples), opts.limit);
 
     FidelityReport report;
@@ -233,26 +264,12 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
         LAZYLLM_ASSIGN_OR_RETURN(
             GenerateResult full,
             full_engine.generate(pp.ids, greedy_run_options(PruneOptions{}, n_gen)));
-        const int full_top = argmax(full.first_logits);
         for (size_t k = 0; k < policies.size(); ++k) {
             LAZYLLM_ASSIGN_OR_RETURN(
                 GenerateResult g,
                 engine.generate(pp.ids, greedy_run_options(policies[k]->prune, n_gen)));
             schedules[k] = g.schedule;
-            Measure m;
-            m.length = samples[i].target_tokens;
-            m.top1 = argmax(g.first_logits) == full_top;
-            m.kl = kl_divergence(full.first_logits, g.first_logits);
-            m.pct = 100.0 * g.prefill_fraction_computed;
-            m.speedup = g.ttft_ms > 0.0 ? full.ttft_ms / g.ttft_ms : 0.0;
-            if (greedy) {
-                const int same = greedy_common_prefix(full.tokens, g.tokens, opts.greedy_tokens);
-                m.greedy = true;
-                m.prefix = static_cast<double>(same) / opts.greedy_tokens;
-                m.exact = same == opts.greedy_tokens;
-                m.exact32 = same >= std::min(32, opts.greedy_tokens);
-            }
-            measures[k].push_back(m);
+            measures[k].push_back(compare(full, g, samples[i], greedy, opts.greedy_tokens));
         }
         const double elapsed = timer.elapsed_ms() / 1000.0;
         log(

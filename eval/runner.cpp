@@ -332,6 +332,81 @@ std::string format_duration(double seconds) {
     return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
 
+namespace {
+
+// What an earlier run into the same folder left: the (task, id, policy) records done and each
+// sample's prompt hash.
+struct Resume {
+    std::set<RecordKey> done;
+    std::map<std::pair<std::string, std::string>, std::string> prompt_hash;  // (task, id) -> hash
+};
+
+// Creates the results folder, reads the records already there (ending a line a killed run left
+// open), checks that they were made with this configuration and writes run.json.
+Result<Resume> open_results(const Engine& engine, const RunnerOptions& opts,
+                            const std::string& records_path) {
+    std::error_code ec;
+    std::filesystem::create_directories(opts.out_dir, ec);
+    if (ec) {
+        return make_error(ErrorCode::kIo, "cannot create results folder '{}': {}", opts.out_dir,
+                          ec.message());
+    }
+    LAZYLLM_ASSIGN_OR_RETURN(RecordFile existing, read_records(records_path));
+    for (const std::string& w : existing.warnings) {
+        if (opts.log) opts.log(w);
+    }
+    if (!existing.ends_with_newline) {
+        std::FILE* f = std::fopen(records_path.c_str(), "ab");
+        if (f == nullptr) return make_error(ErrorCode::kIo, "cannot append to '{}'", records_path);
+        std::fputc('\n', f);
+        std::fclose(f);
+    }
+    const nlohmann::json config = run_config(engine, opts);
+    if (!existing.records.empty()) LAZYLLM_TRY(check_resumable(config, opts.out_dir + "/run.json"));
+    Resume resume;
+    for (const SampleRecord& r : existing.records) {
+        resume.done.insert({r.task, r.id, r.policy});
+        resume.prompt_hash[{r.task, r.id}] = r.prompt_sha256;
+    }
+    LAZYLLM_TRY(write_run_info(engine, opts, config, opts.out_dir + "/run.json"));
+    return resume;
+}
+
+// Records of a sample from an earlier run must be of the same prompt text (the task generators
+// or the chat template may have changed since).
+Status check_same_prompts(const Engine& engine, std::span<const Sample> samples,
+                          const Resume& resume, const std::string& records_path) {
+    for (const Sample& sample : samples) {
+        const auto hashed = resume.prompt_hash.find({sample.task, sample.id});
+        if (hashed == resume.prompt_hash.end()) continue;
+        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt pp, prepare_prompt(engine, sample));
+        if (hashed->second != sha256_hex(pp.text)) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "{} holds records of {}/{} made from another prompt text (the "
+                              "task or the chat template changed): give another -o or remove the "
+                              "folder",
+                              records_path, sample.task, sample.id);
+        }
+    }
+    return {};
+}
+
+// The whole first prompt once per policy, untimed: a shorter one leaves first-use costs of the
+// larger buffers and kernel shapes to the first measured sample (seen: 3.0 s vs 1.3 s at 1k
+// tokens).
+Status warm_up(const Engine& engine, const Sample& first, std::span<const PolicyRun> policies) {
+    LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt pp, prepare_prompt(engine, first));
+    Sample warm = first;
+    warm.max_new_tokens = 2;
+    for (const PolicyRun& p : policies) {
+        auto w = engine.generate(pp.ids, run_options(warm, p));
+        if (!w.ok()) return make_error(w.error().code(), "warm-up: {}", w.error().message());
+    }
+    return {};
+}
+
+}  // namespace
+
 Result<RunnerStats> run_eval(const Engine& engine, std::span<const Sample> samples,
                              const RunnerOptions& opts) {
     if (opts.policies.empty()) return make_error(ErrorCode::kInvalidArgument, "no policies given");
@@ -342,78 +417,32 @@ Result<RunnerStats> run_eval(const Engine& engine, std::span<const Sample> sampl
             return make_error(st.error().code(), "policy {}: {}", p.name, st.error().message());
         }
     }
-    std::error_code ec;
-    std::filesystem::create_directories(opts.out_dir, ec);
-    if (ec) {
-        return make_error(ErrorCode::kIo, "cannot create results folder '{}': {}", opts.out_dir,
-                          ec.message());
-    }
-    const std::string records_path = opts.out_dir + "/samples.jsonl";
-    LAZYLLM_ASSIGN_OR_RETURN(RecordFile existing, read_records(records_path));
     auto log = [&opts](const std::string& line) {
         if (opts.log) opts.log(line);
     };
-    for (const std::string& w : existing.warnings) log(w);
-    if (!existing.ends_with_newline) {
-        // A run killed mid-line: end that line so the next record starts on its own.
-        std::FILE* f = std::fopen(records_path.c_str(), "ab");
-        if (f == nullptr) return make_error(ErrorCode::kIo, "cannot append to '{}'", records_path);
-        std::fputc('\n', f);
-        std::fclose(f);
-    }
-    const nlohmann::json config = run_config(engine, opts);
-    if (!existing.records.empty()) LAZYLLM_TRY(check_resumable(config, opts.out_dir + "/run.json"));
-    std::set<RecordKey> done;
-    std::map<std::pair<std::string, std::string>, std::string> prompt_hash;  // (task, id) -> hash
-    for (const SampleRecord& r : existing.records) {
-        done.insert({r.task, r.id, r.policy});
-        prompt_hash[{r.task, r.id}] = r.prompt_sha256;
-    }
-    LAZYLLM_TRY(write_run_info(engine, opts, config, opts.out_dir + "/run.json"));
-
+    const std::string records_path = opts.out_dir + "/samples.jsonl";
+    LAZYLLM_ASSIGN_OR_RETURN(Resume resume, open_results(engine, opts, records_path));
+    std::set<RecordKey>& done = resume.done;
     const size_t n_samples =
         opts.limit > 0 ? std::min(samples.size(), static_cast<size_t>(opts.limit)) : samples.size();
-    // Records of a sample from an earlier run must be of the same prompt text (the task
-    // generators or the chat template may have changed since).
-    for (size_t i = 0; i < n_samples && !prompt_hash.empty(); ++i) {
-        const auto hashed = prompt_hash.find({samples[i].task, samples[i].id});
-        if (hashed == prompt_hash.end()) continue;
-        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt pp, prepare_prompt(engine, samples[i]));
-        if (hashed->second != sha256_hex(pp.text)) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "{} holds records of {}/{} made from another prompt text (the "
-                              "task or the chat template changed): give another -o or remove the "
-                              "folder",
-                              records_path, samples[i].task, samples[i].id);
-        }
-    }
+    samples = samples.first(n_samples);
+    LAZYLLM_TRY(check_same_prompts(engine, samples, resume, records_path));
+
     RunnerStats stats;
     stats.total = static_cast<int64_t>(n_samples * opts.policies.size());
-    for (size_t i = 0; i < n_samples; ++i) {
+    for (const Sample& sample : samples) {
         for (const PolicyRun& p : opts.policies) {
-            if (done.count({samples[i].task, samples[i].id, p.name})) ++stats.skipped;
+            if (done.count({sample.task, sample.id, p.name})) ++stats.skipped;
         }
     }
     const int64_t todo = stats.total - stats.skipped;
     log(fmt::format("eval: {} samples x {} policies = {} runs, {} already in {}", n_samples,
                     opts.policies.size(), stats.total, stats.skipped, records_path));
     if (todo == 0) return stats;
-
-    if (opts.warmup && n_samples > 0) {
-        // The whole first prompt: a shorter one leaves first-use costs of the larger buffers
-        // and kernel shapes to the first measured sample (seen: 3.0 s vs 1.3 s at 1k tokens).
-        LAZYLLM_ASSIGN_OR_RETURN(PreparedPrompt pp, prepare_prompt(engine, samples[0]));
-        Sample warm = samples[0];
-        warm.max_new_tokens = 2;
-        for (const PolicyRun& p : opts.policies) {
-            auto w = engine.generate(pp.ids, run_options(warm, p));
-            if (!w.ok()) return make_error(w.error().code(), "warm-up: {}", w.error().message());
-        }
-    }
+    if (opts.warmup && n_samples > 0) LAZYLLM_TRY(warm_up(engine, samples[0], opts.policies));
 
     Timer timer;
-    for (size_t i = 0; i < n_samples; ++i) {
-        const Sample& s = samples[i];
+    for (const Sample& s : samples) {
         std::vector<const PolicyRun*> pending;
         for (const PolicyRun& p : opts.policies) {
             if (!done.count({s.task, s.id, p.name})) pending.push_back(&p);

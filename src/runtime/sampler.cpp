@@ -100,7 +100,33 @@ TokenId Sampler::argmax() const {
     return cands_[best].id;
 }
 
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Total order: higher logit first, then lower id. Deterministic whatever the algorithm.
+template <typename C>
+bool by_logit(const C& a, const C& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+}  // namespace
+
 TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> history) {
+    load_candidates(logits, history);
+    if (params_.temperature <= 0.0f) return argmax();
+    Survivors s = top_k();
+    if (!softmax(s)) {
+        // Every candidate is masked: fall back to the lowest id, as greedy would.
+        return s.sorted ? cands_[0].id : argmax();
+    }
+    min_p(s);
+    top_p(s);
+    return draw(s);
+}
+
+// cands_ in id order: the logits (NaN as -inf), the banned ids masked, the penalties applied.
+void Sampler::load_candidates(std::span<const float> logits, std::span<const TokenId> history) {
     LAZYLLM_CHECK(!logits.empty());
     LAZYLLM_CHECK(logits.size() <= static_cast<size_t>(std::numeric_limits<TokenId>::max()));
     const size_t n_vocab = logits.size();
@@ -108,7 +134,6 @@ TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> 
         cands_.resize(n_vocab);
         count_.assign(n_vocab, 0);
     }
-    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
     for (size_t i = 0; i < n_vocab; ++i) {
         const float l = logits[i];
         cands_[i] = {std::isnan(l) ? kNegInf : l, 0.0f, static_cast<TokenId>(i)};
@@ -118,34 +143,28 @@ TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> 
             cands_[static_cast<size_t>(id)].logit = kNegInf;
     }
     apply_penalties(history);
+}
 
-    if (params_.temperature <= 0.0f) return argmax();
+Sampler::Survivors Sampler::top_k() {
+    const size_t n_vocab = cands_.size();
+    if (params_.top_k <= 0 || static_cast<size_t>(params_.top_k) >= n_vocab)
+        return {n_vocab, false};
+    const auto k = static_cast<size_t>(params_.top_k);
+    std::partial_sort(cands_.begin(), cands_.begin() + static_cast<ptrdiff_t>(k), cands_.end(),
+                      by_logit<Candidate>);
+    return {k, true};
+}
 
-    // Total order: higher logit first, then lower id. Deterministic whatever the algorithm.
-    auto by_logit = [](const Candidate& a, const Candidate& b) {
-        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-    };
-    size_t n_cand = n_vocab;
-    bool sorted = false;
-    if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n_vocab) {
-        n_cand = static_cast<size_t>(params_.top_k);
-        std::partial_sort(cands_.begin(), cands_.begin() + static_cast<ptrdiff_t>(n_cand),
-                          cands_.end(), by_logit);
-        sorted = true;
-    }
-
-    // Softmax with temperature over the candidates: p_i ~ exp((l_i - l_max) / T).
+// Softmax with temperature over the survivors: p_i ~ exp((l_i - l_max) / T).
+bool Sampler::softmax(Survivors& s) {
     float max_logit = cands_[0].logit;
-    if (!sorted) {
-        for (size_t i = 1; i < n_cand; ++i) max_logit = std::max(max_logit, cands_[i].logit);
+    if (!s.sorted) {
+        for (size_t i = 1; i < s.n; ++i) max_logit = std::max(max_logit, cands_[i].logit);
     }
-    if (max_logit == kNegInf) {
-        // Every candidate is masked: fall back to the lowest id, as greedy would.
-        return sorted ? cands_[0].id : argmax();
-    }
+    if (max_logit == kNegInf) return false;
     const float inv_temp = 1.0f / params_.temperature;
     double sum = 0.0;
-    for (size_t i = 0; i < n_cand; ++i) {
+    for (size_t i = 0; i < s.n; ++i) {
         // Explicit cases keep extreme temperatures finite: 0 * inf and -inf * 0 would be NaN.
         const float d = cands_[i].logit - max_logit;
         const float p = d == 0.0f ? 1.0f : (d == kNegInf ? 0.0f : std::exp(d * inv_temp));
@@ -153,48 +172,54 @@ TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> 
         sum += p;
     }
     const auto inv_sum = static_cast<float>(1.0 / sum);
-    for (size_t i = 0; i < n_cand; ++i) cands_[i].p *= inv_sum;
+    for (size_t i = 0; i < s.n; ++i) cands_[i].p *= inv_sum;
+    s.p_max = inv_sum;  // the top candidate had exp(0) = 1
+    return true;
+}
 
-    // min-p keeps p_i >= min_p * p_max. Applied before top-p here, but with the same result as
-    // the chain's top-p -> min-p: both keep a prefix of the (logit desc, id asc) order, min-p's
-    // test is invariant under renormalization, and top-p below still uses the probabilities
-    // normalized over the pre-min-p set. Filtering first makes the top-p sort small when top-k
-    // is off (full 49152-entry vocabularies).
-    if (params_.min_p > 0.0f) {
-        const float p_max = inv_sum;  // the top candidate has exp(0) = 1 before normalizing
-        const float threshold = params_.min_p * p_max;
-        size_t n_keep = 0;
-        for (size_t i = 0; i < n_cand; ++i) {
-            if (cands_[i].p >= threshold) cands_[n_keep++] = cands_[i];  // keeps order
-        }
-        n_cand = n_keep;
+// min-p keeps p_i >= min_p * p_max. Applied before top-p here, but with the same result as the
+// chain's top-p -> min-p: both keep a prefix of the (logit desc, id asc) order, min-p's test is
+// invariant under renormalization, and top-p below still uses the probabilities normalized over
+// the pre-min-p set. Filtering first makes the top-p sort small when top-k is off (full
+// 49152-entry vocabularies).
+void Sampler::min_p(Survivors& s) {
+    if (params_.min_p <= 0.0f) return;
+    const float threshold = params_.min_p * s.p_max;
+    size_t n_keep = 0;
+    for (size_t i = 0; i < s.n; ++i) {
+        if (cands_[i].p >= threshold) cands_[n_keep++] = cands_[i];  // keeps order
     }
+    s.n = n_keep;
+}
 
-    // top-p: the smallest prefix of the sorted candidates whose cumulative probability reaches
-    // top_p (llama.cpp llama_sampler_top_p_apply; at least one token).
-    if (params_.top_p < 1.0f) {
-        if (!sorted) {
-            std::sort(cands_.begin(), cands_.begin() + static_cast<ptrdiff_t>(n_cand), by_logit);
-            sorted = true;
-        }
-        double cum = 0.0;
-        for (size_t i = 0; i < n_cand; ++i) {
-            cum += cands_[i].p;
-            if (cum >= params_.top_p) {
-                n_cand = i + 1;
-                break;
-            }
+// top-p: the smallest prefix of the sorted survivors whose cumulative probability reaches top_p
+// (llama.cpp llama_sampler_top_p_apply; at least one token).
+void Sampler::top_p(Survivors& s) {
+    if (params_.top_p >= 1.0f) return;
+    if (!s.sorted) {
+        std::sort(cands_.begin(), cands_.begin() + static_cast<ptrdiff_t>(s.n),
+                  by_logit<Candidate>);
+        s.sorted = true;
+    }
+    double cum = 0.0;
+    for (size_t i = 0; i < s.n; ++i) {
+        cum += cands_[i].p;
+        if (cum >= params_.top_p) {
+            s.n = i + 1;
+            return;
         }
     }
+}
 
-    // Draw from the renormalized survivors: the first candidate whose running sum exceeds
-    // u * total. Zero-probability candidates are never picked.
+// Draws from the renormalized survivors: the first candidate whose running sum exceeds
+// u * total. Zero-probability candidates are never picked.
+TokenId Sampler::draw(const Survivors& s) {
     double total = 0.0;
-    for (size_t i = 0; i < n_cand; ++i) total += cands_[i].p;
+    for (size_t i = 0; i < s.n; ++i) total += cands_[i].p;
     const double target = next_uniform() * total;
     double acc = 0.0;
     size_t last_positive = 0;
-    for (size_t i = 0; i < n_cand; ++i) {
+    for (size_t i = 0; i < s.n; ++i) {
         if (cands_[i].p <= 0.0f) continue;
         acc += cands_[i].p;
         last_positive = i;

@@ -45,7 +45,22 @@ private:
         TokenId id;
     };
 
+    // The candidates' prefix that survives the filters so far, whether it is in the
+    // (logit desc, id asc) order, and its top probability (after softmax).
+    struct Survivors {
+        size_t n;
+        bool sorted;
+        float p_max = 0.0f;
+    };
+
+    // The stages of sample(), in order.
+    void load_candidates(std::span<const float> logits, std::span<const TokenId> history);
     void apply_penalties(std::span<const TokenId> history);
+    Survivors top_k();
+    bool softmax(Survivors& s);  // false: every candidate is masked
+    void min_p(Survivors& s);
+    void top_p(Survivors& s);
+    TokenId draw(const Survivors& s);
     TokenId argmax() const;
     // Uniform double in [0, 1) from the top 53 bits of one mt19937_64 output: the same on every
     // standard library (std::uniform_real_distribution is not).
