@@ -54,8 +54,10 @@ struct TurnStats {
 
 struct TurnDelta {
     std::string text;  // newly complete UTF-8 text (may be empty)
-    // TurnOptions::logprobs >= 0: the token this call emitted (text may come later: a stop
-    // string or an unfinished UTF-8 sequence holds it back).
+    // TurnOptions::logprobs >= 0: the tokens whose text this call released, in order (a stop
+    // string's held-back text holds its tokens' entries back with it). The tokens of a matched
+    // stop string, and those after it, have none: the entries cover the returned text (a token
+    // whose text is cut by the match counts, as its text starts in it).
     std::vector<TokenLogprob> logprobs;
     bool done = false;
 };

@@ -113,6 +113,9 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
     if (opts.ignore_eos) c.sampler->ban(c.tok->end_of_generation_ids());  // as llama-server's
     c.stream.emplace(*c.tok);
     c.stops.emplace(opts.stop);
+    c.pending_logprobs.clear();
+    c.decoded_bytes = 0;
+    c.released_bytes = 0;
 
     c.stats.n_prompt = n_prompt;
     const int64_t common = common_prefix(prompt);
@@ -158,13 +161,34 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
 // after_step(): samples the next token.
 namespace {
 
+// Moves into d the pending logprob entries whose text is out: those it ends while the turn
+// goes on; at its end, every one (or, after a stop string, those whose text starts before it).
+void release_logprobs(Conversation::Impl& c, TurnDelta& d, bool at_end) {
+    auto& pending = c.pending_logprobs;
+    while (!pending.empty()) {
+        const auto& front = pending.front();
+        const bool out = at_end ? !c.stops->matched() || front.start < c.released_bytes
+                                : front.end <= c.released_bytes;
+        if (!out) break;
+        d.logprobs.push_back(std::move(pending.front().entry));
+        pending.pop_front();
+    }
+    if (at_end) pending.clear();
+}
+
+// Text past the stop strings into d.
+void release_text(Conversation::Impl& c, TurnDelta& d, const std::string& text) {
+    c.released_bytes += static_cast<int64_t>(text.size());
+    d.text += text;
+}
+
 bool emit(Conversation::Impl& c, TurnDelta& d) {
     auto finish = [&](const char* reason, bool flush) {
         if (flush) {
-            const std::string tail = c.stops->push(c.stream->flush());
-            d.text += tail;
-            if (!c.stops->matched()) d.text += c.stops->flush();
+            release_text(c, d, c.stops->push(c.stream->flush()));
+            if (!c.stops->matched()) release_text(c, d, c.stops->flush());
         }
+        release_logprobs(c, d, true);
         if (c.stops->matched()) reason = "stop";
         c.stats.stop_reason = reason;
         c.stats.n_gen = static_cast<int64_t>(c.generated.size());
@@ -177,9 +201,16 @@ bool emit(Conversation::Impl& c, TurnDelta& d) {
     if (!c.opts.ignore_eos && c.tok->is_end_of_generation(c.next)) return finish("eos", true);
     c.generated.push_back(c.next);
     c.history.push_back(c.next);
-    if (c.opts.logprobs >= 0) d.logprobs.push_back(std::move(c.next_logprob));
-    d.text = c.stops->push(c.stream->push(c.next));
+    const std::string decoded = c.stream->push(c.next);
+    if (c.opts.logprobs >= 0) {
+        const int64_t start = c.decoded_bytes;
+        c.pending_logprobs.push_back(
+            {std::move(c.next_logprob), start, start + static_cast<int64_t>(decoded.size())});
+    }
+    c.decoded_bytes += static_cast<int64_t>(decoded.size());
+    release_text(c, d, c.stops->push(decoded));
     if (c.stops->matched()) return finish("stop", false);
+    release_logprobs(c, d, false);
     if (static_cast<int>(c.generated.size()) >= c.opts.max_new_tokens) return finish("length", true);
     if (c.session.n_past() >= c.session.n_ctx()) return finish("context", true);
     return true;

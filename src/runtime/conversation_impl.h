@@ -1,6 +1,7 @@
 // Conversation::Impl, for Engine::open_conversation (engine.cpp) and conversation.cpp.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,15 @@ struct Conversation::Impl {
     std::vector<TokenId> generated;  // this turn's ids
     TokenId next = 0;                // sampled, not yet emitted (or emitted, step_due)
     TokenLogprob next_logprob;       // of `next`, when opts.logprobs >= 0
+    // Emitted tokens' logprob entries whose text the stop strings still hold, with the byte range
+    // of the decoded text each one ends (its start: the end of the one before).
+    struct PendingLogprob {
+        TokenLogprob entry;
+        int64_t start, end;
+    };
+    std::deque<PendingLogprob> pending_logprobs;
+    int64_t decoded_bytes = 0;       // this turn's text out of the UTF-8 decoder
+    int64_t released_bytes = 0;      // of it, released past the stop strings
     std::vector<int32_t> top_order;  // scratch of the top logprobs
     // `next` went out and the turn goes on: the next call runs the step on it first. A token's
     // text leaves as soon as it is sampled, before the step that follows it (which may revive

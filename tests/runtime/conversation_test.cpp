@@ -234,6 +234,67 @@ TEST(Conversation, LogprobsOfEachEmittedToken) {
     EXPECT_FALSE((*conv)->start_turn(prompt, off).ok());
 }
 
+// A matched stop string takes its tokens' logprob entries with its text: the entries cover the
+// returned text (OpenAI's and llama-server's), those of the tokens that start before the match.
+TEST(Conversation, LogprobsStopWithTheTextAtAStopString) {
+    auto engine = tiny_engine("lazyllm_conv_logprobs_stop.gguf");
+    ASSERT_NE(engine, nullptr);
+    const std::vector<TokenId> prompt = prompt_ids(20, engine->summary().n_vocab);
+    struct Run {
+        std::string text;
+        std::vector<size_t> token_start;  // each emitted token's first byte in text
+        std::vector<TokenId> generated, logprob_ids;
+    };
+    auto run = [&](std::vector<std::string> stop) {
+        Run r;
+        auto conv = engine->open_conversation(PruneOptions{}, 64);
+        EXPECT_TRUE(conv.ok());
+        TurnOptions to;
+        to.max_new_tokens = 12;
+        to.ignore_eos = true;
+        to.logprobs = 0;
+        to.stop = std::move(stop);
+        EXPECT_TRUE((*conv)->start_turn(prompt, to).ok());
+        for (int calls = 0; calls < 20; ++calls) {
+            auto d = (*conv)->next();
+            EXPECT_TRUE(d.ok());
+            r.token_start.push_back(r.text.size());
+            r.text += d->text;
+            for (const TokenLogprob& t : d->logprobs) r.logprob_ids.push_back(t.id);
+            // Never an entry ahead of its text: the entries so far cover released text only.
+            EXPECT_LE(r.logprob_ids.size(), r.token_start.size());
+            if (d->done) break;
+        }
+        r.generated = (*conv)->generated();
+        return r;
+    };
+    const Run all = run({});
+    ASSERT_EQ(all.logprob_ids, all.generated);
+    // A stop string of one to three tokens' text, starting at a token after the first, found
+    // nowhere earlier.
+    size_t k = 0;
+    std::string stop;
+    for (size_t n = 1; n <= 3 && stop.empty(); ++n) {
+        for (size_t i = 1; i + n < all.token_start.size() && stop.empty(); ++i) {
+            const size_t begin = all.token_start[i], end = all.token_start[i + n];
+            if (begin > 0 && end > begin &&
+                all.text.find(all.text.substr(begin, end - begin)) == begin) {
+                k = i;
+                stop = all.text.substr(begin, end - begin);
+            }
+        }
+    }
+    ASSERT_FALSE(stop.empty()) << "no token text to stop at in " << all.text;
+    const Run cut = run({stop});
+    EXPECT_EQ(cut.text, all.text.substr(0, all.token_start[k]));
+    std::vector<TokenId> want;
+    for (size_t i = 0; i < k; ++i) {
+        if (all.token_start[i] < all.token_start[k]) want.push_back(all.generated[i]);
+    }
+    EXPECT_EQ(cut.logprob_ids, want) << "stop " << stop << " at token " << k;
+    EXPECT_EQ(cut.generated.size(), k + 1) << "the stop string's token was generated";
+}
+
 // ignore_eos bans the end-of-generation tokens (llama.cpp's --ignore-eos): on a model whose EOS
 // is the token greedy decoding picks first, a run stops at once without it and never samples
 // that token with it, in Engine::generate and in a Conversation.
