@@ -76,10 +76,11 @@ class Server:
         finally:
             conn.close()
 
-    def rss_kib(self):
+    def rss_kib(self, field="VmRSS"):
+        """Resident memory in KiB (field VmHWM: the peak so far)."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
         return 0
 

@@ -179,6 +179,24 @@ def idle_connections(srv):
     assert srv.alive(), srv.read_log()
 
 
+def large_texts_at_once(srv):
+    """Twelve clients each send /tokenize a 7 MiB word at once (tokenizer scratch up to 55 bytes a
+    byte: about 400 MB each, 4.6 GB together): the server's text budget (16 MiB at once) keeps its
+    peak memory to a few of them, and every request is answered."""
+    body = json.dumps({"content": "a" * (7 << 20)})
+    peak0 = srv.rss_kib("VmHWM")
+    t0 = time.time()
+    with cf.ThreadPoolExecutor(12) as ex:
+        results = list(ex.map(lambda _: srv.request("POST", "/tokenize", body, timeout=300), range(12)))
+    for status, text, _ in results:
+        assert status == 200, (status, text[:200])
+        assert len(json.loads(text)["tokens"]) > 0
+    grew = (srv.rss_kib("VmHWM") - peak0) / 1024
+    print(f"        12 x 7 MiB in {time.time() - t0:.1f} s, peak RSS +{grew:.0f} MiB", flush=True)
+    assert grew < 2048, f"peak RSS grew by {grew:.0f} MiB"
+    assert srv.alive(), srv.read_log()
+
+
 def stop_beside_idle_connection(srv):
     """SIGINT stops the server at once beside an idle keep-alive connection (a browser tab's),
     which held its thread, and the process, for the idle timeout of 30 s."""
@@ -202,5 +220,6 @@ def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--queue", "0", log_name="queue0") as srv:
         checks.run("--queue 0: a free slot takes a request", queue_zero, srv)
         checks.run("idle and slow connections do not hold up other clients", idle_connections, srv)
+        checks.run("large texts at once stay within the text budget", large_texts_at_once, srv)
     with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", log_name="stop") as srv:
         checks.run("SIGINT beside an idle keep-alive connection stops at once", stop_beside_idle_connection, srv)

@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <ctime>
-#include <semaphore>
 
 #include "server/api_response.h"
 #include "server/conn_probe.h"
@@ -19,16 +18,42 @@ using json = nlohmann::json;
 namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(100);
-constexpr size_t kLargePrompt = size_t{1} << 20;
 
 const char* endpoint_path(Endpoint e) {
     return e == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
 }
 
+}  // namespace
+
+ApiResult<std::unique_ptr<TextBudgetHold>> hold_text(HttpServer::Context& ctx,
+                                                     const httplib::Request& req, size_t bytes) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(ctx.cfg.timeout_s);
+    int fd = -2;  // found on the first wait (a /proc scan): most requests never wait
+    bool gone = false;
+    const auto give_up = [&] {
+        if (fd == -2) fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
+        gone = peer_closed(fd);
+        return gone || std::chrono::steady_clock::now() >= deadline;
+    };
+    if (!ctx.text_budget.acquire(bytes, give_up)) {
+        if (gone) return ApiError{499, "the client went away", "invalid_request_error", "", ""};
+        return ApiError{503,
+                        fmt::format("the server is busy tokenizing other requests' text; {} s "
+                                    "passed: retry later",
+                                    ctx.cfg.timeout_s),
+                        "server_error", "", "tokenizer_busy"};
+    }
+    return std::make_unique<TextBudgetHold>(ctx.text_budget, bytes);
+}
+
+namespace {
+
 // The prompt's token ids: the chat template over the messages, or the completion prompt.
 // Special-token texts are parsed as in llama-server (its prompts may carry template markers).
-ApiResult<std::vector<TokenId>> prompt_tokens(const Engine& engine, const GenRequest& r) {
-    const Tokenizer& tok = engine.tokenizer();
+ApiResult<std::vector<TokenId>> prompt_tokens(HttpServer::Context& ctx, const httplib::Request& req,
+                                              const GenRequest& r) {
+    const Tokenizer& tok = ctx.engine->tokenizer();
     if (r.endpoint == Endpoint::kCompletion && r.prompt_is_ids) {
         for (size_t i = 0; i < r.prompt_ids.size(); ++i) {
             if (r.prompt_ids[i] >= tok.n_vocab()) {
@@ -38,21 +63,17 @@ ApiResult<std::vector<TokenId>> prompt_tokens(const Engine& engine, const GenReq
         }
         return r.prompt_ids;
     }
-    const std::string text = r.endpoint == Endpoint::kChat ? engine.chat_prompt(r.messages) : r.prompt;
-    if (text.size() < kLargePrompt) return tok.encode(text, /*parse_special=*/true);
-    // A large prompt's tokenization takes about a second and, for one long word, up to 55 bytes
-    // of scratch per byte (an 8 MiB body: 450 MB): two at a time, whatever the connections.
-    static std::counting_semaphore<2> large(2);
-    large.acquire();
-    struct Release {
-        ~Release() { large.release(); }
-    } release;
+    const std::string text =
+        r.endpoint == Endpoint::kChat ? ctx.engine->chat_prompt(r.messages) : r.prompt;
+    auto hold = hold_text(ctx, req, text.size());
+    if (auto* e = std::get_if<ApiError>(&hold)) return *e;
     return tok.encode(text, /*parse_special=*/true);
 }
 
 // Everything a request needs before it is queued; an ApiError when it cannot run.
-ApiResult<std::shared_ptr<Job>> make_job(HttpServer::Context& ctx, const GenRequest& r) {
-    auto ids = prompt_tokens(*ctx.engine, r);
+ApiResult<std::shared_ptr<Job>> make_job(HttpServer::Context& ctx, const httplib::Request& req,
+                                         const GenRequest& r) {
+    auto ids = prompt_tokens(ctx, req, r);
     if (auto* e = std::get_if<ApiError>(&ids)) return *e;
     auto job = std::make_shared<Job>();
     job->prompt = std::move(std::get<std::vector<TokenId>>(ids));
@@ -203,7 +224,7 @@ void handle_generate(HttpServer::Context& ctx, const httplib::Request& req, http
         return;
     }
     const GenRequest& r = std::get<GenRequest>(parsed);
-    auto made = make_job(ctx, r);
+    auto made = make_job(ctx, req, r);
     if (auto* e = std::get_if<ApiError>(&made)) {
         send_error(res, *e);
         ctx.metrics.request(path, res.status);

@@ -71,6 +71,8 @@ void handle_tokenize(Context& ctx, const httplib::Request& req, httplib::Respons
     if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
     const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
     const Tokenizer& tok = ctx.engine->tokenizer();
+    auto hold = hold_text(ctx, req, r.content.size());
+    if (auto* e = std::get_if<ApiError>(&hold)) return send_error(res, *e);
     const std::vector<TokenId> ids = tok.encode(r.content, r.parse_special, r.add_special);
     json tokens = json::array();
     for (TokenId id : ids) {
@@ -170,8 +172,8 @@ HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), ht
     Context& ctx = *ctx_;
     httplib::Server& s = *http_;
     // Threads kept while idle: enough for every slot and queue place, and a few quick requests.
-    const auto kept =
-        static_cast<size_t>(ctx.cfg.scheduler.n_slots + ctx.cfg.scheduler.queue_capacity + 16);
+    const size_t kept = static_cast<size_t>(std::max(ctx.cfg.scheduler.n_slots, 0)) +
+                        static_cast<size_t>(std::max(ctx.cfg.scheduler.queue_capacity, 0)) + 16;
     const auto most = static_cast<size_t>(ctx.cfg.http_threads);
     s.new_task_queue = [kept, most] { return new ConnectionThreads(std::min(kept, most), most); };
     s.set_payload_max_length(ctx.cfg.max_body_bytes);

@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "lazyllm/engine.h"
+#include "server/api_request.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
+#include "server/text_budget.h"
 
 namespace httplib {
 class Server;
@@ -68,10 +70,18 @@ struct HttpServer::Context {
     std::unique_ptr<Scheduler> scheduler;
     std::atomic<bool> ready{false};
     std::atomic<uint64_t> next_id{1};
+    // Request text tokenized at once (prompts, /tokenize): 16 MiB, at most about 900 MB of
+    // tokenizer scratch; a larger text (--max-body above it) runs alone.
+    TextBudget text_budget{size_t{16} << 20};
 };
 
 void send_error(httplib::Response& res, const ApiError& e);
 void send_json(httplib::Response& res, int status, const nlohmann::json& j);
+// Takes `bytes` of ctx.text_budget for this request, waiting while other requests' texts fill
+// it: 503 once the request's time limit (--timeout) passes first, 499 (never seen) when the
+// client goes away or the server stops (gen_handler.cpp).
+ApiResult<std::unique_ptr<TextBudgetHold>> hold_text(HttpServer::Context& ctx,
+                                                     const httplib::Request& req, size_t bytes);
 // POST /v1/chat/completions and /v1/completions (gen_handler.cpp).
 void handle_generate(HttpServer::Context& ctx, const httplib::Request& req, httplib::Response& res,
                      Endpoint endpoint);
