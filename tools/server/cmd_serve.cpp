@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -33,6 +34,33 @@ int default_parallel() {
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return std::clamp(hw, 2, 8);
 }
+
+// Takes SIGINT / SIGTERM on a thread of its own (sigwait; they are blocked everywhere), so no
+// handler touches shared state, and stops the server on the first. Joined on destruction, before
+// the server it stops goes: a signal sent to that thread ends its wait.
+class StopOnSignal {
+public:
+    StopOnSignal(server::HttpServer& http, const sigset_t& signals)
+        : signals_(signals), thread_([this, &http] {
+              int sig = 0;
+              sigwait(&signals_, &sig);
+              if (done_.load()) return;
+              std::fprintf(stderr, "lazyllm serve: signal %d, stopping\n", sig);
+              http.stop();
+          }) {}
+    ~StopOnSignal() {
+        done_.store(true);
+        pthread_kill(thread_.native_handle(), SIGTERM);  // after a signal: stays pending, unread
+        thread_.join();
+    }
+    StopOnSignal(const StopOnSignal&) = delete;
+    StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+private:
+    sigset_t signals_;
+    std::atomic<bool> done_{false};
+    std::thread thread_;  // last: starts once the members above are set
+};
 
 int run_serve(ServeArgs& a) {
     auto prune = to_prune_options(a.prune, a.engine);
@@ -65,13 +93,7 @@ int run_serve(ServeArgs& a) {
     }
     std::fprintf(stderr, "lazyllm serve: listening on http://%s:%d\n", a.cfg.host.c_str(), http.port());
     std::thread listener([&] { http.listen(); });
-    std::thread signals([&] {
-        int sig = 0;
-        sigwait(&stop_signals, &sig);
-        std::fprintf(stderr, "lazyllm serve: signal %d, stopping\n", sig);
-        http.stop();
-    });
-    signals.detach();
+    const StopOnSignal stop_on_signal(http, stop_signals);
 
     auto engine = load_engine(a.engine);
     if (!engine.ok()) {
