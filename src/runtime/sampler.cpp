@@ -85,9 +85,20 @@ void Sampler::apply_penalties(std::span<const TokenId> history) {
     for (TokenId id : last) {
         if (id < 0 || id >= n_vocab || count_[id] == 0) continue;
         float& logit = cands_[id].logit;
-        logit = logit > 0.0f ? logit / penalty : logit * penalty;
-        logit -= static_cast<float>(count_[id]) * frequency + presence;
+        const float before = logit;
+        const auto n = static_cast<float>(count_[id]);
         count_[id] = 0;
+        if (std::isinf(before)) continue;  // a banned (or NaN) token stays out
+        logit = before > 0.0f ? before / penalty : before * penalty;
+        logit -= n * frequency + presence;
+        if (!std::isfinite(logit)) {
+            // Penalties near the float range overflowed: the same terms in double, clamped to a
+            // finite logit (an infinite one would make the softmax NaN).
+            const double v = (before > 0.0f ? double{before} / penalty : double{before} * penalty) -
+                             (double{n} * frequency + presence);
+            logit = static_cast<float>(std::clamp(v, double{std::numeric_limits<float>::lowest()},
+                                                  double{std::numeric_limits<float>::max()}));
+        }
     }
 }
 

@@ -142,6 +142,24 @@ TEST(Sampler, PresenceAndFrequencyPenaltiesOverTheWindow) {
     EXPECT_FALSE(validate(p).ok());
 }
 
+// Penalties near the float range (finite, so valid for the CLI and the library) never make a
+// logit infinite or NaN (an infinite one made the softmax NaN, and the draw took the last
+// candidate): the boosted token is drawn, and a banned one stays out.
+TEST(Sampler, HugePenaltiesStayFinite) {
+    const std::vector<float> logits = {3.0f, 2.0f, 1.0f};
+    const std::vector<TokenId> history = {0, 0};
+    SamplingParams p = no_filters(1.0f, 7);
+    p.frequency_penalty = -2e38f;  // 0: 3 + 2 x 2e38 overflows a float
+    Sampler boosted(p);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(boosted.sample(logits, history), 0);
+    Sampler banned(p);
+    banned.ban({0});
+    for (int i = 0; i < 20; ++i) EXPECT_NE(banned.sample(logits, history), 0);
+    p.frequency_penalty = 2e38f;  // the other way: 0 pushed to the bottom
+    Sampler pushed(p);
+    for (int i = 0; i < 20; ++i) EXPECT_NE(pushed.sample(logits, history), 0);
+}
+
 // --ignore-eos: banned ids are never drawn, greedy or sampled, however likely.
 TEST(Sampler, BannedTokensAreNeverSampled) {
     std::vector<float> logits = {0.0f, 9.0f, 1.0f, 8.5f, 0.5f};
