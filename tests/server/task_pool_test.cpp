@@ -73,6 +73,18 @@ TEST(ElasticPool, PastTheCapJobsWaitInOrder) {
     gate.release();
     EXPECT_TRUE(eventually([&] { return gate.finished == 5; }));
     EXPECT_EQ(pool.peak_threads(), 3u);
+    // The waiting jobs run in the order they came (one thread: exactly that order).
+    ElasticPool one(1, 1, 10s);
+    std::mutex mu;
+    std::vector<int> order;
+    for (int i = 0; i < 6; ++i) {
+        one.enqueue([&, i] {
+            std::lock_guard<std::mutex> lock(mu);
+            order.push_back(i);
+        });
+    }
+    one.shutdown();
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5}));
 }
 
 TEST(ElasticPool, ThreadsBeyondTheKeptOnesRetireWhenIdle) {

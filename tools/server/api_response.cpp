@@ -80,7 +80,11 @@ json logprobs_json(Endpoint endpoint, const Tokenizer& tok, std::span<const Toke
         pieces.push_back(piece);
         lps.push_back(value(t.logprob));
         json top = json::object();
-        for (const auto& [id, lp] : t.top) top[tok.token_to_piece(id, true)] = value(lp);
+        for (const auto& [id, lp] : t.top) {
+            // Two ids may share a piece (a byte token and its character): the likelier stays.
+            const std::string key = tok.token_to_piece(id, true);
+            if (!top.contains(key)) top[key] = value(lp);
+        }
         tops.push_back(std::move(top));
         offsets.push_back(offset);
         offset += static_cast<int64_t>(piece.size());
