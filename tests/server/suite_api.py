@@ -82,6 +82,12 @@ def logprobs(srv):
     assert "".join(lp.tokens) == t.text and len(lp.token_logprobs) == len(lp.tokens)
     assert lp.text_offset == [sum(len(x.encode()) for x in lp.tokens[:i]) for i in range(len(lp.tokens))]
     assert all(len(top) <= 2 and max(top.values()) == v for top, v in zip(lp.top_logprobs, lp.token_logprobs))
+    # A stop string's tokens have no entries: they spell the returned text, streamed or not.
+    args = dict(model="any", prompt="1, 2, 3, 4,", max_tokens=20, temperature=0, stop=[" 7"], logprobs=1)
+    t = c.completions.create(**args).choices[0]
+    assert t.finish_reason == "stop" and "".join(t.logprobs.tokens) == t.text, (t.text, t.logprobs.tokens)
+    chunks = [ch.choices[0] for ch in c.completions.create(**args, stream=True) if ch.choices]
+    assert "".join(x for ch in chunks if ch.logprobs for x in ch.logprobs.tokens) == t.text
 
 
 def completions(srv):
