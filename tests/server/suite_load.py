@@ -199,7 +199,7 @@ def large_texts_at_once(srv):
 
 def stop_beside_idle_connection(srv):
     """SIGINT stops the server at once beside an idle keep-alive connection (a browser tab's),
-    which held its thread, and the process, for the idle timeout of 30 s."""
+    which held its thread, and the process, for the keep-alive time (30 s here)."""
     s = socket.create_connection(("127.0.0.1", int(srv.port)))
     s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     assert s.recv(64).startswith(b"HTTP/1.1 200"), "no answer"
@@ -217,9 +217,12 @@ def run(lazyllm, checks):
         assert srv.alive(), srv.read_log()
     with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--queue", "1", log_name="queue") as srv:
         checks.run("a full queue answers 503 with Retry-After", queue_full, srv)
-    with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--queue", "0", log_name="queue0") as srv:
+    # --keep-alive 30: connections held idle outlast the checks below (by default they close
+    # after 5 s, which would hide threads held by them).
+    with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--queue", "0", "--keep-alive", "30",
+                log_name="queue0") as srv:
         checks.run("--queue 0: a free slot takes a request", queue_zero, srv)
         checks.run("idle and slow connections do not hold up other clients", idle_connections, srv)
         checks.run("large texts at once stay within the text budget", large_texts_at_once, srv)
-    with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", log_name="stop") as srv:
+    with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--keep-alive", "30", log_name="stop") as srv:
         checks.run("SIGINT beside an idle keep-alive connection stops at once", stop_beside_idle_connection, srv)

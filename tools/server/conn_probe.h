@@ -15,7 +15,7 @@ int find_connection_socket(const std::string& remote_addr, int remote_port, int 
 // refused one is retried by the client's kernel a second later). False when none is found.
 bool widen_listen_backlog(int local_port, int backlog);
 // Shuts down (both ways) this process's TCP connections accepted on local_port: their threads,
-// waiting on an idle keep-alive connection for up to --idle-timeout, see the end at once.
+// waiting on an idle keep-alive connection for up to --keep-alive, see the end at once.
 // Returns how many.
 int shutdown_connections(int local_port);
 // True when the peer has closed or reset the connection (never for fd < 0).

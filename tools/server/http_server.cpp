@@ -177,7 +177,7 @@ HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), ht
     const auto most = static_cast<size_t>(ctx.cfg.http_threads);
     s.new_task_queue = [kept, most] { return new ConnectionThreads(std::min(kept, most), most); };
     s.set_payload_max_length(ctx.cfg.max_body_bytes);
-    s.set_keep_alive_timeout(ctx.cfg.idle_timeout_s);
+    s.set_keep_alive_timeout(ctx.cfg.keep_alive_s);
     s.set_read_timeout(ctx.cfg.idle_timeout_s, 0);
     s.set_write_timeout(ctx.cfg.idle_timeout_s, 0);
     s.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {

@@ -30,7 +30,8 @@ struct ServerConfig {
     std::vector<std::string> cors_origins = {"*"};  // parse_cors_origins (server/cors.h); {}: off
     size_t max_body_bytes = 8u << 20;  // larger bodies get 413
     int timeout_s = 600;               // per request, from submission to the last token
-    int idle_timeout_s = 30;           // an idle keep-alive connection is closed after this
+    int keep_alive_s = 5;     // a connection with no request in progress: closed after this
+    int idle_timeout_s = 30;  // a socket read or write waits at most this
     int default_max_tokens = 512;      // when a request gives none (capped by the context)
     int http_threads = 512;            // connections served at once (server/task_pool.h)
     SchedulerConfig scheduler;
