@@ -2,6 +2,11 @@
 // row by row on one thread, to fp32, per format and ISA. bytes_per_second counts
 // the quantized bytes read plus the bytes written; items_per_second counts elements.
 //   lazyllm_microbench --benchmark_filter=BM_Dequant
+// And the LM head's one prompt row on the fp32 path: gemv_rows_f32 over the GGUF's Q8_0 blocks
+// against the fp32 copy's GEMM it replaced (PackedLinear, one row), on the default model's head
+// (49152 x 576) and Gemma 3 270M's (262144 x 640), 2 threads; bytes_per_second counts the
+// weights read.
+//   lazyllm_microbench --benchmark_filter=BM_Head
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -9,9 +14,12 @@
 #include <random>
 #include <vector>
 
+#include "bench_util.h"
 #include "kernels/cpu.h"
+#include "kernels/gemm.h"
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm::kernels {
 namespace {
@@ -80,6 +88,64 @@ LAZYLLM_DEQUANT_BENCH(Q4_1);
 LAZYLLM_DEQUANT_BENCH(Q8_0);
 LAZYLLM_DEQUANT_BENCH(Q4_K);
 LAZYLLM_DEQUANT_BENCH(Q6_K);
+
+// A head's best ISA and its weights: random Q8_0 blocks with scales of 0.02.
+KernelContext head_ctx() { return {best_isa(detect_cpu_features()), 2}; }
+std::vector<uint8_t> head_q8(int64_t n_vocab, int64_t n_embd) {
+    const int64_t nb = n_vocab * n_embd / 32;
+    std::vector<uint8_t> m(static_cast<size_t>(nb) * 34);
+    std::mt19937 rng(5);
+    for (uint8_t& b : m) b = static_cast<uint8_t>(rng());
+    const uint16_t d = fp32_to_fp16(0.02f);
+    for (int64_t b = 0; b < nb; ++b) std::memcpy(m.data() + b * 34, &d, sizeof(d));
+    return m;
+}
+
+void BM_HeadBlocks(benchmark::State& state) {
+    const int64_t n_vocab = state.range(0), n_embd = state.range(1);
+    const std::vector<uint8_t> w = head_q8(n_vocab, n_embd);
+    const std::vector<float> x = bench::random_vec(static_cast<size_t>(n_embd), 1);
+    std::vector<float> y(static_cast<size_t>(n_vocab));
+    Workspace ws;
+    for (auto _ : state) {
+        const Status s = gemv_rows_f32(head_ctx(), {GgmlType::Q8_0, w.data(), n_vocab, n_embd},
+                                       x.data(), y.data(), &ws);
+        if (!s.ok()) {
+            state.SkipWithError(s.error().message().c_str());
+            return;
+        }
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.size()));
+}
+
+void BM_HeadCopyF32(benchmark::State& state) {
+    const int64_t n_vocab = state.range(0), n_embd = state.range(1);
+    const std::vector<uint8_t> q = head_q8(n_vocab, n_embd);
+    std::vector<float> w(static_cast<size_t>(n_vocab * n_embd));
+    if (!dequantize_row_f32(Isa::kRef, GgmlType::Q8_0, q.data(), w.data(), n_vocab * n_embd).ok()) {
+        state.SkipWithError("dequantize");
+        return;
+    }
+    auto lin =
+        PackedLinear::create(head_ctx(), w.data(), n_vocab, n_embd, nullptr, GemmPrecision::kF32);
+    if (!lin.ok()) {
+        state.SkipWithError(lin.error().message().c_str());
+        return;
+    }
+    w = {};
+    const std::vector<float> x = bench::random_vec(static_cast<size_t>(n_embd), 1);
+    std::vector<float> y(static_cast<size_t>(n_vocab));
+    Workspace ws;
+    for (auto _ : state) {
+        lin->forward(x.data(), 1, y.data(), 0, 0, false, &ws);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(lin->weight_bytes()));
+}
+
+BENCHMARK(BM_HeadBlocks)->Args({49152, 576})->Args({262144, 640})->UseRealTime();
+BENCHMARK(BM_HeadCopyF32)->Args({49152, 576})->Args({262144, 640})->UseRealTime();
 
 }  // namespace
 }  // namespace lazyllm::kernels

@@ -60,7 +60,7 @@ struct ModelSummary {
     int n_threads = 0;
     double load_ms = 0.0;
     uint64_t file_bytes = 0;
-    uint64_t weight_bytes = 0;  // converted weights in memory
+    uint64_t weight_bytes = 0;  // weights in memory (LlamaModel::weight_bytes)
 };
 
 // Which pruning a generation runs, as typed data (include/lazyllm/schedule.h).

@@ -218,7 +218,47 @@ void dequantize_halves(const uint16_t* x, float* y, int64_t n) {
     for (; i < n; ++i) y[i] = kBf16 ? bf16_to_fp32_scalar(x[i]) : half(x[i]);
 }
 
+// dot_rows_f32 for kRows rows: each row's kGemvLanes lanes in kGemvLanes / kWidth vectors, x
+// loaded once for all the rows (independent FMA chains, kRows x the vectors).
+template <Isa I, int kRows>
+void dot_rows(const float* w, const float* x, int64_t n, float* y) {
+    using V = Vec<I>;
+    constexpr int kVecs = kGemvLanes / V::kWidth;
+    typename V::F acc[kRows][kVecs];
+    for (auto& row : acc) {
+        for (auto& a : row) a = V::zero();
+    }
+    for (int64_t i = 0; i < n; i += kGemvLanes) {
+        for (int v = 0; v < kVecs; ++v) {
+            const auto xv = V::load(x + i + v * V::kWidth);
+            for (int r = 0; r < kRows; ++r) {
+                acc[r][v] = V::fmadd(V::load(w + r * n + i + v * V::kWidth), xv, acc[r][v]);
+            }
+        }
+    }
+    for (int r = 0; r < kRows; ++r) {
+        float lanes[kGemvLanes];
+        for (int v = 0; v < kVecs; ++v) V::store(lanes + v * V::kWidth, acc[r][v]);
+        y[r] = gemv_lane_sum(lanes);
+    }
+}
+
 }  // namespace
+
+template <Isa I>
+void dot_rows_f32(const float* w, int n_rows, const float* x, int64_t n, float* y) {
+    static_assert(kGemvRows == 4);
+    switch (n_rows) {
+        case 1:
+            return dot_rows<I, 1>(w, x, n, y);
+        case 2:
+            return dot_rows<I, 2>(w, x, n, y);
+        case 3:
+            return dot_rows<I, 3>(w, x, n, y);
+        default:
+            return dot_rows<I, 4>(w, x, n, y);
+    }
+}
 
 template <Isa I>
 void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n) {
@@ -240,4 +280,6 @@ void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n)
 
 #define LAZYLLM_QUANT_INSTANTIATE(I)                                                               \
     template void lazyllm::kernels::detail::dequantize_unchecked<I>(GgmlType, const void*, float*, \
-                                                                    int64_t)
+                                                                    int64_t);                      \
+    template void lazyllm::kernels::detail::dot_rows_f32<I>(const float*, int, const float*,       \
+                                                            int64_t, float*)

@@ -17,15 +17,35 @@ namespace lazyllm::kernels {
 // Q5_K, Q6_K, IQ4_XS); false for every other one.
 bool quant_type_supported(GgmlType type);
 
+// gemv_rows_f32's dot products: y[k] = w[k] . x for the n_rows rows (at most kGemvRows) of w,
+// row k at w + k * n, n floats each (a multiple of kGemvLanes, zero-padded past the matrix's
+// n_in): lane j sums the products i = j mod kGemvLanes by fused multiply-adds in order of i,
+// and gemv_lane_sum adds the lanes (every variant the same bits).
+inline constexpr int kGemvRows = 4;
+inline constexpr int kGemvLanes = 16;
+
+// The lanes' total: lane j + 8 added into lane j, then j + 4, j + 2 and j + 1 (a vector
+// reduction's halving order). Internal linkage: the copy a file built for a wider ISA emits
+// must not be the one the linker picks for the reference.
+static inline float gemv_lane_sum(float (&lanes)[kGemvLanes]) {
+    for (int half = kGemvLanes / 2; half >= 1; half /= 2) {
+        for (int j = 0; j < half; ++j) lanes[j] += lanes[j + half];
+    }
+    return lanes[0];
+}
+
 namespace ref {
 // Scalar reference, one block at a time, the same float operations in the same order as
 // ggml-quants.c's dequantize_row_* (results bit-identical to ggml's).
 void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n);
+void dot_rows_f32(const float* w, int n_rows, const float* x, int64_t n, float* y);
 }  // namespace ref
 
 namespace detail {
 template <Isa I>
 void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n);
+template <Isa I>
+void dot_rows_f32(const float* w, int n_rows, const float* x, int64_t n, float* y);
 }  // namespace detail
 
 namespace quant {

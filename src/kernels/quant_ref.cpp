@@ -2,6 +2,7 @@
 // operation (same products in the same order). The products are exact ("Exactness" in
 // quant_blocks.h), so the output is bit-identical to ggml's and to gguf-py's numpy dequantizers
 // (golden test), and the vectorized variants are tested bit-exact against these.
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -184,6 +185,18 @@ void dequantize_unchecked(GgmlType type, const void* src, float* dst, int64_t n)
         default:  // a block format (checked by the entry points)
             with_blocks(type, src, n,
                         [&](const auto* x, int64_t nb) { dequantize_blocks(x, dst, nb); });
+    }
+}
+
+void dot_rows_f32(const float* w, int n_rows, const float* x, int64_t n, float* y) {
+    for (int r = 0; r < n_rows; ++r) {
+        const float* row = w + r * n;
+        float lanes[kGemvLanes] = {};
+        for (int64_t i = 0; i < n; ++i) {
+            float& lane = lanes[i % kGemvLanes];
+            lane = std::fma(row[i], x[i], lane);
+        }
+        y[r] = gemv_lane_sum(lanes);
     }
 }
 

@@ -531,8 +531,13 @@ void LlamaModel::logits(const float* h_row, int64_t step_rows, bool prompt, floa
     // fp32 activations into the prefill weights (they convert them where those are bf16).
     // On the blocks without outlier channels: a column of the LM head is n_vocab long.
     const bool quant = prefill_quant_ || decode_weights_step(step_rows, prompt);
-    lm_head_.forward(s.kernels, quant ? LinearPath::kQuant : LinearPath::kF32, {x, nullptr}, 1,
-                     out);
+    if (!quant && head_rows_.data != nullptr) {
+        const Status st = kernels::gemv_rows_f32(opts_.ctx, head_rows_, x, out, &s.kernels);
+        LAZYLLM_CHECK_MSG(st.ok(), "the LM head's blocks were checked at load");
+    } else {
+        lm_head_.forward(s.kernels, quant ? LinearPath::kQuant : LinearPath::kF32, {x, nullptr}, 1,
+                         out);
+    }
     softcap(out, 1);
 }
 

@@ -157,16 +157,32 @@ Status LlamaModel::load_weights() {
     layers_.resize(c.n_layer);
     for (int il = 0; il < c.n_layer; ++il) LAZYLLM_TRY(load_layer(il));
     LAZYLLM_ASSIGN_OR_RETURN(output_norm_, read_tensor_f32(gguf_, std::string(names::kOutputNorm), {E}, isa));
-    {
-        const std::string head_name(c.tied_embeddings ? names::kTokenEmbd : names::kOutput);
-        LAZYLLM_TRY(make_linear(head_name, {{head_name, c.n_vocab}}, E, nullptr,
-                                kernels::GemmLayout::kPlain, lm_head_));
-    }
+    LAZYLLM_TRY(load_head());
     // How far a decode step's rows (revivals included) stay on the quantized weights depends
     // on what the GEMMs they would go to are (llama_model.h); without GEMMs, all of them.
     const bool wide = prefill_quant_ || (!layers_.empty() && layers_[0].gate_up.gemm.backend() ==
                                                                  kernels::GemmBackend::kAvx2);
     quant_max_rows_ = wide ? kQuantMaxRowsWide : kQuantMaxRows;
+    return {};
+}
+
+Status LlamaModel::load_head() {
+    const ModelConfig& c = config_;
+    const std::string name(c.tied_embeddings ? names::kTokenEmbd : names::kOutput);
+    // On the exact fp32 path the head's one row per prompt reads the GGUF's blocks in place,
+    // where a copy would take 4 bytes a weight (Gemma 3 270M's tied head: 640 MiB).
+    const bool in_place = !prefill_quant_ && !kernels::gemm_uses_bf16(opts_.ctx, opts_.precision);
+    LAZYLLM_TRY(make_linear(name, {{name, c.n_vocab}}, c.n_embd, nullptr,
+                            kernels::GemmLayout::kPlain, lm_head_, /*gemm_copy=*/!in_place));
+    if (in_place) {
+        const GgufTensorInfo* t = gguf_.find_tensor(name);  // make_linear checked its shape
+        head_rows_ = {t->type, gguf_.tensor_data(*t), c.n_vocab, c.n_embd};
+        // The type and row length checked now (no rows run), not at the first prompt.
+        float unused = 0.0f;
+        const Status st = kernels::gemv_rows_f32(opts_.ctx, {t->type, head_rows_.data, 0, c.n_embd},
+                                                 &unused, &unused);
+        if (!st.ok()) return st.error().with_context(name);
+    }
     return {};
 }
 
@@ -200,10 +216,12 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
     // The copies' size against the memory available now: copies that cannot fit are refused;
     // kAuto takes them only within half of it, leaving the rest to the KV cache, the
     // activations and the rest of the machine.
+    // (The LM head has a copy on the bf16 path only: load_head.)
+    const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
     const double elems =
         static_cast<double>(c.n_layer) * static_cast<double>(E * (Q + 2 * KV) + Q * E + 3 * F * E) +
-        static_cast<double>(c.n_vocab) * static_cast<double>(E);
-    const double copy_bytes = elems * (kernels::gemm_uses_bf16(o.ctx, o.precision) ? 2.0 : 4.0);
+        (bf16 ? static_cast<double>(c.n_vocab) * static_cast<double>(E) : 0.0);
+    const double copy_bytes = elems * (bf16 ? 2.0 : 4.0);
     const double available =
         static_cast<double>(o.available_memory > 0 ? o.available_memory : available_memory_bytes());
     const double mib = 1024.0 * 1024.0;
@@ -226,15 +244,14 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
         plan.prefill_choice = "copy (no quantized weights on this run)";
         return plan;
     }
-    // Without bf16 GEMMs the copies are fp32, and past kFp32CopyLimit (a model of about 400M
-    // parameters) the blocks win on every count but exactness: on AVX2 (Zen 3) the int8
+    // Without bf16 GEMMs the copies are fp32, and past kFp32CopyLimit (a model of about 335M
+    // layer parameters) the blocks win on every count but exactness: on AVX2 (Zen 3) the int8
     // kernels prefill 1.6x faster at 1B and load 6x faster from a fifth of the memory, and as
     // fast as the fp32 copies at 0.5B from a quarter of it (docs/benchmarks.md). With bf16 GEMMs on
     // oneDNN (AVX-512-BF16, no AMX), the VNNI int8 kernels prefill 1.13-1.48x faster than the bf16
     // copies from 0.5B to 1B on Zen 4 and load 15-60x faster. The default model's copies (257 MiB)
     // keep its prefill on the measured bf16 path: its int8 prefill agrees with it on 99% of first
     // tokens, with the fp32 path on 97% (docs/evaluation.md), at ten times bf16's KL to fp32.
-    const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
     const bool fp32_big = !bf16 && copy_bytes > kFp32CopyLimit;
     // With AMX the blocks' prompt rows run on bf16 tiles, a chunk of weights dequantized at a
     // time (QuantLinear::has_tile_path): as fast as the copies from 0.5B up (Qwen2.5-0.5B Q8_0
@@ -311,7 +328,7 @@ Status LlamaModel::load_layer(int il) {
 
 Status LlamaModel::make_linear(std::string_view what, std::initializer_list<MatrixPart> parts,
                                int64_t n_in, const float* bias, kernels::GemmLayout layout,
-                               Linear& out) const {
+                               Linear& out, bool gemm_copy) const {
     const kernels::Isa isa = opts_.ctx.isa;
     std::vector<const GgufTensorInfo*> infos;
     std::vector<kernels::QuantLinear::Part> qparts;
@@ -337,7 +354,7 @@ Status LlamaModel::make_linear(std::string_view what, std::initializer_list<Matr
         return {};
     };
     const auto fail = [&](const Error& e) -> Status { return e.with_context(std::string(what)); };
-    if (!prefill_quant_) {
+    if (!prefill_quant_ && gemm_copy) {
         LAZYLLM_TRY(read_f32());
         auto p = kernels::PackedLinear::create(opts_.ctx, w.data(), n_out, n_in, bias,
                                                opts_.precision, layout);
@@ -364,11 +381,14 @@ Status LlamaModel::make_linear(std::string_view what, std::initializer_list<Matr
         if (!q.ok()) return fail(q.error());
         out.quant = std::move(q).value();
     }
-    for (const GgufTensorInfo* t : infos) gguf_.release_tensor_pages(*t);
+    // (Blocks that prompts read in place stay mapped: they would fault back in at the first.)
+    if (gemm_copy) {
+        for (const GgufTensorInfo* t : infos) gguf_.release_tensor_pages(*t);
+    }
     return {};
 }
 
-bool LlamaModel::gemm_bf16() const { return lm_head_.gemm.is_bf16(); }
+bool LlamaModel::gemm_bf16() const { return layers_.front().qkv.gemm.is_bf16(); }
 
 kernels::KvType LlamaModel::kv_type() const {
     // f16 wherever prefill is not the exact fp32 path (--precision f32): the attention tiles
@@ -382,7 +402,13 @@ kernels::KvType LlamaModel::kv_type() const {
 
 size_t LlamaModel::weight_bytes() const {
     // The QuantLinear copies count 0 bytes when empty (no quantized decode).
-    size_t total = lm_head_.weight_bytes() + output_norm_.size() * sizeof(float);
+    // The head's blocks read in place count too: every prompt's logits touch all of them.
+    size_t total =
+        lm_head_.weight_bytes() + output_norm_.size() * sizeof(float) +
+        (head_rows_.data != nullptr
+             ? gguf_.find_tensor(config_.tied_embeddings ? names::kTokenEmbd : names::kOutput)
+                   ->n_bytes()
+             : 0);
     for (const auto& L : layers_) {
         total += L.qkv.weight_bytes() + L.wo.weight_bytes() + L.gate_up.weight_bytes() +
                  L.down.weight_bytes() +

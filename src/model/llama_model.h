@@ -20,6 +20,7 @@
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "kernels/qgemv.h"
+#include "kernels/quant.h"
 #include "kernels/workspace.h"
 #include "lazyllm/gguf.h"
 #include "lazyllm/result.h"
@@ -45,10 +46,11 @@ enum class PrefillWeights {
     kQuant,
 };
 
-// Past this many bytes of fp32 copies (no bf16 GEMM on the CPU), kAuto takes the blocks (about
-// 400M parameters: the 0.5B-8B models on their blocks, within the big-models issue's memory
-// bound; the default model and Gemma 3 270M keep their exact fp32 prefill).
-inline constexpr double kFp32CopyLimit = 1.5 * 1024 * 1024 * 1024;
+// Past this many bytes of fp32 copies (no bf16 GEMM on the CPU; the layers' only, the LM head
+// has none there), kAuto takes the blocks (about 335M layer parameters: Qwen2.5-0.5B, with 358M,
+// and the larger models on their blocks, within the big-models issue's memory bound; the
+// default model, 106M, and Gemma 3 270M, 100M, keep their exact fp32 prefill).
+inline constexpr double kFp32CopyLimit = 1.25 * 1024 * 1024 * 1024;
 // Past this many bytes of bf16 copies, kAuto takes the blocks where they run on AMX tiles or,
 // without AMX, on AVX-512 VNNI (about 250M parameters; the default model stays below).
 inline constexpr double kBf16CopyLimit = 512.0 * 1024 * 1024;
@@ -242,7 +244,9 @@ public:
     // kQuant, or kAuto's choice); then there are no GEMM copies. prefill_choice() says why.
     bool prefill_quant() const { return prefill_quant_; }
     const std::string& prefill_choice() const { return prefill_choice_; }
-    size_t weight_bytes() const;  // converted weights held in memory
+    // Weights held in memory: the converted ones, and the LM head's blocks where the logits read
+    // them in place (head_rows_).
+    size_t weight_bytes() const;
     // The first layer in [begin, end) whose attention a LazyLLM score may sum, or -1: on a
     // sliding-window model only global layers score (a local layer's query sees only its
     // window, so every older token would score 0).
@@ -300,9 +304,14 @@ private:
     // checked to be [n_in, rows]: the GEMM weights unless prefill_quant_, and the QuantLinear
     // copy where quantized_decode_ (from the GGUF's blocks where QuantLinear takes their type,
     // else requantized from fp32). fp32 is read only where one of them needs it. Errors name
-    // `what`. The parts' pages are released from memory afterwards.
+    // `what`. Without `gemm_copy` no GEMM weights are made (the caller reads the blocks in
+    // place), else the parts' pages are released from memory afterwards.
     Status make_linear(std::string_view what, std::initializer_list<MatrixPart> parts, int64_t n_in,
-                       const float* bias, kernels::GemmLayout layout, Linear& out) const;
+                       const float* bias, kernels::GemmLayout layout, Linear& out,
+                       bool gemm_copy = true) const;
+    // The LM head's prefill weights: the fp32 path reads the GGUF's blocks in place
+    // (head_rows_), the bf16 path a copy, the blocks path QuantLinear (load_head).
+    Status load_head();
 
     GgufFile gguf_;
     ModelConfig config_;
@@ -312,6 +321,9 @@ private:
     std::vector<LayerWeights> layers_;
     std::vector<float> output_norm_;  // [n_embd]
     Linear lm_head_;                  // [n_vocab, n_embd]
+    // The head's GGUF blocks (in the mmap) where the fp32 path's logits read them in place
+    // (kernels::gemv_rows_f32) instead of an fp32 copy; data null otherwise.
+    kernels::BlockRows head_rows_;
     bool quantized_decode_ = false;
     bool prefill_quant_ = false;
     bool prefill_tiles_ = false;   // prefill_quant_ on AMX tiles (QuantLinear::has_tile_path)

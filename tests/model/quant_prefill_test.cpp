@@ -128,7 +128,35 @@ TEST(QuantPrefill, KeepsNoCopy) {
     const size_t file = file_bytes_of_2d(path);
     // Norm vectors (fp32) are a few KiB in both.
     EXPECT_LT(quant->weight_bytes(), file * 11 / 10 + 16 * 1024) << "file: " << file;
-    EXPECT_GT(copy->weight_bytes(), quant->weight_bytes() * 5) << "fp32 is 6.4x Q4_1's bytes";
+    // Both hold the head as its blocks (the fp32 path reads them in place); the layers' fp32
+    // copies are 6.4x Q4_1's bytes.
+    const size_t head = GgufFile::open(path).value().find_tensor("output.weight")->n_bytes();
+    EXPECT_GT(copy->weight_bytes() - head, (quant->weight_bytes() - head) * 6);
+}
+
+// On the fp32 path the LM head has no copy: its logits read the GGUF's blocks in place, so the
+// weights held are the layers' fp32 copies, the fp32 norms and the head's own bytes.
+TEST(QuantPrefill, Fp32PathKeepsTheHeadOnItsBlocks) {
+    for (bool tied : {false, true}) {
+        testing::TinyModelSpec spec;
+        spec.weight_type = GgmlType::Q8_0;
+        spec.n_vocab = 512;
+        spec.tied_embeddings = tied;
+        const std::string path = temp_path(tied ? "head_tied" : "head");
+        auto m = load(spec, path, kernels::GemmPrecision::kF32, 2, PrefillWeights::kCopy);
+        ASSERT_NE(m, nullptr);
+        const GgufFile gguf = GgufFile::open(path).value();
+        const std::string head = tied ? "token_embd.weight" : "output.weight";
+        size_t want = 0;
+        for (const GgufTensorInfo& t : gguf.tensors()) {
+            if (t.name == head) {
+                want += t.n_bytes();
+            } else if (t.name != "token_embd.weight") {
+                want += static_cast<size_t>(t.n_elements()) * sizeof(float);
+            }
+        }
+        EXPECT_EQ(m->weight_bytes(), want) << (tied ? "tied" : "untied");
+    }
 }
 
 // kAuto weighs the copies against the memory available: quant where they would take more
@@ -171,7 +199,7 @@ ModelConfig llama_shape(int n_layer, int n_embd, int n_head_kv, int n_ff, int n_
 // Without bf16 GEMMs the copies are fp32, and past kFp32CopyLimit kAuto takes the blocks even
 // where memory is plentiful; with bf16 GEMMs, past kBf16CopyLimit where the blocks run on AMX
 // tiles or (no AMX) on AVX-512 VNNI int8 kernels. The default model's shape stays on its copies
-// everywhere.
+// everywhere. fp32 copies are the layers' alone: the LM head reads its blocks on that path.
 TEST(QuantPrefill, AutoTakesTheBlocksPastTheCopyLimits) {
     kernels::KernelContext ctx;
     ctx.isa = kernels::isa_from_env().value();
@@ -198,17 +226,21 @@ TEST(QuantPrefill, AutoTakesTheBlocksPastTheCopyLimits) {
     }
     auto mid = LlamaModel::plan_weights(qwen_05b, o);
     ASSERT_TRUE(mid.ok()) << mid.error().message();
-    EXPECT_EQ(mid->prefill_quant, !bf16 || vnni) << mid->prefill_choice;  // fp32: 1.8 GiB
+    EXPECT_EQ(mid->prefill_quant, !bf16 || vnni) << mid->prefill_choice;  // fp32: 1365 MiB
     if (vnni) {
         EXPECT_NE(mid->prefill_choice.find("over the blocks' limit"), std::string::npos)
             << mid->prefill_choice;
     }
     auto half = LlamaModel::plan_weights(qwen_half, o);
     ASSERT_TRUE(half.ok()) << half.error().message();
-    EXPECT_EQ(half->prefill_quant, vnni) << half->prefill_choice;  // fp32: 1.2 GiB, under 1.5
+    EXPECT_EQ(half->prefill_quant, vnni) << half->prefill_choice;  // fp32: 683 MiB
     auto def = LlamaModel::plan_weights(smollm2, o);
     ASSERT_TRUE(def.ok()) << def.error().message();
     EXPECT_FALSE(def->prefill_quant) << def->prefill_choice;
+    if (!bf16) {  // the layers' 106M weights in fp32, without the head's 28M
+        EXPECT_NE(def->prefill_choice.find("copies 405 MiB"), std::string::npos)
+            << def->prefill_choice;
+    }
     // Asked for, the copies are kept at any size that fits.
     o.prefill_weights = PrefillWeights::kCopy;
     auto asked = LlamaModel::plan_weights(llama_1b, o);
@@ -226,7 +258,8 @@ TEST(QuantPrefill, TheVnniLimitNeedsAnAvx512Context) {
     o.ctx = ctx;
     o.available_memory = uint64_t{1} << 40;
     EXPECT_FALSE(kernels::QuantLinear::has_vnni_path(ctx));
-    // 0.6 GiB of bf16 copies (over the VNNI rule's 512 MiB), 1.2 GiB of fp32 (under 1.5 GiB).
+    // 0.6 GiB of bf16 copies with the head (over the VNNI rule's 512 MiB), 683 MiB of fp32
+    // ones (the layers', under kFp32CopyLimit).
     auto mid = LlamaModel::plan_weights(llama_shape(12, 896, 2, 4864, 151936), o);
     ASSERT_TRUE(mid.ok()) << mid.error().message();
     EXPECT_FALSE(mid->prefill_quant) << mid->prefill_choice;

@@ -63,7 +63,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
         ->check(CLI::IsMember({"quant", "gemm"}));
     app.add_option("--prefill-weights", f.prefill_weights,
                    "Weights of prefill's linear layers: auto (the default: quant where the copies "
-                   "would take more than half the memory available, be fp32 copies over 1.5 GiB, "
+                   "would take more than half the memory available, be fp32 copies over 1.25 GiB, "
                    "or be bf16 copies over 512 MiB where the blocks run on AMX tiles or, without "
                    "AMX, on AVX-512 VNNI), copy (bf16/fp32 copies made at load, fp32 activations) "
                    "or quant (the GGUF's own blocks, memory near the file size: int8 "
