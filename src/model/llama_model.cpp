@@ -403,12 +403,12 @@ kernels::KvType LlamaModel::kv_type() const {
 size_t LlamaModel::weight_bytes() const {
     // The QuantLinear copies count 0 bytes when empty (no quantized decode).
     // The head's blocks read in place count too: every prompt's logits touch all of them.
-    size_t total =
-        lm_head_.weight_bytes() + output_norm_.size() * sizeof(float) +
-        (head_rows_.data != nullptr
-             ? gguf_.find_tensor(config_.tied_embeddings ? names::kTokenEmbd : names::kOutput)
-                   ->n_bytes()
-             : 0);
+    size_t total = lm_head_.weight_bytes() + output_norm_.size() * sizeof(float);
+    if (head_rows_.data != nullptr) {
+        total +=
+            static_cast<size_t>(head_rows_.n_out) *
+            row_bytes(*ggml_type_traits(static_cast<uint32_t>(head_rows_.type)), head_rows_.n_in);
+    }
     for (const auto& L : layers_) {
         total += L.qkv.weight_bytes() + L.wo.weight_bytes() + L.gate_up.weight_bytes() +
                  L.down.weight_bytes() +
