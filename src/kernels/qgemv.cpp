@@ -208,9 +208,10 @@ struct QuantLinear::Impl {
         }
     }
 
-    // Do m rows take the VNNI kernels' unpacked passes (qgemv_vnni.cpp, gemv_passes)?
+    // Do m rows take the kernels' unpacked prompt passes (gemv_passes of qgemv_vnni.cpp and
+    // qgemv_avx2.cpp)?
     bool uses_unpacked(int64_t m) const {
-        return isa == Isa::kAvx512 && qgemv::unpacks_prompt(w.bits, m);
+        return qgemv::unpacks_prompt(isa, w.bits, w.scales_kind, m);
     }
 
     void set_bias(const float* b) {

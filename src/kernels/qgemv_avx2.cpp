@@ -24,6 +24,11 @@
 //     way.
 // So the int32 block sums equal the reference's, and the fp32 operations after them are the
 // same ones in the same order: the results are bit-identical.
+//
+// Prompt calls (more than kMaxRowsPerPass rows) on the 4-, 5- and 6-bit formats unpack each
+// chunk of groups once to a byte per quant (unpack_groups) and run every row pass over that
+// copy, with the same int16 and int32 groupings (unpacked_block_sums): the unpacking then costs
+// nothing per row pass.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -203,11 +208,106 @@ inline void block_sums_halves(const uint8_t* qb, const int8_t* sc, const int8_t*
     }
 }
 
+// block_sums and block_sums_halves over a block unpacked to a byte per quant (unpack_groups):
+// ub the block's bytes at the first half, chunk k (inputs 4k .. 4k + 3 of 16 rows) at k * 64.
+// The products are the packed kernels' (chunk k of the unpacked layout is the low- or high-nibble
+// half of packed chunk k / 2), summed in the same int16 and int32 groupings: 4-bit quants all 8
+// chunks into one int16 lane (<= 8 * 3810), 5-bit quants chunks 0-3 and 4-7 apart (<= 4 * 7874),
+// 6-bit quants each packed chunk's two (<= 2 * 16002) widened at once against its half scale.
+// The u8 operands come from memory, so a pass holds no unpacked weights in registers and spends
+// no vector instructions on unpacking.
+template <int kBits, bool kMin, int H, int M>
+inline void unpacked_block_sums(const uint8_t* ub, const int8_t* xb, const int32_t* xc,
+                                __m256i (&isum)[H][M]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i s_lo[H][M], s_hi[H][M];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+        __m256i u[H];
+#pragma GCC unroll 2
+        for (int h = 0; h < H; ++h) {
+            u[h] = _mm256_load_si256(
+                reinterpret_cast<const __m256i*>(ub + k * kChunkBytes + h * kHalfBytes));
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < M; ++r) {
+            const __m256i x = bcast4(xb + r * kBlock + 4 * k);
+#pragma GCC unroll 2
+            for (int h = 0; h < H; ++h) {
+                const __m256i p = _mm256_maddubs_epi16(u[h], x);
+                if (k == 0) {
+                    s_lo[h][r] = p;
+                } else if (kBits == 5 && k == 4) {
+                    s_hi[h][r] = p;
+                } else {
+                    add_to(kBits == 5 && k >= 4 ? s_hi[h][r] : s_lo[h][r], p);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < M; ++r) {
+        const __m256i corr = _mm256_set1_epi32(kMin ? 0 : xc[r]);
+#pragma GCC unroll 2
+        for (int h = 0; h < H; ++h) {
+            __m256i t = _mm256_madd_epi16(s_lo[h][r], ones);
+            if constexpr (kBits == 5) t = _mm256_add_epi32(t, _mm256_madd_epi16(s_hi[h][r], ones));
+            isum[h][r] = kMin ? t : _mm256_add_epi32(corr, t);
+        }
+    }
+}
+
+template <int H, int M>
+inline void unpacked_block_sums_halves(const uint8_t* ub, const int8_t* sc, const int8_t* xb,
+                                       const int32_t* hs, __m256i (&isum)[H][M]) {
+    constexpr int kOffsetShift = half_offset_shift(6);
+    __m256i pairs[H], sc_half[H][2];
+#pragma GCC unroll 2
+    for (int h = 0; h < H; ++h) {
+        pairs[h] = _mm256_cvtepi8_epi16(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + h * kHalfRows * 2)));
+        sc_half[h][0] = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pairs[h], 0xA0), 0xA0);
+        sc_half[h][1] = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pairs[h], 0xF5), 0xF5);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+        __m256i u_lo[H], u_hi[H];
+#pragma GCC unroll 2
+        for (int h = 0; h < H; ++h) {
+            const uint8_t* p = ub + 2 * c * kChunkBytes + h * kHalfBytes;
+            u_lo[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+            u_hi[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + kChunkBytes));
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < M; ++r) {
+            const int8_t* xr = xb + r * kBlock + 8 * c;
+            const __m256i x0 = bcast4(xr), x1 = bcast4(xr + 4);
+#pragma GCC unroll 2
+            for (int h = 0; h < H; ++h) {
+                const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u_lo[h], x0),
+                                                   _mm256_maddubs_epi16(u_hi[h], x1));
+                const __m256i p = _mm256_madd_epi16(t, sc_half[h][c / 2]);
+                isum[h][r] = c == 0 ? p : _mm256_add_epi32(isum[h][r], p);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < M; ++r) {
+        const __m256i x_halves = _mm256_set1_epi32(hs[r]);
+#pragma GCC unroll 2
+        for (int h = 0; h < H; ++h) {
+            const __m256i corr = _mm256_madd_epi16(pairs[h], x_halves);
+            isum[h][r] = _mm256_sub_epi32(isum[h][r], _mm256_slli_epi32(corr, kOffsetShift));
+        }
+    }
+}
+
 // One pass: H halves (8 output rows each, starting at half h0 of group g) x M activation rows
 // (r0 .. r0 + M - 1), over all blocks.
-template <int kBits, Scales kS, int H, int M>
+// kUnpacked: the group's quants come unpacked from uq (unpacked_block_sums).
+template <int kBits, Scales kS, int H, int M, bool kUnpacked = false>
 void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0, const float* bias,
-          float* y, int64_t ldy, bool accumulate, bool prefetch) {
+          float* y, int64_t ldy, bool accumulate, bool prefetch, const uint8_t* uq = nullptr) {
     const int64_t nb = w.n_blocks;
     // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
     const int64_t m = a.m;
@@ -225,7 +325,17 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
         if (prefetch) prefetch_block<kBits, kS>(pf, b);
         const uint8_t* qs = group + o.qs + h0 * kHalfBytes;
         __m256i isum[H][M];  // [H][M] int32 block sums, one lane per output row
-        if constexpr (half_scales(kBits)) {
+        if constexpr (kUnpacked) {
+            const uint8_t* ub = uq + b * qs_bytes_for(8) + h0 * kHalfBytes;
+            if constexpr (half_scales(kBits)) {
+                unpacked_block_sums_halves<H, M>(
+                    ub, reinterpret_cast<const int8_t*>(group + o.sub) + h0 * kHalfRows * 2,
+                    x.q + b * m * kBlock, x.half_sums + b * m, isum);
+            } else {
+                unpacked_block_sums<kBits, has_min(kS), H, M>(ub, x.q + b * m * kBlock,
+                                                              x.corr + b * m, isum);
+            }
+        } else if constexpr (half_scales(kBits)) {
             block_sums_halves<kBits, H, M>(
                 qs, reinterpret_cast<const int8_t*>(group + o.sub) + h0 * kHalfRows * 2,
                 x.q + b * m * kBlock, x.half_sums + b * m, isum);
@@ -269,9 +379,77 @@ void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, co
     }
 }
 
+// Groups [g0, g1) of w unpacked to a byte per quant into out (unpacked_group_bytes(w) per
+// group), in the 8-bit layout: chunk 2c of a block holds the low-nibble elements of packed chunk
+// c, 2c + 1 the high ones (the VNNI kernels' unpack_groups, qgemv_vnni.cpp).
+template <int kBits, Scales kS>
+void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
+    for (int64_t g = g0; g < g1; ++g) {
+        const uint8_t* group = w.group(g);
+        const char* pf = reinterpret_cast<const char*>(group) + kPrefetchBytes;
+        for_each_block<kBits, kS>(w.n_blocks, [&](int64_t b, const BlockOffsets& o) {
+            prefetch_block<kBits, kS>(pf, b);
+            const uint8_t* qb = group + o.qs;
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; ++h) {
+                    const int lo_chunk = half_scales(kBits) ? half_scale_low_chunk(kBits, c) : c;
+                    const int hi_chunk = half_scales(kBits) ? half_scale_high_chunk(kBits, c) : 4;
+                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(
+                        qb + lo_chunk * kChunkBytes + h * kHalfBytes));
+                    const __m256i high = kBits == 4
+                                             ? v
+                                             : _mm256_load_si256(reinterpret_cast<const __m256i*>(
+                                                   qb + hi_chunk * kChunkBytes + h * kHalfBytes));
+                    __m256i lo, hi;
+                    unpack_chunk<Bytes256, kBits>(v, high, c, lo, hi);
+                    uint8_t* dst = out + 2 * c * kChunkBytes + h * kHalfBytes;
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(dst), lo);
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(dst + kChunkBytes), hi);
+                }
+            }
+            out += qs_bytes_for(8);
+        });
+    }
+}
+
+// Rows per prompt pass over unpacked groups, both halves of a group together (the 2 x 4 int16
+// sums and the two unpacked halves of a chunk fit the 16 ymm registers), and for the
+// half-scale sums one half at a time.
+// Rows per prompt pass over unpacked groups, both halves of a group together for the 4- and
+// 5-bit sums (2 x 4 int16 sums and a chunk's two halves in the 16 ymm registers), one half at
+// a time for the half-scale ones (their int32 sums, scales and two chunks per half). Six rows,
+// or both halves of Q6_K, ran alike (docs/benchmarks.md, "AVX2 prompt passes on unpacked
+// groups").
+constexpr int kUnpackedRows = 4;
+constexpr int unpacked_halves(int bits) { return half_scales(bits) ? 1 : 2; }
+
 template <int kBits, Scales kS>
 void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
-                 const float* bias, float* y, int64_t ldy, bool accumulate, uint8_t* /*scratch*/) {
+                 const float* bias, float* y, int64_t ldy, bool accumulate, uint8_t* scratch) {
+    if constexpr (unpacks_format(Isa::kAvx2, kBits, kS)) {
+        // Prompts: each chunk of groups unpacked once (into scratch, sized
+        // unpack_scratch_bytes(w)) for all its row passes.
+        if (m > kMaxRowsPerPass && scratch != nullptr) {
+            constexpr int kH = unpacked_halves(kBits);
+            int64_t c0 = g0;
+            for_each_pass<kUnpackedRows>(
+                m, g0, g1, unpacked_chunk_groups(w), 1,
+                [&](int64_t first, int64_t last) {
+                    unpack_groups<kBits, kS>(w, first, last, scratch);
+                    c0 = first;
+                },
+                [&]<int M>(int64_t g, int64_t, int64_t r0) {
+                    const uint8_t* uq = scratch + (g - c0) * unpacked_group_bytes(w);
+                    for (int h0 = 0; h0 < 2; h0 += kH) {
+                        pass<kBits, kS, kH, M, true>(w, g, h0, a, r0, bias, y, ldy, accumulate,
+                                                     false, uq);
+                    }
+                });
+            return;
+        }
+    }
     for_each_pass<kRowsPerPass>(w, m, g0, g1, 1, [&]<int M>(int64_t g, int64_t, int64_t r0) {
         pass_rows<kBits, kS, M>(w, g, a, r0, bias, y, ldy, accumulate);
     });

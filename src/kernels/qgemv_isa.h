@@ -206,19 +206,27 @@ inline int64_t pass_chunk_bytes() {
     return std::clamp<int64_t>(l2_cache_bytes() / 2, int64_t{128} << 10, int64_t{1} << 20);
 }
 
-// Prompt passes of the VNNI kernels over formats of fewer than 8 bits unpack a chunk of groups
-// once, to a byte per quant in the 8-bit layout (grid indexes looked up), and run every row pass
-// over that copy: a group's unpacked blocks, and the groups of one chunk (about
-// pass_chunk_bytes() of them, at least one).
+// Prompt passes over formats of fewer than 8 bits unpack a chunk of groups once, to a byte per
+// quant in the 8-bit layout (grid indexes looked up), and run every row pass over that copy: a
+// group's unpacked blocks, and the groups of one chunk (about pass_chunk_bytes() of them, at
+// least one).
 inline int64_t unpacked_group_bytes(const Weights& w) {
     return w.n_blocks * static_cast<int64_t>(qs_bytes_for(8));
 }
 inline int64_t unpacked_chunk_groups(const Weights& w) {
     return std::max<int64_t>(1, pass_chunk_bytes() / unpacked_group_bytes(w));
 }
-// Does a call of m rows on weights of `bits` bits take those passes (on VNNI), and so need a
-// thread's unpack_scratch_bytes?
-constexpr bool unpacks_prompt(int bits, int64_t m) { return bits != 8 && m > kMaxRowsPerPass; }
+// Does target isa unpack a format for its prompt passes? VNNI every format under 8 bits; AVX2
+// the 4-, 5- and 6-bit ones but IQ4_XS (its grid values, up to 241, take two vpmaddubsw per
+// byte either way; Q3_K's packed 3 bits cost little to unpack).
+constexpr bool unpacks_format(Isa isa, int bits, Scales s) {
+    if (isa == Isa::kAvx512) return bits != 8;
+    return isa == Isa::kAvx2 && (bits == 4 || bits == 5 || bits == 6) && s != Scales::kGrid;
+}
+// Does a call of m rows take those passes, and so need a thread's unpack_scratch_bytes?
+constexpr bool unpacks_prompt(Isa isa, int bits, Scales s, int64_t m) {
+    return unpacks_format(isa, bits, s) && m > kMaxRowsPerPass;
+}
 // A thread's scratch for those passes (64-byte aligned by the caller).
 inline size_t unpack_scratch_bytes(const Weights& w) {
     return static_cast<size_t>(unpacked_chunk_groups(w) * unpacked_group_bytes(w));

@@ -441,7 +441,8 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
     // Prompts: formats under 8 bits unpack each chunk of groups once (into scratch, sized
     // unpack_scratch_bytes(w)) for all its row passes.
     constexpr bool kUnpack = kBits != 8;
-    if (m > kMaxRowsPerPass && (!unpacks_prompt(kBits, m) || scratch != nullptr)) {
+    if (m > kMaxRowsPerPass &&
+        (!unpacks_prompt(Isa::kAvx512, kBits, kS, m) || scratch != nullptr)) {
         constexpr bool kHalves = half_scales(kBits) && !prescaled_unpack(kBits);
         constexpr int kRows = kHalves ? kMaxRowsPerPass : kPromptRows;
         constexpr int kTile = kHalves ? 1 : 2;
