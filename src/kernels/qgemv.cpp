@@ -152,8 +152,8 @@ struct QuantLinear::Impl {
         }
     }
 
-    // Output groups [g0, g1) of every row of a; scratch: the thread's unpack_scratch_bytes(w)
-    // where the VNNI kernels unpack (uses_unpacked), else nullptr.
+    // Output groups [g0, g1) of every row of a; scratch: the thread's unpack_scratch_bytes(w, isa)
+    // where the kernels unpack (uses_unpacked), else nullptr.
     void gemv(const qgemv::Activations& a, int64_t g0, int64_t g1, float* y, int64_t ldy,
               bool accumulate, uint8_t* scratch) const {
         const float* b = bias.empty() ? nullptr : bias.data();
@@ -175,7 +175,7 @@ struct QuantLinear::Impl {
         const int64_t chunk =
             std::clamp<int64_t>(qgemv::pass_chunk_bytes() / (2 * panel_elems), 1, n_panels);
         const int nt = static_cast<int>(std::min<int64_t>(n_threads, n_panels));
-        const int64_t tmp_elems = qgemv::unpacked_group_bytes(w) / 2;
+        const int64_t tmp_elems = qgemv::unpacked_group_bytes(w, Isa::kAvx512) / 2;
         const int64_t per_thread = chunk * panel_elems + tmp_elems;
         uint16_t* xpack =
             grow(s.xpack, static_cast<int64_t>(detail::amx_packed_rows_elems(m, w.n_in)));
@@ -418,7 +418,7 @@ void QuantLinear::forward(const float* x, int64_t m, float* y, int64_t ldx, int6
         qgemv::add_outlier_terms(im.isa, w.n_out, o, r0, r1, y, ldy);
     };
     const qgemv::Activations a{m, buf.q, buf.d, buf.s, buf.corr, hs};
-    const size_t unpack_bytes = im.uses_unpacked(m) ? qgemv::unpack_scratch_bytes(w) : 0;
+    const size_t unpack_bytes = im.uses_unpacked(m) ? qgemv::unpack_scratch_bytes(w, im.isa) : 0;
     uint8_t* unpacked = unpack_bytes == 0
                             ? nullptr
                             : grow(s.unpacked, static_cast<int64_t>(unpack_bytes) * im.n_threads);

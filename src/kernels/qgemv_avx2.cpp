@@ -309,6 +309,7 @@ template <int kBits, Scales kS, int H, int M, bool kUnpacked = false>
 void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate, bool prefetch, const uint8_t* uq = nullptr) {
     const int64_t nb = w.n_blocks;
+    constexpr int64_t kUnpackedBlock = unpacked_block_bytes(Isa::kAvx2, kS);
     // Activations are block-major: block b, row r at (b * m + r) * 32 (q) and b * m + r.
     const int64_t m = a.m;
     const Activations x = a.from_row(r0);
@@ -326,7 +327,7 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
         const uint8_t* qs = group + o.qs + h0 * kHalfBytes;
         __m256i isum[H][M];  // [H][M] int32 block sums, one lane per output row
         if constexpr (kUnpacked) {
-            const uint8_t* ub = uq + b * qs_bytes_for(8) + h0 * kHalfBytes;
+            const uint8_t* ub = uq + b * kUnpackedBlock + h0 * kHalfBytes;
             if constexpr (half_scales(kBits)) {
                 unpacked_block_sums_halves<H, M>(
                     ub, reinterpret_cast<const int8_t*>(group + o.sub) + h0 * kHalfRows * 2,
@@ -345,8 +346,17 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
         }
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
-            accumulate_block<Isa::kAvx2, kS, M>(RowScales::at(group, o, (h0 + h) * kHalfRows),
-                                                isum[h], x.d + b * m, x.s + b * m, acc[h]);
+            if constexpr (kUnpacked) {  // the block's fp32 scales after its quants
+                const float* d =
+                    reinterpret_cast<const float*>(uq + b * kUnpackedBlock + qs_bytes_for(8)) +
+                    (h0 + h) * kHalfRows;
+                accumulate_scaled<Isa::kAvx2, has_min(kS), M>(
+                    _mm256_load_ps(d), has_min(kS) ? _mm256_load_ps(d + kGroupRows) : __m256{},
+                    isum[h], x.d + b * m, x.s + b * m, acc[h]);
+            } else {
+                accumulate_block<Isa::kAvx2, kS, M>(RowScales::at(group, o, (h0 + h) * kHalfRows),
+                                                    isum[h], x.d + b * m, x.s + b * m, acc[h]);
+            }
         }
     });
 #pragma GCC unroll 2
@@ -379,9 +389,11 @@ void pass_rows(const Weights& w, int64_t g, const Activations& a, int64_t r0, co
     }
 }
 
-// Groups [g0, g1) of w unpacked to a byte per quant into out (unpacked_group_bytes(w) per
-// group), in the 8-bit layout: chunk 2c of a block holds the low-nibble elements of packed chunk
-// c, 2c + 1 the high ones (the VNNI kernels' unpack_groups, qgemv_vnni.cpp).
+// Groups [g0, g1) of w unpacked into out (unpacked_group_bytes(w, kAvx2) per group): per block
+// a byte per quant in the 8-bit layout, chunk 2c holding the low-nibble elements of packed chunk
+// c and 2c + 1 the high ones (as the VNNI kernels' unpack_groups, qgemv_vnni.cpp), then the 16
+// rows' fp32 scales d and, for formats with a min, m (block_scales): the row passes take them
+// from there instead of converting them per pass.
 template <int kBits, Scales kS>
 void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
     for (int64_t g = g0; g < g1; ++g) {
@@ -409,7 +421,15 @@ void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
                     _mm256_store_si256(reinterpret_cast<__m256i*>(dst + kChunkBytes), hi);
                 }
             }
-            out += qs_bytes_for(8);
+            auto* scales = reinterpret_cast<float*>(out + qs_bytes_for(8));
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+                __m256 d, mn;
+                block_scales<Isa::kAvx2, kS>(RowScales::at(group, o, h * kHalfRows), d, mn);
+                _mm256_store_ps(scales + h * kHalfRows, d);
+                if constexpr (has_min(kS)) _mm256_store_ps(scales + kGroupRows + h * kHalfRows, mn);
+            }
+            out += unpacked_block_bytes(Isa::kAvx2, kS);
         });
     }
 }
@@ -430,18 +450,18 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
                  const float* bias, float* y, int64_t ldy, bool accumulate, uint8_t* scratch) {
     if constexpr (unpacks_format(Isa::kAvx2, kBits, kS)) {
         // Prompts: each chunk of groups unpacked once (into scratch, sized
-        // unpack_scratch_bytes(w)) for all its row passes.
+        // unpack_scratch_bytes(w, kAvx2)) for all its row passes.
         if (m > kMaxRowsPerPass && scratch != nullptr) {
             constexpr int kH = unpacked_halves(kBits);
             int64_t c0 = g0;
             for_each_pass<kUnpackedRows>(
-                m, g0, g1, unpacked_chunk_groups(w), 1,
+                m, g0, g1, unpacked_chunk_groups(w, Isa::kAvx2), 1,
                 [&](int64_t first, int64_t last) {
                     unpack_groups<kBits, kS>(w, first, last, scratch);
                     c0 = first;
                 },
                 [&]<int M>(int64_t g, int64_t, int64_t r0) {
-                    const uint8_t* uq = scratch + (g - c0) * unpacked_group_bytes(w);
+                    const uint8_t* uq = scratch + (g - c0) * unpacked_group_bytes(w, Isa::kAvx2);
                     for (int h0 = 0; h0 < 2; h0 += kH) {
                         pass<kBits, kS, kH, M, true>(w, g, h0, a, r0, bias, y, ldy, accumulate,
                                                      false, uq);

@@ -29,17 +29,14 @@ struct RowScales {
     }
 };
 
-// The fp32 accumulators of M activation rows: acc[r] += float(isum[r]) * (d * d_x[r])
-// (+ m * s_x[r]) for one block, where d and m are its weight scales sc (K-quants:
-// D * float(sc) and M * float(mn); IQ4_XS D * float(sc)). xd, xs: the rows' scales and scaled
-// sums of the block.
-template <Isa I, Scales kS, int M>
-inline void accumulate_block(const RowScales& sc, const typename Vec<I>::Ints (&isum)[M],
-                             const float* xd, const float* xs, typename Vec<I>::F (&acc)[M]) {
+// One block's weight scales for one vector of output rows: d and, for affine formats, m
+// (K-quants: D * float(sc) and M * float(mn); IQ4_XS D * float(sc); mn zero without a min).
+template <Isa I, Scales kS>
+inline void block_scales(const RowScales& sc, typename Vec<I>::F& d, typename Vec<I>::F& mn) {
     using V = Vec<I>;
     constexpr bool kMin = has_min(kS);
-    typename V::F d = V::load(sc.d);
-    typename V::F mn = V::zero();
+    d = V::load(sc.d);
+    mn = V::zero();
     if constexpr (kMin) mn = V::load(sc.m);
     if constexpr (block_multiplier(kS)) {
         typename V::F sc_f, mn_f;
@@ -47,12 +44,30 @@ inline void accumulate_block(const RowScales& sc, const typename Vec<I>::Ints (&
         d = V::mul(d, sc_f);
         if constexpr (kMin) mn = V::mul(mn, mn_f);
     }
+}
+
+// The fp32 accumulators of M activation rows: acc[r] += float(isum[r]) * (d * d_x[r])
+// (+ m * s_x[r]) for one block of weight scales d and m (block_scales). xd, xs: the rows'
+// scales and scaled sums of the block.
+template <Isa I, bool kMin, int M>
+inline void accumulate_scaled(typename Vec<I>::F d, typename Vec<I>::F mn,
+                              const typename Vec<I>::Ints (&isum)[M], const float* xd,
+                              const float* xs, typename Vec<I>::F (&acc)[M]) {
+    using V = Vec<I>;
 #pragma GCC unroll 8
     for (int r = 0; r < M; ++r) {
         const typename V::F dd = V::mul(d, V::set1(xd[r]));
         acc[r] = V::fmadd(V::from_i32(isum[r]), dd, acc[r]);
         if constexpr (kMin) acc[r] = V::fmadd(mn, V::set1(xs[r]), acc[r]);
     }
+}
+
+template <Isa I, Scales kS, int M>
+inline void accumulate_block(const RowScales& sc, const typename Vec<I>::Ints (&isum)[M],
+                             const float* xd, const float* xs, typename Vec<I>::F (&acc)[M]) {
+    typename Vec<I>::F d, mn;
+    block_scales<I, kS>(sc, d, mn);
+    accumulate_scaled<I, has_min(kS), M>(d, mn, isum, xd, xs, acc);
 }
 
 // y[r0 + r, n0 ..] = (acc[r] + bias) + y_old for M rows and min(valid, kWidth) output columns

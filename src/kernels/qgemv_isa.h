@@ -207,14 +207,19 @@ inline int64_t pass_chunk_bytes() {
 }
 
 // Prompt passes over formats of fewer than 8 bits unpack a chunk of groups once, to a byte per
-// quant in the 8-bit layout (grid indexes looked up), and run every row pass over that copy: a
-// group's unpacked blocks, and the groups of one chunk (about pass_chunk_bytes() of them, at
-// least one).
-inline int64_t unpacked_group_bytes(const Weights& w) {
-    return w.n_blocks * static_cast<int64_t>(qs_bytes_for(8));
+// quant in the 8-bit layout (grid indexes looked up), and run every row pass over that copy.
+// A block's unpacked bytes: its quants, and on AVX2 its 16 rows' fp32 weight scales after them
+// (d, then m for formats with a min: block_scales, qgemv_float_inl.h); a group's; and the groups
+// of one chunk (about pass_chunk_bytes() of them, at least one).
+constexpr int64_t unpacked_block_bytes(Isa isa, Scales s) {
+    const int64_t scales = isa == Isa::kAvx2 ? kGroupRows * 4 * (has_min(s) ? 2 : 1) : 0;
+    return static_cast<int64_t>(qs_bytes_for(8)) + scales;
 }
-inline int64_t unpacked_chunk_groups(const Weights& w) {
-    return std::max<int64_t>(1, pass_chunk_bytes() / unpacked_group_bytes(w));
+inline int64_t unpacked_group_bytes(const Weights& w, Isa isa) {
+    return w.n_blocks * unpacked_block_bytes(isa, w.scales_kind);
+}
+inline int64_t unpacked_chunk_groups(const Weights& w, Isa isa) {
+    return std::max<int64_t>(1, pass_chunk_bytes() / unpacked_group_bytes(w, isa));
 }
 // Does target isa unpack a format for its prompt passes? VNNI every format under 8 bits; AVX2
 // the 4-, 5- and 6-bit ones but IQ4_XS (its grid values, up to 241, take two vpmaddubsw per
@@ -228,8 +233,8 @@ constexpr bool unpacks_prompt(Isa isa, int bits, Scales s, int64_t m) {
     return unpacks_format(isa, bits, s) && m > kMaxRowsPerPass;
 }
 // A thread's scratch for those passes (64-byte aligned by the caller).
-inline size_t unpack_scratch_bytes(const Weights& w) {
-    return static_cast<size_t>(unpacked_chunk_groups(w) * unpacked_group_bytes(w));
+inline size_t unpack_scratch_bytes(const Weights& w, Isa isa) {
+    return static_cast<size_t>(unpacked_chunk_groups(w, isa) * unpacked_group_bytes(w, isa));
 }
 // Q3_K's quants are unpacked with their half scales applied: u = sc_h * (q - 4) + 127, in
 // [3, 255] (|sc_h| <= 32, q - 4 in [-4, 3]), so that u * qx summed over the block, minus 127 *
@@ -417,7 +422,7 @@ void gemv(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t
 // Prompt rows on AMX (QuantLinear::forward): groups [g0, g1) of w dequantized to bf16 in the AMX
 // GEMM's packed panels (amx_gemm_pack's layout, gemm_amx.h: group g0 + 2 p + h is half h of
 // panel p; a missing last half is zero), each weight weight_value's fp32 value rounded to
-// nearest even. tmp: unpacked_group_bytes(w), 64-byte aligned. Needs AVX-512 BF16 and VNNI
+// nearest even. tmp: unpacked_group_bytes(w, kAvx512), 64-byte aligned. Needs AVX-512 BF16 and VNNI
 // (qgemv_vnni.cpp).
 void dequant_bf16_panels(const Weights& w, int32_t offset, int64_t g0, int64_t g1, uint16_t* panels,
                          uint8_t* tmp);
@@ -436,7 +441,7 @@ void quantize_rows(const float* x, int64_t m, int64_t r0, int64_t r1, int64_t ld
 template <Isa I>
 void add_columns(const float* xv, int64_t ldxv, int64_t m, int k, const float* const* cols,
                  int64_t n, float* y, int64_t ldy);
-// scratch: the calling thread's unpack_scratch_bytes(w) (64-byte aligned), or nullptr.
+// scratch: the calling thread's unpack_scratch_bytes(w, I) (64-byte aligned), or nullptr.
 template <Isa I, int kBits, Scales kS>
 void gemv_format(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate, uint8_t* scratch);

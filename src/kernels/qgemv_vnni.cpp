@@ -215,7 +215,7 @@ inline void block_sums(const uint8_t* const (&qb)[G], const int8_t* xb, __m512i 
 // independent chains. For M > 1 a shift per chunk is cheaper than a shift and an add per row.
 //
 // kUnpacked: the groups' quants come unpacked to the 8-bit layout (unpack_groups) from uq, each
-// group unpacked_group_bytes(w) after the last, already in cache.
+// group unpacked_group_bytes(w, Isa::kAvx512) after the last, already in cache.
 template <int kBits, Scales kS, int G, int M, bool kUnpacked = false>
 void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate, const uint8_t* uq = nullptr) {
@@ -264,7 +264,8 @@ void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const 
         const uint8_t* qb[G];
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
-            qb[g] = kUnpacked ? uq + g * unpacked_group_bytes(w) + b * kQs : group[g] + o.qs;
+            qb[g] = kUnpacked ? uq + g * unpacked_group_bytes(w, Isa::kAvx512) + b * kQs
+                              : group[g] + o.qs;
         }
         if constexpr (kHalves) {
             const int8_t* sb[G];
@@ -304,8 +305,8 @@ inline __m512i prescale(__m512i v, __m512i sc) {
     return _mm512_or_si512(e, _mm512_slli_epi16(o, 8));
 }
 
-// Groups [g0, g1) of w unpacked to a byte per quant into out (unpacked_group_bytes(w) per
-// group): per block the 8-bit layout (qgemv_isa.h), chunk 2c holding the low-nibble elements of
+// Groups [g0, g1) of w unpacked to a byte per quant into out (unpacked_group_bytes(w, Isa::kAvx512)
+// per group): per block the 8-bit layout (qgemv_isa.h), chunk 2c holding the low-nibble elements of
 // chunk c and 2c + 1 the high ones; grid indexes as their unsigned grid values; Q3_K's with
 // their half scales (prescaled_unpack).
 template <int kBits, Scales kS>
@@ -439,14 +440,14 @@ template <int kBits, Scales kS>
 void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, int64_t g1,
                  const float* bias, float* y, int64_t ldy, bool accumulate, uint8_t* scratch) {
     // Prompts: formats under 8 bits unpack each chunk of groups once (into scratch, sized
-    // unpack_scratch_bytes(w)) for all its row passes.
+    // unpack_scratch_bytes(w, Isa::kAvx512)) for all its row passes.
     constexpr bool kUnpack = kBits != 8;
     if (m > kMaxRowsPerPass &&
         (!unpacks_prompt(Isa::kAvx512, kBits, kS, m) || scratch != nullptr)) {
         constexpr bool kHalves = half_scales(kBits) && !prescaled_unpack(kBits);
         constexpr int kRows = kHalves ? kMaxRowsPerPass : kPromptRows;
         constexpr int kTile = kHalves ? 1 : 2;
-        const int64_t fit = kUnpack ? unpacked_chunk_groups(w)
+        const int64_t fit = kUnpack ? unpacked_chunk_groups(w, Isa::kAvx512)
                                     : pass_chunk_bytes() / static_cast<int64_t>(w.group_bytes);
         const int64_t chunk = std::max<int64_t>(1, fit / kTile * kTile);
         int64_t c0 = g0;
@@ -458,7 +459,7 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
             },
             [&]<int M>(int64_t g, int64_t n, int64_t r0) {
                 const uint8_t* uq =
-                    kUnpack ? scratch + (g - c0) * unpacked_group_bytes(w) : nullptr;
+                    kUnpack ? scratch + (g - c0) * unpacked_group_bytes(w, Isa::kAvx512) : nullptr;
                 if constexpr (kTile == 2) {
                     if (n == 2) {
                         pass<kBits, kS, 2, M, kUnpack>(w, g, a, r0, bias, y, ldy, accumulate, uq);

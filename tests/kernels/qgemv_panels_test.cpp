@@ -73,7 +73,7 @@ void expect_panels_match(GgmlType type, int64_t n_out, int64_t n_in) {
     uint16_t* panels = owned.get();
     std::fill_n(panels, n_elems, uint16_t{0xFFFF});
     std::unique_ptr<uint8_t, FreeDeleter> tmp(static_cast<uint8_t*>(
-        std::aligned_alloc(64, static_cast<size_t>(qgemv::unpacked_group_bytes(w)))));
+        std::aligned_alloc(64, static_cast<size_t>(qgemv::unpacked_group_bytes(w, Isa::kAvx512)))));
     qgemv::dequant_bf16_panels(w, offset, 0, w.n_groups, panels, tmp.get());
     int bad = 0;
     for (int64_t g = 0; g < n_panels * 2; ++g) {
