@@ -72,6 +72,29 @@ inline void add_to(__m256i& acc, __m256i p) {
     __asm__("" : "+x"(acc));
 }
 
+// A block's int32 sums from its int16 sums s_lo (and s_hi where kHi; x 16 where kShiftHi: the
+// high nibbles of 8-bit quants and grid values), plus the offset correction xc[r] of formats
+// without a min (those with a min have offset 0, qgemv_isa.h, so theirs is 0 and skipped).
+template <bool kMin, bool kHi, bool kShiftHi, int H, int M>
+inline void finish_sums(const __m256i (&s_lo)[H][M], const __m256i (&s_hi)[H][M], const int32_t* xc,
+                        __m256i (&isum)[H][M]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+    for (int r = 0; r < M; ++r) {
+        const __m256i corr = _mm256_set1_epi32(kMin ? 0 : xc[r]);
+#pragma GCC unroll 2
+        for (int h = 0; h < H; ++h) {
+            __m256i t = _mm256_madd_epi16(s_lo[h][r], ones);
+            if constexpr (kHi) {
+                __m256i hi = _mm256_madd_epi16(s_hi[h][r], ones);
+                if constexpr (kShiftHi) hi = _mm256_slli_epi32(hi, 4);
+                t = _mm256_add_epi32(t, hi);
+            }
+            isum[h][r] = kMin ? t : _mm256_add_epi32(corr, t);
+        }
+    }
+}
+
 // Int32 sums of one block for H halves (8 output rows each; qb: the block's quants at the
 // first half) x M activation rows (xb: row 0's 32 quants, rows kBlock apart; xc: their
 // offset corrections), one lane per output row, for the 4-, 5- and 8-bit formats (kGrid:
@@ -80,7 +103,6 @@ inline void add_to(__m256i& acc, __m256i p) {
 template <int kBits, bool kMin, bool kGrid, int H, int M>
 inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
                        __m256i (&isum)[H][M]) {
-    const __m256i ones = _mm256_set1_epi16(1);
     // int16 pair sums (file comment): 4-bit quants sum both nibbles into s_lo; 5-bit quants
     // sum chunks 0-1 into s_lo and 2-3 into s_hi; 8-bit quants and grid values sum their low
     // and high nibbles apart (u = 16 * hi + lo).
@@ -138,29 +160,16 @@ inline void block_sums(const uint8_t* qb, const int8_t* xb, const int32_t* xc,
             }
         }
     }
-    // Formats with a min have offset 0 (qgemv_isa.h), so their correction term is 0 and
-    // skipped.
-#pragma GCC unroll 4
-    for (int r = 0; r < M; ++r) {
-        const __m256i corr = _mm256_set1_epi32(kMin ? 0 : xc[r]);
-#pragma GCC unroll 2
-        for (int h = 0; h < H; ++h) {
-            __m256i t = _mm256_madd_epi16(s_lo[h][r], ones);
-            if constexpr (kBits != 4 || kGrid) {
-                __m256i hi = _mm256_madd_epi16(s_hi[h][r], ones);
-                if constexpr (kNibbleSplit) hi = _mm256_slli_epi32(hi, 4);
-                t = _mm256_add_epi32(t, hi);
-            }
-            isum[h][r] = kMin ? t : _mm256_add_epi32(corr, t);
-        }
-    }
+    finish_sums<kMin, kBits != 4 || kGrid, kNibbleSplit>(s_lo, s_hi, xc, isum);
 }
 
 // block_sums for the half-scale formats (Q6_K, Q3_K; layout and values: qgemv_isa.h). sc: the
 // block's int8 (sc_0, sc_1) pairs at the first half's first row; hs: the rows' half sums (X_0,
 // X_1). Each chunk's two vpmaddubsw (u <= 63: <= 2 * 16002 per int16 lane) are widened at once
 // by a vpmaddwd against the chunk's half scale, so the int32 lanes hold sc_h * sum u * qx.
-template <int kBits, int H, int M>
+// kUnpacked: qb is the block unpacked to bytes (unpacked_block_sums), chunk c's low- and
+// high-nibble elements at chunks 2c and 2c + 1.
+template <int kBits, bool kUnpacked, int H, int M>
 inline void block_sums_halves(const uint8_t* qb, const int8_t* sc, const int8_t* xb,
                               const int32_t* hs, __m256i (&isum)[H][M]) {
     constexpr int kOffsetShift = half_offset_shift(kBits);
@@ -179,14 +188,20 @@ inline void block_sums_halves(const uint8_t* qb, const int8_t* sc, const int8_t*
     for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
-            const int lo_chunk = half_scale_low_chunk(kBits, c);
-            const int hi_chunk = half_scale_high_chunk(kBits, c);
-            const __m256i v = _mm256_load_si256(
-                reinterpret_cast<const __m256i*>(qb + lo_chunk * kChunkBytes + h * kHalfBytes));
-            const __m256i high = _mm256_load_si256(
-                reinterpret_cast<const __m256i*>(qb + hi_chunk * kChunkBytes + h * kHalfBytes));
             __m256i u_lo, u_hi;
-            unpack_chunk<Bytes256, kBits>(v, high, c, u_lo, u_hi);
+            if constexpr (kUnpacked) {
+                const uint8_t* p = qb + 2 * c * kChunkBytes + h * kHalfBytes;
+                u_lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+                u_hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + kChunkBytes));
+            } else {
+                const int lo_chunk = half_scale_low_chunk(kBits, c);
+                const int hi_chunk = half_scale_high_chunk(kBits, c);
+                const __m256i v = _mm256_load_si256(
+                    reinterpret_cast<const __m256i*>(qb + lo_chunk * kChunkBytes + h * kHalfBytes));
+                const __m256i high = _mm256_load_si256(
+                    reinterpret_cast<const __m256i*>(qb + hi_chunk * kChunkBytes + h * kHalfBytes));
+                unpack_chunk<Bytes256, kBits>(v, high, c, u_lo, u_hi);
+            }
 #pragma GCC unroll 4
             for (int r = 0; r < M; ++r) {
                 const int8_t* xr = xb + r * kBlock + 8 * c;
@@ -208,7 +223,8 @@ inline void block_sums_halves(const uint8_t* qb, const int8_t* sc, const int8_t*
     }
 }
 
-// block_sums and block_sums_halves over a block unpacked to a byte per quant (unpack_groups):
+// block_sums over a block unpacked to a byte per quant (unpack_groups), and the layout
+// block_sums_halves<kBits, true> reads:
 // ub the block's bytes at the first half, chunk k (inputs 4k .. 4k + 3 of 16 rows) at k * 64.
 // The products are the packed kernels' (chunk k of the unpacked layout is the low- or high-nibble
 // half of packed chunk k / 2), summed in the same int16 and int32 groupings: 4-bit quants all 8
@@ -219,7 +235,6 @@ inline void block_sums_halves(const uint8_t* qb, const int8_t* sc, const int8_t*
 template <int kBits, bool kMin, int H, int M>
 inline void unpacked_block_sums(const uint8_t* ub, const int8_t* xb, const int32_t* xc,
                                 __m256i (&isum)[H][M]) {
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256i s_lo[H][M], s_hi[H][M];
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
@@ -245,61 +260,7 @@ inline void unpacked_block_sums(const uint8_t* ub, const int8_t* xb, const int32
             }
         }
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < M; ++r) {
-        const __m256i corr = _mm256_set1_epi32(kMin ? 0 : xc[r]);
-#pragma GCC unroll 2
-        for (int h = 0; h < H; ++h) {
-            __m256i t = _mm256_madd_epi16(s_lo[h][r], ones);
-            if constexpr (kBits == 5) t = _mm256_add_epi32(t, _mm256_madd_epi16(s_hi[h][r], ones));
-            isum[h][r] = kMin ? t : _mm256_add_epi32(corr, t);
-        }
-    }
-}
-
-template <int H, int M>
-inline void unpacked_block_sums_halves(const uint8_t* ub, const int8_t* sc, const int8_t* xb,
-                                       const int32_t* hs, __m256i (&isum)[H][M]) {
-    constexpr int kOffsetShift = half_offset_shift(6);
-    __m256i pairs[H], sc_half[H][2];
-#pragma GCC unroll 2
-    for (int h = 0; h < H; ++h) {
-        pairs[h] = _mm256_cvtepi8_epi16(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + h * kHalfRows * 2)));
-        sc_half[h][0] = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pairs[h], 0xA0), 0xA0);
-        sc_half[h][1] = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pairs[h], 0xF5), 0xF5);
-    }
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-        __m256i u_lo[H], u_hi[H];
-#pragma GCC unroll 2
-        for (int h = 0; h < H; ++h) {
-            const uint8_t* p = ub + 2 * c * kChunkBytes + h * kHalfBytes;
-            u_lo[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
-            u_hi[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + kChunkBytes));
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < M; ++r) {
-            const int8_t* xr = xb + r * kBlock + 8 * c;
-            const __m256i x0 = bcast4(xr), x1 = bcast4(xr + 4);
-#pragma GCC unroll 2
-            for (int h = 0; h < H; ++h) {
-                const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u_lo[h], x0),
-                                                   _mm256_maddubs_epi16(u_hi[h], x1));
-                const __m256i p = _mm256_madd_epi16(t, sc_half[h][c / 2]);
-                isum[h][r] = c == 0 ? p : _mm256_add_epi32(isum[h][r], p);
-            }
-        }
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < M; ++r) {
-        const __m256i x_halves = _mm256_set1_epi32(hs[r]);
-#pragma GCC unroll 2
-        for (int h = 0; h < H; ++h) {
-            const __m256i corr = _mm256_madd_epi16(pairs[h], x_halves);
-            isum[h][r] = _mm256_sub_epi32(isum[h][r], _mm256_slli_epi32(corr, kOffsetShift));
-        }
-    }
+    finish_sums<kMin, kBits == 5, false>(s_lo, s_hi, xc, isum);
 }
 
 // One pass: H halves (8 output rows each, starting at half h0 of group g) x M activation rows
@@ -329,7 +290,7 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
         if constexpr (kUnpacked) {
             const uint8_t* ub = uq + b * kUnpackedBlock + h0 * kHalfBytes;
             if constexpr (half_scales(kBits)) {
-                unpacked_block_sums_halves<H, M>(
+                block_sums_halves<kBits, true, H, M>(
                     ub, reinterpret_cast<const int8_t*>(group + o.sub) + h0 * kHalfRows * 2,
                     x.q + b * m * kBlock, x.half_sums + b * m, isum);
             } else {
@@ -337,7 +298,7 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
                                                               x.corr + b * m, isum);
             }
         } else if constexpr (half_scales(kBits)) {
-            block_sums_halves<kBits, H, M>(
+            block_sums_halves<kBits, false, H, M>(
                 qs, reinterpret_cast<const int8_t*>(group + o.sub) + h0 * kHalfRows * 2,
                 x.q + b * m * kBlock, x.half_sums + b * m, isum);
         } else {
