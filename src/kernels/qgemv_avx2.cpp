@@ -395,9 +395,6 @@ void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
     }
 }
 
-// Rows per prompt pass over unpacked groups, both halves of a group together (the 2 x 4 int16
-// sums and the two unpacked halves of a chunk fit the 16 ymm registers), and for the
-// half-scale sums one half at a time.
 // Rows per prompt pass over unpacked groups, both halves of a group together for the 4- and
 // 5-bit sums (2 x 4 int16 sums and a chunk's two halves in the 16 ymm registers), one half at
 // a time for the half-scale ones (their int32 sums, scales and two chunks per half). Six rows,
