@@ -409,7 +409,7 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
     if constexpr (unpacks_format(Isa::kAvx2, kBits, kS)) {
         // Prompts: each chunk of groups unpacked once (into scratch, sized
         // unpack_scratch_bytes(w, kAvx2)) for all its row passes.
-        if (m > kMaxRowsPerPass && scratch != nullptr) {
+        if (unpacks_prompt(Isa::kAvx2, kBits, kS, m) && scratch != nullptr) {
             constexpr int kH = unpacked_halves(kBits);
             int64_t c0 = g0;
             for_each_pass<kUnpackedRows>(

@@ -8,12 +8,15 @@
 // per weight): the same 5e-2 of the logit range as the quantized decode tests.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernels/gemm.h"
 #include "kernels/qgemv.h"
+#include "kernels/quant.h"
 #include "model/forward_check.h"
 #include "model/llama_model.h"
 #include "support/tiny_model.h"
@@ -109,6 +112,56 @@ size_t file_bytes_of_2d(const std::string& path) {
         if (t.shape.size() == 2) total += t.n_bytes();
     }
     return total;
+}
+
+// On the blocks, a prompt's last row goes through the LM head with its outlier channels exact
+// (the final norm's output carries the residual stream's big channels, as the layers' normed
+// inputs do); a decode step's row is rounded to int8 whole. A hidden state with one channel 60
+// times the others: the prompt's logits stay near the fp32 product of the dequantized head,
+// the decode step's, whose block scale that channel sets, do not.
+TEST(QuantPrefill, PromptLogitsKeepTheHeadsOutlierChannels) {
+    testing::TinyModelSpec spec;
+    spec.weight_type = GgmlType::Q8_0;
+    spec.n_vocab = 512;
+    const std::string path = temp_path("head_outliers");
+    auto m = load(spec, path, kernels::GemmPrecision::kAuto, 1, PrefillWeights::kQuant);
+    ASSERT_NE(m, nullptr);
+    const int64_t E = m->config().n_embd, V = m->config().n_vocab;
+    std::vector<float> h(static_cast<size_t>(E));
+    for (int64_t e = 0; e < E; ++e) h[e] = std::sin(0.7f * static_cast<float>(e) + 0.3f);
+    h[5] = 60.0f;
+
+    // fp32: rms_norm(h) * output_norm, times each dequantized head row.
+    const GgufFile gguf = GgufFile::open(path).value();
+    const GgufTensorInfo* norm_t = gguf.find_tensor("output_norm.weight");
+    const GgufTensorInfo* head_t = gguf.find_tensor("output.weight");
+    ASSERT_NE(norm_t, nullptr);
+    ASSERT_NE(head_t, nullptr);
+    std::vector<float> norm(static_cast<size_t>(E)), head(static_cast<size_t>(V * E));
+    std::memcpy(norm.data(), gguf.tensor_data(*norm_t), norm.size() * sizeof(float));
+    ASSERT_TRUE(kernels::dequantize_row_f32(kernels::Isa::kRef, head_t->type,
+                                            gguf.tensor_data(*head_t), head.data(), V * E)
+                    .ok());
+    double ss = 0.0;
+    for (float v : h) ss += static_cast<double>(v) * v;
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(E) + m->config().rms_eps);
+    std::vector<double> want(static_cast<size_t>(V));
+    for (int64_t v = 0; v < V; ++v) {
+        for (int64_t e = 0; e < E; ++e) want[v] += h[e] * inv * norm[e] * head[v * E + e];
+    }
+    const auto max_error = [&](const std::vector<float>& got) {
+        double err = 0.0;
+        for (int64_t v = 0; v < V; ++v) err = std::max(err, std::abs(got[v] - want[v]));
+        return err;
+    };
+    ForwardScratch s;
+    std::vector<float> prompt(static_cast<size_t>(V)), decode(static_cast<size_t>(V));
+    m->logits(h.data(), 1, /*prompt=*/true, prompt.data(), s, nullptr);
+    m->logits(h.data(), 1, /*prompt=*/false, decode.data(), s, nullptr);
+    const double range =
+        *std::max_element(want.begin(), want.end()) - *std::min_element(want.begin(), want.end());
+    EXPECT_LT(max_error(prompt), 0.01 * range) << "range " << range;
+    EXPECT_GT(max_error(decode), 4.0 * max_error(prompt)) << "range " << range;
 }
 
 // No GEMM copy: the weights held are QuantLinear's repacked blocks (Q4_1: 4-bit quants and fp16
