@@ -114,17 +114,23 @@ size_t file_bytes_of_2d(const std::string& path) {
     return total;
 }
 
+// A tiny model spec of `type` weights and a 512-token vocabulary (the LM head's tests).
+testing::TinyModelSpec vocab_512(GgmlType type) {
+    testing::TinyModelSpec spec;
+    spec.weight_type = type;
+    spec.n_vocab = 512;
+    return spec;
+}
+
 // On the blocks, a prompt's last row goes through the LM head with its outlier channels exact
 // (the final norm's output carries the residual stream's big channels, as the layers' normed
 // inputs do); a decode step's row is rounded to int8 whole. A hidden state with one channel 60
 // times the others: the prompt's logits stay near the fp32 product of the dequantized head,
 // the decode step's, whose block scale that channel sets, do not.
 TEST(QuantPrefill, PromptLogitsKeepTheHeadsOutlierChannels) {
-    testing::TinyModelSpec spec;
-    spec.weight_type = GgmlType::Q8_0;
-    spec.n_vocab = 512;
     const std::string path = temp_path("head_outliers");
-    auto m = load(spec, path, kernels::GemmPrecision::kAuto, 1, PrefillWeights::kQuant);
+    auto m = load(vocab_512(GgmlType::Q8_0), path, kernels::GemmPrecision::kAuto, 1,
+                  PrefillWeights::kQuant);
     ASSERT_NE(m, nullptr);
     const int64_t E = m->config().n_embd, V = m->config().n_vocab;
     std::vector<float> h(static_cast<size_t>(E));
@@ -168,9 +174,7 @@ TEST(QuantPrefill, PromptLogitsKeepTheHeadsOutlierChannels) {
 // scale and min per 32, as in the file, plus the 16-row group padding), where the copy path
 // holds fp32 GEMM weights beside them.
 TEST(QuantPrefill, KeepsNoCopy) {
-    testing::TinyModelSpec spec;
-    spec.weight_type = GgmlType::Q4_1;
-    spec.n_vocab = 512;
+    const testing::TinyModelSpec spec = vocab_512(GgmlType::Q4_1);
     const std::string path = temp_path("no_copy");
     auto quant = load(spec, path, kernels::GemmPrecision::kAuto, 2, PrefillWeights::kQuant);
     auto copy = load(spec, path, kernels::GemmPrecision::kF32, 2, PrefillWeights::kCopy);
@@ -191,9 +195,7 @@ TEST(QuantPrefill, KeepsNoCopy) {
 // weights held are the layers' fp32 copies, the fp32 norms and the head's own bytes.
 TEST(QuantPrefill, Fp32PathKeepsTheHeadOnItsBlocks) {
     for (bool tied : {false, true}) {
-        testing::TinyModelSpec spec;
-        spec.weight_type = GgmlType::Q8_0;
-        spec.n_vocab = 512;
+        testing::TinyModelSpec spec = vocab_512(GgmlType::Q8_0);
         spec.tied_embeddings = tied;
         const std::string path = temp_path(tied ? "head_tied" : "head");
         auto m = load(spec, path, kernels::GemmPrecision::kF32, 2, PrefillWeights::kCopy);
