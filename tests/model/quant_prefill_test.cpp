@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/ops.h"
 #include "kernels/qgemv.h"
 #include "kernels/quant.h"
 #include "model/forward_check.h"
@@ -148,12 +149,11 @@ TEST(QuantPrefill, PromptLogitsKeepTheHeadsOutlierChannels) {
     ASSERT_TRUE(kernels::dequantize_row_f32(kernels::Isa::kRef, head_t->type,
                                             gguf.tensor_data(*head_t), head.data(), V * E)
                     .ok());
-    double ss = 0.0;
-    for (float v : h) ss += static_cast<double>(v) * v;
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(E) + m->config().rms_eps);
+    std::vector<float> x(static_cast<size_t>(E));
+    kernels::ref::rms_norm(h.data(), norm.data(), x.data(), 1, E, m->config().rms_eps);
     std::vector<double> want(static_cast<size_t>(V));
     for (int64_t v = 0; v < V; ++v) {
-        for (int64_t e = 0; e < E; ++e) want[v] += h[e] * inv * norm[e] * head[v * E + e];
+        for (int64_t e = 0; e < E; ++e) want[v] += static_cast<double>(x[e]) * head[v * E + e];
     }
     const auto max_error = [&](const std::vector<float>& got) {
         double err = 0.0;
