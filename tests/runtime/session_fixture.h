@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/gemm.h"
 #include "model/llama_model.h"
 #include "runtime/session.h"
 #include "support/tiny_model.h"
@@ -31,6 +32,18 @@ inline std::unique_ptr<LlamaModel> load_session_model(const TinyModelSpec& spec,
     auto m = LlamaModel::load(path, o);
     EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
     return m.ok() ? std::move(m).value() : nullptr;
+}
+
+// Whether the model's GEMM copies run on our kernels, whose sums do not depend on a call's row
+// count, or on oneDNN, whose fp32 sgemm blocks (and so sums) differ with it (its AVX2 kernels,
+// as under LAZYLLM_ISA=ref on an AVX2 CPU). Asked of a PackedLinear of the FFN's gate|up shape
+// made in the model's own context.
+inline bool gemms_row_invariant(const LlamaModel& model, kernels::GemmPrecision precision) {
+    const int64_t n_in = model.config().n_embd, n_out = 2 * int64_t{model.config().n_ff};
+    const std::vector<float> w(static_cast<size_t>(n_in * n_out), 0.25f);
+    auto lin = kernels::PackedLinear::create(model.ctx(), w.data(), n_out, n_in, nullptr, precision,
+                                             kernels::GemmLayout::kSwiGlu);
+    return lin.ok() && lin->backend() != kernels::GemmBackend::kOneDnn;
 }
 
 inline std::unique_ptr<LlamaModel> tiny_session_model(

@@ -5,6 +5,7 @@
 // repair beside decode steps that select or never revive.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -242,8 +243,17 @@ TEST(SessionRepairTest, AShortTurnInsideTheRecentWindowIsRepaired) {
     expect_same_cache(full, lazy, full.n_past(), "after the short turn");
 }
 
+// fp32 values within 2e-5 of b's range (for oneDNN's GEMMs, whose sums depend on a call's row
+// count: testing::gemms_row_invariant).
+void expect_close(const float* a, const float* b, size_t n, const std::string& what) {
+    const auto [lo, hi] = std::minmax_element(b, b + n);
+    const float tol = 2e-5f * (*hi - *lo);
+    for (size_t i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], tol) << what << ", element " << i;
+}
+
 // Truncating into the pruned step (a request that diverges from the cache) repairs only the
-// tokens that stay.
+// tokens that stay. The repair step computes the 30 tokens in a call of 31 rows where full
+// computed them in one of 40: bit for bit on our GEMMs, close on oneDNN's.
 TEST(SessionRepairTest, TruncationShortensTheRepair) {
     auto [model, full, lazy, V] = full_and_lazy("repair_truncate");
     step_both(full, lazy, ids_for(40, V, 3), StepTokens::kPrompt, V);
@@ -252,9 +262,21 @@ TEST(SessionRepairTest, TruncationShortensTheRepair) {
     ASSERT_TRUE(lazy.repair_pending());
     StepStats st;
     auto [f, l] = step_both(full, lazy, {5}, StepTokens::kGenerated, V, &st);
-    EXPECT_TRUE(same_bits(f, l));
     EXPECT_EQ(st.token_layers, 30 * 6 + 8);
-    expect_same_cache(full, lazy, 31, "after truncating to 30");
+    if (testing::gemms_row_invariant(*model, kernels::GemmPrecision::kF32)) {
+        EXPECT_TRUE(same_bits(f, l));
+        expect_same_cache(full, lazy, 31, "after truncating to 30");
+    } else {
+        expect_close(l.data(), f.data(), f.size(), "logits");
+        const size_t n = 31 * static_cast<size_t>(full.kv().n_embd_kv());
+        for (int il = 0; il < full.kv().n_layer(); ++il) {
+            const std::string layer = "layer " + std::to_string(il);
+            expect_close(static_cast<const float*>(lazy.kv().k(il)),
+                         static_cast<const float*>(full.kv().k(il)), n, "K, " + layer);
+            expect_close(static_cast<const float*>(lazy.kv().v(il)),
+                         static_cast<const float*>(full.kv().v(il)), n, "V, " + layer);
+        }
+    }
     lazy.truncate(10);
     EXPECT_FALSE(lazy.repair_pending());
 }

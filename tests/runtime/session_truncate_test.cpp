@@ -5,6 +5,7 @@
 // own blocks (the int8 prefill) a prompt's logits do not depend on how it is split into steps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <set>
@@ -151,7 +152,8 @@ TEST(SessionTruncate, QuantPrefillLogitsDoNotDependOnTheSplit) {
 // The FFN of a step over LayerPass::kFfnChunkRows (256) rows runs in chunks on every pass that
 // writes fp32 gate|up rows (here the fp32 GEMMs with SwiGLU, and Gemma 3's GeGLU) and inside
 // forward_swiglu_bf16 on bf16 GEMMs: a 300-token prompt in one step gives the logits of the
-// same prompt in steps of 100 and 200 (no chunks), bit for bit.
+// same prompt in steps of 100 and 200 (no chunks), bit for bit on our GEMMs; on oneDNN's
+// within 2e-5 of the logits' range (its sums change with the rows of a call, chunked or not).
 TEST(SessionTruncate, FfnChunksDoNotChangeAPromptsLogits) {
     for (const std::string arch : {"llama", "gemma3"}) {
         for (const auto precision : {kernels::GemmPrecision::kF32, kernels::GemmPrecision::kAuto}) {
@@ -175,7 +177,14 @@ TEST(SessionTruncate, FfnChunksDoNotChangeAPromptsLogits) {
                  StepTokens::kPrompt);
             const auto got = step(split, std::vector<int32_t>(prompt.begin() + 100, prompt.end()),
                                   V, StepTokens::kPrompt);
-            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << tag;
+            if (testing::gemms_row_invariant(*model, precision)) {
+                ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+                    << tag;
+                continue;
+            }
+            const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
+            const float tol = 2e-5f * (*hi - *lo);
+            for (int v = 0; v < V; ++v) ASSERT_NEAR(got[v], want[v], tol) << tag << " token " << v;
         }
     }
 }
