@@ -80,14 +80,14 @@ constexpr Entry kEntries[] = {
       true,
       {{3072, {9, 15, 27}, {0.4f, 0.25f, 0.15f}}, {6144, {21, 27, 0}, {0.35f, 0.1f, 0.0f}}}},
      {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1, false},
-     "lazyllm eval --fidelity and lazyllm tune (docs/evaluation.md, Presets)"},
+     "lazyllm eval --fidelity and lazyllm tune (docs/lazyllm.md, Presets)"},
     // Gemma 3 270M (18 layers, d 640, 4 heads, vocab 262144; global layers 5, 11, 17): a
     // boundary needs a global layer in its stage, so boundaries sit after layers 5 and 11,
     // scored there (score_layers 1). safe: one cut after layer 11 keeping 0.25, from
     //   lazyllm tune -m gemma3-270m --lengths 4096 --first-boundaries 0.3,0.7
     // and then the fidelity suite at 2k and 4k: 36 of 36 first tokens and 83% of 32-token
     // continuations as full's, where the former 0.5 / 0.3 at layers 6 and 12 kept 92% and 58%
-    // (docs/evaluation.md, Gemma 3). fast keeps the two cuts.
+    // (docs/evaluation.md, Measured on Gemma 3 270M). fast keeps the two cuts.
     {{"gemma3", 18, 640, 4, 262144},
      {{12, 0, 0}, {0.25f, 0.0f, 0.0f}, 8, 64, 1024, false, 1, 11, -1, true},
      {{6, 12, 0}, {0.3f, 0.15f, 0.0f}, 8, 0, 0, true, 1, 11, -1, false},
