@@ -46,6 +46,14 @@ inline bool gemms_row_invariant(const LlamaModel& model, kernels::GemmPrecision 
     return lin.ok() && lin->backend() != kernels::GemmBackend::kOneDnn;
 }
 
+// fp32 values a within 2e-5 of the range of b: the row-count check where the GEMMs are not
+// invariant (gemms_row_invariant).
+inline void expect_close(const float* a, const float* b, size_t n, const std::string& what) {
+    const auto [lo, hi] = std::minmax_element(b, b + n);
+    const float tol = 2e-5f * (*hi - *lo);
+    for (size_t i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], tol) << what << ", element " << i;
+}
+
 inline std::unique_ptr<LlamaModel> tiny_session_model(
     int n_layer, const std::string& tag, uint64_t seed = 5,
     kernels::GemmPrecision precision = kernels::GemmPrecision::kF32) {

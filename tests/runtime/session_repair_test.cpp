@@ -5,7 +5,6 @@
 // repair beside decode steps that select or never revive.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -243,14 +242,6 @@ TEST(SessionRepairTest, AShortTurnInsideTheRecentWindowIsRepaired) {
     expect_same_cache(full, lazy, full.n_past(), "after the short turn");
 }
 
-// fp32 values within 2e-5 of b's range (for oneDNN's GEMMs, whose sums depend on a call's row
-// count: testing::gemms_row_invariant).
-void expect_close(const float* a, const float* b, size_t n, const std::string& what) {
-    const auto [lo, hi] = std::minmax_element(b, b + n);
-    const float tol = 2e-5f * (*hi - *lo);
-    for (size_t i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], tol) << what << ", element " << i;
-}
-
 // Truncating into the pruned step (a request that diverges from the cache) repairs only the
 // tokens that stay. The repair step computes the 30 tokens in a call of 31 rows where full
 // computed them in one of 40: bit for bit on our GEMMs, close on oneDNN's.
@@ -267,14 +258,14 @@ TEST(SessionRepairTest, TruncationShortensTheRepair) {
         EXPECT_TRUE(same_bits(f, l));
         expect_same_cache(full, lazy, 31, "after truncating to 30");
     } else {
-        expect_close(l.data(), f.data(), f.size(), "logits");
+        testing::expect_close(l.data(), f.data(), f.size(), "logits");
         const size_t n = 31 * static_cast<size_t>(full.kv().n_embd_kv());
         for (int il = 0; il < full.kv().n_layer(); ++il) {
             const std::string layer = "layer " + std::to_string(il);
-            expect_close(static_cast<const float*>(lazy.kv().k(il)),
-                         static_cast<const float*>(full.kv().k(il)), n, "K, " + layer);
-            expect_close(static_cast<const float*>(lazy.kv().v(il)),
-                         static_cast<const float*>(full.kv().v(il)), n, "V, " + layer);
+            testing::expect_close(static_cast<const float*>(lazy.kv().k(il)),
+                                  static_cast<const float*>(full.kv().k(il)), n, "K, " + layer);
+            testing::expect_close(static_cast<const float*>(lazy.kv().v(il)),
+                                  static_cast<const float*>(full.kv().v(il)), n, "V, " + layer);
         }
     }
     lazy.truncate(10);
