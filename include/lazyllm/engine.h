@@ -143,8 +143,11 @@ public:
     std::string chat_prompt(std::string_view user_message, std::string_view system = {}) const;
 
     // Prompt formatting of a whole chat (system / user / assistant turns), ending with the
-    // assistant turn's opening.
-    std::string chat_prompt(const std::vector<ChatMessage>& messages) const;
+    // assistant turn's opening. A final assistant message, with continue_final, is left open
+    // for the answer to continue (llama-server's assistant prefill): the turns before it, the
+    // assistant's opening, then its text.
+    std::string chat_prompt(const std::vector<ChatMessage>& messages,
+                            bool continue_final = true) const;
     // A conversation (include/lazyllm/conversation.h) under a pruning policy, with a cache of
     // n_ctx tokens (0: the model's training context). Errors: bad policy or schedule.
     Result<std::unique_ptr<Conversation>> open_conversation(const PruneOptions& prune,

@@ -1,5 +1,6 @@
-// What this process and the machine have in memory, from /proc (Linux): for the load's
-// choice of weights, `run -v` and the bench's resident-set column.
+// What this process and the machine have, from /proc and the scheduler (Linux): memory for the
+// load's choice of weights, `run -v` and the bench's resident-set column; the cores it may run
+// on for the default thread count.
 #pragma once
 
 #include <cstdint>
@@ -20,5 +21,9 @@ uint64_t peak_resident_bytes();
 // Starts peak_resident_bytes() over from the current resident set (writes 5 to
 // /proc/self/clear_refs); false where that is not allowed.
 bool reset_peak_resident();
+
+// The cores this process may run on: its affinity mask (taskset, a container's cpuset), which
+// std::thread::hardware_concurrency ignores; at least 1.
+int usable_cores();
 
 }  // namespace lazyllm

@@ -1,8 +1,12 @@
 #include "lazyllm/memory.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 namespace lazyllm {
@@ -55,6 +59,12 @@ bool reset_peak_resident() {
     out << "5";
     out.flush();
     return static_cast<bool>(out);
+}
+
+int usable_cores() {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace lazyllm

@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 #include <utility>
 
 #include "base/timer.h"
 #include "kernels/cpu.h"
 #include "kernels/qgemv.h"
+#include "lazyllm/memory.h"
 #include "model/llama_model.h"
 #include "prune/model_defaults.h"
 #include "prune/schedule.h"
@@ -76,7 +76,7 @@ Result<ModelLoadOptions> model_options(const EngineOptions& opts) {
     ModelLoadOptions mo;
     mo.ctx.isa = isa;
     mo.ctx.gemm = gemm;
-    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int hw = usable_cores();
     if (opts.n_threads < 0) {
         return make_error(ErrorCode::kInvalidArgument, "threads must be >= 0, got {}", opts.n_threads);
     }
@@ -442,7 +442,13 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
 }
 
 // Conversations for servers (include/lazyllm/conversation.h, src/runtime/conversation.cpp).
-std::string Engine::chat_prompt(const std::vector<ChatMessage>& messages) const {
+std::string Engine::chat_prompt(const std::vector<ChatMessage>& messages,
+                                bool continue_final) const {
+    if (continue_final && !messages.empty() && messages.back().role == "assistant") {
+        // The turns before it, the assistant's opening, then its text with no end of turn.
+        const std::vector<ChatMessage> before(messages.begin(), messages.end() - 1);
+        return apply_chat_template(impl_->chat.tmpl, before, true) + messages.back().content;
+    }
     return apply_chat_template(impl_->chat.tmpl, messages, true);
 }
 

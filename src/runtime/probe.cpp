@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "base/timer.h"
@@ -19,6 +18,7 @@
 #include "kernels/qgemv.h"
 #include "kernels/quant.h"
 #include "kernels/workspace.h"
+#include "lazyllm/memory.h"
 
 namespace lazyllm {
 
@@ -82,7 +82,7 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
     }
     LAZYLLM_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::isa_from_env());
     LAZYLLM_ASSIGN_OR_RETURN(kernels::GemmKernels gemm, kernels::gemm_kernels_from_env());
-    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int hw = usable_cores();
     const kernels::KernelContext ctx{isa, n_threads > 0 ? n_threads : hw, nullptr, gemm};
     omp_set_num_threads(ctx.n_threads);
 

@@ -75,6 +75,27 @@ TEST(ModelEngine, ChatsBelowTheFloorWithLazyEqualFull) {
     }
 }
 
+// A chat whose last message is the assistant's is continued from its text (llama-server's
+// assistant prefill): the prompt is the turns before it, the assistant's opening and that text,
+// with no end of turn, and greedy decoding goes on from there.
+TEST(ModelEngine, FinalAssistantMessageIsContinued) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    const std::unique_ptr<Engine> engine = default_engine(path);
+    ASSERT_NE(engine, nullptr);
+    const Engine& e = *engine;
+    const ChatMessage user{"user", "What is the capital of France?"};
+    const ChatMessage start{"assistant", "The capital of France is"};
+    const std::string open = e.chat_prompt({user, start});
+    EXPECT_EQ(open, e.chat_prompt({user}) + start.content);
+    const std::string closed = e.chat_prompt({user, start}, /*continue_final=*/false);
+    EXPECT_NE(closed.find(start.content + "<|im_end|>"), std::string::npos) << closed;
+    EXPECT_GT(closed.size(), open.size());
+    auto r =
+        e.generate(e.tokenizer().encode(open, /*parse_special=*/true), greedy("safe", "full", 6));
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_NE(r->text.find("Paris"), std::string::npos) << r->text;
+}
+
 // A long chat (a passkey in filler text, over the safe preset's floor of 3072 tokens) is pruned
 // by the safe preset and by the fast one with repair (`--lazy=fast --lazy-decode off
 // --lazy-repair on`), and every generated token is full's: the first came from the pruned

@@ -93,6 +93,17 @@ TEST(ApiRequest, ScheduleTiersAreCarried) {
     auto a = to_prune_options(*alone.prune, 30);
     ASSERT_FALSE(a.ok());
     EXPECT_NE(a.error().message().find("tiers need layers and keep"), std::string::npos);
+    // Tiers the request gives itself, without repair, are refused, not dropped.
+    for (const char* extra : {"", R"(,"repair":false)", R"(,"prune_decode":true)"}) {
+        GenRequest no_repair =
+            chat_ok(std::string(R"({"messages":[{"role":"user","content":"x"}],
+            "lazyllm":{"policy":"lazy","layers":[21],"keep":[0.35])") +
+                    extra + R"(,"tiers":[{"min_context":3072,"layers":[9],"keep":[0.4]}]}})");
+        auto n = to_prune_options(*no_repair.prune, 30);
+        ASSERT_FALSE(n.ok()) << extra;
+        EXPECT_NE(n.error().message().find("tiers need repair"), std::string::npos)
+            << n.error().message();
+    }
 }
 
 // A request's fields go on top of the server's own pruning flags, field by field.
@@ -299,9 +310,22 @@ TEST(ApiRequest, OpenAiFieldsNullOrNeutralAreAccepted) {
           R"("audio":null)", R"("prediction":null)", R"("frobnicate":null)", R"("logit_bias":{})",
           R"("top_logprobs":0)", R"("service_tier":"auto")", R"("reasoning_effort":"low")",
           R"("modalities":["text"])", R"("prediction":{"type":"content","content":"x"})",
-          R"("metadata":{"k":"v"})", R"("store":false)"}) {
+          R"("metadata":{"k":"v"})", R"("store":false)", R"("verbosity":"low")",
+          R"("prompt_cache_key":"conversation-7")", R"("safety_identifier":"user-1")",
+          R"("stream_options":{"include_usage":true,"include_obfuscation":false})"}) {
         chat_ok(msg + field + "}");
     }
+    EXPECT_EQ(chat_err(msg + R"("prompt_cache_key":7})").param, "prompt_cache_key");
+    EXPECT_EQ(chat_err(msg + R"("stream_options":{"include_obfuscation":"no"}})").param,
+              "stream_options.include_obfuscation");
+    // vLLM's repetition_penalty is repeat_penalty; a seed may be any 64-bit integer.
+    EXPECT_FLOAT_EQ(chat_ok(msg + R"("repetition_penalty":1.3})").sampling.repetition_penalty,
+                    1.3f);
+    EXPECT_EQ(chat_err(msg + R"("repetition_penalty":0})").param, "repetition_penalty");
+    EXPECT_EQ(chat_ok(msg + R"("seed":18446744073709551615})").sampling.seed,
+              18446744073709551615ull);
+    EXPECT_EQ(chat_ok(msg + R"("seed":-1})").sampling.seed, 18446744073709551615ull);
+    EXPECT_EQ(chat_err(msg + R"("seed":1.5})").param, "seed");
     for (const char* field : {R"("logit_bias":{"42":5})", R"("modalities":["text","audio"])",
                               R"("audio":{"voice":"x"})"}) {
         ApiError e = chat_err(msg + field + "}");
@@ -325,12 +349,48 @@ TEST(ApiRequest, Completions) {
     EXPECT_EQ(completion_err(R"({"max_tokens":4})").param, "prompt");
     EXPECT_EQ(completion_err(R"({"prompt":{}})").param, "prompt");
     EXPECT_EQ(completion_err(R"({"prompt":[1,-2]})").param, "prompt[1]");
+    // A batch of one prompt of token ids.
+    auto nested = parse_completion_request(R"({"prompt":[[4,5]]})");
+    ASSERT_TRUE(std::holds_alternative<GenRequest>(nested));
+    EXPECT_EQ(std::get<GenRequest>(nested).prompt_ids, (std::vector<TokenId>{4, 5}));
+    EXPECT_EQ(completion_err(R"({"prompt":[[4,"x"]]})").param, "prompt[0][1]");
+    EXPECT_EQ(completion_err(R"({"prompt":[[]]})").param, "prompt[0]");
+    EXPECT_EQ(completion_err(R"({"prompt":[]})").message, "'prompt' is an empty array");
+    EXPECT_EQ(completion_err(R"({"prompt":[true]})").param, "prompt[0]");
+    EXPECT_EQ(completion_err(R"({"prompt":[[1],[2]]})").code, "unsupported");
     EXPECT_EQ(completion_err(R"({"prompt":["a","b"]})").code, "unsupported");
     EXPECT_EQ(completion_err(R"({"prompt":"a","echo":true})").code, "unsupported");
     EXPECT_EQ(completion_err(R"({"prompt":"a","echo":"yes"})").param, "echo");
     EXPECT_EQ(completion_err(R"({"prompt":"a","best_of":"2"})").param, "best_of");
     EXPECT_EQ(completion_err(R"({"prompt":"a","best_of":3})").code, "unsupported");
     EXPECT_EQ(completion_err(R"({"prompt":"a","messages":[]})").param, "messages");
+}
+
+// A final assistant message is continued (llama-server); vLLM's fields say so explicitly.
+TEST(ApiRequest, FinalAssistantMessageIsContinued) {
+    const std::string user = R"({"role":"user","content":"Name a colour."})";
+    const std::string assistant = R"({"role":"assistant","content":"My favourite is"})";
+    const std::string both = "{\"messages\":[" + user + "," + assistant + "]";
+    const std::string only_user = "{\"messages\":[" + user + "]";
+    EXPECT_TRUE(chat_ok(both + "}").continue_final);
+    EXPECT_TRUE(chat_ok(both + R"(,"continue_final_message":true})").continue_final);
+    EXPECT_TRUE(chat_ok(both + R"(,"continue_final_message":true,"add_generation_prompt":false})")
+                    .continue_final);
+    EXPECT_TRUE(chat_ok(both + R"(,"add_generation_prompt":false})").continue_final);
+    EXPECT_FALSE(chat_ok(both + R"(,"continue_final_message":false})").continue_final);
+    EXPECT_FALSE(chat_ok(both + R"(,"add_generation_prompt":true})").continue_final);
+    EXPECT_FALSE(chat_ok(only_user + "}").continue_final);
+    EXPECT_FALSE(chat_ok(only_user + R"(,"add_generation_prompt":true})").continue_final);
+    EXPECT_EQ(chat_err(only_user + R"(,"continue_final_message":true})").param,
+              "continue_final_message");
+    EXPECT_EQ(
+        chat_err(both + R"(,"continue_final_message":true,"add_generation_prompt":true})").param,
+        "add_generation_prompt");
+    EXPECT_EQ(chat_err(only_user + R"(,"add_generation_prompt":false})").code, "unsupported");
+    EXPECT_EQ(
+        chat_err(both + R"(,"continue_final_message":false,"add_generation_prompt":false})").code,
+        "unsupported");
+    EXPECT_EQ(chat_err(both + R"(,"continue_final_message":1})").param, "continue_final_message");
 }
 
 TEST(ApiRequest, Lengths) {

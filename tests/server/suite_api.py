@@ -36,6 +36,11 @@ def chat_basic(srv):
               "predicted_per_second", "ttft_ms", "prefill_pct_computed", "revivals", "cache_n"):
         assert k in t, k
     assert t["predicted_n"] == u.completion_tokens and t["ttft_ms"] > 0
+    # Both rates are over the decode steps after the first token, in predicted_ms.
+    if t["predicted_n"] > 1 and t["predicted_ms"] > 0:
+        steps = t["predicted_n"] - 1
+        assert abs(t["predicted_per_token_ms"] * steps - t["predicted_ms"]) < 1e-6 * t["predicted_ms"] + 1e-9, t
+        assert abs(t["predicted_per_second"] * t["predicted_per_token_ms"] - 1000.0) < 1e-6, t
 
 
 def chat_stream(srv):
@@ -155,6 +160,59 @@ def models_and_tokens(srv):
     assert status == 200 and json.loads(body)["content"] == "Hello world", body
     expect_error(*srv.request("POST", "/detokenize", {"tokens": [1, 10 ** 7]}, AUTH)[:2], 400, param="tokens[1]")
     expect_error(*srv.request("POST", "/tokenize", {"text": "x"}, AUTH)[:2], 400, param="text")
+
+
+def clients_fields(srv):
+    """What OpenAI, vLLM and llama-server clients send: a model by id, a final assistant message
+    to continue, hint fields, vLLM's repetition_penalty, unsigned seeds, a batch of one prompt of
+    token ids, the sampled token among completions' top_logprobs; 405 for a wrong method."""
+    c = client(srv)
+    model = c.models.list().data[0].id
+    assert c.models.retrieve(model).id == model
+    try:
+        c.models.retrieve("no-such-model")
+        raise AssertionError("an unknown model id was found")
+    except openai.NotFoundError as e:
+        assert e.body["code"] == "model_not_found", e.body
+    start = "The capital of France is"
+    r = c.chat.completions.create(model="any", max_tokens=6, temperature=0,
+                                  messages=MSG + [{"role": "assistant", "content": start}])
+    text = r.choices[0].message.content
+    assert "Paris" in text and not text.startswith("The capital"), text
+    fresh = c.chat.completions.create(model="any", max_tokens=6, temperature=0,
+                                      messages=MSG + [{"role": "assistant", "content": start}],
+                                      extra_body={"continue_final_message": False})
+    assert fresh.usage.prompt_tokens > r.usage.prompt_tokens, (fresh.usage, r.usage)
+    hints = c.chat.completions.create(model="any", messages=MSG, max_tokens=2, temperature=0, seed=2 ** 64 - 1,
+                                      extra_body={"prompt_cache_key": "k", "safety_identifier": "u",
+                                                  "verbosity": "low", "repetition_penalty": 1.1,
+                                                  "stream_options": None})
+    assert hints.choices[0].message.content, hints
+    ids = json.loads(srv.request("POST", "/tokenize", {"content": start}, AUTH)[1])["tokens"]
+    a = c.completions.create(model="any", prompt=[ids], max_tokens=4, temperature=0)
+    b = c.completions.create(model="any", prompt=ids, max_tokens=4, temperature=0)
+    assert a.choices[0].text == b.choices[0].text, (a.choices[0].text, b.choices[0].text)
+    lp = c.completions.create(model="any", prompt=start, max_tokens=3, temperature=0, logprobs=0).choices[0].logprobs
+    assert all(list(top) == [tok] for top, tok in zip(lp.top_logprobs, lp.tokens)), lp
+    status, body, h = srv.request("GET", CHAT, None, AUTH)
+    expect_error(status, body, 405, code="method_not_allowed")
+    assert h["allow"].startswith("POST"), h
+    expect_error(*srv.request("POST", "/v1/models", {}, AUTH)[:2], 405)
+    # 404s and 405s are counted (under "other" for a path no route serves).
+    srv.request("GET", "/v1/nowhere", None, AUTH)
+    text = srv.request("GET", "/metrics", None, AUTH)[1]
+    assert 'endpoint="other",status="404"' in text and 'status="405"' in text, text[:2000]
+
+
+def timeout_not_retried(lazyllm):
+    """A request past --timeout is a 408 that OpenAI's SDKs do not send again."""
+    with Server(lazyllm, "--ctx-size", "512", "--parallel", "1", "--timeout", "1", log_name="timeout") as one:
+        body = {"messages": MSG, "max_tokens": 400, "ignore_eos": True, "temperature": 0}
+        status, text, h = one.request("POST", CHAT, body, {"Content-Type": "application/json"})
+        expect_error(status, text, 408, code="timeout")
+        assert h.get("x-should-retry") == "false", h
+    r = subprocess.run([lazyllm, "serve", "--port", "0", "-c", "1"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "-c 1" in r.stderr, (r.returncode, r.stderr)
 
 
 def malformed(srv):
@@ -343,6 +401,7 @@ def run(lazyllm, checks):
                             ("stop strings and seeds", stop_and_seed),
                             ("lazyllm extension: policy, schedule, errors", lazy_extension),
                             ("models, tokenize, detokenize", models_and_tokens),
+                            ("what OpenAI, vLLM and llama-server clients send", clients_fields),
                             ("malformed requests: 400 naming the field", malformed),
                             ("api key 401, body limit 413, 404, page", auth_and_limits),
                             ("batched decode of two streams equals each alone", batched_equals_alone),
@@ -351,4 +410,5 @@ def run(lazyllm, checks):
             checks.run(name, check, srv)
         checks.run("CORS: any origin by default, a listed few, preflight without the key", cors, srv, lazyllm)
         checks.run("a request's lazyllm fields over serve's pruning flags", flags_under_fields, lazyllm)
+        checks.run("--timeout: 408 not retried; -c 1 refused", timeout_not_retried, lazyllm)
         assert srv.alive(), srv.read_log()

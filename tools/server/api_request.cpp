@@ -119,10 +119,18 @@ std::optional<ApiError> read_common(const json& j, GenRequest& r) {
         if (*v >= 1.0) return bad("min_p", "'min_p' must be in [0, 1), got 1");
         r.sampling.min_p = static_cast<float>(*v);
     }
-    if (auto v = f.integer("seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+    // A seed is 64 bits: clients send unsigned ones up to 2^64 - 1, others signed.
+    if (const json* v = f.get("seed"); v && v->is_number_unsigned()) {
+        r.sampling.seed = v->get<uint64_t>();
+    } else if (auto v = f.integer("seed", std::numeric_limits<int64_t>::min(),
+                                  std::numeric_limits<int64_t>::max())) {
         r.sampling.seed = static_cast<uint64_t>(*v);
     }
-    if (auto v = f.number("repeat_penalty", 1e-3, 100.0)) r.sampling.repetition_penalty = static_cast<float>(*v);
+    // repetition_penalty is vLLM's name for it.
+    for (const char* key : {"repeat_penalty", "repetition_penalty"}) {
+        if (auto v = f.number(key, 1e-3, 100.0))
+            r.sampling.repetition_penalty = static_cast<float>(*v);
+    }
     if (auto v = f.integer("repeat_last_n", 0, 1 << 20)) r.sampling.repeat_last_n = static_cast<int>(*v);
     // OpenAI's range; applied as llama-server does, over the last repeat_last_n tokens.
     if (auto v = f.number("presence_penalty", -2.0, 2.0))
@@ -141,8 +149,10 @@ std::optional<ApiError> read_common(const json& j, GenRequest& r) {
         if (!so->is_object()) return wrong_type("stream_options", "an object", *so);
         Fields s{*so, "stream_options.", std::nullopt};
         if (auto v = s.boolean("include_usage")) r.include_usage = *v;
+        s.boolean("include_obfuscation");  // padding against side channels; none is sent here
         if (s.err) return s.err;
-        if (auto e = check_known(*so, {"include_usage"}, "stream_options.")) return e;
+        if (auto e = check_known(*so, {"include_usage", "include_obfuscation"}, "stream_options."))
+            return e;
     }
     if (const json* lz = f.get("lazyllm")) {
         auto p = parse_lazy_extension(*lz);
@@ -192,9 +202,11 @@ std::optional<ApiError> read_openai_hints(const json& j, Endpoint endpoint) {
     for (const char* key : {"audio", "web_search_options"}) {
         if (given(key)) return unsupported(key, fmt::format("'{}'", key));
     }
-    // service_tier (billing), reasoning_effort (o-series models) and prediction (a speed hint):
-    // strings or objects that cannot change what this server answers.
-    for (const char* key : {"service_tier", "reasoning_effort"}) {
+    // service_tier (billing), reasoning_effort and verbosity (hints to reasoning models),
+    // prompt_cache_key and safety_identifier (a cache hint and an end user's id) and prediction
+    // (a speed hint): strings or objects that cannot change what this server answers.
+    for (const char* key : {"service_tier", "reasoning_effort", "verbosity", "prompt_cache_key",
+                            "safety_identifier"}) {
         if (const json* v = given(key); v && !v->is_string())
             return wrong_type(key, "a string", *v);
     }
@@ -230,6 +242,10 @@ const std::set<std::string> kCommonFields = {"model",
                                              "top_logprobs",
                                              "service_tier",
                                              "reasoning_effort",
+                                             "verbosity",
+                                             "prompt_cache_key",
+                                             "safety_identifier",
+                                             "repetition_penalty",
                                              "modalities",
                                              "audio",
                                              "prediction",
@@ -288,6 +304,34 @@ std::optional<ApiError> read_messages(const json& j, std::vector<ChatMessage>& o
     return std::nullopt;
 }
 
+// A final assistant message is continued, as llama-server does; vLLM's continue_final_message
+// and add_generation_prompt say so explicitly (false: a new assistant turn after it).
+std::optional<ApiError> read_continuation(const json& j, GenRequest& r) {
+    Fields f{j, "", std::nullopt};
+    const bool assistant_last = r.messages.back().role == "assistant";
+    const auto cont = f.boolean("continue_final_message");
+    const auto gen = f.boolean("add_generation_prompt");
+    if (f.err) return f.err;
+    if (cont.value_or(false) && !assistant_last) {
+        return bad("continue_final_message",
+                   "'continue_final_message' needs an assistant message last in 'messages'");
+    }
+    if (cont.value_or(false) && gen.value_or(false)) {
+        return bad("add_generation_prompt",
+                   "'continue_final_message' and 'add_generation_prompt' cannot both be true");
+    }
+    // Unsaid, a final assistant message is continued; add_generation_prompt true alone asks for
+    // a new turn.
+    const bool continued = cont ? *cont : gen ? !*gen : true;
+    r.continue_final = assistant_last && continued;
+    if (gen && !*gen && !r.continue_final) {
+        return unsupported("add_generation_prompt",
+                           "add_generation_prompt false without a final assistant message to "
+                           "continue");
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 SamplingParams server_sampling_defaults() {
@@ -318,7 +362,8 @@ ApiResult<GenRequest> parse_chat_request(std::string_view body) {
     }
     std::set<std::string> known = kCommonFields;
     known.insert({"messages", "tools", "tool_choice", "functions", "function_call",
-                  "response_format", "parallel_tool_calls", "metadata", "store"});
+                  "response_format", "parallel_tool_calls", "metadata", "store",
+                  "continue_final_message", "add_generation_prompt"});
     if (auto e = check_known(j, known, "")) return *e;
     if (auto it = j.find("metadata"); it != j.end() && !it->is_null() && !it->is_object()) {
         return wrong_type("metadata", "an object", *it);
@@ -327,6 +372,7 @@ ApiResult<GenRequest> parse_chat_request(std::string_view body) {
         return wrong_type("store", "a boolean", *it);
     }
     if (auto e = read_messages(j, r.messages)) return *e;
+    if (auto e = read_continuation(j, r)) return *e;
     if (auto e = read_common(j, r)) return *e;
     return r;
 }
@@ -358,19 +404,29 @@ ApiResult<GenRequest> parse_completion_request(std::string_view body) {
         r.prompt = p->get<std::string>();
     } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
         r.prompt = (*p)[0].get<std::string>();
-    } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
+    } else if (p->is_array() && p->empty()) {
+        return bad("prompt", "'prompt' is an empty array");
+    } else if (p->is_array() && ((*p)[0].is_number() || (p->size() == 1 && (*p)[0].is_array()))) {
+        // Token ids, or a batch of one prompt of token ids ([[1, 2, 3]]).
+        const bool nested = (*p)[0].is_array();
+        const json& ids = nested ? (*p)[0] : *p;
+        const std::string at = nested ? "prompt[0]" : "prompt";
+        if (ids.empty()) return bad(at, fmt::format("'{}' is an empty array", at));
         r.prompt_is_ids = true;
-        for (size_t i = 0; i < p->size(); ++i) {
-            const json& t = (*p)[i];
-            if (!t.is_number_integer()) return wrong_type(fmt::format("prompt[{}]", i), "an integer token id", t);
+        for (size_t i = 0; i < ids.size(); ++i) {
+            const json& t = ids[i];
+            const std::string field = fmt::format("{}[{}]", at, i);
+            if (!t.is_number_integer()) return wrong_type(field, "an integer token id", t);
             const int64_t id = t.get<int64_t>();
             if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
-                return bad(fmt::format("prompt[{}]", i), fmt::format("prompt[{}]: token id {} is out of range", i, id));
+                return bad(field, fmt::format("{}: token id {} is out of range", field, id));
             }
             r.prompt_ids.push_back(static_cast<TokenId>(id));
         }
     } else if (p->is_array() && p->size() > 1) {
         return unsupported("prompt", "a batch of several prompts");
+    } else if (p->is_array()) {
+        return wrong_type("prompt[0]", "a string, a token id or an array of token ids", (*p)[0]);
     } else {
         return wrong_type("prompt", "a string, an array of one string or an array of token ids", *p);
     }

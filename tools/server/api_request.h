@@ -52,6 +52,7 @@ Result<PruneOptions> to_prune_options(const LazyExtension& x, int n_layer,
 struct GenRequest {
     Endpoint endpoint = Endpoint::kChat;
     std::vector<ChatMessage> messages;  // kChat
+    bool continue_final = false;        // kChat: the final (assistant) message is continued
     std::string prompt;                 // kCompletion, text
     std::vector<TokenId> prompt_ids;    // kCompletion, given as token ids
     bool prompt_is_ids = false;

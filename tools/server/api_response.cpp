@@ -38,21 +38,24 @@ json usage_json(const TurnStats& s) {
 
 json timings_json(const TurnStats& s, const std::string& policy, const std::string& schedule) {
     const int64_t prompt_n = s.n_prompt - s.n_cached;
-    // Decode tokens after the first one, as llama-server counts predicted_ms.
-    return json{{"cache_n", s.n_cached},
-                {"prompt_n", prompt_n},
-                {"prompt_ms", s.prompt_ms},
-                {"prompt_per_token_ms", prompt_n ? s.prompt_ms / static_cast<double>(prompt_n) : 0.0},
-                {"prompt_per_second", per_second(prompt_n, s.prompt_ms)},
-                {"predicted_n", s.n_gen},
-                {"predicted_ms", s.decode_ms},
-                {"predicted_per_token_ms", s.n_gen ? s.decode_ms / static_cast<double>(s.n_gen) : 0.0},
-                {"predicted_per_second", per_second(s.n_gen > 1 ? s.n_gen - 1 : 0, s.decode_ms)},
-                {"ttft_ms", s.ttft_ms},
-                {"prefill_pct_computed", 100.0 * s.prefill_fraction_computed},
-                {"revivals", s.revived},
-                {"policy", policy},
-                {"schedule", schedule}};
+    // predicted_ms is the time after the first token (which the prompt step samples), so both
+    // rates are over the decode steps in it: one fewer than the tokens generated.
+    const int64_t steps = std::max<int64_t>(s.n_gen - 1, 0);
+    return json{
+        {"cache_n", s.n_cached},
+        {"prompt_n", prompt_n},
+        {"prompt_ms", s.prompt_ms},
+        {"prompt_per_token_ms", prompt_n ? s.prompt_ms / static_cast<double>(prompt_n) : 0.0},
+        {"prompt_per_second", per_second(prompt_n, s.prompt_ms)},
+        {"predicted_n", s.n_gen},
+        {"predicted_ms", s.decode_ms},
+        {"predicted_per_token_ms", steps ? s.decode_ms / static_cast<double>(steps) : 0.0},
+        {"predicted_per_second", per_second(steps, s.decode_ms)},
+        {"ttft_ms", s.ttft_ms},
+        {"prefill_pct_computed", 100.0 * s.prefill_fraction_computed},
+        {"revivals", s.revived},
+        {"policy", policy},
+        {"schedule", schedule}};
 }
 
 json logprobs_json(Endpoint endpoint, const Tokenizer& tok, std::span<const TokenLogprob> tokens,
@@ -85,6 +88,8 @@ json logprobs_json(Endpoint endpoint, const Tokenizer& tok, std::span<const Toke
             const std::string key = tok.token_to_piece(id, true);
             if (!top.contains(key)) top[key] = value(lp);
         }
+        // The sampled token is always there, as OpenAI returns it: up to logprobs + 1 entries.
+        if (!top.contains(piece)) top[piece] = value(t.logprob);
         tops.push_back(std::move(top));
         offsets.push_back(offset);
         offset += static_cast<int64_t>(piece.size());

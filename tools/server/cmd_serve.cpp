@@ -30,10 +30,7 @@ struct ServeArgs {
     std::string cors_origins = "*";
 };
 
-int default_parallel() {
-    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::clamp(hw, 2, 8);
-}
+int default_parallel() { return std::clamp(usable_cores(), 2, 8); }
 
 // Takes SIGINT / SIGTERM on a thread of its own (sigwait; they are blocked everywhere), so no
 // handler touches shared state, and stops the server on the first. Joined on destruction, before
@@ -108,6 +105,10 @@ int run_serve(ServeArgs& a) {
     defaults.prune = a.cfg.default_prune;
     Status st = (*engine)->validate(defaults);
     if (!st.ok()) st = st.error().with_context("the pruning flags");
+    if (st.ok() && a.cfg.scheduler.n_ctx == 1) {
+        st = make_error(ErrorCode::kOutOfRange,
+                        "-c 1 holds no request: a prompt token and a new one need at least 2");
+    }
     if (st.ok() && a.cfg.scheduler.n_ctx > s.n_ctx_train) {
         st = make_error(ErrorCode::kOutOfRange, "-c {} is over the model's training context of {}",
                         a.cfg.scheduler.n_ctx, s.n_ctx_train);

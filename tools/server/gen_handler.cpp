@@ -63,8 +63,9 @@ ApiResult<std::vector<TokenId>> prompt_tokens(HttpServer::Context& ctx, const ht
         }
         return r.prompt_ids;
     }
-    const std::string text =
-        r.endpoint == Endpoint::kChat ? ctx.engine->chat_prompt(r.messages) : r.prompt;
+    const std::string text = r.endpoint == Endpoint::kChat
+                                 ? ctx.engine->chat_prompt(r.messages, r.continue_final)
+                                 : r.prompt;
     auto hold = hold_text(ctx, req, text.size());
     if (auto* e = std::get_if<ApiError>(&hold)) return *e;
     return tok.encode(text, /*parse_special=*/true);

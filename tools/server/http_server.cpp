@@ -26,7 +26,11 @@ void send_json(httplib::Response& res, int status, const json& j) {
     res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
-void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, error_json(e)); }
+void send_error(httplib::Response& res, const ApiError& e) {
+    // OpenAI's SDKs retry a 408 unless told not to: a request past --timeout is not sent again.
+    if (e.status == 408) res.set_header("x-should-retry", "false");
+    send_json(res, e.status, error_json(e));
+}
 
 namespace {
 
@@ -53,17 +57,35 @@ private:
     ElasticPool pool_;
 };
 
-void handle_models(Context& ctx, httplib::Response& res) {
+json model_json(const Context& ctx) {
     const ModelSummary& s = ctx.engine->summary();
-    json model = {{"id", ctx.cfg.model_name},
-                  {"object", "model"},
-                  {"created", static_cast<int64_t>(std::time(nullptr))},
-                  {"owned_by", "lazyllm"},
-                  {"meta", {{"arch", s.arch}, {"n_layer", s.n_layer}, {"n_embd", s.n_embd},
-                            {"n_vocab", s.n_vocab}, {"n_ctx_train", s.n_ctx_train},
-                            {"n_ctx_slot", ctx.scheduler->n_ctx()}, {"n_slots", ctx.scheduler->n_slots()},
-                            {"isa", s.isa}, {"path", s.path}}}};
-    send_json(res, 200, json{{"object", "list"}, {"data", json::array({model})}});
+    return json{{"id", ctx.cfg.model_name},
+                {"object", "model"},
+                {"created", static_cast<int64_t>(std::time(nullptr))},
+                {"owned_by", "lazyllm"},
+                {"meta",
+                 {{"arch", s.arch},
+                  {"n_layer", s.n_layer},
+                  {"n_embd", s.n_embd},
+                  {"n_vocab", s.n_vocab},
+                  {"n_ctx_train", s.n_ctx_train},
+                  {"n_ctx_slot", ctx.scheduler->n_ctx()},
+                  {"n_slots", ctx.scheduler->n_slots()},
+                  {"isa", s.isa},
+                  {"path", s.path}}}};
+}
+
+void handle_models(Context& ctx, httplib::Response& res) {
+    send_json(res, 200, json{{"object", "list"}, {"data", json::array({model_json(ctx)})}});
+}
+
+// GET /v1/models/{id}: the model under its served name (--alias), else OpenAI's 404.
+void handle_model(Context& ctx, const std::string& id, httplib::Response& res) {
+    if (id == ctx.cfg.model_name) return send_json(res, 200, model_json(ctx));
+    send_error(res, ApiError{404,
+                             fmt::format("the model '{}' does not exist; this server serves '{}'",
+                                         id, ctx.cfg.model_name),
+                             "invalid_request_error", "model", "model_not_found"});
 }
 
 void handle_tokenize(Context& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -124,33 +146,60 @@ bool cross_origin(const Context& ctx, const httplib::Request& req, httplib::Resp
     return true;
 }
 
-// Fills the body of errors that a handler did not write (404, 405, 413 from the library).
-void fill_error(const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
+// The methods a route takes ("" for a path no route serves).
+std::string allowed_methods(const std::string& path) {
+    for (const char* p : {"/", "/health", "/metrics", "/v1/models"}) {
+        if (path == p) return "GET";
+    }
+    if (path.rfind("/v1/models/", 0) == 0) return "GET";
+    for (const char* p : {"/tokenize", "/detokenize", "/v1/chat/completions", "/chat/completions",
+                          "/v1/completions", "/completions"}) {
+        if (path == p) return "POST";
+    }
+    return "";
+}
+
+// Fills the body of errors that a handler did not write (404, 413 from the library; 405 for a
+// route asked with another method, which the library answers 404). True when it did.
+bool fill_error(const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return false;
+    if (res.status == 404) {
+        if (const std::string allow = allowed_methods(req.path); !allow.empty()) {
+            res.status = 405;
+            res.set_header("Allow", allow + ", OPTIONS");
+        }
+    }
     ApiError e;
     e.status = res.status;
     switch (res.status) {
         case 404: e.message = fmt::format("no route for {} {}", req.method, req.path); e.code = "not_found"; break;
         case 413: e.message = "the request body is larger than the server's limit (--max-body)"; e.code = "body_too_large"; break;
-        case 405: e.message = fmt::format("method {} is not allowed on {}", req.method, req.path); break;
+        case 405:
+            e.message = fmt::format("method {} is not allowed on {} (it takes {})", req.method,
+                                    req.path, allowed_methods(req.path));
+            e.code = "method_not_allowed";
+            break;
         default: e.message = fmt::format("HTTP {}", res.status); break;
     }
     send_error(res, e);
+    return true;
 }
 
 // POST handlers read their body themselves: when cpp-httplib reads a body sent as
 // application/x-www-form-urlencoded (curl -d's default type) it refuses more than 8 KiB, and
 // this API takes JSON whatever the Content-Type says. --max-body still applies.
 httplib::Server::HandlerWithContentReader with_body(
-    std::function<void(const httplib::Request&, httplib::Response&)> handler) {
-    return [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
-                                          const httplib::ContentReader& read) {
+    Metrics& metrics, std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+    return [&metrics, handler = std::move(handler)](const httplib::Request& req,
+                                                    httplib::Response& res,
+                                                    const httplib::ContentReader& read) {
         if (req.is_multipart_form_data()) {
-            return send_error(res, ApiError{415,
-                                            "send the request body as JSON "
-                                            "(Content-Type: application/json), not "
-                                            "multipart/form-data",
-                                            "invalid_request_error", "", "unsupported_media_type"});
+            send_error(res, ApiError{415,
+                                     "send the request body as JSON "
+                                     "(Content-Type: application/json), not "
+                                     "multipart/form-data",
+                                     "invalid_request_error", "", "unsupported_media_type"});
+            return metrics.request(req.path, res.status);
         }
         httplib::Request with = req;
         const bool ok = read([&with](const char* data, size_t n) {
@@ -196,7 +245,10 @@ HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), ht
         }
         return httplib::Server::HandlerResponse::Unhandled;
     });
-    s.set_error_handler([](const httplib::Request& req, httplib::Response& res) { fill_error(req, res); });
+    // Errors no handler wrote (no route, a body over the limit or cut short) are counted here.
+    s.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+        if (fill_error(req, res)) ctx.metrics.request(req.path, res.status);
+    });
     s.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
         if (!ctx.ready.load(std::memory_order_acquire)) {
             return send_json(res, 503, json{{"status", "loading"}});
@@ -211,26 +263,34 @@ HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), ht
         handle_models(ctx, res);
         ctx.metrics.request("/v1/models", res.status);
     });
+    s.Get("/v1/models/(.+)", [&ctx](const httplib::Request& req, httplib::Response& res) {
+        handle_model(ctx, req.matches[1].str(), res);
+        ctx.metrics.request("/v1/models/{id}", res.status);
+    });
     s.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
         res.set_content(ctx.metrics.render(ctx.scheduler->queue_depth(), ctx.scheduler->busy_slots(),
                                            ctx.scheduler->n_slots()),
                         "text/plain; version=0.0.4");
     });
-    s.Post("/tokenize", with_body([&ctx](const httplib::Request& req, httplib::Response& res) {
+    s.Post("/tokenize",
+           with_body(ctx.metrics, [&ctx](const httplib::Request& req, httplib::Response& res) {
                handle_tokenize(ctx, req, res);
                ctx.metrics.request("/tokenize", res.status);
            }));
-    s.Post("/detokenize", with_body([&ctx](const httplib::Request& req, httplib::Response& res) {
+    s.Post("/detokenize",
+           with_body(ctx.metrics, [&ctx](const httplib::Request& req, httplib::Response& res) {
                handle_detokenize(ctx, req, res);
                ctx.metrics.request("/detokenize", res.status);
            }));
     for (const char* p : {"/v1/chat/completions", "/chat/completions"}) {
-        s.Post(p, with_body([&ctx](const httplib::Request& req, httplib::Response& res) {
+        s.Post(p,
+               with_body(ctx.metrics, [&ctx](const httplib::Request& req, httplib::Response& res) {
                    handle_generate(ctx, req, res, Endpoint::kChat);
                }));
     }
     for (const char* p : {"/v1/completions", "/completions"}) {
-        s.Post(p, with_body([&ctx](const httplib::Request& req, httplib::Response& res) {
+        s.Post(p,
+               with_body(ctx.metrics, [&ctx](const httplib::Request& req, httplib::Response& res) {
                    handle_generate(ctx, req, res, Endpoint::kCompletion);
                }));
     }

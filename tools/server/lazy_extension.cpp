@@ -141,6 +141,17 @@ Result<PruneOptions> to_prune_options(const LazyExtension& x, int n_layer,
         LAZYLLM_ASSIGN_OR_RETURN(p.schedule->tiers, parse_tiers_json(x.tiers_json));
     }
     merge(x.overrides, p.overrides);
+    if (!x.tiers_json.empty()) {
+        // apply() drops tiers from a schedule left without repair (a preset's, when a request
+        // turns repair off); tiers the request gives itself are refused instead.
+        Schedule effective = *p.schedule;
+        apply(p.overrides, effective);
+        if (effective.tiers.empty()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "tiers need repair: give \"repair\": true (with \"prune_decode\": "
+                              "false and no \"revive_max\" of 0)");
+        }
+    }
     if (x.seed) p.seed = *x.seed;
     return p;
 }

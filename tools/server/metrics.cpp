@@ -15,6 +15,7 @@ void Metrics::request(std::string_view endpoint, int status) {
                                                "/v1/completions",
                                                "/completions",
                                                "/v1/models",
+                                               "/v1/models/{id}",
                                                "/tokenize",
                                                "/detokenize",
                                                "/metrics",
