@@ -3,9 +3,12 @@
 #include "lazyllm/memory.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 namespace lazyllm {
 namespace {
@@ -37,6 +40,25 @@ TEST(Memory, PeakFollowsATouchedBufferAndResets) {
     const uint64_t after = peak_resident_bytes();
     EXPECT_LE(after, resident_bytes() + 4 * kMiB);
     EXPECT_LE(after, high + 4 * kMiB);  // (the resident set may grow a little in between)
+}
+
+// The default thread count follows the affinity mask (taskset, a container's cpuset), which
+// hardware_concurrency ignores.
+TEST(Cores, UsableCoresFollowTheAffinityMask) {
+    const int all = usable_cores();
+    EXPECT_GE(all, 1);
+    EXPECT_LE(all, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    cpu_set_t saved;
+    ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &saved)) ++first;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    EXPECT_EQ(usable_cores(), 1);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+    EXPECT_EQ(usable_cores(), all);
 }
 
 }  // namespace
