@@ -35,7 +35,13 @@ struct TurnOptions {
     int logprobs = -1;
     SamplingParams sampling;
     std::vector<std::string> stop;  // stop strings (not included in the output)
+    // Tokens that end the turn when sampled (stop_reason "stop"; not in the output), as vLLM's
+    // stop_token_ids.
+    std::vector<TokenId> stop_ids;
     bool ignore_eos = false;        // never sample an end-of-generation token (llama-server's)
+    // No end-of-generation token and no stop id is sampled before this many new tokens (vLLM's
+    // min_tokens; stop strings still apply). At most max_new_tokens.
+    int min_new_tokens = 0;
 };
 
 // What a turn did so far (complete once TurnDelta::done).

@@ -40,8 +40,21 @@ TokenLogprob logprob_of(std::span<const float> logits, TokenId id, int k,
     return r;
 }
 
+// The tokens the next sample may not be: the end-of-generation ones under ignore_eos, and
+// those and the stop ids while fewer than min_new_tokens are out.
+std::vector<TokenId> banned_now(const Conversation::Impl& c) {
+    const bool early = static_cast<int64_t>(c.generated.size()) < c.opts.min_new_tokens;
+    std::vector<TokenId> ids;
+    if (c.opts.ignore_eos || early) ids = c.tok->end_of_generation_ids();
+    if (early) ids.insert(ids.end(), c.opts.stop_ids.begin(), c.opts.stop_ids.end());
+    return ids;
+}
+
 // Samples `next` from the last step's logits (and its log-probabilities when asked).
 void sample_next(Conversation::Impl& c) {
+    // The bans change once, when min_new_tokens are out.
+    if (static_cast<int64_t>(c.generated.size()) == c.opts.min_new_tokens)
+        c.sampler->ban(banned_now(c));
     c.next = c.sampler->sample(c.logits, c.history);
     if (c.opts.logprobs >= 0)
         c.next_logprob = logprob_of(c.logits, c.next, c.opts.logprobs, c.top_order);
@@ -90,6 +103,11 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
         return make_error(ErrorCode::kInvalidArgument,
                           "logprobs must be in [0, 20] (-1: off), got {}", opts.logprobs);
     }
+    if (opts.min_new_tokens < 0 || opts.min_new_tokens > opts.max_new_tokens) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "min_new_tokens must be in [0, max_new_tokens {}], got {}",
+                          opts.max_new_tokens, opts.min_new_tokens);
+    }
     const auto n_prompt = static_cast<int64_t>(prompt.size());
     if (n_prompt + opts.max_new_tokens > n_ctx()) {
         return make_error(ErrorCode::kOutOfRange,
@@ -103,6 +121,12 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
                               id, n_vocab);
         }
     }
+    for (TokenId id : opts.stop_ids) {
+        if (id < 0 || id >= n_vocab) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "stop token id {} is outside the vocabulary [0, {})", id, n_vocab);
+        }
+    }
     c.in_turn = false;
     c.turn_timer.reset();
     c.stats = TurnStats{};
@@ -110,7 +134,7 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
     c.generated.clear();
     c.history.assign(prompt.begin(), prompt.end());
     c.sampler.emplace(opts.sampling);
-    if (opts.ignore_eos) c.sampler->ban(c.tok->end_of_generation_ids());  // as llama-server's
+    c.sampler->ban(banned_now(c));  // ignore_eos as llama-server's, and min_new_tokens
     c.stream.emplace(*c.tok);
     c.stops.emplace(opts.stop);
     c.pending_logprobs.clear();
@@ -199,6 +223,8 @@ bool emit(Conversation::Impl& c, TurnDelta& d) {
     };
     if (c.opts.max_new_tokens == 0) return finish("length", true);
     if (!c.opts.ignore_eos && c.tok->is_end_of_generation(c.next)) return finish("eos", true);
+    if (std::find(c.opts.stop_ids.begin(), c.opts.stop_ids.end(), c.next) != c.opts.stop_ids.end())
+        return finish("stop", true);
     c.generated.push_back(c.next);
     c.history.push_back(c.next);
     const std::string decoded = c.stream->push(c.next);

@@ -339,6 +339,79 @@ TEST(Conversation, IgnoreEosNeverSamplesTheEndToken) {
     EXPECT_EQ(turn, goes_on->tokens);
 }
 
+// min_new_tokens holds the end-of-generation token back until that many are out (vLLM's
+// min_tokens), and a stop id ends the turn when sampled, outside the output (stop_token_ids):
+// on a model whose EOS is greedy decoding's first pick.
+TEST(Conversation, MinTokensAndStopIds) {
+    testing::TinyModelSpec spec;
+    spec.n_layer = 2;
+    spec.seed = 5;
+    const std::string plain = ::testing::TempDir() + "lazyllm_min_plain.gguf";
+    ASSERT_TRUE(testing::write_tiny_model(spec, plain).ok());
+    EngineOptions eo;
+    eo.model_path = plain;
+    eo.n_threads = 1;
+    auto e0 = Engine::load(eo);
+    ASSERT_TRUE(e0.ok()) << e0.error().message();
+    const std::vector<TokenId> prompt = prompt_ids(12, (*e0)->summary().n_vocab);
+    RunOptions ro;
+    ro.max_new_tokens = 8;
+    ro.ignore_eos = true;
+    auto g0 = (*e0)->generate(prompt, ro);
+    ASSERT_TRUE(g0.ok() && g0->tokens.size() == 8u);
+    GgufWriter w = testing::tiny_model_writer(spec);
+    w.set_uint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(g0->tokens[0]));
+    eo.model_path = ::testing::TempDir() + "lazyllm_min_first.gguf";
+    ASSERT_TRUE(w.write(eo.model_path).ok());
+    auto e = Engine::load(eo);
+    ASSERT_TRUE(e.ok()) << e.error().message();
+    auto conv = (*e)->open_conversation(PruneOptions{}, 64);
+    ASSERT_TRUE(conv.ok());
+    Conversation& c = **conv;
+    auto turn = [&](const TurnOptions& to) {
+        auto st = c.start_turn(prompt, to);
+        EXPECT_TRUE(st.ok()) << st.error().message();
+        for (int calls = 0; st.ok() && calls < 40; ++calls) {
+            auto d = c.next();
+            if (!d.ok() || d->done) break;
+        }
+        return c.generated();
+    };
+    TurnOptions to;
+    to.max_new_tokens = 8;
+    to.sampling.temperature = 0.0f;
+    EXPECT_TRUE(turn(to).empty());  // the end token at once
+    EXPECT_EQ(c.stats().stop_reason, "eos");
+    to.min_new_tokens = 3;
+    const std::vector<TokenId> held = turn(to);
+    ASSERT_GE(held.size(), 3u);
+    EXPECT_EQ(std::count(held.begin(), held.begin() + 3, g0->tokens[0]), 0);
+    // A stop id: the turn ends before it, with reason stop.
+    to.min_new_tokens = 0;
+    to.ignore_eos = true;
+    const std::vector<TokenId> all = turn(to);
+    ASSERT_EQ(all.size(), 8u);
+    size_t k = 2;
+    while (k < all.size() && std::find(all.begin(), all.begin() + static_cast<ptrdiff_t>(k),
+                                       all[k]) != all.begin() + static_cast<ptrdiff_t>(k)) {
+        ++k;
+    }
+    ASSERT_LT(k, all.size()) << "no token after the second that is new";
+    to.stop_ids = {all[k]};
+    EXPECT_EQ(turn(to), std::vector<TokenId>(all.begin(), all.begin() + static_cast<ptrdiff_t>(k)));
+    EXPECT_EQ(c.stats().stop_reason, "stop");
+    // ... unless min_new_tokens holds it back past k.
+    to.min_new_tokens = static_cast<int>(k) + 1;
+    const std::vector<TokenId> past = turn(to);
+    ASSERT_GT(past.size(), k);
+    EXPECT_NE(past[k], all[k]);
+    to.min_new_tokens = 9;
+    EXPECT_FALSE(c.start_turn(prompt, to).ok());
+    to.min_new_tokens = 0;
+    to.stop_ids = {-1};
+    EXPECT_FALSE(c.start_turn(prompt, to).ok());
+}
+
 // FLOPs of one op kind in a profile (0 if absent).
 double op_flops(const std::vector<OpTime>& times, const std::string& op) {
     for (const OpTime& t : times) {

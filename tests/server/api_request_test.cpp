@@ -326,6 +326,14 @@ TEST(ApiRequest, OpenAiFieldsNullOrNeutralAreAccepted) {
               18446744073709551615ull);
     EXPECT_EQ(chat_ok(msg + R"("seed":-1})").sampling.seed, 18446744073709551615ull);
     EXPECT_EQ(chat_err(msg + R"("seed":1.5})").param, "seed");
+    // vLLM's min_tokens and stop_token_ids.
+    GenRequest v = chat_ok(msg + R"("min_tokens":3,"stop_token_ids":[2,7]})");
+    EXPECT_EQ(v.min_tokens, 3);
+    EXPECT_EQ(v.stop_ids, (std::vector<TokenId>{2, 7}));
+    EXPECT_EQ(chat_err(msg + R"("min_tokens":-1})").param, "min_tokens");
+    EXPECT_EQ(chat_err(msg + R"("stop_token_ids":7})").param, "stop_token_ids");
+    EXPECT_EQ(chat_err(msg + R"("stop_token_ids":[1,"x"]})").param, "stop_token_ids[1]");
+    EXPECT_EQ(chat_err(msg + R"("stop_token_ids":[-3]})").param, "stop_token_ids[0]");
     for (const char* field : {R"("logit_bias":{"42":5})", R"("modalities":["text","audio"])",
                               R"("audio":{"voice":"x"})"}) {
         ApiError e = chat_err(msg + field + "}");

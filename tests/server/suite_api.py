@@ -165,7 +165,8 @@ def models_and_tokens(srv):
 def clients_fields(srv):
     """What OpenAI, vLLM and llama-server clients send: a model by id, a final assistant message
     to continue, hint fields, vLLM's repetition_penalty, unsigned seeds, a batch of one prompt of
-    token ids, the sampled token among completions' top_logprobs; 405 for a wrong method."""
+    token ids, the sampled token among completions' top_logprobs, vLLM's stop_token_ids and
+    min_tokens; 405 for a wrong method."""
     c = client(srv)
     model = c.models.list().data[0].id
     assert c.models.retrieve(model).id == model
@@ -194,6 +195,19 @@ def clients_fields(srv):
     assert a.choices[0].text == b.choices[0].text, (a.choices[0].text, b.choices[0].text)
     lp = c.completions.create(model="any", prompt=start, max_tokens=3, temperature=0, logprobs=0).choices[0].logprobs
     assert all(list(top) == [tok] for top, tok in zip(lp.top_logprobs, lp.tokens)), lp
+    # vLLM's stop_token_ids end the answer before the token; min_tokens holds the end back.
+    comma = [t["id"] for t in json.loads(srv.request("POST", "/tokenize", {"content": ",", "with_pieces": True},
+                                                     AUTH)[1])["tokens"] if t["piece"] == ","][0]
+    cut = c.completions.create(model="any", prompt="1, 2, 3, 4,", max_tokens=10, temperature=0,
+                               extra_body={"stop_token_ids": [comma]}).choices[0]
+    assert cut.text == " 5" and cut.finish_reason == "stop", (cut.text, cut.finish_reason)
+    short = c.chat.completions.create(model="any", messages=MSG, max_tokens=40, temperature=0)
+    assert short.choices[0].finish_reason == "stop" and short.usage.completion_tokens < 20, short.usage
+    held = c.chat.completions.create(model="any", messages=MSG, max_tokens=40, temperature=0,
+                                     extra_body={"min_tokens": 20})
+    assert held.usage.completion_tokens >= 20, held.usage
+    expect_error(*srv.request("POST", CHAT, {"messages": MSG, "max_tokens": 4, "min_tokens": 5}, AUTH)[:2],
+                 400, param="min_tokens")
     status, body, h = srv.request("GET", CHAT, None, AUTH)
     expect_error(status, body, 405, code="method_not_allowed")
     assert h["allow"].startswith("POST"), h

@@ -139,12 +139,26 @@ std::optional<ApiError> read_common(const json& j, GenRequest& r) {
         r.sampling.frequency_penalty = static_cast<float>(*v);
     if (auto v = f.boolean("stream")) r.stream = *v;
     if (auto v = f.boolean("ignore_eos")) r.ignore_eos = *v;
+    if (auto v = f.integer("min_tokens", 0, 1 << 30)) r.min_tokens = static_cast<int>(*v);
     if (auto v = f.boolean("cache_prompt")) r.cache_prompt = *v;
     f.string("user");
     if (f.err) return f.err;
     if (auto n = f.integer("n", 1, 128); n && *n != 1) return unsupported("n", "n > 1");
     if (f.err) return f.err;
     if (auto e = read_stop(j, r.stop)) return e;
+    if (const json* ids = f.get("stop_token_ids")) {  // vLLM's
+        if (!ids->is_array()) return wrong_type("stop_token_ids", "an array of token ids", *ids);
+        for (size_t i = 0; i < ids->size(); ++i) {
+            const json& t = (*ids)[i];
+            const std::string field = fmt::format("stop_token_ids[{}]", i);
+            if (!t.is_number_integer()) return wrong_type(field, "an integer token id", t);
+            const int64_t id = t.get<int64_t>();
+            if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+                return bad(field, fmt::format("{}: token id {} is out of range", field, id));
+            }
+            r.stop_ids.push_back(static_cast<TokenId>(id));
+        }
+    }
     if (const json* so = f.get("stream_options")) {
         if (!so->is_object()) return wrong_type("stream_options", "an object", *so);
         Fields s{*so, "stream_options.", std::nullopt};
@@ -246,6 +260,8 @@ const std::set<std::string> kCommonFields = {"model",
                                              "prompt_cache_key",
                                              "safety_identifier",
                                              "repetition_penalty",
+                                             "min_tokens",
+                                             "stop_token_ids",
                                              "modalities",
                                              "audio",
                                              "prediction",

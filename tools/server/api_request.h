@@ -60,6 +60,8 @@ struct GenRequest {
     std::string max_tokens_field;       // which of them was given (for messages)
     SamplingParams sampling;
     std::vector<std::string> stop;
+    std::vector<TokenId> stop_ids;  // stop_token_ids (vLLM's)
+    int min_tokens = 0;             // min_tokens (vLLM's): no end token or stop id before them
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
     bool ignore_eos = false;

@@ -84,6 +84,26 @@ ApiResult<std::shared_ptr<Job>> make_job(HttpServer::Context& ctx, const httplib
     job->turn.max_new_tokens = std::get<int>(max);
     job->turn.sampling = r.sampling;
     job->turn.stop = r.stop;
+    const int32_t n_vocab = ctx.engine->tokenizer().n_vocab();
+    for (size_t i = 0; i < r.stop_ids.size(); ++i) {
+        if (r.stop_ids[i] >= n_vocab) {
+            return ApiError{400,
+                            fmt::format("stop_token_ids[{}]: token id {} is outside the "
+                                        "vocabulary [0, {})",
+                                        i, r.stop_ids[i], n_vocab),
+                            "invalid_request_error", fmt::format("stop_token_ids[{}]", i), ""};
+        }
+    }
+    job->turn.stop_ids = r.stop_ids;
+    if (r.min_tokens > job->turn.max_new_tokens) {
+        return ApiError{400,
+                        fmt::format("'min_tokens' is {} but at most {} new tokens are made ({})",
+                                    r.min_tokens, job->turn.max_new_tokens,
+                                    r.max_tokens ? "'" + r.max_tokens_field + "'"
+                                                 : "the default, capped by the room left"),
+                        "invalid_request_error", "min_tokens", ""};
+    }
+    job->turn.min_new_tokens = r.min_tokens;
     job->turn.ignore_eos = r.ignore_eos;
     job->turn.logprobs = r.logprobs;
     if (auto st = validate(r.sampling); !st.ok()) {
