@@ -102,7 +102,11 @@ def tokenizers_agree(a):
     a.tokenizer_text, or None without llama-tokenize."""
     if not a.llama_tokenize or not os.path.isfile(a.tokenizer_text):
         return None
-    out = run([a.lazyllm, "tokenize", a.model, "-f", a.tokenizer_text, "--no-bos"], "lazyllm tokenize")
+    # The text as an argument: `lazyllm tokenize -f` drops a file's trailing newline (as `run -f`),
+    # llama-tokenize -f keeps it.
+    with open(a.tokenizer_text, encoding="utf-8") as f:
+        text = f.read()
+    out = run([a.lazyllm, "tokenize", "--no-bos", "--", a.model, text], "lazyllm tokenize")
     start, end = out.rfind("["), out.rfind("]")
     ours = [int(x) for x in out[start + 1:end].split(",") if x.strip()]
     # --no-parse-special: special-token texts stay text, as `lazyllm tokenize` without --special.

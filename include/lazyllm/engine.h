@@ -132,6 +132,12 @@ public:
     // The same, plus the weights a load with `opts` would keep (isa, gemm, decode,
     // prefill_weights), still without reading the weights.
     static Result<ModelSummary> inspect(const std::string& path, const EngineOptions& opts);
+    // What load() refuses in `opts` before it opens the model: the threads, the precision
+    // (bf16 without AVX-512-BF16), the prefill weights and LAZYLLM_ISA / LAZYLLM_GEMM (an unknown
+    // value, an ISA this CPU lacks). The model path is not read.
+    static Status check_options(const EngineOptions& opts);
+    // Whether this CPU runs precision bf16's GEMMs (AVX-512-BF16).
+    static bool cpu_runs_bf16();
     ~Engine();
 
     const Tokenizer& tokenizer() const;

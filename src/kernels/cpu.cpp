@@ -123,7 +123,9 @@ Result<Isa> isa_from_env() {
     const CpuFeatures f = detect_cpu_features();
     const char* env = std::getenv("LAZYLLM_ISA");
     if (env == nullptr || *env == '\0') return best_isa(f);
-    LAZYLLM_ASSIGN_OR_RETURN(Isa isa, parse_isa(env));
+    Result<Isa> parsed = parse_isa(env);
+    if (!parsed.ok()) return parsed.error().with_context("LAZYLLM_ISA");
+    const Isa isa = *parsed;
     if (!isa_supported(isa, f)) {
         return make_error(ErrorCode::kUnsupported,
                           "LAZYLLM_ISA={} but this CPU does not support it (best: {})", env,

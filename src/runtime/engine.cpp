@@ -86,6 +86,12 @@ Result<ModelLoadOptions> model_options(const EngineOptions& opts) {
     } else if (opts.precision == "f32") {
         mo.precision = kernels::GemmPrecision::kF32;
     } else if (opts.precision == "bf16") {
+        // As kernels::PackedLinear decides bf16: by the CPU, whatever LAZYLLM_ISA says.
+        if (!Engine::cpu_runs_bf16()) {
+            return make_error(ErrorCode::kUnsupported,
+                              "precision bf16 needs AVX-512-BF16, which this CPU lacks: use auto "
+                              "or f32");
+        }
         mo.precision = kernels::GemmPrecision::kBf16;
     } else {
         return make_error(ErrorCode::kInvalidArgument,
@@ -225,6 +231,13 @@ Result<std::pair<ModelSummary, ModelConfig>> read_summary(const std::string& pat
 Result<ModelSummary> Engine::inspect(const std::string& path) {
     LAZYLLM_ASSIGN_OR_RETURN(auto summary, read_summary(path));
     return std::move(summary.first);
+}
+
+bool Engine::cpu_runs_bf16() { return kernels::cpu_has_avx512_bf16(); }
+
+Status Engine::check_options(const EngineOptions& opts) {
+    LAZYLLM_TRY(model_options(opts));
+    return {};
 }
 
 Result<ModelSummary> Engine::inspect(const std::string& path, const EngineOptions& opts) {

@@ -38,7 +38,8 @@ std::vector<nlohmann::json> parse_jsonl(const std::string& out) {
 
 // -t 1: the tiny model needs no threads, and the test should not take the machine.
 // --lazy-keep-first 0: a default protected prefix could cover a whole 32-token prompt.
-const std::string kCommon = " -t 1 -r 1 --lazy-layers 1 --lazy-keep 0.5 --lazy-keep-first 0";
+const std::string kFullOnly = " -t 1 -r 1";  // --policy full alone refuses schedule flags
+const std::string kCommon = kFullOnly + " --lazy-layers 1 --lazy-keep 0.5 --lazy-keep-first 0";
 
 TEST(BenchCliTest, JsonlRowsAreLlamaBenchCompatibleAndSane) {
     const CliRun r = run_cli(
@@ -124,6 +125,15 @@ TEST(BenchCliTest, JsonlRowsAreLlamaBenchCompatibleAndSane) {
     EXPECT_EQ(n_tg, 4);
 }
 
+// -t above the cores this process may use warns and runs that many, as run's -t.
+TEST(BenchCliTest, ThreadsAboveTheCoresWarnAndClamp) {
+    const CliRun r =
+        run_cli("bench -m " + bench_model() + " -p 16 -n 0 -r 1 --policy full -t 100000");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "lazyllm: warning: -t 100000 is more than the")) << r.out;
+    EXPECT_FALSE(contains(r.out, "100000 threads")) << r.out;
+}
+
 TEST(BenchCliTest, MarkdownTableWithProfileAndPrefillOnly) {
     const CliRun r =
         run_cli("bench -m " + bench_model() + " -p 48 -n 0 --policy full,lazy --profile" + kCommon,
@@ -163,9 +173,10 @@ TEST(BenchCliTest, RowsUnderTheFloorSaySo) {
 }
 
 TEST(BenchCliTest, EachPrefillWeightsHasItsOwnPeak) {
-    const CliRun r = run_cli("bench -m " + bench_model() +
-                                 " -p 48 -n 0 --policy full --prefill-weights copy,quant" + kCommon,
-                             /*merge_stderr=*/false);
+    const CliRun r =
+        run_cli("bench -m " + bench_model() +
+                    " -p 48 -n 0 --policy full --prefill-weights copy,quant" + kFullOnly,
+                /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, ": PackedLinear 2048x576x1536")) << r.out;
     EXPECT_TRUE(contains(r.out, "(quant on ")) << r.out;
@@ -193,7 +204,7 @@ TEST(BenchCliTest, ExportedPromptIdsFeedBackExactly) {
     ASSERT_EQ(ids.size(), 40u);
     // The built-in prompt ends in the question, whatever the length.
     r = run_cli("bench -m " + bench_model() + " -p 50 -n 1 -o jsonl --policy full --prompt-ids " +
-                    ids_file + kCommon,
+                    ids_file + kFullOnly,
                 /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
     const std::vector<nlohmann::json> rows = parse_jsonl(r.out);
@@ -216,6 +227,17 @@ TEST(BenchCliTest, BadFlagsAreUsageErrors) {
          }) {
         const CliRun r = run_cli(args);
         EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+    }
+    // Named as run names them: schedule flags that no policy of the list takes, a folder that
+    // is not there.
+    for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+             {"--policy full --lazy-layers 1 --lazy-keep 0.5", "--policy full prunes nothing"},
+             {"--policy full --schedule /nonexistent/s.json", "--policy full prunes nothing"},
+             {"--export-prompts /nonexistent/dir", "--export-prompts: '/nonexistent/dir'"},
+         }) {
+        const CliRun r = run_cli("bench -m " + m + " -t 1 -p 32 -r 1 " + args);
+        EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+        EXPECT_TRUE(contains(r.out, needle)) << args << "\n" << r.out;
     }
     const CliRun r = run_cli("bench -m /nonexistent/x.gguf -p 32");
     EXPECT_EQ(r.rc, 1) << r.out;

@@ -68,11 +68,12 @@ int64_t n_prompt(const std::string& model, const std::string& args) {
 
 // Token count of `text` as `lazyllm tokenize` gives it (with --special: special texts as ids).
 int64_t n_tokens(const std::string& text, bool special) {
-    // A file per text and process: ctest runs these tests in parallel processes.
+    // A file per text and process: ctest runs these tests in parallel processes. -f drops one
+    // trailing newline (as run -f): the file has one more than the text.
     const std::string f =
         write_temp_file("lazyllm_cli_chat_text_" + std::to_string(::getpid()) + "_" +
                             std::to_string(std::hash<std::string>{}(text)) + ".txt",
-                        text);
+                        text + "\n");
     const CliRun r =
         run_cli("tokenize -m " + chat_model() + " -f " + f + (special ? " --special" : ""), false);
     EXPECT_EQ(r.rc, 0) << r.out;
@@ -140,6 +141,17 @@ TEST(CliChatTest, ChatTemplateOverridesTheDetectedFormat) {
               n_tokens("<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"
                        "<|start_header_id|>assistant<|end_header_id|>\n\n",
                        true));
+}
+
+// run renders a chat only with --chat or --system: a --chat-template without either would be
+// ignored, so it is refused, as --compare-reps without --compare.
+TEST(CliChatTest, RunRefusesChatTemplateWithoutAChat) {
+    const CliRun r = run_cli("run -m " + chat_model() + " --chat-template chatml -p hi -n 1");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out,
+                         "lazyllm: error: --chat-template formats chats: give --chat or "
+                         "--system too"))
+        << r.out;
 }
 
 TEST(CliChatTest, UnknownChatTemplateNameIsAUsageErrorListingTheNames) {

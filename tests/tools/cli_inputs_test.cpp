@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "lazyllm/engine.h"
 #include "lazyllm/gguf.h"
 #include "tools/cli_runner.h"
 
@@ -149,6 +150,22 @@ TEST(CliInputsTest, PromptFromStdinAndTrailingNewline) {
     EXPECT_EQ(n_prompt_of("-f - < " + one_nl), hello);
     expect_error("run -m " + inputs_model() + " -f /nonexistent/prompt.txt", 2,
                  "prompt file '/nonexistent/prompt.txt' does not exist");
+    // tokenize -f reads the file as run -f does.
+    const std::string tokenize = "tokenize -m " + inputs_model();
+    const CliRun text = run_cli(tokenize + " hello", /*merge_stderr=*/false);
+    ASSERT_EQ(text.rc, 0) << text.out;
+    EXPECT_EQ(run_cli(tokenize + " -f " + one_nl, false).out, text.out);
+    EXPECT_EQ(run_cli(tokenize + " -f - < " + one_nl, false).out, text.out);
+    EXPECT_NE(run_cli(tokenize + " -f " + two_nl, false).out, text.out);
+    EXPECT_TRUE(contains(run_cli("tokenize --help").out, "(- = stdin)"));
+}
+
+// Unquoted words after the model are named, not taken for a missing text.
+TEST(CliInputsTest, TokenizeNamesExtraArguments) {
+    expect_error("tokenize " + inputs_model() + " hello world", 2,
+                 "one TEXT is tokenized, got 2 arguments after the model (hello world)");
+    expect_error("tokenize -m " + inputs_model() + " hello big world", 2,
+                 "got 3 arguments after the model (hello big world)");
 }
 
 // A folder where a file belongs is named as such (std::ifstream would read it as empty), with
@@ -186,6 +203,19 @@ TEST(CliInputsTest, ServeRefusesDefaultsNoRequestCouldUse) {
     expect_error(a + "-c 100000", 2, "-c 100000 is over the model's training context of 64");
 }
 
+// run's -c and eval's --lengths over the model's context are refused naming the flag, as serve's
+// -c and bench's -p (not cut to the context, nor failing after the load).
+TEST(CliInputsTest, SizesOverTheModelsContextNameTheFlag) {
+    const std::string m = " -m " + inputs_model() + " -t 1 ";
+    expect_error("run" + m + "-p hello -n 1 -c 100000", 2,
+                 "-c 100000 is over the model's training context of 64");
+    EXPECT_EQ(run_cli("run" + m + "-p hello -n 1 -c 64").rc, 0);
+    expect_error("eval" + m + "--lengths 100000", 2,
+                 "--lengths 100000 is over the model's context of 64");
+    expect_error("eval" + m + "--fidelity --lengths 32,65", 2,
+                 "--lengths 65 is over the model's context of 64");
+}
+
 TEST(CliInputsTest, PolicyFullRefusesPruningFlags) {
     expect_error("run -m " + inputs_model() + " -p hi -n 1 --policy full --lazy-decode on", 2,
                  "--policy full prunes nothing");
@@ -196,7 +226,15 @@ TEST(CliInputsTest, NMinusOneRunsToTheContext) {
     ASSERT_EQ(r.rc, 0) << r.out;
     const auto j = json_of(r);
     EXPECT_EQ(j["n_prompt"].get<int64_t>() + j["n_gen"].get<int64_t>(), 64) << r.out;
+    EXPECT_EQ(j["stop_reason"], "context") << r.out;  // docs/cli_json.md
     expect_error("run -m " + inputs_model() + " -p hello -n -2", 2, "-n must be -1");
+    const CliRun c =
+        run_cli("run -m " + inputs_model() + " -p hello -n -1 -c 20 --ignore-eos --json");
+    ASSERT_EQ(c.rc, 0) << c.out;
+    EXPECT_EQ(json_of(c)["stop_reason"], "context") << c.out;
+    const CliRun n = run_cli("run -m " + inputs_model() + " -p hello -n 3 --ignore-eos --json");
+    ASSERT_EQ(n.rc, 0) << n.out;
+    EXPECT_EQ(json_of(n)["stop_reason"], "length") << n.out;
 }
 
 TEST(CliInputsTest, NBeyondTheContextNamesN) {
@@ -204,6 +242,9 @@ TEST(CliInputsTest, NBeyondTheContextNamesN) {
                  "-n 100000 does not fit the context of 64 tokens (the model's)");
     expect_error("run -m " + inputs_model() + " -p hello -n 40 -c 32", 2,
                  "-n 40 does not fit the context of 32 tokens (-c)");
+    // Without -n, the message says the 256 is the default, and how to change it.
+    expect_error("run -m " + inputs_model() + " -p hello -c 32", 2,
+                 "the default -n 256 does not fit the context of 32 tokens (-c); use -n -1");
 }
 
 TEST(CliInputsTest, SpecialTokensAreParsedUnlessTurnedOff) {
@@ -220,6 +261,15 @@ TEST(CliInputsTest, RangeErrorsAreReadable) {
         EXPECT_TRUE(contains(r.out, "must be >= 0, got -")) << flag << "\n" << r.out;
         EXPECT_LT(r.out.size(), 300u) << flag << "\n" << r.out;
     }
+    const CliRun reps =
+        run_cli("run -m " + inputs_model() + " -p hello --compare --compare-reps 0");
+    EXPECT_EQ(reps.rc, 2) << reps.out;
+    EXPECT_TRUE(contains(reps.out, "--compare-reps: must be >= 1, got 0")) << reps.out;
+    EXPECT_LT(reps.out.size(), 300u) << reps.out;
+    for (const char* temp : {"inf", "nan", "-inf"}) {
+        expect_error("run -m " + inputs_model() + " -p hello -n 1 --temp " + std::string(temp), 2,
+                     "--temp: must be a finite number, got " + std::string(temp));
+    }
 }
 
 TEST(CliInputsTest, EngineFlagsOnEverySubcommand) {
@@ -227,6 +277,66 @@ TEST(CliInputsTest, EngineFlagsOnEverySubcommand) {
     EXPECT_EQ(run_cli("info " + inputs_model() + engine).rc, 0);
     EXPECT_EQ(run_cli("tokenize -m " + inputs_model() + " hello" + engine).rc, 0);
     EXPECT_EQ(run_cli("run -m " + inputs_model() + " -p hello -n 1" + engine).rc, 0);
+}
+
+// --precision bf16 needs AVX-512-BF16 (Engine::cpu_runs_bf16): on a CPU without it every
+// command that takes the flag refuses it before loading, naming the flag and the feature.
+TEST(CliInputsTest, PrecisionBf16NeedsTheCpuFeature) {
+    if (lazyllm::Engine::cpu_runs_bf16()) {
+        const CliRun r = run_cli("info " + inputs_model() + " --precision bf16");
+        EXPECT_EQ(r.rc, 0) << r.out;
+        EXPECT_TRUE(contains(r.out, "prefill       bf16 weights") ||
+                    contains(r.out, "prefill       quant weights"))
+            << r.out;
+        return;
+    }
+    const std::string m = " -m " + inputs_model() + " -t 1 --precision bf16";
+    for (const std::string& cmd :
+         {"run -p hello -n 1" + m, "info" + m, "tokenize hello" + m, "bench -p 16 -r 1" + m,
+          "eval --limit 1" + m, "tune" + m, "serve --port 0" + m}) {
+        expect_error(cmd, 2, "--precision bf16 needs AVX-512-BF16, which this CPU lacks");
+    }
+    expect_error("eval -m " + inputs_model() + " --fidelity --fidelity-reference-precision bf16", 2,
+                 "--fidelity-reference-precision bf16 needs AVX-512-BF16");
+}
+
+// --precision f32 is the exact path, which decodes on the prefill weights: an explicit
+// --decode-weights quant contradicts it; f32 alone, or with gemm, runs.
+TEST(CliInputsTest, PrecisionF32RefusesQuantizedDecode) {
+    const std::string a = "run -m " + inputs_model() + " -t 1 -p hello -n 2 --json --precision f32";
+    expect_error(a + " --decode-weights quant", 2,
+                 "--decode-weights quant contradicts --precision f32");
+    for (const char* ok : {"", " --decode-weights gemm"}) {
+        const CliRun r = run_cli(a + ok);
+        ASSERT_EQ(r.rc, 0) << ok << "\n" << r.out;
+        EXPECT_EQ(json_of(r)["decode_weights"], "gemm") << r.out;
+    }
+}
+
+// LAZYLLM_ISA / LAZYLLM_GEMM that a load refuses are errors naming the variable, on info too.
+TEST(CliInputsTest, KernelEnvironmentIsNamed) {
+    const std::string cli = std::string(LAZYLLM_CLI) + " ";
+    for (const std::string& cmd :
+         {"info " + inputs_model(), "run -t 1 -p hi -n 1 -m " + inputs_model()}) {
+        CliRun r = run_shell("LAZYLLM_ISA=bogus " + cli + cmd);
+        EXPECT_EQ(r.rc, 2) << cmd << "\n" << r.out;
+        EXPECT_TRUE(contains(r.out, "lazyllm: error: LAZYLLM_ISA: unknown ISA 'bogus'")) << r.out;
+        EXPECT_FALSE(contains(r.out, "not loadable")) << r.out;
+        r = run_shell("LAZYLLM_GEMM=bogus " + cli + cmd);
+        EXPECT_EQ(r.rc, 2) << cmd << "\n" << r.out;
+        EXPECT_TRUE(contains(r.out, "lazyllm: error: LAZYLLM_GEMM=bogus")) << r.out;
+    }
+    const CliRun ref = run_shell("LAZYLLM_ISA=ref " + cli + "info " + inputs_model());
+    EXPECT_EQ(ref.rc, 0) << ref.out;
+    EXPECT_TRUE(contains(ref.out, "kernels       ref")) << ref.out;
+}
+
+// One thread, one "thread".
+TEST(CliInputsTest, ThreadCountsArePluralised) {
+    CliRun r = run_cli("info " + inputs_model() + " -t 1");
+    EXPECT_TRUE(contains(r.out, "(1 thread)\n")) << r.out;
+    r = run_cli("run -m " + inputs_model() + " -t 1 -p hello -n 1 -v");
+    EXPECT_TRUE(contains(r.out, ", 1 thread\n")) << r.out;
 }
 
 TEST(CliInputsTest, HelpSaysLazyTuningFlagsTurnLazyOn) {

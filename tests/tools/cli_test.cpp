@@ -39,6 +39,24 @@ TEST(CliTest, HelpListsSubcommands) {
     for (const char* sub : {"info", "tokenize", "run"}) EXPECT_TRUE(contains(r.out, sub)) << sub;
 }
 
+TEST(CliTest, UnknownSubcommandIsNamed) {
+    const CliRun r = run_cli("foo -p hi");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out,
+                         "lazyllm: error: unknown subcommand 'foo' (subcommands: info, "
+                         "tokenize, run, bench, eval, tune, serve)"))
+        << r.out;
+    EXPECT_EQ(run_cli("--version").rc, 0);
+    EXPECT_EQ(run_cli("").rc, 2);  // none: CLI11's "A subcommand is required"
+}
+
+// eval --help documents the forms of --policies that docs/evaluation.md does.
+TEST(CliTest, EvalHelpNamesPolicyAtFile) {
+    const CliRun r = run_cli("eval --help");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "POLICY@FILE")) << r.out;
+}
+
 TEST(CliTest, UnknownFlagIsAUsageError) {
     const CliRun r = run_cli("run --no-such-flag");
     EXPECT_EQ(r.rc, 2) << r.out;

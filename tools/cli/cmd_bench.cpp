@@ -126,14 +126,25 @@ Status check_args(const BenchArgs& a) {
                           "give at most one of --prompt-file and --prompt-ids");
     }
     if (!a.export_dir.empty() && !is_directory(a.export_dir)) {
-        return make_error(ErrorCode::kNotFound, "--export-prompts: '{}' is not a directory",
+        return make_error(ErrorCode::kInvalidArgument, "--export-prompts: '{}' is not a directory",
                           a.export_dir);
     }
+    LAZYLLM_TRY(check_precision(a.precision));
+    EngineOptions eo;
+    eo.precision = a.precision;
+    LAZYLLM_TRY(Engine::check_options(eo));  // LAZYLLM_ISA, LAZYLLM_GEMM
     return {};
 }
 
-// One RunOptions per policy: full ignores the schedule flags; the others share them.
+// One RunOptions per policy: full ignores the schedule flags; the others share them. Schedule
+// flags with full alone are refused, as run's --policy full refuses them.
 Result<std::map<std::string, RunOptions>> run_options(const BenchArgs& a) {
+    if (std::all_of(a.policies.begin(), a.policies.end(),
+                    [](const std::string& p) { return p == "full"; })) {
+        PruneFlags f = a.prune;
+        f.policy = "full";
+        LAZYLLM_TRY(to_prune_options(f, 0));
+    }
     std::map<std::string, RunOptions> out;
     for (const std::string& policy : a.policies) {
         RunOptions ro;
@@ -346,7 +357,8 @@ int run_bench(const BenchArgs& a) {
     for (size_t ci = 0; ci < a.threads.size() * a.prefill_weights.size(); ++ci) {
         EngineOptions eo;
         eo.model_path = *path;
-        eo.n_threads = a.threads[ci / a.prefill_weights.size()];
+        eo.n_threads = threads_within_cores(a.threads[ci / a.prefill_weights.size()],
+                                            /*warn=*/ci % a.prefill_weights.size() == 0);
         eo.precision = a.precision;
         eo.prefill_weights = a.prefill_weights[ci % a.prefill_weights.size()];
         auto engine = Engine::load(eo);
@@ -364,10 +376,10 @@ int run_bench(const BenchArgs& a) {
         auto peak = measure_gemm_peak(s.n_threads, probe);
         if (!peak.ok()) return report(peak.error());
         std::fprintf(stderr,
-                     "lazyllm bench: %s, %d threads, isa %s, gemm %s, GEMM peak %.0f GFLOP/s, "
+                     "lazyllm bench: %s, %d thread%s, isa %s, gemm %s, GEMM peak %.0f GFLOP/s, "
                      "loaded in %.0f ms, prefill weights %s\n",
-                     s.path.c_str(), s.n_threads, s.isa.c_str(), s.gemm.c_str(), peak->gflops,
-                     s.load_ms, s.prefill_weights.c_str());
+                     s.path.c_str(), s.n_threads, s.n_threads == 1 ? "" : "s", s.isa.c_str(),
+                     s.gemm.c_str(), peak->gflops, s.load_ms, s.prefill_weights.c_str());
         const size_t first_row = rows.size();
         for (int n : a.n_prompt) {
             Status st = bench_prompt(a, e, *runs, n, prompts.at(n), peak->gflops, progress, rows);

@@ -130,6 +130,8 @@ int run_fidelity_cmd(const EvalArgs& a, const Engine& e,
         EngineFlags rf = a.engine;
         if (!a.reference_weights.empty()) rf.prefill_weights = a.reference_weights;
         if (!a.reference_precision.empty()) rf.precision = a.reference_precision;
+        // --decode-weights is the policies' engine's: the exact reference decodes as f32 does.
+        if (rf.precision == "f32") rf.decode.clear();
         auto r = load_engine(rf);
         if (!r.ok()) return report(r.error().with_context("the --fidelity-reference-* engine"));
         reference = std::move(r).value();
@@ -176,16 +178,25 @@ int run_eval_cmd(EvalArgs& a) {
     std::string policy_list = a.policies;
     if (a.fidelity && a.policies_opt->count() == 0) policy_list = "lazy";
     const std::vector<std::string> policy_names = split_comma_list(policy_list);
-    int n_layer = 0;  // schedule files (POLICY@FILE) are read for the model's layer count
-    if (std::any_of(policy_names.begin(), policy_names.end(),
-                    [](const std::string& p) { return p.find('@') != std::string::npos; })) {
-        auto n = model_n_layer(a.engine);
-        if (!n.ok()) return report(n.error());
-        n_layer = *n;
-    }
-    auto policies = eval::make_policy_runs(policy_names, *schedule, n_layer);
+    // The model's sizes, read without its weights: schedule files (POLICY@FILE) are read for
+    // its layer count, and --lengths checked against its context before the load.
+    auto model = inspect_model(a.engine);
+    if (!model.ok()) return report(model.error());
+    auto policies = eval::make_policy_runs(policy_names, *schedule, model->n_layer);
     if (!policies.ok()) return report_usage(policies.error());  // names and schedule files
 
+    if (a.lengths_opt->count() > 0) {
+        auto lengths = parse_lengths(a.lengths);
+        if (!lengths.ok()) return report(lengths.error());
+        if (auto st = check_lengths_fit(*lengths, model->n_ctx_train, "--lengths"); !st.ok()) {
+            return report(st.error());
+        }
+    }
+    if (auto st = check_engine_flags(a.engine); !st.ok()) return report(st.error());
+    if (auto st = check_precision(a.reference_precision, "--fidelity-reference-precision");
+        !st.ok()) {
+        return report(st.error());
+    }
     const std::vector<std::string> known = eval::builtin_task_names();
     for (const std::string& t : split_comma_list(a.tasks)) {
         if (std::find(known.begin(), known.end(), t) == known.end()) {
@@ -199,8 +210,9 @@ int run_eval_cmd(EvalArgs& a) {
     const Engine& e = **engine;
     warn_task_prompts(e);
     const ModelSummary& s = e.summary();
-    std::fprintf(stderr, "lazyllm: %s (%d layers), isa %s, gemm %s, %d threads\n", s.path.c_str(),
-                 s.n_layer, s.isa.c_str(), s.gemm.c_str(), s.n_threads);
+    std::fprintf(stderr, "lazyllm: %s (%d layers), isa %s, gemm %s, %d thread%s\n", s.path.c_str(),
+                 s.n_layer, s.isa.c_str(), s.gemm.c_str(), s.n_threads,
+                 s.n_threads == 1 ? "" : "s");
     if (a.fidelity) return run_fidelity_cmd(a, e, *policies);
 
     std::vector<eval::Sample> samples;
@@ -269,7 +281,8 @@ Runner add_eval(CLI::App& app) {
     a->policies_opt = app.add_option("--policies", a->policies,
                                      "Policies, comma list; full runs first (default full,lazy,"
                                      "static,random,gemfilter; --fidelity: lazy); lazy:safe "
-                                     "and lazy:fast name a preset");
+                                     "and lazy:fast name a preset, POLICY@FILE runs POLICY with "
+                                     "that schedule file (lazy@a.json,lazy@b.json compares two)");
     add_prune_flags(app, a->prune);
     // --policies replaces the single-policy switches of `run`.
     app.remove_option(app.get_option("--lazy"));

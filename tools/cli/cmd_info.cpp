@@ -30,6 +30,9 @@ struct InfoArgs {
 };
 
 int run_info(const InfoArgs& a) {
+    // The kernels a load would pick are part of what info prints: flags or an environment that
+    // would refuse the load are errors here too.
+    if (auto st = check_engine_flags(a.engine); !st.ok()) return report(st.error());
     auto path = resolve_model_path(a.model);
     if (!path.ok()) return report(path.error());
     auto gguf = GgufFile::open(*path);
@@ -69,7 +72,8 @@ int run_info(const InfoArgs& a) {
         fmt::print("output head   {}\n", s->tied_embeddings ? "tied to token embedding" : "separate");
         fmt::print("tokenizer     {}\n", s->tokenizer);
         fmt::print("chat template {} ({})\n", s->chat_template, s->chat_template_source);
-        fmt::print("kernels       {} ({} threads)\n", s->isa, s->n_threads);
+        fmt::print("kernels       {} ({} thread{})\n", s->isa, s->n_threads,
+                   s->n_threads == 1 ? "" : "s");
         fmt::print("prefill       {} weights: {}\n", s->gemm, s->prefill_weights);
         fmt::print("decode        {} weights\n", s->decode);
     }

@@ -40,9 +40,16 @@ struct RunArgs {
     int compare_reps = 3;
     CLI::Option* prompt_opt = nullptr;
     CLI::Option* file_opt = nullptr;
+    CLI::Option* n_predict_opt = nullptr;
 };
 
 double resident_mib() { return static_cast<double>(resident_bytes()) / (1 << 20); }
+
+// With -n -1 the token budget is the context's room (prompt_ids), so a run that spends it
+// stopped because the context is full: the engine, given only the budget, says "length".
+void name_context_stop(const RunArgs& a, GenerateResult& r) {
+    if (a.n_predict == -1 && r.stop_reason == "length") r.stop_reason = "context";
+}
 
 // One run's result; its fields are documented in docs/cli_json.md (schema:
 // docs/cli_run.schema.json).
@@ -124,6 +131,7 @@ int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& i
         for (auto [runs, opts] : {std::pair{&rf, &full}, std::pair{&rl, &ro}}) {
             auto r = e.generate(ids, *opts);
             if (!r.ok()) return report(r.error());
+            name_context_stop(a, *r);
             runs->ttft_ms.push_back(r->ttft_ms);
             if (!runs->best || r->ttft_ms < runs->best->ttft_ms) runs->best = std::move(r).value();
         }
@@ -178,8 +186,9 @@ void print_model(const ModelSummary& s) {
                  "MiB\n",
                  s.path.c_str(), s.arch.c_str(), s.n_layer, s.load_ms,
                  static_cast<double>(s.weight_bytes) / (1 << 20), resident_mib());
-    std::fprintf(stderr, "lazyllm: isa %s, gemm %s, decode weights %s, %d threads\n", s.isa.c_str(),
-                 s.gemm.c_str(), s.decode.c_str(), s.n_threads);
+    std::fprintf(stderr, "lazyllm: isa %s, gemm %s, decode weights %s, %d thread%s\n",
+                 s.isa.c_str(), s.gemm.c_str(), s.decode.c_str(), s.n_threads,
+                 s.n_threads == 1 ? "" : "s");
     std::fprintf(stderr, "lazyllm: prefill weights %s\n", s.prefill_weights.c_str());
 }
 
@@ -198,11 +207,13 @@ Result<std::vector<TokenId>> prompt_ids(const RunArgs& a, const Engine& e,
     warn_double_bos(e.tokenizer(), ids);
     const int64_t ctx = a.n_ctx > 0 ? a.n_ctx : s.n_ctx_train;
     const char* ctx_from = a.n_ctx > 0 ? "-c" : "the model's";
+    const std::string n_flag =
+        fmt::format("{}-n {}", a.n_predict_opt->count() > 0 ? "" : "the default ", a.n_predict);
     if (a.n_predict >= ctx) {
         return make_error(ErrorCode::kOutOfRange,
-                          "-n {} does not fit the context of {} tokens ({}); use -n -1 to generate "
+                          "{} does not fit the context of {} tokens ({}); use -n -1 to generate "
                           "until the context is full, or a smaller -n",
-                          a.n_predict, ctx, ctx_from);
+                          n_flag, ctx, ctx_from);
     }
     const auto n_ids = static_cast<int64_t>(ids.size());
     const int n_predict =
@@ -213,9 +224,9 @@ Result<std::vector<TokenId>> prompt_ids(const RunArgs& a, const Engine& e,
     if (n_ids <= room) return ids;
     if (!a.truncate_middle || room < 2) {
         return make_error(ErrorCode::kOutOfRange,
-                          "the prompt has {} tokens; with -n {} the context of {} ({}) holds at "
+                          "the prompt has {} tokens; with {} the context of {} ({}) holds at "
                           "most {} (use --truncate-middle to cut the middle, or a smaller -n)",
-                          ids.size(), a.n_predict, ctx, ctx_from, std::max<int64_t>(room, 0));
+                          ids.size(), n_flag, ctx, ctx_from, std::max<int64_t>(room, 0));
     }
     // LongBench-style middle truncation: keep the head and the tail.
     const int64_t half = room / 2;
@@ -253,11 +264,9 @@ int run_run(RunArgs& a) {
     }
     std::string text = a.prompt;
     if (!a.file.empty()) {
-        auto t = read_text_file(a.file);  // "-": stdin
+        auto t = read_prompt_file(a.file);
         if (!t.ok()) return report_usage(t.error());
         text = std::move(t).value();
-        // As llama.cpp's -f: one trailing newline is the file's, not the prompt's.
-        if (!text.empty() && text.back() == '\n') text.pop_back();
     }
     if (text.empty()) return report(Error(ErrorCode::kInvalidArgument, "the prompt is empty"));
     if (a.n_predict < 1 && a.n_predict != -1) {
@@ -266,10 +275,25 @@ int run_run(RunArgs& a) {
                                  "got {}",
                                  a.n_predict));
     }
+    // --system applies the chat template as llama.cpp's -sys does (conversation mode).
+    const bool chat = a.chat || a.system.has_value();
+    if (!a.engine.chat_template.empty() && !chat) {
+        return report(Error(ErrorCode::kInvalidArgument,
+                            "--chat-template formats chats: give --chat or --system too"));
+    }
     if (auto st = validate(a.sampling); !st.ok()) return report(st.error());
     resolve_seed(a.sampling);
     auto prune = to_prune_options(a.prune, a.engine);
     if (!prune.ok()) return report(prune.error());
+    if (a.n_ctx > 0) {  // before the load, as serve's -c (read without the weights)
+        auto model = inspect_model(a.engine);
+        if (!model.ok()) return report(model.error());
+        if (a.n_ctx > model->n_ctx_train) {
+            return report(make_error(ErrorCode::kOutOfRange,
+                                     "-c {} is over the model's training context of {}", a.n_ctx,
+                                     model->n_ctx_train));
+        }
+    }
 
     auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
@@ -277,8 +301,6 @@ int run_run(RunArgs& a) {
     const ModelSummary& s = e.summary();
     if (a.verbose) print_model(s);
 
-    // --system applies the chat template as llama.cpp's -sys does (conversation mode).
-    const bool chat = a.chat || a.system.has_value();
     if (chat) warn_chat_template(e);
     if (chat && a.verbose) {
         std::fprintf(stderr, "lazyllm: chat template %s (%s)\n", s.chat_template.c_str(),
@@ -314,6 +336,7 @@ int run_run(RunArgs& a) {
     }
     auto r = e.generate(*ids, ro, on_text);
     if (!r.ok()) return report(r.error());
+    name_context_stop(a, *r);
     if (a.json) {
         std::printf("%s\n", result_json(*r, s, ro.sampling.seed).dump(2).c_str());
     } else {
@@ -339,9 +362,12 @@ Runner add_run(CLI::App& app) {
                  "Encode special-token texts in the prompt (e.g. <|im_start|>) as plain text "
                  "(default: they become their ids, as llama.cpp's llama-completion; the flag is "
                  "llama-tokenize's; --chat always parses them)");
-    app.add_option("-n,--n-predict", a->n_predict,
-                   "Maximum new tokens; -1 = until end of text or a full context (default 256)");
-    app.add_option("-c,--ctx-size", a->n_ctx, "Context size (default: prompt + n, up to the model's)")
+    a->n_predict_opt = app.add_option(
+        "-n,--n-predict", a->n_predict,
+        "Maximum new tokens; -1 = until end of text or a full context (default 256)");
+    app.add_option("-c,--ctx-size", a->n_ctx,
+                   "Context size, at most the model's training context (default: prompt + n, up "
+                   "to the model's)")
         ->check(kNonNegative);
     app.add_option("--stop", a->stop, "Stop string (repeatable); not included in the output");
     app.add_flag("--ignore-eos", a->ignore_eos,
@@ -360,7 +386,7 @@ Runner add_run(CLI::App& app) {
     app.add_option("--compare-reps", a->compare_reps,
                    "Alternating rounds of --compare (full, then the policy); each policy reports "
                    "its fastest round (default 3)")
-        ->check(CLI::PositiveNumber)
+        ->check(kPositive)
         ->needs(compare);
     return [a] { return run_run(*a); };
 }

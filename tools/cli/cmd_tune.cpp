@@ -124,6 +124,9 @@ Result<Calibration> make_calibration(const TuneArgs& a, eval::TuneObjective obje
         parse_numbers<int64_t>(
             a.lengths.empty() ? (answers ? kAnswersLengths : kScoreLengths) : a.lengths,
             "--lengths", 16, 1e9));
+    if (!a.lengths.empty()) {
+        LAZYLLM_TRY(check_lengths_fit(lengths, e.summary().n_ctx_train, "--lengths"));
+    }
     std::vector<std::string> tasks =
         a.tasks.empty() ? (answers ? eval::default_tasks() : split_comma_list(kScoreTasks))
                         : split_comma_list(a.tasks);
@@ -240,7 +243,7 @@ int run_tune(const TuneArgs& a) {
     const auto candidates = eval::enumerate_candidates(*space, n_layer);
     if (candidates.empty()) {
         return report(make_error(ErrorCode::kInvalidArgument,
-                                 "the search space is empty for a {}-layer model", n_layer));
+                                 "the search space is empty for this model's {} layers", n_layer));
     }
     std::fprintf(stderr, "lazyllm: tuning for %s (%d layers), objective %s: %s\n",
                  e.summary().path.c_str(), n_layer,

@@ -129,6 +129,12 @@ Result<std::string> read_text_file(const std::string& path) {
     return std::move(text.value());
 }
 
+Result<std::string> read_prompt_file(const std::string& path) {
+    LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+}
+
 Status check_bytes_encodable(const Tokenizer& tok, std::string_view text, std::string_view what) {
     if (tok.kind() != TokenizerKind::kBpe) return {};  // SentencePiece: byte fallback or <unk>
     std::array<int8_t, 256> known{};  // 0 unknown, 1 has a token, -1 has none

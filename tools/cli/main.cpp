@@ -12,9 +12,11 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string(LAZYLLM_VERSION));
     app.require_subcommand(1);
     std::map<CLI::App*, Runner> runners;
+    std::string names;  // "info, tokenize, ..."
     auto add = [&](const char* name, const char* desc, Runner (*fn)(CLI::App&)) {
         CLI::App* sub = app.add_subcommand(name, desc);
         runners[sub] = fn(*sub);
+        names += std::string(names.empty() ? "" : ", ") + name;
     };
     add("info", "Show a GGUF model's architecture, hyper-parameters, tokenizer and tensors", add_info);
     add("tokenize", "Print the token ids of a text", add_tokenize);
@@ -23,6 +25,19 @@ int main(int argc, char** argv) {
     add("eval", "Accuracy, TTFT speedup and % computed per pruning policy; --fidelity", add_eval);
     add("tune", "Search the fastest pruning schedule that keeps a target accuracy", add_tune);
     add("serve", "OpenAI-compatible HTTP server with per-request pruning and a multi-turn cache", add_serve);
+    // The first word names the subcommand (the app's own flags, --help and --version, start
+    // with '-'); CLI11 would only say that one is required.
+    const auto is_subcommand = [&](const char* word) {
+        for (const auto& [sub, run] : runners) {
+            if (sub->check_name(word)) return true;
+        }
+        return false;
+    };
+    if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
+        std::fprintf(stderr, "lazyllm: error: unknown subcommand '%s' (subcommands: %s)\n", argv[1],
+                     names.c_str());
+        return kExitUsage;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

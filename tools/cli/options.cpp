@@ -1,16 +1,16 @@
 #include "cli/options.h"
 
 #include <fmt/format.h>
-#include <sched.h>
 
 #include <charconv>
+#include <cmath>
 #include <random>
-#include <thread>
 
 #include "cli/check_tensors.h"
 #include "cli/common.h"
 #include "eval/runner.h"
 #include "lazyllm/gguf.h"
+#include "lazyllm/memory.h"
 #include "lazyllm/schedule.h"
 
 namespace lazyllm::cli {
@@ -34,14 +34,19 @@ CLI::Validator number_at_least(double lo, const char* name) {
         lo == 0 ? "NONNEGATIVE" : "POSITIVE", name);
 }
 
-// Cores this process may run on (its affinity mask; hardware_concurrency ignores it).
-int usable_cores() {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 }  // namespace
+
+int threads_within_cores(int requested, bool warn) {
+    const int cores = usable_cores();
+    if (requested <= cores) return requested;
+    if (warn) {
+        std::fprintf(stderr,
+                     "lazyllm: warning: -t %d is more than the %d cores this process may use; "
+                     "using %d\n",
+                     requested, cores, cores);
+    }
+    return cores;
+}
 
 const CLI::Validator kNonNegative = number_at_least(0, "NON-NEGATIVE");
 const CLI::Validator kPositive = number_at_least(1, "POSITIVE");
@@ -59,7 +64,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
     app.add_option("--decode-weights", f.decode,
                    "Weights of decode steps: quant (the GGUF's 4/8-bit blocks, integer dot "
                    "products on AVX-512 VNNI or AVX2; the default where the CPU has either) or "
-                   "gemm (the prefill GEMM's weights)")
+                   "gemm (the prefill GEMM's weights; always with --precision f32, the exact "
+                   "path, which refuses quant)")
         ->check(CLI::IsMember({"quant", "gemm"}));
     app.add_option("--prefill-weights", f.prefill_weights,
                    "Weights of prefill's linear layers: auto (the default: quant where the copies "
@@ -73,6 +79,28 @@ void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
     app.add_flag("--check-tensors", f.check_tensors,
                  "Check every tensor's data for NaN / Inf before loading (as llama.cpp; reads "
                  "the whole file)");
+}
+
+Status check_precision(std::string_view precision, std::string_view flag) {
+    // A flag value this CPU cannot run: a usage error (exit 2), naming the flag.
+    if (precision == "bf16" && !Engine::cpu_runs_bf16()) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "{} bf16 needs AVX-512-BF16, which this CPU lacks: use auto or f32",
+                          flag);
+    }
+    return {};
+}
+
+Status check_engine_flags(const EngineFlags& f) {
+    LAZYLLM_TRY(check_precision(f.precision));
+    LAZYLLM_TRY(Engine::check_options(engine_options(f, "")));  // LAZYLLM_ISA, LAZYLLM_GEMM
+    if (f.precision == "f32" && f.decode == "quant") {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "--decode-weights quant contradicts --precision f32: the exact path "
+                          "decodes on the prefill weights (drop --decode-weights, or pick "
+                          "--precision auto or bf16)");
+    }
+    return {};
 }
 
 void add_chat_template_flag(CLI::App& app, EngineFlags& f) {
@@ -124,7 +152,20 @@ uint64_t parse_seed(const std::string& v) {  // checked by the flag's validator
 }  // namespace
 
 void add_sampling_flags(CLI::App& app, SamplingParams& s) {
-    app.add_option("--temp", s.temperature, "Temperature; 0 = greedy (default 0)");
+    app.add_option("--temp", s.temperature, "Temperature; 0 = greedy (default 0)")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                float t = 0.0f;
+                try {
+                    size_t used = 0;
+                    t = std::stof(v, &used);
+                    if (used != v.size()) throw std::invalid_argument(v);
+                } catch (const std::exception&) {
+                    return "expected a number, got '" + v + "'";
+                }
+                return std::isfinite(t) ? "" : "must be a finite number, got " + v;
+            },
+            "FINITE"));
     app.add_option("--top-k", s.top_k, "Top-k, 0 = off (default 40)");
     app.add_option("--top-p", s.top_p, "Top-p nucleus, 1 = off (default 0.95)");
     app.add_option("--min-p", s.min_p, "Min-p, 0 = off (default 0.05)");
@@ -303,16 +344,26 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
     return p;
 }
 
-Result<int> model_n_layer(const EngineFlags& e) {
+Result<ModelSummary> inspect_model(const EngineFlags& e) {
     LAZYLLM_ASSIGN_OR_RETURN(std::string path, resolve_model_path(e.model));
-    LAZYLLM_ASSIGN_OR_RETURN(ModelSummary s, Engine::inspect(path));
-    return s.n_layer;
+    return Engine::inspect(path);
+}
+
+Status check_lengths_fit(std::span<const int64_t> lengths, int64_t n_ctx, std::string_view flag) {
+    for (int64_t n : lengths) {
+        if (n > n_ctx) {
+            return make_error(ErrorCode::kOutOfRange, "{} {} is over the model's context of {}",
+                              flag, n, n_ctx);
+        }
+    }
+    return {};
 }
 
 Result<PruneOptions> to_prune_options(const PruneFlags& f, const EngineFlags& e) {
     int n_layer = 0;  // read from the model only where a schedule names layers
     if (!f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty()) {
-        LAZYLLM_ASSIGN_OR_RETURN(n_layer, model_n_layer(e));
+        LAZYLLM_ASSIGN_OR_RETURN(const ModelSummary s, inspect_model(e));
+        n_layer = s.n_layer;
     }
     return to_prune_options(f, n_layer);
 }
@@ -320,27 +371,22 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, const EngineFlags& e)
 EngineOptions engine_options(const EngineFlags& f, const std::string& path) {
     EngineOptions eo;
     eo.model_path = path;
-    eo.n_threads = f.threads;
-    if (const int cores = usable_cores(); f.threads > cores) eo.n_threads = cores;
+    eo.n_threads = threads_within_cores(f.threads, /*warn=*/false);
     eo.precision = f.precision;
-    eo.quantized_decode = f.decode == "quant";
+    eo.quantized_decode = f.decode != "gemm";
     eo.prefill_weights = f.prefill_weights;
     eo.chat_template = f.chat_template;
     return eo;
 }
 
 Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f) {
+    LAZYLLM_TRY(check_engine_flags(f));
     LAZYLLM_ASSIGN_OR_RETURN(std::string path, resolve_model_path(f.model));
     if (f.check_tensors) {
         LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
         LAZYLLM_TRY(check_tensor_data(gguf));
     }
-    if (const int cores = usable_cores(); f.threads > cores) {
-        std::fprintf(stderr,
-                     "lazyllm: warning: -t %d is more than the %d cores this process may use; "
-                     "using %d\n",
-                     f.threads, cores, cores);
-    }
+    threads_within_cores(f.threads, /*warn=*/true);
     return Engine::load(engine_options(f, path));
 }
 

@@ -14,7 +14,7 @@ struct EngineFlags {
     std::string model;
     int threads = 0;
     std::string precision = "auto";
-    std::string decode = "quant";
+    std::string decode = {};  // --decode-weights quant | gemm; empty: not given (quant; f32: gemm)
     std::string prefill_weights = "auto";
     bool check_tensors = false;
     std::string chat_template = {};  // --chat-template NAME; empty: the GGUF's
@@ -22,6 +22,14 @@ struct EngineFlags {
 // -m (unless with_model is false: info and tokenize take the model as a positional argument
 // too), -t, --precision, --decode-weights, --prefill-weights, --check-tensors.
 void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model = true);
+// What a load with these flags would refuse or silently change, checked before anything is
+// loaded: Engine::check_options (the precision, LAZYLLM_ISA, LAZYLLM_GEMM), and
+// --decode-weights quant with --precision f32 (the exact path, which decodes on the prefill
+// weights). Errors name the flag or variable.
+Status check_engine_flags(const EngineFlags& f);
+// --precision bf16 on a CPU without AVX-512-BF16, where the bf16 GEMMs cannot run: an error
+// naming `flag` and the missing feature.
+Status check_precision(std::string_view precision, std::string_view flag = "--precision");
 // --chat-template NAME, on the commands that render chats (run, eval, tune, serve); an unknown
 // name is a usage error listing the names.
 void add_chat_template_flag(CLI::App& app, EngineFlags& f);
@@ -69,13 +77,19 @@ void add_score_flags(CLI::App& app, int& score_layers, int& score_pool,
 // --lazy / --policy and the schedule flags into PruneOptions for a model of n_layer layers
 // (layer fractions and schedule files are resolved against it); errors for contradictions.
 Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer);
-// The layer count of the model -m names, read from its file without loading weights.
-Result<int> model_n_layer(const EngineFlags& e);
+// The hyper-parameters of the model -m names, read from its file without loading weights.
+Result<ModelSummary> inspect_model(const EngineFlags& e);
+// Prompt lengths given by `flag` over the model's context of n_ctx tokens: an error naming the
+// first, as bench's -p.
+Status check_lengths_fit(std::span<const int64_t> lengths, int64_t n_ctx, std::string_view flag);
 // to_prune_options for the model -m names (its n_layer read from the file, without loading weights).
 Result<PruneOptions> to_prune_options(const PruneFlags& f, const EngineFlags& e);
 
-// Resolves -m (default model, fetched if missing) and loads the engine with -t / --precision
-// and --chat-template;
+// -t N within the cores this process may use (lazyllm::usable_cores): N, or those cores, with a
+// warning when `warn`, where N is more (0, all cores, stays 0).
+int threads_within_cores(int requested, bool warn);
+// Resolves -m (default model, fetched if missing), checks the flags (check_engine_flags) and
+// loads the engine with -t / --precision and --chat-template;
 // -t above the cores this process may use warns and uses that many; --check-tensors checks
 // the tensors for NaN / Inf first.
 Result<std::unique_ptr<Engine>> load_engine(const EngineFlags& f);
