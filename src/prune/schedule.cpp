@@ -164,18 +164,19 @@ StepCuts cuts_for(const Schedule& schedule, int64_t n_total) {
 
 Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, int n_layer) {
     if (n_layer < 2) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "a {}-layer model has no layer to prune before (n_layer must be >= 2)",
-                          n_layer);
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            "a model of {} layers has no layer to prune before (n_layer must be >= 2)", n_layer);
     }
     LAZYLLM_ASSIGN_OR_RETURN(std::vector<std::string_view> layer_items,
                              split_list(layers, "layers"));
     LAZYLLM_ASSIGN_OR_RETURN(std::vector<std::string_view> keep_items, split_list(keep, "keep"));
     if (layer_items.size() > static_cast<size_t>(n_layer - 1)) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "layers has {} items but a {}-layer model allows at most {} boundaries "
-                          "(n_layer - 1)",
-                          layer_items.size(), n_layer, n_layer - 1);
+        return make_error(
+            ErrorCode::kInvalidArgument,
+            "layers has {} items but a model of {} layers allows at most {} boundaries "
+            "(n_layer - 1)",
+            layer_items.size(), n_layer, n_layer - 1);
     }
 
     Schedule schedule;

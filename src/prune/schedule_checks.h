@@ -21,7 +21,7 @@ Status check_boundaries(const std::vector<int>& boundaries, int n_layer, std::st
                         NameFn name) {
     if (n_layer > 0 && boundaries.size() > static_cast<size_t>(n_layer - 1)) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "{} has {} boundaries but a {}-layer model allows at most {} "
+                          "{} has {} boundaries but a model of {} layers allows at most {} "
                           "(n_layer - 1)",
                           what, boundaries.size(), n_layer, n_layer - 1);
     }
@@ -30,7 +30,7 @@ Status check_boundaries(const std::vector<int>& boundaries, int n_layer, std::st
         if (b < 1 || (n_layer > 0 && b > n_layer - 1)) {
             if (n_layer > 0) {
                 return make_error(ErrorCode::kInvalidArgument,
-                                  "{}: boundary layers must be in [1, {}] for a {}-layer model "
+                                  "{}: boundary layers must be in [1, {}] for a model of {} layers "
                                   "(pruning happens before the layer, scored at the one before)",
                                   name(i), n_layer - 1, n_layer);
             }

@@ -131,7 +131,7 @@ Result<ScheduleFileInfo> read_info(const json& doc, int n_layer) {
         if (info.n_layer != n_layer) {
             return make_error(
                 ErrorCode::kInvalidArgument,
-                "made for a {}-layer model{} but this model has {} layers", info.n_layer,
+                "made for a model of {} layers{} but this model has {} layers", info.n_layer,
                 info.model.empty() ? "" : fmt::format(" ('{}')", info.model), n_layer);
         }
     }

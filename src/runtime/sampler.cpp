@@ -11,9 +11,10 @@ namespace lazyllm {
 
 Status validate(const SamplingParams& params) {
     // Negated comparisons so that NaN fails every check.
-    if (!(params.temperature >= 0.0f)) {
+    if (!(params.temperature >= 0.0f) || std::isinf(params.temperature)) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "temperature must be >= 0 (0 means greedy), got {}", params.temperature);
+                          "temperature must be >= 0 and finite (0 means greedy), got {}",
+                          params.temperature);
     }
     if (params.top_k < 0) {
         return make_error(ErrorCode::kInvalidArgument, "top_k must be >= 0 (0 means off), got {}",

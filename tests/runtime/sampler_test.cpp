@@ -77,6 +77,8 @@ TEST(SamplerValidate, ErrorsNameTheFieldAndRange) {
     const Case cases[] = {
         {[](SamplingParams& p) { p.temperature = -0.5f; }, "temperature", ">= 0"},
         {[](SamplingParams& p) { p.temperature = std::nanf(""); }, "temperature", ">= 0"},
+        {[](SamplingParams& p) { p.temperature = std::numeric_limits<float>::infinity(); },
+         "temperature", "finite"},
         {[](SamplingParams& p) { p.top_k = -1; }, "top_k", ">= 0"},
         {[](SamplingParams& p) { p.top_p = 0.0f; }, "top_p", "(0, 1]"},
         {[](SamplingParams& p) { p.top_p = 1.5f; }, "top_p", "(0, 1]"},
