@@ -133,6 +133,15 @@ TEST(CliTest, CompareReportsTheFastestOfItsRounds) {
                                 "--compare --lazy-layers 1 --lazy-keep 0.5");
     ASSERT_EQ(text.rc, 0) << text.out;
     EXPECT_TRUE(contains(text.out, "best of 3 alternating runs")) << text.out;
+    EXPECT_TRUE(contains(text.out, "last token ms")) << text.out;  // the end-to-end latency
+    EXPECT_FALSE(contains(text.out, "repairs in its first decode step")) << text.out;
+    // With repair the table says why the policy's decode rate is low.
+    const CliRun repair = run_cli("run -m " + m +
+                                  " -p 'hello world, hello world' -n 3 --ignore-eos --compare "
+                                  "--compare-reps 1 --lazy-layers 1 --lazy-keep 0.5 "
+                                  "--lazy-decode off --lazy-repair on");
+    ASSERT_EQ(repair.rc, 0) << repair.out;
+    EXPECT_TRUE(contains(repair.out, "lazy repairs in its first decode step")) << repair.out;
     expect_usage_error("run -m " + m + " -p hi --compare-reps 2", "--compare");
     expect_usage_error("run -m " + m + " -p hi --compare --compare-reps 0", "--compare-reps");
 }
