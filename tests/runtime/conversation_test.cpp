@@ -295,77 +295,73 @@ TEST(Conversation, LogprobsStopWithTheTextAtAStopString) {
     EXPECT_EQ(cut.generated.size(), k + 1) << "the stop string's token was generated";
 }
 
+// A tiny model whose EOS is the token greedy decoding picks first after prompt_ids(12).
+struct EosFirst {
+    std::unique_ptr<Engine> engine;
+    std::vector<TokenId> prompt;
+    TokenId eos = -1;
+};
+
+EosFirst eos_first_model(const std::string& name) {
+    testing::TinyModelSpec spec;
+    spec.n_layer = 2;
+    spec.seed = 5;
+    EosFirst m;
+    const std::string plain = ::testing::TempDir() + name + "_plain.gguf";
+    if (!testing::write_tiny_model(spec, plain).ok()) return m;
+    EngineOptions eo;
+    eo.model_path = plain;
+    eo.n_threads = 1;
+    auto e0 = Engine::load(eo);
+    if (!e0.ok()) return m;
+    m.prompt = prompt_ids(12, (*e0)->summary().n_vocab);
+    RunOptions ro;
+    ro.max_new_tokens = 1;
+    ro.ignore_eos = true;
+    auto g0 = (*e0)->generate(m.prompt, ro);
+    if (!g0.ok() || g0->tokens.size() != 1u) return m;
+    GgufWriter w = testing::tiny_model_writer(spec);
+    w.set_uint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(g0->tokens[0]));
+    eo.model_path = ::testing::TempDir() + name + ".gguf";
+    if (!w.write(eo.model_path).ok()) return m;
+    auto e = Engine::load(eo);
+    if (!e.ok()) return m;
+    m.engine = std::move(*e);
+    m.eos = g0->tokens[0];
+    return m;
+}
+
 // ignore_eos bans the end-of-generation tokens (llama.cpp's --ignore-eos): on a model whose EOS
 // is the token greedy decoding picks first, a run stops at once without it and never samples
 // that token with it, in Engine::generate and in a Conversation.
 TEST(Conversation, IgnoreEosNeverSamplesTheEndToken) {
-    testing::TinyModelSpec spec;
-    spec.n_layer = 2;
-    spec.seed = 5;
-    const std::string plain = ::testing::TempDir() + "lazyllm_eos_plain.gguf";
-    ASSERT_TRUE(testing::write_tiny_model(spec, plain).ok());
-    EngineOptions eo;
-    eo.model_path = plain;
-    eo.n_threads = 1;
-    auto e0 = Engine::load(eo);
-    ASSERT_TRUE(e0.ok()) << e0.error().message();
-    const std::vector<TokenId> prompt = prompt_ids(12, (*e0)->summary().n_vocab);
+    const EosFirst m = eos_first_model("lazyllm_eos_first");
+    ASSERT_NE(m.engine, nullptr);
+    const TokenId first = m.eos;
     RunOptions ro;
     ro.max_new_tokens = 6;
-    ro.ignore_eos = true;
-    auto g0 = (*e0)->generate(prompt, ro);
-    ASSERT_TRUE(g0.ok() && !g0->tokens.empty());
-    const TokenId first = g0->tokens[0];
-
-    GgufWriter w = testing::tiny_model_writer(spec);
-    w.set_uint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(first));
-    eo.model_path = ::testing::TempDir() + "lazyllm_eos_first.gguf";
-    ASSERT_TRUE(w.write(eo.model_path).ok());
-    auto e = Engine::load(eo);
-    ASSERT_TRUE(e.ok()) << e.error().message();
-    ro.ignore_eos = false;
-    auto stops = (*e)->generate(prompt, ro);
+    auto stops = m.engine->generate(m.prompt, ro);
     ASSERT_TRUE(stops.ok());
     EXPECT_TRUE(stops->tokens.empty());
     ro.ignore_eos = true;
-    auto goes_on = (*e)->generate(prompt, ro);
+    auto goes_on = m.engine->generate(m.prompt, ro);
     ASSERT_TRUE(goes_on.ok());
     EXPECT_EQ(goes_on->tokens.size(), 6u);
     EXPECT_EQ(std::count(goes_on->tokens.begin(), goes_on->tokens.end(), first), 0);
 
-    auto conv = (*e)->open_conversation(PruneOptions{}, 64);
+    auto conv = m.engine->open_conversation(PruneOptions{}, 64);
     ASSERT_TRUE(conv.ok());
-    const std::vector<TokenId> turn = run_turn(**conv, prompt, 6);
+    const std::vector<TokenId> turn = run_turn(**conv, m.prompt, 6);
     EXPECT_EQ(turn, goes_on->tokens);
 }
 
 // min_new_tokens holds the end-of-generation token back until that many are out (vLLM's
-// min_tokens), and a stop id ends the turn when sampled, outside the output (stop_token_ids):
-// on a model whose EOS is greedy decoding's first pick.
+// min_tokens), and a stop id ends the turn when sampled, outside the output (stop_token_ids).
 TEST(Conversation, MinTokensAndStopIds) {
-    testing::TinyModelSpec spec;
-    spec.n_layer = 2;
-    spec.seed = 5;
-    const std::string plain = ::testing::TempDir() + "lazyllm_min_plain.gguf";
-    ASSERT_TRUE(testing::write_tiny_model(spec, plain).ok());
-    EngineOptions eo;
-    eo.model_path = plain;
-    eo.n_threads = 1;
-    auto e0 = Engine::load(eo);
-    ASSERT_TRUE(e0.ok()) << e0.error().message();
-    const std::vector<TokenId> prompt = prompt_ids(12, (*e0)->summary().n_vocab);
-    RunOptions ro;
-    ro.max_new_tokens = 8;
-    ro.ignore_eos = true;
-    auto g0 = (*e0)->generate(prompt, ro);
-    ASSERT_TRUE(g0.ok() && g0->tokens.size() == 8u);
-    GgufWriter w = testing::tiny_model_writer(spec);
-    w.set_uint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(g0->tokens[0]));
-    eo.model_path = ::testing::TempDir() + "lazyllm_min_first.gguf";
-    ASSERT_TRUE(w.write(eo.model_path).ok());
-    auto e = Engine::load(eo);
-    ASSERT_TRUE(e.ok()) << e.error().message();
-    auto conv = (*e)->open_conversation(PruneOptions{}, 64);
+    const EosFirst m = eos_first_model("lazyllm_min_first");
+    ASSERT_NE(m.engine, nullptr);
+    const std::vector<TokenId>& prompt = m.prompt;
+    auto conv = m.engine->open_conversation(PruneOptions{}, 64);
     ASSERT_TRUE(conv.ok());
     Conversation& c = **conv;
     auto turn = [&](const TurnOptions& to) {
@@ -385,7 +381,7 @@ TEST(Conversation, MinTokensAndStopIds) {
     to.min_new_tokens = 3;
     const std::vector<TokenId> held = turn(to);
     ASSERT_GE(held.size(), 3u);
-    EXPECT_EQ(std::count(held.begin(), held.begin() + 3, g0->tokens[0]), 0);
+    EXPECT_EQ(std::count(held.begin(), held.begin() + 3, m.eos), 0);
     // A stop id: the turn ends before it, with reason stop.
     to.min_new_tokens = 0;
     to.ignore_eos = true;

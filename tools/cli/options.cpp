@@ -17,17 +17,23 @@ namespace lazyllm::cli {
 
 namespace {
 
+// A flag's value as a number into d: "" or the error.
+std::string read_number(const std::string& v, double& d) {
+    try {
+        size_t used = 0;
+        d = std::stod(v, &used);
+        if (used != v.size()) throw std::invalid_argument(v);
+    } catch (const std::exception&) {
+        return "expected a number, got '" + v + "'";
+    }
+    return "";
+}
+
 CLI::Validator number_at_least(double lo, const char* name) {
     return CLI::Validator(
         [lo](std::string& v) -> std::string {
             double d = 0.0;
-            try {
-                size_t used = 0;
-                d = std::stod(v, &used);
-                if (used != v.size()) throw std::invalid_argument(v);
-            } catch (const std::exception&) {
-                return "expected a number, got '" + v + "'";
-            }
+            if (std::string e = read_number(v, d); !e.empty()) return e;
             if (d < lo) return fmt::format("must be >= {}, got {}", lo, v);
             return "";
         },
@@ -155,14 +161,8 @@ void add_sampling_flags(CLI::App& app, SamplingParams& s) {
     app.add_option("--temp", s.temperature, "Temperature; 0 = greedy (default 0)")
         ->check(CLI::Validator(
             [](std::string& v) -> std::string {
-                float t = 0.0f;
-                try {
-                    size_t used = 0;
-                    t = std::stof(v, &used);
-                    if (used != v.size()) throw std::invalid_argument(v);
-                } catch (const std::exception&) {
-                    return "expected a number, got '" + v + "'";
-                }
+                double t = 0.0;
+                if (std::string e = read_number(v, t); !e.empty()) return e;
                 return std::isfinite(t) ? "" : "must be a finite number, got " + v;
             },
             "FINITE"));
