@@ -1,6 +1,5 @@
 // Hardware probe for benchmark reports: the GEMM throughput this build reaches on this machine,
-// so achieved prefill GFLOP/s can be shown next to a measured peak (design.md section 3,
-// style.md habit 9).
+// so achieved prefill GFLOP/s can be shown next to a measured peak (docs/design.md, section 3).
 #pragma once
 
 #include <cstdint>

@@ -39,7 +39,7 @@ struct Entry {
 // SmolLM2-135M (30 layers, d 576, 9 heads, vocab 49152), the first entry: the generic fast
 // preset is its fast one laid out by depth (generic_fast).
 // fast: schedules/smollm2-135m-instruct-fast.json, the output of
-//   lazyllm tune --tasks passkey --lengths 2048,4096,8192 --depths 8   (docs/evaluation.md)
+//   lazyllm tune --preset fast --tasks passkey --lengths 2048,4096,8192 --depths 8
 // the cheapest of 23 schedules searched that kept every passkey full got right (predicted 40.5%
 // of prefill token-layers), with the score summed over 3 layers and max-pooled over 11 positions
 // (docs/lazyllm.md). The first 40 tokens (the chat template's system turn) are protected:
@@ -50,14 +50,15 @@ struct Entry {
 // changes 2) for a TTFT gain of 1.2-1.35x (docs/lazyllm.md, "Presets").
 // From 3072 to 6143 tokens (a tier) it cuts before layers 9, 15 and 27 keeping 0.4, 0.25 and 0.15
 // (schedules/smollm2-135m-instruct-safe-long.json): the output of
-//   lazyllm tune --answer-tokens 1 --target 0.98 --depths 6 --max-boundaries 3
-//                --first-boundaries 0.1,...,0.8 --later-boundaries 0.3,...,0.9
+//   lazyllm tune --lazy-min-context 256 --answer-tokens 1 --target 0.98 --depths 6
+//                --max-boundaries 3 --first-boundaries 0.1,...,0.8 --later-boundaries 0.3,...,0.9
 // (full's first token on 106 of 108 calibration prompts at 1k-4k, with repair), which on three
 // seeds of reporting prompts gave full's first token on 54 of 54 at 4k (2.1-2.35x TTFT).
 // From 6144 tokens it cuts late, before layer 21 keeping 0.35 and before layer 27 keeping 0.1:
 // the output of
-//   lazyllm tune   (--objective answers: full's 32-token greedy answers on >= 80% of 54
-//                   calibration prompts; schedules/smollm2-135m-instruct-safe.json);
+//   lazyllm tune --lazy-min-context 256 --lazy-repair off   (the answers objective: full's
+//                   32-token greedy answers on >= 80% of 54 calibration prompts, judged with
+//                   revival; schedules/smollm2-135m-instruct-safe.json);
 // earlier cuts at 8k kept fewer first tokens (docs/evaluation.md, "Tiers"). The late cuts are
 // the base schedule, so that a floor lowered by --lazy-min-context gets them below 3072, where
 // they keep more first tokens than the earlier cuts; the tiers take 3072 and 6144 on.

@@ -27,8 +27,9 @@ struct ModelShape {
 // sliding-window model: one cut after each of the first global layers, up to three, none at
 // the last layer, keeping the paper's 0.5/0.25/0.1); safe is one cut nearest 70% of the depth
 // keeping 0.25 (after a global layer on a sliding-window model), with a recent window, a
-// context floor and decode steps that only revive. `source` (optional) receives where it came
-// from: a docs reference or "generic".
+// context floor, decode steps that do not select, and repair (Schedule::repair: the step after
+// a pruned prompt step recomputes its rows from the cut on). `source` (optional) receives where
+// it came from: a docs reference or "generic".
 Schedule model_default_schedule(const ModelShape& shape, Preset preset = Preset::kSafe,
                                 std::string_view* source = nullptr);
 

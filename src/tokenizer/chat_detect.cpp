@@ -142,8 +142,9 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kAliases 
     {"qwen", "qwen2.5"},
 }};
 
-// The fallback when the template is absent or not recognised: the vocabulary's turn markers
-// first (a fine-tune keeps its base's tokens), then the architecture.
+// The fallback when the template is absent or not recognised: Gemma's format for a gemma*
+// architecture, then the vocabulary's turn markers (a fine-tune keeps its base's tokens), then
+// llama2 for a llama architecture, else chatml.
 ChatTemplateChoice fallback(const Tokenizer& tok, std::string_view arch, std::string why) {
     ChatTemplateChoice c;
     auto pick = [&](ChatFormat f, std::string_view because) {
