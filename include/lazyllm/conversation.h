@@ -42,6 +42,10 @@ struct TurnOptions {
     // No end-of-generation token and no stop id is sampled before this many new tokens (vLLM's
     // min_tokens; stop strings still apply). At most max_new_tokens.
     int min_new_tokens = 0;
+    // JSON mode (OpenAI's response_format json_object): only tokens that keep the answer a
+    // prefix of a JSON object are sampled, and the turn ends (stop_reason "stop") when the
+    // object closes. Logprobs stay the model's, before the mask.
+    bool json_object = false;
 };
 
 // What a turn did so far (complete once TurnDelta::done).

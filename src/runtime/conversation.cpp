@@ -55,7 +55,11 @@ void sample_next(Conversation::Impl& c) {
     // The bans change once, when min_new_tokens are out.
     if (static_cast<int64_t>(c.generated.size()) == c.opts.min_new_tokens)
         c.sampler->ban(banned_now(c));
-    c.next = c.sampler->sample(c.logits, c.history);
+    // JSON mode samples from the logits of the tokens that keep the answer JSON (all of them,
+    // should none be left).
+    const bool masked = c.json && (c.masked.assign(c.logits.begin(), c.logits.end()),
+                                   c.json_mask->apply(*c.json, c.masked));
+    c.next = c.sampler->sample(masked ? c.masked : c.logits, c.history);
     if (c.opts.logprobs >= 0)
         c.next_logprob = logprob_of(c.logits, c.next, c.opts.logprobs, c.top_order);
 }
@@ -137,6 +141,11 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
     c.sampler->ban(banned_now(c));  // ignore_eos as llama-server's, and min_new_tokens
     c.stream.emplace(*c.tok);
     c.stops.emplace(opts.stop);
+    c.json.reset();
+    if (opts.json_object) {
+        if (!c.json_mask) c.json_mask = std::make_shared<JsonTokenMask>(*c.tok);
+        c.json.emplace();
+    }
     c.pending_logprobs.clear();
     c.decoded_bytes = 0;
     c.released_bytes = 0;
@@ -237,6 +246,9 @@ bool emit(Conversation::Impl& c, TurnDelta& d) {
     release_text(c, d, c.stops->push(decoded));
     if (c.stops->matched()) return finish("stop", false);
     release_logprobs(c, d, false);
+    if (c.json && c.json->feed(c.json_mask->piece(c.next)) && c.json->complete()) {
+        return finish("stop", true);
+    }
     if (static_cast<int>(c.generated.size()) >= c.opts.max_new_tokens) return finish("length", true);
     if (c.session.n_past() >= c.session.n_ctx()) return finish("context", true);
     return true;

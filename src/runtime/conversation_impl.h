@@ -9,6 +9,7 @@
 
 #include "base/timer.h"
 #include "lazyllm/conversation.h"
+#include "runtime/json_prefix.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "runtime/stop_strings.h"
@@ -41,6 +42,9 @@ struct Conversation::Impl {
     std::optional<Sampler> sampler;
     std::optional<StreamDecoder> stream;
     std::optional<StopStringMatcher> stops;
+    std::optional<JsonPrefix> json;            // TurnOptions::json_object: the answer
+    std::shared_ptr<JsonTokenMask> json_mask;  // built on the first JSON turn
+    std::vector<float> masked;                 // scratch: the logits under the mask
     std::vector<TokenId> history;    // prompt + generated, for the repetition penalty
     std::vector<TokenId> generated;  // this turn's ids
     TokenId next = 0;                // sampled, not yet emitted (or emitted, step_due)

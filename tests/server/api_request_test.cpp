@@ -291,7 +291,9 @@ TEST(ApiRequest, UnsupportedFeaturesAreRefused) {
         R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})",
         R"({"messages":[{"role":"tool","content":"x"}]})",
         R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
-        R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
+        R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{}}})",
+        R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":5}})",
+        R"({"messages":[{"role":"user","content":"x"}],"response_format":"json"})",
     };
     for (const char* b : bodies) {
         ApiError e = chat_err(b);
@@ -299,6 +301,14 @@ TEST(ApiRequest, UnsupportedFeaturesAreRefused) {
         EXPECT_EQ(e.code, "unsupported") << b;
         EXPECT_NE(e.message.find("unsupported"), std::string::npos) << e.message;
     }
+}
+
+// JSON mode: response_format json_object; text is the default.
+TEST(ApiRequest, ResponseFormatJsonObject) {
+    const std::string msg = R"({"messages":[{"role":"user","content":"x"}])";
+    EXPECT_TRUE(chat_ok(msg + R"(,"response_format":{"type":"json_object"}})").json_object);
+    EXPECT_FALSE(chat_ok(msg + R"(,"response_format":{"type":"text"}})").json_object);
+    EXPECT_FALSE(chat_ok(msg + "}").json_object);
 }
 
 // OpenAI SDKs send unset fields as null, and some send neutral values of fields this server has

@@ -208,6 +208,20 @@ def clients_fields(srv):
     assert held.usage.completion_tokens >= 20, held.usage
     expect_error(*srv.request("POST", CHAT, {"messages": MSG, "max_tokens": 4, "min_tokens": 5}, AUTH)[:2],
                  400, param="min_tokens")
+    # JSON mode: the answer is a JSON object (the turn ends when it closes).
+    closed = 0
+    for seed in (1, 2, 3):
+        r = c.chat.completions.create(model="any", max_tokens=120, temperature=0.7, seed=seed,
+                                      response_format={"type": "json_object"},
+                                      messages=[{"role": "user", "content":
+                                                 "Give the name and the capital of France as JSON."}])
+        text = r.choices[0].message.content
+        if r.choices[0].finish_reason == "stop":
+            assert isinstance(json.loads(text), dict), text
+            closed += 1
+        else:
+            assert r.choices[0].finish_reason == "length" and text.lstrip().startswith("{"), text
+    assert closed >= 1, "no answer in JSON mode closed its object"  # 3 of 3 on Zen 3
     status, body, h = srv.request("GET", CHAT, None, AUTH)
     expect_error(status, body, 405, code="method_not_allowed")
     assert h["allow"].startswith("POST"), h

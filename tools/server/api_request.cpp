@@ -372,8 +372,14 @@ ApiResult<GenRequest> parse_chat_request(std::string_view body) {
         }
     }
     if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
-        if (!it->is_object() || it->value("type", "") != "text") {
-            return unsupported("response_format", "a response_format other than text");
+        const auto t = it->is_object() ? it->find("type") : it->end();
+        const std::string type =
+            it->is_object() && t != it->end() && t->is_string() ? t->get<std::string>() : "";
+        if (type == "json_object") {
+            r.json_object = true;
+        } else if (type != "text") {
+            return unsupported("response_format",
+                               "a response_format other than text or json_object");
         }
     }
     std::set<std::string> known = kCommonFields;

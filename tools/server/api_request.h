@@ -62,6 +62,7 @@ struct GenRequest {
     std::vector<std::string> stop;
     std::vector<TokenId> stop_ids;  // stop_token_ids (vLLM's)
     int min_tokens = 0;             // min_tokens (vLLM's): no end token or stop id before them
+    bool json_object = false;       // kChat: response_format json_object (JSON mode)
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
     bool ignore_eos = false;

@@ -104,6 +104,7 @@ ApiResult<std::shared_ptr<Job>> make_job(HttpServer::Context& ctx, const httplib
                         "invalid_request_error", "min_tokens", ""};
     }
     job->turn.min_new_tokens = r.min_tokens;
+    job->turn.json_object = r.json_object;
     job->turn.ignore_eos = r.ignore_eos;
     job->turn.logprobs = r.logprobs;
     if (auto st = validate(r.sampling); !st.ok()) {
