@@ -57,9 +57,12 @@ void sample_next(Conversation::Impl& c) {
         c.sampler->ban(banned_now(c));
     // JSON mode samples from the logits of the tokens that keep the answer JSON (all of them,
     // should none be left).
-    const bool masked = c.json && (c.masked.assign(c.logits.begin(), c.logits.end()),
-                                   c.json_mask->apply(*c.json, c.masked));
-    c.next = c.sampler->sample(masked ? c.masked : c.logits, c.history);
+    std::span<const float> logits = c.logits;
+    if (c.json) {
+        c.masked.assign(c.logits.begin(), c.logits.end());
+        if (c.json_mask->apply(*c.json, c.masked)) logits = c.masked;
+    }
+    c.next = c.sampler->sample(logits, c.history);
     if (c.opts.logprobs >= 0)
         c.next_logprob = logprob_of(c.logits, c.next, c.opts.logprobs, c.top_order);
 }
