@@ -19,6 +19,8 @@ struct Measure {
     int64_t length = 0;
     bool top1 = false;
     double kl = 0.0;
+    double gap = 0.0;  // the policy's first-token top_two_gap
+    bool verified = false;
     double pct = 0.0;
     double speedup = 0.0;  // full's TTFT / this policy's
     bool greedy = false;
@@ -51,6 +53,7 @@ FidelityRow aggregate(const std::string& policy, const std::string& schedule, in
         kls.push_back(m.kl);
         row.pct_computed += m.pct;
         row.ttft_speedup += m.speedup;
+        row.verified += m.verified ? 1.0 : 0.0;
         if (m.greedy) {
             ++row.n_greedy;
             row.greedy_prefix += m.prefix;
@@ -66,6 +69,7 @@ FidelityRow aggregate(const std::string& policy, const std::string& schedule, in
         const auto n = static_cast<double>(row.n_prompts);
         row.top1_agreement /= n;
         row.ttft_speedup /= n;
+        row.verified /= n;
         row.pct_computed /= n;
         for (double k : kls) row.kl_mean += k / n;
         row.kl_median = quantile(kls, 0.5);
@@ -210,6 +214,8 @@ Measure compare(const GenerateResult& full, const GenerateResult& g, const Sampl
     m.length = sample.target_tokens;
     m.top1 = argmax(g.first_logits) == argmax(full.first_logits);
     m.kl = kl_divergence(full.first_logits, g.first_logits);
+    m.gap = top_two_gap(g.first_logits);
+    m.verified = g.first_token_verified;
     m.pct = 100.0 * g.prefill_fraction_computed;
     m.speedup = g.ttft_ms > 0.0 ? full.ttft_ms / g.ttft_ms : 0.0;
     if (greedy) {
@@ -274,12 +280,13 @@ Result<FidelityReport> run_fidelity(const Engine& engine, const FidelityOptions&
         const double elapsed = timer.elapsed_ms() / 1000.0;
         log(
             fmt::format("fidelity: {}/{} prompts, {} elapsed, ETA {} | {} {} d={:.2f}: top-1 {}, "
-                        "KL {:.4f}",
+                        "KL {:.4f}, gap {:.3f}{}",
                         i + 1, samples.size(), format_duration(elapsed),
                         format_duration(elapsed / static_cast<double>(i + 1) *
                                         static_cast<double>(samples.size() - i - 1)),
                         samples[i].task, samples[i].target_tokens, samples[i].depth,
-                        measures[0].back().top1 ? "same" : "differs", measures[0].back().kl));
+                        measures[0].back().top1 ? "same" : "differs", measures[0].back().kl,
+                        measures[0].back().gap, measures[0].back().verified ? ", verified" : ""));
     }
     report.seconds = timer.elapsed_ms() / 1000.0;
     report.mean_prompt_tokens =
@@ -320,7 +327,8 @@ std::string fidelity_json(const FidelityReport& report) {
              {"greedy_exact_match", r.greedy_exact},
              {"greedy_exact_match_32", r.greedy_exact32},
              {"greedy_exact_32_ci95", {r.exact32_low, r.exact32_high}},
-             {"prefill_pct_computed", r.pct_computed}});
+             {"prefill_pct_computed", r.pct_computed},
+             {"verified_fraction", r.verified}});
     }
     j["rows"] = rows;
     return j.dump(2) + "\n";
@@ -333,9 +341,10 @@ std::string fidelity_table(const FidelityReport& report) {
         report.n_prompts, report.mean_prompt_tokens, report.greedy_tokens,
         report.rows.empty() ? 0 : report.rows.front().n_greedy, report.seconds);
     t += fmt::format(
-        "{:<10} {:>6} {:>5} {:>7} {:>13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>13} {:>8} {:>9} {:>7}\n",
+        "{:<10} {:>6} {:>5} {:>7} {:>13} {:>8} {:>8} {:>8} {:>8} {:>8} {:>13} {:>8} {:>9} {:>9} "
+        "{:>7}\n",
         "policy", "length", "n", "top-1", "top-1 95%", "KL mean", "KL p90", "KL max", "greedy",
-        "exact32", "exact32 95%", "exact", "%computed", "TTFT x");
+        "exact32", "exact32 95%", "exact", "%computed", "verified", "TTFT x");
     auto pct = [](bool have, double v) { return have ? fmt::format("{:.1f}%", 100.0 * v) : "-"; };
     auto ci = [](bool have, double lo, double hi) {
         return have ? fmt::format("{:.0f}-{:.0f}%", 100.0 * lo, 100.0 * hi) : "-";
@@ -344,12 +353,12 @@ std::string fidelity_table(const FidelityReport& report) {
         const bool g = r.n_greedy > 0;
         t += fmt::format(
             "{:<10} {:>6} {:>5} {:>6.1f}% {:>13} {:>8.4f} {:>8.4f} {:>8.4f} {:>8} {:>8} {:>13} "
-            "{:>8} {:>8.1f}% {:>6.2f}x\n",
+            "{:>8} {:>8.1f}% {:>8.1f}% {:>6.2f}x\n",
             r.policy, r.length == 0 ? std::string("all") : std::to_string(r.length), r.n_prompts,
             100.0 * r.top1_agreement, ci(true, r.top1_low, r.top1_high), r.kl_mean, r.kl_p90,
             r.kl_max, pct(g, r.greedy_prefix), pct(g, r.greedy_exact32),
             ci(g, r.exact32_low, r.exact32_high), pct(g, r.greedy_exact), r.pct_computed,
-            r.ttft_speedup);
+            100.0 * r.verified, r.ttft_speedup);
     }
     for (const FidelityRow& r : report.rows) {
         if (r.length == 0 && !r.schedule.empty())

@@ -62,6 +62,9 @@ struct FidelityRow {
     double greedy_exact32 = 0.0;  // same over the first min(32, N) tokens
     double exact32_low = 0.0, exact32_high = 1.0;  // Wilson 95% interval of greedy_exact32
     double pct_computed = 0.0;   // mean % of prompt token-layers computed in prefill
+    // Fraction of prompts whose first token Schedule::verify_margin found a near tie and took
+    // from full's logits (its repair counts in % computed and TTFT).
+    double verified = 0.0;
     double ttft_speedup = 0.0;   // mean over prompts of full's TTFT / the policy's
 };
 

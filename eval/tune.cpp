@@ -128,6 +128,7 @@ std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_la
                     s.min_context = space.min_context;
                     s.prune_decode = space.prune_decode;
                     s.repair = space.repair;
+                    s.verify_margin = space.verify_margin;
                     s.score_layers = space.score_layers;
                     s.score_pool = space.score_pool;
                     if (!seen.emplace(std::pair(s.boundaries, s.keep), true).second) continue;

@@ -37,6 +37,7 @@ struct TuneSpace {
     int min_context = 0;
     bool prune_decode = true;
     bool repair = false;
+    float verify_margin = 0.0f;
     int score_layers = 1;
     int score_pool = 1;
     // A sliding-window model's layers that see the whole context (ModelSummary::global_layers):

@@ -56,8 +56,13 @@ struct TurnStats {
     double prompt_ms = 0.0;  // the step over the new prompt suffix
     double ttft_ms = 0.0;    // turn start (prefix match, truncation, step, first sample)
     double decode_ms = 0.0;  // generation after the first token
-    // (token, layer) pairs of the new prompt suffix computed by its step / (suffix * n_layer).
+    // (token, layer) pairs of the new prompt suffix computed by its step / (suffix * n_layer);
+    // after a verified step (below) every pair it computed counts, the repair's second time too,
+    // so the share can pass 1.
     double prefill_fraction_computed = 1.0;
+    // Schedule::verify_margin: the step found its first token a near tie and repaired itself
+    // before it, so the first token came from full's logits.
+    bool verified = false;
     int64_t revived = 0;         // tokens revived from Aux slots in this turn's steps
     std::string stop_reason;     // eos | stop | length | context (the context is full)
 };

@@ -108,6 +108,9 @@ struct GenerateResult {
     std::string schedule;         // "layers=... keep=..." or "" for full
     double prefill_fraction_computed = 1.0;  // (prompt token, layer) pairs after prefill / all
     double fraction_computed = 1.0;          // same at the end of generation (paper Table 2)
+    // Schedule::verify_margin found the pruned prefill's first token a near tie and ran the
+    // repair before it: the first token came from full's logits (and TTFT includes the repair).
+    bool first_token_verified = false;
     std::vector<int32_t> prefill_rows_per_layer;       // rows whose K/V each layer computed
     std::vector<int32_t> prefill_tail_rows_per_layer;  // of which ran its attention and FFN
     std::vector<int64_t> revivals_per_step;  // [n decode steps]

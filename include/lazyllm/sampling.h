@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "lazyllm/result.h"
 
@@ -28,5 +29,9 @@ struct SamplingParams {
 // value given. temperature >= 0, top_k >= 0, top_p in (0, 1], min_p in [0, 1),
 // repetition_penalty > 0, presence_penalty and frequency_penalty finite, repeat_last_n >= 0.
 Status validate(const SamplingParams& params);
+
+// The largest logit minus the second largest: how near greedy's pick is to changing. NaN counts
+// as -inf; 0 when the two tie or no logit is finite, infinity when only one is.
+float top_two_gap(std::span<const float> logits);
 
 }  // namespace lazyllm

@@ -64,6 +64,12 @@ struct Schedule {
     // is full's whenever the first token is. It costs the kept tokens' layers from the first
     // boundary on a second time. Needs prune_decode off and revive_max not 0.
     bool repair = false;
+    // verify_margin (not in the paper, docs/lazyllm.md): with repair, a step that cut tokens
+    // and whose last token's two largest logits lie less than this apart (a near tie the cuts
+    // may have decided) repairs itself before it returns, and returns the repaired row's
+    // logits, which are full's: its next token is then full's, the repair having run before it
+    // instead of in the next step. 0: off. Needs repair.
+    float verify_margin = 0.0f;
     // tiers (not in the paper): a step whose context reaches a tier's min_context selects at
     // that tier's boundaries (the last such tier); shorter ones at the schedule's own. LazyLLM
     // alone, and only with repair: deferred tokens wait at their step's boundaries, which the
@@ -91,16 +97,17 @@ inline constexpr int kMaxScorePool = 255;
 // Changes on top of a schedule (flags such as --lazy-keep-recent, or a request's fields): each
 // field that is set replaces the schedule's. Setting prune_decode on or revive_max 0 also turns
 // repair off, unless repair is set as well; a schedule left without repair drops its tiers
-// (they were chosen with repair, and need it).
+// (they were chosen with repair, and need it) and its verify_margin, unless that is set too.
 struct ScheduleOverrides {
     std::optional<int> keep_first, keep_recent, min_context;
     std::optional<bool> prune_decode;
     std::optional<int> score_layers, score_pool;
     std::optional<int> revive_max;  // -1: no bound
     std::optional<bool> repair;
+    std::optional<float> verify_margin;
     bool empty() const {
         return !keep_first && !keep_recent && !min_context && !prune_decode && !score_layers &&
-               !score_pool && !revive_max && !repair;
+               !score_pool && !revive_max && !repair && !verify_margin;
     }
 };
 void apply(const ScheduleOverrides& overrides, Schedule& schedule);
@@ -125,18 +132,18 @@ Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, 
 
 // "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N", " keep_recent=N",
 // " min_context=N", " prune_decode=false", " score_layers=N", " score_pool=N",
-// " revive_max=N", " repair=true" and " tiers=3072:9,15,27/0.4,0.25,0.15" (tiers separated
-// by ';') appended only when they differ from the defaults. For logs and --json.
+// " revive_max=N", " repair=true", " verify_margin=X" and " tiers=3072:9,15,27/0.4,0.25,0.15"
+// (tiers separated by ';') appended only when they differ from the defaults. For logs and --json.
 std::string to_string(const Schedule& schedule);
 
 // Schedule file (JSON):
 //   {"version": 1, "model": "...", "n_layer": 30, "layers": [8, 18, 26],
 //    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "keep_recent": 0, "min_context": 0,
 //    "prune_decode": true, "score_layers": 1, "score_pool": 1, "revive_max": 8,
-//    "repair": false, "tiers": [{"min_context": 3072, "layers": [9, 15, 27],
+//    "repair": false, "verify_margin": 0.5, "tiers": [{"min_context": 3072, "layers": [9, 15, 27],
 //    "keep": [0.4, 0.25, 0.15]}], "meta": {...}}
 // ("revive_max" is written only when it bounds revivals: -1, no bound, is the default;
-// "repair" only when true; "tiers" only when there are some.)
+// "repair" only when true; "verify_margin" only when not 0; "tiers" only when there are some.)
 // Only "layers" and "keep" are required; "meta" is a free-form object (score, speedup,
 // calibration set...). Unknown top-level keys are errors, so a misspelled key is not ignored.
 struct ScheduleFileInfo {

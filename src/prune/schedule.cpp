@@ -121,6 +121,17 @@ Status validate_schedule(const Schedule& schedule, int n_layer) {
                           : schedule.revive_max < 0 ? std::string("all")
                                                     : std::to_string(schedule.revive_max));
     }
+    if (!(schedule.verify_margin >= 0.0f) || std::isinf(schedule.verify_margin)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "verify_margin must be >= 0 and finite (0: off), got {}",
+                          schedule.verify_margin);
+    }
+    if (schedule.verify_margin > 0.0f && !schedule.repair) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "verify_margin {} needs repair: a near tie is settled by running the "
+                          "repair before the next token (set repair, or verify_margin 0)",
+                          schedule.verify_margin);
+    }
     return schedule_checks::validate_tiers(schedule, n_layer);
 }
 
@@ -245,6 +256,9 @@ std::string to_string(const Schedule& schedule) {
     if (schedule.score_pool != 1) out += fmt::format(" score_pool={}", schedule.score_pool);
     if (schedule.revive_max >= 0) out += fmt::format(" revive_max={}", schedule.revive_max);
     if (schedule.repair) out += " repair=true";
+    if (schedule.verify_margin != 0.0f) {
+        out += fmt::format(" verify_margin={}", schedule.verify_margin);
+    }
     for (size_t t = 0; t < schedule.tiers.size(); ++t) {
         const ScheduleTier& tier = schedule.tiers[t];
         out += fmt::format("{}{}:{}/{}", t ? ";" : " tiers=", tier.min_context,
@@ -267,7 +281,11 @@ void apply(const ScheduleOverrides& o, Schedule& s) {
         s.repair = false;
     }
     if (o.repair) s.repair = *o.repair;
-    if (!s.repair) s.tiers.clear();  // chosen with repair; validate_schedule refuses them without
+    if (o.verify_margin) s.verify_margin = *o.verify_margin;
+    if (!s.repair) {
+        s.tiers.clear();  // chosen with repair; validate_schedule refuses them without
+        if (!o.verify_margin) s.verify_margin = 0.0f;
+    }
 }
 
 Schedule prune::depth_schedule(int n_layer, std::span<const double> depth,

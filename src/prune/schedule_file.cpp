@@ -53,10 +53,10 @@ Result<json> read_json_object(const std::string& path) {
         return make_error(ErrorCode::kCorrupt, "invalid JSON: {}", e.what());
     }
     if (!doc.is_object()) return make_error(ErrorCode::kCorrupt, "top level must be an object");
-    constexpr std::array<std::string_view, 15> kKeys = {
-        "version",    "model",       "n_layer",     "layers",       "keep",
-        "keep_first", "keep_recent", "min_context", "prune_decode", "score_layers",
-        "score_pool", "revive_max",  "repair",      "tiers",        "meta"};
+    constexpr std::array<std::string_view, 16> kKeys = {
+        "version",     "model",         "n_layer",      "layers",       "keep",       "keep_first",
+        "keep_recent", "min_context",   "prune_decode", "score_layers", "score_pool", "revive_max",
+        "repair",      "verify_margin", "tiers",        "meta"};
     for (const auto& [key, value] : doc.items()) {
         if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
             return make_error(ErrorCode::kInvalidArgument,
@@ -200,6 +200,14 @@ Result<Schedule> read_fields(const json& doc) {
         }
         *field = doc[key].get<bool>();
     }
+    if (doc.contains("verify_margin")) {
+        if (!doc["verify_margin"].is_number()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "\"verify_margin\" must be a number, got {}",
+                              doc["verify_margin"].dump());
+        }
+        schedule.verify_margin = static_cast<float>(doc["verify_margin"].get<double>());
+    }
     if (doc.contains("tiers")) {
         LAZYLLM_ASSIGN_OR_RETURN(schedule.tiers, read_tiers(doc["tiers"]));
     }
@@ -277,6 +285,8 @@ Status save_schedule_file(const std::string& path, const Schedule& schedule,
     doc["score_pool"] = schedule.score_pool;
     if (schedule.revive_max >= 0) doc["revive_max"] = schedule.revive_max;  // older readers
     if (schedule.repair) doc["repair"] = true;
+    if (schedule.verify_margin != 0.0f)
+        doc["verify_margin"] = float_for_json(schedule.verify_margin);
     if (!schedule.tiers.empty()) {
         doc["tiers"] = ordered_json::array();
         for (const ScheduleTier& tier : schedule.tiers) {

@@ -180,6 +180,8 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
         c.stats.n_cached = keep;
         c.stats.prompt_ms = st.ms;
         c.stats.revived = st.revived;
+        if (st.verified) suffix_pairs = st.token_layers;  // the depths say L after the repair
+        c.stats.verified = st.verified;
         c.stats.prefill_fraction_computed =
             static_cast<double>(suffix_pairs) / (static_cast<double>(suffix.size()) * L);
     }

@@ -398,6 +398,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     r.prefill_rows_per_layer = prefill.rows_per_layer;
     r.prefill_tail_rows_per_layer = prefill.tail_rows_per_layer;
     r.prefill_fraction_computed = session.prompt_fraction_computed();
+    r.first_token_verified = prefill.verified;
     LAZYLLM_TRY(check_logits_finite(logits, 0));
     TokenId next = sampler.sample(logits, history);
     r.ttft_ms = total.elapsed_ms();

@@ -9,6 +9,23 @@
 
 namespace lazyllm {
 
+float top_two_gap(std::span<const float> logits) {
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    float first = kNegInf, second = kNegInf;
+    for (float x : logits) {
+        if (std::isnan(x)) x = kNegInf;
+        if (x > first) {
+            second = first;
+            first = x;
+        } else if (x > second) {
+            second = x;
+        }
+    }
+    if (first == kNegInf || first == second) return 0.0f;
+    if (second == kNegInf) return std::numeric_limits<float>::infinity();
+    return first - second;
+}
+
 Status validate(const SamplingParams& params) {
     // Negated comparisons so that NaN fails every check.
     if (!(params.temperature >= 0.0f) || std::isinf(params.temperature)) {

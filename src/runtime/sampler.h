@@ -15,8 +15,6 @@
 
 namespace lazyllm {
 
-
-
 // One sampler per generation stream. Not thread-safe. Working buffers are sized on the first call
 // for a vocabulary and reused: later calls with the same vocabulary size allocate nothing.
 class Sampler {

@@ -9,7 +9,8 @@
 //       revived from their Aux slot and finish layer end-1 with the kept live rows
 // Invariant at each layer l: {t in S : d_t <= l} == live. Each (token, layer) pair is computed
 // at most once (gemfilter alone recomputes by definition: it re-runs the kept tokens; and
-// Schedule::repair runs a step's tokens again from its first boundary, in the next step).
+// Schedule::repair runs a step's tokens again from its first boundary, in the next step, or in
+// the same one when Schedule::verify_margin finds a near tie).
 #include "runtime/session.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 
 #include "base/check.h"
 #include "base/timer.h"
+#include "lazyllm/sampling.h"
 #include "prune/select.h"
 
 namespace lazyllm {
@@ -151,7 +153,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits, 
     const int64_t E = model_->config().n_embd;
     Profile* prof = opts_.profile ? &profile_ : nullptr;
     StepStats st;
-    if (repair_pending()) repair(st, prof);
+    if (repair_pending()) repair(st, prof, opts_.repair_logits ? repair_logits_out() : nullptr);
     LAZYLLM_ASSIGN_OR_RETURN(const prune::StepInfo info, begin_step(tokens, prof));
     StepCtx sc{info, st, prof, kind == StepTokens::kPrompt};
     st.n_new = info.n_new;
@@ -187,6 +189,13 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits, 
                         [L](int16_t d) { return d < L; });
         const bool cut_keys = static_cast<int64_t>(S_.size()) < info.n_total;
         if (!deferred && !cut_keys) repair_end_ = repair_begin_;
+    }
+    const int64_t V = model_->config().n_vocab;
+    if (repair_pending() && opts_.schedule.verify_margin > 0.0f &&
+        top_two_gap({logits, static_cast<size_t>(V)}) < opts_.schedule.verify_margin) {
+        repair(st, prof, logits);  // a near tie: the next token from full's logits
+        if (opts_.repair_logits) repaired_logits_.assign(logits, logits + V);
+        st.verified = true;
     }
     n_past_ = info.n_total;
     ++n_steps_;
@@ -377,7 +386,12 @@ void Session::save_for_repair(const StepCtx& sc, int layer) {
 // The repaired step's rows run layers [repair_layer_, L) again from the saved input, keys the
 // whole prefix: the calls that step's full run makes there (same rows, step size and weights),
 // so their K/V become full's; the deferred ones reach the last layer without their Aux slots.
-void Session::repair(StepStats& st, Profile* prof) {
+float* Session::repair_logits_out() {
+    repaired_logits_.resize(static_cast<size_t>(model_->config().n_vocab));
+    return repaired_logits_.data();
+}
+
+void Session::repair(StepStats& st, Profile* prof, float* logits) {
     const int L = model_->config().n_layer;
     const int64_t E = model_->config().n_embd;
     const int64_t n = repair_end_ - repair_begin_;
@@ -396,10 +410,9 @@ void Session::repair(StepStats& st, Profile* prof) {
     run.step_rows = repair_step_rows_;
     run.prompt = repair_prompt_;
     model_->forward_layers(run, kv_, scratch_, prof);
-    if (opts_.repair_logits) {
-        repaired_logits_.resize(static_cast<size_t>(model_->config().n_vocab));
-        model_->logits(h_.data() + (n - 1) * E, repair_step_rows_, repair_prompt_,
-                       repaired_logits_.data(), scratch_, prof);
+    if (logits != nullptr) {
+        model_->logits(h_.data() + (n - 1) * E, repair_step_rows_, repair_prompt_, logits, scratch_,
+                       prof);
     }
     // Every row reached the first boundary, so it held layer repair_layer_'s K/V: the layers
     // from there to its depth ran again, the rest for the first time.
@@ -414,6 +427,14 @@ void Session::repair(StepStats& st, Profile* prof) {
         if (!computed_.empty()) std::fill_n(computed_.begin() + t * L, L, uint8_t{1});
     }
     st.token_layers += n * (L - repair_layer_);
+    // Sized in a step that verifies itself (its rows per layer count the repair's); a step that
+    // repairs the previous one sizes them after.
+    if (!st.rows_per_layer.empty()) {
+        for (int il = repair_layer_; il < L; ++il) {
+            st.rows_per_layer[il] += static_cast<int32_t>(n);
+            st.tail_rows_per_layer[il] += il == L - 1 ? 1 : static_cast<int32_t>(n);
+        }
+    }
     repair_end_ = repair_begin_;
 }
 

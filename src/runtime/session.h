@@ -60,6 +60,9 @@ struct StepStats {
     int64_t revived = 0;                  // tokens revived from Aux slots (or repaired)
     int64_t repaired = 0;                 // (token, layer) pairs Schedule::repair ran again
                                           // (the layers it ran for the first time not counted)
+    // Schedule::verify_margin found a near tie and the step repaired itself: its logits are the
+    // repaired row's (full's), its ms and token_layers include the repair.
+    bool verified = false;
     double ms = 0.0;
 };
 
@@ -68,7 +71,8 @@ public:
     static Result<Session> create(const LlamaModel& model, const SessionOptions& opts);
 
     // Appends `tokens` at the next positions and runs one step; `logits` ([n_vocab]) receives
-    // the last token's logits. `tokens` is kPrompt text or kGenerated tokens: a prompt runs on
+    // the last token's logits (full's when Schedule::verify_margin settled a near tie:
+    // StepStats::verified). `tokens` is kPrompt text or kGenerated tokens: a prompt runs on
     // the prefill weights however short (LayerRun::prompt). Errors: empty input, context
     // overflow, bad ids.
     Result<StepStats> step(std::span<const int32_t> tokens, float* logits,
@@ -144,7 +148,9 @@ private:
     // Schedule::repair: keeps the live rows' input of layer - 1 at the step's first boundary;
     // repair() runs them again from there to the last layer over every key.
     void save_for_repair(const StepCtx& sc, int layer);
-    void repair(StepStats& st, Profile* prof);
+    // `logits` ([n_vocab] or nullptr): the last repaired row's logits.
+    void repair(StepStats& st, Profile* prof, float* logits);
+    float* repair_logits_out();  // repaired_logits_, sized [n_vocab]
     // Whether a token before this step stopped short of the last layer (it waits in its Aux
     // slot for a step that selects it).
     bool has_deferred() const;

@@ -531,6 +531,7 @@ TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
             shipped.tiers = {{3072, long_cuts->boundaries, long_cuts->keep},
                              {6144, shipped.boundaries, shipped.keep}};
             shipped.min_context = 3072;
+            shipped.verify_margin = 0.2f;  // a near tie takes full's first token
         }
         EXPECT_EQ(to_string(s), to_string(shipped));
         EXPECT_EQ(s.score_layers, 3);
@@ -562,6 +563,7 @@ TEST(ModelDefaults, UnknownModelsGetTheGenericLayout) {
         }
         EXPECT_EQ(s.prune_decode, preset == Preset::kFast);
         EXPECT_EQ(s.repair, preset == Preset::kSafe);
+        EXPECT_EQ(s.verify_margin, preset == Preset::kSafe ? 0.2f : 0.0f);
         EXPECT_EQ(s.keep_recent > 0, preset == Preset::kSafe);
         EXPECT_EQ(s.min_context > 0, preset == Preset::kSafe);
         EXPECT_TRUE(validate_schedule(s, 32).ok());
@@ -633,6 +635,8 @@ TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
     EXPECT_TRUE(fast.prune_decode);
     EXPECT_TRUE(safe.repair);
     EXPECT_FALSE(fast.repair);
+    EXPECT_EQ(safe.verify_margin, 0.2f);
+    EXPECT_EQ(fast.verify_margin, 0.0f);
     EXPECT_GE(safe.min_context, 3072);  // nothing cut at 1k-2k
     // At every length each layer keeps at least what the fast preset keeps there.
     const std::vector<float> fast_keep = keep_profile(fast, 30);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -117,6 +118,24 @@ TEST(Sampler, GreedyIsArgmax) {
         Sampler sampler(p);
         EXPECT_EQ(sampler.sample(logits, {}), reference_argmax(logits)) << "trial " << trial;
     }
+}
+
+// top_two_gap against sorting a copy; ties, NaN (as -inf), one or no finite logit.
+TEST(TopTwoGap, LargestMinusSecondLargest) {
+    for (uint32_t trial = 0; trial < 20; ++trial) {
+        std::vector<float> logits = random_logits(1000, trial);
+        std::vector<float> sorted = logits;
+        std::sort(sorted.begin(), sorted.end(), std::greater<>());
+        EXPECT_EQ(top_two_gap(logits), sorted[0] - sorted[1]) << "trial " << trial;
+    }
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_EQ(top_two_gap(std::vector<float>{1.0f, 3.0f, 3.0f}), 0.0f);
+    EXPECT_EQ(top_two_gap(std::vector<float>{nan, 2.0f, 0.5f, nan}), 1.5f);
+    EXPECT_EQ(top_two_gap(std::vector<float>{-kInf, 2.0f, nan}), kInf);
+    EXPECT_EQ(top_two_gap(std::vector<float>{2.0f}), kInf);
+    EXPECT_EQ(top_two_gap(std::vector<float>{nan, -kInf}), 0.0f);
+    EXPECT_EQ(top_two_gap(std::vector<float>{}), 0.0f);
 }
 
 // Presence and frequency penalties (llama.cpp's penalties sampler): over the last repeat_last_n

@@ -301,5 +301,82 @@ TEST(SessionRepairTest, NeedsDecodeStepsThatNeitherSelectNorLeaveTokensOut) {
     EXPECT_NE(s.error().message().find("revive_max 0"), std::string::npos) << s.error().message();
 }
 
+// Schedule::verify_margin: a prompt step whose last logits' two best lie within the margin
+// repairs itself before it returns, so its logits are full prefill's bits and the next step
+// has nothing left to repair (and is full's too); a margin the step's gap exceeds leaves the
+// pruned logits and the repair for the next step. fp32 and bf16 GEMMs.
+TEST(SessionRepairTest, VerifyMarginRepairsANearTieBeforeItsToken) {
+    for (kernels::GemmPrecision precision : precisions()) {
+        auto [model, full, lazy, V] = full_and_lazy("verify", precision);
+        const int L = model->config().n_layer;
+        const auto prompt = ids_for(40, V, 3);
+        SessionOptions o = repair_options();
+        o.schedule.verify_margin = 1e6f;  // every gap is a near tie
+        Session verified = Session::create(*model, o).value();
+        o.schedule.verify_margin = 1e-30f;  // no gap is (the logits never tie exactly here)
+        Session unverified = Session::create(*model, o).value();
+
+        StepStats cut;
+        auto [f0, l0] = step_both(full, lazy, prompt, StepTokens::kPrompt, V, &cut);
+        ASSERT_FALSE(same_bits(f0, l0)) << "the cuts must change the prefill for this test";
+        std::vector<float> v0(static_cast<size_t>(V)), u0(v0.size());
+        auto sv = verified.step(prompt, v0.data(), StepTokens::kPrompt);
+        auto su = unverified.step(prompt, u0.data(), StepTokens::kPrompt);
+        ASSERT_TRUE(sv.ok() && su.ok());
+        EXPECT_TRUE(sv->verified);
+        EXPECT_TRUE(same_bits(v0, f0)) << "a verified step returns full's logits";
+        EXPECT_TRUE(same_bits(verified.repaired_logits(), f0));
+        EXPECT_FALSE(verified.repair_pending());
+        EXPECT_GT(sv->repaired, 0);
+        EXPECT_EQ(sv->token_layers, cut.token_layers + 40 * (L - 2)) << "the repair counts in it";
+        // Its rows per layer too: the 40 rows from layer 2 on, the last row alone at the last
+        // layer's attention and FFN.
+        for (int il = 0; il < L; ++il) {
+            const int32_t extra = il < 2 ? 0 : 40;
+            EXPECT_EQ(sv->rows_per_layer[il], cut.rows_per_layer[il] + extra) << il;
+            EXPECT_EQ(sv->tail_rows_per_layer[il],
+                      cut.tail_rows_per_layer[il] + (il == L - 1 ? 1 : extra))
+                << il;
+        }
+        EXPECT_FALSE(su->verified);
+        EXPECT_TRUE(same_bits(u0, l0)) << "above the margin the pruned logits stand";
+        EXPECT_TRUE(unverified.repair_pending());
+
+        // The next step: full's bits on all three; only the unverified one repairs in it.
+        const std::vector<int32_t> next = {argmax(f0)};
+        std::vector<float> f1(static_cast<size_t>(V)), v1(f1.size()), u1(f1.size());
+        ASSERT_TRUE(full.step(next, f1.data(), StepTokens::kGenerated).ok());
+        auto nv = verified.step(next, v1.data(), StepTokens::kGenerated);
+        auto nu = unverified.step(next, u1.data(), StepTokens::kGenerated);
+        ASSERT_TRUE(nv.ok() && nu.ok());
+        EXPECT_TRUE(same_bits(v1, f1));
+        EXPECT_TRUE(same_bits(u1, f1));
+        EXPECT_EQ(nv->repaired, 0);
+        EXPECT_EQ(nv->token_layers, L);
+        EXPECT_FALSE(nv->verified);
+        EXPECT_GT(nu->repaired, 0);
+        expect_same_cache(full, verified, full.n_past(), "verified, after one decode step");
+        EXPECT_EQ(verified.total_token_layers(), unverified.total_token_layers())
+            << "the same work, the repair only earlier";
+    }
+}
+
+// A step that cut nothing has nothing to repair, so no margin verifies it.
+TEST(SessionRepairTest, VerifyMarginLeavesUncutStepsAlone) {
+    auto model = tiny_session_model(8, "verify_none");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    SessionOptions o = repair_options();
+    o.schedule.verify_margin = 1e6f;
+    o.schedule.min_context = 64;  // a 40-token prompt runs as full
+    auto lazy = Session::create(*model, o).value();
+    std::vector<float> logits(static_cast<size_t>(V));
+    auto st = lazy.step(ids_for(40, V, 3), logits.data(), StepTokens::kPrompt);
+    ASSERT_TRUE(st.ok());
+    EXPECT_FALSE(st->verified);
+    EXPECT_EQ(st->token_layers, 40 * model->config().n_layer);
+    EXPECT_FALSE(lazy.repair_pending());
+}
+
 }  // namespace
 }  // namespace lazyllm

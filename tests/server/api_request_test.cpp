@@ -81,6 +81,15 @@ TEST(ApiRequest, ScheduleTiersAreCarried) {
     EXPECT_EQ(p->schedule->tiers[0].min_context, 3072);
     EXPECT_EQ(p->schedule->tiers[0].boundaries, (std::vector<int>{9, 15, 27}));
     EXPECT_EQ(p->overrides.repair, true);
+    GenRequest verify = chat_ok(R"({"messages":[{"role":"user","content":"x"}],
+        "lazyllm":{"schedule":{"layers":[21,27],"keep":[0.35,0.1],"prune_decode":false,"repair":true,
+                   "verify_margin":0.5}}})");
+    auto pv = to_prune_options(*verify.prune, 30);
+    ASSERT_TRUE(pv.ok()) << pv.error().message();
+    EXPECT_EQ(pv->overrides.verify_margin, 0.5f);
+    const ApiError bad_margin = chat_err(R"({"messages":[{"role":"user","content":"x"}],
+        "lazyllm":{"verify_margin":-1}})");
+    EXPECT_EQ(bad_margin.param, "lazyllm.verify_margin") << bad_margin.message;
 
     GenRequest bad = chat_ok(R"({"messages":[{"role":"user","content":"x"}],
         "lazyllm":{"policy":"lazy","layers":[21],"keep":[0.35],"tiers":[{"min_context":3072,"layers":[9,"x"],"keep":[0.4,0.2]}]}})");

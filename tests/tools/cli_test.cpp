@@ -171,6 +171,29 @@ TEST(CliTest, RepairReachesTheScheduleOrNamesTheFault) {
                            "--lazy-repair on",
                        "prune_decode on");
     expect_usage_error("run -m " + m + " -p hello --lazy-repair yes", "--lazy-repair");
+    // A margin no gap reaches: the first token is repaired before it and said so.
+    r = run_cli(
+        "run -m " + m +
+            " -p 'hello world, hello world' -n 3 --ignore-eos --lazy-layers 1 --lazy-keep 0.5 "
+            "--lazy-decode off --lazy-repair on --lazy-verify-margin 1000 --json",
+        /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(contains(j["schedule"].get<std::string>(), "repair=true verify_margin=1000"))
+        << r.out;
+    EXPECT_TRUE(j["first_token_verified"].get<bool>()) << r.out;
+    const CliRun compare = run_cli("run -m " + m +
+                                   " -p 'hello world, hello world' -n 3 --ignore-eos --compare "
+                                   "--compare-reps 1 --lazy-layers 1 --lazy-keep 0.5 "
+                                   "--lazy-decode off --lazy-repair on --lazy-verify-margin 1000");
+    ASSERT_EQ(compare.rc, 0) << compare.out;
+    EXPECT_TRUE(contains(compare.out, "found its first token a near tie")) << compare.out;
+    EXPECT_TRUE(contains(compare.out, "answers identical")) << compare.out;
+    expect_usage_error("run -m " + m +
+                           " -p hello -n 2 --lazy-layers 1 --lazy-keep 0.5 --lazy-decode off "
+                           "--lazy-verify-margin 0.5",
+                       "needs repair");
+    expect_usage_error("run -m " + m + " -p hello --lazy-verify-margin -1", "--lazy-verify-margin");
 }
 
 TEST(CliTest, ReviveMaxReachesTheScheduleOrNamesTheFault) {

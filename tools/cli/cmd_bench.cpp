@@ -306,8 +306,9 @@ Status bench_prompt(const BenchArgs& a, const Engine& e, const PolicyRuns& runs,
                 std::fprintf(stderr, "\n");
                 return r.error();
             }
-            std::fprintf(stderr, " TTFT %.1f ms, %.1f%% computed", r->ttft_ms,
-                         100.0 * r->prefill_fraction_computed);
+            std::fprintf(stderr, " TTFT %.1f ms, %.1f%% computed%s", r->ttft_ms,
+                         100.0 * r->prefill_fraction_computed,
+                         r->first_token_verified ? " (first token verified)" : "");
             if (steps > 0) std::fprintf(stderr, ", decode %.1f tok/s", r->decode_tps);
             std::fprintf(stderr, "\n");
             Cell& c = cells[policy];

@@ -70,6 +70,7 @@ nlohmann::json result_json(const GenerateResult& r, const ModelSummary& s, uint6
     j["total_ms"] = r.total_ms;
     j["prefill_pct_computed"] = 100.0 * r.prefill_fraction_computed;
     j["pct_computed"] = 100.0 * r.fraction_computed;
+    j["first_token_verified"] = r.first_token_verified;
     j["prefill_rows_per_layer"] = r.prefill_rows_per_layer;
     j["prefill_tail_rows_per_layer"] = r.prefill_tail_rows_per_layer;
     j["revivals_per_step"] = r.revivals_per_step;
@@ -171,8 +172,13 @@ int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& i
                     r->prefill_tps, 100.0 * r->prefill_fraction_computed, r->decode_tps,
                     r->token_ms.empty() ? r->ttft_ms : r->token_ms.back());
     }
-    if (l.schedule.find("repair=true") != std::string::npos && l.n_gen > 1 &&
-        l.prefill_fraction_computed < 1.0) {
+    if (l.first_token_verified) {
+        std::printf(
+            "\n%s found its first token a near tie (its two best logits within verify_margin) "
+            "and repaired before it: the first token is full's, and TTFT includes the repair\n",
+            l.policy.c_str());
+    } else if (l.schedule.find("repair=true") != std::string::npos && l.n_gen > 1 &&
+               l.prefill_fraction_computed < 1.0) {
         std::printf(
             "\n%s repairs in its first decode step: it computes the deeper layers its "
             "prefill skipped, so that every later token is full's; that step counts in "
@@ -259,6 +265,11 @@ void print_result(const RunArgs& a, const GenerateResult& r) {
                  "lazyllm: prompt token-layers computed: %.1f%% in prefill, %.1f%% by the end of "
                  "generation (with decode-step revivals)\n",
                  100.0 * r.prefill_fraction_computed, 100.0 * r.fraction_computed);
+    if (r.first_token_verified) {
+        std::fprintf(stderr,
+                     "lazyllm: the first token was a near tie: repaired before it, so it is "
+                     "full's (TTFT includes the repair)\n");
+    }
     std::fprintf(stderr, "lazyllm: generated %lld tokens (%s), decode %.1f tok/s\n",
                  static_cast<long long>(r.n_gen), r.stop_reason.c_str(), r.decode_tps);
     if (a.verbose && !r.prefill_rows_per_layer.empty()) {

@@ -65,6 +65,7 @@ struct TuneArgs {
     int score_layers = -1, score_pool = -1;                   // -1: the preset's
     std::string lazy_decode;                                  // empty: the preset's
     std::string repair;                                       // empty: the preset's
+    double verify_margin = -1.0;                              // -1: the preset's
 };
 
 
@@ -195,6 +196,13 @@ Result<eval::TuneSpace> make_space(const TuneArgs& a, bool answers, Preset prese
         return make_error(ErrorCode::kInvalidArgument,
                           "--lazy-repair on needs decode steps that do not select "
                           "(--lazy-decode off)");
+    }
+    space.verify_margin = a.verify_margin >= 0.0 ? static_cast<float>(a.verify_margin)
+                          : space.repair         ? base.verify_margin
+                                                 : 0.0f;
+    if (space.verify_margin > 0.0f && !space.repair) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "--lazy-verify-margin needs repair (--lazy-repair on)");
     }
     space.score_layers = pick(a.score_layers, base.score_layers);
     space.score_pool = pick(a.score_pool, base.score_pool);
@@ -358,6 +366,11 @@ Runner add_tune(CLI::App& app) {
                    "on: every candidate repairs after the first token (the answer after it is "
                    "full's whenever the first token is); off: revives (default: the preset's)")
         ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--lazy-verify-margin", a->verify_margin,
+                   "With repair: every candidate runs the repair before a first token that "
+                   "leads the second by less than X in logits, and takes full's (default: the "
+                   "preset's; 0: off)")
+        ->check(CLI::NonNegativeNumber);
     return [a] { return run_tune(*a); };
 }
 

@@ -236,6 +236,11 @@ void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
                    "(needs --lazy-decode off); off: deferred tokens revive from their Aux slots "
                    "(default: the schedule's)")
         ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--lazy-verify-margin", f.verify_margin,
+                   "With repair: when the pruned prompt's first token leads the second by less "
+                   "than X in logits (a near tie), run the repair before it and take full's first "
+                   "token; 0: off (default: the schedule's)")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--lazy-keep-first", f.keep_first, "Never prune the first N tokens")
         ->check(kNonNegative);
     app.add_option("--lazy-keep-recent", f.keep_recent,
@@ -252,7 +257,8 @@ void add_prune_flags(CLI::App& app, PruneFlags& f) {
                  "LazyLLM pruning with the model's default schedule: --lazy (or --lazy=safe) "
                  "runs as full below a context floor measured per model (3072 tokens on "
                  "SmolLM2), never prunes the last tokens, and repairs after the first token so "
-                 "the answer is full's whenever that token is; --lazy=fast is the fastest "
+                 "the answer is full's whenever that token is (before it, when it is a near "
+                 "tie, so that it is full's too); --lazy=fast is the fastest "
                  "measured schedule. Any --lazy-* flag or --schedule turns lazy on without "
                  "--lazy")
         ->check(CLI::IsMember({"safe", "fast"}));
@@ -270,6 +276,18 @@ void add_prune_flags(CLI::App& app, PruneFlags& f) {
     app.add_option("--prune-seed", f.seed, "Seed of the random policy (default 1)");
 }
 
+namespace {
+
+// Flags that change a schedule (and so mean lazy without --lazy).
+bool schedule_flags(const PruneFlags& f) {
+    return !f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty() ||
+           !f.lazy_decode.empty() || !f.revive_max.empty() || !f.repair.empty() ||
+           f.keep_first >= 0 || f.keep_recent >= 0 || f.min_context >= 0 || f.score_layers >= 0 ||
+           f.score_pool >= 0 || f.verify_margin >= 0.0;
+}
+
+}  // namespace
+
 Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
     PruneOptions p;
     // "lazy:fast" -> policy lazy, preset fast.
@@ -283,19 +301,12 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
                               f.lazy, f.policy);
         }
         LAZYLLM_ASSIGN_OR_RETURN(p.policy, parse_policy(policy));
-        const bool pruning_flags = explicit_schedule || !f.lazy_decode.empty() ||
-                                   !f.revive_max.empty() || !f.repair.empty() ||
-                                   f.keep_first >= 0 || f.keep_recent >= 0 || f.min_context >= 0 ||
-                                   f.score_layers >= 0 || f.score_pool >= 0;
-        if (p.policy == Policy::kFull && pruning_flags) {
+        if (p.policy == Policy::kFull && schedule_flags(f)) {
             return make_error(ErrorCode::kInvalidArgument,
                               "--policy full prunes nothing: drop the --lazy-* / --schedule "
                               "flags or pick a pruning policy");
         }
-    } else if (!f.lazy.empty() || explicit_schedule || !f.lazy_decode.empty() ||
-               !f.revive_max.empty() || !f.repair.empty() || f.keep_first >= 0 ||
-               f.keep_recent >= 0 || f.min_context >= 0 || f.score_layers >= 0 ||
-               f.score_pool >= 0) {
+    } else if (!f.lazy.empty() || schedule_flags(f)) {
         p.policy = Policy::kLazy;  // --lazy, and schedule flags imply it
     }
     if (!f.lazy.empty() || !preset.empty()) {
@@ -340,6 +351,7 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
         o.revive_max = std::stoi(f.revive_max);  // checked by the flag's validator
     }
     if (!f.repair.empty()) o.repair = f.repair == "on";
+    if (f.verify_margin >= 0.0) o.verify_margin = static_cast<float>(f.verify_margin);
     p.seed = f.seed;
     return p;
 }

@@ -18,11 +18,12 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     json merged;
     if (auto s = j.find("schedule"); s != j.end() && !s->is_null()) {
         if (!s->is_object()) return wrong_type("lazyllm.schedule", "an object", *s);
-        if (auto e = check_known(*s,
-                                 {"layers", "keep", "keep_first", "keep_recent", "min_context",
-                                  "prune_decode", "score_layers", "score_pool", "revive_max",
-                                  "repair", "tiers", "meta", "version", "model", "n_layer"},
-                                 "lazyllm.schedule.")) {
+        if (auto e =
+                check_known(*s,
+                            {"layers", "keep", "keep_first", "keep_recent", "min_context",
+                             "prune_decode", "score_layers", "score_pool", "revive_max", "repair",
+                             "verify_margin", "tiers", "meta", "version", "model", "n_layer"},
+                            "lazyllm.schedule.")) {
             return *e;
         }
         merged = j;
@@ -39,12 +40,12 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
         src = &merged;
     }
     const json& o = *src;
-    if (auto e =
-            check_known(o,
-                        {"policy", "preset", "layers", "keep", "keep_first", "keep_recent",
-                         "min_context", "prune_decode", "score_layers", "score_pool", "revive_max",
-                         "repair", "tiers", "seed", "meta", "version", "model", "n_layer"},
-                        "lazyllm.")) {
+    if (auto e = check_known(
+            o,
+            {"policy", "preset", "layers", "keep", "keep_first", "keep_recent", "min_context",
+             "prune_decode", "score_layers", "score_pool", "revive_max", "repair", "verify_margin",
+             "tiers", "seed", "meta", "version", "model", "n_layer"},
+            "lazyllm.")) {
         return *e;
     }
     LazyExtension p;
@@ -76,6 +77,7 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     if (auto v = f.integer("min_context", 0, 1 << 24)) ov.min_context = static_cast<int>(*v);
     if (auto v = f.boolean("prune_decode")) ov.prune_decode = *v;
     if (auto v = f.boolean("repair")) ov.repair = *v;
+    if (auto v = f.number("verify_margin", 0.0, 1e6)) ov.verify_margin = static_cast<float>(*v);
     if (auto v = f.integer("score_layers", 1, 1024)) ov.score_layers = static_cast<int>(*v);
     if (auto v = f.integer("score_pool", 1, 1 << 16)) ov.score_pool = static_cast<int>(*v);
     if (auto v = f.integer("seed", 0, std::numeric_limits<int64_t>::max()))
@@ -111,6 +113,7 @@ void merge(const ScheduleOverrides& x, ScheduleOverrides& o) {
     set(x.score_pool, o.score_pool);
     set(x.revive_max, o.revive_max);
     set(x.repair, o.repair);
+    set(x.verify_margin, o.verify_margin);
 }
 
 }  // namespace
