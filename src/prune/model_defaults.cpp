@@ -202,20 +202,18 @@ Schedule generic_safe(const ModelShape& shape) {
 }  // namespace
 
 Schedule model_default_schedule(const ModelShape& shape, Preset preset, std::string_view* source) {
+    const Entry* entry = nullptr;
     for (const Entry& e : kEntries) {
         if (e.shape.arch == shape.arch && e.shape.n_layer == shape.n_layer &&
             e.shape.n_embd == shape.n_embd && e.shape.n_head == shape.n_head &&
             e.shape.n_vocab == shape.n_vocab) {
-            if (source) *source = e.source;
-            if (preset == Preset::kFast) return from_entry(e.fast);
-            Schedule s = from_entry(e.safe);
-            s.verify_margin = kSafeVerifyMargin;
-            return s;
+            entry = &e;
+            break;
         }
     }
-    if (source) *source = "generic";
-    if (preset == Preset::kFast) return generic_fast(shape);
-    Schedule s = generic_safe(shape);
+    if (source) *source = entry ? entry->source : "generic";
+    if (preset == Preset::kFast) return entry ? from_entry(entry->fast) : generic_fast(shape);
+    Schedule s = entry ? from_entry(entry->safe) : generic_safe(shape);
     s.verify_margin = kSafeVerifyMargin;
     return s;
 }
