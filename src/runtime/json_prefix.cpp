@@ -87,138 +87,142 @@ bool JsonPrefix::after_value(uint8_t c) {
     return false;
 }
 
+bool JsonPrefix::to(State s) {
+    state_ = s;
+    return true;
+}
+
+bool JsonPrefix::close() {
+    pop();
+    end_value();
+    return true;
+}
+
+bool JsonPrefix::number_end(uint8_t c) {
+    end_value();
+    return after_value(c);
+}
+
+bool JsonPrefix::feed_structure(uint8_t c) {
+    switch (state_) {
+        case State::kStart:
+            return c == '{' ? to(State::kKeyOrClose) && push('{') : space(c);
+        case State::kKeyOrClose:
+        case State::kKey:
+            if (c == '}' && state_ == State::kKeyOrClose) return close();
+            if (c == '"') {
+                key_ = true;
+                return to(State::kString);
+            }
+            return space(c);
+        case State::kColon:
+            return c == ':' ? to(State::kValue) : space(c);
+        case State::kValueOrClose:
+        case State::kValue:
+            if (c == ']' && state_ == State::kValueOrClose) return close();
+            return is_space(c) ? space(c) : value_start(c);
+        case State::kAfterValue:
+            return after_value(c);
+        default:  // kDone
+            return space(c);
+    }
+}
+
+bool JsonPrefix::feed_string(uint8_t c) {
+    switch (state_) {
+        case State::kString:
+            if (c == '"') {
+                const bool key = key_;
+                key_ = false;
+                return key ? to(State::kColon) : (end_value(), true);
+            }
+            if (c == '\\') return to(State::kEscape);
+            if (c >= 0x20 && c < 0x80) return true;
+            if (c >= 0xC2 && c <= 0xF4) {
+                // Lead bytes of 2-, 3- and 4-byte characters, with the first continuation's range
+                // that rules out overlong forms, surrogates and code points over U+10FFFF.
+                utf8_left_ = c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
+                utf8_min_ = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+                utf8_max_ = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+                return to(State::kUtf8);
+            }
+            return false;
+        case State::kEscape:
+            if (c == 'u') {
+                hex_left_ = 4;
+                return to(State::kHex);
+            }
+            return std::string_view("\"\\/bfnrt").find(static_cast<char>(c)) !=
+                       std::string_view::npos &&
+                   to(State::kString);
+        case State::kHex:
+            return is_hex(c) && (--hex_left_ != 0 || to(State::kString));
+        default:  // kUtf8
+            if (c < utf8_min_ || c > utf8_max_) return false;
+            utf8_min_ = 0x80;
+            utf8_max_ = 0xBF;
+            return --utf8_left_ != 0 || to(State::kString);
+    }
+}
+
+bool JsonPrefix::feed_number(uint8_t c) {
+    const bool exp = c == 'e' || c == 'E';
+    switch (state_) {
+        case State::kMinus:
+            return is_digit(c) && to(c == '0' ? State::kZero : State::kInt);
+        case State::kInt:
+        case State::kZero:
+            if (is_digit(c) && state_ == State::kInt) return true;
+            if (c == '.') return to(State::kFracStart);
+            return exp ? to(State::kExpStart) : number_end(c);
+        case State::kFracStart:
+            return is_digit(c) && to(State::kFrac);
+        case State::kFrac:
+            if (is_digit(c)) return true;
+            return exp ? to(State::kExpStart) : number_end(c);
+        case State::kExpStart:
+            if (c == '+' || c == '-') return to(State::kExpSign);
+            return is_digit(c) && to(State::kExp);
+        case State::kExpSign:
+            return is_digit(c) && to(State::kExp);
+        default:  // kExp
+            return is_digit(c) || number_end(c);
+    }
+}
+
+bool JsonPrefix::feed_literal(uint8_t c) {
+    const std::string_view lit = kLiterals[lit_];
+    if (c != static_cast<uint8_t>(lit[lit_at_])) return false;
+    if (++lit_at_ == lit.size()) end_value();
+    return true;
+}
+
 bool JsonPrefix::feed(uint8_t c) {
     JsonPrefix next = *this;  // all or nothing
     if (!is_space(c)) next.spaces_ = 0;
-    const auto to = [&next](State s) {
-        next.state_ = s;
-        return true;
-    };
-    const auto close = [&next] {  // '}' or ']' of the innermost container
-        next.pop();
-        next.end_value();
-        return true;
-    };
-    const auto number_end = [&next, c] {  // c ends a number: as after any value
-        next.end_value();
-        return next.after_value(c);
-    };
     bool ok = false;
     switch (state_) {
-        case State::kStart:
-            ok = c == '{' ? to(State::kKeyOrClose) && next.push('{') : next.space(c);
-            break;
-        case State::kKeyOrClose:
-        case State::kKey:
-            if (c == '}' && state_ == State::kKeyOrClose) {
-                ok = close();
-            } else if (c == '"') {
-                next.key_ = true;
-                ok = to(State::kString);
-            } else {
-                ok = next.space(c);
-            }
-            break;
-        case State::kColon:
-            ok = c == ':' ? to(State::kValue) : next.space(c);
-            break;
-        case State::kValueOrClose:
-        case State::kValue:
-            if (c == ']' && state_ == State::kValueOrClose) {
-                ok = close();
-            } else {
-                ok = is_space(c) ? next.space(c) : next.value_start(c);
-            }
-            break;
-        case State::kAfterValue:
-            ok = next.after_value(c);
-            break;
         case State::kString:
-            if (c == '"') {
-                ok = key_ ? to(State::kColon) : (next.end_value(), true);
-                next.key_ = false;
-            } else if (c == '\\') {
-                ok = to(State::kEscape);
-            } else if (c >= 0x20 && c < 0x80) {
-                ok = true;
-            } else if (c >= 0xC2 && c <= 0xF4) {
-                // Lead bytes of 2-, 3- and 4-byte characters, with the first continuation's range
-                // that rules out overlong forms, surrogates and code points over U+10FFFF.
-                next.utf8_left_ = c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
-                next.utf8_min_ = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-                next.utf8_max_ = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-                ok = to(State::kUtf8);
-            }
-            break;
         case State::kEscape:
-            if (c == 'u') {
-                next.hex_left_ = 4;
-                ok = to(State::kHex);
-            } else if (std::string_view("\"\\/bfnrt").find(static_cast<char>(c)) !=
-                       std::string_view::npos) {
-                ok = to(State::kString);
-            }
-            break;
         case State::kHex:
-            if (is_hex(c)) ok = --next.hex_left_ == 0 ? to(State::kString) : true;
-            break;
         case State::kUtf8:
-            if (c >= utf8_min_ && c <= utf8_max_) {
-                next.utf8_min_ = 0x80;
-                next.utf8_max_ = 0xBF;
-                ok = --next.utf8_left_ == 0 ? to(State::kString) : true;
-            }
+            ok = next.feed_string(c);
             break;
         case State::kMinus:
-            if (is_digit(c)) ok = to(c == '0' ? State::kZero : State::kInt);
-            break;
-        case State::kInt:
         case State::kZero:
-            if (is_digit(c) && state_ == State::kInt) {
-                ok = true;
-            } else if (c == '.') {
-                ok = to(State::kFracStart);
-            } else if (c == 'e' || c == 'E') {
-                ok = to(State::kExpStart);
-            } else {
-                ok = number_end();
-            }
-            break;
+        case State::kInt:
         case State::kFracStart:
-            if (is_digit(c)) ok = to(State::kFrac);
-            break;
         case State::kFrac:
-            if (is_digit(c)) {
-                ok = true;
-            } else if (c == 'e' || c == 'E') {
-                ok = to(State::kExpStart);
-            } else {
-                ok = number_end();
-            }
-            break;
         case State::kExpStart:
-            if (c == '+' || c == '-') {
-                ok = to(State::kExpSign);
-            } else if (is_digit(c)) {
-                ok = to(State::kExp);
-            }
-            break;
         case State::kExpSign:
-            if (is_digit(c)) ok = to(State::kExp);
-            break;
         case State::kExp:
-            ok = is_digit(c) || number_end();
+            ok = next.feed_number(c);
             break;
-        case State::kLiteral: {
-            const std::string_view lit = kLiterals[lit_];
-            if (c == static_cast<uint8_t>(lit[lit_at_])) {
-                if (++next.lit_at_ == lit.size()) next.end_value();
-                ok = true;
-            }
+        case State::kLiteral:
+            ok = next.feed_literal(c);
             break;
-        }
-        case State::kDone:
-            ok = next.space(c);
+        default:
+            ok = next.feed_structure(c);
             break;
     }
     if (!ok) return false;

@@ -69,6 +69,16 @@ private:
     void end_value();                    // a value closed: kAfterValue, or kDone at the top
     bool push(uint8_t bracket);          // '{' or '['
     void pop();                          // the innermost container closed
+    bool to(State s);                    // state_ = s; true
+    bool close();                        // '}' or ']' of the innermost container
+    bool number_end(uint8_t c);          // c ends a number: as after any value
+    // feed() by the kind of the current state, on a copy that feed() keeps only when they
+    // return true: the structure (kStart to kAfterValue, kDone), a string (kString to kUtf8),
+    // a number (kMinus to kExp), a literal.
+    bool feed_structure(uint8_t c);
+    bool feed_string(uint8_t c);
+    bool feed_number(uint8_t c);
+    bool feed_literal(uint8_t c);
 
     State state_ = State::kStart;
     bool key_ = false;        // the string in progress is an object key
