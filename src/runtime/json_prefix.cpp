@@ -79,11 +79,7 @@ bool JsonPrefix::after_value(uint8_t c) {
         state_ = top == '{' ? State::kKey : State::kValue;
         return true;
     }
-    if ((c == '}' && top == '{') || (c == ']' && top == '[')) {
-        pop();
-        end_value();
-        return true;
-    }
+    if ((c == '}' && top == '{') || (c == ']' && top == '[')) return close();
     return false;
 }
 
