@@ -29,6 +29,7 @@ std::string to_json_line(const SampleRecord& r) {
     j["n_gen"] = r.n_gen;
     j["stop_reason"] = r.stop_reason;
     j["truncated"] = r.truncated;
+    j["verified"] = r.verified;
     // Predictions are model output: replace invalid UTF-8 rather than throw.
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -63,7 +64,8 @@ Result<SampleRecord> parse_json_line(std::string_view line) {
               get("answers", r.answers) && get("score", r.score) && get("ttft_ms", r.ttft_ms) &&
               get("pct_computed", r.pct_computed) &&
               get("prefill_rows_per_layer", r.prefill_rows_per_layer) && get("n_gen", r.n_gen) &&
-              get("stop_reason", r.stop_reason) && get("truncated", r.truncated);
+              get("stop_reason", r.stop_reason) && get("truncated", r.truncated) &&
+              get("verified", r.verified);
     if (!ok) return make_error(ErrorCode::kInvalidArgument, "a field has the wrong type");
     return r;
 }

@@ -31,6 +31,9 @@ struct SampleRecord {
     int64_t n_gen = 0;
     std::string stop_reason;
     bool truncated = false;  // the prompt was cut in the middle to fit the context
+    // Schedule::verify_margin: the pruned prefill's first token was a near tie, so the prompt
+    // was repaired before it (GenerateResult::first_token_verified).
+    bool verified = false;
 };
 
 // The record as one line of JSON (no trailing newline).

@@ -322,6 +322,7 @@ Result<SampleRecord> evaluate_one(const Engine& engine, const Sample& sample,
     rec.n_gen = r->n_gen;
     rec.stop_reason = r->stop_reason;
     rec.truncated = prompt.truncated;
+    rec.verified = r->first_token_verified;
     return rec;
 }
 

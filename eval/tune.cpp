@@ -55,6 +55,14 @@ Result<std::vector<PreparedPrompt>> prepare_all(const Engine& engine,
 
 }  // namespace
 
+double verify_repair_cost(const Schedule& s, int n_layer) {
+    if (!s.repair || !(s.verify_margin > 0.0f) || s.boundaries.empty() || n_layer <= 0) {
+        return 0.0;
+    }
+    const int from = std::clamp(s.boundaries.front() - 1, 0, n_layer);
+    return static_cast<double>(n_layer - from) / n_layer;
+}
+
 bool at_most_as_wide(const Schedule& a, const Schedule& b, int n_layer) {
     const std::vector<float> pa = keep_profile(a, n_layer), pb = keep_profile(b, n_layer);
     for (size_t l = 0; l < pa.size(); ++l) {
@@ -132,7 +140,8 @@ std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_la
                     s.score_layers = space.score_layers;
                     s.score_pool = space.score_pool;
                     if (!seen.emplace(std::pair(s.boundaries, s.keep), true).second) continue;
-                    out.push_back({s, predicted_prefill_fraction(s, n_layer)});
+                    out.push_back({s, predicted_prefill_fraction(s, n_layer),
+                                   verify_repair_cost(s, n_layer)});
                 }
             }
         }
@@ -246,6 +255,7 @@ private:
     Status eval_sample(CandidateResult& c, int i) {
         LAZYLLM_ASSIGN_OR_RETURN(TuneSampleResult r, ev_.evaluate(&c.candidate.schedule, i));
         ++c.n_evaluated;
+        c.n_verified += r.verified ? 1 : 0;
         c.score_sum += r.score;
         c.pct_sum += r.pct_computed;
         c.ttft_ms[static_cast<size_t>(i)] = r.ttft_ms;
@@ -281,7 +291,8 @@ private:
         std::vector<size_t> open;
         for (size_t i = 0; i < cands_.size(); ++i) {
             if (tried_[i]) continue;
-            if (best_ && cands_[i].cost >= cands_[*best_].cost - kEps) continue;
+            // A candidate's effective cost is at least its predicted one.
+            if (best_cost_ && cands_[i].cost >= *best_cost_ - kEps) continue;
             if (ruled_out(i)) continue;
             open.push_back(i);
         }
@@ -291,14 +302,22 @@ private:
         CandidateResult c;
         c.candidate = cands_[pick];
         LAZYLLM_TRY(judge(c));
+        const std::string verified = c.candidate.repair_cost > 0.0
+                                         ? fmt::format(", {} verified: {:.1f}% with their repairs",
+                                                       c.n_verified, 100.0 * c.effective_cost())
+                                         : std::string();
         log(
             fmt::format("tune: [{}/{}] {} (predicted {:.1f}% computed): {} after {}/{} judged "
-                        "samples, score {:.2f} of {:.2f} needed; {} open",
+                        "samples{}, score {:.2f} of {:.2f} needed; {} open",
                         round + 1, opts_.budget, describe(c.candidate.schedule),
                         100.0 * c.candidate.cost, c.passed ? "pass" : "fail", c.n_evaluated,
-                        judged_.size(), c.score_sum, needed_, open.size() - 1));
+                        judged_.size(), verified, c.score_sum, needed_, open.size() - 1));
         if (c.passed) {
-            best_ = pick;
+            // The least effective cost so far wins (ties: the earlier, predicted cheaper).
+            if (!best_cost_ || c.effective_cost() < *best_cost_ - kEps) {
+                best_ = pick;
+                best_cost_ = c.effective_cost();
+            }
         } else {
             failed_.push_back(pick);
         }
@@ -341,6 +360,7 @@ private:
     std::vector<bool> tried_;
     std::vector<size_t> failed_;
     std::optional<size_t> best_;
+    std::optional<double> best_cost_;  // best_'s effective cost on its judged samples
 };
 
 }  // namespace
@@ -367,6 +387,10 @@ std::string tune_meta_json(const TuneResult& result, double target, std::string_
         j["ttft_speedup"] = result.ttft_speedup;
         j["pct_computed"] = result.best->mean_pct_computed();
         j["predicted_prefill_pct"] = 100.0 * result.best->candidate.cost;
+        if (result.best->candidate.repair_cost > 0.0) {
+            j["verified_fraction"] = result.best->verified_fraction();
+            j["effective_prefill_pct"] = 100.0 * result.best->effective_cost();
+        }
     }
     j["candidates"] = result.n_candidates;
     j["candidates_evaluated"] = result.evaluated.size();
@@ -390,7 +414,7 @@ Result<TuneSampleResult> EngineTuneEvaluator::evaluate(const Schedule* schedule,
     const size_t k = static_cast<size_t>(i);
     LAZYLLM_ASSIGN_OR_RETURN(SampleRecord rec,
                              evaluate_one(*engine_, samples_[k], prompts_[k], policy));
-    return TuneSampleResult{rec.score, rec.ttft_ms, rec.pct_computed};
+    return TuneSampleResult{rec.score, rec.ttft_ms, rec.pct_computed, rec.verified};
 }
 
 Result<TuneObjective> parse_tune_objective(std::string_view name) {
@@ -434,7 +458,8 @@ Result<TuneSampleResult> AnswersTuneEvaluator::evaluate(const Schedule* schedule
     LAZYLLM_ASSIGN_OR_RETURN(
         GenerateResult g, engine_->generate(prompts_[k].ids, greedy_run_options(prune, n_tokens_)));
     const bool same = greedy_common_prefix(full.tokens, g.tokens, n_tokens_) == n_tokens_;
-    return TuneSampleResult{same ? 1.0 : 0.0, g.ttft_ms, 100.0 * g.prefill_fraction_computed};
+    return TuneSampleResult{same ? 1.0 : 0.0, g.ttft_ms, 100.0 * g.prefill_fraction_computed,
+                            g.first_token_verified};
 }
 
 }  // namespace lazyllm::eval

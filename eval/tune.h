@@ -3,7 +3,10 @@
 // the prompts (TuneObjective::kAnswers) or a task score >= target x full's (kScore).
 //
 // Cost is the predicted fraction of prompt token-layers computed in prefill (deterministic, unlike
-// TTFT); the winner's TTFT is measured afterwards. The search leans on the paper's ablation
+// TTFT), plus, under Schedule::verify_margin, the repairs its first tokens needed: a verified
+// prompt recomputes every token from the first boundary on before its first token, so a
+// candidate that verifies often is dearer than its cuts alone say. The winner's TTFT is measured
+// afterwards. The search leans on the paper's ablation
 // (Fu et al. 2024, Sec. 5): pruning later and keeping more never hurt accuracy, so a schedule
 // that keeps no more than a failed one at every layer is skipped as failed too. Candidates are
 // evaluated sample by sample and stopped as soon as the target is out of reach (or certain).
@@ -49,7 +52,15 @@ struct TuneSpace {
 struct TuneCandidate {
     Schedule schedule;  // boundaries as layer indices
     double cost = 1.0;  // predicted_prefill_fraction (lazyllm/schedule.h)
+    // What one verified prompt adds to its prefill's token-layers: the repair runs every token
+    // again from the layer where the first boundary cuts (boundary - 1, whose K/V every token
+    // holds) to the last, (n_layer - first boundary + 1) / n_layer; 0 when the schedule cannot
+    // verify (no repair or no verify_margin).
+    double repair_cost = 0.0;
 };
+
+// TuneCandidate::repair_cost of a schedule.
+double verify_repair_cost(const Schedule& s, int n_layer);
 
 // True when `a` keeps no more tokens than `b` at every layer (a is at least as aggressive).
 bool at_most_as_wide(const Schedule& a, const Schedule& b, int n_layer);
@@ -64,6 +75,7 @@ struct TuneSampleResult {
     double score = 0.0;  // in [0, 1]
     double ttft_ms = 0.0;
     double pct_computed = 100.0;
+    bool verified = false;  // the first token was a near tie and came after the repair
 };
 
 // What the search needs from the engine; tests inject a fake.
@@ -86,11 +98,20 @@ struct CandidateResult {
     bool passed = false;
     bool stopped_early = false;  // rejected or accepted before its last judged sample
     int n_evaluated = 0;
+    int n_verified = 0;  // of the samples evaluated
     double score_sum = 0.0;
     double pct_sum = 0.0;
     std::vector<double> ttft_ms;  // [n_samples], NaN where not evaluated
     double mean_score() const { return n_evaluated ? score_sum / n_evaluated : 0.0; }
     double mean_pct_computed() const { return n_evaluated ? pct_sum / n_evaluated : 0.0; }
+    double verified_fraction() const {
+        return n_evaluated ? static_cast<double>(n_verified) / n_evaluated : 0.0;
+    }
+    // The cost the search ranks passing candidates by: the cuts' predicted fraction plus the
+    // repairs of the samples that verified, averaged over the samples evaluated.
+    double effective_cost() const {
+        return candidate.cost + verified_fraction() * candidate.repair_cost;
+    }
 };
 
 struct TuneResult {
@@ -113,10 +134,13 @@ struct TuneResult {
 // that is certain or out of reach (each remaining sample adds at most 1).
 //
 // Search: bisection over the cost order. Evaluate the median-cost candidate among those still
-// open (cheaper than the best so far and not ruled out by a failure); a pass bounds the cost
-// from above, a failure rules out every candidate at least as aggressive. Finds the cheapest
-// passing candidate when accuracy is monotone in the keep profile and the budget suffices. The
-// winner is then run on every sample for its score, % computed and TTFT speedup.
+// open (predicted cheaper than the best so far and not ruled out by a failure); a pass bounds the
+// cost from above by its effective cost (the repairs its verified samples ran included), a
+// failure rules out every candidate at least as aggressive. The best is the passing candidate of
+// least effective cost: one that verifies often can lose to a wider one that does not, whose
+// predicted cost lies between the two. Without verify this finds the cheapest passing candidate
+// when accuracy is monotone in the keep profile and the budget suffices. The winner is then run
+// on every sample for its score, % computed, verified fraction and TTFT speedup.
 Result<TuneResult> tune_schedule(TuneEvaluator& evaluator,
                                  const std::vector<TuneCandidate>& candidates, int n_layer,
                                  const TuneOptions& opts);
@@ -179,7 +203,8 @@ private:
 };
 
 // The schedule file's "meta" object: score, full_score, target, ttft_speedup, pct_computed,
-// predicted_prefill_pct, candidates searched and evaluated, and the calibration suite.
+// predicted_prefill_pct, verified_fraction and effective_prefill_pct (with verify),
+// candidates searched and evaluated, and the calibration suite.
 std::string tune_meta_json(const TuneResult& result, double target, std::string_view calibration,
                            TuneObjective objective = TuneObjective::kScore, int answer_tokens = 0);
 

@@ -148,6 +148,7 @@ TEST(RecordTest, JsonLineRoundTrip) {
     r.n_gen = 6;
     r.stop_reason = "eos";
     r.truncated = true;
+    r.verified = true;
     const std::string line = to_json_line(r);
     EXPECT_EQ(line.find('\n'), std::string::npos);
     auto back = parse_json_line(line);
@@ -159,6 +160,11 @@ TEST(RecordTest, JsonLineRoundTrip) {
     EXPECT_DOUBLE_EQ(back->pct_computed, r.pct_computed);
     EXPECT_EQ(back->length, 1024);
     EXPECT_TRUE(back->truncated);
+    EXPECT_TRUE(back->verified);
+    // Lines of runs before the field read as not verified.
+    auto old = parse_json_line(R"({"task": "passkey", "id": "a", "policy": "lazy"})");
+    ASSERT_TRUE(old.ok());
+    EXPECT_FALSE(old->verified);
     EXPECT_FALSE(parse_json_line("{\"task\": \"x\"}").ok());
     EXPECT_FALSE(parse_json_line("{\"task\": \"x\", \"id\"").ok());
 }

@@ -21,7 +21,7 @@ namespace {
 constexpr int kLayers = 30;
 
 // Scores come from a predicate on the schedule: 1 when it holds, else `fail_score`; full
-// always scores 1. Counts every call.
+// always scores 1; a candidate's samples verify where `verifies` says so. Counts every call.
 class FakeEvaluator : public TuneEvaluator {
 public:
     FakeEvaluator(int n, std::function<bool(const prune::Schedule&)> ok, double fail_score = 0.0)
@@ -35,9 +35,11 @@ public:
         }
         samples_seen.push_back(i);
         const double score = ok_(*s) ? 1.0 : (i == 0 ? 0.0 : fail_score_);
-        return TuneSampleResult{score, 100.0 * predicted_prefill_fraction(*s, kLayers), 100.0};
+        return TuneSampleResult{score, 100.0 * predicted_prefill_fraction(*s, kLayers), 100.0,
+                                verifies && verifies(*s, i)};
     }
     int calls = 0;
+    std::function<bool(const prune::Schedule&, int)> verifies;
     std::vector<double> full_scores;  // per sample; 1 where not given
     std::vector<int> samples_seen;    // candidate evaluations, in order
 
@@ -184,6 +186,80 @@ TEST(TuneTest, FindsTheCheapestPassingCandidate) {
         }
         if (!c.passed) failed.push_back(c.candidate.schedule);
     }
+}
+
+TEST(TuneTest, VerifyRepairCost) {
+    prune::Schedule s;
+    s.boundaries = {9, 15, 27};
+    s.keep = {0.4f, 0.25f, 0.15f};
+    EXPECT_EQ(verify_repair_cost(s, kLayers), 0.0);  // no repair
+    s.repair = true;
+    EXPECT_EQ(verify_repair_cost(s, kLayers), 0.0);  // no verify margin
+    s.verify_margin = 0.2f;
+    // The repair runs layers 8..29 again: 22 of 30, as docs/lazyllm.md counts it.
+    EXPECT_NEAR(verify_repair_cost(s, kLayers), 22.0 / 30.0, 1e-12);
+    s.boundaries = {21, 27};
+    s.keep = {0.35f, 0.1f};
+    EXPECT_NEAR(verify_repair_cost(s, kLayers), 10.0 / 30.0, 1e-12);
+}
+
+// With verify, a candidate whose samples verify pays their repairs: cuts from layer 9 to 11
+// verify on every other sample here, so the winner is the cheapest by predicted cost plus
+// repairs (checked by brute force), a wider candidate that never verifies.
+TEST(TuneTest, RanksByCostWithTheRepairsOfVerifiedSamples) {
+    TuneSpace space;
+    space.repair = true;
+    space.prune_decode = false;
+    space.verify_margin = 0.2f;
+    const auto cands = enumerate_candidates(space, kLayers);
+    constexpr int kSamples = 6;
+    auto verifies = [](const prune::Schedule& s, int i) {
+        return s.boundaries.front() < 12 && i % 2 == 0;
+    };
+    double want = std::numeric_limits<double>::infinity(), cheapest = want;
+    for (const auto& c : cands) {
+        if (!monotone_ok(c.schedule)) continue;
+        cheapest = std::min(cheapest, c.cost);
+        const double repairs = c.schedule.boundaries.front() < 12 ? 0.5 * c.repair_cost : 0.0;
+        want = std::min(want, c.cost + repairs);
+    }
+    ASSERT_LT(cheapest, want);  // the predicted cheapest passing candidate is not the winner
+
+    FakeEvaluator fake(kSamples, monotone_ok);
+    fake.verifies = verifies;
+    TuneOptions opts;
+    opts.budget = 1000;
+    auto r = tune_schedule(fake, cands, kLayers, opts);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    ASSERT_TRUE(r->best.has_value());
+    const CandidateResult& best = *r->best;
+    EXPECT_NEAR(best.effective_cost(), want, 1e-12) << prune::to_string(best.candidate.schedule);
+    EXPECT_GE(best.candidate.schedule.boundaries.front(), 12);
+    EXPECT_EQ(best.n_verified, 0);
+    // Some candidate that passed verified: the search saw the cheaper cuts and their repairs.
+    bool saw_verified_pass = false;
+    for (const CandidateResult& c : r->evaluated) {
+        if (c.passed && c.n_verified > 0) {
+            saw_verified_pass = true;
+            EXPECT_NEAR(c.verified_fraction(), 0.5, 1e-12);
+            EXPECT_GT(c.effective_cost(), best.effective_cost());
+        }
+    }
+    EXPECT_TRUE(saw_verified_pass);
+    const auto meta = nlohmann::json::parse(tune_meta_json(*r, 0.99, "calibration"));
+    EXPECT_DOUBLE_EQ(meta["verified_fraction"].get<double>(), 0.0);
+    EXPECT_NEAR(meta["effective_prefill_pct"].get<double>(), 100.0 * want, 1e-9);
+
+    // Without verify the same search takes the predicted cheapest.
+    space.verify_margin = 0.0f;
+    const auto plain = enumerate_candidates(space, kLayers);
+    FakeEvaluator no_verify(kSamples, monotone_ok);
+    auto r2 = tune_schedule(no_verify, plain, kLayers, opts);
+    ASSERT_TRUE(r2.ok());
+    ASSERT_TRUE(r2->best.has_value());
+    EXPECT_NEAR(r2->best->candidate.cost, cheapest, 1e-12);
+    EXPECT_FALSE(
+        nlohmann::json::parse(tune_meta_json(*r2, 0.99, "c")).contains("verified_fraction"));
 }
 
 TEST(TuneTest, EarlyRejectionAndAcceptance) {

@@ -291,8 +291,13 @@ int run_tune(const TuneArgs& a) {
     }
     std::printf(
         "TTFT speedup %.2fx, %.1f%% of prompt token-layers computed (predicted prefill "
-        "%.1f%%)\n",
+        "%.1f%%",
         result->ttft_speedup, best.mean_pct_computed(), 100.0 * best.candidate.cost);
+    if (best.candidate.repair_cost > 0.0) {
+        std::printf("; %d of %d prompts verified, %.1f%% with their repairs", best.n_verified,
+                    best.n_evaluated, 100.0 * best.effective_cost());
+    }
+    std::printf(")\n");
     std::printf(
         "%zu of %d candidates evaluated, %d ruled out by failures\nwritten: %s  (use: "
         "lazyllm run --schedule %s ...)\n",
