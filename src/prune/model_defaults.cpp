@@ -54,14 +54,17 @@ struct Entry {
 //                --max-boundaries 3 --first-boundaries 0.1,...,0.8 --later-boundaries 0.3,...,0.9
 // (full's first token on 106 of 108 calibration prompts at 1k-4k, with repair), which on three
 // seeds of reporting prompts gave full's first token on 54 of 54 at 4k (2.1-2.35x TTFT).
-// From 6144 tokens it cuts late, before layer 21 keeping 0.35 and before layer 27 keeping 0.1:
+// The base schedule cuts late, before layer 21 keeping 0.35 and before layer 27 keeping 0.1:
 // the output of
 //   lazyllm tune --lazy-min-context 256 --lazy-repair off   (the answers objective: full's
 //                   32-token greedy answers on >= 80% of 54 calibration prompts, judged with
-//                   revival; schedules/smollm2-135m-instruct-safe.json);
-// earlier cuts at 8k kept fewer first tokens (docs/evaluation.md, "Tiers"). The late cuts are
-// the base schedule, so that a floor lowered by --lazy-min-context gets them below 3072, where
-// they keep more first tokens than the earlier cuts; the tiers take 3072 and 6144 on.
+//                   revival; schedules/smollm2-135m-instruct-safe.json),
+// so that a floor lowered by --lazy-min-context gets them below 3072, where they keep more
+// first tokens than the earlier cuts. From 6144 tokens (a tier) the same late cuts after a first
+// one before layer 15 keeping 0.6 (schedules/smollm2-135m-instruct-safe-8k.json): at 8k full's
+// first token and answer on every fidelity prompt and full's prediction on every task sample,
+// where a first cut at layer 12 or earlier lost pass keys near the start of the prompt and one
+// at 15 keeping 0.5 changed a first token (docs/evaluation.md, "Tiers").
 // The safe preset, on every model, repairs (Schedule::repair) instead of reviving: its answer
 // after the first token is full's whenever its first token is (docs/lazyllm.md, "Repair"; tune
 // wrote the committed schedule with revival). The fast one keeps decode steps that select and
@@ -79,7 +82,7 @@ constexpr Entry kEntries[] = {
       11,
       -1,
       true,
-      {{3072, {9, 15, 27}, {0.4f, 0.25f, 0.15f}}, {6144, {21, 27, 0}, {0.35f, 0.1f, 0.0f}}}},
+      {{3072, {9, 15, 27}, {0.4f, 0.25f, 0.15f}}, {6144, {15, 21, 27}, {0.6f, 0.35f, 0.1f}}}},
      {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1, false},
      "lazyllm eval --fidelity and lazyllm tune (docs/lazyllm.md, Presets)"},
     // Gemma 3 270M (18 layers, d 640, 4 heads, vocab 262144; global layers 5, 11, 17): a

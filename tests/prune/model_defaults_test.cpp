@@ -41,11 +41,20 @@ TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
             protection.boundaries = shipped.boundaries;
             protection.keep = shipped.keep;
             EXPECT_EQ(to_string(protection), to_string(shipped));
-            // ... and from 6144 on the late cuts again.
+            // ... and from 6144 on the late cuts after a first one at layer 15: the 8k tier,
+            // whose file is the whole preset as measured (docs/evaluation.md, "Tiers").
+            auto tier8k = load_schedule_file(
+                std::string(LAZYLLM_SOURCE_DIR) + "/schedules/smollm2-135m-instruct-safe-8k.json",
+                30);
+            ASSERT_TRUE(tier8k.ok()) << tier8k.error().message();
+            ASSERT_EQ(tier8k->tiers.size(), 2u);
+            EXPECT_EQ(tier8k->tiers.back().min_context, 6144);
+            EXPECT_EQ(tier8k->tiers.back().boundaries, (std::vector<int>{15, 21, 27}));
             shipped.tiers = {{3072, long_cuts->boundaries, long_cuts->keep},
-                             {6144, shipped.boundaries, shipped.keep}};
+                             {6144, tier8k->tiers.back().boundaries, tier8k->tiers.back().keep}};
             shipped.min_context = 3072;
             shipped.verify_margin = 0.2f;  // a near tie takes full's first token
+            EXPECT_EQ(to_string(*tier8k), to_string(shipped));
         }
         EXPECT_EQ(to_string(s), to_string(shipped));
         EXPECT_EQ(s.score_layers, 3);
@@ -166,7 +175,7 @@ TEST(ModelDefaults, SafePresetProtectsTheAnswer) {
             EXPECT_GE(safe_keep[layer], fast_keep[layer]) << "tier " << t << ", layer " << layer;
         }
     }
-    // Late cuts below 3072 (under a lowered floor) and from 6144.
+    // Late cuts below 3072 (under a lowered floor); from 6144 a first cut after the fast one's.
     EXPECT_GT(safe.boundaries.front(), fast.boundaries.front());
     EXPECT_GT(safe.tiers.back().boundaries.front(), fast.boundaries.front());
 }
