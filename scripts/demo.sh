@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TOKENS=${1:-4000}
 # OpenMP workers that spin collapse when another process holds one of the 2 cores; sleeping
-# workers keep the timings sane on a shared machine (README, "How it works").
+# workers keep the timings sane on a shared machine (README, "Using it").
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 bash scripts/setup.sh

@@ -101,6 +101,11 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+// The file's quantization as llama.cpp names it ("Q4_K - Medium", what llama-bench's model type
+// ends with): general.file_type where the file sets it; else the type of 2-D tensors holding
+// the most elements, marked " (guessed)" as llama.cpp marks a type it had to guess.
+std::string gguf_file_type_name(const GgufFile& f);
+
 // Builds GGUF v3 files. Tensors are written in insertion order, aligned to `alignment`.
 class GgufWriter {
 public:

@@ -287,6 +287,13 @@ def auth_and_limits(srv):
     expect_error(status, body, 401, code="invalid_api_key")
     status, body, _ = srv.request("GET", "/v1/models", None, {"Authorization": "Bearer wrong"})
     expect_error(status, body, 401)
+    for near in (KEY[:-1], KEY + "x", ""):  # a prefix, a longer key, none
+        status, body, _ = srv.request("GET", "/v1/models", None, {"Authorization": f"Bearer {near}"})
+        expect_error(status, body, 401)
+    # The scheme's case is free and spaces may repeat (RFC 9110, 11.1); X-Api-Key works too.
+    for header in ({"Authorization": f"bearer {KEY}"}, {"Authorization": f"BEARER   {KEY}"},
+                   {"X-Api-Key": KEY}):
+        assert srv.request("GET", "/v1/models", None, header)[0] == 200, header
     try:
         openai.OpenAI(base_url=srv.base + "/v1", api_key="wrong", max_retries=0).models.list()
         raise AssertionError("a wrong key was accepted")

@@ -170,6 +170,13 @@ TEST(BenchCliTest, RowsUnderTheFloorSaySo) {
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "(pp32: under min_context=40, run as full)")) << r.out;
     EXPECT_FALSE(contains(r.out, "pp48: under")) << r.out;
+    // Two engines' rows of one test are one entry.
+    const CliRun two = run_cli("bench -m " + bench_model() +
+                               " -p 32 -n 0 --policy full,lazy --lazy-min-context 40 "
+                               "--prefill-weights copy,quant" +
+                               kCommon);
+    ASSERT_EQ(two.rc, 0) << two.out;
+    EXPECT_TRUE(contains(two.out, "(pp32: under min_context=40, run as full)")) << two.out;
 }
 
 TEST(BenchCliTest, EachPrefillWeightsHasItsOwnPeak) {
@@ -210,6 +217,14 @@ TEST(BenchCliTest, ExportedPromptIdsFeedBackExactly) {
     const std::vector<nlohmann::json> rows = parse_jsonl(r.out);
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_EQ(rows[0]["n_prompt"].get<int>(), 50);  // 40 ids repeated to 50
+    // Without -p, the file's ids as they are.
+    r = run_cli("bench -m " + bench_model() + " -n 1 -o jsonl --policy full --prompt-ids " +
+                    ids_file + kFullOnly,
+                /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const std::vector<nlohmann::json> exact = parse_jsonl(r.out);
+    ASSERT_EQ(exact.size(), 2u);
+    EXPECT_EQ(exact[0]["n_prompt"].get<int>(), 40);
 }
 
 TEST(BenchCliTest, BadFlagsAreUsageErrors) {

@@ -149,7 +149,7 @@ TEST(CliInputsTest, PromptFromStdinAndTrailingNewline) {
     EXPECT_GT(n_prompt_of("-f " + two_nl), hello);
     EXPECT_EQ(n_prompt_of("-f - < " + one_nl), hello);
     expect_error("run -m " + inputs_model() + " -f /nonexistent/prompt.txt", 2,
-                 "prompt file '/nonexistent/prompt.txt' does not exist");
+                 "-f: file '/nonexistent/prompt.txt' does not exist");
     // tokenize -f reads the file as run -f does.
     const std::string tokenize = "tokenize -m " + inputs_model();
     const CliRun text = run_cli(tokenize + " hello", /*merge_stderr=*/false);
@@ -172,8 +172,8 @@ TEST(CliInputsTest, TokenizeNamesExtraArguments) {
 // the usage exit code for the user's input files on every subcommand.
 TEST(CliInputsTest, AFolderWhereAFileBelongsIsNamed) {
     const std::string m = " -m " + inputs_model();
-    expect_error("run" + m + " -f /tmp", 2, "prompt file '/tmp' is a directory, not a file");
-    expect_error("tokenize" + m + " -f /tmp", 2, "prompt file '/tmp' is a directory");
+    expect_error("run" + m + " -f /tmp", 2, "-f: file '/tmp' is a directory, not a file");
+    expect_error("tokenize" + m + " -f /tmp", 2, "-f: file '/tmp' is a directory");
     expect_error("tokenize" + m + " -f /nonexistent/p.txt", 2,
                  "'/nonexistent/p.txt' does not exist");
     expect_error("run" + m + " -p hi --schedule /tmp", 2, "'/tmp' is a directory");
@@ -244,7 +244,7 @@ TEST(CliInputsTest, NBeyondTheContextNamesN) {
                  "-n 40 does not fit the context of 32 tokens (-c)");
     // Without -n, the message says the 256 is the default, and how to change it.
     expect_error("run -m " + inputs_model() + " -p hello -c 32", 2,
-                 "the default -n 256 does not fit the context of 32 tokens (-c); use -n -1");
+                 "the default -n 256 does not fit the context of 32 tokens (-c) (use -n -1");
 }
 
 TEST(CliInputsTest, SpecialTokensAreParsedUnlessTurnedOff) {

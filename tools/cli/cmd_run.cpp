@@ -2,7 +2,11 @@
 // Streams tokens to stdout as they are made; reports prompt tokens, TTFT, prefill and decode
 // speed on stderr. --json prints one machine-readable result instead.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -43,12 +47,36 @@ struct RunArgs {
     CLI::Option* n_predict_opt = nullptr;
 };
 
+// Ctrl-C during a run: the first one stops generating after the token in hand, and the answer so
+// far is printed with its figures (stop reason "interrupted"; exit 130, as a shell reports a
+// program ended by SIGINT); SA_RESETHAND makes a second one end the process at once (a prompt
+// step runs to its end before the first is seen).
+std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);  // safe to set in a signal handler
+
+void on_interrupt(int) {
+    g_interrupted.store(true, std::memory_order_relaxed);
+    constexpr char kNote[] =
+        "\nlazyllm: interrupted: stopping after this step (Ctrl-C again to quit)\n";
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kNote, sizeof(kNote) - 1);
+}
+
+void catch_interrupt() {
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+}
+
 double resident_mib() { return static_cast<double>(resident_bytes()) / (1 << 20); }
 
 // With -n -1 the token budget is the context's room (prompt_ids), so a run that spends it
 // stopped because the context is full: the engine, given only the budget, says "length".
+// A stop by the text callback is Ctrl-C's (catch_interrupt).
 void name_context_stop(const RunArgs& a, GenerateResult& r) {
     if (a.n_predict == -1 && r.stop_reason == "length") r.stop_reason = "context";
+    if (r.stop_reason == "callback" && g_interrupted.load()) r.stop_reason = "interrupted";
 }
 
 // One run's result; its fields are documented in docs/cli_json.md (schema:
@@ -113,7 +141,6 @@ void print_profile(const GenerateResult& r) {
 // reports its fastest round (interference on a shared machine only adds time), answers and TTFT
 // side by side.
 int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& ids, RunOptions ro) {
-    if (ro.prune.policy == Policy::kFull) ro.prune.policy = Policy::kLazy;
     RunOptions full = ro;
     full.prune = PruneOptions{};
     {
@@ -225,13 +252,18 @@ Result<std::vector<TokenId>> prompt_ids(const RunArgs& a, const Engine& e,
     const char* ctx_from = a.n_ctx > 0 ? "-c" : "the model's";
     const std::string n_flag =
         fmt::format("{}-n {}", a.n_predict_opt->count() > 0 ? "" : "the default ", a.n_predict);
-    if (a.n_predict >= ctx) {
-        return make_error(ErrorCode::kOutOfRange,
-                          "{} does not fit the context of {} tokens ({}); use -n -1 to generate "
-                          "until the context is full, or a smaller -n",
-                          n_flag, ctx, ctx_from);
-    }
     const auto n_ids = static_cast<int64_t>(ids.size());
+    // What would make it fit, of the flags that can still change.
+    const auto ways_out = [&](std::vector<std::string> ways) {
+        if (a.n_predict > 1) ways.push_back("a smaller -n");
+        if (a.n_ctx > 0 && a.n_ctx < s.n_ctx_train) ways.push_back("a larger -c");
+        return ways.empty() ? std::string() : fmt::format(" (use {})", fmt::join(ways, ", or "));
+    };
+    if (a.n_predict >= ctx && n_ids < ctx) {  // -n alone at fault
+        return make_error(ErrorCode::kOutOfRange, "{} does not fit the context of {} tokens ({}){}",
+                          n_flag, ctx, ctx_from,
+                          ways_out({"-n -1 to generate until the context is full"}));
+    }
     const int n_predict =
         a.n_predict == -1 ? static_cast<int>(std::max<int64_t>(1, ctx - n_ids)) : a.n_predict;
     ro.n_ctx = a.n_ctx;
@@ -239,10 +271,13 @@ Result<std::vector<TokenId>> prompt_ids(const RunArgs& a, const Engine& e,
     const int64_t room = ctx - n_predict;
     if (n_ids <= room) return ids;
     if (!a.truncate_middle || room < 2) {
+        std::vector<std::string> ways;
+        if (!a.truncate_middle && room >= 2) ways.push_back("--truncate-middle to cut the middle");
         return make_error(ErrorCode::kOutOfRange,
                           "the prompt has {} tokens; with {} the context of {} ({}) holds at "
-                          "most {} (use --truncate-middle to cut the middle, or a smaller -n)",
-                          ids.size(), n_flag, ctx, ctx_from, std::max<int64_t>(room, 0));
+                          "most {}{}",
+                          ids.size(), n_flag, ctx, ctx_from, std::max<int64_t>(room, 0),
+                          ways_out(std::move(ways)));
     }
     // LongBench-style middle truncation: keep the head and the tail.
     const int64_t half = room / 2;
@@ -306,6 +341,11 @@ int run_run(RunArgs& a) {
     resolve_seed(a.sampling);
     auto prune = to_prune_options(a.prune, a.engine);
     if (!prune.ok()) return report(prune.error());
+    if (a.compare && a.prune.policy == "full") {
+        return report(Error(ErrorCode::kInvalidArgument,
+                            "--compare runs full beside a pruning policy: --policy full leaves "
+                            "nothing to compare (drop it for lazy, or name another policy)"));
+    }
     if (a.n_ctx > 0) {  // before the load, as serve's -c (read without the weights)
         auto model = inspect_model(a.engine);
         if (!model.ok()) return report(model.error());
@@ -345,17 +385,22 @@ int run_run(RunArgs& a) {
     if (auto st = e.validate(ro); !st.ok()) return report_usage(st.error());
     std::fprintf(stderr, "lazyllm: seed %llu\n", static_cast<unsigned long long>(ro.sampling.seed));
 
-    if (a.compare) return run_compare(a, e, *ids, ro);
+    if (a.compare) {
+        if (ro.prune.policy == Policy::kFull) ro.prune.policy = Policy::kLazy;  // the default
+        return run_compare(a, e, *ids, ro);
+    }
 
-    TextCallback on_text;
-    if (!a.json) {
-        on_text = [](std::string_view piece) {
+    const bool json = a.json;
+    const TextCallback on_text = [json](std::string_view piece) {
+        if (!json) {
             std::fwrite(piece.data(), 1, piece.size(), stdout);
             std::fflush(stdout);
-            return true;
-        };
-    }
+        }
+        return !g_interrupted.load(std::memory_order_relaxed);
+    };
+    catch_interrupt();
     auto r = e.generate(*ids, ro, on_text);
+    std::signal(SIGINT, SIG_DFL);
     if (!r.ok()) return report(r.error());
     name_context_stop(a, *r);
     if (a.json) {
@@ -363,7 +408,7 @@ int run_run(RunArgs& a) {
     } else {
         print_result(a, *r);
     }
-    return kExitOk;
+    return r->stop_reason == "interrupted" ? kExitInterrupted : kExitOk;
 }
 
 }  // namespace

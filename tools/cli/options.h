@@ -47,6 +47,8 @@ void warn_task_prompts(const Engine& e);
 // its bound as a 300-digit double).
 extern const CLI::Validator kNonNegative;
 extern const CLI::Validator kPositive;
+// A value that may not be empty (an empty string would read as the flag not given).
+extern const CLI::Validator kNonEmpty;
 
 void add_sampling_flags(CLI::App& app, SamplingParams& s);
 // --seed -1 or 0 (or no --seed): draws a random seed into s.seed, so that it can be printed.

@@ -7,9 +7,11 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <functional>
+#include <string_view>
 #include <thread>
 
 #include "server/api_response.h"
@@ -36,10 +38,32 @@ namespace {
 
 using Context = HttpServer::Context;
 
+// a == b in a time that does not depend on where they differ (a key guessed byte by byte).
+bool same_key(std::string_view a, std::string_view b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (size_t i = 0; i < a.size(); ++i) {
+        diff |= static_cast<unsigned char>(a[i] ^ (b.empty() ? 0 : b[i % b.size()]));
+    }
+    return diff == 0;
+}
+
+// "Bearer KEY": the scheme's case is free (RFC 9110, 11.1), spaces may repeat after it.
 bool authorized(const Context& ctx, const httplib::Request& req) {
     if (ctx.cfg.api_key.empty()) return true;
     const std::string auth = req.get_header_value("Authorization");
-    return auth == "Bearer " + ctx.cfg.api_key || req.get_header_value("X-Api-Key") == ctx.cfg.api_key;
+    constexpr std::string_view kScheme = "bearer ";
+    if (auth.size() > kScheme.size() &&
+        std::equal(kScheme.begin(), kScheme.end(), auth.begin(), [](char s, char c) {
+            return s == static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        })) {
+        const size_t key = auth.find_first_not_of(' ', kScheme.size());
+        if (key != std::string::npos &&
+            same_key(std::string_view(auth).substr(key), ctx.cfg.api_key)) {
+            return true;
+        }
+    }
+    return req.has_header("X-Api-Key") &&
+           same_key(req.get_header_value("X-Api-Key"), ctx.cfg.api_key);
 }
 
 // Paths open without the key: the page (it asks for the key itself) and the health check.
