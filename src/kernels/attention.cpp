@@ -286,7 +286,7 @@ void run_tiles(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges
     const int64_t n_tasks = n_head_tiles * a.n_head_kv;
     const int64_t max_vis = *std::max_element(keys.hi.begin(), keys.hi.end());
 
-    const int64_t n_split = key_splits(n_threads, n_tasks, max_vis);
+    const int64_t n_split = a.row_invariant ? 1 : key_splits(n_threads, n_tasks, max_vis);
 
     if (n_split == 1) {
         // Heaviest tiles first (queries usually come in position order, so the last tiles
@@ -419,7 +419,8 @@ void run_tiles_blocked(const KernelContext& ctx, const AttentionArgs& a, const K
         std::max<int64_t>(kSplitAlign, kChunkBytes / key_bytes / kSplitAlign * kSplitAlign);
     const int64_t max_vis = *std::max_element(keys.hi.begin(), keys.hi.end());
     const int64_t n_tasks = tiles_per_head(a) * a.n_head_kv;
-    if (max_vis > chunk_keys && key_splits(ctx.n_threads, n_tasks, max_vis) == 1) {
+    if (max_vis > chunk_keys &&
+        (a.row_invariant || key_splits(ctx.n_threads, n_tasks, max_vis) == 1)) {
         run_tiles_chunked(ctx, a, keys, chunk_keys, tile_fn, finalize);
         return;
     }
@@ -433,7 +434,9 @@ void run_tiles_blocked(const KernelContext& ctx, const AttentionArgs& a, const K
 
 // The bf16 prefill: AMX tiles, or VDPBF16PS tiles; false where neither applies.
 bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
-    if (!a.bf16 || a.n_q * (a.n_head / a.n_head_kv) < kBf16MinQueryVectors) return false;
+    if (!a.bf16 || (!a.row_invariant && a.n_q * (a.n_head / a.n_head_kv) < kBf16MinQueryVectors)) {
+        return false;
+    }
     // (The AMX kernel has no sliding window: windowed layers take the VDPBF16PS kernel.)
     const bool amx = ctx.isa == Isa::kAmx && a.window <= 0 && detail::amx_attention_usable(a);
     if (!amx &&
@@ -461,7 +464,8 @@ bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
 template <Isa I>
 void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     const int group = a.n_head / a.n_head_kv;
-    if (a.n_q * group <= detail::kAttnFewLanes) {
+    if (I == Isa::kAvx512 && a.row_invariant && run_bf16(ctx, a, keys)) return;
+    if (a.n_q * group <= detail::kAttnFewLanes && !a.row_invariant) {
         run_decode<I>(ctx, a, keys);
         return;
     }
@@ -469,10 +473,11 @@ void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
     detail::PackedKvF32& packed = ctx.ws->caller<detail::PackedKvF32>();
     detail::pack_kv_f32<I>(ctx, a, packed);
     // A tile of few lanes (the last of a KV head) takes all its keys with keys in lanes on its
-    // first chunk, and skips the later ones: one kernel and order for every key.
+    // first chunk, and skips the later ones: one kernel and order for every key. Row-invariant
+    // calls run every tile with queries in lanes, whatever its lanes.
     const auto tile_fn = [&](const AttnTile& t, int64_t j0, int64_t j1, AttnState& st,
                              bool resume) {
-        if (t.n_lanes > detail::kAttnFewLanes) {
+        if (t.n_lanes > detail::kAttnFewLanes || a.row_invariant) {
             detail::attention_tile<I>(a, packed, t, j0, j1, st, resume);
         } else if (!resume) {
             detail::attention_lanes<I>(a, &t, 1, j0, t.n_vis_max, &st);

@@ -3,9 +3,12 @@
 // Micro-tile: kMr = 6 rows x 16 columns in 12 ymm accumulators; per k, two loads of the
 // packed panel and six broadcasts of x, twelve vfmadd231ps (the 6x16 shape of BLIS's Zen
 // kernels: 12 independent chains cover two FMA pipes of latency 4, and 15 of the 16 ymm
-// registers are live). Tiles of 1-3 rows split k into even and odd accumulators, which
-// doubles their independent chains (4 for one row). x is read in place: broadcasts need
-// no packing.
+// registers are live). Every tile sums k in order, whatever its rows, so that a row's
+// values do not depend on the rows beside it in the call (a prompt continued over a cached
+// prefix gives a cold run's values); tiles of 1-3 rows, latency-bound that way, come with
+// decode-sized calls, whose weights stream from memory at the same rate either way (splitting
+// k into even and odd accumulators measured no faster on the default model's decode). x is
+// read in place: broadcasts need no packing.
 //
 // Loop order in a work item (rows [r0, r1) x panels [p0, p1)), after BLIS: for each k block,
 // for each panel, for each micro-tile. A panel's k block (kc x 16 floats) stays in L1 or L2
@@ -113,26 +116,8 @@ inline void tile(const float* a, int64_t lda, const float* b, int64_t kc, float*
     __m256 c[MR][2];
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) c[i][0] = c[i][1] = _mm256_setzero_ps();
-    if constexpr (MR <= 3) {
-        // Even k into c, odd k into d: 4 * MR chains instead of 2 * MR.
-        __m256 d[MR][2];
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) d[i][0] = d[i][1] = _mm256_setzero_ps();
-        int64_t k = 0;
-        for (; k + 2 <= kc; k += 2) {
-            rank1<MR>(c, a, lda, b, k);
-            rank1<MR>(d, a, lda, b, k + 1);
-        }
-        if (k < kc) rank1<MR>(c, a, lda, b, k);
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; ++i) {
-            c[i][0] = _mm256_add_ps(c[i][0], d[i][0]);
-            c[i][1] = _mm256_add_ps(c[i][1], d[i][1]);
-        }
-    } else {
 #pragma GCC unroll 4
-        for (int64_t k = 0; k < kc; ++k) rank1<MR>(c, a, lda, b, k);
-    }
+    for (int64_t k = 0; k < kc; ++k) rank1<MR>(c, a, lda, b, k);
     store_tile<MR>(c, y, ldy, bias, load_y, nr);
 }
 

@@ -201,6 +201,7 @@ public:
         attention_norm(w);                        // x = rmsnorm(h)
         qkv(w, il);                               // [q|k|v] = x Wqkv^T; RoPE; K/V into the cache
         kernels::AttentionArgs a = m_.attention_args(kv_, il);
+        a.row_invariant = row_invariant_attention(il);
         score(a, il);                             // LazyLLM: the last row's head-mean attention
         const TailRows o = tail_rows(il);         // the rows that go on past the K/V
         attention(a, o);                          // attn = softmax(q K^T / sqrt(d)) V over S
@@ -364,6 +365,14 @@ private:
     // The rows that go on through attention, Wo and the FFN: all of them; the last one alone in
     // the narrowed last layer; or those the cut picks at the run's last layer (K/V of every row
     // are stored either way).
+    // A prompt step's rows attend as they would in a longer prompt (AttentionArgs::
+    // row_invariant), so that a prompt continued over a cached prefix gives a cold run's values;
+    // but for the last layer's one row that makes the logits, which is the call's only row
+    // either way, kept on the kernel its size picks.
+    bool row_invariant_attention(int il) const {
+        return run_.prompt && !(run_.last_row_out && il == c_.n_layer - 1);
+    }
+
     TailRows tail_rows(int il) {
         const int64_t n = run_.n_rows, E = c_.n_embd, NQKV = c_.n_qkv();
         o_flops_ = attn_flops_;

@@ -7,10 +7,11 @@
 // without AVX2/FMA/F16C.
 //
 // Error bound per output y = sum_i x_i w_i (+ b): the kernel sums in another order (8 lanes,
-// k blocks, split accumulators for short tiles), so |err| <= 1e-5 * (sum_i |x_i w_i| + |b|
+// k blocks), so |err| <= 1e-5 * (sum_i |x_i w_i| + |b|
 // + |y0| when accumulating) + 1e-6, as for oneDNN in gemm_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -145,6 +146,31 @@ TEST(GemmAvx2, RepeatedShapesAndZeroRows) {
         lin->forward(x.data(), m, y.data());
         ref::linear(x.data(), w.data(), nullptr, want.data(), m, n_out, n_in);
         for (int64_t i = 0; i < m * n_out; ++i) ASSERT_NEAR(y[i], want[i], 1e-4f) << m;
+    }
+}
+
+// A row's outputs do not depend on the rows beside it: the rows of a call taken in calls of
+// 1 to 7 rows (every micro-tile height, with and without a split over the threads) are the
+// whole call's, bit for bit (row-invariant prompt steps, gemm_avx2.cpp).
+TEST(GemmAvx2, RowsAloneEqualTheSameRowsInALargerCall) {
+    SKIP_WITHOUT_AVX2();
+    const int64_t m = 40, n_in = 1536, n_out = 200;  // two k blocks, a masked last panel
+    const auto w = random_vec(n_out * n_in, 71);
+    const auto x = random_vec(m * n_in, 72);
+    for (int threads : {1, 2}) {
+        auto lin = PackedLinear::create({Isa::kAvx2, threads}, w.data(), n_out, n_in, nullptr,
+                                        GemmPrecision::kF32);
+        ASSERT_TRUE(lin.ok()) << lin.error().message();
+        std::vector<float> whole(m * n_out);
+        lin->forward(x.data(), m, whole.data(), n_in, n_out, false);
+        for (int64_t rows = 1; rows <= 7; ++rows) {
+            for (int64_t r0 = 0; r0 + rows <= m; r0 += rows) {
+                std::vector<float> part(rows * n_out);
+                lin->forward(x.data() + r0 * n_in, rows, part.data(), n_in, n_out, false);
+                ASSERT_TRUE(std::equal(part.begin(), part.end(), whole.begin() + r0 * n_out))
+                    << "rows " << r0 << "+" << rows << " threads=" << threads;
+            }
+        }
     }
 }
 

@@ -172,6 +172,51 @@ TEST(Conversation, TheSamePromptAgainSamplesFromItsPromptStep) {
     }
 }
 
+// Log-probabilities of a greedy turn's tokens (EOS ignored).
+std::vector<float> turn_logprobs(Conversation& c, const std::vector<TokenId>& prompt, int n) {
+    TurnOptions to;
+    to.max_new_tokens = n;
+    to.ignore_eos = true;
+    to.sampling.temperature = 0.0f;
+    to.logprobs = 1;
+    std::vector<float> out;
+    if (!c.start_turn(prompt, to).ok()) return out;
+    for (int calls = 0; calls < 2 * n + 2; ++calls) {
+        auto d = c.next();
+        if (!d.ok()) break;
+        for (const TokenLogprob& t : d->logprobs) out.push_back(t.logprob);
+        if (d->done) break;
+    }
+    return out;
+}
+
+// A prompt that continues a cached prefix (a chat's next turn, a request sharing a system
+// prompt) answers as the same prompt run cold, to the bit: a prompt step's rows attend as they
+// would in a longer step (AttentionArgs::row_invariant) and its linear layers give each row
+// the same values whatever the rows beside it. Suffixes of 1 to 30 tokens over prefixes of 8
+// to 40 (the bf16 attention tiles take calls of 64 query vectors and more by default).
+TEST(Conversation, APromptOverACachedPrefixAnswersAsCold) {
+    auto engine = tiny_engine("lazyllm_conv_prefix.gguf");
+    ASSERT_NE(engine, nullptr);
+    const int n_vocab = engine->summary().n_vocab;
+    const std::vector<TokenId> first = prompt_ids(48, n_vocab);
+    for (const auto& [kept, added] :
+         std::vector<std::pair<int, int>>{{40, 1}, {40, 7}, {8, 30}, {20, 2}}) {
+        std::vector<TokenId> prompt(first.begin(), first.begin() + kept);
+        for (int i = 0; i < added; ++i) prompt.push_back((11 * i + 5) % n_vocab);
+        auto cold = engine->open_conversation(PruneOptions{}, 128);
+        ASSERT_TRUE(cold.ok());
+        const std::vector<float> want = turn_logprobs(**cold, prompt, 6);
+        ASSERT_EQ(want.size(), 6u);
+        auto warm = engine->open_conversation(PruneOptions{}, 128);
+        ASSERT_TRUE(warm.ok());
+        ASSERT_EQ(turn_logprobs(**warm, first, 3).size(), 3u);
+        const std::vector<float> got = turn_logprobs(**warm, prompt, 6);
+        EXPECT_EQ((*warm)->stats().n_cached, kept);
+        EXPECT_EQ(got, want) << "kept " << kept << ", added " << added;
+    }
+}
+
 // TurnOptions::logprobs: each emitted token's log-softmax and its k most likely alternatives
 // (greedy picks the first of them), in start_turn/next and in next_batch alike.
 TEST(Conversation, LogprobsOfEachEmittedToken) {

@@ -90,6 +90,30 @@ def routes_to_longest_prefix(c):
         assert u2.prompt_tokens_details.cached_tokens >= u1.prompt_tokens, (u2, u1)
 
 
+def shared_prefix_answers_as_cold(lazyllm):
+    """On the default decode weights (the GGUF's blocks): a prompt that continues another
+    request's prompt, here the same question about another number, answers as that prompt run
+    cold, log-probabilities to the bit: the suffix's step gives its rows a cold prefill's
+    values (the row-invariant prompt step). Before, the bf16 tiles took the cold prompt's
+    attention and fp32 kernels the short suffix's, which turned one answer's 8th token."""
+    with Server(lazyllm, "--ctx-size", "2048", "--parallel", "1", log_name="cache-prefix") as srv:
+        c = openai.OpenAI(base_url=srv.base + "/v1", api_key="none", max_retries=0, timeout=120)
+
+        def ask(n, cache):
+            r = c.chat.completions.create(
+                model="any", max_tokens=16, temperature=0, logprobs=True,
+                messages=[{"role": "user", "content": f"Write a short sentence about the number {n}."}],
+                extra_body={"cache_prompt": cache})
+            return [(t.token, t.logprob) for t in r.choices[0].logprobs.content], r.usage
+
+        cold, _ = ask(2, False)
+        ask(1, True)
+        warm, usage = ask(2, True)
+        cached = usage.prompt_tokens_details.cached_tokens
+        assert 0 < cached < usage.prompt_tokens - 1, usage
+        assert warm == cold, (warm, cold)
+
+
 def run(lazyllm, checks):
     # Decode steps on the GEMM weights, as prefill: the answer tokens' KV, made by turn 1's
     # decode steps, is then the same arithmetic as a cold prefill of them (on the 4-bit decode
@@ -101,3 +125,5 @@ def run(lazyllm, checks):
         checks.run("a divergent request truncates at the common prefix", divergent_truncates, c)
         checks.run("requests go to the slot with the longest prefix", routes_to_longest_prefix, c)
         assert srv.alive(), srv.read_log()
+    checks.run("a prompt over another's cached prefix answers as cold (4-bit decode weights)",
+               shared_prefix_answers_as_cold, lazyllm)
