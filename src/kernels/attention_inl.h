@@ -42,7 +42,7 @@ template <>
 struct AttnPlan<Isa::kAvx512> {
     static constexpr int kKeyGroup = 16;
     static constexpr int kDimGroup = 4;
-    static constexpr bool kPadKeys = true;    // padding keys run masked (p = 0)
+    static constexpr bool kPadKeys = true;  // padding keys run masked (p = 0)
     static constexpr bool kMulFirst = true;
     static constexpr bool kLanePairs = true;  // keys in lanes, P.V: lane pairs, a chain each,
     static constexpr int kChains = 2;         // and two (even/odd keys) for a lane alone
@@ -104,7 +104,10 @@ void tile_kernel(const AttentionArgs& a, const PackedKvF32& packed, const AttnTi
     }
     const int64_t head_off = static_cast<int64_t>(t.kv_head) * packed.n_kv_pad * D;
 
-    for (int64_t j0 = j_begin; j0 < j_end; j0 += kTileKeys) {
+    // Blocks start at multiples of kTileKeys, keys before j_begin hidden: where a window sets
+    // j_begin (the tile's first key in some lane's window), a lane's blocks, and so its online
+    // softmax, do not depend on its tile-mates (AttentionArgs::row_invariant).
+    for (int64_t j0 = j_begin / kTileKeys * kTileKeys; j0 < j_end; j0 += kTileKeys) {
         const int nj = static_cast<int>(std::min<int64_t>(kTileKeys, j_end - j0));
         const int n_keys = P::kPadKeys ? kTileKeys : nj;
         // The block's rows, D apart (constant offsets); rows past the keys are zeros.
@@ -137,11 +140,13 @@ void tile_kernel(const AttentionArgs& a, const PackedKvF32& packed, const AttnTi
                 for (int h = 0; h < kHalves; ++h) s[jg + k][h] = acc[k][h];
             }
         }
-        // Some key not visible to every lane: hide it (padding keys at INT32_MAX).
-        if (nj < n_keys || j0 + n_keys > t.n_vis_min) {
+        // Some key not visible to every lane: hide it (padding keys and keys before j_begin at
+        // INT32_MAX).
+        if (nj < n_keys || j0 + n_keys > t.n_vis_min || j0 < j_begin) {
 #pragma GCC unroll 16
             for (int jj = 0; jj < n_keys; ++jj) {
-                const auto kp = V::set1_i32(jj < nj ? a.kv_pos[j0 + jj] : INT32_MAX);
+                const auto kp =
+                    V::set1_i32(jj < nj && j0 + jj >= j_begin ? a.kv_pos[j0 + jj] : INT32_MAX);
                 for (int h = 0; h < kHalves; ++h) s[jj][h] = V::hide_after(s[jj][h], kp, q_pos[h]);
             }
         }
@@ -149,7 +154,8 @@ void tile_kernel(const AttentionArgs& a, const PackedKvF32& packed, const AttnTi
         if (j0 < t.n_lo_max) {
             for (int jj = 0; jj < nj; ++jj) {
                 const auto neg_kp = V::set1_i32(-a.kv_pos[j0 + jj]);
-                for (int h = 0; h < kHalves; ++h) s[jj][h] = V::hide_after(s[jj][h], neg_kp, q_lo[h]);
+                for (int h = 0; h < kHalves; ++h)
+                    s[jj][h] = V::hide_after(s[jj][h], neg_kp, q_lo[h]);
             }
         }
         for (int h = 0; h < kHalves; ++h) {
@@ -371,7 +377,8 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
         alignas(64) int32_t neg_kp[kKeys];  // -kv_pos for the window's test
         const bool windowed = j0 < lo_max;
         if (windowed) {
-            for (int jj = 0; jj < kKeys; ++jj) neg_kp[jj] = jj < nj ? -a.kv_pos[j0 + jj] : -INT32_MAX;
+            for (int jj = 0; jj < kKeys; ++jj)
+                neg_kp[jj] = jj < nj ? -a.kv_pos[j0 + jj] : -INT32_MAX;
         }
         const auto neg_key_pos = V::load_i32(neg_kp, windowed ? kKeys : 0, -INT32_MAX);
         if ((j0 - j_begin) % kTouchKeys == 0) {

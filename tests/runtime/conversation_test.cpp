@@ -190,30 +190,47 @@ std::vector<float> turn_logprobs(Conversation& c, const std::vector<TokenId>& pr
     return out;
 }
 
-// A prompt that continues a cached prefix (a chat's next turn, a request sharing a system
-// prompt) answers as the same prompt run cold, to the bit: a prompt step's rows attend as they
-// would in a longer step (AttentionArgs::row_invariant) and its linear layers give each row
-// the same values whatever the rows beside it. Suffixes of 1 to 30 tokens over prefixes of 8
-// to 40 (the bf16 attention tiles take calls of 64 query vectors and more by default).
+// A prompt that continues a cached prefix (a request sharing a system prompt or an earlier
+// question's text) answers as the same prompt run cold, to the bit: a prompt step's rows attend
+// as they would in a longer step (AttentionArgs::row_invariant) and its linear layers give each
+// row the same values whatever the rows beside it. Head dim 64 and groups of 3 query heads, so
+// that cold prompts of 40-48 tokens take the attention tiles (the bf16 ones from 64 query
+// vectors per KV head, where the CPU has them) and suffixes of 1 to 30 tokens fewer; Gemma 3's
+// sliding windows of 8 keys too. Prefixes of 8 to 40 tokens.
 TEST(Conversation, APromptOverACachedPrefixAnswersAsCold) {
-    auto engine = tiny_engine("lazyllm_conv_prefix.gguf");
-    ASSERT_NE(engine, nullptr);
-    const int n_vocab = engine->summary().n_vocab;
-    const std::vector<TokenId> first = prompt_ids(48, n_vocab);
-    for (const auto& [kept, added] :
-         std::vector<std::pair<int, int>>{{40, 1}, {40, 7}, {8, 30}, {20, 2}}) {
-        std::vector<TokenId> prompt(first.begin(), first.begin() + kept);
-        for (int i = 0; i < added; ++i) prompt.push_back((11 * i + 5) % n_vocab);
-        auto cold = engine->open_conversation(PruneOptions{}, 128);
-        ASSERT_TRUE(cold.ok());
-        const std::vector<float> want = turn_logprobs(**cold, prompt, 6);
-        ASSERT_EQ(want.size(), 6u);
-        auto warm = engine->open_conversation(PruneOptions{}, 128);
-        ASSERT_TRUE(warm.ok());
-        ASSERT_EQ(turn_logprobs(**warm, first, 3).size(), 3u);
-        const std::vector<float> got = turn_logprobs(**warm, prompt, 6);
-        EXPECT_EQ((*warm)->stats().n_cached, kept);
-        EXPECT_EQ(got, want) << "kept " << kept << ", added " << added;
+    for (const char* arch : {"llama", "gemma3"}) {
+        testing::TinyModelSpec spec;
+        spec.arch = arch;
+        spec.n_layer = 3;
+        spec.n_embd = 192;
+        spec.n_head = 3;
+        spec.n_head_kv = 1;
+        spec.n_ff = 256;
+        spec.seed = 12;
+        const std::string path = ::testing::TempDir() + "lazyllm_conv_prefix_" + arch + ".gguf";
+        ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
+        EngineOptions eo;
+        eo.model_path = path;
+        eo.n_threads = 2;
+        auto engine = Engine::load(eo);
+        ASSERT_TRUE(engine.ok()) << engine.error().message();
+        const int n_vocab = (*engine)->summary().n_vocab;
+        const std::vector<TokenId> first = prompt_ids(48, n_vocab);
+        for (const auto& [kept, added] :
+             std::vector<std::pair<int, int>>{{40, 1}, {40, 7}, {8, 30}, {20, 2}}) {
+            std::vector<TokenId> prompt(first.begin(), first.begin() + kept);
+            for (int i = 0; i < added; ++i) prompt.push_back((11 * i + 5) % n_vocab);
+            auto cold = (*engine)->open_conversation(PruneOptions{}, 128);
+            ASSERT_TRUE(cold.ok());
+            const std::vector<float> want = turn_logprobs(**cold, prompt, 6);
+            ASSERT_EQ(want.size(), 6u);
+            auto warm = (*engine)->open_conversation(PruneOptions{}, 128);
+            ASSERT_TRUE(warm.ok());
+            ASSERT_EQ(turn_logprobs(**warm, first, 3).size(), 3u);
+            const std::vector<float> got = turn_logprobs(**warm, prompt, 6);
+            EXPECT_EQ((*warm)->stats().n_cached, kept);
+            EXPECT_EQ(got, want) << arch << ": kept " << kept << ", added " << added;
+        }
     }
 }
 

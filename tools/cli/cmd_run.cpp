@@ -61,19 +61,30 @@ void on_interrupt(int) {
     [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kNote, sizeof(kNote) - 1);
 }
 
-void catch_interrupt() {
-    struct sigaction sa {};
-    sa.sa_handler = on_interrupt;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-}
+// Sets the handler for one generate call; the destructor puts back what was there. SA_RESTART:
+// a write to stdout that the signal interrupts goes on.
+class CatchInterrupt {
+public:
+    CatchInterrupt() {
+        struct sigaction sa {};
+        sa.sa_handler = on_interrupt;
+        sa.sa_flags = SA_RESETHAND | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_);
+    }
+    ~CatchInterrupt() { sigaction(SIGINT, &old_, nullptr); }
+    CatchInterrupt(const CatchInterrupt&) = delete;
+    CatchInterrupt& operator=(const CatchInterrupt&) = delete;
+
+private:
+    struct sigaction old_ {};
+};
 
 double resident_mib() { return static_cast<double>(resident_bytes()) / (1 << 20); }
 
 // With -n -1 the token budget is the context's room (prompt_ids), so a run that spends it
 // stopped because the context is full: the engine, given only the budget, says "length".
-// A stop by the text callback is Ctrl-C's (catch_interrupt).
+// A stop by the text callback is Ctrl-C's (CatchInterrupt).
 void name_context_stop(const RunArgs& a, GenerateResult& r) {
     if (a.n_predict == -1 && r.stop_reason == "length") r.stop_reason = "context";
     if (r.stop_reason == "callback" && g_interrupted.load()) r.stop_reason = "interrupted";
@@ -383,12 +394,14 @@ int run_run(RunArgs& a) {
     if (!ids.ok()) return report(ids.error());
     // The schedule (flags or --schedule FILE) is the user's input: a fault in it is a usage error.
     if (auto st = e.validate(ro); !st.ok()) return report_usage(st.error());
-    std::fprintf(stderr, "lazyllm: seed %llu\n", static_cast<unsigned long long>(ro.sampling.seed));
-
     if (a.compare) {
+        std::fprintf(stderr, "lazyllm: seed %llu\n",
+                     static_cast<unsigned long long>(ro.sampling.seed));
         if (ro.prune.policy == Policy::kFull) ro.prune.policy = Policy::kLazy;  // the default
         return run_compare(a, e, *ids, ro);
     }
+    const CatchInterrupt interrupt;  // before the seed line: a script may signal once it reads it
+    std::fprintf(stderr, "lazyllm: seed %llu\n", static_cast<unsigned long long>(ro.sampling.seed));
 
     const bool json = a.json;
     const TextCallback on_text = [json](std::string_view piece) {
@@ -398,9 +411,7 @@ int run_run(RunArgs& a) {
         }
         return !g_interrupted.load(std::memory_order_relaxed);
     };
-    catch_interrupt();
     auto r = e.generate(*ids, ro, on_text);
-    std::signal(SIGINT, SIG_DFL);
     if (!r.ok()) return report(r.error());
     name_context_stop(a, *r);
     if (a.json) {

@@ -160,6 +160,26 @@ int run_attention_amx_emulated() {
                                 c.n_kv, kv_head, resumed ? "resumed" : "one call", err, kTolerance);
                 }
             }
+            // Lane 0 among other tile-mates (other rows and positions in lanes 1-15, so other
+            // block maxima and rescales): its running max, sum and O are the same bits.
+            AttnTile t2 = t;
+            for (int lane = 1; lane < kAttnLanes; ++lane) {
+                t2.row[lane] = (lane * 3 + 1) % n_q;
+                t2.pos[lane] = c.n_kv - 1 - (lane * 11) % std::min(c.n_kv, 60);
+                t2.n_vis_min = std::min<int64_t>(t2.n_vis_min, t2.pos[lane] + 1);
+            }
+            std::vector<float> o2(o.size());
+            AttnState st2;
+            st2.o = o2.data();
+            attention_tile_amx(a, packed, t, 0, c.n_kv, st, false);
+            attention_tile_amx(a, packed, t2, 0, c.n_kv, st2, false);
+            bool same = st.m[0] == st2.m[0] && st.l[0] == st2.l[0];
+            for (int d = 0; d < D; ++d) same = same && o[d * kAttnLanes] == o2[d * kAttnLanes];
+            if (!tally.record(same ? 0.0 : 1.0, 0.5)) {
+                std::printf(
+                    "FAIL head_dim %d n_kv %d kv_head %d: lane 0 depends on its tile-mates\n", D,
+                    c.n_kv, kv_head);
+            }
         }
     }
     return tally.report("attention_amx");
