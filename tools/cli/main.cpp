@@ -46,6 +46,7 @@ constexpr LlamaFlag kLlamaFlags[] = {
 };
 
 // The first llama.cpp multi-letter flag among the arguments (with or without "=value"), or none.
+// A value spelled like one (`-p -fa`) is refused too; `--prompt=-fa` passes.
 const LlamaFlag* llama_flag(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
