@@ -80,21 +80,11 @@ inline void qk_step(const uint16_t* k_blk, const uint32_t (&qb)[D / 32][16][kAtt
     } else {
         const int c = (i - 2) / 5;
         switch ((i - 2) % 5) {
-            case 0:
-                _tile_loadd(7, qb[c], 64);
-                break;
-            case 1:
-                _tile_loadd(6, k_blk + 32 * c, D * 2);
-                break;
-            case 2:
-                _tile_dpbf16ps(4, 6, 7);
-                break;
-            case 3:
-                _tile_loadd(6, k_blk + 16 * D + 32 * c, D * 2);
-                break;
-            default:
-                _tile_dpbf16ps(5, 6, 7);
-                break;
+            case 0: _tile_loadd(7, qb[c], 64); break;
+            case 1: _tile_loadd(6, k_blk + 32 * c, D * 2); break;
+            case 2: _tile_dpbf16ps(4, 6, 7); break;
+            case 3: _tile_loadd(6, k_blk + 16 * D + 32 * c, D * 2); break;
+            default: _tile_dpbf16ps(5, 6, 7); break;
         }
     }
 }
@@ -112,33 +102,15 @@ inline void store_s(float (*dst)[kAttnLanes], int i) {
 // rotating over tmm4-6.
 inline void pv_step(const uint16_t* vt_blk, const uint32_t (*p)[kAttnLanes], int i) {
     switch (i) {
-        case 0:
-            _tile_loadd(7, p, 64);
-            break;
-        case 1:
-            _tile_loadd(4, vt_blk, 64);
-            break;
-        case 2:
-            _tile_dpbf16ps(0, 4, 7);
-            break;
-        case 3:
-            _tile_loadd(5, vt_blk + 16 * kKeyBlock, 64);
-            break;
-        case 4:
-            _tile_dpbf16ps(1, 5, 7);
-            break;
-        case 5:
-            _tile_loadd(6, vt_blk + 32 * kKeyBlock, 64);
-            break;
-        case 6:
-            _tile_dpbf16ps(2, 6, 7);
-            break;
-        case 7:
-            _tile_loadd(4, vt_blk + 48 * kKeyBlock, 64);
-            break;
-        default:
-            _tile_dpbf16ps(3, 4, 7);
-            break;
+        case 0: _tile_loadd(7, p, 64); break;
+        case 1: _tile_loadd(4, vt_blk, 64); break;
+        case 2: _tile_dpbf16ps(0, 4, 7); break;
+        case 3: _tile_loadd(5, vt_blk + 16 * kKeyBlock, 64); break;
+        case 4: _tile_dpbf16ps(1, 5, 7); break;
+        case 5: _tile_loadd(6, vt_blk + 32 * kKeyBlock, 64); break;
+        case 6: _tile_dpbf16ps(2, 6, 7); break;
+        case 7: _tile_loadd(4, vt_blk + 48 * kKeyBlock, 64); break;
+        default: _tile_dpbf16ps(3, 4, 7); break;
     }
 }
 
@@ -210,8 +182,9 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
         for (int64_t j0 = j_begin; j0 < j_end; j0 += kKeyBlock, cur ^= 1) {
             const bool has_next = j0 + kKeyBlock < j_end;
             const bool has_prev = j0 > j_begin;  // a P.V of this call is in flight
-            float(*s_cur)[kAttnLanes] = sbuf[cur];
-            const uint16_t* vt_prev = has_prev ? vt_head + (j0 - kKeyBlock) * D + vt_pass : nullptr;
+            float (*s_cur)[kAttnLanes] = sbuf[cur];
+            const uint16_t* vt_prev =
+                has_prev ? vt_head + (j0 - kKeyBlock) * D + vt_pass : nullptr;
             auto pipeline_step = [&](int i) {
                 if (i < kQkSteps) {
                     if (has_next) qk_step<D>(k_head + (j0 + kKeyBlock) * D, qb, i);

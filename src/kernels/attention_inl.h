@@ -42,7 +42,7 @@ template <>
 struct AttnPlan<Isa::kAvx512> {
     static constexpr int kKeyGroup = 16;
     static constexpr int kDimGroup = 4;
-    static constexpr bool kPadKeys = true;  // padding keys run masked (p = 0)
+    static constexpr bool kPadKeys = true;    // padding keys run masked (p = 0)
     static constexpr bool kMulFirst = true;
     static constexpr bool kLanePairs = true;  // keys in lanes, P.V: lane pairs, a chain each,
     static constexpr int kChains = 2;         // and two (even/odd keys) for a lane alone
@@ -154,8 +154,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvF32& packed, const AttnTi
         if (j0 < t.n_lo_max) {
             for (int jj = 0; jj < nj; ++jj) {
                 const auto neg_kp = V::set1_i32(-a.kv_pos[j0 + jj]);
-                for (int h = 0; h < kHalves; ++h)
-                    s[jj][h] = V::hide_after(s[jj][h], neg_kp, q_lo[h]);
+                for (int h = 0; h < kHalves; ++h) s[jj][h] = V::hide_after(s[jj][h], neg_kp, q_lo[h]);
             }
         }
         for (int h = 0; h < kHalves; ++h) {
@@ -377,8 +376,7 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
         alignas(64) int32_t neg_kp[kKeys];  // -kv_pos for the window's test
         const bool windowed = j0 < lo_max;
         if (windowed) {
-            for (int jj = 0; jj < kKeys; ++jj)
-                neg_kp[jj] = jj < nj ? -a.kv_pos[j0 + jj] : -INT32_MAX;
+            for (int jj = 0; jj < kKeys; ++jj) neg_kp[jj] = jj < nj ? -a.kv_pos[j0 + jj] : -INT32_MAX;
         }
         const auto neg_key_pos = V::load_i32(neg_kp, windowed ? kKeys : 0, -INT32_MAX);
         if ((j0 - j_begin) % kTouchKeys == 0) {
