@@ -464,7 +464,6 @@ bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
 template <Isa I>
 void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     const int group = a.n_head / a.n_head_kv;
-    if (I == Isa::kAvx512 && a.row_invariant && run_bf16(ctx, a, keys)) return;
     if (a.n_q * group <= detail::kAttnFewLanes && !a.row_invariant) {
         run_decode<I>(ctx, a, keys);
         return;

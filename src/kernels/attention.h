@@ -46,10 +46,10 @@ struct AttentionArgs {
     // sums stay fp32) where a kernel has them: AMX, or AVX-512-BF16 (prefill-sized calls).
     // The model sets it where its linear layers run bf16; false keeps every path fp32.
     bool bf16 = false;
-    // The rows of a prompt step: with bf16, the bf16 tiles however few the queries, and keys
-    // never split across threads, so that a row's output depends on its own query and keys
-    // only, not on the other rows of the call (a prompt continued over a cached prefix gives
-    // the values of the same prompt run whole).
+    // The rows of a prompt step: the bf16 tiles where bf16 is allowed, else fp32 tiles with
+    // queries in lanes, however few the queries, and keys never split across threads, so that
+    // a row's output depends on its own query and keys only, not on the other rows of the call
+    // (a prompt continued over a cached prefix gives the values of the same prompt run whole).
     bool row_invariant = false;
     float* out = nullptr;  // [n_q, out_stride], head h at h*head_dim
     int64_t out_stride = 0;
