@@ -16,10 +16,15 @@
 namespace lazyllm {
 namespace {
 
-std::unique_ptr<Engine> tiny_engine(const char* name) {
+testing::TinyModelSpec four_layers() {
     testing::TinyModelSpec spec;
     spec.n_layer = 4;
     spec.seed = 11;
+    return spec;
+}
+
+std::unique_ptr<Engine> tiny_engine(const std::string& name,
+                                    const testing::TinyModelSpec& spec = four_layers()) {
     const std::string path = ::testing::TempDir() + name;
     if (!testing::write_tiny_model(spec, path).ok()) return nullptr;
     EngineOptions eo;
@@ -207,24 +212,19 @@ TEST(Conversation, APromptOverACachedPrefixAnswersAsCold) {
         spec.n_head_kv = 1;
         spec.n_ff = 256;
         spec.seed = 12;
-        const std::string path = ::testing::TempDir() + "lazyllm_conv_prefix_" + arch + ".gguf";
-        ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
-        EngineOptions eo;
-        eo.model_path = path;
-        eo.n_threads = 2;
-        auto engine = Engine::load(eo);
-        ASSERT_TRUE(engine.ok()) << engine.error().message();
-        const int n_vocab = (*engine)->summary().n_vocab;
+        auto engine = tiny_engine(std::string("lazyllm_conv_prefix_") + arch + ".gguf", spec);
+        ASSERT_NE(engine, nullptr) << arch;
+        const int n_vocab = engine->summary().n_vocab;
         const std::vector<TokenId> first = prompt_ids(48, n_vocab);
         for (const auto& [kept, added] :
              std::vector<std::pair<int, int>>{{40, 1}, {40, 7}, {8, 30}, {20, 2}}) {
             std::vector<TokenId> prompt(first.begin(), first.begin() + kept);
             for (int i = 0; i < added; ++i) prompt.push_back((11 * i + 5) % n_vocab);
-            auto cold = (*engine)->open_conversation(PruneOptions{}, 128);
+            auto cold = engine->open_conversation(PruneOptions{}, 128);
             ASSERT_TRUE(cold.ok());
             const std::vector<float> want = turn_logprobs(**cold, prompt, 6);
             ASSERT_EQ(want.size(), 6u);
-            auto warm = (*engine)->open_conversation(PruneOptions{}, 128);
+            auto warm = engine->open_conversation(PruneOptions{}, 128);
             ASSERT_TRUE(warm.ok());
             ASSERT_EQ(turn_logprobs(**warm, first, 3).size(), 3u);
             const std::vector<float> got = turn_logprobs(**warm, prompt, 6);
