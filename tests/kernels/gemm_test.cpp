@@ -331,6 +331,44 @@ TEST(Gemm, ForwardBf16EqualsForwardOnConvertedInput) {
     for (int64_t i = 0; i < m * n_out; ++i) ASSERT_FLOAT_EQ(got_acc[i], want[i] + 1.0f) << i;
 }
 
+// A row's output does not depend on the other rows of the call (a prompt over a cached prefix
+// answers as the same prompt cold, docs/architecture.md): the q|k|v, gate|up and down shapes of
+// the default model and Gemma 3 270M, each row range of a larger call alone, at 1 and 2
+// threads, in bf16 and fp32 on the context's own backends (oneDNN, the AMX and AVX2 kernels).
+TEST(Gemm, RowsAloneEqualTheSameRowsInALargerCall) {
+    struct Shape {
+        int64_t n_in, n_out;
+    };
+    for (const GemmPrecision precision : {GemmPrecision::kBf16, GemmPrecision::kF32}) {
+        if (precision == GemmPrecision::kBf16 && !testing::cpu_has_bf16_gemm()) continue;
+        for (const Shape s :
+             {Shape{576, 960}, Shape{576, 3072}, Shape{1536, 576}, Shape{2048, 640}}) {
+            const int64_t m = 300;
+            const auto w = random_vec(s.n_out * s.n_in, 81);
+            const auto x = random_vec(m * s.n_in, 82);
+            for (int threads : {1, 2}) {
+                KernelContext ctx = best_ctx();
+                ctx.n_threads = threads;
+                auto lin = PackedLinear::create(ctx, w.data(), s.n_out, s.n_in, nullptr, precision);
+                ASSERT_TRUE(lin.ok()) << lin.error().message();
+                std::vector<float> whole(m * s.n_out);
+                lin->forward(x.data(), m, whole.data());
+                for (const int64_t rows : {1, 2, 3, 7, 16, 31, 64, 65, 129}) {
+                    for (const int64_t r0 : {int64_t{0}, int64_t{5}, m - rows}) {
+                        std::vector<float> part(rows * s.n_out);
+                        lin->forward(x.data() + r0 * s.n_in, rows, part.data());
+                        ASSERT_TRUE(
+                            std::equal(part.begin(), part.end(), whole.begin() + r0 * s.n_out))
+                            << s.n_in << "x" << s.n_out << " rows " << r0 << "+" << rows
+                            << " threads=" << threads << " bf16 " << lin->is_bf16() << " backend "
+                            << static_cast<int>(lin->backend());
+                    }
+                }
+            }
+        }
+    }
+}
+
 // RowsDone: on the AMX backend with whole-row work items, fn sees every row exactly once,
 // already final (equal to the hook-less result), and forward_bf16 says so; with few rows
 // (work items split across columns) and on oneDNN it is never called and forward_bf16 says
