@@ -68,7 +68,7 @@ public:
                  bool accumulate = false, Workspace* ws = nullptr) const;
 
     // As forward(), with x already in bf16 (raw bits, [m, n_in], leading dimension ldx): for
-    // producers that write bf16 directly (rms_norm_bf16, swiglu_bf16), which saves the fp32
+    // producers that write bf16 directly (rms_norm_bf16, glu_bf16), which saves the fp32
     // round trip of the activations through memory. Only when is_bf16() (checked).
     // With `done`, returns true when done->fn was called for every row of [0, m) (the AMX
     // backend, when its work items span all output columns); false when it was called for
@@ -79,8 +79,8 @@ public:
 
     // act[m, n_out / 2] = bf16(silu(x W_gate^T) * (x W_up^T)) for a kSwiGlu-layout linear
     // with x in bf16 (leading dimensions ldx, ld_act; 0 = dense). One fused GEMM on the AMX
-    // backend; otherwise GEMM + swiglu_bf16 kSwiGluChunkRows rows at a time (the same result
-    // as forward_bf16 + swiglu_bf16 over all rows; against the fused GEMM, the same up to fp32
+    // backend; otherwise GEMM + glu_bf16 (kSilu) kSwiGluChunkRows rows at a time (the same result
+    // as forward_bf16 + glu_bf16 over all rows; against the fused GEMM, the same up to fp32
     // summation order). Only when is_bf16() (checked). x and act must not overlap.
     void forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* act, int64_t ldx = 0,
                              int64_t ld_act = 0, Workspace* ws = nullptr) const;

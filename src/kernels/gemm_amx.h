@@ -73,7 +73,7 @@ struct AmxGemmArgs {
 bool amx_gemm(const AmxGemmArgs& a, int n_threads);
 
 // For callers that make the packed weights themselves, a set of panels at a time (QuantLinear's
-// prompt rows on AMX, qgemv_amx.cpp): x as fp32 rows packed once, in A-tile order, for every set.
+// prompt rows on AMX, qgemv.cpp): x as fp32 rows packed once, in A-tile order, for every set.
 // Elements of the packed rows of an m x n_in x (whole 32-row micro-tiles, zero padded).
 size_t amx_packed_rows_elems(int64_t m, int64_t n_in);
 // Micro-tiles [t0, t1) (rows [32 t0, min(m, 32 t1))) of x ([m, n_in] fp32, leading dimension

@@ -169,7 +169,6 @@ struct Weights {
 
     bool has_min() const { return qgemv::has_min(scales_kind); }
     bool per_super() const { return qgemv::per_super(bits, scales_kind); }
-    size_t qs_bytes() const { return qs_bytes_for(bits); }
     BlockOffsets offsets(int64_t b) const { return block_offsets(bits, scales_kind, n_blocks, b); }
     const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g) * group_bytes; }
     // Block b of group g: its quants, its 16 rows' d (and m; per super-block for the

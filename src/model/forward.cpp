@@ -468,7 +468,7 @@ private:
             kernels::glu_bf16(m_.opts_.ctx, c_.ffn_act, gate_up_, act16_, n_o, F);
         } else if (bf16()) {
             // One GEMM with SwiGLU fused into its output stage on the AMX backend (the fp32
-            // gate/up rows are never written); GEMM + swiglu_bf16 inside on the others.
+            // gate/up rows are never written); GEMM + glu_bf16 inside on the others.
             OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
             w.gate_up.gemm.forward_swiglu_bf16(x.bf16, n_o, act16_, 0, 0, &s_.kernels);
         } else {

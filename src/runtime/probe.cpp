@@ -1,7 +1,7 @@
 // GEMM peak probe (include/lazyllm/probe.h): the shape is the one design.md section 3 quotes for
 // oneDNN bf16 on AMX (2048x1536x576, 3.6 TFLOP/s on 2 threads), run through PackedLinear (or
 // QuantLinear for the quantized prefill). On the bf16 path the activations go in as bf16
-// (forward_bf16), as the model's GEMMs get them from rms_norm_bf16 / swiglu_bf16, so no
+// (forward_bf16), as the model's GEMMs get them from rms_norm_bf16 / glu_bf16, so no
 // fp32 -> bf16 conversion is timed.
 #include "lazyllm/probe.h"
 

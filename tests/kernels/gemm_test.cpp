@@ -1,6 +1,6 @@
 // PackedLinear against ref::linear on ragged shapes, fp32 and (where the CPU has it) bf16 on
 // both backends (our AMX kernel where the shape fits it, oneDNN), with bias, accumulation and
-// strided rows; the SwiGLU layout against GEMM + swiglu_bf16; backend selection.
+// strided rows; the SwiGLU layout against GEMM + glu_bf16; backend selection.
 //
 // Error bounds, per output y = sum_i x_i w_i (+ b):
 // - fp32: oneDNN sums in another order; |err| <= 1e-5 * sum_i |x_i w_i| (+ tiny absolute).
@@ -192,7 +192,7 @@ TEST(Gemm, KernelsFromTheEnvironment) {
         << bad.error().message();
 }
 
-// forward_swiglu_bf16 against GEMM + swiglu_bf16 on a plain-layout linear (same bf16 inputs,
+// forward_swiglu_bf16 against GEMM + glu_bf16 on a plain-layout linear (same bf16 inputs,
 // fp32 sums in another order: the bf16 outputs may differ by an ulp or two), on both
 // backends, with strided input and output rows; forward() on the SwiGLU layout keeps W's
 // column order.
@@ -238,7 +238,7 @@ TEST(Gemm, SwiGluLayoutMatchesGemmThenSwiglu) {
         for (int64_t m : {1, 9, 32, 133}) {
             run_swiglu_case(m, 64, 48, false, seed += 10);   // 2 n_ff = 96: AMX-able
             run_swiglu_case(m, 576, 96, true, seed += 10);
-            run_swiglu_case(m, 40, 20, m % 2 == 1, seed += 10);  // oneDNN + swiglu_bf16
+            run_swiglu_case(m, 40, 20, m % 2 == 1, seed += 10);  // oneDNN + glu_bf16
         }
     }
 }
