@@ -47,6 +47,7 @@ CASES = {
 LATER_CASES = {
     T.Q3_K: (2, [108]),
     T.IQ4_XS: (2, [0]),
+    T.IQ4_NL: (8, [0]),
 }
 
 

@@ -24,6 +24,7 @@ enum class GgmlType : uint32_t {
     Q5_K = 13,
     Q6_K = 14,
     Q8_K = 15,
+    IQ4_NL = 20,
     IQ4_XS = 23,
     I8 = 24,
     I16 = 25,

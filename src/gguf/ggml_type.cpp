@@ -32,6 +32,7 @@ constexpr TypeRow kTypes[] = {
     {GgmlType::Q6_K, {"Q6_K", kQkK, kQkK / 2 + kQkK / 4 + kQkK / 16 + 2, true}},  // 210
     {GgmlType::Q8_K, {"Q8_K", kQkK, 4 + kQkK + kQkK / 16 * 2, false}},            // 292
     {GgmlType::IQ4_XS, {"IQ4_XS", kQkK, 2 + 2 + kQkK / 64 + kQkK / 2, true}},     // 136
+    {GgmlType::IQ4_NL, {"IQ4_NL", kQk, 2 + kQk / 2, true}},                       // d, qs: 18
     {GgmlType::I8, {"I8", 1, 1, false}},
     {GgmlType::I16, {"I16", 1, 2, false}},
     {GgmlType::I32, {"I32", 1, 4, false}},
@@ -46,7 +47,7 @@ static_assert(kTypes[6].traits.type_size == 34 && kTypes[7].traits.type_size == 
 static_assert(kTypes[8].traits.type_size == 84 && kTypes[9].traits.type_size == 110);
 static_assert(kTypes[10].traits.type_size == 144 && kTypes[11].traits.type_size == 176);
 static_assert(kTypes[12].traits.type_size == 210 && kTypes[13].traits.type_size == 292);
-static_assert(kTypes[14].traits.type_size == 136);
+static_assert(kTypes[14].traits.type_size == 136 && kTypes[15].traits.type_size == 18);
 
 }  // namespace
 
@@ -79,8 +80,6 @@ std::string_view unsupported_ggml_type_name(uint32_t type) {
             return "IQ3_XXS";
         case 19:
             return "IQ1_S";
-        case 20:
-            return "IQ4_NL";
         case 21:
             return "IQ3_S";
         case 22:

@@ -250,11 +250,12 @@ Result<QuantLinear> QuantLinear::create(const KernelContext& ctx, std::span<cons
     const GgmlType type = parts[0].type;
     for (const Part& p : parts) {
         if (!supports(p.type)) {
-            return make_error(ErrorCode::kUnsupported,
-                              "QuantLinear: weight type {} is not taken directly (supported: "
-                              "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS; use "
-                              "create_from_f32)",
-                              ggml_type_name(p.type));
+            return make_error(
+                ErrorCode::kUnsupported,
+                "QuantLinear: weight type {} is not taken directly (supported: "
+                "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL; use "
+                "create_from_f32)",
+                ggml_type_name(p.type));
         }
     }
     // Parts of another type than the first (a fused q|k|v with Q6_K v rows) form the layers

@@ -142,6 +142,17 @@ void unpack_iq4_xs(const quant::BlockIQ4XS& b, int sub, UnpackedBlock* out) {
     }
 }
 
+// IQ4_NL as Q8_0, exactly: its d, and as each quant its grid value (kValuesIq4nl: int8) + 128.
+// 8.5 bits per weight stored against its 4.5 (no kernel reads a grid with a scale per block).
+void unpack_iq4_nl(const quant::BlockIQ4NL& b, UnpackedBlock* out) {
+    out->d = b.d;
+    out->m = 0;
+    for (int j = 0; j < kBlock / 2; ++j) {
+        out->u[j] = static_cast<uint8_t>(quant::kValuesIq4nl[b.qs[j] & 0xF] + 128);
+        out->u[j + kBlock / 2] = static_cast<uint8_t>(quant::kValuesIq4nl[b.qs[j] >> 4] + 128);
+    }
+}
+
 // Q8_0: u = q + 128, each byte's sign bit flipped.
 void unpack_q8_0(const quant::BlockQ8_0& b, UnpackedBlock* out) {
     out->d = b.d;
@@ -168,11 +179,12 @@ bool format_of(GgmlType type, FormatSpec* spec) {
         FormatSpec spec;
     };
     static constexpr Entry kFormats[] = {
-        {GgmlType::Q4_0, {4, Scales::kD, 8}},   {GgmlType::Q4_1, {4, Scales::kDMin, 0}},
-        {GgmlType::Q5_0, {5, Scales::kD, 16}},  {GgmlType::Q5_1, {5, Scales::kDMin, 0}},
-        {GgmlType::Q8_0, {8, Scales::kD, 128}}, {GgmlType::Q4_K, {4, Scales::kK, 0}},
-        {GgmlType::Q5_K, {5, Scales::kK, 0}},   {GgmlType::Q6_K, {6, Scales::kD, 0}},
-        {GgmlType::Q3_K, {3, Scales::kD, 0}},   {GgmlType::IQ4_XS, {4, Scales::kGrid, 128}},
+        {GgmlType::Q4_0, {4, Scales::kD, 8}},     {GgmlType::Q4_1, {4, Scales::kDMin, 0}},
+        {GgmlType::Q5_0, {5, Scales::kD, 16}},    {GgmlType::Q5_1, {5, Scales::kDMin, 0}},
+        {GgmlType::Q8_0, {8, Scales::kD, 128}},   {GgmlType::Q4_K, {4, Scales::kK, 0}},
+        {GgmlType::Q5_K, {5, Scales::kK, 0}},     {GgmlType::Q6_K, {6, Scales::kD, 0}},
+        {GgmlType::Q3_K, {3, Scales::kD, 0}},     {GgmlType::IQ4_XS, {4, Scales::kGrid, 128}},
+        {GgmlType::IQ4_NL, {8, Scales::kD, 128}},  // held as Q8_0 (unpack_iq4_nl)
     };
     for (const Entry& e : kFormats) {
         if (e.type == type) {
@@ -208,6 +220,8 @@ void unpack_row(GgmlType type, const uint8_t* src, int64_t n_blocks, UnpackedBlo
                     unpack_q6_k(b, sub, o);
                 } else if constexpr (std::is_same_v<B, BlockQ3K>) {
                     unpack_q3_k(b, sub, o);
+                } else if constexpr (std::is_same_v<B, BlockIQ4NL>) {
+                    unpack_iq4_nl(b, o);
                 } else {
                     static_assert(std::is_same_v<B, BlockIQ4XS>, "a block type without a format");
                     unpack_iq4_xs(b, sub, o);

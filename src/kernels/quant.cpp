@@ -26,7 +26,7 @@ Status check_row(GgmlType type, const void* src, const void* dst, int64_t n) {
         return make_error(
             ErrorCode::kUnsupported,
             "dequantize: tensor type {} ({}) has no dequantizer (supported: F32, "
-            "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS)",
+            "F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL)",
             ggml_type_name(type), type_num);
     }
     const int64_t block_size = quant::block_shape(type).elems;

@@ -28,6 +28,7 @@ constexpr int kQk4_1 = 32;
 constexpr int kQk5_0 = 32;
 constexpr int kQk5_1 = 32;
 constexpr int kQk8_0 = 32;
+constexpr int kQkIq4Nl = 32;
 constexpr int kQkK = 256;        // QK_K: super-block size of the K-quants
 constexpr int kKScaleSize = 12;  // K_SCALE_SIZE: packed 6-bit scales + mins of Q4_K / Q5_K
 
@@ -128,6 +129,15 @@ static_assert(sizeof(BlockIQ4XS) == 136);
 inline constexpr int8_t kValuesIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
+// x = d * kValuesIq4nl[q], q 4-bit (the low nibbles of qs are elements 0..15, the high ones
+// 16..31; ggml-quants.c, dequantize_row_iq4_nl). llama.cpp writes it for the rows of an IQ4_XS
+// (or IQ1 / IQ2 / IQ3) file whose length is not a multiple of 256.
+struct BlockIQ4NL {
+    uint16_t d;
+    uint8_t qs[kQkIq4Nl / 2];
+};
+static_assert(sizeof(BlockIQ4NL) == 18);
+
 // Elements and bytes per block of the types quant.h dequantizes ({0, 0} for any other type).
 // Must agree with ggml_type_traits (tested); kept here so the kernels need no lookup.
 struct BlockShape {
@@ -144,8 +154,8 @@ struct Format {
 };
 
 // For the block format `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K,
-// IQ4_XS): calls f.template operator()<Block, elems>() and returns true; false for any other
-// type.
+// IQ4_XS, IQ4_NL): calls f.template operator()<Block, elems>() and returns true; false for any
+// other type.
 template <typename F>
 constexpr bool with_block_type(GgmlType type, F&& f) {
     return [&]<typename... Fs>() {
@@ -157,8 +167,8 @@ constexpr bool with_block_type(GgmlType type, F&& f) {
                Format<GgmlType::Q4_1, BlockQ4_1, kQk4_1>, Format<GgmlType::Q5_0, BlockQ5_0, kQk5_0>,
                Format<GgmlType::Q5_1, BlockQ5_1, kQk5_1>, Format<GgmlType::Q4_K, BlockQ4K, kQkK>,
                Format<GgmlType::Q5_K, BlockQ5K, kQkK>, Format<GgmlType::Q6_K, BlockQ6K, kQkK>,
-               Format<GgmlType::Q3_K, BlockQ3K, kQkK>,
-               Format<GgmlType::IQ4_XS, BlockIQ4XS, kQkK>>();
+               Format<GgmlType::Q3_K, BlockQ3K, kQkK>, Format<GgmlType::IQ4_XS, BlockIQ4XS, kQkK>,
+               Format<GgmlType::IQ4_NL, BlockIQ4NL, kQkIq4Nl>>();
 }
 
 constexpr BlockShape block_shape(GgmlType type) {

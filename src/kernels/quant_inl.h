@@ -197,13 +197,15 @@ void dequantize_blocks(const BlockQ6K* x, float* y, int64_t nb) {
     }
 }
 
-// Q3_K and IQ4_XS have no vector variant: they are dequantized once, at load (to fp32 for the
-// GEMM copies or the Q8_0 requantization, and per looked-up token_embd row), so the scalar
-// reference serves every ISA.
-template <Isa I, OneOf<BlockQ3K, BlockIQ4XS> Block>
+// Q3_K, IQ4_XS and IQ4_NL have no vector variant: they are dequantized once, at load (to fp32
+// for the GEMM copies, and per looked-up token_embd row), so the scalar reference serves every
+// ISA.
+template <Isa I, OneOf<BlockQ3K, BlockIQ4XS, BlockIQ4NL> Block>
 void dequantize_blocks(const Block* x, float* y, int64_t nb) {
-    constexpr GgmlType kType = std::is_same_v<Block, BlockQ3K> ? GgmlType::Q3_K : GgmlType::IQ4_XS;
-    ref::dequantize_unchecked(kType, x, y, nb * kQkK);
+    constexpr GgmlType kType = std::is_same_v<Block, BlockQ3K>     ? GgmlType::Q3_K
+                               : std::is_same_v<Block, BlockIQ4XS> ? GgmlType::IQ4_XS
+                                                                   : GgmlType::IQ4_NL;
+    ref::dequantize_unchecked(kType, x, y, nb * quant::block_shape(kType).elems);
 }
 
 // F16 and BF16 rows: y[i] = float(x[i]), kWidth at a time through Vec<I>::load (f16) or

@@ -14,7 +14,7 @@
 namespace lazyllm::kernels {
 
 // The types quant.h dequantizes (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_XS); false for every other one.
+// Q5_K, Q6_K, IQ4_XS, IQ4_NL); false for every other one.
 bool quant_type_supported(GgmlType type);
 
 // gemv_rows_f32's dot products: y[k] = w[k] . x for the n_rows rows (at most kGemvRows) of w,
@@ -56,7 +56,7 @@ concept OneOf = (std::is_same_v<B, Ts> || ...);
 template <typename B>
 concept NibbleBlock = OneOf<B, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1>;
 
-// For a block format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS): calls
+// For a block format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL): calls
 // f(blocks, n_blocks) with `src` as that format's block array and returns true. False for every
 // other type (F32, F16, BF16 are handled by the callers).
 template <typename F>

@@ -159,6 +159,18 @@ void dequantize_blocks(const BlockIQ4XS* x, float* y, int64_t nb) {
     }
 }
 
+// IQ4_NL (ggml's dequantize_row_iq4_nl): blocks of 32, 16 bytes of 4-bit indices into
+// kValuesIq4nl (low nibbles first), scaled by d.
+void dequantize_blocks(const BlockIQ4NL* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQkIq4Nl) {
+        const float d = fp16_to_fp32_scalar(x[i].d);
+        for (int j = 0; j < kQkIq4Nl / 2; ++j) {
+            y[j] = d * static_cast<float>(kValuesIq4nl[x[i].qs[j] & 0xF]);
+            y[j + kQkIq4Nl / 2] = d * static_cast<float>(kValuesIq4nl[x[i].qs[j] >> 4]);
+        }
+    }
+}
+
 }  // namespace
 
 bool quant_type_supported(GgmlType type) {

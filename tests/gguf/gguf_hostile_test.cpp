@@ -291,6 +291,8 @@ TEST(GgufHostile, ByteSizeOverflowIsCaughtByTheExtentCheck) {
 TEST(GgufHostile, BlockSizeMismatch) {
     expect_error(one_tensor({16, 2}, kQ4_0, 0, 64), ErrorCode::kCorrupt,
                  {"blk.0.attn_q.weight", "block size 32"});
+    expect_error(one_tensor({48, 2}, 20u, 0, 64), ErrorCode::kCorrupt,  // IQ4_NL
+                 {"blk.0.attn_q.weight", "ne[0] = 48", "block size 32"});
     // The 256-element super-blocks: Q4_K (12), Q3_K (11), IQ4_XS (23) rows of 384 elements.
     for (uint32_t type : {12u, 11u, 23u}) {
         expect_error(one_tensor({384, 2}, type, 0, 1024), ErrorCode::kCorrupt,

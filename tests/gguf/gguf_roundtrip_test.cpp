@@ -146,26 +146,13 @@ TEST(GgufRoundTrip, AccessorErrorsNameTheKey) {
 
 TEST(GgufRoundTrip, TensorsOfEveryTypeAndRank) {
     const std::vector<std::pair<GgmlType, std::vector<int64_t>>> cases = {
-        {GgmlType::F32, {3}},
-        {GgmlType::F16, {5, 3}},
-        {GgmlType::BF16, {2, 3, 4}},
-        {GgmlType::Q4_0, {64, 2}},
-        {GgmlType::Q4_1, {32, 1, 1, 3}},
-        {GgmlType::Q5_0, {32, 3}},
-        {GgmlType::Q5_1, {96}},
-        {GgmlType::Q8_0, {32, 5}},
-        {GgmlType::Q8_1, {32}},
-        {GgmlType::Q2_K, {256, 2}},
-        {GgmlType::Q3_K, {256}},
-        {GgmlType::Q4_K, {512, 3}},
-        {GgmlType::Q5_K, {256, 1}},
-        {GgmlType::Q6_K, {256, 2, 2}},
-        {GgmlType::Q8_K, {256}},
-        {GgmlType::IQ4_XS, {256, 3}},
-        {GgmlType::I8, {7}},
-        {GgmlType::I16, {7}},
-        {GgmlType::I32, {7, 2}},
-        {GgmlType::I64, {1}},
+        {GgmlType::F32, {3}},         {GgmlType::F16, {5, 3}},         {GgmlType::BF16, {2, 3, 4}},
+        {GgmlType::Q4_0, {64, 2}},    {GgmlType::Q4_1, {32, 1, 1, 3}}, {GgmlType::Q5_0, {32, 3}},
+        {GgmlType::Q5_1, {96}},       {GgmlType::Q8_0, {32, 5}},       {GgmlType::Q8_1, {32}},
+        {GgmlType::Q2_K, {256, 2}},   {GgmlType::Q3_K, {256}},         {GgmlType::Q4_K, {512, 3}},
+        {GgmlType::Q5_K, {256, 1}},   {GgmlType::Q6_K, {256, 2, 2}},   {GgmlType::Q8_K, {256}},
+        {GgmlType::IQ4_XS, {256, 3}}, {GgmlType::IQ4_NL, {64, 3}},     {GgmlType::I8, {7}},
+        {GgmlType::I16, {7}},         {GgmlType::I32, {7, 2}},         {GgmlType::I64, {1}},
         {GgmlType::F64, {3, 3}},
     };
     GgufWriter w;

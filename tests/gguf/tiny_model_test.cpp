@@ -181,7 +181,7 @@ TEST(GgufTinyModel, F16AndBf16EncodeTheSameValuesAsF32) {
 
 TEST(GgufTinyModel, QuantizedWeights) {
     // Needs tests/support/quantize_ref.cpp. K-quants need ne[0] % 256 == 0 on every weight.
-    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1}) {
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::IQ4_NL}) {
         TinyModelSpec spec;
         spec.weight_type = t;
         check_model(spec);

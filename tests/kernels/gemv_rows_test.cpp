@@ -19,10 +19,10 @@
 namespace lazyllm::kernels {
 namespace {
 
-constexpr GgmlType kGemvTypes[] = {GgmlType::F32,   GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                                   GgmlType::Q4_0,  GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                   GgmlType::Q3_K,  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                                   GgmlType::IQ4_XS};
+constexpr GgmlType kGemvTypes[] = {
+    GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,  GgmlType::Q4_0,
+    GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::Q3_K,  GgmlType::Q4_K,
+    GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::IQ4_NL};
 
 // A random [n_out, n_in] matrix in `type` (the reference quantizer's blocks), the fp32 values
 // those blocks hold, and a random activation row.

@@ -18,8 +18,9 @@
 
 namespace lazyllm::kernels::qgemv_test {
 
+// IQ4_NL is held as Q8_0 (its grid values as the quants).
 inline constexpr GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                      GgmlType::Q5_1, GgmlType::Q8_0};
+                                      GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::IQ4_NL};
 // Super-blocks of 256, taken with their own scales: fp16 per super-block, and per 32-element
 // block 6-bit multipliers (Q4_K, Q5_K, IQ4_XS's on its non-linear grid) or two int8 half-block
 // scales (Q3_K, Q6_K).

@@ -97,8 +97,8 @@ float simple_block_bound(GgmlType type, const float* x) {
 // o = 0 for Q6_K; s = d * (sc - 32), o = 0 for Q3_K), so |e| <= |s|/2 + the distance from x to
 // the representable range [s * qmin - o, s * qmax - o]. IQ4_XS picks the nearest of its
 // non-linear grid values times s = d * (ls - 32), so |e| <= |s| * 12 (half its widest gap,
-// 89..113) + the distance to [s * -127, s * 113]. That range's coverage is what the RMS check
-// below measures.
+// 89..113) + the distance to [s * -127, s * 113]; IQ4_NL the same with s = d, per block of 32.
+// That range's coverage is what the RMS check below measures.
 std::vector<float> k_quant_bounds(GgmlType type, const uint8_t* blk, const float* x) {
     std::vector<float> bound(256);
     // half_step: the largest rounding error inside the range, in units of |s|.
@@ -119,6 +119,11 @@ std::vector<float> k_quant_bounds(GgmlType type, const uint8_t* blk, const float
             const float s = d * static_cast<float>(quant::q3_k_scale(j, b->scales) - 32);
             fill(16 * j, 16, s, 0.0f, -4, 3);
         }
+        return bound;
+    }
+    if (type == GgmlType::IQ4_NL) {
+        const auto* b = reinterpret_cast<const quant::BlockIQ4NL*>(blk);
+        fill(0, 32, fp16_to_fp32(b->d), 0.0f, -127, 113, 12.0f);
         return bound;
     }
     if (type == GgmlType::IQ4_XS) {
@@ -163,14 +168,14 @@ std::vector<float> quantize_dequantize(GgmlType type, const std::vector<float>& 
 TEST(QuantRoundTrip, QuantizeDequantizeWithinFormatBounds) {
     // Relative RMS error on N(0, 1) data, measured with these (ggml reference) quantizers
     // (Q8_0 .0054, Q4_0 .0855, Q4_1 .0789, Q5_0 .0429, Q5_1 .0380, Q4_K .0716, Q5_K .0365,
-    // Q6_K .0176, Q3_K .1524, IQ4_XS .0768) and given 20% headroom: the value the format is known
-    // for, so a quantizer that stops searching, or a wrong scale packing, shows up here even when
-    // every element stays within its structural bound.
+    // Q6_K .0176, Q3_K .1524, IQ4_XS .0768, IQ4_NL .0763) and given 20% headroom: the value the
+    // format is known for, so a quantizer that stops searching, or a wrong scale packing, shows up
+    // here even when every element stays within its structural bound.
     const std::pair<GgmlType, float> max_rel_rms[] = {
-        {GgmlType::Q8_0, 0.0065f}, {GgmlType::Q4_0, 0.103f}, {GgmlType::Q4_1, 0.095f},
-        {GgmlType::Q5_0, 0.052f},  {GgmlType::Q5_1, 0.046f}, {GgmlType::Q4_K, 0.086f},
-        {GgmlType::Q5_K, 0.044f},  {GgmlType::Q6_K, 0.021f}, {GgmlType::Q3_K, 0.183f},
-        {GgmlType::IQ4_XS, 0.092f}};
+        {GgmlType::Q8_0, 0.0065f},  {GgmlType::Q4_0, 0.103f},  {GgmlType::Q4_1, 0.095f},
+        {GgmlType::Q5_0, 0.052f},   {GgmlType::Q5_1, 0.046f},  {GgmlType::Q4_K, 0.086f},
+        {GgmlType::Q5_K, 0.044f},   {GgmlType::Q6_K, 0.021f},  {GgmlType::Q3_K, 0.183f},
+        {GgmlType::IQ4_XS, 0.092f}, {GgmlType::IQ4_NL, 0.092f}};
     std::mt19937 rng(42);
     const int64_t n = 256 * 32;
     const std::vector<float> awkward = round_trip_data(n, rng);
@@ -186,7 +191,9 @@ TEST(QuantRoundTrip, QuantizeDequantizeWithinFormatBounds) {
             const float* xb = awkward.data() + b * bs;
             const float* yb = y.data() + b * bs;
             std::vector<float> bound(static_cast<size_t>(bs), simple_block_bound(type, xb));
-            if (bs == 256) bound = k_quant_bounds(type, q.data() + b * block_shape(type).bytes, xb);
+            if (bs == 256 || type == GgmlType::IQ4_NL) {
+                bound = k_quant_bounds(type, q.data() + b * block_shape(type).bytes, xb);
+            }
             for (int64_t i = 0; i < bs; ++i) {
                 ASSERT_LE(std::fabs(yb[i] - xb[i]), bound[i])
                     << "block " << b << " element " << i << ": x " << xb[i] << " y " << yb[i];

@@ -34,10 +34,10 @@ namespace {
 using quant::block_shape;
 
 // Plain types first, then the block formats (kAllTypes + 3 onward).
-constexpr GgmlType kAllTypes[] = {GgmlType::F32,   GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                                  GgmlType::Q4_0,  GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                  GgmlType::Q3_K,  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
-                                  GgmlType::IQ4_XS};
+constexpr GgmlType kAllTypes[] = {GgmlType::F32,    GgmlType::F16,   GgmlType::BF16, GgmlType::Q8_0,
+                                  GgmlType::Q4_0,   GgmlType::Q4_1,  GgmlType::Q5_0, GgmlType::Q5_1,
+                                  GgmlType::Q3_K,   GgmlType::Q4_K,  GgmlType::Q5_K, GgmlType::Q6_K,
+                                  GgmlType::IQ4_XS, GgmlType::IQ4_NL};
 
 // The vectorized ISAs this CPU runs (kAmx dispatches to the AVX-512 code but is listed so the
 // dispatch itself is covered).
@@ -57,6 +57,7 @@ std::vector<size_t> scale_offsets(GgmlType type) {
         case GgmlType::Q5_0:
         case GgmlType::Q8_0:
         case GgmlType::IQ4_XS:
+        case GgmlType::IQ4_NL:
             return {0};
         case GgmlType::Q4_1:
         case GgmlType::Q5_1:
@@ -265,7 +266,7 @@ TEST(QuantGolden, ReferenceMatchesGgufPy) {
         }
         ++n_cases;
     }
-    EXPECT_EQ(n_cases, 13);  // every type quant.h supports
+    EXPECT_EQ(n_cases, 14);  // every type quant.h supports
 }
 
 TEST(QuantGolden, RoundingMatchesGgufPyAndNumpy) {
@@ -380,9 +381,10 @@ TEST(QuantErrors, LengthNotMultipleOfBlockNamesTypeAndN) {
         GgmlType type;
         int64_t n;
     };
-    for (Case c : {Case{GgmlType::Q4_1, 33}, Case{GgmlType::Q8_0, 48}, Case{GgmlType::Q4_K, 288},
-                   Case{GgmlType::Q6_K, 100}, Case{GgmlType::Q3_K, 300},
-                   Case{GgmlType::IQ4_XS, 128}, Case{GgmlType::F16, -2}}) {
+    for (Case c :
+         {Case{GgmlType::Q4_1, 33}, Case{GgmlType::Q8_0, 48}, Case{GgmlType::Q4_K, 288},
+          Case{GgmlType::Q6_K, 100}, Case{GgmlType::Q3_K, 300}, Case{GgmlType::IQ4_XS, 128},
+          Case{GgmlType::IQ4_NL, 40}, Case{GgmlType::F16, -2}}) {
         const std::string name(ggml_type_name(c.type));
         const std::string n = std::to_string(c.n);
         std::vector<Isa> isas = vector_isas();

@@ -43,8 +43,8 @@ TEST(ForwardTest, Phi3FusedF32MatchesReference) {
 // Weights in formats only dequantized at load (fp32 copies; token_embd dequantized per looked-up
 // row and, tied, as the LM head): the reference dequantizes the same blocks, so the fp32 path
 // still matches to rounding. n_embd 256 and n_ff 512 for the 256-element super-blocks.
-TEST(ForwardTest, Q3KAndIq4XsF32MatchesReference) {
-    for (GgmlType type : {GgmlType::Q3_K, GgmlType::IQ4_XS}) {
+TEST(ForwardTest, Q3KAndIq4XsAndIq4NlF32MatchesReference) {
+    for (GgmlType type : {GgmlType::Q3_K, GgmlType::IQ4_XS, GgmlType::IQ4_NL}) {
         SCOPED_TRACE(std::string(ggml_type_name(type)));
         Case c{"llama", true, kernels::GemmPrecision::kF32, 16, 4};
         c.weight_type = type;

@@ -54,7 +54,8 @@ INSTANTIATE_TEST_SUITE_P(QuantPrefill, QuantPrefillTypes,
                          ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
                                            GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
                                            GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q3_K,
-                                           GgmlType::IQ4_XS, GgmlType::F16, GgmlType::F32),
+                                           GgmlType::IQ4_XS, GgmlType::IQ4_NL, GgmlType::F16,
+                                           GgmlType::F32),
                          [](const ::testing::TestParamInfo<GgmlType>& info) {
                              return std::string(ggml_type_name(info.param));
                          });

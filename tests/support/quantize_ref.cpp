@@ -7,12 +7,12 @@
 //   Q6_K                          quantize_row_q6_K_ref: make_qx_quants(rmse_type 1) per
 //                                 sub-block of 16, 8-bit scales;
 //   Q3_K                          quantize_row_q3_K_ref, with make_qx_quants for make_q3_quants;
-//   IQ4_XS                        quantize_row_iq4_nl_impl (ggml's quantize_iq4_xs) without an
-//                                 importance matrix.
-// The super-block formats (K-quants, IQ4_XS) are in quantize_ref_k.cpp. Scales are stored as
-// fp16 with lazyllm's fp32_to_fp16 (round to nearest even, like ggml's GGML_FP32_TO_FP16).
-// Both files are compiled without FMA flags, so float expressions round the way ggml's non-FMA
-// build does.
+//   IQ4_XS, IQ4_NL                quantize_row_iq4_nl_impl (ggml's quantize_iq4_xs and
+//                                 quantize_iq4_nl) without an importance matrix.
+// The super-block formats (K-quants, IQ4_XS) and IQ4_NL are in quantize_ref_k.cpp. Scales are
+// stored as fp16 with lazyllm's fp32_to_fp16 (round to nearest even, like ggml's
+// GGML_FP32_TO_FP16). Both files are compiled without FMA flags, so float expressions round the way
+// ggml's non-FMA build does.
 #include "support/quantize_ref.h"
 
 #include <algorithm>
@@ -202,6 +202,9 @@ std::vector<uint8_t> quantize_ref(GgmlType type, const float* x, int64_t n) {
             break;
         case GgmlType::IQ4_XS:
             quantize_iq4_xs(x, static_cast<BlockIQ4XS*>(y), nb);
+            break;
+        case GgmlType::IQ4_NL:
+            quantize_iq4_nl(x, static_cast<BlockIQ4NL*>(y), nb);
             break;
         default:
             LAZYLLM_CHECK_MSG(false, "quantize_ref: unsupported type");

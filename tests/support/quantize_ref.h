@@ -11,8 +11,8 @@
 namespace lazyllm::testing {
 
 // n must be a multiple of the type's block size. Supports F32, F16, BF16, Q8_0, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS. Aborts (CHECK) on an unsupported type: test-only
-// code.
+// Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL. Aborts (CHECK) on an unsupported type:
+// test-only code.
 std::vector<uint8_t> quantize_ref(GgmlType type, const float* x, int64_t n);
 
 }  // namespace lazyllm::testing

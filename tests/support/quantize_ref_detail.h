@@ -26,5 +26,6 @@ void quantize_q5_k(const float* x, kernels::quant::BlockQ5K* y, int64_t nb);
 void quantize_q6_k(const float* x, kernels::quant::BlockQ6K* y, int64_t nb);
 void quantize_q3_k(const float* x, kernels::quant::BlockQ3K* y, int64_t nb);
 void quantize_iq4_xs(const float* x, kernels::quant::BlockIQ4XS* y, int64_t nb);
+void quantize_iq4_nl(const float* x, kernels::quant::BlockIQ4NL* y, int64_t nb);
 
 }  // namespace lazyllm::testing::detail

@@ -1,7 +1,8 @@
 // Reference quantizers for the super-block formats (quantize_ref.h): Q4_K, Q5_K and Q6_K after
 // ggml-quants.c's quantize_row_q4_K_ref / q5_K_ref / q6_K_ref, Q3_K after quantize_row_q3_K_ref
-// (make_qx_quants standing in for make_q3_quants), IQ4_XS after quantize_row_iq4_nl_impl
-// without an importance matrix. Compiled, like quantize_ref.cpp, without FMA flags.
+// (make_qx_quants standing in for make_q3_quants), IQ4_XS and IQ4_NL after
+// quantize_row_iq4_nl_impl without an importance matrix. Compiled, like quantize_ref.cpp, without
+// FMA flags.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -333,48 +334,63 @@ void quantize_q3_k(const float* x, BlockQ3K* y, int64_t nb) {
     }
 }
 
-// quantize_row_iq4_nl_impl for IQ4_XS without an importance matrix (weights x^2, ntry 7): per
-// sub-block of 32 a least-squares scale over 15 candidates, then 6-bit scales relative to the
-// largest (d = -max / 32) and the indices again with the decoded scales.
-void quantize_iq4_xs(const float* x, BlockIQ4XS* y, int64_t nb) {
+namespace {
+
+// quantize_row_iq4_nl_impl's scale of one block of 32 without an importance matrix (weights
+// x^2, ntry 7): the weighted least-squares scale of the indices id * x picks, ggml starting
+// from id = -values[0] / max, then trying the flipped grid, id = (values[0] + itry) / max.
+// 0 for a block of zeros.
+float iq4_block_scale(const float* xb) {
     constexpr int kTry = 7;
+    float amax = 0, max = 0;
+    for (int j = 0; j < 32; ++j) {
+        if (std::fabs(xb[j]) > amax) {
+            amax = std::fabs(xb[j]);
+            max = xb[j];
+        }
+    }
+    if (amax < kGroupMaxEps) return 0.0f;
+    const auto fit = [&](float id, float* sumqx, float* sumq2) {
+        *sumqx = *sumq2 = 0;
+        for (int j = 0; j < 32; ++j) {
+            const float q = kValuesIq4nl[best_index_iq4nl(id * xb[j])];
+            const float w = xb[j] * xb[j];
+            *sumqx += w * q * xb[j];
+            *sumq2 += w * q * q;
+        }
+    };
+    float sumqx, sumq2;
+    fit(1 / (-max / kValuesIq4nl[0]), &sumqx, &sumq2);
+    float d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
+    float best = d * sumqx;
+    for (int itry = -kTry; itry <= kTry; ++itry) {
+        fit((itry + kValuesIq4nl[0]) / max, &sumqx, &sumq2);
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+            d = sumqx / sumq2;
+            best = d * sumqx;
+        }
+    }
+    return d;
+}
+
+// The 16 bytes of indices of a block of 32 at scale 1 / id (low nibbles elements 0..15).
+void iq4_indices(const float* xb, float id, uint8_t* qs) {
+    for (int j = 0; j < 16; ++j) {
+        qs[j] = static_cast<uint8_t>(best_index_iq4nl(id * xb[j]) |
+                                     best_index_iq4nl(id * xb[j + 16]) << 4);
+    }
+}
+
+}  // namespace
+
+// IQ4_XS: the blocks' scales (iq4_block_scale), then 6-bit scales relative to the largest
+// (d = -max / 32) and the indices again with the decoded scales.
+void quantize_iq4_xs(const float* x, BlockIQ4XS* y, int64_t nb) {
     float scales[kQkK / 32];
     for (int64_t i = 0; i < nb; ++i, x += kQkK) {
         float max_scale = 0, amax_scale = 0;
         for (int ib = 0; ib < kQkK / 32; ++ib) {
-            const float* xb = x + 32 * ib;
-            float amax = 0, max = 0;
-            for (int j = 0; j < 32; ++j) {
-                if (std::fabs(xb[j]) > amax) {
-                    amax = std::fabs(xb[j]);
-                    max = xb[j];
-                }
-            }
-            scales[ib] = 0;
-            if (amax < kGroupMaxEps) continue;
-            // Weighted least-squares scale of the indices id * x picks; ggml starts from
-            // id = -values[0] / max, then tries the flipped grid, id = (values[0] + itry) / max.
-            const auto fit = [&](float id, float* sumqx, float* sumq2) {
-                *sumqx = *sumq2 = 0;
-                for (int j = 0; j < 32; ++j) {
-                    const float q = kValuesIq4nl[best_index_iq4nl(id * xb[j])];
-                    const float w = xb[j] * xb[j];
-                    *sumqx += w * q * xb[j];
-                    *sumq2 += w * q * q;
-                }
-            };
-            float sumqx, sumq2;
-            fit(1 / (-max / kValuesIq4nl[0]), &sumqx, &sumq2);
-            float d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
-            float best = d * sumqx;
-            for (int itry = -kTry; itry <= kTry; ++itry) {
-                fit((itry + kValuesIq4nl[0]) / max, &sumqx, &sumq2);
-                if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-                    d = sumqx / sumq2;
-                    best = d * sumqx;
-                }
-            }
-            scales[ib] = d;
+            scales[ib] = iq4_block_scale(x + 32 * ib);
             if (std::fabs(scales[ib]) > amax_scale) {
                 amax_scale = std::fabs(scales[ib]);
                 max_scale = scales[ib];
@@ -388,17 +404,22 @@ void quantize_iq4_xs(const float* x, BlockIQ4XS* y, int64_t nb) {
         for (int ib = 0; ib < kQkK / 32; ++ib) {
             const int l = std::clamp(nearest_int(id * scales[ib]), -32, 31);
             const float dl = from_half(y[i].d) * static_cast<float>(l);
-            const float idl = dl != 0.0f ? 1 / dl : 0.0f;
-            const float* xb = x + 32 * ib;
-            for (int j = 0; j < 16; ++j) {
-                y[i].qs[16 * ib + j] = static_cast<uint8_t>(
-                    best_index_iq4nl(idl * xb[j]) | best_index_iq4nl(idl * xb[j + 16]) << 4);
-            }
+            iq4_indices(x + 32 * ib, dl != 0.0f ? 1 / dl : 0.0f, y[i].qs + 16 * ib);
             const int ls = l + 32;
             y[i].scales_l[ib / 2] =
                 static_cast<uint8_t>(y[i].scales_l[ib / 2] | (ls & 0xF) << (4 * (ib % 2)));
             y[i].scales_h = static_cast<uint16_t>(y[i].scales_h | (ls >> 4) << (2 * ib));
         }
+    }
+}
+
+// IQ4_NL (quantize_iq4_nl: quantize_row_iq4_nl_impl with one block of 32 per super-block): d
+// the block's scale, the indices with that scale unrounded, as ggml.
+void quantize_iq4_nl(const float* x, BlockIQ4NL* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, x += kQkIq4Nl) {
+        const float d = iq4_block_scale(x);
+        y[i].d = to_half(d);
+        iq4_indices(x, d != 0.0f ? 1 / d : 0.0f, y[i].qs);
     }
 }
 

@@ -310,10 +310,11 @@ TEST(CliTest, InfoAndTokenizeOnTinyModel) {
     EXPECT_TRUE(r.rc == 0 && !contains(r.out, "two BOS")) << r.out;
 }
 
-// Matrices in the formats dequantized at load (Q3_K, IQ4_XS; token_embd too): info lists the
-// type and loads the model, --check-tensors reads their scales, and run generates.
-TEST(CliTest, InfoAndRunOnQ3KAndIq4XsModels) {
-    for (lazyllm::GgmlType type : {lazyllm::GgmlType::Q3_K, lazyllm::GgmlType::IQ4_XS}) {
+// Matrices in the formats dequantized at load (Q3_K, IQ4_XS, IQ4_NL; token_embd too): info
+// lists the type and loads the model, --check-tensors reads their scales, and run generates.
+TEST(CliTest, InfoAndRunOnQ3KAndIq4XsAndIq4NlModels) {
+    for (lazyllm::GgmlType type :
+         {lazyllm::GgmlType::Q3_K, lazyllm::GgmlType::IQ4_XS, lazyllm::GgmlType::IQ4_NL}) {
         const std::string name(lazyllm::ggml_type_name(type));
         SCOPED_TRACE(name);
         lazyllm::testing::TinyModelSpec spec;

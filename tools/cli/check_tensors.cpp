@@ -59,6 +59,8 @@ ScaleLayout scale_layout(GgmlType t) {
             return {1, {208, 0}, false};  // ql[128], qh[64], scales[16], d
         case GgmlType::IQ4_XS:
             return {1, {0, 0}, false};  // d, scales_h, scales_l[4], qs[128]
+        case GgmlType::IQ4_NL:
+            return {1, {0, 0}, false};  // d, qs[16]
         case GgmlType::Q8_K:
             return {1, {0, 0}, true};
         default:
