@@ -96,8 +96,8 @@ public:
     // Types create() takes directly, each with GGML's own values: Q4_0, Q4_1, Q5_0, Q5_1,
     // Q8_0, and the K-quants Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS with their scales per
     // 256-element super-block and per-block multipliers (3.625, 4.625, 5.625, 6.625 and 4.625
-    // bits per weight stored, qgemv_isa.h), and IQ4_NL, whose grid values are int8: held as
-    // Q8_0 with its own scales and those values, exactly (8.5 bits per weight).
+    // bits per weight stored, qgemv_isa.h), and IQ4_NL with its fp16 scale per block and its
+    // indexes into IQ4_XS's grid (4.5 bits).
     static bool supports(GgmlType type);
 
     QuantLinear();

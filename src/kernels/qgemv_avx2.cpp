@@ -302,8 +302,8 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
                 qs, reinterpret_cast<const int8_t*>(group + o.sub) + h0 * kHalfRows * 2,
                 x.q + b * m * kBlock, x.half_sums + b * m, isum);
         } else {
-            block_sums<kBits, has_min(kS), kS == Scales::kGrid, H, M>(qs, x.q + b * m * kBlock,
-                                                                      x.corr + b * m, isum);
+            block_sums<kBits, has_min(kS), grid_quants(kS), H, M>(qs, x.q + b * m * kBlock,
+                                                                  x.corr + b * m, isum);
         }
 #pragma GCC unroll 2
         for (int h = 0; h < H; ++h) {
@@ -333,7 +333,7 @@ void pass(const Weights& w, int64_t g, int h0, const Activations& a, int64_t r0,
 // run 2 halves x 4 rows (faster than 1 x 4) and 8-bit quants 1 x 4 (faster than 2 x 2). Grid
 // values keep two sums per row, as 8-bit quants.
 constexpr int halves_per_pass(int bits, Scales s, int rows) {
-    return rows == 1 || (bits == 4 && s != Scales::kGrid) ? 2 : 1;
+    return rows == 1 || (bits == 4 && !grid_quants(s)) ? 2 : 1;
 }
 
 template <int kBits, Scales kS, int M>

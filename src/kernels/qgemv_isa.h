@@ -41,7 +41,8 @@
 // m = M * mn with D, M = -dmin their super-block's fp16 values and sc, mn the block's 6-bit
 // multipliers (both products exact in fp32); IQ4_XS stores its 4-bit grid indexes n, read as
 // u = kGridU8[n] = kValuesIq4nl[n] + 128 (offset 128), with d = D * sc, sc its block's 6-bit
-// scale minus 32 (GGML's dl * value, the same two roundings). With activations a = d_x * qx,
+// scale minus 32 (GGML's dl * value, the same two roundings); IQ4_NL the same u with its
+// block's own fp16 d. With activations a = d_x * qx,
 // one block contributes
 //   d * d_x * (sum u * qx - offset * sum qx)  +  m * (d_x * sum qx)
 // where the int32 part is exact (|sum| < 2^24, so also exact in fp32).
@@ -87,9 +88,10 @@ enum class Scales {
     kDMin,  // a d and a min per block: Q4_1, Q5_1
     kK,     // a d and a min per super-block, 6-bit multipliers per block: Q4_K, Q5_K
     kGrid,  // a d per super-block, an int8 multiplier per block, 4-bit indexes into a grid: IQ4_XS
+    kGridBlock,  // a d per block, 4-bit indexes into the grid: IQ4_NL
 };
 
-// IQ4_XS's grid (quant::kValuesIq4nl) plus 128: the unsigned quant of each index.
+// IQ4_XS's and IQ4_NL's grid (quant::kValuesIq4nl) plus 128: the unsigned quant of each index.
 inline constexpr std::array<uint8_t, 16> kGridU8 = [] {
     std::array<uint8_t, 16> g{};
     for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<uint8_t>(quant::kValuesIq4nl[i] + 128);
@@ -107,6 +109,8 @@ constexpr bool per_super(int bits, Scales s) {
 }
 // Is the block's d its super-block's times the block's int8 multiplier?
 constexpr bool block_multiplier(Scales s) { return s == Scales::kK || s == Scales::kGrid; }
+// Are the quants 4-bit indexes into kGridU8 (IQ4_XS, IQ4_NL)?
+constexpr bool grid_quants(Scales s) { return s == Scales::kGrid || s == Scales::kGridBlock; }
 
 // A segment of `blocks` blocks (layout above): its scales' bytes, its head (the scales padded
 // to 64 bytes), and the whole segment.
@@ -221,11 +225,11 @@ inline int64_t unpacked_chunk_groups(const Weights& w, Isa isa) {
     return std::max<int64_t>(1, pass_chunk_bytes() / unpacked_group_bytes(w, isa));
 }
 // Does target isa unpack a format for its prompt passes? VNNI every format under 8 bits; AVX2
-// the 4-, 5- and 6-bit ones but IQ4_XS (its grid values, up to 241, take two vpmaddubsw per
+// the 4-, 5- and 6-bit ones but IQ4_XS and IQ4_NL (grid values, up to 241, take two vpmaddubsw per
 // byte either way; Q3_K's packed 3 bits cost little to unpack).
 constexpr bool unpacks_format(Isa isa, int bits, Scales s) {
     if (isa == Isa::kAvx512) return bits != 8;
-    return isa == Isa::kAvx2 && (bits == 4 || bits == 5 || bits == 6) && s != Scales::kGrid;
+    return isa == Isa::kAvx2 && (bits == 4 || bits == 5 || bits == 6) && !grid_quants(s);
 }
 // Does a call of m rows take those passes, and so need a thread's unpack_scratch_bytes?
 constexpr bool unpacks_prompt(Isa isa, int bits, Scales s, int64_t m) {
@@ -377,11 +381,14 @@ inline void with_format(const Weights& w, F&& f) {
             case Scales::kK:
                 return f.template operator()<kBits, Scales::kK>();
             case Scales::kGrid:  // 4 bits only: taken before by_scales
+            case Scales::kGridBlock:
                 return;
         }
     };
     if (w.scales_kind == Scales::kGrid) {
         f.template operator()<4, Scales::kGrid>();
+    } else if (w.scales_kind == Scales::kGridBlock) {
+        f.template operator()<4, Scales::kGridBlock>();
     } else if (w.bits == 4) {
         by_scales.template operator()<4>();
     } else if (w.bits == 6) {
@@ -494,6 +501,7 @@ inline void set_block_stats(const ActivationBuffers& out, int64_t i, float d, in
     LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kDMin)                                                      \
     LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kK)                                                         \
     LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kGrid)                                                      \
+    LAZYLLM_QGEMV_FORMAT(I, 4, Scales::kGridBlock)                                                 \
     LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kD)                                                         \
     LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kDMin)                                                      \
     LAZYLLM_QGEMV_FORMAT(I, 5, Scales::kK)                                                         \

@@ -142,14 +142,16 @@ void unpack_iq4_xs(const quant::BlockIQ4XS& b, int sub, UnpackedBlock* out) {
     }
 }
 
-// IQ4_NL as Q8_0, exactly: its d, and as each quant its grid value (kValuesIq4nl: int8) + 128.
-// 8.5 bits per weight stored against its 4.5 (no kernel reads a grid with a scale per block).
+// An IQ4_NL block: its 16 bytes of grid indexes (low nibbles elements 0..15, high 16..31) as
+// the quants, and its d (quant_blocks.h, BlockIQ4NL).
 void unpack_iq4_nl(const quant::BlockIQ4NL& b, UnpackedBlock* out) {
     out->d = b.d;
     out->m = 0;
-    for (int j = 0; j < kBlock / 2; ++j) {
-        out->u[j] = static_cast<uint8_t>(quant::kValuesIq4nl[b.qs[j] & 0xF] + 128);
-        out->u[j + kBlock / 2] = static_cast<uint8_t>(quant::kValuesIq4nl[b.qs[j] >> 4] + 128);
+    out->sc[0] = out->sc[1] = 0;
+    for (int h = 0; h < 2; ++h) {
+        const uint64_t q = load8(b.qs + 8 * h);
+        store8(out->u + 8 * h, q & kLowNibbles);
+        store8(out->u + kBlock / 2 + 8 * h, (q >> 4) & kLowNibbles);
     }
 }
 
@@ -179,12 +181,17 @@ bool format_of(GgmlType type, FormatSpec* spec) {
         FormatSpec spec;
     };
     static constexpr Entry kFormats[] = {
-        {GgmlType::Q4_0, {4, Scales::kD, 8}},     {GgmlType::Q4_1, {4, Scales::kDMin, 0}},
-        {GgmlType::Q5_0, {5, Scales::kD, 16}},    {GgmlType::Q5_1, {5, Scales::kDMin, 0}},
-        {GgmlType::Q8_0, {8, Scales::kD, 128}},   {GgmlType::Q4_K, {4, Scales::kK, 0}},
-        {GgmlType::Q5_K, {5, Scales::kK, 0}},     {GgmlType::Q6_K, {6, Scales::kD, 0}},
-        {GgmlType::Q3_K, {3, Scales::kD, 0}},     {GgmlType::IQ4_XS, {4, Scales::kGrid, 128}},
-        {GgmlType::IQ4_NL, {8, Scales::kD, 128}},  // held as Q8_0 (unpack_iq4_nl)
+        {GgmlType::Q4_0, {4, Scales::kD, 8}},
+        {GgmlType::Q4_1, {4, Scales::kDMin, 0}},
+        {GgmlType::Q5_0, {5, Scales::kD, 16}},
+        {GgmlType::Q5_1, {5, Scales::kDMin, 0}},
+        {GgmlType::Q8_0, {8, Scales::kD, 128}},
+        {GgmlType::Q4_K, {4, Scales::kK, 0}},
+        {GgmlType::Q5_K, {5, Scales::kK, 0}},
+        {GgmlType::Q6_K, {6, Scales::kD, 0}},
+        {GgmlType::Q3_K, {3, Scales::kD, 0}},
+        {GgmlType::IQ4_XS, {4, Scales::kGrid, 128}},
+        {GgmlType::IQ4_NL, {4, Scales::kGridBlock, 128}},
     };
     for (const Entry& e : kFormats) {
         if (e.type == type) {

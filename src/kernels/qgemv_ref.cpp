@@ -101,10 +101,10 @@ int stored_quant(const Weights& w, int64_t g, int64_t b, int lane, int k) {
     return lo | (((high >> (4 * (c % 2) + 2 * (j / 4))) & 3) << 4);
 }
 
-// The unsigned quant u of element k (IQ4_XS: its grid value + 128).
+// The unsigned quant u of element k (IQ4_XS, IQ4_NL: its grid value + 128).
 int quant_value(const Weights& w, int64_t g, int64_t b, int lane, int k) {
     const int u = stored_quant(w, g, b, lane, k);
-    return w.scales_kind == Scales::kGrid ? kGridU8[u] : u;
+    return grid_quants(w.scales_kind) ? kGridU8[u] : u;
 }
 
 // The exact int32 dot product of block b of row `lane` with activation row r (qgemv_isa.h,

@@ -219,7 +219,7 @@ inline void block_sums(const uint8_t* const (&qb)[G], const int8_t* xb, __m512i 
 template <int kBits, Scales kS, int G, int M, bool kUnpacked = false>
 void pass(const Weights& w, int64_t g0, const Activations& a, int64_t r0, const float* bias,
           float* y, int64_t ldy, bool accumulate, const uint8_t* uq = nullptr) {
-    constexpr bool kGrid = kS == Scales::kGrid && !kUnpacked;
+    constexpr bool kGrid = grid_quants(kS) && !kUnpacked;
     constexpr bool kSplitHi = kBits == 4 && M == 1 && !kGrid && !kUnpacked;
     constexpr int kSumBits = kUnpacked ? 8 : kBits;  // the layout block_sums reads
     constexpr auto kQs = static_cast<int64_t>(qs_bytes_for(kSumBits));
@@ -336,7 +336,7 @@ void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
                 __m512i v, high, lo, hi;
                 load_chunk_pair<kBits>(group + o.qs, c, v, high);
                 unpack_chunk<Bytes512, kBits>(v, high, c, lo, hi);
-                if constexpr (kS == Scales::kGrid) {
+                if constexpr (grid_quants(kS)) {
                     lo = _mm512_shuffle_epi8(grid, lo);
                     hi = _mm512_shuffle_epi8(grid, hi);
                 }

@@ -269,14 +269,16 @@ TEST(QuantLinear, SupportedTypes) {
 // 4.5, Q5_K 5.5, Q6_K 6.5625, IQ4_XS 4.25): their 6-bit block scales (and mins) as int8 pairs,
 // so Q3_K takes 3.5625, Q4_K 4.625, Q5_K 5.625 and IQ4_XS 4.5625, plus, where a segment's
 // scales are not a multiple of 64 bytes (Q3_K, Q6_K, IQ4_XS), 32 bytes of padding per 16 rows
-// x 256 inputs (0.0625 bits per weight).
-TEST(QuantLinear, KQuantsHeldAtAboutTheFilesSize) {
+// x 256 inputs (0.0625 bits per weight). IQ4_NL and Q4_0 exactly the file's 4.5.
+TEST(QuantLinear, HeldAtAboutTheFilesBitsPerWeight) {
     const int64_t n_out = 64, n_in = 1024;
     const std::pair<GgmlType, double> bits[] = {{GgmlType::Q3_K, 3.625},
                                                 {GgmlType::Q4_K, 4.625},
                                                 {GgmlType::Q5_K, 5.625},
                                                 {GgmlType::Q6_K, 6.625},
-                                                {GgmlType::IQ4_XS, 4.625}};
+                                                {GgmlType::IQ4_XS, 4.625},
+                                                {GgmlType::IQ4_NL, 4.5},
+                                                {GgmlType::Q4_0, 4.5}};
     for (const auto& [type, bpw] : bits) {
         const QuantMatrix wq = make_matrix(type, n_out, n_in, 3);
         const QuantLinear::Part part{type, wq.blocks.data(), n_out};
