@@ -85,7 +85,7 @@ def logprobs(srv):
                              temperature=0, logprobs=2).choices[0]
     lp = t.logprobs
     assert "".join(lp.tokens) == t.text and len(lp.token_logprobs) == len(lp.tokens)
-    assert lp.text_offset == [sum(len(x.encode()) for x in lp.tokens[:i]) for i in range(len(lp.tokens))]
+    assert lp.text_offset == [sum(len(x) for x in lp.tokens[:i]) for i in range(len(lp.tokens))]
     assert all(len(top) <= 2 and max(top.values()) == v for top, v in zip(lp.top_logprobs, lp.token_logprobs))
     # A stop string's tokens have no entries: they spell the returned text, streamed or not.
     args = dict(model="any", prompt="1, 2, 3, 4,", max_tokens=20, temperature=0, stop=[" 7"], logprobs=1)

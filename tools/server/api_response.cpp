@@ -92,7 +92,9 @@ json logprobs_json(Endpoint endpoint, const Tokenizer& tok, std::span<const Toke
         if (!top.contains(piece)) top[piece] = value(t.logprob);
         tops.push_back(std::move(top));
         offsets.push_back(offset);
-        offset += static_cast<int64_t>(piece.size());
+        // Characters: the bytes that start one (not UTF-8 continuation bytes, 10xxxxxx).
+        offset += std::count_if(piece.begin(), piece.end(),
+                                [](char c) { return (static_cast<uint8_t>(c) & 0xC0) != 0x80; });
     }
     return json{{"tokens", pieces},
                 {"token_logprobs", lps},
