@@ -28,9 +28,9 @@ nlohmann::json timings_json(const TurnStats& s, const std::string& policy, const
 
 // A choice's "logprobs" for generated tokens: chat's {"content": [{token, logprob, bytes,
 // top_logprobs}]} or completions' {tokens, token_logprobs, top_logprobs, text_offset};
-// text_offset counts on from `offset` (characters of the answer before these tokens, as vLLM
-// and OpenAI count them: a token that ends inside a UTF-8 sequence counts the characters it
-// starts), which it advances. A logprob of -inf is written as -9999 (OpenAI's floor).
+// text_offset counts on from `offset` (characters of the answer before these tokens: characters
+// as OpenAI and vLLM count them, from the answer's start as vLLM without echo; a token that ends
+// inside a UTF-8 sequence counts the characters it starts), which it advances. A logprob of -inf is written as -9999 (OpenAI's floor).
 nlohmann::json logprobs_json(Endpoint endpoint, const Tokenizer& tok,
                              std::span<const TokenLogprob> tokens, int64_t& offset);
 // The whole answer (stream false); logprobs: logprobs_json's, or null.
