@@ -441,6 +441,13 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
         const std::string rest = stops.flush();
         r.text += rest;
         if (!rest.empty() && on_text) on_text(rest);
+    } else if (r.stop_reason == "callback") {
+        // Stopped by the caller (Ctrl-C): the text held back, the start of a stop string that
+        // may have followed or an unfinished UTF-8 sequence, is part of the answer so far.
+        std::string rest = stops.push(stream.flush());
+        if (!stops.matched()) rest += stops.flush();
+        r.text += rest;
+        if (!rest.empty() && on_text) on_text(rest);
     }
     r.n_gen = static_cast<int64_t>(r.tokens.size());
     r.token_ms.resize(r.tokens.size());  // the last one sampled may be an end of generation

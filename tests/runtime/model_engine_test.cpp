@@ -96,6 +96,39 @@ TEST(ModelEngine, FinalAssistantMessageIsContinued) {
     EXPECT_NE(r->text.find("Paris"), std::string::npos) << r->text;
 }
 
+// A caller that stops the answer (Ctrl-C in `run`) keeps all the text of the tokens made: the
+// text a stop string's possible start held back is given to the callback and is in the result.
+TEST(ModelEngine, StoppedByTheCallbackKeepsTheHeldBackText) {
+    LAZYLLM_MODEL_OR_SKIP(path);
+    const std::unique_ptr<Engine> engine = default_engine(path);
+    ASSERT_NE(engine, nullptr);
+    const Engine& e = *engine;
+    const std::vector<TokenId> ids = e.tokenizer().encode(
+        e.chat_prompt("What is the capital of France?"), /*parse_special=*/true);
+    std::string first;  // the first text given to the callback, which stops there
+    auto r = e.generate(ids, greedy("safe", "full", 8), [&](std::string_view piece) {
+        first = std::string(piece);
+        return false;
+    });
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    ASSERT_GE(first.size(), 2u) << first;  // "The"
+    EXPECT_EQ(r->text, first);
+    EXPECT_EQ(r->stop_reason, "callback");
+    // A stop string that starts with that text's last byte: the matcher holds the byte back
+    // and gives the callback the rest, which stops there.
+    RunOptions ro = greedy("safe", "full", 8);
+    ro.stop = {first.substr(first.size() - 1) + "\x01"};
+    std::string given;
+    r = e.generate(ids, ro, [&](std::string_view piece) {
+        given += piece;
+        return false;
+    });
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->stop_reason, "callback");
+    EXPECT_EQ(r->text, first);
+    EXPECT_EQ(given, first);
+}
+
 // A long chat (a passkey in filler text, over the safe preset's floor of 3072 tokens) is pruned
 // by the safe preset and by the fast one with repair (`--lazy=fast --lazy-decode off
 // --lazy-repair on`), and every generated token is full's: the first came from the pruned
