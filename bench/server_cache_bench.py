@@ -14,8 +14,10 @@ slot, an 8192-token context and its own prompt cache (cache_prompt, its default)
 "llama-server+cache" rows (and "llama-server cold" for the first --cold conversations).
 
 TTFT is measured client-side for every server alike: the request streams, and TTFT is the time
-from sending it to the first chunk that carries answer text. The servers' own figures are kept
-beside it (lazyllm's timings.ttft_ms, llama-server's timings.prompt_ms).
+from sending it to the first chunk that carries answer text; the answer time, from sending it to
+the end of the stream (the whole answer, up to --max-tokens). The servers' own figures are kept
+beside it (lazyllm's timings.ttft_ms, llama-server's timings.prompt_ms). Policies: full, lazy
+(the safe preset), lazy:fast (the fast one).
 
   python3 bench/server_cache_bench.py --lazyllm build/tools/lazyllm -n 20 --cold 3 \
       --out docs/results/server_cache.json --svg docs/images/server_cache_ttft.svg
@@ -148,7 +150,8 @@ def ask(srv, messages, policy, cache, max_tokens):
     body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "cache_prompt": cache,
             "stream": True, "stream_options": {"include_usage": True}}
     if srv.kind == "lazyllm":
-        body["lazyllm"] = {"policy": policy}
+        name, _, preset = policy.partition(":")  # lazy:fast -> the lazy policy's fast preset
+        body["lazyllm"] = {"policy": name, **({"preset": preset} if preset else {})}
     text, ttft_ms, timings, usage = [], None, {}, {}
     t0 = time.perf_counter()
     with urllib.request.urlopen(srv.request("/v1/chat/completions", body), timeout=600) as r:
@@ -168,11 +171,13 @@ def ask(srv, messages, policy, cache, max_tokens):
                     text.append(piece)
             timings = chunk.get("timings") or timings
             usage = chunk.get("usage") or usage
+    total_ms = (time.perf_counter() - t0) * 1e3
     if ttft_ms is None:  # no text at all (an immediate end of sequence): the whole request
-        ttft_ms = (time.perf_counter() - t0) * 1e3
+        ttft_ms = total_ms
     lazy = srv.kind == "lazyllm"
     return "".join(text), {
-        "ttft_ms": ttft_ms, "server_ms": timings.get("ttft_ms" if lazy else "prompt_ms"),
+        "ttft_ms": ttft_ms, "total_ms": total_ms, "generated": usage.get("completion_tokens"),
+        "server_ms": timings.get("ttft_ms" if lazy else "prompt_ms"),
         "cached": timings.get("cache_n"), "prompt_n": timings.get("prompt_n"),
         "prompt_tokens": usage.get("prompt_tokens"),
         "pct_computed": timings.get("prefill_pct_computed", 100.0),
@@ -206,6 +211,8 @@ def summarise(results, modes):
             m, sd = mean_sd(ttft)
             server = [run[turn]["server_ms"] for run in runs if run[turn]["server_ms"] is not None]
             rows.append({"mode": mode, "turn": turn + 1, "n": len(runs), "ttft_ms": m, "ttft_sd": sd,
+                         "total_ms": statistics.mean(run[turn]["total_ms"] for run in runs),
+                         "generated": statistics.mean(run[turn]["generated"] or 0 for run in runs),
                          "server_ms": statistics.mean(server) if server else None,
                          "cached": statistics.mean(run[turn]["cached"] for run in runs),
                          "prompt_tokens": statistics.mean(run[turn]["prompt_tokens"] for run in runs),
@@ -218,6 +225,7 @@ def svg_chart(rows, path):
     """TTFT per turn, one bar per mode, log scale; no plotting library needed."""
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     colors = {"full+cache": "#2b59c3", "lazy+cache": "#d9822b", "full cold": "#8fa8e0", "lazy cold": "#f0c08a",
+              "lazy:fast+cache": "#b0303a", "lazy:fast cold": "#e39aa0",
               "llama-server+cache": "#3a9a4a", "llama-server cold": "#9fd4a8"}
     import math
     vmax = max(r["ttft_ms"] for r in rows)
@@ -308,12 +316,12 @@ def main():
     if llama:
         modes += ["llama-server cold", "llama-server+cache"]
     rows = summarise(results, modes)
-    print(f"\n{'mode':<18} {'turn':>4} {'n':>3} {'TTFT ms (client)':>18} {'server ms':>10} {'prompt':>7} "
-          f"{'cached':>7} {'% computed':>10} {'correct':>8}")
+    print(f"\n{'mode':<18} {'turn':>4} {'n':>3} {'TTFT ms (client)':>18} {'server ms':>10} {'answer ms':>10} "
+          f"{'tokens':>6} {'prompt':>7} {'cached':>7} {'% computed':>10} {'correct':>8}")
     for row in rows:
         server = f"{row['server_ms']:.1f}" if row["server_ms"] is not None else "-"
         print(f"{row['mode']:<18} {row['turn']:>4} {row['n']:>3} {row['ttft_ms']:>9.1f} +- {row['ttft_sd']:<7.1f}"
-              f"{server:>10} {row['prompt_tokens']:>7.0f} {row['cached']:>7.0f} {row['pct_computed']:>10.1f} "
+              f"{server:>10} {row['total_ms']:>10.1f} {row['generated']:>6.1f} {row['prompt_tokens']:>7.0f} {row['cached']:>7.0f} {row['pct_computed']:>10.1f} "
               f"{row['correct']:>5}/{row['n']}")
     by = {(r["mode"], r["turn"]): r for r in rows}
     summary = {}
@@ -333,6 +341,18 @@ def main():
                       for t in range(1, 6)]
             summary[f"llama_server_over_{policy}_cache_ttft_turns_1_5"] = ratios
             print(f"llama-server+cache / {policy}+cache TTFT, turns 1-5: " + ", ".join(f"{x:.2f}x" for x in ratios))
+            ratios = [by[("llama-server+cache", t)]["total_ms"] / by[(f"{policy}+cache", t)]["total_ms"]
+                      for t in range(1, 6)]
+            summary[f"llama_server_over_{policy}_cache_answer_turns_1_5"] = ratios
+            print(f"llama-server+cache / {policy}+cache answer time, turns 1-5: "
+                  + ", ".join(f"{x:.2f}x" for x in ratios))
+    for policy in policies:
+        if policy == "full" or "full" not in policies:
+            continue
+        for what, key in (("TTFT", "ttft_ms"), ("answer time", "total_ms")):
+            ratios = [by[("full+cache", t)][key] / by[(f"{policy}+cache", t)][key] for t in range(1, 6)]
+            summary[f"full_over_{policy}_cache_{key}_turns_1_5"] = ratios
+            print(f"full+cache / {policy}+cache {what}, turns 1-5: " + ", ".join(f"{x:.2f}x" for x in ratios))
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:
