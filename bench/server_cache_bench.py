@@ -266,7 +266,8 @@ def main():
                     help="also run the conversations against this llama.cpp llama-server")
     ap.add_argument("--model", default="", help="GGUF for both servers (default: lazyllm's default model)")
     ap.add_argument("--policies", default="full,lazy",
-                    help="lazyllm policies to run, comma-separated (default full,lazy; empty: none)")
+                    help="lazyllm policies to run, comma-separated: full, lazy (the safe preset), "
+                         "lazy:fast (default full,lazy; empty: none)")
     ap.add_argument("-n", "--conversations", type=int, default=20)
     ap.add_argument("--cold", type=int, default=3, help="conversations also run cold (every turn from scratch)")
     ap.add_argument("--tokens", type=int, default=4096, help="document length in tokens")
@@ -335,24 +336,19 @@ def main():
         summary[f"{name}_cache_turn1_correct"] = by[(f"{name}+cache", 1)]["correct"]
         print(f"{name}+cache: follow-ups answered {fu}/{4 * len(results)}, turn 1 "
               f"{by[(f'{name}+cache', 1)]['correct']}/{len(results)}")
-    if llama:
-        for policy in policies:
-            ratios = [by[("llama-server+cache", t)]["ttft_ms"] / by[(f"{policy}+cache", t)]["ttft_ms"]
-                      for t in range(1, 6)]
-            summary[f"llama_server_over_{policy}_cache_ttft_turns_1_5"] = ratios
-            print(f"llama-server+cache / {policy}+cache TTFT, turns 1-5: " + ", ".join(f"{x:.2f}x" for x in ratios))
-            ratios = [by[("llama-server+cache", t)]["total_ms"] / by[(f"{policy}+cache", t)]["total_ms"]
-                      for t in range(1, 6)]
-            summary[f"llama_server_over_{policy}_cache_answer_turns_1_5"] = ratios
-            print(f"llama-server+cache / {policy}+cache answer time, turns 1-5: "
-                  + ", ".join(f"{x:.2f}x" for x in ratios))
+    def compare(base, policy, summary_key):
+        """base+cache's TTFT and answer time over policy+cache's, turns 1-5."""
+        for what, key, tag in (("TTFT", "ttft_ms", "ttft"), ("answer time", "total_ms", "answer")):
+            ratios = [by[(f"{base}+cache", t)][key] / by[(f"{policy}+cache", t)][key] for t in range(1, 6)]
+            summary[f"{summary_key}_over_{policy}_cache_{tag}_turns_1_5"] = ratios
+            print(f"{base}+cache / {policy}+cache {what}, turns 1-5: " + ", ".join(f"{x:.2f}x" for x in ratios))
+
     for policy in policies:
-        if policy == "full" or "full" not in policies:
-            continue
-        for what, key in (("TTFT", "ttft_ms"), ("answer time", "total_ms")):
-            ratios = [by[("full+cache", t)][key] / by[(f"{policy}+cache", t)][key] for t in range(1, 6)]
-            summary[f"full_over_{policy}_cache_{key}_turns_1_5"] = ratios
-            print(f"full+cache / {policy}+cache {what}, turns 1-5: " + ", ".join(f"{x:.2f}x" for x in ratios))
+        if llama:
+            compare("llama-server", policy, "llama_server")
+    for policy in policies:
+        if policy != "full" and "full" in policies:
+            compare("full", policy, "full")
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:
