@@ -328,6 +328,20 @@ std::vector<OpTime> op_times(const Profile& p, const Profile& before = {}) {
     return out;
 }
 
+// The text still held back when generation ends, to the answer and the callback: the start of
+// a stop string that did not follow, or an unfinished UTF-8 sequence. Only where the answer
+// goes on to its end (`to_answer`): the end of generation, the length limit, or the caller
+// stopping it (Ctrl-C: the text made so far is part of its answer); a matched stop string
+// drops what follows it.
+void flush_held_text(StreamDecoder& stream, StopStringMatcher& stops, bool to_answer,
+                     std::string& text, const TextCallback& on_text) {
+    if (!to_answer) return;
+    std::string rest = stops.push(stream.flush());
+    if (!stops.matched()) rest += stops.flush();
+    text += rest;
+    if (!rest.empty() && on_text) on_text(rest);
+}
+
 }  // namespace
 
 Result<Schedule> Engine::resolve_schedule(const PruneOptions& prune) const {
@@ -437,18 +451,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
         r.token_ms.push_back(total.elapsed_ms());
     }
     if (keep_going) emit(stream.flush());
-    if (keep_going) {
-        const std::string rest = stops.flush();
-        r.text += rest;
-        if (!rest.empty() && on_text) on_text(rest);
-    } else if (r.stop_reason == "callback") {
-        // Stopped by the caller (Ctrl-C): the text held back, the start of a stop string that
-        // may have followed or an unfinished UTF-8 sequence, is part of the answer so far.
-        std::string rest = stops.push(stream.flush());
-        if (!stops.matched()) rest += stops.flush();
-        r.text += rest;
-        if (!rest.empty() && on_text) on_text(rest);
-    }
+    flush_held_text(stream, stops, keep_going || r.stop_reason == "callback", r.text, on_text);
     r.n_gen = static_cast<int64_t>(r.tokens.size());
     r.token_ms.resize(r.tokens.size());  // the last one sampled may be an end of generation
     r.decode_ms = decode.elapsed_ms();
