@@ -48,9 +48,10 @@ struct Buffers {
 
 // n_q queries at the last positions over n_kv keys, K/V for n_layers layers (the args point at
 // layer 0). indexed: the keys are n_kv rows of a 2 * n_kv row cache (sorted random subset),
-// read through kv_row.
+// read through kv_row. head_blocks: each KV head's rows in a block of their own, as the
+// model's KvCache keeps them (else rows of side-by-side heads).
 AttentionArgs make_args(Buffers& b, int64_t n_q, int64_t n_kv, KvType type, bool indexed,
-                        int n_layers = 1, const Shape& sh = kSmolLM2) {
+                        int n_layers = 1, const Shape& sh = kSmolLM2, bool head_blocks = false) {
     uint32_t state = 1;
     auto next = [&state] {  // uniform in [-1, 1): an LCG, fast enough for 100M elements
         state = state * 1664525u + 1013904223u;
@@ -98,7 +99,8 @@ AttentionArgs make_args(Buffers& b, int64_t n_q, int64_t n_kv, KvType type, bool
     a.kv_row = indexed ? b.kv_row.data() : nullptr;
     a.kv_pos = b.kv_pos.data();
     a.n_kv = n_kv;
-    a.kv_stride = sh.row_elems();
+    a.kv_stride = head_blocks ? sh.head_dim : sh.row_elems();
+    a.kv_head_stride = head_blocks ? n_rows * sh.head_dim : 0;
     a.n_head = sh.n_head;
     a.n_head_kv = sh.n_head_kv;
     a.head_dim = sh.head_dim;
@@ -130,14 +132,15 @@ double visible_pairs(const Buffers& b) {  // sum over queries of visible keys
 // K/V come from beyond L2 (n_layers = 30, SmolLM2-135M's depth: 23-189 MB at 1k-8k keys).
 // bf16: AttentionArgs::bf16 (the AMX or AVX-512-BF16 tiles on a prefill).
 void run(benchmark::State& state, Isa isa, int64_t n_q, int64_t n_kv, KvType type, bool indexed,
-         int n_layers = 1, bool bf16 = false, const Shape& sh = kSmolLM2) {
+         int n_layers = 1, bool bf16 = false, const Shape& sh = kSmolLM2,
+         bool head_blocks = false) {
     const CpuFeatures f = detect_cpu_features();
     if (!isa_supported(isa, f) || (bf16 && !f.avx512bf16)) {
         state.SkipWithError("ISA not supported by this CPU");
         return;
     }
     Buffers b;
-    AttentionArgs a0 = make_args(b, n_q, n_kv, type, indexed, n_layers, sh);
+    AttentionArgs a0 = make_args(b, n_q, n_kv, type, indexed, n_layers, sh, head_blocks);
     a0.bf16 = bf16;
     std::vector<AttentionArgs> layers;
     for (int il = 0; il < n_layers; ++il) layers.push_back(layer_args(a0, b, il));
@@ -185,11 +188,12 @@ BENCHMARK(BM_AttentionAvx512Bf16)->Apply(contexts);
 BENCHMARK(BM_AttentionAmx)->Apply(contexts);
 
 // Decode (1 query): args n, f16, indexed, layers (1: one cache, warm in L2 for n <= 4k;
-// 30: a whole decode step's caches, streamed from L3 or DRAM).
+// 30: a whole decode step's caches, streamed from L3 or DRAM); each KV head's rows in a block,
+// as the model's cache.
 void BM_AttentionDecode(benchmark::State& state) {
     run(state, best_isa(detect_cpu_features()), 1, state.range(0),
         state.range(1) != 0 ? KvType::kF16 : KvType::kF32, state.range(2) != 0,
-        static_cast<int>(state.range(3)));
+        static_cast<int>(state.range(3)), false, kSmolLM2, /*head_blocks=*/true);
 }
 BENCHMARK(BM_AttentionDecode)
     ->ArgsProduct({{1024, 2048, 4096, 8192}, {0, 1}, {0, 1}, {1, 30}})
@@ -199,15 +203,16 @@ BENCHMARK(BM_AttentionDecode)
 
 // A whole decode step's attention (one query, every layer's f16 cache) in a model's shape:
 // args n (context), model (kModels: 0 SmolLM2-135M, 1 Llama-3.2-1B, 2 Qwen2.5-1.5B,
-// 3 Llama-3.1-8B).
+// 3 Llama-3.1-8B), head_blocks (1: each KV head's rows in a block, the model's cache; 0: rows
+// of side-by-side heads).
 void BM_AttentionDecodeModel(benchmark::State& state) {
     const Shape& sh = kModels[state.range(1)];
     run(state, best_isa(detect_cpu_features()), 1, state.range(0), KvType::kF16, false, sh.n_layer,
-        false, sh);
+        false, sh, state.range(2) != 0);
 }
 BENCHMARK(BM_AttentionDecodeModel)
-    ->ArgsProduct({{2048, 4096}, {0, 1, 2, 3}})
-    ->ArgNames({"n", "model"})
+    ->ArgsProduct({{2048, 4096}, {0, 1, 2, 3}, {1, 0}})
+    ->ArgNames({"n", "model", "head_blocks"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -70,7 +70,10 @@ void validate(const AttentionArgs& a) {
     LAZYLLM_CHECK(a.q_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
     LAZYLLM_CHECK(a.out_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
     LAZYLLM_CHECK(a.out != nullptr || a.out16 != nullptr);
-    LAZYLLM_CHECK(a.n_kv == 0 || a.kv_stride >= static_cast<int64_t>(a.n_head_kv) * a.head_dim);
+    LAZYLLM_CHECK(a.n_kv == 0 ||
+                  (kv_heads_in_rows(a)
+                       ? a.kv_stride >= static_cast<int64_t>(a.n_head_kv) * a.head_dim
+                       : a.kv_stride == a.head_dim && a.kv_head_stride >= a.head_dim));
 #ifndef NDEBUG
     for (int64_t j = 1; j < a.n_kv; ++j) LAZYLLM_CHECK(a.kv_pos[j - 1] < a.kv_pos[j]);
 #endif
@@ -192,6 +195,18 @@ int64_t key_splits(int n_threads, int64_t n_tasks, int64_t max_vis) {
     return std::clamp<int64_t>(max_vis / kMinSplitKeys, 1, want);
 }
 
+// detail::attention_lanes over keys [j0, j1) for n_g tiles: all at once over rows that hold
+// every head, one at a time over a cache of per-head blocks.
+template <Isa I>
+void lanes_by_layout(const AttentionArgs& a, const AttnTile* tiles, int n_g, int64_t j0, int64_t j1,
+                     AttnState* states) {
+    if (kv_heads_in_rows(a)) {
+        detail::attention_lanes<I>(a, tiles, n_g, j0, j1, states);
+        return;
+    }
+    for (int g = 0; g < n_g; ++g) detail::attention_lanes<I>(a, tiles + g, 1, j0, j1, states + g);
+}
+
 // Scratch of one decode call: per (key chunk, KV head) a tile state. Grow-only, the caller's
 // Workspace part (decode runs this once per layer and token).
 struct DecodeScratch {
@@ -201,8 +216,9 @@ struct DecodeScratch {
 };
 
 // Decode: one tile of few lanes per KV head, all over the same rows. Each work item runs the
-// tiles of every KV head over one chunk of keys (one pass over each K/V row); chunks are
-// merged per KV head.
+// tiles of every KV head over one chunk of keys, together where a cache row holds every head
+// (one pass over each K/V row), else one head's block of rows after the other (each read in
+// address order); chunks are merged per KV head.
 template <Isa I>
 void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     const int n_threads = std::max(1, ctx.n_threads);
@@ -225,8 +241,7 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRange
     if (n_keys == 0) {
         for (int g = 0; g < n_g; ++g) clear_state(d, sc.parts[g]);
     } else if (n_split == 1) {
-        detail::attention_lanes<I>(a, sc.tiles.data(), n_g, first, first + n_keys,
-                                   sc.parts.data());
+        lanes_by_layout<I>(a, sc.tiles.data(), n_g, first, first + n_keys, sc.parts.data());
     } else {
 #pragma omp parallel for num_threads(static_cast <int>(std::min <int64_t>(n_threads, n_split))) \
     schedule(dynamic, 1)
@@ -236,8 +251,7 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRange
             split_range(n_keys, n_split, part, j0, j1);
             AttnState* states = sc.parts.data() + part * n_g;
             if (j1 > j0) {
-                detail::attention_lanes<I>(a, sc.tiles.data(), n_g, first + j0, first + j1,
-                                           states);
+                lanes_by_layout<I>(a, sc.tiles.data(), n_g, first + j0, first + j1, states);
             } else {
                 for (int g = 0; g < n_g; ++g) clear_state(d, states[g]);
             }

@@ -26,15 +26,19 @@ struct AttentionArgs {
     const int32_t* q_pos = nullptr;  // [n_q] absolute positions
     int64_t n_q = 0;
     int64_t q_stride = 0;
-    // [rows, kv_stride] elements of kv_type, kv head g at g*head_dim (RoPE applied). Key j is
-    // row kv_row[j], or row j when kv_row is null.
+    // Elements of kv_type (RoPE applied): kv head g of cache row r at r * kv_stride + g *
+    // kv_head_stride, head_dim contiguous elements. Key j is row kv_row[j], or row j when kv_row
+    // is null. Heads side by side in a row (kv_head_stride 0 or head_dim), or each head's rows
+    // in a block of their own (kv_stride == head_dim: the model's cache, which a decode step
+    // then reads head by head in address order).
     const void* k = nullptr;
     const void* v = nullptr;
     KvType kv_type = KvType::kF32;
     const int32_t* kv_row = nullptr;  // [n_kv] or null
     const int32_t* kv_pos = nullptr;  // [n_kv] absolute positions, strictly increasing
     int64_t n_kv = 0;
-    int64_t kv_stride = 0;  // in elements
+    int64_t kv_stride = 0;       // in elements
+    int64_t kv_head_stride = 0;  // in elements; 0: head_dim
     int n_head = 0;
     int n_head_kv = 0;  // n_head % n_head_kv == 0; query head h uses kv head h / (n_head/n_head_kv)
     int head_dim = 0;
@@ -61,6 +65,16 @@ struct AttentionArgs {
 // Whether key position kp is visible to a query at position qp.
 inline bool key_visible(const AttentionArgs& a, int32_t kp, int32_t qp) {
     return kp <= qp && (a.window <= 0 || qp - kp < a.window);
+}
+
+// Elements from a cache row's start to its kv head g (see AttentionArgs::kv_head_stride).
+inline int64_t kv_head_offset(const AttentionArgs& a, int g) {
+    return static_cast<int64_t>(g) * (a.kv_head_stride != 0 ? a.kv_head_stride : a.head_dim);
+}
+
+// Whether a cache row holds its kv heads side by side (else each head's rows are a block).
+inline bool kv_heads_in_rows(const AttentionArgs& a) {
+    return a.kv_head_stride == 0 || a.kv_head_stride == a.head_dim;
 }
 
 // The cache row of key j (see AttentionArgs::kv_row).

@@ -26,7 +26,7 @@ inline __m512 load16_masked(const uint16_t* p, __mmask16 m) {
 template <typename T>
 void head_probs(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n, float* probs) {
     const int d = a.head_dim;
-    const T* k_head = static_cast<const T*>(a.k) + static_cast<int64_t>(kv_head) * d;
+    const T* k_head = static_cast<const T*>(a.k) + kv_head_offset(a, kv_head);
     // Logits, 16 keys at a time: 16 per-key partial-sum vectors reduced to one vector.
     for (int64_t j0 = 0; j0 < n; j0 += 16) {
         const int nj = static_cast<int>(std::min<int64_t>(16, n - j0));

@@ -178,7 +178,7 @@ void pack_kv_bf16(const KernelContext& ctx, const AttentionArgs& a, PackedKvBf16
         int64_t row_off[16];  // element offset of each key's head-g segment (K and V alike)
         for (int jj = 0; jj < n_rows; ++jj) {
             const int64_t row = kv_row_of(a, j0 + jj);
-            row_off[jj] = row * a.kv_stride + static_cast<int64_t>(g) * d;
+            row_off[jj] = row * a.kv_stride + kv_head_offset(a, g);
         }
         for (int c = 0; c < d; c += 16) {
             __m512 kr[16], vr[16];

@@ -52,13 +52,15 @@ struct AttnPlan<Isa::kAvx512> {
 namespace {
 
 constexpr int kTileKeys = 16;  // keys per block, queries in lanes
-// Keys in lanes reads the K/V rows it is about to use, kTouchKeys at a time, with one load per
-// cache line in address order (whole rows, key after key) before computing on them head by
-// head. The tiles' own reads go head by head, a row apart; from memory that order streams far
-// slower than the sequential one, as the L2 stream prefetcher only follows sequential misses,
-// and software prefetches ahead of the tiles do not make up for it. The sequential pass leaves
-// the rows in L2 for the tiles: 256 KiB at 1 KiB rows (docs/benchmarks.md, "Decode attention
-// (Zen 4)").
+// Keys in lanes over rows that hold every KV head side by side reads the K/V rows it is about
+// to use, kTouchKeys at a time, with one load per cache line in address order (whole rows, key
+// after key) before computing on them head by head. The tiles' own reads go head by head, a
+// row apart; from memory that order streams far slower than the sequential one, as the L2
+// stream prefetcher only follows sequential misses, and software prefetches ahead of the tiles
+// do not make up for it. The sequential pass leaves the rows in L2 for the tiles: 256 KiB at
+// 1 KiB rows. Over a cache that keeps each head's rows in a block of their own (the model's),
+// one tile's reads are in address order already, and stream while it computes: no pass
+// (docs/benchmarks.md, "Decode attention (Zen 4)").
 constexpr int64_t kTouchKeys = 128;
 // Keys in lanes: states[i].o holds the lanes' O rows ([lane][D]) and then their P sums.
 template <int D>
@@ -281,7 +283,7 @@ void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const
     using P = AttnPlan<I>;
     constexpr int kKeys = V::kWidth, kVec = D / kKeys;
     constexpr int kQk = row_chunk(kVec, P::kRegisters - NL - 2);
-    const int64_t head_off = static_cast<int64_t>(t.kv_head) * D;
+    const int64_t head_off = kv_head_offset(a, t.kv_head);
     const float* q[NL];
 #pragma GCC unroll 6
     for (int l = 0; l < NL; ++l) {
@@ -341,8 +343,9 @@ void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const
 
 // Keys in lanes (few lanes: decode, a GQA group of 1-6 query heads per KV head). Per block of
 // kWidth keys: the block's rows are found once, then each tile runs lanes_block, which reads
-// every K and V row of its KV head once (no converted copy is stored). The rows are read first
-// in address order, kTouchKeys at a time, so that they stream from memory at full rate.
+// every K and V row of its KV head once (no converted copy is stored). Over rows of side-by-side
+// heads the rows are read first in address order, kTouchKeys at a time, so that they stream
+// from memory at full rate.
 // While running, states[i].o holds O as [lane][D] and then the P sums as [lane][kWidth]; O is
 // transposed to [D][16] and the sums reduced into states[i].l at the end.
 template <Isa I, int D, typename T>
@@ -364,7 +367,9 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
         std::memset(states[i].o, 0, sizeof(float) * kAttnFewLanes * (D + kKeys));
     }
     // The part of each row the tiles read: KV heads [head_lo, head_hi] (the whole row when
-    // the tiles are every KV head's).
+    // the tiles are every KV head's), touched first where the heads sit side by side in rows;
+    // a head's own block of rows streams in address order without it.
+    const bool touch = kv_heads_in_rows(a);
     const int64_t row_offset = static_cast<int64_t>(head_lo) * D;
     const int64_t row_bytes = static_cast<int64_t>(head_hi - head_lo + 1) * D * sizeof(T);
 
@@ -379,7 +384,7 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
             for (int jj = 0; jj < kKeys; ++jj) neg_kp[jj] = jj < nj ? -a.kv_pos[j0 + jj] : -INT32_MAX;
         }
         const auto neg_key_pos = V::load_i32(neg_kp, windowed ? kKeys : 0, -INT32_MAX);
-        if ((j0 - j_begin) % kTouchKeys == 0) {
+        if (touch && (j0 - j_begin) % kTouchKeys == 0) {
             const int64_t jt_end = std::min(j_end, j0 + kTouchKeys);
             for (int64_t jt = j0; jt < jt_end; ++jt) {
                 const int64_t off = kv_row_of(a, jt) * a.kv_stride + row_offset;
@@ -466,7 +471,7 @@ void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& 
                     std::fill(v_dst, v_dst + D, 0.0f);
                     continue;
                 }
-                const int64_t off = kv_row_of(a, j) * a.kv_stride + static_cast<int64_t>(g) * D;
+                const int64_t off = kv_row_of(a, j) * a.kv_stride + kv_head_offset(a, g);
 #pragma GCC unroll 16
                 for (int c = 0; c < D; c += V::kWidth) {
                     V::store_aligned(k_dst + c, V::load(k_src + off + c));

@@ -52,7 +52,7 @@ bool softmax_row(const AttentionArgs& a, const float* q_head, int32_t q_pos, int
 
 void load_kv_row(const AttentionArgs& a, const void* base, int64_t j, int kv_head, float* out) {
     const int64_t row = kv_row_of(a, j);
-    const int64_t off = row * a.kv_stride + static_cast<int64_t>(kv_head) * a.head_dim;
+    const int64_t off = row * a.kv_stride + kv_head_offset(a, kv_head);
     if (a.kv_type == KvType::kF16) {
         const uint16_t* src = static_cast<const uint16_t*>(base) + off;
         for (int c = 0; c < a.head_dim; ++c) out[c] = quant::fp16_to_fp32_scalar(src[c]);

@@ -50,9 +50,8 @@ struct QkvRows {  // after qkv: QK-norm and RoPE on q and k, then k and v into t
     int64_t n_qkv = 0, n_q = 0, n_kv = 0;
     const int32_t* pos = nullptr;
     int n_head = 0, n_head_kv = 0, head_dim = 0;
-    kernels::KvType kv_type = kernels::KvType::kF32;
-    void* k_cache = nullptr;
-    void* v_cache = nullptr;
+    KvCache* kv = nullptr;
+    int il = 0;
 };
 
 // Rows [r0, r1) on c.ctx's threads (the row hook's: one).
@@ -67,10 +66,7 @@ void qkv_finish(const QkvRows& c, int64_t r0, int64_t r1) {
     }
     kernels::rope(c.ctx, *c.rope, c.mode, rows, pos, n, c.n_qkv, c.n_head, c.head_dim);
     kernels::rope(c.ctx, *c.rope, c.mode, rows + c.n_q, pos, n, c.n_qkv, c.n_head_kv, c.head_dim);
-    kernels::kv_store_rows(c.ctx, c.kv_type, rows + c.n_q, c.n_qkv, n, c.n_kv, pos, c.k_cache,
-                           c.n_kv);
-    kernels::kv_store_rows(c.ctx, c.kv_type, rows + c.n_q + c.n_kv, c.n_qkv, n, c.n_kv, pos,
-                           c.v_cache, c.n_kv);
+    c.kv->store(c.ctx, c.il, rows + c.n_q, rows + c.n_q + c.n_kv, c.n_qkv, n, pos);
 }
 
 void qkv_rows(void* p, int64_t r0, int64_t r1) {
@@ -143,7 +139,8 @@ kernels::AttentionArgs LlamaModel::attention_args(const KvCache& kv, int il) con
     a.k = kv.k(il);
     a.v = kv.v(il);
     a.kv_type = kv.type();
-    a.kv_stride = c.n_embd_kv();
+    a.kv_stride = c.head_dim;  // each head's rows in a block (KvCache)
+    a.kv_head_stride = kv.head_stride();
     a.n_head = c.n_head;
     a.n_head_kv = c.n_head_kv;
     a.head_dim = c.head_dim;
@@ -296,7 +293,7 @@ private:
         qkv_hook_.n_head_kv = c_.n_head_kv;
         qkv_hook_.head_dim = c_.head_dim;
         qkv_hook_.eps = c_.rms_eps;
-        qkv_hook_.kv_type = kv_.type();
+        qkv_hook_.kv = &kv_;
         norm_hook_.ctx = ctx1;
         norm_hook_.n_embd = c_.n_embd;
         norm_hook_.eps = c_.rms_eps;
@@ -320,10 +317,7 @@ private:
     void qkv(const LayerWeights& w, int il) {
         const kernels::KernelContext& ctx = m_.opts_.ctx;
         const int64_t n = run_.n_rows, NQKV = c_.n_qkv();
-        void* k_cache = kv_.k(il);  // [n_ctx, KV] elements of kv.type()
-        void* v_cache = kv_.v(il);
-        qkv_hook_.k_cache = k_cache;
-        qkv_hook_.v_cache = v_cache;
+        qkv_hook_.il = il;
         qkv_hook_.rope = &m_.rope_table(il);
         qkv_hook_.q_norm = w.q_norm.empty() ? nullptr : w.q_norm.data();
         qkv_hook_.k_norm = w.k_norm.empty() ? nullptr : w.k_norm.data();

@@ -33,7 +33,6 @@ void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* con
     float* gate_up = grow(s.gate_up, n * 2 * F);  // [n, 2F]
     float* act = grow(s.act, n * F);            // [n, F]
     float* y = c.post_norms ? grow(s.y, n * E) : nullptr;  // [n, E]
-    const kernels::KvType kv_type = kvs[0]->type();
     for (int il = 0; il < c.n_layer; ++il) {
         const LayerWeights& L = layers_[il];
         kernels::rms_norm(ctx, h, L.attn_norm.data(), x, n, E, c.rms_eps);
@@ -48,8 +47,7 @@ void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* con
         kernels::rope(ctx, rope, c.rope_mode, qkv + Q, pos, n, NQKV, c.n_head_kv, c.head_dim);
         for (int64_t i = 0; i < n; ++i) {
             float* row = qkv + i * NQKV;
-            kernels::kv_store_rows(ctx, kv_type, row + Q, NQKV, 1, KV, pos + i, kvs[i]->k(il), KV);
-            kernels::kv_store_rows(ctx, kv_type, row + Q + KV, NQKV, 1, KV, pos + i, kvs[i]->v(il), KV);
+            kvs[i]->store(ctx, il, row + Q, row + Q + KV, NQKV, 1, pos + i);
             kernels::AttentionArgs a = attention_args(*kvs[i], il);
             a.kv_row = nullptr;  // the prefix [0, pos]: cache row j is position j
             a.kv_pos = kvs[i]->iota();

@@ -1,4 +1,7 @@
-// KV cache addressed by absolute position, one K and one V block per layer.
+// KV cache addressed by absolute position, one K and one V block per layer, each laid out
+// head by head: [n_head_kv][n_ctx][head_dim], so that a decode step's attention reads each
+// head's keys in address order, where the hardware prefetcher follows it while the kernel
+// computes (kernels::AttentionArgs::kv_head_stride).
 // Keys are stored after RoPE (design.md 1.2), so K/V written in different steps mix safely.
 // Rows of positions never computed at a layer hold stale data and are never read: the
 // runtime tracks per-token depth.
@@ -22,17 +25,18 @@ namespace lazyllm {
 class KvCache {
 public:
     KvCache() = default;
-    KvCache(int n_layer, int64_t n_ctx, int n_embd_kv,
+    KvCache(int n_layer, int64_t n_ctx, int n_head_kv, int head_dim,
             kernels::KvType type = kernels::KvType::kF32);
 
     int n_layer() const { return n_layer_; }
     int64_t n_ctx() const { return n_ctx_; }
-    int n_embd_kv() const { return n_embd_kv_; }
+    int n_head_kv() const { return n_head_kv_; }
+    int head_dim() const { return head_dim_; }
     kernels::KvType type() const { return type_; }
-    size_t row_bytes() const {
-        return static_cast<size_t>(n_embd_kv_) * kernels::kv_type_size(type_);
-    }
-    // [n_ctx, n_embd_kv] elements of type(): float, or uint16_t half bits.
+    // Elements from one head's block of a layer to the next's (a position's head g is at
+    // g * head_stride() + pos * head_dim()).
+    int64_t head_stride() const { return n_ctx_ * head_dim_; }
+    // [n_head_kv, n_ctx, head_dim] elements of type(): float, or uint16_t half bits.
     void* k(int il) { return k_[il].get(); }
     void* v(int il) { return v_[il].get(); }
     const void* k(int il) const { return k_[il].get(); }
@@ -40,8 +44,14 @@ public:
     const int32_t* iota() const { return iota_.data(); }  // [n_ctx]: 0, 1, 2, ...
     size_t bytes() const;
 
+    // Rows i of k_src and v_src ([n, n_head_kv * head_dim] fp32, rows src_stride apart, heads
+    // side by side) to positions pos[i] of layer il.
+    void store(const kernels::KernelContext& ctx, int il, const float* k_src, const float* v_src,
+               int64_t src_stride, int64_t n, const int32_t* pos);
+
 private:
-    // Cache-line aligned blocks, so that a row's per-head segments start on line boundaries.
+    // Cache-line aligned blocks, so that each head's rows start on a line boundary (and every
+    // row with head_dim * element size a multiple of 64 bytes).
     static constexpr std::align_val_t kAlign{64};
     struct AlignedDelete {
         void operator()(std::byte* p) const { ::operator delete[](p, kAlign); }
@@ -50,7 +60,8 @@ private:
 
     int n_layer_ = 0;
     int64_t n_ctx_ = 0;
-    int n_embd_kv_ = 0;
+    int n_head_kv_ = 0;
+    int head_dim_ = 0;
     kernels::KvType type_ = kernels::KvType::kF32;
     // Left uninitialized: pages are touched only as positions are written, so a large context
     // costs nothing until used (rows are never read before they are written).

@@ -85,7 +85,7 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
     s.opts_ = opts;
     s.opts_.n_ctx = n_ctx;
     s.policy_ = prune::make_policy(opts.policy, sch, opts.seed);
-    s.kv_ = KvCache(c.n_layer, n_ctx, c.n_embd_kv(), model.kv_type());
+    s.kv_ = KvCache(c.n_layer, n_ctx, c.n_head_kv, c.head_dim, model.kv_type());
     s.depth_.assign(static_cast<size_t>(n_ctx), 0);
     s.recomputed_.assign(static_cast<size_t>(n_ctx), 0);
     s.excluded_.assign(static_cast<size_t>(n_ctx), 0);

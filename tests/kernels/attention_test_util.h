@@ -25,27 +25,32 @@ namespace lazyllm::kernels::attention_testing {
 
 inline bool cpu_has(Isa isa) { return isa_supported(isa, detect_cpu_features()); }
 
-// How K/V are stored: element type, and dense rows [0, n_kv) or rows by index.
+// How K/V are stored: element type, dense rows [0, n_kv) or rows by index, and each row's kv
+// heads side by side or each head's rows in a block of their own (AttentionArgs::
+// kv_head_stride, the model's KvCache).
 struct Layout {
     KvType type = KvType::kF32;
     bool indexed = false;
+    bool head_blocks = false;
 };
 
-inline const Layout kLayouts[] = {
-    {KvType::kF32, false}, {KvType::kF32, true}, {KvType::kF16, false}, {KvType::kF16, true}};
+inline const Layout kLayouts[] = {{KvType::kF32, false},       {KvType::kF32, true},
+                                  {KvType::kF16, false},       {KvType::kF16, true},
+                                  {KvType::kF32, false, true}, {KvType::kF16, true, true}};
 
-// The layouts of the heaviest checks (thousands of keys, or many shapes): all four in release.
+// The layouts of the heaviest checks (thousands of keys, or many shapes): all six in release.
 // The sanitizer build, which checks memory accesses rather than numerics and runs the scalar
-// reference several times slower, takes dense fp32 and indexed f16 rows: both element types,
-// both row modes.
+// reference several times slower, takes dense fp32 rows and indexed f16 rows and head blocks:
+// both element types, both row modes, both head layouts.
 inline std::span<const Layout> heavy_check_layouts() {
-    static const Layout kSanitizedLayouts[] = {kLayouts[0], kLayouts[3]};
+    static const Layout kSanitizedLayouts[] = {kLayouts[0], kLayouts[3], kLayouts[5]};
     if (lazyllm::testing::kSanitized) return kSanitizedLayouts;
     return kLayouts;
 }
 
 inline std::string layout_name(const Layout& l) {
-    return std::string(l.type == KvType::kF16 ? "f16" : "f32") + (l.indexed ? "/indexed" : "");
+    return std::string(l.type == KvType::kF16 ? "f16" : "f32") + (l.indexed ? "/indexed" : "") +
+           (l.head_blocks ? "/head blocks" : "");
 }
 
 // Owns the buffers of one attention problem. k/v hold the fp32 values (already rounded to
@@ -78,6 +83,22 @@ inline void rebind(Problem& p) {
     a.kv_row = p.layout.indexed ? p.kv_row.data() : nullptr;
     a.kv_pos = p.kv_pos.data();
     a.out = p.out.data();
+}
+
+// K/V of rows of side-by-side heads ([n_rows, kv_stride]) as one block per head: [n_head_kv,
+// head_stride] with head_stride = n_rows * head_dim + 3 (the gap holds 100s, far outside the
+// values, so that a read into it shows).
+inline std::vector<float> to_head_blocks(const std::vector<float>& rows, int64_t n_rows,
+                                         int64_t kv_stride, int n_head_kv, int head_dim) {
+    const int64_t head_stride = n_rows * head_dim + 3;
+    std::vector<float> out(std::max<int64_t>(1, n_head_kv * head_stride), 100.0f);
+    for (int g = 0; g < n_head_kv; ++g) {
+        for (int64_t r = 0; r < n_rows; ++r) {
+            std::copy_n(rows.begin() + r * kv_stride + g * head_dim, head_dim,
+                        out.begin() + g * head_stride + r * head_dim);
+        }
+    }
+    return out;
 }
 
 // Queries at q_pos, keys at kv_pos (sorted); strides padded to catch stride bugs. Indexed
@@ -127,6 +148,12 @@ inline Problem make_problem(std::vector<int32_t> q_pos, std::vector<int32_t> kv_
     a.q_stride = q_stride;
     a.n_kv = n_kv;
     a.kv_stride = kv_stride;
+    if (layout.head_blocks) {
+        p.k = to_head_blocks(p.k, n_rows, kv_stride, n_head_kv, head_dim);
+        p.v = to_head_blocks(p.v, n_rows, kv_stride, n_head_kv, head_dim);
+        a.kv_stride = head_dim;
+        a.kv_head_stride = n_rows * head_dim + 3;
+    }
     a.n_head = n_head;
     a.n_head_kv = n_head_kv;
     a.head_dim = head_dim;
@@ -136,18 +163,26 @@ inline Problem make_problem(std::vector<int32_t> q_pos, std::vector<int32_t> kv_
     return p;
 }
 
-// The same problem with K/V gathered into dense fp32 rows (the pre-index, pre-f16 form).
+// The same problem with K/V gathered into dense fp32 rows of side-by-side heads (the
+// pre-index, pre-f16, pre-head-block form).
 inline Problem dense_f32(const Problem& src) {
     Problem p = src;
     p.layout = {};
-    if (src.layout.indexed) {
-        const int64_t stride = src.args.kv_stride;
-        p.k.assign(std::max<size_t>(1, src.kv_row.size() * stride), 0.0f);
+    if (src.layout.indexed || src.layout.head_blocks) {
+        const AttentionArgs& a = src.args;
+        const int d = a.head_dim;
+        const int64_t stride = static_cast<int64_t>(a.n_head_kv) * d + 5;
+        p.args.kv_stride = stride;
+        p.args.kv_head_stride = 0;
+        p.k.assign(std::max<int64_t>(1, a.n_kv * stride), 0.0f);
         p.v.assign(p.k.size(), 0.0f);
-        for (size_t j = 0; j < src.kv_row.size(); ++j) {
-            const int64_t r = src.kv_row[j];
-            std::copy_n(src.k.begin() + r * stride, stride, p.k.begin() + j * stride);
-            std::copy_n(src.v.begin() + r * stride, stride, p.v.begin() + j * stride);
+        for (int64_t j = 0; j < a.n_kv; ++j) {
+            const int64_t r = src.layout.indexed ? src.kv_row[j] : j;
+            for (int g = 0; g < a.n_head_kv; ++g) {
+                const int64_t from = r * a.kv_stride + kv_head_offset(a, g);
+                std::copy_n(src.k.begin() + from, d, p.k.begin() + j * stride + g * d);
+                std::copy_n(src.v.begin() + from, d, p.v.begin() + j * stride + g * d);
+            }
         }
     }
     rebind(p);

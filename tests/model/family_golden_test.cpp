@@ -70,7 +70,7 @@ EngineRun run_sequence(const LlamaModel& m, const std::vector<int32_t>& ids,
     const ModelConfig& c = m.config();
     const int64_t n = static_cast<int64_t>(ids.size());
     const size_t E = static_cast<size_t>(c.n_embd);
-    KvCache kv(c.n_layer, n, c.n_embd_kv(), kernels::KvType::kF32);
+    KvCache kv(c.n_layer, n, c.n_head_kv, c.head_dim, kernels::KvType::kF32);
     ForwardScratch s;
     std::vector<float> h(static_cast<size_t>(n) * E);  // [n, n_embd]
     std::vector<int32_t> pos(n);

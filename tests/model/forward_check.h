@@ -103,7 +103,7 @@ inline void check_against_reference(const Case& c, double tol) {
     const ReferenceForward ref = ReferenceForward::create(gguf).value();
     const auto want = ref.run(ids);  // [n, n_vocab]
 
-    KvCache kv(cfg.n_layer, std::max(64, n), cfg.n_embd_kv(),
+    KvCache kv(cfg.n_layer, std::max(64, n), cfg.n_head_kv, cfg.head_dim,
                c.kv_type.value_or(model->kv_type()));
     ForwardScratch s;
     std::vector<float> h(static_cast<size_t>(n_prompt) * cfg.n_embd), logits(cfg.n_vocab);

@@ -12,6 +12,7 @@
 #include "model/forward_check.h"
 #include "model/llama_model.h"
 #include "support/cpu.h"
+#include "support/kv_rows.h"
 #include "support/tiny_model.h"
 
 namespace lazyllm {
@@ -35,7 +36,7 @@ StepOut run_step(const LlamaModel& m, const std::vector<float>& h0, int64_t step
     std::vector<int32_t> pos(n);
     std::iota(pos.begin(), pos.end(), 0);
     StepOut o{h0, std::vector<float>(cfg.n_vocab)};
-    KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), kv_type.value_or(m.kv_type()));
+    KvCache kv(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, kv_type.value_or(m.kv_type()));
     ForwardScratch s;
     LayerRun r{o.h.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};
     r.step_rows = step_rows;
@@ -133,8 +134,8 @@ TEST(ForwardTest, IndexedKeySetEqualsPrefix) {
     std::iota(pos.begin(), pos.end(), 0);
     for (kernels::KvType type : {kernels::KvType::kF32, kernels::KvType::kF16}) {
         ForwardScratch s;
-        KvCache kv1(cfg.n_layer, 32, cfg.n_embd_kv(), type);
-        KvCache kv2(cfg.n_layer, 32, cfg.n_embd_kv(), type);
+        KvCache kv1(cfg.n_layer, 32, cfg.n_head_kv, cfg.head_dim, type);
+        KvCache kv2(cfg.n_layer, 32, cfg.n_head_kv, cfg.head_dim, type);
         std::vector<float> h1(static_cast<size_t>(n) * cfg.n_embd), h2(h1.size());
         ASSERT_TRUE(model->embed(ids.data(), n, h1.data()).ok());
         h2 = h1;
@@ -151,11 +152,10 @@ TEST(ForwardTest, IndexedKeySetEqualsPrefix) {
         model->forward_layers(b2, kv2, s);
         EXPECT_EQ(h1, h2) << "kv type " << static_cast<int>(type);
         EXPECT_EQ(kv1.type(), type);
-        EXPECT_EQ(kv1.bytes(),
-                  2u * cfg.n_layer * 32 * cfg.n_embd_kv() * kernels::kv_type_size(type));
+        EXPECT_EQ(kv1.bytes(), 2u * cfg.n_layer * 32 * cfg.n_head_kv * cfg.head_dim *
+                                   kernels::kv_type_size(type));
         for (int il = 0; il < cfg.n_layer; ++il) {
-            EXPECT_EQ(0, std::memcmp(kv1.k(il), kv2.k(il), n * kv1.row_bytes()));
-            EXPECT_EQ(0, std::memcmp(kv1.v(il), kv2.v(il), n * kv1.row_bytes()));
+            EXPECT_TRUE(testing::same_kv_rows(kv1, kv2, il, n));
         }
     }
 }
@@ -172,7 +172,8 @@ TEST(ForwardTest, SplitBlockEqualsWholeBlock) {
     std::vector<int32_t> pos(n);
     std::iota(pos.begin(), pos.end(), 0);
     ForwardScratch s;
-    KvCache kv1(cfg.n_layer, 32, cfg.n_embd_kv()), kv2(cfg.n_layer, 32, cfg.n_embd_kv());
+    KvCache kv1(cfg.n_layer, 32, cfg.n_head_kv, cfg.head_dim),
+        kv2(cfg.n_layer, 32, cfg.n_head_kv, cfg.head_dim);
     std::vector<float> h1(static_cast<size_t>(n) * cfg.n_embd), h2(h1.size());
     ASSERT_TRUE(model->embed(ids.data(), n, h1.data()).ok());
     h2 = h1;
@@ -212,9 +213,9 @@ TEST(ForwardTest, Bf16RowHooksEqualSeparatePasses) {
         std::vector<int32_t> pos(n);
         std::iota(pos.begin(), pos.end(), 0);
         const kernels::KvType type = kernels::KvType::kF16;
-        KvCache kv1(cfg.n_layer, n, cfg.n_embd_kv(), type);
-        KvCache kv2(cfg.n_layer, n, cfg.n_embd_kv(), type);
-        KvCache kv3(cfg.n_layer, n, cfg.n_embd_kv(), type);
+        KvCache kv1(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
+        KvCache kv2(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
+        KvCache kv3(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
         std::vector<float> h1(static_cast<size_t>(n) * cfg.n_embd);
         ASSERT_TRUE(one->embed(ids.data(), n, h1.data()).ok());
         std::vector<float> h2 = h1, h3 = h1;
@@ -237,9 +238,8 @@ TEST(ForwardTest, Bf16RowHooksEqualSeparatePasses) {
         one->forward_layers(b, kv3, s3);
         EXPECT_EQ(h1, h3) << arch;
         for (int il = 0; il < cfg.n_layer; ++il) {
-            EXPECT_EQ(0, std::memcmp(kv1.k(il), kv2.k(il), n * kv1.row_bytes())) << arch << il;
-            EXPECT_EQ(0, std::memcmp(kv1.v(il), kv2.v(il), n * kv1.row_bytes())) << arch << il;
-            EXPECT_EQ(0, std::memcmp(kv1.k(il), kv3.k(il), n * kv1.row_bytes())) << arch << il;
+            EXPECT_TRUE(testing::same_kv_rows(kv1, kv2, il, n)) << arch << il;
+            EXPECT_TRUE(testing::same_kv_rows(kv1, kv3, il, n)) << arch << il;
         }
     }
 }
@@ -267,9 +267,9 @@ TEST(ForwardTest, LastRowOutComputesOnlyTheLastRow) {
             std::vector<int32_t> pos(n);
             std::iota(pos.begin(), pos.end(), 0);
             const kernels::KvType type = model->kv_type();
-            KvCache kv_all(cfg.n_layer, n, cfg.n_embd_kv(), type);
-            KvCache kv_last(cfg.n_layer, n, cfg.n_embd_kv(), type);
-            KvCache kv_prefix(cfg.n_layer, n, cfg.n_embd_kv(), type);
+            KvCache kv_all(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
+            KvCache kv_last(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
+            KvCache kv_prefix(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
             std::vector<float> h_all(static_cast<size_t>(n) * E);
             ASSERT_TRUE(model->embed(ids.data(), n, h_all.data()).ok());
             std::vector<float> h_last = h_all, h_prefix = h_all;
@@ -286,9 +286,7 @@ TEST(ForwardTest, LastRowOutComputesOnlyTheLastRow) {
             model->forward_layers(prefix, kv_prefix, s);
 
             for (int il = 0; il < cfg.n_layer; ++il) {
-                EXPECT_EQ(0, std::memcmp(kv_all.k(il), kv_last.k(il), n * kv_all.row_bytes()))
-                    << what << " layer " << il;
-                EXPECT_EQ(0, std::memcmp(kv_all.v(il), kv_last.v(il), n * kv_all.row_bytes()))
+                EXPECT_TRUE(testing::same_kv_rows(kv_all, kv_last, il, n))
                     << what << " layer " << il;
             }
             EXPECT_EQ(0, std::memcmp(h_last.data(), h_prefix.data(), sizeof(float) * (n - 1) * E))
@@ -348,8 +346,8 @@ TEST(ForwardTest, CutRunsTheRestOfTheLayerOnTheRowsItReturns) {
             std::vector<float> h_in = h_all, h_cut = h_all;
             ForwardScratch s;
             // Reference: layers 0 and 1 on every row, and layer 0 alone (layer 1's input).
-            KvCache kv_all(cfg.n_layer, n, cfg.n_embd_kv(), type);
-            KvCache kv_in(cfg.n_layer, n, cfg.n_embd_kv(), type);
+            KvCache kv_all(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
+            KvCache kv_in(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
             LayerRun all{h_all.data(), pos.data(), n, nullptr, n, 0, 2, nullptr};
             model->forward_layers(all, kv_all, s);
             LayerRun in = all;
@@ -366,7 +364,7 @@ TEST(ForwardTest, CutRunsTheRestOfTheLayerOnTheRowsItReturns) {
             std::vector<float> saved_h(static_cast<size_t>(n) * E), saved_q(static_cast<size_t>(n) * Q);
             std::vector<float> tail_h, tail_q;
             int calls = 0;
-            KvCache kv_cut(cfg.n_layer, n, cfg.n_embd_kv(), type);
+            KvCache kv_cut(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
             LayerRun cut = all;
             cut.h = h_cut.data();
             cut.cut = [&](const float* qkv, int64_t ld) {
@@ -387,9 +385,7 @@ TEST(ForwardTest, CutRunsTheRestOfTheLayerOnTheRowsItReturns) {
             model->forward_layers(cut, kv_cut, s);
             ASSERT_EQ(calls, 1) << what;
             for (int il = 0; il < 2; ++il) {
-                EXPECT_EQ(0, std::memcmp(kv_all.k(il), kv_cut.k(il), n * kv_all.row_bytes()))
-                    << what << " layer " << il;
-                EXPECT_EQ(0, std::memcmp(kv_all.v(il), kv_cut.v(il), n * kv_all.row_bytes()))
+                EXPECT_TRUE(testing::same_kv_rows(kv_all, kv_cut, il, n))
                     << what << " layer " << il;
             }
             EXPECT_EQ(h_cut, h_in) << what << ": the run's own rows stay at layer 1's input";
@@ -412,10 +408,9 @@ TEST(ForwardTest, CutRunsTheRestOfTheLayerOnTheRowsItReturns) {
                 rev_q.insert(rev_q.end(), &saved_q[i * Q], &saved_q[(i + 1) * Q]);
             }
             // The same later call as a prompt step (prefill weights), on a copy of the cache.
-            KvCache kv_prompt(cfg.n_layer, n, cfg.n_embd_kv(), type);
+            KvCache kv_prompt(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
             for (int il = 0; il < 2; ++il) {
-                std::memcpy(kv_prompt.k(il), kv_cut.k(il), n * kv_cut.row_bytes());
-                std::memcpy(kv_prompt.v(il), kv_cut.v(il), n * kv_cut.row_bytes());
+                testing::copy_kv_rows(kv_prompt, kv_cut, il, n);
             }
             std::vector<float> rev_h_prompt = rev_h;
             std::vector<float> h_last(&h_in[(n - 1) * E], &h_in[n * E]);

@@ -78,7 +78,7 @@ std::map<int, std::vector<float>> checked_logits(const LlamaModel& m, const nloh
     const ModelConfig& c = m.config();
     const std::vector<int32_t> ids = p["ids"].get<std::vector<int32_t>>();
     const int64_t n = static_cast<int64_t>(ids.size());
-    KvCache kv(c.n_layer, n, c.n_embd_kv(), m.kv_type());  // as a session
+    KvCache kv(c.n_layer, n, c.n_head_kv, c.head_dim, m.kv_type());  // as a session
     ForwardScratch s;
     std::vector<float> h(static_cast<size_t>(n) * c.n_embd);
     std::vector<int32_t> pos(n);

@@ -366,7 +366,7 @@ TEST(QuantPrefill, EveryCallOfAStepTakesTheSameKernels) {
     std::vector<float> h0(static_cast<size_t>(n * E));
     ASSERT_TRUE(model.embed(ids.data(), n, h0.data()).ok());
     const auto run = [&](bool prompt, int64_t step_rows, bool last_row_out) {
-        KvCache kv(cfg.n_layer, n, cfg.n_embd_kv(), model.kv_type());
+        KvCache kv(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, model.kv_type());
         ForwardScratch s;
         std::vector<float> h = h0;
         LayerRun r{h.data(), pos.data(), n, nullptr, n, 0, cfg.n_layer, nullptr};

@@ -103,7 +103,7 @@ TEST(SessionTest, GemFilterRunsTheWholeModelOnKeptTokens) {
     // Same logits as running the model on the kept tokens alone at their original positions.
     std::vector<int32_t> kept_ids;
     for (int32_t t : kept) kept_ids.push_back(prompt[t]);
-    KvCache kv(c.n_layer, 32, c.n_embd_kv(), model->kv_type());
+    KvCache kv(c.n_layer, 32, c.n_head_kv, c.head_dim, model->kv_type());
     ForwardScratch scratch;
     std::vector<float> h(kept.size() * static_cast<size_t>(c.n_embd)), want(c.n_vocab);
     ASSERT_TRUE(model->embed(kept_ids.data(), static_cast<int64_t>(kept.size()), h.data()).ok());

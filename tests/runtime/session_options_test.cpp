@@ -318,7 +318,7 @@ TEST(SessionTest, RevivedTokensFinishTheLayerTheyStoppedIn) {
     ASSERT_EQ(kept.size(), 10u);
     EXPECT_EQ(traces[1].revived, n - 10);
 
-    KvCache kv(L, 32, c.n_embd_kv(), model->kv_type());
+    KvCache kv(L, 32, c.n_head_kv, c.head_dim, model->kv_type());
     ForwardScratch scratch;
     std::vector<int32_t> pos(n + 1);
     std::iota(pos.begin(), pos.end(), 0);

@@ -15,6 +15,7 @@
 #include "runtime/session.h"
 #include "runtime/session_fixture.h"
 #include "support/cpu.h"
+#include "support/kv_rows.h"
 
 namespace lazyllm {
 namespace {
@@ -43,10 +44,8 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 // K/V rows [0, n) of every layer.
 void expect_same_cache(const Session& a, const Session& b, int64_t n, const std::string& what) {
-    const size_t bytes = static_cast<size_t>(n) * a.kv().row_bytes();
     for (int il = 0; il < a.kv().n_layer(); ++il) {
-        EXPECT_EQ(0, std::memcmp(a.kv().k(il), b.kv().k(il), bytes)) << what << ", layer " << il;
-        EXPECT_EQ(0, std::memcmp(a.kv().v(il), b.kv().v(il), bytes)) << what << ", layer " << il;
+        EXPECT_TRUE(testing::same_kv_rows(a.kv(), b.kv(), il, n)) << what << ", layer " << il;
     }
 }
 
@@ -155,15 +154,11 @@ TEST(SessionRepairTest, TiersCutAsTheirOwnCutsAlone) {
         for (int il = 0; il < a.kv().n_layer(); ++il) {
             for (int64_t t = 0; t < n; ++t) {
                 if (a.depth()[t] <= il) continue;
-                const size_t off = static_cast<size_t>(t) * a.kv().row_bytes();
-                const auto* ka = reinterpret_cast<const char*>(a.kv().k(il)) + off;
-                const auto* kb = reinterpret_cast<const char*>(b.kv().k(il)) + off;
-                const auto* va = reinterpret_cast<const char*>(a.kv().v(il)) + off;
-                const auto* vb = reinterpret_cast<const char*>(b.kv().v(il)) + off;
-                EXPECT_EQ(0, std::memcmp(ka, kb, a.kv().row_bytes()))
-                    << "layer " << il << " row " << t;
-                EXPECT_EQ(0, std::memcmp(va, vb, a.kv().row_bytes()))
-                    << "layer " << il << " row " << t;
+                for (const bool v : {false, true}) {
+                    EXPECT_EQ(testing::kv_rows(a.kv(), il, t, 1, v),
+                              testing::kv_rows(b.kv(), il, t, 1, v))
+                        << (v ? "V" : "K") << ", layer " << il << " row " << t;
+                }
             }
         }
         ASSERT_TRUE(a.repair_pending());
@@ -259,13 +254,14 @@ TEST(SessionRepairTest, TruncationShortensTheRepair) {
         expect_same_cache(full, lazy, 31, "after truncating to 30");
     } else {
         testing::expect_close(l.data(), f.data(), f.size(), "logits");
-        const size_t n = 31 * static_cast<size_t>(full.kv().n_embd_kv());
         for (int il = 0; il < full.kv().n_layer(); ++il) {
             const std::string layer = "layer " + std::to_string(il);
-            testing::expect_close(static_cast<const float*>(lazy.kv().k(il)),
-                                  static_cast<const float*>(full.kv().k(il)), n, "K, " + layer);
-            testing::expect_close(static_cast<const float*>(lazy.kv().v(il)),
-                                  static_cast<const float*>(full.kv().v(il)), n, "V, " + layer);
+            for (const bool v : {false, true}) {
+                const std::vector<float> got = testing::kv_rows_f32(lazy.kv(), il, 31, v);
+                const std::vector<float> want = testing::kv_rows_f32(full.kv(), il, 31, v);
+                testing::expect_close(got.data(), want.data(), want.size(),
+                                      (v ? "V, " : "K, ") + layer);
+            }
         }
     }
     lazy.truncate(10);

@@ -19,6 +19,7 @@
 #include "prune/select.h"
 #include "runtime/session_fixture.h"
 #include "support/cpu.h"
+#include "support/kv_rows.h"
 
 namespace lazyllm {
 namespace {
@@ -54,10 +55,8 @@ TEST(SessionTest, KeepOneIsBitIdenticalToFull) {
             ASSERT_EQ(0, std::memcmp(la[i].data(), lb[i].data(), la[i].size() * sizeof(float)))
                 << "step " << i << ", kv type " << static_cast<int>(type);
         }
-        const size_t bytes = static_cast<size_t>(a.n_past()) * a.kv().row_bytes();
         for (int il = 0; il < model->config().n_layer; ++il) {
-            ASSERT_EQ(0, std::memcmp(a.kv().k(il), b.kv().k(il), bytes)) << "layer " << il;
-            ASSERT_EQ(0, std::memcmp(a.kv().v(il), b.kv().v(il), bytes)) << "layer " << il;
+            ASSERT_TRUE(testing::same_kv_rows(a.kv(), b.kv(), il, a.n_past())) << "layer " << il;
         }
         EXPECT_DOUBLE_EQ(b.prompt_fraction_computed(), 1.0);
     }
@@ -283,7 +282,7 @@ TEST(SessionTest, LastLayerRunsTheLastRowOnly) {
         // The last row's logits equal a forward that runs every row of every layer.
         if (o.policy == prune::Policy::kFull) {
             std::vector<float> h(prompt.size() * c.n_embd), want(V);
-            KvCache kv(c.n_layer, 128, c.n_embd_kv(), model->kv_type());
+            KvCache kv(c.n_layer, 128, c.n_head_kv, c.head_dim, model->kv_type());
             ForwardScratch scratch;
             std::vector<int32_t> pos(prompt.size());
             std::iota(pos.begin(), pos.end(), 0);
