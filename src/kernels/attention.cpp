@@ -195,16 +195,12 @@ int64_t key_splits(int n_threads, int64_t n_tasks, int64_t max_vis) {
     return std::clamp<int64_t>(max_vis / kMinSplitKeys, 1, want);
 }
 
-// detail::attention_lanes over keys [j0, j1) for n_g tiles: all at once over rows that hold
-// every head, one at a time over a cache of per-head blocks.
+// detail::attention_lanes over keys [j0, j1) for the n_g tiles, one KV head after the other
+// (each head's keys in address order in the model's cache).
 template <Isa I>
-void lanes_by_layout(const AttentionArgs& a, const AttnTile* tiles, int n_g, int64_t j0, int64_t j1,
-                     AttnState* states) {
-    if (kv_heads_in_rows(a)) {
-        detail::attention_lanes<I>(a, tiles, n_g, j0, j1, states);
-        return;
-    }
-    for (int g = 0; g < n_g; ++g) detail::attention_lanes<I>(a, tiles + g, 1, j0, j1, states + g);
+void lanes_heads(const AttentionArgs& a, const AttnTile* tiles, int n_g, int64_t j0, int64_t j1,
+                 AttnState* states) {
+    for (int g = 0; g < n_g; ++g) detail::attention_lanes<I>(a, tiles[g], j0, j1, states[g]);
 }
 
 // Scratch of one decode call: per (key chunk, KV head) a tile state. Grow-only, the caller's
@@ -216,9 +212,8 @@ struct DecodeScratch {
 };
 
 // Decode: one tile of few lanes per KV head, all over the same rows. Each work item runs the
-// tiles of every KV head over one chunk of keys, together where a cache row holds every head
-// (one pass over each K/V row), else one head's block of rows after the other (each read in
-// address order); chunks are merged per KV head.
+// tiles of every KV head over one chunk of keys, one head after the other; chunks are merged
+// per KV head.
 template <Isa I>
 void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     const int n_threads = std::max(1, ctx.n_threads);
@@ -241,7 +236,7 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRange
     if (n_keys == 0) {
         for (int g = 0; g < n_g; ++g) clear_state(d, sc.parts[g]);
     } else if (n_split == 1) {
-        lanes_by_layout<I>(a, sc.tiles.data(), n_g, first, first + n_keys, sc.parts.data());
+        lanes_heads<I>(a, sc.tiles.data(), n_g, first, first + n_keys, sc.parts.data());
     } else {
 #pragma omp parallel for num_threads(static_cast <int>(std::min <int64_t>(n_threads, n_split))) \
     schedule(dynamic, 1)
@@ -251,7 +246,7 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRange
             split_range(n_keys, n_split, part, j0, j1);
             AttnState* states = sc.parts.data() + part * n_g;
             if (j1 > j0) {
-                lanes_by_layout<I>(a, sc.tiles.data(), n_g, first + j0, first + j1, states);
+                lanes_heads<I>(a, sc.tiles.data(), n_g, first + j0, first + j1, states);
             } else {
                 for (int g = 0; g < n_g; ++g) clear_state(d, states[g]);
             }
@@ -493,7 +488,7 @@ void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
         if (t.n_lanes > detail::kAttnFewLanes || a.row_invariant) {
             detail::attention_tile<I>(a, packed, t, j0, j1, st, resume);
         } else if (!resume) {
-            detail::attention_lanes<I>(a, &t, 1, j0, t.n_vis_max, &st);
+            detail::attention_lanes<I>(a, t, j0, t.n_vis_max, st);
         }
     };
     // fp32 K and V: 8 bytes a key and head dim.

@@ -52,16 +52,6 @@ struct AttnPlan<Isa::kAvx512> {
 namespace {
 
 constexpr int kTileKeys = 16;  // keys per block, queries in lanes
-// Keys in lanes over rows that hold every KV head side by side reads the K/V rows it is about
-// to use, kTouchKeys at a time, with one load per cache line in address order (whole rows, key
-// after key) before computing on them head by head. The tiles' own reads go head by head, a
-// row apart; from memory that order streams far slower than the sequential one, as the L2
-// stream prefetcher only follows sequential misses, and software prefetches ahead of the tiles
-// do not make up for it. The sequential pass leaves the rows in L2 for the tiles: 256 KiB at
-// 1 KiB rows. Over a cache that keeps each head's rows in a block of their own (the model's),
-// one tile's reads are in address order already, and stream while it computes: no pass
-// (docs/benchmarks.md, "Decode attention (Zen 4)").
-constexpr int64_t kTouchKeys = 128;
 // Keys in lanes: states[i].o holds the lanes' O rows ([lane][D]) and then their P sums.
 template <int D>
 constexpr int kLaneSumOffset = kAttnFewLanes* D;
@@ -342,38 +332,24 @@ void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const
 }
 
 // Keys in lanes (few lanes: decode, a GQA group of 1-6 query heads per KV head). Per block of
-// kWidth keys: the block's rows are found once, then each tile runs lanes_block, which reads
-// every K and V row of its KV head once (no converted copy is stored). Over rows of side-by-side
-// heads the rows are read first in address order, kTouchKeys at a time, so that they stream
-// from memory at full rate.
-// While running, states[i].o holds O as [lane][D] and then the P sums as [lane][kWidth]; O is
-// transposed to [D][16] and the sums reduced into states[i].l at the end.
+// kWidth keys: the block's rows are found, then lanes_block reads each K and V row of the
+// tile's KV head once (no converted copy is stored). Over the model's cache (each KV head's rows
+// in a block) the reads go in address order, which the hardware prefetcher streams while the
+// kernel computes (docs/benchmarks.md, "Decode attention (Zen 4)").
+// While running, st.o holds O as [lane][D] and then the P sums as [lane][kWidth]; O is
+// transposed to [D][16] and the sums reduced into st.l at the end.
 template <Isa I, int D, typename T>
-void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, int64_t j_begin,
-                  int64_t j_end, AttnState* states) {
+void lanes_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
+                  AttnState& st) {
     using V = Vec<I>;
     using P = AttnPlan<I>;
     constexpr int kKeys = V::kWidth;  // keys per block
     const T* k_base = static_cast<const T*>(a.k);
     const T* v_base = static_cast<const T*>(a.v);
     static_assert(kAttnFewLanes * (D + kKeys) <= kAttnLanes * D);
-    int head_lo = tiles[0].kv_head, head_hi = tiles[0].kv_head;
-    int64_t lo_max = 0;  // keys before this may be outside some lane's sliding window
-    for (int i = 0; i < n_tiles; ++i) {
-        lo_max = std::max(lo_max, tiles[i].n_lo_max);
-        head_lo = std::min(head_lo, tiles[i].kv_head);
-        head_hi = std::max(head_hi, tiles[i].kv_head);
-        std::fill(states[i].m, states[i].m + kAttnLanes, kAttnMaxInit);
-        std::memset(states[i].o, 0, sizeof(float) * kAttnFewLanes * (D + kKeys));
-    }
-    // The part of each row the tiles read: KV heads [head_lo, head_hi] (the whole row when
-    // the tiles are every KV head's), touched first where the heads sit side by side in rows;
-    // a head's own block of rows streams in address order without it.
-    const bool touch = kv_heads_in_rows(a);
-    const int64_t row_offset = static_cast<int64_t>(head_lo) * D;
-    const int64_t row_bytes = static_cast<int64_t>(head_hi - head_lo + 1) * D * sizeof(T);
-
-    uint32_t sink = 0;  // the touching loads' sum (volatile loads: never optimized away)
+    const int64_t lo_max = t.n_lo_max;  // keys before this may be outside a lane's window
+    std::fill(st.m, st.m + kAttnLanes, kAttnMaxInit);
+    std::memset(st.o, 0, sizeof(float) * kAttnFewLanes * (D + kKeys));
     for (int64_t j0 = j_begin; j0 < j_end; j0 += kKeys) {
         const int nj = static_cast<int>(std::min<int64_t>(kKeys, j_end - j0));
         const int n_keys = P::kPadKeys ? kKeys : nj;
@@ -384,15 +360,6 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
             for (int jj = 0; jj < kKeys; ++jj) neg_kp[jj] = jj < nj ? -a.kv_pos[j0 + jj] : -INT32_MAX;
         }
         const auto neg_key_pos = V::load_i32(neg_kp, windowed ? kKeys : 0, -INT32_MAX);
-        if (touch && (j0 - j_begin) % kTouchKeys == 0) {
-            const int64_t jt_end = std::min(j_end, j0 + kTouchKeys);
-            for (int64_t jt = j0; jt < jt_end; ++jt) {
-                const int64_t off = kv_row_of(a, jt) * a.kv_stride + row_offset;
-                const auto* k_row = reinterpret_cast<const volatile char*>(k_base + off);
-                const auto* v_row = reinterpret_cast<const volatile char*>(v_base + off);
-                for (int64_t b = 0; b < row_bytes; b += 64) sink += k_row[b] + v_row[b];
-            }
-        }
         const T* k_rows[kKeys];  // rows jj >= nj repeat row nj - 1
         const T* v_rows[kKeys];
         for (int jj = 0; jj < kKeys; ++jj) {
@@ -400,45 +367,37 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, in
             k_rows[jj] = k_base + off;
             v_rows[jj] = v_base + off;
         }
-        for (int i = 0; i < n_tiles; ++i) {
-            const auto run = [&]<int NL>() {
-                lanes_block<I, D, T, NL>(a, tiles[i], states[i], k_rows, v_rows, n_keys, key_pos,
-                                         neg_key_pos, windowed);
-            };
-            // The tile's lane count, 1 to kAttnFewLanes, as the template argument.
-            [&]<int... L>(std::integer_sequence<int, L...>) {
-                ((tiles[i].n_lanes == L + 1 && (run.template operator()<L + 1>(), true)) || ...);
-            }
-            (std::make_integer_sequence<int, kAttnFewLanes>{});
+        const auto run = [&]<int NL>() {
+            lanes_block<I, D, T, NL>(a, t, st, k_rows, v_rows, n_keys, key_pos, neg_key_pos,
+                                     windowed);
+        };
+        // The tile's lane count, 1 to kAttnFewLanes, as the template argument.
+        [&]<int... L>(std::integer_sequence<int, L...>) {
+            ((t.n_lanes == L + 1 && (run.template operator()<L + 1>(), true)) || ...);
         }
+        (std::make_integer_sequence<int, kAttnFewLanes>{});
     }
-    (void)sink;
     // [lane][D] -> [D][16], the AttnState layout; padding lanes are zero.
     alignas(64) float tmp[kAttnFewLanes * D];
-    for (int i = 0; i < n_tiles; ++i) {
-        const int n_lanes = std::min(tiles[i].n_lanes, kAttnFewLanes);
-        for (int lane = 0; lane < kAttnLanes; ++lane) {
-            states[i].l[lane] =
-                lane < n_lanes
-                    ? V::reduce_add(V::load(states[i].o + kLaneSumOffset<D> + lane * kKeys))
-                    : 0.0f;
-        }
-        std::memcpy(tmp, states[i].o, sizeof(float) * n_lanes * D);
-        std::memset(states[i].o, 0, sizeof(float) * D * kAttnLanes);
-        for (int lane = 0; lane < n_lanes; ++lane) {
-            for (int c = 0; c < D; ++c) states[i].o[c * kAttnLanes + lane] = tmp[lane * D + c];
-        }
+    const int n_lanes = std::min(t.n_lanes, kAttnFewLanes);
+    for (int lane = 0; lane < kAttnLanes; ++lane) {
+        st.l[lane] =
+            lane < n_lanes ? V::reduce_add(V::load(st.o + kLaneSumOffset<D> + lane * kKeys)) : 0.0f;
+    }
+    std::memcpy(tmp, st.o, sizeof(float) * n_lanes * D);
+    std::memset(st.o, 0, sizeof(float) * D * kAttnLanes);
+    for (int lane = 0; lane < n_lanes; ++lane) {
+        for (int c = 0; c < D; ++c) st.o[c * kAttnLanes + lane] = tmp[lane * D + c];
     }
 }
 
 }  // namespace
 
 template <Isa I>
-void attention_lanes(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, int64_t j_begin,
-                     int64_t j_end, AttnState* states) {
-    with_kernel_types(a, [&]<int D, typename T>() {
-        lanes_kernel<I, D, T>(a, tiles, n_tiles, j_begin, j_end, states);
-    });
+void attention_lanes(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
+                     AttnState& st) {
+    with_kernel_types(
+        a, [&]<int D, typename T>() { lanes_kernel<I, D, T>(a, t, j_begin, j_end, st); });
 }
 
 template <Isa I>
@@ -491,4 +450,4 @@ void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& 
     template void lazyllm::kernels::detail::pack_kv_f32<I>(                                 \
         const KernelContext&, const AttentionArgs&, detail::PackedKvF32&);                  \
     template void lazyllm::kernels::detail::attention_lanes<I>(                             \
-        const AttentionArgs&, const detail::AttnTile*, int, int64_t, int64_t, detail::AttnState*)
+        const AttentionArgs&, const detail::AttnTile&, int64_t, int64_t, detail::AttnState&)

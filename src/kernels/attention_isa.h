@@ -8,9 +8,9 @@
 // are computed transposed, S^T[key][lane], which makes the online softmax purely vertical
 // (per-lane max and sum, no horizontal reductions).
 //
-// Tiles with few real lanes (decode) use "keys in lanes" instead (attention_lanes),
-// and a decode step runs the tiles of every KV head together, so that each K/V row is
-// streamed from memory once, whole and in order, for all query heads.
+// Tiles with few real lanes (decode) use "keys in lanes" instead (attention_lanes): each K/V
+// row of the tile's KV head is read once, for all its query heads, and over the model's cache
+// (each KV head's rows in a block) in address order.
 #pragma once
 
 #include <cstdint>
@@ -112,12 +112,11 @@ void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& 
 template <Isa I>
 void attention_tile(const AttentionArgs& a, const PackedKvF32& packed, const AttnTile& t,
                     int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
-// Keys in lanes for n_tiles tiles of at most kAttnFewLanes lanes each, over the same keys
-// [j_begin, j_end): per block of kWidth keys, the K/V rows of every tile's KV head are read
-// (and converted from f16) once. Initializes states[0..n_tiles).
+// Keys in lanes for a tile of at most kAttnFewLanes lanes over keys [j_begin, j_end): each K/V
+// row of its KV head is read (and converted from f16) once for all its lanes. Initializes st.
 template <Isa I>
-void attention_lanes(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, int64_t j_begin,
-                     int64_t j_end, AttnState* states);
+void attention_lanes(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
+                     AttnState& st);
 
 // out = o / l for the tile's real lanes (zeros where no key was visible): AVX-512
 // (attention_avx512.cpp, also after the AMX kernel) and plain C++ (attention.cpp), with the
