@@ -90,10 +90,11 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
     s.recomputed_.assign(static_cast<size_t>(n_ctx), 0);
     s.excluded_.assign(static_cast<size_t>(n_ctx), 0);
     // Schedule::repair brings a step's cut tokens to the last layer by running the step again,
-    // never from their Aux slots: no slots then.
+    // never from their Aux slots: no slots then. The slots are left uninitialized, so only the
+    // pages of parked tokens become resident (a slot is read only after its token was cut).
     if (opts.policy == prune::Policy::kLazy && !sch.repair) {
-        s.aux_.assign(static_cast<size_t>(n_ctx) * c.n_embd, 0.0f);
-        s.aux_q_.assign(static_cast<size_t>(n_ctx) * c.n_embd_q(), 0.0f);
+        s.aux_.resize(static_cast<size_t>(n_ctx) * c.n_embd);
+        s.aux_q_.resize(static_cast<size_t>(n_ctx) * c.n_embd_q());
         if (opts.check_invariants) s.aux_valid_.assign(static_cast<size_t>(n_ctx), 0);
     }
     if (opts.check_invariants) s.computed_.assign(static_cast<size_t>(n_ctx) * c.n_layer, 0);

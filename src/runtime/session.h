@@ -175,8 +175,8 @@ private:
     // Aux slot of a token cut at a boundary (0 < d_t < L): it stopped inside layer d_t - 1,
     // with that layer's K/V stored but its attention, Wo and FFN not run (LayerRun::cut).
     // Empty under Schedule::repair.
-    std::vector<float> aux_;       // [n_ctx, n_embd] hidden state entering layer depth_[t] - 1
-    std::vector<float> aux_q_;     // [n_ctx, n_embd_q] its query at that layer (RoPE applied)
+    ScratchVector<float> aux_;     // [n_ctx, n_embd] hidden state entering layer depth_[t] - 1
+    ScratchVector<float> aux_q_;   // [n_ctx, n_embd_q] its query at that layer (RoPE applied)
     std::vector<uint8_t> aux_valid_;  // [n_ctx] (check_invariants only)
     std::vector<uint8_t> computed_;   // [n_ctx, n_layer] (check_invariants only)
     // Static / random / gemfilter: tokens cut for good at prefill (static: from its boundary

@@ -322,6 +322,10 @@ void print_result(const RunArgs& a, const GenerateResult& r) {
         std::fprintf(stderr, "lazyllm: prefill rows per layer: %s\n",
                      fmt::format("{}", fmt::join(r.prefill_rows_per_layer, " ")).c_str());
     }
+    if (a.verbose) {
+        std::fprintf(stderr, "lazyllm: peak resident %.0f MiB while generating\n",
+                     static_cast<double>(peak_resident_bytes()) / (1 << 20));
+    }
     if (a.profile) print_profile(r);
 }
 
@@ -411,6 +415,7 @@ int run_run(RunArgs& a) {
         }
         return !g_interrupted.load(std::memory_order_relaxed);
     };
+    reset_peak_resident();  // run -v reports the generation's peak, not the load's
     auto r = e.generate(*ids, ro, on_text);
     if (!r.ok()) return report(r.error());
     name_context_stop(a, *r);
