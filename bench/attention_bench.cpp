@@ -211,7 +211,7 @@ void BM_AttentionDecodeModel(benchmark::State& state) {
         false, sh, state.range(2) != 0);
 }
 BENCHMARK(BM_AttentionDecodeModel)
-    ->ArgsProduct({{2048, 4096}, {0, 1, 2, 3}, {1, 0}})
+    ->ArgsProduct({{512, 2048, 4096}, {0, 1, 2, 3}, {1, 0}})
     ->ArgNames({"n", "model", "head_blocks"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

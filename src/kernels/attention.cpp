@@ -518,8 +518,9 @@ void attention(const KernelContext& ctx_in, const AttentionArgs& a) {
 void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a,
                                 const float* q_row, int32_t q_pos, float* scores) {
     validate(a);
-    // Vectorized for AVX-512 without a sliding window only (the reference elsewhere).
-    if (a.window > 0 || !isa_dispatch(ctx.isa, []<Isa I>() { return I == Isa::kAvx512; })) {
+    // Vectorized on AVX2 and AVX-512 without a sliding window (the reference elsewhere).
+    const int width = isa_dispatch(ctx.isa, []<Isa I>() { return kVecWidth<I>; });
+    if (a.window > 0 || width == 0 || a.head_dim % width != 0) {
         ref::attention_scores_head_mean(a, q_row, q_pos, scores);
         return;
     }
@@ -536,7 +537,12 @@ void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a
     {
 #pragma omp for schedule(dynamic, 1)
         for (int h = 0; h < a.n_head; ++h) {
-            detail::head_probs_avx512(a, q_row + h * d, h / group, n_vis, probs.data() + h * n_vis);
+            float* p = probs.data() + h * n_vis;
+            isa_dispatch(ctx.isa, [&]<Isa I>() {
+                if constexpr (I != Isa::kRef) {
+                    detail::head_probs<I>(a, q_row + h * d, h / group, n_vis, p);
+                }
+            });
         }
         // Same order as the reference: sum over heads, then divide.
 #pragma omp for schedule(static)

@@ -408,6 +408,61 @@ void attention_tile(const AttentionArgs& a, const PackedKvF32& packed, const Att
     });
 }
 
+// The LazyLLM score of one query head (head_probs, attention_isa.h): kWidth keys at a time,
+// one partial-sum vector per key reduced by Vec::transpose_sum; then the softmax over the n
+// logits in place (max, exp and per-lane sums, one division). head_dim a multiple of kWidth.
+template <Isa I, typename T>
+void head_probs_kernel(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n,
+                       float* probs) {
+    using V = Vec<I>;
+    using F = typename V::F;
+    constexpr int W = V::kWidth;
+    static_assert(W == kVecWidth<I>);  // the driver's head_dim test (attention.cpp)
+    const int d = a.head_dim;
+    const T* k_head = static_cast<const T*>(a.k) + kv_head_offset(a, kv_head);
+    for (int64_t j0 = 0; j0 < n; j0 += W) {
+        const int nj = static_cast<int>(std::min<int64_t>(W, n - j0));
+        F acc[W];
+        for (int jj = 0; jj < W; ++jj) {
+            acc[jj] = V::zero();
+            if (jj >= nj) continue;
+            const T* k = k_head + kv_row_of(a, j0 + jj) * a.kv_stride;
+            for (int c = 0; c < d; c += W) {
+                acc[jj] = V::fmadd(V::load(q_head + c), V::load(k + c), acc[jj]);
+            }
+        }
+        V::store(probs + j0, V::tail(nj), V::mul(V::transpose_sum(acc), V::set1(a.scale)));
+    }
+    // Softmax in place. The max is exact in any order; the tail's lanes are added as zeros.
+    const int64_t n_full = n / W * W;
+    F mv = V::set1(-__builtin_inff());
+    for (int64_t j = 0; j < n_full; j += W) mv = V::max(mv, V::load(probs + j));
+    float max_s = V::reduce_max(mv);
+    for (int64_t j = n_full; j < n; ++j) max_s = std::max(max_s, probs[j]);
+    const F max_v = V::set1(max_s);
+    F sum_v = V::zero();
+    for (int64_t j = 0; j < n; j += W) {
+        const auto mask = V::tail(n - j);
+        const F e = V::exp(V::sub(V::load(probs + j, mask), max_v));
+        sum_v = V::add(sum_v, V::keep(e, mask));
+        V::store(probs + j, mask, e);
+    }
+    const F inv = V::set1(1.0f / V::reduce_add(sum_v));
+    for (int64_t j = 0; j < n; j += W) {
+        const auto mask = V::tail(n - j);
+        V::store(probs + j, mask, V::mul(V::load(probs + j, mask), inv));
+    }
+}
+
+template <Isa I>
+void head_probs(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n, float* probs) {
+    if (a.kv_type == KvType::kF16) {
+        head_probs_kernel<I, uint16_t>(a, q_head, kv_head, n, probs);
+    } else {
+        head_probs_kernel<I, float>(a, q_head, kv_head, n, probs);
+    }
+}
+
 template <Isa I>
 void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& packed) {
     using V = Vec<I>;
@@ -443,11 +498,13 @@ void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& 
 
 }  // namespace lazyllm::kernels::detail
 
-#define LAZYLLM_ATTENTION_INSTANTIATE(I)                                                    \
-    template void lazyllm::kernels::detail::attention_tile<I>(                              \
-        const AttentionArgs&, const detail::PackedKvF32&, const detail::AttnTile&, int64_t, \
-        int64_t, detail::AttnState&, bool);                                                 \
-    template void lazyllm::kernels::detail::pack_kv_f32<I>(                                 \
-        const KernelContext&, const AttentionArgs&, detail::PackedKvF32&);                  \
-    template void lazyllm::kernels::detail::attention_lanes<I>(                             \
+#define LAZYLLM_ATTENTION_INSTANTIATE(I)                                                           \
+    template void lazyllm::kernels::detail::attention_tile<I>(                                     \
+        const AttentionArgs&, const detail::PackedKvF32&, const detail::AttnTile&, int64_t,        \
+        int64_t, detail::AttnState&, bool);                                                        \
+    template void lazyllm::kernels::detail::pack_kv_f32<I>(                                        \
+        const KernelContext&, const AttentionArgs&, detail::PackedKvF32&);                         \
+    template void lazyllm::kernels::detail::head_probs<I>(const AttentionArgs&, const float*, int, \
+                                                          int64_t, float*);                        \
+    template void lazyllm::kernels::detail::attention_lanes<I>(                                    \
         const AttentionArgs&, const detail::AttnTile&, int64_t, int64_t, detail::AttnState&)

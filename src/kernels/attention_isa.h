@@ -149,9 +149,10 @@ bool bf16_attention_usable(const AttentionArgs& a);
 void attention_tile_bf16(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                          int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
 
-// probs[j] = softmax_j(scale * q_head . k_j) over keys [0, n) of kv head `kv_head` (n >= 1).
-void head_probs_avx512(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n,
-                       float* probs);
+// probs[j] = softmax_j(scale * q_head . k_j) over keys [0, n) of kv head `kv_head` (n >= 1;
+// head_dim a multiple of Vec<I>::kWidth): the LazyLLM score of one query head (attention_inl.h).
+template <Isa I>
+void head_probs(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n, float* probs);
 
 // kv_store_rows (attention.h) with F16C conversions.
 void kv_store_rows_avx512(KvType type, const float* src, int64_t src_stride, int64_t n_rows,

@@ -41,6 +41,7 @@ struct Vec<Isa::kAvx2> {
     }
     static F load(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
     static void store(float* p, Mask m, F v) { _mm256_maskstore_ps(p, m, v); }
+    static F keep(F v, Mask m) { return _mm256_and_ps(v, _mm256_castsi256_ps(m)); }  // 0 outside m
 
     static Ints set1_i32(int32_t x) { return _mm256_set1_epi32(x); }
     static Ints load_i32(const int32_t* p) {

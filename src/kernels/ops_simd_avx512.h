@@ -156,6 +156,7 @@ struct Vec<Isa::kAvx512> {
     static Mask tail(int64_t n_left) { return simd512::tail_mask(n_left); }
     static F load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
     static void store(float* p, Mask m, F v) { _mm512_mask_storeu_ps(p, m, v); }
+    static F keep(F v, Mask m) { return _mm512_maskz_mov_ps(m, v); }  // 0 outside m
     // Rounded to bf16 (simd512::to_bf16), lanes of m only.
     static void store_bf16(uint16_t* p, Mask m, F v) {
         _mm256_mask_storeu_epi16(p, m, simd512::to_bf16(v));
@@ -244,6 +245,7 @@ struct Vec<Isa::kAvx512> {
     static float reduce_max(F v) { return _mm512_reduce_max_ps(v); }
 
     static F exp2(F x) { return simd512::exp2(x); }
+    static F exp(F x) { return simd512::exp(x); }
     static F silu(F x) { return simd512::silu(x); }
     static F gelu_tanh(F x) { return simd512::gelu_tanh(x); }
 

@@ -22,6 +22,12 @@ namespace lazyllm::kernels {
 template <Isa I>
 struct Vec;
 
+// Vec<I>::kWidth, where the intrinsics of I are not compiled in (0 for the reference).
+template <Isa I>
+inline constexpr int kVecWidth = I == Isa::kAvx512 ? 16
+                                 : I == Isa::kAvx2 ? 8
+                                                   : 0;
+
 // body.template operator()<kFull>(i, mask) for the vectors of [0, n): whole ones with kFull
 // and no lane mask, then the ragged last one (if any) through its mask. AVX2's masked loads and
 // stores (vmaskmovps) are microcoded on AMD's cores, several times the cost of a plain one, so

@@ -206,7 +206,7 @@ TEST(Attention, RefIsaUsesTheReference) {
 }
 
 TEST(AttentionScores, HeadMeanMatchesRefAndSumsToOne) {
-    for (Isa isa : {Isa::kRef, Isa::kAvx512}) {
+    for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512}) {
         if (!cpu_has(isa)) continue;
         for (const Layout& l : kLayouts) {
             for (const Shape& s : kShapes) {
@@ -228,6 +228,30 @@ TEST(AttentionScores, HeadMeanMatchesRefAndSumsToOne) {
                     sum += got[j];
                 }
                 EXPECT_NEAR(sum, 1.0, 1e-5) << layout_name(l);
+            }
+        }
+    }
+}
+
+// Fewer visible keys than a vector's lanes, and head dims the vectors do not divide (the
+// reference then: the same bits).
+TEST(AttentionScores, FewKeysAndOddHeadDims) {
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+        if (!cpu_has(isa)) continue;
+        for (int head_dim : {24, 72, 64}) {
+            for (int n_vis : {1, 3, 9, 17}) {
+                Problem p = make_problem({n_vis - 1}, iota_pos(n_vis + 5), 4, 2, head_dim, 18);
+                std::vector<float> want(n_vis + 5), got(n_vis + 5, -1.0f);
+                ref::attention_scores_head_mean(p.args, p.q.data(), n_vis - 1, want.data());
+                attention_scores_head_mean({isa, 2}, p.args, p.q.data(), n_vis - 1, got.data());
+                const bool vectorized = head_dim % (isa == Isa::kAvx512 ? 16 : 8) == 0;
+                for (int j = 0; j < n_vis + 5; ++j) {
+                    if (!vectorized || j >= n_vis) {
+                        ASSERT_EQ(got[j], want[j]) << head_dim << " " << n_vis << " " << j;
+                    } else {
+                        ASSERT_NEAR(got[j], want[j], 1e-5f * want[j] + 1e-9f) << j;
+                    }
+                }
             }
         }
     }
