@@ -216,13 +216,21 @@ BENCHMARK(BM_AttentionDecodeModel)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-// LazyLLM importance scores (one query row, all heads) at a boundary layer.
+// LazyLLM importance scores (one query row, all heads) at a boundary layer: args n, f16, isa
+// (2: AVX-512, 1: AVX2, 0: the scalar reference).
 void BM_ScoresHeadMean(benchmark::State& state) {
     const int64_t n = state.range(0);
+    const Isa isa = state.range(2) == 2   ? Isa::kAvx512
+                    : state.range(2) == 1 ? Isa::kAvx2
+                                          : Isa::kRef;
+    if (!isa_supported(isa, detect_cpu_features())) {
+        state.SkipWithError("ISA not supported by this CPU");
+        return;
+    }
     Buffers b;
     const AttentionArgs a =
         make_args(b, 1, n, state.range(1) != 0 ? KvType::kF16 : KvType::kF32, false);
-    const KernelContext ctx{best_isa(detect_cpu_features()), omp_get_max_threads()};
+    const KernelContext ctx{isa, omp_get_max_threads()};
     std::vector<float> scores(n);
     for (auto _ : state) {
         attention_scores_head_mean(ctx, a, b.q.data(), b.q_pos[0], scores.data());
@@ -230,8 +238,8 @@ void BM_ScoresHeadMean(benchmark::State& state) {
     }
 }
 BENCHMARK(BM_ScoresHeadMean)
-    ->ArgsProduct({{4096, 8192}, {0, 1}})
-    ->ArgNames({"n", "f16"})
+    ->ArgsProduct({{4096, 8192}, {0, 1}, {2, 1, 0}})
+    ->ArgNames({"n", "f16", "isa"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
