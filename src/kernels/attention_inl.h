@@ -431,9 +431,15 @@ void head_probs_kernel(const AttentionArgs& a, const float* q_head, int kv_head,
                 acc[jj] = V::fmadd(V::load(q_head + c), V::load(k + c), acc[jj]);
             }
         }
-        V::store(probs + j0, V::tail(nj), V::mul(V::transpose_sum(acc), V::set1(a.scale)));
+        const F logits = V::mul(V::transpose_sum(acc), V::set1(a.scale));
+        if (nj == W) {
+            V::store(probs + j0, logits);
+        } else {
+            V::store(probs + j0, V::tail(nj), logits);
+        }
     }
-    // Softmax in place. The max is exact in any order; the tail's lanes are added as zeros.
+    // Softmax in place; masked loads and stores for the last vector only (for_vectors). The
+    // max is exact in any order; the tail's lanes are added as zeros.
     const int64_t n_full = n / W * W;
     F mv = V::set1(-__builtin_inff());
     for (int64_t j = 0; j < n_full; j += W) mv = V::max(mv, V::load(probs + j));
@@ -441,17 +447,15 @@ void head_probs_kernel(const AttentionArgs& a, const float* q_head, int kv_head,
     for (int64_t j = n_full; j < n; ++j) max_s = std::max(max_s, probs[j]);
     const F max_v = V::set1(max_s);
     F sum_v = V::zero();
-    for (int64_t j = 0; j < n; j += W) {
-        const auto mask = V::tail(n - j);
-        const F e = V::exp(V::sub(V::load(probs + j, mask), max_v));
-        sum_v = V::add(sum_v, V::keep(e, mask));
-        V::store(probs + j, mask, e);
-    }
+    for_vectors<I>(n, [&]<bool kFull>(int64_t j, typename V::Mask mask) {
+        const F e = V::exp(V::sub(load_part<I, kFull>(probs + j, mask), max_v));
+        sum_v = V::add(sum_v, kFull ? e : V::keep(e, mask));
+        store_out<I, kFull>(probs + j, mask, e);
+    });
     const F inv = V::set1(1.0f / V::reduce_add(sum_v));
-    for (int64_t j = 0; j < n; j += W) {
-        const auto mask = V::tail(n - j);
-        V::store(probs + j, mask, V::mul(V::load(probs + j, mask), inv));
-    }
+    for_vectors<I>(n, [&]<bool kFull>(int64_t j, typename V::Mask mask) {
+        store_out<I, kFull>(probs + j, mask, V::mul(load_part<I, kFull>(probs + j, mask), inv));
+    });
 }
 
 template <Isa I>
