@@ -415,7 +415,7 @@ int run_run(RunArgs& a) {
         }
         return !g_interrupted.load(std::memory_order_relaxed);
     };
-    reset_peak_resident();  // run -v reports the generation's peak, not the load's
+    if (a.verbose) reset_peak_resident();  // -v reports the generation's peak, not the load's
     auto r = e.generate(*ids, ro, on_text);
     if (!r.ok()) return report(r.error());
     name_context_stop(a, *r);
