@@ -1,5 +1,6 @@
 // Scratch buffers kept across calls: grown, never shrunk, so that steady-state calls (every
-// layer of every step) allocate nothing.
+// layer of every step) allocate nothing; pages a caller knows idle can go back to the system
+// (release_from).
 //
 // Buffers that AMX tiles load from or store to are AlignedVector, or ScratchVector where every
 // user writes before reading (no zeroing on growth): cache-line aligned. A plain
@@ -22,7 +23,41 @@ namespace lazyllm {
 
 inline constexpr size_t kCacheLine = 64;
 
-// std::allocator with kCacheLine alignment.
+// Buffers of kMappedBytes or more are mapped pages of their own (mmap), unmapped when freed,
+// so that their memory leaves the process at once. From malloc they would not: after its first
+// free of a mapped block glibc raises its mmap threshold to that size (up to 32 MiB) and serves
+// later blocks up to it from its heap, which keeps freed pages; sessions created and destroyed
+// in turn (bench's runs) then grew the peak resident set by about 70 MiB a run on a 1B model.
+// (Under AddressSanitizer every buffer comes from operator new, which it checks.)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LAZYLLM_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(LAZYLLM_ASAN)
+inline constexpr size_t kMappedBytes = SIZE_MAX;
+#else
+inline constexpr size_t kMappedBytes = size_t{1} << 20;
+#endif
+
+// bytes of memory, kCacheLine aligned (page aligned and mapped from kMappedBytes on);
+// throws std::bad_alloc. Not zeroed but for mapped blocks. Freed by free_buffer, same bytes.
+inline void* alloc_buffer(size_t bytes) {
+    if (bytes < kMappedBytes) return ::operator new (bytes, std::align_val_t{kCacheLine});
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return p;
+}
+inline void free_buffer(void* p, size_t bytes) noexcept {
+    if (p == nullptr) return;
+    if (bytes < kMappedBytes) {
+        ::operator delete (p, std::align_val_t{kCacheLine});
+    } else {
+        ::munmap(p, bytes);
+    }
+}
+
+// std::allocator with kCacheLine alignment (alloc_buffer).
 template <typename T>
 struct AlignedAllocator {
     using value_type = T;
@@ -31,9 +66,9 @@ struct AlignedAllocator {
     AlignedAllocator(const AlignedAllocator<U>&) {}  // NOLINT: implicit, as allocators are
     T* allocate(size_t n) {
         if (n > static_cast<size_t>(PTRDIFF_MAX) / sizeof(T)) throw std::bad_array_new_length();
-        return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kCacheLine}));
+        return static_cast<T*>(alloc_buffer(n * sizeof(T)));
     }
-    void deallocate(T* p, size_t) noexcept { ::operator delete(p, std::align_val_t{kCacheLine}); }
+    void deallocate(T* p, size_t n) noexcept { free_buffer(p, n * sizeof(T)); }
     template <typename U>
     bool operator==(const AlignedAllocator<U>&) const {
         return true;
@@ -77,6 +112,19 @@ template <typename T, typename Alloc>
 T* grow(std::vector<T, Alloc>& v, int64_t n) {
     if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
     return v.data();
+}
+
+// Gives the whole pages of v's storage past its first n elements (up to its capacity) back to
+// the system (madvise MADV_DONTNEED): they stop counting as resident, and read as zeros once
+// touched again. For a ScratchVector whose elements from n on are written before they are read
+// again; size and capacity stay as they are.
+template <typename T>
+void release_from(ScratchVector<T>& v, size_t n) {
+    constexpr uintptr_t kPage = 4096;
+    if (n >= v.capacity()) return;
+    const auto begin = (reinterpret_cast<uintptr_t>(v.data() + n) + kPage - 1) / kPage * kPage;
+    const auto end = reinterpret_cast<uintptr_t>(v.data() + v.capacity()) / kPage * kPage;
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 // unique_ptr deleter for std::aligned_alloc / std::malloc memory.

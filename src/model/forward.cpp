@@ -262,6 +262,19 @@ private:
     }
     LinearInput x_in() const { return {x_, x16_}; }
 
+    // A prompt step's cut moves most of its rows into Aux slots (Session::park). The row
+    // buffers that are dead at that point (the normed input, which the qkv GEMM has read; the
+    // FFN's; post-norm outputs) give their pages back to the system before it, and qkv its
+    // rows past the kept ones after it, so that the slots take memory these held rather than
+    // adding to the peak. Rows the layers write again fault back in (the kept ones: a fifth).
+    void release_dead_rows() {
+        release_from(s_.x, 0);
+        release_from(s_.x16, 0);
+        release_from(s_.attn16, 0);
+        release_from(s_.act16, 0);
+        release_from(s_.y, 0);
+    }
+
     // Attention FLOPs (profile only): QK^T and PV over the visible (query, key) pairs, i.e. the
     // keys at or before each row's position: about half of a prefix, all of it in decode.
     double attention_flops(const int32_t* pos, int64_t rows) const {
@@ -371,9 +384,11 @@ private:
         const int64_t n = run_.n_rows, E = c_.n_embd, NQKV = c_.n_qkv();
         o_flops_ = attn_flops_;
         if (run_.cut && il == run_.il_end - 1) {
+            if (run_.prompt) release_dead_rows();
             const TailRows o = run_.cut(qkv_, NQKV);
             LAZYLLM_CHECK(o.n_rows > 0 && o.h != nullptr && o.q != nullptr && o.pos != nullptr);
             if (o.n_rows > n) prepare(o.n_rows);
+            if (run_.prompt) release_from(s_.qkv, static_cast<size_t>(o.n_rows * NQKV));
             o_flops_ = attention_flops(o.pos, o.n_rows);
             return o;
         }

@@ -15,8 +15,8 @@ KvCache::KvCache(int n_layer, int64_t n_ctx, int n_head_kv, int head_dim, kernel
       iota_(n_ctx) {
     const size_t block_bytes = bytes() / (2 * static_cast<size_t>(n_layer > 0 ? n_layer : 1));
     for (int il = 0; il < n_layer; ++il) {
-        k_[il].reset(static_cast<std::byte*>(::operator new[](block_bytes, kAlign)));
-        v_[il].reset(static_cast<std::byte*>(::operator new[](block_bytes, kAlign)));
+        k_[il] = Block(static_cast<std::byte*>(alloc_buffer(block_bytes)), {block_bytes});
+        v_[il] = Block(static_cast<std::byte*>(alloc_buffer(block_bytes)), {block_bytes});
     }
     std::iota(iota_.begin(), iota_.end(), 0);
 }

@@ -18,6 +18,7 @@
 #include <new>
 #include <vector>
 
+#include "base/scratch.h"
 #include "kernels/attention.h"
 
 namespace lazyllm {
@@ -50,13 +51,13 @@ public:
                int64_t src_stride, int64_t n, const int32_t* pos);
 
 private:
-    // Cache-line aligned blocks, so that each head's rows start on a line boundary (and every
-    // row with head_dim * element size a multiple of 64 bytes).
-    static constexpr std::align_val_t kAlign{64};
-    struct AlignedDelete {
-        void operator()(std::byte* p) const { ::operator delete[](p, kAlign); }
+    // Cache-line aligned blocks (alloc_buffer), so that each head's rows start on a line
+    // boundary (and every row with head_dim * element size a multiple of 64 bytes).
+    struct BufferDelete {
+        size_t bytes = 0;
+        void operator()(std::byte* p) const { free_buffer(p, bytes); }
     };
-    using Block = std::unique_ptr<std::byte[], AlignedDelete>;
+    using Block = std::unique_ptr<std::byte[], BufferDelete>;
 
     int n_layer_ = 0;
     int64_t n_ctx_ = 0;

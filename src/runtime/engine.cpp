@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <optional>
 #include <utility>
 
 #include "base/timer.h"
@@ -58,6 +60,28 @@ struct Engine::Impl {
     Tokenizer tokenizer;
     ModelSummary summary;
     ChatTemplateChoice chat;
+
+    // The last finished generate's session, whose buffers the next one takes (Session::create's
+    // donor), as llama.cpp keeps a context's buffers between prompts: a run after the first
+    // finds its KV cache and scratch resident, and a process holds one session's memory, not
+    // one per run (its Aux slots freed). Taken by one caller at a time; concurrent callers
+    // create their own.
+    std::mutex idle_mu;
+    std::optional<Session> idle;
+
+    std::optional<Session> take_idle() {
+        std::lock_guard<std::mutex> lock(idle_mu);
+        std::optional<Session> s = std::move(idle);
+        idle.reset();
+        return s;
+    }
+    void keep_idle(Session&& s) {
+        s.free_aux_slots();          // every policy takes the rest, full included
+        std::optional<Session> old;  // freed outside the lock
+        std::lock_guard<std::mutex> lock(idle_mu);
+        old = std::move(idle);
+        idle.emplace(std::move(s));
+    }
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -364,10 +388,14 @@ Result<std::vector<float>> Engine::first_token_logits(std::span<const TokenId> p
     RunOptions ro = opts;
     ro.max_new_tokens = 1;
     LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(*impl_->model, ro, static_cast<int64_t>(prompt.size())));
-    LAZYLLM_ASSIGN_OR_RETURN(Session session, Session::create(*impl_->model, so));
+    std::optional<Session> donor = impl_->take_idle();
+    LAZYLLM_ASSIGN_OR_RETURN(Session session,
+                             Session::create(*impl_->model, so, donor ? &*donor : nullptr));
+    donor.reset();
     std::vector<float> logits(static_cast<size_t>(impl_->model->config().n_vocab));
     LAZYLLM_TRY(session.step(prompt, logits.data(), StepTokens::kPrompt));
     if (fraction_computed) *fraction_computed = session.prompt_fraction_computed();
+    impl_->keep_idle(std::move(session));
     return logits;
 }
 
@@ -378,7 +406,10 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     const LlamaModel& model = *impl_->model;
     const Tokenizer& tok = impl_->tokenizer;
     LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(model, opts, static_cast<int64_t>(prompt.size())));
-    LAZYLLM_ASSIGN_OR_RETURN(Session session, Session::create(model, so));
+    std::optional<Session> donor = impl_->take_idle();
+    LAZYLLM_ASSIGN_OR_RETURN(Session session,
+                             Session::create(model, so, donor ? &*donor : nullptr));
+    donor.reset();
 
     GenerateResult r;
     r.n_prompt = static_cast<int64_t>(prompt.size());
@@ -462,6 +493,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
         r.profile = op_times(prefill_profile);
         r.decode_profile = op_times(session.profile(), prefill_profile);
     }
+    impl_->keep_idle(std::move(session));
     return r;
 }
 

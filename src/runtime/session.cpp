@@ -51,7 +51,8 @@ Status check_scored_layers(const LlamaModel& model, const std::vector<int>& boun
 
 }  // namespace
 
-Result<Session> Session::create(const LlamaModel& model, const SessionOptions& opts) {
+Result<Session> Session::create(const LlamaModel& model, const SessionOptions& opts,
+                                Session* donor) {
     const ModelConfig& c = model.config();
     const int64_t n_ctx = opts.n_ctx > 0 ? opts.n_ctx : c.n_ctx_train;
     if (n_ctx > c.n_ctx_train) {
@@ -85,7 +86,16 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
     s.opts_ = opts;
     s.opts_.n_ctx = n_ctx;
     s.policy_ = prune::make_policy(opts.policy, sch, opts.seed);
-    s.kv_ = KvCache(c.n_layer, n_ctx, c.n_head_kv, c.head_dim, model.kv_type());
+    if (donor != nullptr) {
+        LAZYLLM_CHECK_MSG(donor->model_ == &model, "a session's buffers go to one of its model");
+        s.take_buffers(*donor);
+    }
+    const KvCache& kv = s.kv_;
+    if (kv.n_layer() != c.n_layer || kv.n_ctx() != n_ctx || kv.n_head_kv() != c.n_head_kv ||
+        kv.head_dim() != c.head_dim || kv.type() != model.kv_type()) {
+        s.kv_ = KvCache();  // the donor's, of another size, freed first
+        s.kv_ = KvCache(c.n_layer, n_ctx, c.n_head_kv, c.head_dim, model.kv_type());
+    }
     s.depth_.assign(static_cast<size_t>(n_ctx), 0);
     s.recomputed_.assign(static_cast<size_t>(n_ctx), 0);
     s.excluded_.assign(static_cast<size_t>(n_ctx), 0);
@@ -96,10 +106,27 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
         s.aux_.resize(static_cast<size_t>(n_ctx) * c.n_embd);
         s.aux_q_.resize(static_cast<size_t>(n_ctx) * c.n_embd_q());
         if (opts.check_invariants) s.aux_valid_.assign(static_cast<size_t>(n_ctx), 0);
+    } else {
+        s.free_aux_slots();  // a donor's, not needed here
     }
     if (opts.check_invariants) s.computed_.assign(static_cast<size_t>(n_ctx) * c.n_layer, 0);
     s.tokens_.reserve(static_cast<size_t>(n_ctx));
     return s;
+}
+
+void Session::take_buffers(Session& donor) {
+    kv_ = std::move(donor.kv_);
+    scratch_ = std::move(donor.scratch_);
+    aux_ = std::move(donor.aux_);
+    aux_q_ = std::move(donor.aux_q_);
+    h_ = std::move(donor.h_);
+    h_next_ = std::move(donor.h_next_);
+    q_next_ = std::move(donor.q_next_);
+    aux_.clear();  // sizes from create; capacities (and resident pages) kept
+    aux_q_.clear();
+    h_.clear();
+    h_next_.clear();
+    q_next_.clear();
 }
 
 bool Session::has_deferred() const {
@@ -515,6 +542,10 @@ TailRows Session::cross_boundary(StepCtx& sc, const prune::Boundary& bd, int lay
     S_.swap(kept_);
     live_.swap(next_live_);
     h_.swap(h_next_);
+    // The rows before the cut are dead now; in a prompt step their buffer goes back to the
+    // system (the forward's row buffers likewise, LayerPass::release_dead_rows), so that the Aux
+    // slots just filled take its place in memory rather than adding to the peak.
+    if (sc.prompt) release_from(h_next_, 0);
     return TailRows{h_.data(), q_next_.data(), Q, live_.data(),
                     static_cast<int64_t>(live_.size())};
 }

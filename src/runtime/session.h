@@ -68,7 +68,19 @@ struct StepStats {
 
 class Session {
 public:
-    static Result<Session> create(const LlamaModel& model, const SessionOptions& opts);
+    // donor: a finished session of the same model whose buffers this one takes instead of
+    // allocating its own (the KV cache where its shape matches, the forward's scratch, the Aux
+    // slots where large enough, the row buffers), as llama.cpp keeps a context's buffers from
+    // one prompt to the next: their pages are resident already, and a session reads nothing
+    // it has not written. The donor keeps the rest and should be destroyed.
+    static Result<Session> create(const LlamaModel& model, const SessionOptions& opts,
+                                  Session* donor = nullptr);
+    // Frees the Aux slots, which only LazyLLM's policy uses, of a session kept as a donor: the
+    // memory a session of another policy would not take.
+    void free_aux_slots() {
+        ScratchVector<float>().swap(aux_);
+        ScratchVector<float>().swap(aux_q_);
+    }
 
     // Appends `tokens` at the next positions and runs one step; `logits` ([n_vocab]) receives
     // the last token's logits (full's when Schedule::verify_margin settled a near tie:
@@ -157,6 +169,7 @@ private:
     void check_invariants(int layer, const std::vector<int32_t>& S,
                           const std::vector<int32_t>& live, int64_t n_total) const;
     void check_aux_slots(int64_t n_total) const;
+    void take_buffers(Session& donor);  // create's donor
 
     const LlamaModel* model_ = nullptr;
     SessionOptions opts_;

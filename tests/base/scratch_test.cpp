@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <numeric>
+
+#include "lazyllm/memory.h"
 
 namespace lazyllm {
 namespace {
@@ -77,6 +80,57 @@ TEST(ScratchVectorTest, ResizeDoesNotZero) {
     z.resize(16);
     z.resize(4096);
     EXPECT_EQ(z[100], 0);
+}
+
+// release_from: the whole pages past the first n elements read as zeros and leave the resident
+// set; the elements before n, and those sharing n's page, keep their values; size and
+// capacity stay.
+TEST(ScratchVectorTest, ReleaseFromDropsWholePagesPastN) {
+    constexpr size_t kFloats = size_t{16} << 18;  // 16 MiB
+    ScratchVector<float> v(kFloats, 1.0f);
+    const size_t n = 1000003;  // not on a page boundary
+    const uint64_t before = resident_bytes();
+    release_from(v, n);
+    const uint64_t after = resident_bytes();
+    ASSERT_EQ(v.size(), kFloats);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 1.0f) << i;
+    const size_t page_floats = 4096 / sizeof(float);
+    const auto first_page =
+        reinterpret_cast<uintptr_t>(v.data() + n + page_floats - 1) / 4096 * 4096;
+    const size_t first_zero =
+        static_cast<size_t>(reinterpret_cast<const float*>(first_page) - v.data());
+    for (size_t i = n; i < first_zero; ++i) ASSERT_EQ(v[i], 1.0f) << i;
+    for (size_t i = first_zero; i < kFloats; i += 997) ASSERT_EQ(v[i], 0.0f) << i;
+    if (before > 0 && after > 0) {  // /proc/self/status readable
+        EXPECT_GE(before - std::min(before, after),
+                  (kFloats - first_zero) * sizeof(float) * 9 / 10);
+    }
+    release_from(v, kFloats);  // nothing past the end: a no-op
+    EXPECT_EQ(v[0], 1.0f);
+    v.resize(0);
+    release_from(v, 0);  // an empty vector's capacity, released whole
+    EXPECT_EQ(v.capacity(), kFloats);
+}
+
+// Buffers of kMappedBytes or more are mapped for themselves: freed, their pages leave the
+// process (glibc's heap would keep them once its mmap threshold had risen).
+TEST(AllocBufferTest, MappedBlocksLeaveTheProcessWhenFreed) {
+    if (kMappedBytes == SIZE_MAX) GTEST_SKIP() << "AddressSanitizer build: operator new only";
+    constexpr size_t kBytes = size_t{64} << 20;
+    const uint64_t base = resident_bytes();
+    if (base == 0) GTEST_SKIP() << "no /proc/self/status";
+    for (int round = 0; round < 3; ++round) {
+        {
+            ScratchVector<unsigned char> v(kBytes, 0x11);
+            EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % 4096, 0u);
+            EXPECT_GE(resident_bytes(), base + kBytes * 9 / 10) << round;
+        }
+        EXPECT_LT(resident_bytes(), base + kBytes / 4) << round;
+    }
+    void* small = alloc_buffer(100);
+    EXPECT_TRUE(aligned(small));
+    free_buffer(small, 100);
+    free_buffer(nullptr, kBytes);  // a no-op, as delete of null
 }
 
 // alloc_weights: `align`-aligned below kHugeWeightBytes, 2 MiB aligned from it (the huge-page

@@ -3,6 +3,9 @@
 // on the full path; with LazyLLM the invariants (check_invariants) hold across truncations at
 // random points, including inside pruned regions whose tokens wait in Aux slots. On the GGUF's
 // own blocks (the int8 prefill) a prompt's logits do not depend on how it is split into steps.
+// A session created on a finished one's buffers (Session::create's donor, Engine::generate's
+// reuse) gives a fresh session's bits under every policy pair, with the KV cache taken where
+// its shape matches and made anew where not.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -221,6 +224,59 @@ TEST(SessionTruncate, UnalignedTensorsGiveTheAlignedLogits) {
         ASSERT_EQ(0,
                   std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)))
             << ggml_type_name(type);
+    }
+}
+
+// Prompt steps (the kind whose cuts give idle row buffers back, LayerPass::release_dead_rows)
+// then greedy decode steps; every step's logits.
+std::vector<std::vector<float>> prompt_then_decode(Session& s, const std::vector<int32_t>& prompt,
+                                                   int n_decode, int n_vocab) {
+    std::vector<std::vector<float>> out{step(s, prompt, n_vocab, StepTokens::kPrompt)};
+    for (int i = 0; i < n_decode; ++i) {
+        out.push_back(step(s, {testing::argmax(out.back())}, n_vocab));
+    }
+    return out;
+}
+
+TEST(SessionDonor, BuffersOfAFinishedSessionGiveAFreshSessionsBits) {
+    const SessionOptions lazy = testing::lazy_options({2, 4}, {0.5f, 0.25f});
+    SessionOptions full = lazy;  // n_ctx 128, the invariants checked
+    full.policy = prune::Policy::kFull;
+    full.schedule = {};
+    const SessionOptions lazy_repair = [] {
+        SessionOptions o = testing::lazy_options({2, 4}, {0.5f, 0.25f}, /*prune_decode=*/false);
+        o.schedule.repair = true;
+        return o;
+    }();
+    SessionOptions small = full;  // another cache size: the donor's KV cache is not taken
+    small.n_ctx = 100;
+    auto model = tiny_model(6, "donor");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab;
+    const auto prompt = ids_for(70, V, 3);
+    const auto other = ids_for(90, V, 4);  // what the donor ran: other values in every buffer
+    const std::vector<const SessionOptions*> all = {&full, &lazy, &lazy_repair, &small};
+    for (const SessionOptions* first : all) {
+        for (const SessionOptions* second : all) {
+            auto fresh = Session::create(*model, *second).value();
+            const auto want = prompt_then_decode(fresh, prompt, 4, V);
+            auto donor = Session::create(*model, *first).value();
+            (void)prompt_then_decode(donor, first == &small ? ids_for(60, V, 4) : other, 3, V);
+            auto s = Session::create(*model, *second, &donor).value();
+            EXPECT_EQ(s.n_ctx(), second->n_ctx);
+            EXPECT_EQ(s.n_past(), 0);
+            EXPECT_EQ(s.aux_bytes(), fresh.aux_bytes());
+            const auto got = prompt_then_decode(s, prompt, 4, V);
+            ASSERT_EQ(got.size(), want.size());
+            for (size_t i = 0; i < got.size(); ++i) {
+                ASSERT_EQ(
+                    0, std::memcmp(got[i].data(), want[i].data(), want[i].size() * sizeof(float)))
+                    << "step " << i << ", policy " << static_cast<int>(second->policy) << " on "
+                    << static_cast<int>(first->policy) << "'s buffers, n_ctx " << second->n_ctx
+                    << " after " << first->n_ctx;
+            }
+            EXPECT_DOUBLE_EQ(s.prompt_fraction_computed(), fresh.prompt_fraction_computed());
+        }
     }
 }
 
