@@ -69,11 +69,14 @@ struct Engine::Impl {
     std::mutex idle_mu;
     std::optional<Session> idle;
 
-    std::optional<Session> take_idle() {
-        std::lock_guard<std::mutex> lock(idle_mu);
-        std::optional<Session> s = std::move(idle);
-        idle.reset();
-        return s;
+    // A session for `so` on the idle one's buffers where there is one.
+    Result<Session> new_session(const SessionOptions& so) {
+        std::optional<Session> donor;
+        {
+            std::lock_guard<std::mutex> lock(idle_mu);
+            donor.swap(idle);
+        }
+        return Session::create(*model, so, donor ? &*donor : nullptr);  // the rest freed here
     }
     void keep_idle(Session&& s) {
         s.free_aux_slots();          // every policy takes the rest, full included
@@ -388,10 +391,7 @@ Result<std::vector<float>> Engine::first_token_logits(std::span<const TokenId> p
     RunOptions ro = opts;
     ro.max_new_tokens = 1;
     LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(*impl_->model, ro, static_cast<int64_t>(prompt.size())));
-    std::optional<Session> donor = impl_->take_idle();
-    LAZYLLM_ASSIGN_OR_RETURN(Session session,
-                             Session::create(*impl_->model, so, donor ? &*donor : nullptr));
-    donor.reset();
+    LAZYLLM_ASSIGN_OR_RETURN(Session session, impl_->new_session(so));
     std::vector<float> logits(static_cast<size_t>(impl_->model->config().n_vocab));
     LAZYLLM_TRY(session.step(prompt, logits.data(), StepTokens::kPrompt));
     if (fraction_computed) *fraction_computed = session.prompt_fraction_computed();
@@ -406,10 +406,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     const LlamaModel& model = *impl_->model;
     const Tokenizer& tok = impl_->tokenizer;
     LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(model, opts, static_cast<int64_t>(prompt.size())));
-    std::optional<Session> donor = impl_->take_idle();
-    LAZYLLM_ASSIGN_OR_RETURN(Session session,
-                             Session::create(model, so, donor ? &*donor : nullptr));
-    donor.reset();
+    LAZYLLM_ASSIGN_OR_RETURN(Session session, impl_->new_session(so));
 
     GenerateResult r;
     r.n_prompt = static_cast<int64_t>(prompt.size());
