@@ -136,11 +136,13 @@ struct FreeDeleter {
 };
 
 // Memory for `bytes` of weights packed at load (freed with FreeDeleter), `align`-aligned. From
-// kHugeWeightBytes on it is 2 MiB aligned, sized in whole 2 MiB pages and advised as
-// transparent huge pages (madvise MADV_HUGEPAGE; nothing where THP is off): a decode step that
-// streams every weight misses the TLB once per 2 MiB instead of per 4 KiB (Llama-3.2-1B shapes on
-// Zen 5: decode 3-25% faster; load time unchanged within noise), for at most one partly used
-// huge page per matrix. nullptr when out of memory.
+// kHugeWeightBytes on it is 2 MiB aligned, sized in whole 2 MiB pages, and the huge pages the
+// weights fill are advised as transparent huge pages (madvise MADV_HUGEPAGE; nothing where THP
+// is off): a decode step that streams every weight misses the TLB once per 2 MiB instead of per
+// 4 KiB (Llama-3.2-1B shapes on Zen 5: decode 3-25% faster; load time unchanged within noise).
+// The tail past the last whole huge page stays in 4 KiB pages (MADV_NOHUGEPAGE, also where THP
+// is always on), so the padding up to the 2 MiB size is never resident: a huge page there
+// would hold 1 MiB of nothing per matrix on average. nullptr when out of memory.
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 inline constexpr size_t kHugeWeightBytes = 4 * kHugePageBytes;
 inline void* alloc_weights(size_t bytes, size_t align) {
@@ -149,7 +151,10 @@ inline void* alloc_weights(size_t bytes, size_t align) {
     }
     const size_t size = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
     void* p = std::aligned_alloc(kHugePageBytes, size);
-    if (p != nullptr) ::madvise(p, size, MADV_HUGEPAGE);
+    if (p == nullptr) return nullptr;
+    const size_t whole = bytes / kHugePageBytes * kHugePageBytes;
+    ::madvise(p, whole, MADV_HUGEPAGE);
+    if (whole < size) ::madvise(static_cast<std::byte*>(p) + whole, size - whole, MADV_NOHUGEPAGE);
     return p;
 }
 

@@ -154,5 +154,21 @@ TEST(AllocWeightsTest, AlignedAndWritable) {
     }
 }
 
+// alloc_weights pads to whole huge pages and advises only those the weights fill, so the
+// padding past them never becomes resident: 8 MiB + 4 KiB of weights take 10 MiB of address
+// space, and a huge page over the tail would add 2 MiB (where THP is off this holds trivially).
+TEST(AllocWeightsTest, PaddingPastTheWeightsStaysOutOfMemory) {
+    if (kMappedBytes == SIZE_MAX) GTEST_SKIP() << "AddressSanitizer build: its shadow is resident";
+    const size_t bytes = kHugeWeightBytes + 4096;
+    const uint64_t base = resident_bytes();
+    if (base == 0) GTEST_SKIP() << "no /proc/self/status";
+    std::unique_ptr<unsigned char, FreeDeleter> p(
+        static_cast<unsigned char*>(alloc_weights(bytes, 64)));
+    ASSERT_NE(p, nullptr);
+    std::memset(p.get(), 0x5a, bytes);
+    EXPECT_GE(resident_bytes(), base + bytes * 9 / 10);
+    EXPECT_LT(resident_bytes(), base + bytes + (size_t{1} << 20));
+}
+
 }  // namespace
 }  // namespace lazyllm
