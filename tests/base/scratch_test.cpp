@@ -156,7 +156,8 @@ TEST(AllocWeightsTest, AlignedAndWritable) {
 
 // alloc_weights pads to whole huge pages and advises only those the weights fill, so the
 // padding past them never becomes resident: 8 MiB + 4 KiB of weights take 10 MiB of address
-// space, and a huge page over the tail would add 2 MiB (where THP is off this holds trivially).
+// space, and a huge page over the tail would make all 2 MiB of it resident for its 4 KiB of
+// weights (where THP is off this holds trivially).
 TEST(AllocWeightsTest, PaddingPastTheWeightsStaysOutOfMemory) {
     if (kMappedBytes == SIZE_MAX) GTEST_SKIP() << "AddressSanitizer build: its shadow is resident";
     const size_t bytes = kHugeWeightBytes + 4096;
