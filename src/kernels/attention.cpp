@@ -203,6 +203,11 @@ void lanes_heads(const AttentionArgs& a, const AttnTile* tiles, int n_g, int64_t
     for (int g = 0; g < n_g; ++g) detail::attention_lanes<I>(a, tiles[g], j0, j1, states[g]);
 }
 
+// Scratch of attention_scores_head_mean: every query head's probabilities over the keys.
+struct ScoreScratch {
+    std::vector<float> probs;  // [n_head][n_vis]
+};
+
 // Scratch of one decode call: per (key chunk, KV head) a tile state. Grow-only, the caller's
 // Workspace part (decode runs this once per layer and token).
 struct DecodeScratch {
@@ -530,24 +535,40 @@ void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a
     if (n_vis == 0) return;
     const int group = a.n_head / a.n_head_kv;
     const int64_t d = a.head_dim;
-    std::vector<float> probs(a.n_head * n_vis);  // [n_head, n_vis] (boundary layers only)
-    const int64_t chunk = 1024;
+    // [n_head, n_vis] (boundary layers only): ctx.ws's part where the caller passes one.
+    std::vector<float> local;
+    std::vector<float>& probs = ctx.ws != nullptr ? ctx.ws->caller<ScoreScratch>().probs : local;
+    if (static_cast<int64_t>(probs.size()) < a.n_head * n_vis) probs.resize(a.n_head * n_vis);
+    // Logits in (KV head, key chunk) items, each K row read once for its group of query heads;
+    // chunks are a multiple of every vector width, so each key's logit is the same in any split.
+    constexpr int64_t kChunk = 1024;
+    const int64_t n_chunks = (n_vis + kChunk - 1) / kChunk;
     const float n_heads = static_cast<float>(a.n_head);
 #pragma omp parallel num_threads(std::max(1, ctx.n_threads))
     {
 #pragma omp for schedule(dynamic, 1)
-        for (int h = 0; h < a.n_head; ++h) {
-            float* p = probs.data() + h * n_vis;
+        for (int64_t item = 0; item < a.n_head_kv * n_chunks; ++item) {
+            const int g = static_cast<int>(item / n_chunks);
+            const int64_t j0 = item % n_chunks * kChunk, j1 = std::min(n_vis, j0 + kChunk);
             isa_dispatch(ctx.isa, [&]<Isa I>() {
                 if constexpr (I != Isa::kRef) {
-                    detail::head_probs<I>(a, q_row + h * d, h / group, n_vis, p);
+                    detail::group_logits<I>(a, q_row + g * group * d, group, g, j0, j1,
+                                            probs.data() + g * group * n_vis, n_vis);
+                }
+            });
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int h = 0; h < a.n_head; ++h) {
+            isa_dispatch(ctx.isa, [&]<Isa I>() {
+                if constexpr (I != Isa::kRef) {
+                    detail::softmax_in_place<I>(probs.data() + h * n_vis, n_vis);
                 }
             });
         }
         // Same order as the reference: sum over heads, then divide.
 #pragma omp for schedule(static)
-        for (int64_t j0 = 0; j0 < n_vis; j0 += chunk) {
-            const int64_t j1 = std::min(n_vis, j0 + chunk);
+        for (int64_t j0 = 0; j0 < n_vis; j0 += kChunk) {
+            const int64_t j1 = std::min(n_vis, j0 + kChunk);
             for (int h = 0; h < a.n_head; ++h) {
                 const float* p = probs.data() + h * n_vis;
                 for (int64_t j = j0; j < j1; ++j) scores[j] += p[j];

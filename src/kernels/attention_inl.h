@@ -408,38 +408,65 @@ void attention_tile(const AttentionArgs& a, const PackedKvF32& packed, const Att
     });
 }
 
-// The LazyLLM score of one query head (head_probs, attention_isa.h): kWidth keys at a time,
-// one partial-sum vector per key reduced by Vec::transpose_sum; then the softmax over the n
-// logits in place (max, exp and per-lane sums, one division). head_dim a multiple of kWidth.
+// The LazyLLM score's logits (group_logits, attention_isa.h): kWidth keys at a time, each K row
+// read once for every query head of its KV head, one partial-sum vector per (head, key) reduced
+// by Vec::transpose_sum. head_dim a multiple of kWidth.
 template <Isa I, typename T>
-void head_probs_kernel(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n,
-                       float* probs) {
+void group_logits_kernel(const AttentionArgs& a, const float* q_group, int group, int kv_head,
+                         int64_t j_begin, int64_t j_end, float* logits, int64_t ld) {
     using V = Vec<I>;
     using F = typename V::F;
     constexpr int W = V::kWidth;
     static_assert(W == kVecWidth<I>);  // the driver's head_dim test (attention.cpp)
+    constexpr int kHeads = 4;          // query heads per pass over the keys
     const int d = a.head_dim;
     const T* k_head = static_cast<const T*>(a.k) + kv_head_offset(a, kv_head);
-    for (int64_t j0 = 0; j0 < n; j0 += W) {
-        const int nj = static_cast<int>(std::min<int64_t>(W, n - j0));
-        F acc[W];
-        for (int jj = 0; jj < W; ++jj) {
-            acc[jj] = V::zero();
-            if (jj >= nj) continue;
-            const T* k = k_head + kv_row_of(a, j0 + jj) * a.kv_stride;
-            for (int c = 0; c < d; c += W) {
-                acc[jj] = V::fmadd(V::load(q_head + c), V::load(k + c), acc[jj]);
+    for (int g0 = 0; g0 < group; g0 += kHeads) {
+        const int ng = std::min(kHeads, group - g0);
+        for (int64_t j0 = j_begin; j0 < j_end; j0 += W) {
+            const int nj = static_cast<int>(std::min<int64_t>(W, j_end - j0));
+            F acc[kHeads][W];
+            for (int jj = 0; jj < W; ++jj) {
+                for (int g = 0; g < kHeads; ++g) acc[g][jj] = V::zero();
+                if (jj >= nj) continue;
+                const T* k = k_head + kv_row_of(a, j0 + jj) * a.kv_stride;
+                for (int c = 0; c < d; c += W) {
+                    const F kc = V::load(k + c);
+                    for (int g = 0; g < ng; ++g) {
+                        acc[g][jj] = V::fmadd(V::load(q_group + (g0 + g) * d + c), kc, acc[g][jj]);
+                    }
+                }
+            }
+            for (int g = 0; g < ng; ++g) {
+                const F s = V::mul(V::transpose_sum(acc[g]), V::set1(a.scale));
+                float* out = logits + (g0 + g) * ld + j0;
+                if (nj == W) {
+                    V::store(out, s);
+                } else {
+                    V::store(out, V::tail(nj), s);
+                }
             }
         }
-        const F logits = V::mul(V::transpose_sum(acc), V::set1(a.scale));
-        if (nj == W) {
-            V::store(probs + j0, logits);
-        } else {
-            V::store(probs + j0, V::tail(nj), logits);
-        }
     }
-    // Softmax in place; masked loads and stores for the last vector only (for_vectors). The
-    // max is exact in any order; the tail's lanes are added as zeros.
+}
+
+template <Isa I>
+void group_logits(const AttentionArgs& a, const float* q_group, int group, int kv_head,
+                  int64_t j_begin, int64_t j_end, float* logits, int64_t ld) {
+    if (a.kv_type == KvType::kF16) {
+        group_logits_kernel<I, uint16_t>(a, q_group, group, kv_head, j_begin, j_end, logits, ld);
+    } else {
+        group_logits_kernel<I, float>(a, q_group, group, kv_head, j_begin, j_end, logits, ld);
+    }
+}
+
+// Softmax of n logits in place; masked loads and stores for the last vector only
+// (for_vectors). The max is exact in any order; the tail's lanes are added as zeros.
+template <Isa I>
+void softmax_in_place(float* probs, int64_t n) {
+    using V = Vec<I>;
+    using F = typename V::F;
+    constexpr int W = V::kWidth;
     const int64_t n_full = n / W * W;
     F mv = V::set1(-__builtin_inff());
     for (int64_t j = 0; j < n_full; j += W) mv = V::max(mv, V::load(probs + j));
@@ -456,15 +483,6 @@ void head_probs_kernel(const AttentionArgs& a, const float* q_head, int kv_head,
     for_vectors<I>(n, [&]<bool kFull>(int64_t j, typename V::Mask mask) {
         store_out<I, kFull>(probs + j, mask, V::mul(load_part<I, kFull>(probs + j, mask), inv));
     });
-}
-
-template <Isa I>
-void head_probs(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n, float* probs) {
-    if (a.kv_type == KvType::kF16) {
-        head_probs_kernel<I, uint16_t>(a, q_head, kv_head, n, probs);
-    } else {
-        head_probs_kernel<I, float>(a, q_head, kv_head, n, probs);
-    }
 }
 
 template <Isa I>
@@ -502,13 +520,14 @@ void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& 
 
 }  // namespace lazyllm::kernels::detail
 
-#define LAZYLLM_ATTENTION_INSTANTIATE(I)                                                           \
-    template void lazyllm::kernels::detail::attention_tile<I>(                                     \
-        const AttentionArgs&, const detail::PackedKvF32&, const detail::AttnTile&, int64_t,        \
-        int64_t, detail::AttnState&, bool);                                                        \
-    template void lazyllm::kernels::detail::pack_kv_f32<I>(                                        \
-        const KernelContext&, const AttentionArgs&, detail::PackedKvF32&);                         \
-    template void lazyllm::kernels::detail::head_probs<I>(const AttentionArgs&, const float*, int, \
-                                                          int64_t, float*);                        \
-    template void lazyllm::kernels::detail::attention_lanes<I>(                                    \
+#define LAZYLLM_ATTENTION_INSTANTIATE(I)                                                    \
+    template void lazyllm::kernels::detail::attention_tile<I>(                              \
+        const AttentionArgs&, const detail::PackedKvF32&, const detail::AttnTile&, int64_t, \
+        int64_t, detail::AttnState&, bool);                                                 \
+    template void lazyllm::kernels::detail::pack_kv_f32<I>(                                 \
+        const KernelContext&, const AttentionArgs&, detail::PackedKvF32&);                  \
+    template void lazyllm::kernels::detail::group_logits<I>(                                \
+        const AttentionArgs&, const float*, int, int, int64_t, int64_t, float*, int64_t);   \
+    template void lazyllm::kernels::detail::softmax_in_place<I>(float*, int64_t);           \
+    template void lazyllm::kernels::detail::attention_lanes<I>(                             \
         const AttentionArgs&, const detail::AttnTile&, int64_t, int64_t, detail::AttnState&)

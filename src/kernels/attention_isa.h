@@ -149,10 +149,15 @@ bool bf16_attention_usable(const AttentionArgs& a);
 void attention_tile_bf16(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                          int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
 
-// probs[j] = softmax_j(scale * q_head . k_j) over keys [0, n) of kv head `kv_head` (n >= 1;
-// head_dim a multiple of Vec<I>::kWidth): the LazyLLM score of one query head (attention_inl.h).
+// The LazyLLM score of one query row (attention_inl.h): logits[g * ld + j] = scale * q_g . k_j
+// for the `group` query heads q_group (head after head) of KV head `kv_head` over keys
+// [j_begin, j_end), j_begin a multiple of Vec<I>::kWidth, head_dim a multiple of it; then each
+// head's softmax over its keys in place (n >= 1).
 template <Isa I>
-void head_probs(const AttentionArgs& a, const float* q_head, int kv_head, int64_t n, float* probs);
+void group_logits(const AttentionArgs& a, const float* q_group, int group, int kv_head,
+                  int64_t j_begin, int64_t j_end, float* logits, int64_t ld);
+template <Isa I>
+void softmax_in_place(float* probs, int64_t n);
 
 // kv_store_rows (attention.h) with F16C conversions.
 void kv_store_rows_avx512(KvType type, const float* src, int64_t src_stride, int64_t n_rows,

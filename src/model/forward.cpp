@@ -362,8 +362,9 @@ private:
         if (run_.scores == nullptr || il < first_scored_ || c_.is_swa(il)) return;
         OpTimer t(prof_, OpKind::kScore);
         float* dst = il == first_scored_ ? run_.scores : s_.score_row.data();
-        kernels::attention_scores_head_mean(m_.opts_.ctx, a, qkv_ + (n - 1) * NQKV,
-                                            run_.pos[n - 1], dst);
+        kernels::KernelContext ctx = m_.opts_.ctx;
+        ctx.ws = &s_.kernels;
+        kernels::attention_scores_head_mean(ctx, a, qkv_ + (n - 1) * NQKV, run_.pos[n - 1], dst);
         if (dst != run_.scores) {
             for (int64_t j = 0; j < run_.n_keys; ++j) run_.scores[j] += dst[j];
         }

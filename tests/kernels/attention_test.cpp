@@ -24,6 +24,7 @@
 #include "kernels/fp_env.h"
 #include "kernels/gemm_convert.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/workspace.h"
 
 namespace lazyllm::kernels {
 namespace {
@@ -251,6 +252,34 @@ TEST(AttentionScores, FewKeysAndOddHeadDims) {
                     } else {
                         ASSERT_NEAR(got[j], want[j], 1e-5f * want[j] + 1e-9f) << j;
                     }
+                }
+            }
+        }
+    }
+}
+
+// Keys in chunks over the threads, query heads in passes of four over a KV head's keys: every
+// split gives the same bits, with the caller's Workspace or without one.
+TEST(AttentionScores, SameBitsForEveryThreadCountAndWorkspace) {
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+        if (!cpu_has(isa)) continue;
+        for (const Shape& s : {Shape{12, 2, 64}, Shape{9, 3, 64}, Shape{8, 1, 128}}) {
+            std::vector<int32_t> kv = random_subset(4000, 3100, 19);
+            Problem p = make_problem({kv[3000]}, kv, s.n_head, s.n_head_kv, s.head_dim, 20);
+            std::vector<float> want(kv.size()), one(kv.size(), -1.0f);
+            ref::attention_scores_head_mean(p.args, p.q.data(), kv[3000], want.data());
+            attention_scores_head_mean({isa, 1}, p.args, p.q.data(), kv[3000], one.data());
+            for (size_t j = 0; j < kv.size(); ++j) {
+                ASSERT_NEAR(one[j], want[j], 1e-5f * want[j] + 1e-9f) << shape_name(s) << " " << j;
+            }
+            Workspace ws;
+            for (int threads : {2, 3}) {
+                for (Workspace* w : {static_cast<Workspace*>(nullptr), &ws, &ws}) {
+                    KernelContext ctx{isa, threads};
+                    ctx.ws = w;
+                    std::vector<float> got(kv.size(), -1.0f);
+                    attention_scores_head_mean(ctx, p.args, p.q.data(), kv[3000], got.data());
+                    ASSERT_EQ(got, one) << shape_name(s) << " threads " << threads;
                 }
             }
         }
