@@ -4,8 +4,8 @@
 // Paths by ctx.isa:
 // - bf16 (AttentionArgs::bf16) on a call with enough queries to pay for the one-off bf16
 //   packing of K and V (prefill): kAmx runs AMX tiles (attention_amx.cpp) and kAvx512 with
-//   AVX-512-BF16 (or kAmx on a sliding-window layer) VDPBF16PS tiles
-//   (attention_bf16_avx512.cpp), over bf16 copies of K and V made once per call;
+//   AVX-512-BF16 VDPBF16PS tiles (attention_bf16_avx512.cpp), over bf16 copies of K and V
+//   made once per call;
 // - kAvx512, kAvx2: the fp32 kernels (attention_inl.h, entered through isa_dispatch): queries
 //   in lanes for full tiles, over fp32 copies of K and V made once per call, keys in lanes
 //   for tiles with few real lanes; with AVX2 a tile's 16 lanes are two 8-wide halves and keys
@@ -451,8 +451,7 @@ bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
     if (!a.bf16 || (!a.row_invariant && a.n_q * (a.n_head / a.n_head_kv) < kBf16MinQueryVectors)) {
         return false;
     }
-    // (The AMX kernel has no sliding window: windowed layers take the VDPBF16PS kernel.)
-    const bool amx = ctx.isa == Isa::kAmx && a.window <= 0 && detail::amx_attention_usable(a);
+    const bool amx = ctx.isa == Isa::kAmx && detail::amx_attention_usable(a);
     if (!amx &&
         !(ctx.isa >= Isa::kAvx512 && cpu_has_avx512_bf16() && detail::bf16_attention_usable(a))) {
         return false;

@@ -129,6 +129,9 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
     LAZYLLM_TILE_LOADCONFIG(cfg);
 
     const __m512i q_pos = _mm512_loadu_si512(t.pos);
+    alignas(64) int32_t lo_thr[kAttnLanes];  // window_threshold per lane
+    for (int lane = 0; lane < kAttnLanes; ++lane) lo_thr[lane] = window_threshold(a, t.pos[lane]);
+    const __m512i q_lo = _mm512_load_si512(lo_thr);
     const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
     const __m512 masked = _mm512_set1_ps(kMaskedScore);
     const uint16_t* k_head = packed.k.data() + t.kv_head * packed.n_kv_pad * D;
@@ -157,6 +160,8 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
     constexpr int kPvStep = kStoreStep + 2;
     constexpr int kSteps = kPvStep + kPvSteps;
 
+    // Blocks start at multiples of kKeyBlock (the V^T blocks); keys before j_begin are masked.
+    const int64_t j_first = j_begin / kKeyBlock * kKeyBlock;
     // Every pass sees the same scores, so it raises m_ref at the same blocks and ends with
     // the same m_ref and l (stored once, after the last pass).
     __m512 m_ref = _mm512_set1_ps(kAttnMaxInit);
@@ -172,16 +177,16 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
             l = _mm512_setzero_ps();
             zero_o();
         }
-        if (j_begin < j_end) {
-            for (int i = 0; i < kQkSteps; ++i) qk_step<D>(k_head + j_begin * D, qb, i);
+        if (j_first < j_end) {
+            for (int i = 0; i < kQkSteps; ++i) qk_step<D>(k_head + j_first * D, qb, i);
             store_s(sbuf[0], 0);
             store_s(sbuf[0], 1);
         }
         const int64_t vt_pass = 64 * pass * kKeyBlock;
         int cur = 0;  // parity of the block at j0
-        for (int64_t j0 = j_begin; j0 < j_end; j0 += kKeyBlock, cur ^= 1) {
+        for (int64_t j0 = j_first; j0 < j_end; j0 += kKeyBlock, cur ^= 1) {
             const bool has_next = j0 + kKeyBlock < j_end;
-            const bool has_prev = j0 > j_begin;  // a P.V of this call is in flight
+            const bool has_prev = j0 > j_first;  // a P.V of this call is in flight
             float (*s_cur)[kAttnLanes] = sbuf[cur];
             const uint16_t* vt_prev =
                 has_prev ? vt_head + (j0 - kKeyBlock) * D + vt_pass : nullptr;
@@ -197,8 +202,13 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
 
             // One pass: P = 2^(S - m_ref), and the block max that says whether a lane's scores
             // exceed m_ref + margin (one vmaxps per row, one compare per block).
+            // Keys [lo, nj) of the block are this call's; the others (block padding, another
+            // call's keys), those after a lane's position and those before its sliding window
+            // are masked.
+            const int lo = static_cast<int>(std::max<int64_t>(0, j_begin - j0));
             const int nj = static_cast<int>(std::min<int64_t>(kKeyBlock, j_end - j0));
-            const bool mask = nj < kKeyBlock || j0 + kKeyBlock > t.n_vis_min;
+            const bool windowed = j0 < t.n_lo_max;
+            const bool mask = lo > 0 || nj < kKeyBlock || j0 + kKeyBlock > t.n_vis_min || windowed;
             const __m512 limit = _mm512_add_ps(m_ref, _mm512_set1_ps(kRescaleLog2));
             __m512 s_max = neg_inf;  // compared with limit once, after the rows
             __m512 p_sum = _mm512_setzero_ps();
@@ -207,12 +217,17 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
                 __m512 s0 = _mm512_load_ps(s_cur[2 * kk]);
                 __m512 s1 = _mm512_load_ps(s_cur[2 * kk + 1]);
                 if (mask) {
-                    const int32_t kp0 = 2 * kk < nj ? a.kv_pos[j0 + 2 * kk] : INT32_MAX;
-                    const int32_t kp1 = 2 * kk + 1 < nj ? a.kv_pos[j0 + 2 * kk + 1] : INT32_MAX;
-                    s0 = _mm512_mask_mov_ps(
-                        masked, _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp0), q_pos), s0);
-                    s1 = _mm512_mask_mov_ps(
-                        masked, _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp1), q_pos), s1);
+                    const auto visible = [&](int jj) {
+                        const int32_t kp = jj >= lo && jj < nj ? a.kv_pos[j0 + jj] : INT32_MAX;
+                        const __mmask16 causal =
+                            _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp), q_pos);
+                        // In the window iff -kp <= threshold (window_threshold).
+                        return windowed ? _mm512_mask_cmple_epi32_mask(causal,
+                                                                       _mm512_set1_epi32(-kp), q_lo)
+                                        : causal;
+                    };
+                    s0 = _mm512_mask_mov_ps(masked, visible(2 * kk), s0);
+                    s1 = _mm512_mask_mov_ps(masked, visible(2 * kk + 1), s1);
                     _mm512_store_ps(s_cur[2 * kk], s0);
                     _mm512_store_ps(s_cur[2 * kk + 1], s1);
                 }

@@ -138,8 +138,8 @@ void pack_kv_bf16(const KernelContext& ctx, const AttentionArgs& a, PackedKvBf16
 // The bf16 tile kernels (AttentionArgs::bf16). Keys [j_begin, j_end) of the tile. They
 // initialize `st`, or with `resume` continue it: st then holds this tile's state over keys
 // before j_begin (an earlier call).
-// AMX (attention_amx.cpp): j_begin a multiple of 32; true for its shapes when the OS granted
-// AMX tile state.
+// AMX (attention_amx.cpp): sliding windows included; true for head_dim 64, 128 and 256 when
+// the OS granted AMX tile state.
 bool amx_attention_usable(const AttentionArgs& a);
 void attention_tile_amx(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                         int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);

@@ -156,6 +156,34 @@ TEST(AttentionBf16, SlidingWindowsMatchReference) {
     }
 }
 
+// Sliding-window layers on AMX run the AMX tiles, not the VDPBF16PS kernel (whose sums come in
+// another order): windows that start inside a key block, the chunked path (2000 keys of
+// head_dim 256) and sparse keys.
+TEST(AttentionBf16, AmxRunsSlidingWindows) {
+    if (!cpu_has(Isa::kAmx) || !detect_cpu_features().avx512bf16) GTEST_SKIP() << "no AMX";
+    struct Case {
+        int n, n_head, n_head_kv, head_dim, window;
+    };
+    for (const Case& c :
+         {Case{150, 8, 2, 64, 37}, Case{2000, 4, 1, 256, 512}, Case{600, 4, 1, 128, 100}}) {
+        Problem amx =
+            make_problem(iota_pos(c.n), iota_pos(c.n), c.n_head, c.n_head_kv, c.head_dim, 41);
+        amx.args.window = c.window;
+        check_bf16(amx, Isa::kAmx, {1, 2}, "window " + std::to_string(c.window));
+        amx.args.bf16 = true;
+        Problem vdp = amx;
+        rebind(amx);
+        rebind(vdp);
+        attention({Isa::kAmx, 2}, amx.args);
+        attention({Isa::kAvx512, 2}, vdp.args);
+        EXPECT_NE(amx.out, vdp.out) << "window " << c.window << ": AMX did not run";
+    }
+    std::vector<int32_t> kv = random_subset(1000, 300, 42);
+    Problem sparse = make_problem(random_subset(1000, 80, 43), kv, 6, 2, 64, 44);
+    sparse.args.window = 50;
+    check_bf16(sparse, Isa::kAmx, {2}, "sparse window 50");
+}
+
 // Below the bf16 threshold (few query vectors) and with bf16 unset the fp32 kernels run:
 // the output is the fp32 AVX-512 kernel's, bit for bit.
 TEST(AttentionBf16, SmallCallsAndUnsetFlagStayFp32) {
