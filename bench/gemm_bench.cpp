@@ -151,7 +151,7 @@ void BM_LinearBf16In(benchmark::State& state) {
     Workspace ws;
     auto run = [&] {
         if (stage == 2) {
-            lin->forward_swiglu_bf16(x.data(), m, act.data(), 0, 0, &ws);
+            lin->forward_glu_bf16(GluAct::kSilu, x.data(), m, act.data(), 0, 0, &ws);
         } else {
             lin->forward_bf16(x.data(), m, y.data(), 0, 0, stage == 1, nullptr, &ws);
         }

@@ -97,7 +97,7 @@ struct Scratch {
     std::vector<uint16_t> src_bf16;  // [m, n_in] bf16 activations
     std::vector<float> src_f32;      // [m, n_in] dense copy of strided fp32 activations
     std::vector<float> dst_f32;      // [m, n_out] dense output when ldy > n_out
-    std::vector<float> gate_up;      // [m, n_out] fp32 gate/up for the unfused SwiGLU path
+    std::vector<float> gate_up;      // [m, n_out] fp32 gate/up for the unfused GLU path
 };
 
 }  // namespace
@@ -258,7 +258,7 @@ struct PackedLinear::Impl {
     // AMX backend. x: bf16 [m, n_in] with leading dimension ldx.
     bool amx_run(Workspace& ws, const uint16_t* x, int64_t m, int64_t ldx, detail::AmxGemmOut out,
                  float* y, int64_t ldy, uint16_t* y16, int64_t ldy16,
-                 const RowsDone* done = nullptr) const {
+                 const RowsDone* done = nullptr, GluAct glu_act = GluAct::kSilu) const {
         const detail::AmxGemmArgs a{.x = x,
                                     .ldx = ldx,
                                     .m = m,
@@ -271,6 +271,7 @@ struct PackedLinear::Impl {
                                     .ldy = ldy,
                                     .y16 = y16,
                                     .ldy16 = ldy16,
+                                    .glu_act = glu_act,
                                     .rows_done = done != nullptr ? done->fn : nullptr,
                                     .rows_ctx = done != nullptr ? done->ctx : nullptr,
                                     .ws = &ws};
@@ -378,7 +379,7 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
 
     if (layout == GemmLayout::kSwiGlu && n_out % 2 != 0) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "PackedLinear: SwiGLU layout needs [gate; up] rows, got n_out={}", n_out);
+                          "PackedLinear: GLU layout needs [gate; up] rows, got n_out={}", n_out);
     }
     // Our kernels on every GEMM they fit, where they prefill faster end to end than oneDNN,
     // unless the context asks for oneDNN alone.
@@ -485,22 +486,22 @@ bool PackedLinear::forward_bf16(const uint16_t* x, int64_t m, float* y, int64_t 
     return false;
 }
 
-void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* act, int64_t ldx,
-                                       int64_t ld_act, Workspace* ws) const {
-    LAZYLLM_CHECK_MSG(impl_ != nullptr,
-                      "PackedLinear::forward_swiglu_bf16 on an empty PackedLinear");
-    LAZYLLM_CHECK_MSG(impl_->bf16, "PackedLinear::forward_swiglu_bf16 on an fp32 PackedLinear");
+void PackedLinear::forward_glu_bf16(GluAct act, const uint16_t* x, int64_t m, uint16_t* out,
+                                    int64_t ldx, int64_t ld_out, Workspace* ws) const {
+    LAZYLLM_CHECK_MSG(impl_ != nullptr, "PackedLinear::forward_glu_bf16 on an empty PackedLinear");
+    LAZYLLM_CHECK_MSG(impl_->bf16, "PackedLinear::forward_glu_bf16 on an fp32 PackedLinear");
     LAZYLLM_CHECK_MSG(impl_->layout == GemmLayout::kSwiGlu,
-                      "PackedLinear::forward_swiglu_bf16 needs GemmLayout::kSwiGlu");
+                      "PackedLinear::forward_glu_bf16 needs GemmLayout::kSwiGlu");
     if (m <= 0) return;
     const int64_t n_ff = impl_->n_out / 2;
     if (ldx == 0) ldx = impl_->n_in;
-    if (ld_act == 0) ld_act = n_ff;
-    LAZYLLM_CHECK(ldx >= impl_->n_in && ld_act >= n_ff);
+    if (ld_out == 0) ld_out = n_ff;
+    LAZYLLM_CHECK(ldx >= impl_->n_in && ld_out >= n_ff);
     Workspace local;
     Workspace& w = ws != nullptr ? *ws : local;
     if (impl_->backend == GemmBackend::kAmx) {
-        impl_->amx_run(w, x, m, ldx, detail::AmxGemmOut::kSwiGlu, nullptr, 0, act, ld_act);
+        impl_->amx_run(w, x, m, ldx, detail::AmxGemmOut::kGlu, nullptr, 0, out, ld_out, nullptr,
+                       act);
         return;
     }
     const int64_t chunk = std::min<int64_t>(m, kSwiGluChunkRows);
@@ -508,13 +509,12 @@ void PackedLinear::forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* a
     for (int64_t r0 = 0; r0 < m; r0 += chunk) {
         const int64_t rows = std::min(chunk, m - r0);
         forward_bf16(x + r0 * ldx, rows, gate_up, ldx, impl_->n_out, false, nullptr, &w);
-        if (ld_act == n_ff) {
-            glu_bf16(impl_->ctx, GluAct::kSilu, gate_up, act + r0 * ld_act, rows, n_ff);
+        if (ld_out == n_ff) {
+            glu_bf16(impl_->ctx, act, gate_up, out + r0 * ld_out, rows, n_ff);
             continue;
         }
         for (int64_t r = 0; r < rows; ++r) {
-            glu_bf16(impl_->ctx, GluAct::kSilu, gate_up + r * impl_->n_out, act + (r0 + r) * ld_act,
-                     1, n_ff);
+            glu_bf16(impl_->ctx, act, gate_up + r * impl_->n_out, out + (r0 + r) * ld_out, 1, n_ff);
         }
     }
 }

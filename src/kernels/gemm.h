@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "kernels/cpu.h"
+#include "kernels/ops.h"
 #include "lazyllm/result.h"
 
 namespace lazyllm::kernels {
@@ -29,7 +30,7 @@ enum class GemmPrecision {
 
 enum class GemmLayout {
     kPlain,
-    // w = [gate rows; up rows] ([2 n_ff, n_in]) of a SwiGLU FFN: enables forward_swiglu_bf16
+    // w = [gate rows; up rows] ([2 n_ff, n_in]) of a SwiGLU FFN: enables forward_glu_bf16
     // as one fused GEMM on the AMX kernel. forward() and forward_bf16() still return the
     // [gate | up] columns in order.
     kSwiGlu,
@@ -77,21 +78,22 @@ public:
                       bool accumulate = false, const RowsDone* done = nullptr,
                       Workspace* ws = nullptr) const;
 
-    // act[m, n_out / 2] = bf16(silu(x W_gate^T) * (x W_up^T)) for a kSwiGlu-layout linear
-    // with x in bf16 (leading dimensions ldx, ld_act; 0 = dense). One fused GEMM on the AMX
-    // backend; otherwise GEMM + glu_bf16 (kSilu) kSwiGluChunkRows rows at a time (the same result
-    // as forward_bf16 + glu_bf16 over all rows; against the fused GEMM, the same up to fp32
-    // summation order). Only when is_bf16() (checked). x and act must not overlap.
-    void forward_swiglu_bf16(const uint16_t* x, int64_t m, uint16_t* act, int64_t ldx = 0,
-                             int64_t ld_act = 0, Workspace* ws = nullptr) const;
+    // out[m, n_out / 2] = bf16(act(x W_gate^T) * (x W_up^T)) (SwiGLU, GeGLU) for a
+    // kSwiGlu-layout linear with x in bf16 (leading dimensions ldx, ld_out; 0 = dense). One
+    // fused GEMM on the AMX backend; otherwise GEMM + glu_bf16 kSwiGluChunkRows rows at a time
+    // (the same result as forward_bf16 + glu_bf16 over all rows; against the fused GEMM, the
+    // same up to fp32 summation order). Only when is_bf16() (checked). x and out must not
+    // overlap.
+    void forward_glu_bf16(GluAct act, const uint16_t* x, int64_t m, uint16_t* out, int64_t ldx = 0,
+                          int64_t ld_out = 0, Workspace* ws = nullptr) const;
 
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
 
-// Rows per gate|up GEMM call of PackedLinear::forward_swiglu_bf16 off the AMX backend: its fp32
-// gate|up rows ([rows, n_out]) stay in cache between the GEMM that writes them and the SwiGLU
+// Rows per gate|up GEMM call of PackedLinear::forward_glu_bf16 off the AMX backend: its fp32
+// gate|up rows ([rows, n_out]) stay in cache between the GEMM that writes them and the GLU
 // that reads them (3 MiB at the default model's 3072 columns), where a whole 4k prompt's would
 // be 48 MiB and go through memory (docs/benchmarks.md, "Where prefill time goes (Zen 5)").
 inline constexpr int64_t kSwiGluChunkRows = 256;

@@ -19,7 +19,7 @@
 // (docs/architecture.md, "Model and weights").
 //
 // Output stage: a plain fp32 store with full row tiles goes tile-to-memory; accumulate, bias,
-// SwiGLU and a short last micro-tile (rows padded with zeros) go through a 4 KiB buffer and
+// GLUs and a short last micro-tile (rows padded with zeros) go through a 4 KiB buffer and
 // AVX-512 (accumulate adds y there, so that a row's result does not depend on its tile).
 #include "kernels/gemm_amx.h"
 
@@ -120,10 +120,12 @@ void epilogue(const AmxGemmArgs& a, const float (*cbuf)[kRows], int64_t r, int64
     for (int64_t rr = 0; rr < rows; ++rr) {
         const __m512 v0 = _mm512_add_ps(_mm512_load_ps(cbuf[rr]), b0);
         const __m512 v1 = _mm512_add_ps(_mm512_load_ps(cbuf[rr] + 16), b1);
-        if (a.out == AmxGemmOut::kSwiGlu) {
+        if (a.out == AmxGemmOut::kGlu) {
             uint16_t* o = a.y16 + (r + rr) * a.ldy16 + p * 16;
+            const __m512 g =
+                a.glu_act == GluAct::kSilu ? simd512::silu(v0) : simd512::gelu_tanh(v0);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(o),
-                                simd512::to_bf16(_mm512_mul_ps(simd512::silu(v0), v1)));
+                                simd512::to_bf16(_mm512_mul_ps(g, v1)));
             continue;
         }
         float* y = a.y + (r + rr) * a.ldy + col0;

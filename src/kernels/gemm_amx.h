@@ -2,7 +2,8 @@
 //
 // y[m, n_out] = x[m, n_in] . W^T with x bf16 row-major (any leading dimension) and W packed
 // once into AMX B-tiles. The output stage is fused: store or accumulate fp32 (the residual
-// add of attn_out and down), plus bias, or SwiGLU straight to bf16 (gate and up computed by
+// add of attn_out and down), plus bias, or a gated activation (SwiGLU, GeGLU) straight to bf16
+// (gate and up computed by
 // one GEMM whose packed columns interleave gate and up 16 at a time, so each 32-column
 // micro-tile holds 16 gate and the matching 16 up outputs: the fp32 [m, 2 n_ff] gate/up
 // buffer is never written).
@@ -15,6 +16,8 @@
 
 #include <cstddef>
 #include <cstdint>
+
+#include "kernels/ops.h"
 
 namespace lazyllm::kernels {
 class Workspace;  // workspace.h
@@ -38,13 +41,13 @@ void amx_gemm_pack(const float* w, int64_t n_in, int64_t n_out, const int64_t* r
                    uint16_t* w_packed);
 
 // The column order that makes a fused [gate | up] weight ([2 n_ff, n_in], gate rows first)
-// run with AmxGemmOut::kSwiGlu: out[j] for j in [0, 2 n_ff). n_ff must be a multiple of 16.
+// run with AmxGemmOut::kGlu: out[j] for j in [0, 2 n_ff). n_ff must be a multiple of 16.
 void amx_gemm_swiglu_order(int64_t n_ff, int64_t* row_of_col);
 
 enum class AmxGemmOut {
     kStore,       // y = x W^T + bias
     kAccumulate,  // y += x W^T + bias
-    kSwiGlu,      // y16[r, 16 p + i] = bf16(silu(g) * u), g = col 32 p + i, u = col 32 p + 16 + i
+    kGlu,         // y16[r, 16 p + i] = bf16(act(g) * u), g = col 32 p + i, u = col 32 p + 16 + i
 };
 
 struct AmxGemmArgs {
@@ -57,8 +60,9 @@ struct AmxGemmArgs {
     AmxGemmOut out = AmxGemmOut::kStore;
     float* y = nullptr;  // kStore / kAccumulate: [m, n_out] fp32, leading dimension ldy
     int64_t ldy = 0;
-    uint16_t* y16 = nullptr;  // kSwiGlu: [m, n_out / 2] bf16 bits, leading dimension ldy16
+    uint16_t* y16 = nullptr;  // kGlu: [m, n_out / 2] bf16 bits, leading dimension ldy16
     int64_t ldy16 = 0;
+    GluAct glu_act = GluAct::kSilu;  // kGlu's act
     // If set: called as rows_done(rows_ctx, r0, r1) by the thread that computed rows
     // [r0, r1) of the output once they are final, while they are still in its cache (per
     // 32-row micro-tile or per row block, depending on the loop order); only when every work

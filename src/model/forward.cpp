@@ -240,9 +240,9 @@ private:
         // then does the FFN norm write x ([rows, E] and [rows, Q] views of rows x max(E, Q)).
         x_ = bf16 ? nullptr : grow(s_.x, rows * std::max(E, Q));
         attn_ = x_;
-        // fp32 gate|up rows: every fp32 path; bf16 with GeGLU (no fused form). Such passes run
-        // the FFN in chunks of at most kFfnChunkRows rows (ffn()).
-        const bool fp32_gate_up = !bf16 || c_.ffn_act != kernels::GluAct::kSilu;
+        // fp32 gate|up rows: every fp32 and quantized path. Such passes run the FFN in chunks
+        // of at most kFfnChunkRows rows (ffn()).
+        const bool fp32_gate_up = !bf16;
         const int64_t ffn_rows = fp32_gate_up ? std::min(rows, kFfnChunkRows) : rows;
         gate_up_ = fp32_gate_up ? grow(s_.gate_up, ffn_rows * 2 * F) : nullptr;  // [.., 2F]
         act_ = bf16 ? nullptr : grow(s_.act, ffn_rows * F);                      // [.., F]
@@ -438,10 +438,10 @@ private:
         if (!hooked) norm(o.h, w.ffn_norm, o.n_rows);
     }
 
-    // A pass that writes fp32 gate|up rows (quantized, fp32, bf16 GeGLU) runs the FFN in equal
+    // A pass that writes fp32 gate|up rows (quantized, fp32) runs the FFN in equal
     // chunks of at most kFfnChunkRows rows: its [rows, 2 n_ff] and [rows, n_ff] buffers stay
     // bounded on long prompts (on a 1B model they would be 200 MB at 2k rows), and the gate|up
-    // rows stay in cache until the GLU reads them (PackedLinear::forward_swiglu_bf16 does the
+    // rows stay in cache until the GLU reads them (PackedLinear::forward_glu_bf16 does the
     // same inside for SwiGLU on bf16 GEMMs); equal, as a call on AMX tiles dequantizes its
     // weights once whatever its rows (a short last chunk would pay that for a few rows). Every
     // linear computes each row alone, so the results are the same bit for bit; the chunks take
@@ -469,18 +469,11 @@ private:
     void ffn_rows(const LayerWeights& w, const TailRows& o, LinearInput x, int il,
                   bool hook = true) {
         const int64_t n_o = o.n_rows, E = c_.n_embd, F = c_.n_ff;
-        if (bf16() && c_.ffn_act != kernels::GluAct::kSilu) {
-            {
-                OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
-                w.gate_up.forward(s_.kernels, path_, x, n_o, gate_up_);
-            }
-            OpTimer t(prof_, OpKind::kSwiglu);
-            kernels::glu_bf16(m_.opts_.ctx, c_.ffn_act, gate_up_, act16_, n_o, F);
-        } else if (bf16()) {
-            // One GEMM with SwiGLU fused into its output stage on the AMX backend (the fp32
+        if (bf16()) {
+            // One GEMM with the GLU fused into its output stage on the AMX backend (the fp32
             // gate/up rows are never written); GEMM + glu_bf16 inside on the others.
             OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);
-            w.gate_up.gemm.forward_swiglu_bf16(x.bf16, n_o, act16_, 0, 0, &s_.kernels);
+            w.gate_up.gemm.forward_glu_bf16(c_.ffn_act, x.bf16, n_o, act16_, 0, 0, &s_.kernels);
         } else {
             {
                 OpTimer t(prof_, OpKind::kGateUp, 2.0 * n_o * E * 2 * F);

@@ -114,7 +114,7 @@ void run_swiglu(const Case& c, uint32_t seed) {
     for (int64_t j = 0; j < n_out; ++j) bias[j] = bias_rows[order[j]];
     std::vector<uint16_t> y16(m * ldy16, 0xbeef);
     AmxGemmArgs a = pr.args();
-    a.bias = c.bias ? bias.data() : nullptr, a.out = AmxGemmOut::kSwiGlu;
+    a.bias = c.bias ? bias.data() : nullptr, a.out = AmxGemmOut::kGlu;
     a.y16 = y16.data(), a.ldy16 = ldy16;
     amx_gemm(a, c.threads);
     // The kernel's own fp32 gate / up: kStore on the same packed weights.
@@ -155,7 +155,7 @@ void run_swiglu(const Case& c, uint32_t seed) {
 
 // One case against the reference; y_out (kStore / kAccumulate, if given) receives y.
 void run(const Case& c, uint32_t seed, std::vector<float>* y_out = nullptr) {
-    if (c.out == AmxGemmOut::kSwiGlu) return run_swiglu(c, seed);
+    if (c.out == AmxGemmOut::kGlu) return run_swiglu(c, seed);
     const Problem pr(c.m, c.n_in, c.n_out, c.ldx_pad, seed, make_perm(c.perm, c.n_out, seed));
     const int64_t ldy = c.n_out + c.ldy_pad;
     const bool acc = c.out == AmxGemmOut::kAccumulate;
@@ -186,7 +186,7 @@ void run(const Case& c, uint32_t seed, std::vector<float>* y_out = nullptr) {
 }
 
 constexpr AmxGemmOut kSt = AmxGemmOut::kStore, kAcc = AmxGemmOut::kAccumulate,
-                     kSwi = AmxGemmOut::kSwiGlu;
+                     kSwi = AmxGemmOut::kGlu;
 
 TEST(GemmAmx, UsableOnlyForMultiplesOf32) {
     const int64_t bad[][2] = {{0, 32},  {32, 0},  {-32, 32}, {32, -32}, {16, 32}, {48, 32},
@@ -365,7 +365,7 @@ TEST(GemmAmx, ZeroRowsIsANoOp) {
     const Problem pr(1, 64, 96, 0, 700);
     std::vector<float> y(96, 3.5f), bias(96, 1.0f);
     std::vector<uint16_t> y16(48, 0xbeef);
-    for (AmxGemmOut out : {AmxGemmOut::kStore, AmxGemmOut::kAccumulate, AmxGemmOut::kSwiGlu}) {
+    for (AmxGemmOut out : {AmxGemmOut::kStore, AmxGemmOut::kAccumulate, AmxGemmOut::kGlu}) {
         AmxGemmArgs a = pr.args();
         a.m = 0, a.bias = bias.data(), a.out = out;
         a.y = y.data(), a.ldy = 96, a.y16 = y16.data(), a.ldy16 = 48;

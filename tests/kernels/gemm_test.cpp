@@ -192,11 +192,12 @@ TEST(Gemm, KernelsFromTheEnvironment) {
         << bad.error().message();
 }
 
-// forward_swiglu_bf16 against GEMM + glu_bf16 on a plain-layout linear (same bf16 inputs,
+// forward_glu_bf16 against GEMM + glu_bf16 on a plain-layout linear (same bf16 inputs,
 // fp32 sums in another order: the bf16 outputs may differ by an ulp or two), on both
 // backends, with strided input and output rows; forward() on the SwiGLU layout keeps W's
 // column order.
-void run_swiglu_case(int64_t m, int64_t n_in, int64_t n_ff, bool with_bias, uint32_t seed) {
+void run_glu_case(GluAct act, int64_t m, int64_t n_in, int64_t n_ff, bool with_bias,
+                  uint32_t seed) {
     const int64_t ldx = n_in + 8, ld_act = n_ff + 5;
     const auto w = random_vec(2 * n_ff * n_in, seed);
     const auto b = random_vec(2 * n_ff, seed + 1);
@@ -214,8 +215,8 @@ void run_swiglu_case(int64_t m, int64_t n_in, int64_t n_ff, bool with_bias, uint
     fused->forward_bf16(x.data(), m, gu_fused.data(), ldx);
     ASSERT_EQ(gu_fused, gu) << "SwiGLU layout changed forward_bf16's columns";
     std::vector<uint16_t> want(m * n_ff), got(m * ld_act, 0x7777);
-    glu_bf16(best_ctx(), GluAct::kSilu, gu.data(), want.data(), m, n_ff);
-    fused->forward_swiglu_bf16(x.data(), m, got.data(), ldx, ld_act);
+    glu_bf16(best_ctx(), act, gu.data(), want.data(), m, n_ff);
+    fused->forward_glu_bf16(act, x.data(), m, got.data(), ldx, ld_act);
     for (int64_t r = 0; r < m; ++r) {
         for (int64_t i = 0; i < ld_act; ++i) {
             if (i >= n_ff) {
@@ -230,20 +231,23 @@ void run_swiglu_case(int64_t m, int64_t n_in, int64_t n_ff, bool with_bias, uint
     }
 }
 
-TEST(Gemm, SwiGluLayoutMatchesGemmThenSwiglu) {
+// SwiGLU and GeGLU (Gemma 3) alike.
+TEST(Gemm, SwiGluLayoutMatchesGemmThenGlu) {
     if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no AVX-512-BF16";
     for (const GemmKernels backend : {GemmKernels::kOwn, GemmKernels::kOneDnn}) {
         GemmScope scope(backend);
-        uint32_t seed = 40;
-        for (int64_t m : {1, 9, 32, 133}) {
-            run_swiglu_case(m, 64, 48, false, seed += 10);   // 2 n_ff = 96: AMX-able
-            run_swiglu_case(m, 576, 96, true, seed += 10);
-            run_swiglu_case(m, 40, 20, m % 2 == 1, seed += 10);  // oneDNN + glu_bf16
+        for (const GluAct act : {GluAct::kSilu, GluAct::kGeluTanh}) {
+            uint32_t seed = act == GluAct::kSilu ? 40 : 400;
+            for (int64_t m : {1, 9, 32, 133}) {
+                run_glu_case(act, m, 64, 48, false, seed += 10);  // 2 n_ff = 96: AMX-able
+                run_glu_case(act, m, 576, 96, true, seed += 10);
+                run_glu_case(act, m, 40, 20, m % 2 == 1, seed += 10);  // oneDNN + glu_bf16
+            }
         }
     }
 }
 
-// Off the AMX backend forward_swiglu_bf16 runs the gate|up GEMM kSwiGluChunkRows rows at a
+// Off the AMX backend forward_glu_bf16 runs the gate|up GEMM kSwiGluChunkRows rows at a
 // time: the result is the one call's over all rows, bit for bit (each row's sums do not depend
 // on the rows beside it), at row counts that leave a partial last chunk, with strided rows.
 TEST(Gemm, SwiGluInRowChunksEqualsOneCall) {
@@ -263,7 +267,7 @@ TEST(Gemm, SwiGluInRowChunksEqualsOneCall) {
         lin->forward_bf16(x.data(), m, gu.data(), ldx);  // one call, all rows
         std::vector<uint16_t> want(m * n_ff), got(m * n_ff);
         glu_bf16(best_ctx(), GluAct::kSilu, gu.data(), want.data(), m, n_ff);
-        lin->forward_swiglu_bf16(x.data(), m, got.data(), ldx);
+        lin->forward_glu_bf16(GluAct::kSilu, x.data(), m, got.data(), ldx);
         ASSERT_EQ(got, want) << "m=" << m;
     }
 }

@@ -153,7 +153,7 @@ TEST(SessionTruncate, QuantPrefillLogitsDoNotDependOnTheSplit) {
 
 // The FFN of a step over LayerPass::kFfnChunkRows (256) rows runs in chunks on every pass that
 // writes fp32 gate|up rows (here the fp32 GEMMs with SwiGLU, and Gemma 3's GeGLU) and inside
-// forward_swiglu_bf16 on bf16 GEMMs: a 300-token prompt in one step gives the logits of the
+// forward_glu_bf16 on bf16 GEMMs: a 300-token prompt in one step gives the logits of the
 // same prompt in steps of 100 and 200 (no chunks), bit for bit on our GEMMs; on oneDNN's
 // within 2e-5 of the logits' range (its sums change with the rows of a call, chunked or not).
 TEST(SessionTruncate, FfnChunksDoNotChangeAPromptsLogits) {

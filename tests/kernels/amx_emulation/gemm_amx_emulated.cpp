@@ -60,12 +60,12 @@ int run_gemm_amx_emulated() {
         for (float& v : w) v = normal(rng) * 0.1f;
         for (float& v : bias) v = normal(rng);
         for (const AmxGemmOut out :
-             {AmxGemmOut::kStore, AmxGemmOut::kAccumulate, AmxGemmOut::kSwiGlu}) {
+             {AmxGemmOut::kStore, AmxGemmOut::kAccumulate, AmxGemmOut::kGlu}) {
             for (const int n_threads : {1, 2}) {
                 // Packed column j holds W row col_row[j] (SwiGLU: gate and up interleaved).
                 std::vector<int64_t> col_row(s.n_out);
                 for (int64_t j = 0; j < s.n_out; ++j) col_row[j] = j;
-                if (out == AmxGemmOut::kSwiGlu) amx_gemm_swiglu_order(s.n_out / 2, col_row.data());
+                if (out == AmxGemmOut::kGlu) amx_gemm_swiglu_order(s.n_out / 2, col_row.data());
                 std::vector<uint16_t> packed(amx_gemm_packed_elems(s.n_in, s.n_out));
                 amx_gemm_pack(w.data(), s.n_in, s.n_out, col_row.data(), packed.data());
                 std::vector<float> bias_packed(s.n_out);
@@ -103,7 +103,7 @@ int run_gemm_amx_emulated() {
                         }
                     }
                     const auto sum_bound = [&](int64_t j) { return kSumError * mag[j] + 1e-6; };
-                    if (out == AmxGemmOut::kSwiGlu) {
+                    if (out == AmxGemmOut::kGlu) {
                         const int64_t n_ff = s.n_out / 2;
                         for (int64_t i = 0; i < n_ff; ++i) {
                             const double g = dot[i], u = dot[n_ff + i];
