@@ -46,9 +46,11 @@ constexpr int64_t kChunkElems = 1024;   // the two B tiles of one panel and k ch
 // 1536). Each item streams all of the weights once, so bigger blocks read them fewer times.
 // With the weights hot in cache the block size makes no difference; in the model, where a
 // layer's weights come from memory, small fixed blocks (128 rows) are slower, and 384 KiB to
-// 1 MiB of x run alike. 18 chunks per k block: no k blocking at n_in = 576, which is fastest.
+// 1 MiB of x run alike. At most 20 chunks per k block: none at n_in = 576 or 640 (SmolLM2,
+// Gemma 3 270M), which is fastest (Gemma's 640 in blocks of 18 and 2 took 12-15% longer over
+// a prefill); more chunks in blocks of equal size.
 constexpr int64_t kBlockBytes = 576 * 1024;
-constexpr int64_t kBlockChunks = 18;   // k chunks per block
+constexpr int64_t kMaxBlockChunks = 20;
 // Below this many rows per thread the panels are split across threads, not the rows (see
 // amx_gemm); in full prefill the two splits break even at about this many rows per thread.
 constexpr int64_t kMinRowsPerThread = 128;
@@ -196,14 +198,15 @@ inline void micro_step(const AmxGemmArgs& a, const uint16_t* xt, const uint16_t*
 // at wp + (p - p0) * n_chunks * kChunkElems. kAccumulate adds y in the output stage of every
 // micro-tile, never as the tiles' starting value, so that each row's result is the same in any
 // call (a full micro-tile would otherwise start from y, a short one add it last).
-// The reduction runs in k blocks of kBlockChunks chunks (n_in = 576 in one block, which is
-// fastest even though a panel and a micro-tile's x then no longer fit L1 together;
-// n_in = 1536 in three). Partial sums between blocks live in y itself (plain store) or in a
-// per-thread buffer.
+// The reduction runs in k blocks of at most kMaxBlockChunks chunks (n_in = 576 or 640 in one
+// block, which is fastest even though a panel and a micro-tile's x then no longer fit L1
+// together; n_in = 1536 in three of 16). Partial sums between blocks live in y itself (plain store)
+// or in a per-thread buffer.
 void run_item(const AmxGemmArgs& a, ThreadScratch& scratch, const uint16_t* xpack,
               const uint16_t* wp, int64_t r0, int64_t r1, int64_t p0, int64_t p1) {
     const int64_t n_chunks = a.n_in / kAmxGemmChunk;
-    const int64_t n_kb = (n_chunks + kBlockChunks - 1) / kBlockChunks;
+    const int64_t n_kb = (n_chunks + kMaxBlockChunks - 1) / kMaxBlockChunks;
+    const int64_t block_chunks = (n_chunks + n_kb - 1) / n_kb;
     const bool direct = a.bias == nullptr && a.out == AmxGemmOut::kStore;
     const int64_t rows_all = r1 - r0;
     const int64_t n_tiles = (rows_all + kRows - 1) / kRows;
@@ -213,8 +216,8 @@ void run_item(const AmxGemmArgs& a, ThreadScratch& scratch, const uint16_t* xpac
 
     alignas(64) float cbuf[kRows][kRows];
     for (int64_t kb = 0; kb < n_kb; ++kb) {
-        const int64_t c0 = kb * kBlockChunks;
-        const int64_t nc = std::min(kBlockChunks, n_chunks - c0);
+        const int64_t c0 = kb * block_chunks;
+        const int64_t nc = std::min(block_chunks, n_chunks - c0);
         const bool first = kb == 0, last = kb == n_kb - 1;
         for (int64_t p = p0; p < p1; ++p) {
             const uint16_t* bp = wp + ((p - p0) * n_chunks + c0) * kChunkElems;
@@ -293,7 +296,7 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads) {
     const bool rows_done = a.rows_done != nullptr && n_groups == 1;
     const int64_t n_chunks = a.n_in / kAmxGemmChunk;
     const bool by_rows =
-        n_chunks <= kBlockChunks && group * n_chunks * kChunkElems * 2 <= kHotWeightBytes;
+        n_chunks <= kMaxBlockChunks && group * n_chunks * kChunkElems * 2 <= kHotWeightBytes;
 
     Workspace local;
     Workspace& ws = a.ws != nullptr ? *a.ws : local;

@@ -1,9 +1,10 @@
 // The internal AMX bf16 GEMM (gemm_amx.h): shape checks, the packed weight layout (bit-exact,
 // round to nearest even), the SwiGLU column order, and amx_gemm against a double reference on
 // ragged m (1 .. 300, short last micro-tiles; 700 .. 1300, several row blocks), n_in 32 / 64 /
-// 576 / 1536 (three k blocks), n_out 32 / 64 / 96 / 320 / 960, 1-3 threads, strided x / y / y16
-// (padding never read or written), kStore / kAccumulate / kSwiGlu with and without a bias in packed
-// column order, permuted packed columns, m = 0, and identical results for any thread count.
+// 576 / 640 (one k block) / 1312 and 1536 (three k blocks), n_out 32 / 64 / 96 / 320 / 960, 1-3
+// threads, strided x / y / y16 (padding never read or written), kStore / kAccumulate / kSwiGlu with
+// and without a bias in packed column order, permuted packed columns, m = 0, and identical results
+// for any thread count.
 //
 // Error bounds: x and W are rounded to bf16 as the kernel does, so the reference differs only
 // in the fp32 accumulation order: |err| <= 1e-4 * (sum_k |x_k w_k| + |bias| + |y0|) + 1e-5.
@@ -267,6 +268,8 @@ TEST(GemmAmx, BiasAccumulateAndStridesMatchReference) {
                 run({129, 576, 96, t, bias, out, 8, 5}, seed += 10);
                 run({300, 32, 960, t, bias, out, 32, 1}, seed += 10);
                 run({5, 576, 960, t, bias, out, 64, 32}, seed += 10);
+                run({70, 640, 64, t, bias, out}, seed += 10);   // 20 chunks: one k block
+                run({45, 1312, 96, t, bias, out}, seed += 10);  // 41: k blocks of 14, 14, 13
             }
         }
     }
