@@ -169,9 +169,10 @@ Status LlamaModel::load_weights() {
 Status LlamaModel::load_head() {
     const ModelConfig& c = config_;
     const std::string name(c.tied_embeddings ? names::kTokenEmbd : names::kOutput);
-    // On the exact fp32 path the head's one row per prompt reads the GGUF's blocks in place,
-    // where a copy would take 4 bytes a weight (Gemma 3 270M's tied head: 640 MiB).
-    const bool in_place = !prefill_quant_ && !kernels::gemm_uses_bf16(opts_.ctx, opts_.precision);
+    // Off the blocks path the head's one row per prompt reads the GGUF's blocks in place (fp32
+    // activations, each weight dequantized exactly), where a copy would take 2 or 4 bytes a
+    // weight (Gemma 3 270M's tied head: 320 MiB in bf16, 640 MiB in fp32) for one row a prompt.
+    const bool in_place = !prefill_quant_;
     LAZYLLM_TRY(make_linear(name, {{name, c.n_vocab}}, c.n_embd, nullptr,
                             kernels::GemmLayout::kPlain, lm_head_, /*gemm_copy=*/!in_place));
     if (in_place) {
@@ -216,11 +217,10 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
     // The copies' size against the memory available now: copies that cannot fit are refused;
     // kAuto takes them only within half of it, leaving the rest to the KV cache, the
     // activations and the rest of the machine.
-    // (The LM head has a copy on the bf16 path only: load_head.)
+    // (The LM head has no copy: its one row a prompt reads the blocks in place, load_head.)
     const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
     const double elems =
-        static_cast<double>(c.n_layer) * static_cast<double>(E * (Q + 2 * KV) + Q * E + 3 * F * E) +
-        (bf16 ? static_cast<double>(c.n_vocab) * static_cast<double>(E) : 0.0);
+        static_cast<double>(c.n_layer) * static_cast<double>(E * (Q + 2 * KV) + Q * E + 3 * F * E);
     const double copy_bytes = elems * (bf16 ? 2.0 : 4.0);
     const double available =
         static_cast<double>(o.available_memory > 0 ? o.available_memory : available_memory_bytes());
@@ -249,7 +249,7 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
     // kernels prefill 1.6x faster at 1B and load 6x faster from a fifth of the memory, and as
     // fast as the fp32 copies at 0.5B from a quarter of it (docs/benchmarks.md). With bf16 GEMMs on
     // oneDNN (AVX-512-BF16, no AMX), the VNNI int8 kernels prefill 1.13-1.48x faster than the bf16
-    // copies from 0.5B to 1B on Zen 4 and load 15-60x faster. The default model's copies (257 MiB)
+    // copies from 0.5B to 1B on Zen 4 and load 15-60x faster. The default model's copies (203 MiB)
     // keep its prefill on the measured bf16 path: its int8 prefill agrees with it on 99% of first
     // tokens (Zen 4), with the fp32 path on 144 of 144 (Zen 3; docs/evaluation.md, int8
     // prefill), at ten times bf16's KL to fp32.

@@ -52,7 +52,8 @@ enum class PrefillWeights {
 // default model, 106M, and Gemma 3 270M, 100M, keep their exact fp32 prefill).
 inline constexpr double kFp32CopyLimit = 1.25 * 1024 * 1024 * 1024;
 // Past this many bytes of bf16 copies, kAuto takes the blocks where they run on AMX tiles or,
-// without AMX, on AVX-512 VNNI (about 250M parameters; the default model stays below).
+// without AMX, on AVX-512 VNNI (about 270M layer parameters; the default model, 106M, and
+// Gemma 3 270M, 100M, stay below).
 inline constexpr double kBf16CopyLimit = 512.0 * 1024 * 1024;
 
 struct ModelLoadOptions;
@@ -309,8 +310,8 @@ private:
     Status make_linear(std::string_view what, std::initializer_list<MatrixPart> parts, int64_t n_in,
                        const float* bias, kernels::GemmLayout layout, Linear& out,
                        bool gemm_copy = true) const;
-    // The LM head's prefill weights: the fp32 path reads the GGUF's blocks in place
-    // (head_rows_), the bf16 path a copy, the blocks path QuantLinear (load_head).
+    // The LM head's prefill weights: the fp32 and bf16 paths read the GGUF's blocks in place
+    // (head_rows_), the blocks path QuantLinear (load_head).
     Status load_head();
 
     GgufFile gguf_;
