@@ -3,10 +3,9 @@
 // y[m, n_out] = x[m, n_in] . W^T with x bf16 row-major (any leading dimension) and W packed
 // once into AMX B-tiles. The output stage is fused: store or accumulate fp32 (the residual
 // add of attn_out and down), plus bias, or a gated activation (SwiGLU, GeGLU) straight to bf16
-// (gate and up computed by
-// one GEMM whose packed columns interleave gate and up 16 at a time, so each 32-column
-// micro-tile holds 16 gate and the matching 16 up outputs: the fp32 [m, 2 n_ff] gate/up
-// buffer is never written).
+// (gate and up computed by one GEMM whose packed columns interleave gate and up 16 at a time,
+// so each 32-column micro-tile holds 16 gate and the matching 16 up outputs: the fp32
+// [m, 2 n_ff] gate/up buffer is never written).
 //
 // Packed layout, 32 columns per panel, 32 k per chunk, two 16-column halves:
 //   w_packed[((p * n_chunks + c) * 2 + h) * 512 + kk * 32 + i * 2 + e]

@@ -362,9 +362,8 @@ private:
         if (run_.scores == nullptr || il < first_scored_ || c_.is_swa(il)) return;
         OpTimer t(prof_, OpKind::kScore);
         float* dst = il == first_scored_ ? run_.scores : s_.score_row.data();
-        kernels::KernelContext ctx = m_.opts_.ctx;
-        ctx.ws = &s_.kernels;
-        kernels::attention_scores_head_mean(ctx, a, qkv_ + (n - 1) * NQKV, run_.pos[n - 1], dst);
+        kernels::attention_scores_head_mean(kernel_ctx(), a, qkv_ + (n - 1) * NQKV, run_.pos[n - 1],
+                                            dst);
         if (dst != run_.scores) {
             for (int64_t j = 0; j < run_.n_keys; ++j) run_.scores[j] += dst[j];
         }
@@ -408,9 +407,14 @@ private:
         a.out = attn_;  // chosen again if the cut grew the rows
         a.out16 = attn16_;
         OpTimer t(prof_, OpKind::kAttention, o_flops_);
+        kernels::attention(kernel_ctx(), a);
+    }
+
+    // The model's kernel context with this pass's Workspace (attention's scratch).
+    kernels::KernelContext kernel_ctx() const {
         kernels::KernelContext ctx = m_.opts_.ctx;
         ctx.ws = &s_.kernels;
-        kernels::attention(ctx, a);
+        return ctx;
     }
 
     void attn_out(const LayerWeights& w, const TailRows& o) {
@@ -540,20 +544,19 @@ void LlamaModel::logits(const float* h_row, int64_t step_rows, bool prompt, floa
     OpTimer t(prof, OpKind::kLmHead, 2.0 * config_.n_embd * config_.n_vocab);
     float* x = grow(s.logits_row, config_.n_embd);
     kernels::rms_norm(opts_.ctx, h_row, output_norm_.data(), x, 1, config_.n_embd, config_.rms_eps);
-    // fp32 activations into the prefill weights (they convert them where those are bf16).
-    // On the blocks, a prompt's row keeps its outlier channels exact as the layers' normed
-    // inputs do (the final norm's output carries the same residual channels): the first
-    // token's mean KL to the fp32 path is 0.0010 on the default model, 0.0015 with the row
+    // Off the QuantLinear weights, fp32 activations into the head's GGUF blocks, read in place
+    // (load_head). On QuantLinear, a prompt's row keeps its outlier channels exact as the
+    // layers' normed inputs do (the final norm's output carries the same residual channels): the
+    // first token's mean KL to the fp32 path is 0.0010 on the default model, 0.0015 with the row
     // rounded whole (docs/evaluation.md). Decode steps round it whole: a new channel costs a column
     // of n_vocab weights dequantized, and decode runs the head once a token.
     const bool quant = prefill_quant_ || decode_weights_step(step_rows, prompt);
-    if (!quant && head_rows_.data != nullptr) {
+    if (!quant) {
+        LAZYLLM_CHECK_MSG(head_rows_.data != nullptr, "the LM head's blocks are read in place");
         const Status st = kernels::gemv_rows_f32(opts_.ctx, head_rows_, x, out, &s.kernels);
         LAZYLLM_CHECK_MSG(st.ok(), "the LM head's blocks were checked at load");
     } else {
-        const LinearPath path = !quant   ? LinearPath::kF32
-                                : prompt ? LinearPath::kQuantOutliers
-                                         : LinearPath::kQuant;
+        const LinearPath path = prompt ? LinearPath::kQuantOutliers : LinearPath::kQuant;
         lm_head_.forward(s.kernels, path, {x, nullptr}, 1, out);
     }
     softcap(out, 1);
