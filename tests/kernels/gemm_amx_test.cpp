@@ -2,13 +2,13 @@
 // round to nearest even), the SwiGLU column order, and amx_gemm against a double reference on
 // ragged m (1 .. 300, short last micro-tiles; 700 .. 1300, several row blocks), n_in 32 / 64 /
 // 576 / 640 (one k block) / 1312 and 1536 (three k blocks), n_out 32 / 64 / 96 / 320 / 960, 1-3
-// threads, strided x / y / y16 (padding never read or written), kStore / kAccumulate / kSwiGlu with
+// threads, strided x / y / y16 (padding never read or written), kStore / kAccumulate / kGlu with
 // and without a bias in packed column order, permuted packed columns, m = 0, and identical results
 // for any thread count.
 //
 // Error bounds: x and W are rounded to bf16 as the kernel does, so the reference differs only
 // in the fp32 accumulation order: |err| <= 1e-4 * (sum_k |x_k w_k| + |bias| + |y0|) + 1e-5.
-// kSwiGlu: bf16(silu(g) * u) within 2 bf16 ulps plus the propagated g / u error of the double
+// kGlu (SiLU): bf16(silu(g) * u) within 2 bf16 ulps plus the propagated g / u error of the double
 // reference, and within 1 ulp of the same formula on the kernel's own kStore g and u.
 #include "kernels/gemm_amx.h"
 
@@ -83,7 +83,7 @@ struct Problem {
     }
 };
 
-// One amx_gemm call. kSwiGlu: n_out = 2 n_ff, W = [gate rows; up rows] packed with
+// One amx_gemm call. kGlu: n_out = 2 n_ff, W = [gate rows; up rows] packed with
 // amx_gemm_swiglu_order (perm is ignored), ldy_pad pads y16.
 struct Case {
     int64_t m, n_in, n_out;
