@@ -62,23 +62,6 @@ constexpr int64_t kMinSplitKeys = 256;
 constexpr int kChunkGroupTiles = 16;
 constexpr int64_t kChunkBytes = 512 * 1024;
 
-void validate(const AttentionArgs& a) {
-    LAZYLLM_CHECK(a.n_q >= 0 && a.n_kv >= 0);
-    LAZYLLM_CHECK(a.kv_type == KvType::kF32 || a.kv_type == KvType::kF16);
-    LAZYLLM_CHECK(a.n_head > 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0);
-    LAZYLLM_CHECK(a.head_dim > 0);
-    LAZYLLM_CHECK(a.q_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
-    LAZYLLM_CHECK(a.out_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
-    LAZYLLM_CHECK(a.out != nullptr || a.out16 != nullptr);
-    LAZYLLM_CHECK(a.n_kv == 0 ||
-                  (kv_heads_in_rows(a)
-                       ? a.kv_stride >= static_cast<int64_t>(a.n_head_kv) * a.head_dim
-                       : a.kv_stride == a.head_dim && a.kv_head_stride >= a.head_dim));
-#ifndef NDEBUG
-    for (int64_t j = 1; j < a.n_kv; ++j) LAZYLLM_CHECK(a.kv_pos[j - 1] < a.kv_pos[j]);
-#endif
-}
-
 void run_ref_parallel(const KernelContext& ctx, const AttentionArgs& a) {
     const int64_t chunk = 8;
     const int64_t n_chunks = (a.n_q + chunk - 1) / chunk;
@@ -202,11 +185,6 @@ void lanes_heads(const AttentionArgs& a, const AttnTile* tiles, int n_g, int64_t
                  AttnState* states) {
     for (int g = 0; g < n_g; ++g) detail::attention_lanes<I>(a, tiles[g], j0, j1, states[g]);
 }
-
-// Scratch of attention_scores_head_mean: every query head's probabilities over the keys.
-struct ScoreScratch {
-    std::vector<float> probs;  // [n_head][n_vis]
-};
 
 // Scratch of one decode call: per (key chunk, KV head) a tile state. Grow-only, the caller's
 // Workspace part (decode runs this once per layer and token).
@@ -502,7 +480,7 @@ void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
 }  // namespace
 
 void attention(const KernelContext& ctx_in, const AttentionArgs& a) {
-    validate(a);
+    detail::validate_attention(a);
     if (a.n_q == 0) return;
     Workspace local;
     KernelContext ctx = ctx_in;
@@ -519,64 +497,6 @@ void attention(const KernelContext& ctx_in, const AttentionArgs& a) {
     });
 }
 
-void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a,
-                                const float* q_row, int32_t q_pos, float* scores) {
-    validate(a);
-    // Vectorized on AVX2 and AVX-512 without a sliding window (the reference elsewhere).
-    const int width = isa_dispatch(ctx.isa, []<Isa I>() { return kVecWidth<I>; });
-    if (a.window > 0 || width == 0 || a.head_dim % width != 0) {
-        ref::attention_scores_head_mean(a, q_row, q_pos, scores);
-        return;
-    }
-    // Visible keys are the prefix [0, n_vis) of the sorted key set.
-    const int64_t n_vis = std::upper_bound(a.kv_pos, a.kv_pos + a.n_kv, q_pos) - a.kv_pos;
-    std::fill(scores, scores + a.n_kv, 0.0f);
-    if (n_vis == 0) return;
-    const int group = a.n_head / a.n_head_kv;
-    const int64_t d = a.head_dim;
-    // [n_head, n_vis] (boundary layers only): ctx.ws's part where the caller passes one.
-    std::vector<float> local;
-    std::vector<float>& probs = ctx.ws != nullptr ? ctx.ws->caller<ScoreScratch>().probs : local;
-    if (static_cast<int64_t>(probs.size()) < a.n_head * n_vis) probs.resize(a.n_head * n_vis);
-    // Logits in (KV head, key chunk) items, each K row read once for its group of query heads;
-    // chunks are a multiple of every vector width, so each key's logit is the same in any split.
-    constexpr int64_t kChunk = 1024;
-    const int64_t n_chunks = (n_vis + kChunk - 1) / kChunk;
-    const float n_heads = static_cast<float>(a.n_head);
-#pragma omp parallel num_threads(std::max(1, ctx.n_threads))
-    {
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t item = 0; item < a.n_head_kv * n_chunks; ++item) {
-            const int g = static_cast<int>(item / n_chunks);
-            const int64_t j0 = item % n_chunks * kChunk, j1 = std::min(n_vis, j0 + kChunk);
-            isa_dispatch(ctx.isa, [&]<Isa I>() {
-                if constexpr (I != Isa::kRef) {
-                    detail::group_logits<I>(a, q_row + g * group * d, group, g, j0, j1,
-                                            probs.data() + g * group * n_vis, n_vis);
-                }
-            });
-        }
-#pragma omp for schedule(dynamic, 1)
-        for (int h = 0; h < a.n_head; ++h) {
-            isa_dispatch(ctx.isa, [&]<Isa I>() {
-                if constexpr (I != Isa::kRef) {
-                    detail::softmax_in_place<I>(probs.data() + h * n_vis, n_vis);
-                }
-            });
-        }
-        // Same order as the reference: sum over heads, then divide.
-#pragma omp for schedule(static)
-        for (int64_t j0 = 0; j0 < n_vis; j0 += kChunk) {
-            const int64_t j1 = std::min(n_vis, j0 + kChunk);
-            for (int h = 0; h < a.n_head; ++h) {
-                const float* p = probs.data() + h * n_vis;
-                for (int64_t j = j0; j < j1; ++j) scores[j] += p[j];
-            }
-            for (int64_t j = j0; j < j1; ++j) scores[j] /= n_heads;
-        }
-    }
-}
-
 void kv_store_rows(const KernelContext& ctx, KvType type, const float* src, int64_t src_stride,
                    int64_t n_rows, int64_t width, const int32_t* rows, void* dst,
                    int64_t dst_stride) {
@@ -591,6 +511,23 @@ void kv_store_rows(const KernelContext& ctx, KvType type, const float* src, int6
 }
 
 namespace detail {
+
+void validate_attention(const AttentionArgs& a) {
+    LAZYLLM_CHECK(a.n_q >= 0 && a.n_kv >= 0);
+    LAZYLLM_CHECK(a.kv_type == KvType::kF32 || a.kv_type == KvType::kF16);
+    LAZYLLM_CHECK(a.n_head > 0 && a.n_head_kv > 0 && a.n_head % a.n_head_kv == 0);
+    LAZYLLM_CHECK(a.head_dim > 0);
+    LAZYLLM_CHECK(a.q_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
+    LAZYLLM_CHECK(a.out_stride >= static_cast<int64_t>(a.n_head) * a.head_dim);
+    LAZYLLM_CHECK(a.out != nullptr || a.out16 != nullptr);
+    LAZYLLM_CHECK(a.n_kv == 0 ||
+                  (kv_heads_in_rows(a)
+                       ? a.kv_stride >= static_cast<int64_t>(a.n_head_kv) * a.head_dim
+                       : a.kv_stride == a.head_dim && a.kv_head_stride >= a.head_dim));
+#ifndef NDEBUG
+    for (int64_t j = 1; j < a.n_kv; ++j) LAZYLLM_CHECK(a.kv_pos[j - 1] < a.kv_pos[j]);
+#endif
+}
 
 // O(head_dim * 16) per tile against O(head_dim * 16 * keys) for the kernels: a plain strided
 // loop, bf16 rounding by the reference conversion.

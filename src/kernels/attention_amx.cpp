@@ -114,6 +114,33 @@ inline void pv_step(const uint16_t* vt_blk, const uint32_t (*p)[kAttnLanes], int
     }
 }
 
+// The lanes that see key jj of a block (kv_pos: the block's first key's position): none for
+// keys outside [lo, nj) (block padding, another call's keys), else the lanes at or after the
+// key's position and, with a window, within it (-kp <= q_lo, window_threshold).
+inline __mmask16 visible_lanes(const int32_t* kv_pos, int jj, int lo, int nj, bool windowed,
+                               __m512i q_pos, __m512i q_lo) {
+    const int32_t kp = jj >= lo && jj < nj ? kv_pos[jj] : INT32_MAX;
+    const __mmask16 causal = _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp), q_pos);
+    return windowed ? _mm512_mask_cmple_epi32_mask(causal, _mm512_set1_epi32(-kp), q_lo) : causal;
+}
+
+// Raises m_ref to the block max s_max in the lanes `up` and rescales l and, where it holds
+// sums (o_live), O^T in tmm0-3 through obuf by alpha = 2^(m_old - m_new); the other lanes'
+// alpha is exactly 1.
+inline void raise_m_ref(__mmask16 up, __m512 s_max, bool o_live, __m512& m_ref, __m512& l,
+                        float (*obuf)[kAttnLanes]) {
+    const __m512 m_new = _mm512_mask_max_ps(m_ref, up, m_ref, s_max);
+    const __m512 alpha = simd512::exp2(_mm512_sub_ps(m_ref, m_new));
+    l = _mm512_mul_ps(l, alpha);
+    m_ref = m_new;
+    if (!o_live) return;
+    store_o(obuf[0]);
+    for (int d = 0; d < 64; ++d) {
+        _mm512_store_ps(obuf[d], _mm512_mul_ps(_mm512_load_ps(obuf[d]), alpha));
+    }
+    load_o(obuf[0]);
+}
+
 template <int D>
 void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                  int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
@@ -122,7 +149,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
     alignas(64) uint32_t qb[kChunks][16][kAttnLanes];       // Q^T as bf16 pairs: [chunk][kk][lane]
     alignas(64) float sbuf[2][kKeyBlock][kAttnLanes];       // S^T of a block, by block parity
     alignas(64) uint32_t pb[2][kKeyBlock / 2][kAttnLanes];  // P^T as bf16 pairs, by parity
-    alignas(64) float obuf[64][kAttnLanes];                 // O^T of one pass, for rescaling
+    alignas(64) float obuf[64][kAttnLanes];                 // O^T of one pass, for raise_m_ref
     pack_q_bf16(a, t, qb[0][0]);
 
     const TileConfig cfg = full_tile_config();
@@ -217,17 +244,12 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
                 __m512 s0 = _mm512_load_ps(s_cur[2 * kk]);
                 __m512 s1 = _mm512_load_ps(s_cur[2 * kk + 1]);
                 if (mask) {
-                    const auto visible = [&](int jj) {
-                        const int32_t kp = jj >= lo && jj < nj ? a.kv_pos[j0 + jj] : INT32_MAX;
-                        const __mmask16 causal =
-                            _mm512_cmple_epi32_mask(_mm512_set1_epi32(kp), q_pos);
-                        // In the window iff -kp <= threshold (window_threshold).
-                        return windowed ? _mm512_mask_cmple_epi32_mask(causal,
-                                                                       _mm512_set1_epi32(-kp), q_lo)
-                                        : causal;
-                    };
-                    s0 = _mm512_mask_mov_ps(masked, visible(2 * kk), s0);
-                    s1 = _mm512_mask_mov_ps(masked, visible(2 * kk + 1), s1);
+                    const int32_t* kv_pos = a.kv_pos + j0;
+                    s0 = _mm512_mask_mov_ps(
+                        masked, visible_lanes(kv_pos, 2 * kk, lo, nj, windowed, q_pos, q_lo), s0);
+                    s1 = _mm512_mask_mov_ps(
+                        masked, visible_lanes(kv_pos, 2 * kk + 1, lo, nj, windowed, q_pos, q_lo),
+                        s1);
                     _mm512_store_ps(s_cur[2 * kk], s0);
                     _mm512_store_ps(s_cur[2 * kk + 1], s1);
                 }
@@ -250,17 +272,7 @@ void tile_kernel(const AttentionArgs& a, const PackedKvBf16& packed, const AttnT
                 // to the previous block, whose steps were all issued above), and redo this
                 // block's P. The other lanes keep theirs (alpha exactly 1, the same P): a
                 // lane's values do not depend on its tile-mates (AttentionArgs::row_invariant).
-                const __m512 m_new = _mm512_mask_max_ps(m_ref, up, m_ref, s_max);
-                const __m512 alpha = simd512::exp2(_mm512_sub_ps(m_ref, m_new));
-                l = _mm512_mul_ps(l, alpha);
-                m_ref = m_new;
-                if (has_prev || resume) {  // else O^T is still zero
-                    store_o(obuf[0]);
-                    for (int d = 0; d < 64; ++d) {
-                        _mm512_store_ps(obuf[d], _mm512_mul_ps(_mm512_load_ps(obuf[d]), alpha));
-                    }
-                    load_o(obuf[0]);
-                }
+                raise_m_ref(up, s_max, /*o_live=*/has_prev || resume, m_ref, l, obuf);
                 p_sum = block_p<kRows>(s_cur, m_ref, pb[cur]);
             }
             l = _mm512_add_ps(l, p_sum);

@@ -149,6 +149,9 @@ bool bf16_attention_usable(const AttentionArgs& a);
 void attention_tile_bf16(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                          int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
 
+// Checks the arguments of attention() and attention_scores_head_mean() (attention.cpp).
+void validate_attention(const AttentionArgs& a);
+
 // The LazyLLM score of one query row (attention_inl.h): logits[g * ld + j] = scale * q_g . k_j
 // for the `group` query heads q_group (head after head) of KV head `kv_head` over keys
 // [j_begin, j_end), j_begin a multiple of Vec<I>::kWidth, head_dim a multiple of it; then each
