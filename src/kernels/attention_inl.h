@@ -331,6 +331,23 @@ void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const
     pv_block<I, D, T, NL>(st.o, p_buf, alpha, v_rows, head_off, n_keys);
 }
 
+// Software prefetch into L2 of the K and V rows of keys [j, j + n) of the head at head_off
+// (lanes_kernel): a decode step streams every layer's cache, far more than L2.
+template <int D, typename T>
+inline void prefetch_kv_rows(const AttentionArgs& a, const T* k, const T* v, int64_t j, int n) {
+    constexpr int kRowBytes = D * static_cast<int>(sizeof(T));
+    for (int jj = 0; jj < n; ++jj) {
+        const int64_t off = kv_row_of(a, j + jj) * a.kv_stride;
+        const char* kr = reinterpret_cast<const char*>(k + off);
+        const char* vr = reinterpret_cast<const char*>(v + off);
+#pragma GCC unroll 8
+        for (int b = 0; b < kRowBytes; b += 64) {
+            __builtin_prefetch(kr + b, 0, 2);
+            __builtin_prefetch(vr + b, 0, 2);
+        }
+    }
+}
+
 // Keys in lanes (few lanes: decode, a GQA group of 1-6 query heads per KV head). Per block of
 // kWidth keys: the block's rows are found, then lanes_block reads each K and V row of the
 // tile's KV head once (no converted copy is stored). Over the model's cache (each KV head's rows
@@ -350,8 +367,17 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, in
     const int64_t lo_max = t.n_lo_max;  // keys before this may be outside a lane's window
     std::fill(st.m, st.m + kAttnLanes, kAttnMaxInit);
     std::memset(st.o, 0, sizeof(float) * kAttnFewLanes * (D + kKeys));
+    // Prefetch distance: about 4 KiB of K rows (and of V rows), whole blocks.
+    constexpr int64_t kAheadKeys =
+        std::max<int64_t>(1, 4096 / (kKeys * D * static_cast<int64_t>(sizeof(T)))) * kKeys;
+    const int64_t head_off = kv_head_offset(a, t.kv_head);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += kKeys) {
         const int nj = static_cast<int>(std::min<int64_t>(kKeys, j_end - j0));
+        if (j0 + kAheadKeys < j_end) {
+            prefetch_kv_rows<D>(
+                a, k_base + head_off, v_base + head_off, j0 + kAheadKeys,
+                static_cast<int>(std::min<int64_t>(kKeys, j_end - j0 - kAheadKeys)));
+        }
         const int n_keys = P::kPadKeys ? kKeys : nj;
         const auto key_pos = V::load_i32(a.kv_pos + j0, nj, INT32_MAX);
         alignas(64) int32_t neg_kp[kKeys];  // -kv_pos for the window's test
