@@ -73,9 +73,13 @@ void qkv_rows(void* p, int64_t r0, int64_t r1) {
     qkv_finish(*static_cast<const QkvRows*>(p), r0, r1);
 }
 
-struct NormRows {  // after a GEMM that accumulates into h: the next GEMM's bf16 input
+// After a GEMM into the residual stream: with y (gemma3, the GEMM wrote its rows to y), h +=
+// rmsnorm(y, post); then, with w, x16 = rmsnorm(h, w), the next GEMM's bf16 input.
+struct NormRows {
     kernels::KernelContext ctx;
-    const float* h = nullptr;
+    float* h = nullptr;
+    float* y = nullptr;
+    const float* post = nullptr;
     const float* w = nullptr;
     uint16_t* x16 = nullptr;
     int64_t n_embd = 0;
@@ -84,8 +88,14 @@ struct NormRows {  // after a GEMM that accumulates into h: the next GEMM's bf16
 
 void norm_rows(void* p, int64_t r0, int64_t r1) {
     const NormRows& c = *static_cast<const NormRows*>(p);
-    kernels::rms_norm_bf16(c.ctx, c.h + r0 * c.n_embd, c.w, c.x16 + r0 * c.n_embd, r1 - r0,
-                           c.n_embd, c.eps);
+    const int64_t n = r1 - r0, E = c.n_embd;
+    float* h = c.h + r0 * E;
+    if (c.y != nullptr) {
+        float* y = c.y + r0 * E;
+        kernels::rms_norm(c.ctx, y, c.post, y, n, E, c.eps);
+        kernels::add_inplace(c.ctx, h, y, n * E);
+    }
+    if (c.w != nullptr) kernels::rms_norm_bf16(c.ctx, h, c.w, c.x16 + r0 * E, n, E, c.eps);
 }
 
 }  // namespace
@@ -419,27 +429,35 @@ private:
 
     void attn_out(const LayerWeights& w, const TailRows& o) {
         const int64_t Q = c_.n_embd_q(), E = c_.n_embd;
-        if (c_.post_norms) {  // h += rmsnorm(attn Wo^T); x = rmsnorm(h)
-            {
-                OpTimer t(prof_, OpKind::kAttnOut, 2.0 * o.n_rows * Q * E);
-                w.wo.forward(s_.kernels, inner_path(), {attn_, attn16_}, o.n_rows, y_, Q, E);
-            }
-            OpTimer t(prof_, OpKind::kRmsNorm);
-            m_.post_norm_add(w.post_attn_norm, y_, o.h, o.n_rows);
-            norm(o.h, w.ffn_norm, o.n_rows);
-            return;
-        }
-        norm_hook_.h = o.h;
-        norm_hook_.x16 = x16_;
-        norm_hook_.w = w.ffn_norm.data();
+        const bool post = c_.post_norms;  // h += rmsnorm(attn Wo^T) (gemma3), else attn Wo^T
+        set_norm_hook(o.h, post ? w.post_attn_norm.data() : nullptr, w.ffn_norm.data());
         const kernels::RowsDone done{&norm_rows, &norm_hook_};
-        bool hooked = false;  // x16 = rmsnorm(h, ffn_norm) done by wo's row hook
+        bool hooked = false;  // the post-norm and x16 = rmsnorm(h, ffn_norm) done by wo's row hook
         {
             OpTimer t(prof_, OpKind::kAttnOut, 2.0 * o.n_rows * Q * E);
-            hooked = w.wo.forward(s_.kernels, inner_path(), {attn_, attn16_}, o.n_rows, o.h, Q, E,
-                                  /*accumulate=*/true, bf16() ? &done : nullptr);
+            hooked =
+                w.wo.forward(s_.kernels, inner_path(), {attn_, attn16_}, o.n_rows, post ? y_ : o.h,
+                             Q, E, /*accumulate=*/!post, bf16() ? &done : nullptr);
         }
-        if (!hooked) norm(o.h, w.ffn_norm, o.n_rows);
+        if (hooked) return;
+        if (post) post_norm(w.post_attn_norm, o.h, o.n_rows);
+        norm(o.h, w.ffn_norm, o.n_rows);
+    }
+
+    // The row hook's work after a GEMM into h (post: the GEMM wrote y; next: the next GEMM's
+    // input norm, or null).
+    void set_norm_hook(float* h, const float* post, const float* next) {
+        norm_hook_.h = h;
+        norm_hook_.y = post != nullptr ? y_ : nullptr;
+        norm_hook_.post = post;
+        norm_hook_.w = next;
+        norm_hook_.x16 = x16_;
+    }
+
+    // h += rmsnorm(y, w) over n rows (gemma3), where no row hook did it.
+    void post_norm(const std::vector<float>& w, float* h, int64_t n) {
+        OpTimer t(prof_, OpKind::kRmsNorm);
+        m_.post_norm_add(w, y_, h, n);
     }
 
     // A pass that writes fp32 gate|up rows (quantized, fp32) runs the FFN in equal
@@ -486,24 +504,22 @@ private:
             OpTimer t(prof_, OpKind::kSwiglu);
             kernels::glu(m_.opts_.ctx, c_.ffn_act, gate_up_, act_, n_o, F);
         }
-        if (c_.post_norms) {  // h += rmsnorm((act Wdown^T)); no row hook
-            {
-                OpTimer t(prof_, OpKind::kDown, 2.0 * n_o * F * E);
-                w.down.forward(s_.kernels, inner_path(), {act_, act16_}, n_o, y_, F, E);
-            }
-            OpTimer t(prof_, OpKind::kRmsNorm);
-            m_.post_norm_add(w.post_ffn_norm, y_, o.h, n_o);
-            x16_ready_ = false;
-            return;
-        }
-        // The next layer's attention norm, if this call runs it (bf16 path, down's row hook).
+        // The post-norm (gemma3) and the next layer's attention norm, if this call runs it:
+        // down's row hook on the bf16 path.
+        const bool post = c_.post_norms;
         const bool next = hook && il + 1 < run_.il_end;
-        if (next) norm_hook_.w = m_.layers_[il + 1].attn_norm.data();
+        set_norm_hook(o.h, post ? w.post_ffn_norm.data() : nullptr,
+                      next ? m_.layers_[il + 1].attn_norm.data() : nullptr);
         const kernels::RowsDone done{&norm_rows, &norm_hook_};
-        OpTimer t(prof_, OpKind::kDown, 2.0 * n_o * F * E);
-        const bool hooked = w.down.forward(s_.kernels, inner_path(), {act_, act16_}, n_o, o.h, F, E,
-                                           /*accumulate=*/true, bf16() && next ? &done : nullptr);
-        x16_ready_ = bf16() && hooked;
+        bool hooked = false;
+        {
+            OpTimer t(prof_, OpKind::kDown, 2.0 * n_o * F * E);
+            hooked =
+                w.down.forward(s_.kernels, inner_path(), {act_, act16_}, n_o, post ? y_ : o.h, F, E,
+                               /*accumulate=*/!post, bf16() && (post || next) ? &done : nullptr);
+        }
+        if (post && !hooked) post_norm(w.post_ffn_norm, o.h, n_o);
+        x16_ready_ = hooked && next;
     }
 
     const LlamaModel& m_;

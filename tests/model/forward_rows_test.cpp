@@ -187,17 +187,18 @@ TEST(ForwardTest, SplitBlockEqualsWholeBlock) {
 }
 
 // The bf16 path's row hooks (RoPE and the K/V store in the qkv GEMM, the norms in the attn_out
-// and down GEMMs) against the separate passes, bit for bit. At 300 rows one thread runs
-// whole-row work items (hooks on); three threads would get fewer than 128 rows each and split
-// the columns instead (hooks off: the profile shows separate RoPE passes); the GEMMs' results
-// do not depend on that split. Then the hooked run in two layer ranges (the next layer's norm
-// is not carried across forward_layers calls), for llama (RoPE pairs) and qwen2 (NeoX RoPE,
-// q/k/v biases). Only the AMX GEMM has hooks: where bf16 GEMMs run on oneDNN (AVX-512-BF16
-// without AMX) both runs take the separate passes, and the equalities still hold.
+// and down GEMMs, and gemma3's post-norms there) against the separate passes, bit for bit. At 300
+// rows one thread runs whole-row work items (hooks on); three threads would get fewer than 128 rows
+// each and split the columns instead (hooks off: the profile shows separate RoPE passes); the
+// GEMMs' results do not depend on that split. Then the hooked run in two layer ranges (the next
+// layer's norm is not carried across forward_layers calls), for llama (RoPE pairs), qwen2 (NeoX
+// RoPE, q/k/v biases) and gemma3 (QK-norm; post-norms on the Wo and down rows). Only the AMX GEMM
+// has hooks: where bf16 GEMMs run on oneDNN (AVX-512-BF16 without AMX) both runs take the separate
+// passes, and the equalities still hold.
 TEST(ForwardTest, Bf16RowHooksEqualSeparatePasses) {
     if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
     const bool hooks = testing::amx_gemm_here();
-    for (const char* arch : {"llama", "qwen2"}) {
+    for (const char* arch : {"llama", "qwen2", "gemma3"}) {
         testing::TinyModelSpec spec;
         spec.arch = arch;
         spec.n_layer = 3;
