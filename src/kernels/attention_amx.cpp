@@ -297,12 +297,9 @@ bool amx_attention_usable(const AttentionArgs& a) {
 
 void attention_tile_amx(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                         int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
-    const bool ran = [&]<int... Ds>(std::integer_sequence<int, Ds...>) {
-        return ((a.head_dim == Ds &&
-                 (tile_kernel<Ds>(a, packed, t, j_begin, j_end, st, resume), true)) ||
-                ...);
-    }
-    (AmxHeadDims{});
+    const bool ran = with_value(a.head_dim, AmxHeadDims{}, [&]<int D>() {
+        tile_kernel<D>(a, packed, t, j_begin, j_end, st, resume);
+    });
     if (!ran) __builtin_trap();  // amx_attention_usable() admits only these
 }
 

@@ -208,12 +208,9 @@ void pack_kv_bf16(const KernelContext& ctx, const AttentionArgs& a, PackedKvBf16
 
 void attention_tile_bf16(const AttentionArgs& a, const PackedKvBf16& packed, const AttnTile& t,
                          int64_t j_begin, int64_t j_end, AttnState& st, bool resume) {
-    const bool ran = [&]<int... Ds>(std::integer_sequence<int, Ds...>) {
-        return ((a.head_dim == Ds &&
-                 (tile_kernel<Ds>(a, packed, t, j_begin, j_end, st, resume), true)) ||
-                ...);
-    }
-    (HeadDims{});
+    const bool ran = with_value(a.head_dim, HeadDims{}, [&]<int D>() {
+        tile_kernel<D>(a, packed, t, j_begin, j_end, st, resume);
+    });
     if (!ran) __builtin_trap();  // bf16_attention_usable() admits only these
 }
 

@@ -393,15 +393,11 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, in
             k_rows[jj] = k_base + off;
             v_rows[jj] = v_base + off;
         }
-        const auto run = [&]<int NL>() {
+        // The tile's lane count, 1 to kAttnFewLanes, as the template argument.
+        with_value(t.n_lanes, OneTo<kAttnFewLanes>{}, [&]<int NL>() {
             lanes_block<I, D, T, NL>(a, t, st, k_rows, v_rows, n_keys, key_pos, neg_key_pos,
                                      windowed);
-        };
-        // The tile's lane count, 1 to kAttnFewLanes, as the template argument.
-        [&]<int... L>(std::integer_sequence<int, L...>) {
-            ((t.n_lanes == L + 1 && (run.template operator()<L + 1>(), true)) || ...);
-        }
-        (std::make_integer_sequence<int, kAttnFewLanes>{});
+        });
     }
     // [lane][D] -> [D][16], the AttnState layout; padding lanes are zero.
     alignas(64) float tmp[kAttnFewLanes * D];

@@ -83,11 +83,7 @@ inline void with_kernel_types(const AttentionArgs& a, F&& f) {
             f.template operator()<D, float>();
         }
     };
-    const bool found = [&]<int... Ds>(std::integer_sequence<int, Ds...>) {
-        return ((a.head_dim == Ds && (with_t.template operator()<Ds>(), true)) || ...);
-    }
-    (Fp32HeadDims{});
-    if (!found) __builtin_trap();
+    if (!with_value(a.head_dim, Fp32HeadDims{}, with_t)) __builtin_trap();
 }
 // Tiles with at most this many real lanes run keys in lanes.
 constexpr int kAttnFewLanes = 6;

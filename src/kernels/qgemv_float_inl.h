@@ -236,10 +236,7 @@ inline void add_columns_impl(const float* xv, int64_t ldxv, int64_t m, int k,
 // f.template operator()<M>() with M = rows (1 <= rows <= kMax): a pass per row count.
 template <int kMax, typename F>
 inline void with_rows(int64_t rows, F&& f) {
-    [&]<int... k>(std::integer_sequence<int, k...>) {
-        (void)((rows == k + 1 ? (f.template operator()<k + 1>(), true) : false) || ...);
-    }
-    (std::make_integer_sequence<int, kMax>());
+    with_value(rows, OneTo<kMax>{}, f);
 }
 
 // The passes of a gemv over groups [g0, g1) and rows [0, m), in the order that keeps both

@@ -249,17 +249,7 @@ void dot_rows(const float* w, const float* x, int64_t n, float* y) {
 
 template <Isa I>
 void dot_rows_f32(const float* w, int n_rows, const float* x, int64_t n, float* y) {
-    static_assert(kGemvRows == 4);
-    switch (n_rows) {
-        case 1:
-            return dot_rows<I, 1>(w, x, n, y);
-        case 2:
-            return dot_rows<I, 2>(w, x, n, y);
-        case 3:
-            return dot_rows<I, 3>(w, x, n, y);
-        default:
-            return dot_rows<I, 4>(w, x, n, y);
-    }
+    with_value(n_rows, OneTo<kGemvRows>{}, [&]<int M>() { dot_rows<I, M>(w, x, n, y); });
 }
 
 template <Isa I>

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "kernels/cpu.h"
 
@@ -67,6 +68,22 @@ inline void store_out(uint16_t* p, typename Vec<I>::Mask m, typename Vec<I>::F v
 // u = sqrt(2/pi) (x + 0.044715 x^3), so 2u = x (kGeluK0 + kGeluK1 x^2).
 inline constexpr float kGeluK0 = 1.5957691216057308f;          // 2 sqrt(2/pi)
 inline constexpr float kGeluK1 = 1.5957691216057308f * 0.044715f;
+
+// A run-time value as a template argument: f.template operator()<V>() for the V of Vs equal to
+// v; false when none is (the instantiated shapes of a kernel: head_dim, lane or row counts).
+template <int... Vs, typename F>
+inline bool with_value(int64_t v, std::integer_sequence<int, Vs...>, F&& f) {
+    return ((v == Vs && (f.template operator()<Vs>(), true)) || ...);
+}
+template <typename Seq>
+struct PlusOne;
+template <int... k>
+struct PlusOne<std::integer_sequence<int, k...>> {
+    using type = std::integer_sequence<int, (k + 1)...>;
+};
+// 1, 2, ..., N.
+template <int N>
+using OneTo = typename PlusOne<std::make_integer_sequence<int, N>>::type;
 
 // The target whose instantiation runs for a context ISA.
 constexpr Isa simd_target(Isa isa) { return isa == Isa::kAmx ? Isa::kAvx512 : isa; }
