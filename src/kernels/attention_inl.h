@@ -331,8 +331,8 @@ void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const
     pv_block<I, D, T, NL>(st.o, p_buf, alpha, v_rows, head_off, n_keys);
 }
 
-// Software prefetch into L2 of the K and V rows of keys [j, j + n) of the head at head_off
-// (lanes_kernel): a decode step streams every layer's cache, far more than L2.
+// Software prefetch into L2 of the K and V rows of keys [j, j + n) (k, v: the head's first
+// elements; lanes_kernel): a decode step streams every layer's cache, far more than L2.
 template <int D, typename T>
 inline void prefetch_kv_rows(const AttentionArgs& a, const T* k, const T* v, int64_t j, int n) {
     constexpr int kRowBytes = D * static_cast<int>(sizeof(T));
@@ -351,8 +351,8 @@ inline void prefetch_kv_rows(const AttentionArgs& a, const T* k, const T* v, int
 // Keys in lanes (few lanes: decode, a GQA group of 1-6 query heads per KV head). Per block of
 // kWidth keys: the block's rows are found, then lanes_block reads each K and V row of the
 // tile's KV head once (no converted copy is stored). Over the model's cache (each KV head's rows
-// in a block) the reads go in address order, which the hardware prefetcher streams while the
-// kernel computes (docs/benchmarks.md, "Decode attention (Zen 4)").
+// in a block) the reads go in address order, and the rows of a block at least 4 KiB ahead are
+// prefetched while the kernel computes (docs/benchmarks.md, "Decode attention (AMX Xeon)").
 // While running, st.o holds O as [lane][D] and then the P sums as [lane][kWidth]; O is
 // transposed to [D][16] and the sums reduced into st.l at the end.
 template <Isa I, int D, typename T>
@@ -367,7 +367,7 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, in
     const int64_t lo_max = t.n_lo_max;  // keys before this may be outside a lane's window
     std::fill(st.m, st.m + kAttnLanes, kAttnMaxInit);
     std::memset(st.o, 0, sizeof(float) * kAttnFewLanes * (D + kKeys));
-    // Prefetch distance: about 4 KiB of K rows (and of V rows), whole blocks.
+    // Prefetch distance: whole blocks, at least one, about 4 KiB of K rows (and of V rows).
     constexpr int64_t kAheadKeys =
         std::max<int64_t>(1, 4096 / (kKeys * D * static_cast<int64_t>(sizeof(T)))) * kKeys;
     const int64_t head_off = kv_head_offset(a, t.kv_head);

@@ -2,8 +2,6 @@
 // attention probabilities over the visible keys, averaged over the query heads. Each K row is
 // read once for its group of query heads (group_logits, attention_inl.h), keys in chunks over
 // the threads; the same bits for any thread count.
-#include <omp.h>
-
 #include <algorithm>
 #include <vector>
 

@@ -249,7 +249,9 @@ void dot_rows(const float* w, const float* x, int64_t n, float* y) {
 
 template <Isa I>
 void dot_rows_f32(const float* w, int n_rows, const float* x, int64_t n, float* y) {
-    with_value(n_rows, OneTo<kGemvRows>{}, [&]<int M>() { dot_rows<I, M>(w, x, n, y); });
+    const bool ran =
+        with_value(n_rows, OneTo<kGemvRows>{}, [&]<int M>() { dot_rows<I, M>(w, x, n, y); });
+    if (!ran) __builtin_trap();  // callers pass 1..kGemvRows rows
 }
 
 template <Isa I>

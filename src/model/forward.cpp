@@ -74,14 +74,15 @@ void qkv_rows(void* p, int64_t r0, int64_t r1) {
 }
 
 // After a GEMM into the residual stream: with y (gemma3, the GEMM wrote its rows to y), h +=
-// rmsnorm(y, post); then, with w, x16 = rmsnorm(h, w), the next GEMM's bf16 input.
+// rmsnorm(y, post); then, with w, x16 (or x) = rmsnorm(h, w), the next GEMM's input.
 struct NormRows {
     kernels::KernelContext ctx;
     float* h = nullptr;
     float* y = nullptr;
     const float* post = nullptr;
     const float* w = nullptr;
-    uint16_t* x16 = nullptr;
+    uint16_t* x16 = nullptr;  // the bf16 path's input, else
+    float* x = nullptr;       // the fp32 and quantized paths'
     int64_t n_embd = 0;
     float eps = 0.0f;
 };
@@ -95,7 +96,12 @@ void norm_rows(void* p, int64_t r0, int64_t r1) {
         kernels::rms_norm(c.ctx, y, c.post, y, n, E, c.eps);
         kernels::add_inplace(c.ctx, h, y, n * E);
     }
-    if (c.w != nullptr) kernels::rms_norm_bf16(c.ctx, h, c.w, c.x16 + r0 * E, n, E, c.eps);
+    if (c.w == nullptr) return;
+    if (c.x16 != nullptr) {
+        kernels::rms_norm_bf16(c.ctx, h, c.w, c.x16 + r0 * E, n, E, c.eps);
+    } else {
+        kernels::rms_norm(c.ctx, h, c.w, c.x + r0 * E, n, E, c.eps);
+    }
 }
 
 }  // namespace
@@ -296,11 +302,11 @@ private:
         return 4.0 * visible * c_.n_head * c_.head_dim;
     }
 
-    // bf16 path: the GEMMs' row hooks do the row-local work that follows them (RoPE and the
-    // K/V store after qkv, the FFN norm after attn_out, the next layer's attention norm after
-    // down) when the AMX kernel can (forward_bf16 says); else the passes below do it. Either
-    // way the same kernels run on the same rows, so results do not change. Their time then
-    // counts in the GEMM's profile entry.
+    // bf16 path: the GEMMs' row hooks do the row-local work that follows them (QK-norm, RoPE
+    // and the K/V store after qkv; gemma3's post-norm and the FFN norm after attn_out; its
+    // post-norm and the next layer's attention norm after down) when the AMX kernel can
+    // (forward_bf16 says); else the passes below do it. Either way the same kernels run on the
+    // same rows, so results do not change. Their time then counts in the GEMM's profile entry.
     void init_hooks() {
         kernels::KernelContext ctx1 = m_.opts_.ctx;
         ctx1.n_threads = 1;
@@ -440,8 +446,11 @@ private:
                              Q, E, /*accumulate=*/!post, bf16() ? &done : nullptr);
         }
         if (hooked) return;
-        if (post) post_norm(w.post_attn_norm, o.h, o.n_rows);
-        norm(o.h, w.ffn_norm, o.n_rows);
+        if (post) {
+            post_norm(o.n_rows, done);
+        } else {
+            norm(o.h, w.ffn_norm, o.n_rows);
+        }
     }
 
     // The row hook's work after a GEMM into h (post: the GEMM wrote y; next: the next GEMM's
@@ -452,12 +461,14 @@ private:
         norm_hook_.post = post;
         norm_hook_.w = next;
         norm_hook_.x16 = x16_;
+        norm_hook_.x = x_;
     }
 
-    // h += rmsnorm(y, w) over n rows (gemma3), where no row hook did it.
-    void post_norm(const std::vector<float>& w, float* h, int64_t n) {
+    // The hook's work (gemma3's post-norm, then the next input's norm if set) where no GEMM ran
+    // it: on blocks of rows over the threads, each block's three steps while it is in cache.
+    void post_norm(int64_t n, const kernels::RowsDone& done) {
         OpTimer t(prof_, OpKind::kRmsNorm);
-        m_.post_norm_add(w, y_, h, n);
+        kernels::parallel_rows(m_.opts_.ctx, n, c_.n_embd, done);
     }
 
     // A pass that writes fp32 gate|up rows (quantized, fp32) runs the FFN in equal
@@ -486,8 +497,8 @@ private:
         }
     }
 
-    // The FFN of the rows of o, whose normed input is x; with `hook`, down's row hook may write
-    // the next layer's normed input (x16, from row 0: the whole step's rows only).
+    // The FFN of the rows of o, whose normed input is x; with `hook`, down's row hook may also
+    // write the next layer's normed input (x16, from row 0: the whole step's rows only).
     void ffn_rows(const LayerWeights& w, const TailRows& o, LinearInput x, int il,
                   bool hook = true) {
         const int64_t n_o = o.n_rows, E = c_.n_embd, F = c_.n_ff;
@@ -518,7 +529,10 @@ private:
                 w.down.forward(s_.kernels, inner_path(), {act_, act16_}, n_o, post ? y_ : o.h, F, E,
                                /*accumulate=*/!post, bf16() && (post || next) ? &done : nullptr);
         }
-        if (post && !hooked) post_norm(w.post_ffn_norm, o.h, n_o);
+        if (post && !hooked) {
+            norm_hook_.w = nullptr;  // the next layer's attention norm runs as its own pass
+            post_norm(n_o, done);
+        }
         x16_ready_ = hooked && next;
     }
 

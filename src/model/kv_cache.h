@@ -1,7 +1,7 @@
 // KV cache addressed by absolute position, one K and one V block per layer, each laid out
 // head by head: [n_head_kv][n_ctx][head_dim], so that a decode step's attention reads each
-// head's keys in address order, where the hardware prefetcher follows it while the kernel
-// computes (kernels::AttentionArgs::kv_head_stride).
+// head's keys in address order, prefetched ahead while the kernel computes
+// (kernels::AttentionArgs::kv_head_stride).
 // Keys are stored after RoPE (design.md 1.2), so K/V written in different steps mix safely.
 // Rows of positions never computed at a layer hold stale data and are never read: the
 // runtime tracks per-token depth.
