@@ -245,6 +245,70 @@ TEST(ForwardTest, Bf16RowHooksEqualSeparatePasses) {
     }
 }
 
+// Gemma 3's post-norm hooks on the rows a cut returns (TailRows: their own h, not the run's):
+// 300 kept rows of 600 run the Wo and down hooks on one thread and the separate blocked passes
+// on three (fewer than 128 rows each: the AMX GEMM splits the columns), the same bits.
+TEST(ForwardTest, Bf16PostNormHooksOnCutRows) {
+    if (!testing::cpu_has_bf16_gemm()) GTEST_SKIP() << "no bf16 GEMM on this CPU";
+    testing::TinyModelSpec spec;
+    spec.arch = "gemma3";
+    spec.n_layer = 3;
+    spec.n_ctx = 1024;
+    auto one = load(spec, temp_path("postnorm_cut1"), kernels::GemmPrecision::kBf16, 1);
+    auto three = load(spec, temp_path("postnorm_cut3"), kernels::GemmPrecision::kBf16, 3);
+    ASSERT_NE(one, nullptr);
+    ASSERT_NE(three, nullptr);
+    const ModelConfig& cfg = one->config();
+    const int64_t E = cfg.n_embd, Q = cfg.n_embd_q();
+    const int n = 600;
+    const auto ids = random_ids(n, cfg.n_vocab, 17);
+    std::vector<int32_t> pos(n);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::vector<int32_t> kept_rows, kept_pos;
+    for (int i = 1; i < n; i += 2) {  // every odd row: the last one included
+        kept_rows.push_back(i);
+        kept_pos.push_back(pos[i]);
+    }
+    const auto run = [&](const LlamaModel& m, std::vector<float>& tail_h, KvCache& kv) {
+        std::vector<float> h(static_cast<size_t>(n) * E), tail_q;
+        ASSERT_TRUE(m.embed(ids.data(), n, h.data()).ok());
+        ForwardScratch s;
+        LayerRun r{h.data(), pos.data(), n, nullptr, n, 0, 2, nullptr};
+        r.cut = [&](const float* qkv, int64_t ld) {
+            tail_h.clear();
+            for (int32_t i : kept_rows) {
+                tail_h.insert(tail_h.end(), &h[i * E], &h[(i + 1) * E]);
+                tail_q.insert(tail_q.end(), qkv + i * ld, qkv + i * ld + Q);
+            }
+            return TailRows{tail_h.data(), tail_q.data(), Q, kept_pos.data(),
+                            static_cast<int64_t>(kept_pos.size())};
+        };
+        m.forward_layers(r, kv, s);
+    };
+    const kernels::KvType type = one->kv_type();
+    KvCache kv1(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
+    KvCache kv3(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
+    std::vector<float> tail1, tail3;
+    run(*one, tail1, kv1);
+    run(*three, tail3, kv3);
+    ASSERT_EQ(tail1.size(), kept_rows.size() * E);
+    EXPECT_EQ(tail1, tail3);
+    for (int il = 0; il < 2; ++il) EXPECT_TRUE(testing::same_kv_rows(kv1, kv3, il, n)) << il;
+    // And the kept rows are those of the uncut layers (another row count: bf16 rounding only).
+    std::vector<float> h_all(static_cast<size_t>(n) * E);
+    ASSERT_TRUE(one->embed(ids.data(), n, h_all.data()).ok());
+    KvCache kv_all(cfg.n_layer, n, cfg.n_head_kv, cfg.head_dim, type);
+    ForwardScratch s;
+    LayerRun all{h_all.data(), pos.data(), n, nullptr, n, 0, 2, nullptr};
+    one->forward_layers(all, kv_all, s);
+    for (size_t k = 0; k < kept_rows.size(); ++k) {
+        for (int64_t e = 0; e < E; ++e) {
+            const float want = h_all[kept_rows[k] * E + e];
+            ASSERT_NEAR(tail1[k * E + e], want, 2e-2f * (1.0f + std::abs(want))) << kept_rows[k];
+        }
+    }
+}
+
 // LayerRun::last_row_out: the last layer stores every row's K/V (bit for bit those of the
 // whole layer) and leaves the other rows' h at that layer's input (bit for bit a run that
 // stops one layer earlier), while the last row's h matches the whole layer's. 5 rows take
