@@ -107,9 +107,11 @@ void BM_HeadBlocks(benchmark::State& state) {
     const std::vector<float> x = bench::random_vec(static_cast<size_t>(n_embd), 1);
     std::vector<float> y(static_cast<size_t>(n_vocab));
     Workspace ws;
+    KernelContext ctx = head_ctx();
+    ctx.ws = &ws;
     for (auto _ : state) {
-        const Status s = gemv_rows_f32(head_ctx(), {GgmlType::Q8_0, w.data(), n_vocab, n_embd},
-                                       x.data(), y.data(), &ws);
+        const Status s =
+            gemv_rows_f32(ctx, {GgmlType::Q8_0, w.data(), n_vocab, n_embd}, x.data(), y.data());
         if (!s.ok()) {
             state.SkipWithError(s.error().message().c_str());
             return;

@@ -100,8 +100,7 @@ Status dequantize_row_f32(Isa isa, GgmlType type, const void* src, float* dst, i
     });
 }
 
-Status gemv_rows_f32(const KernelContext& ctx, const BlockRows& w, const float* x, float* y,
-                     Workspace* ws) {
+Status gemv_rows_f32(const KernelContext& ctx, const BlockRows& w, const float* x, float* y) {
     LAZYLLM_TRY(check_row(w.type, w.data, y, w.n_in));
     if (w.n_out < 0 || (w.n_out > 0 && (w.data == nullptr || x == nullptr || y == nullptr))) {
         return make_error(ErrorCode::kInvalidArgument, "gemv {}: {} rows, null buffers",
@@ -116,7 +115,7 @@ Status gemv_rows_f32(const KernelContext& ctx, const BlockRows& w, const float* 
     const int64_t want_threads = ctx.n_threads > 0 ? ctx.n_threads : omp_get_max_threads();
     const int n_threads = static_cast<int>(std::clamp<int64_t>(want_threads, 1, n_chunks));
     Workspace local;
-    Workspace& s = ws != nullptr ? *ws : local;
+    Workspace& s = ctx.ws != nullptr ? *ctx.ws : local;
     std::vector<float>& xp = s.caller<GemvInput>().x;
     xp.assign(static_cast<size_t>(n_pad), 0.0f);
     std::copy(x, x + w.n_in, xp.begin());

@@ -34,9 +34,8 @@ struct BlockRows {
 // sum of a row runs in 16 lanes (lane j takes the products i = j mod 16, one fused
 // multiply-add each, past n_in zeros) added by a fixed pairwise tree, so y is the same bit for
 // bit on every ISA and thread count. Rows are spread over ctx.n_threads; the scratch comes
-// from ws (null: allocated per call). Types: those dequantize_row_f32 takes.
-Status gemv_rows_f32(const KernelContext& ctx, const BlockRows& w, const float* x, float* y,
-                     Workspace* ws = nullptr);
+// from ctx.ws (null: allocated per call). Types: those dequantize_row_f32 takes.
+Status gemv_rows_f32(const KernelContext& ctx, const BlockRows& w, const float* x, float* y);
 
 // fp32 <-> bf16 helpers (round to nearest even; NaN stays NaN).
 bf16_t fp32_to_bf16(float x);

@@ -583,7 +583,9 @@ void LlamaModel::logits(const float* h_row, int64_t step_rows, bool prompt, floa
     const bool quant = prefill_quant_ || decode_weights_step(step_rows, prompt);
     if (!quant) {
         LAZYLLM_CHECK_MSG(head_rows_.data != nullptr, "the LM head's blocks are read in place");
-        const Status st = kernels::gemv_rows_f32(opts_.ctx, head_rows_, x, out, &s.kernels);
+        kernels::KernelContext ctx = opts_.ctx;
+        ctx.ws = &s.kernels;
+        const Status st = kernels::gemv_rows_f32(ctx, head_rows_, x, out);
         LAZYLLM_CHECK_MSG(st.ok(), "the LM head's blocks were checked at load");
     } else {
         const LinearPath path = prompt ? LinearPath::kQuantOutliers : LinearPath::kQuant;

@@ -62,8 +62,9 @@ std::vector<float> run_gemv(Isa isa, int threads, GgmlType type, const void* dat
     KernelContext ctx;
     ctx.isa = isa;
     ctx.n_threads = threads;
+    ctx.ws = ws;
     std::vector<float> y(static_cast<size_t>(n_out), -1.0f);
-    const Status st = gemv_rows_f32(ctx, {type, data, n_out, n_in}, x.data(), y.data(), ws);
+    const Status st = gemv_rows_f32(ctx, {type, data, n_out, n_in}, x.data(), y.data());
     EXPECT_TRUE(st.ok()) << st.error().message();
     return y;
 }
