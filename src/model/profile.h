@@ -22,14 +22,17 @@ inline std::string_view op_kind_name(OpKind k) {
 struct Profile {
     std::array<int64_t, static_cast<size_t>(OpKind::kCount)> ns{};
     std::array<double, static_cast<size_t>(OpKind::kCount)> flops{};
+    std::array<int64_t, static_cast<size_t>(OpKind::kCount)> calls{};  // timed sections
     void add(OpKind k, int64_t dt_ns, double fl = 0.0) {
         ns[static_cast<size_t>(k)] += dt_ns;
         flops[static_cast<size_t>(k)] += fl;
+        ++calls[static_cast<size_t>(k)];
     }
     void merge(const Profile& o) {
         for (size_t i = 0; i < ns.size(); ++i) {
             ns[i] += o.ns[i];
             flops[i] += o.flops[i];
+            calls[i] += o.calls[i];
         }
     }
 };
