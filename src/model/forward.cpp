@@ -167,6 +167,12 @@ kernels::AttentionArgs LlamaModel::attention_args(const KvCache& kv, int il) con
     return a;
 }
 
+kernels::KernelContext LlamaModel::kernel_ctx(ForwardScratch& s) const {
+    kernels::KernelContext ctx = opts_.ctx;
+    ctx.ws = &s.kernels;
+    return ctx;
+}
+
 const kernels::RopeTable& LlamaModel::rope_table(int il) const {
     return config_.is_swa(il) ? rope_swa_ : rope_;
 }
@@ -427,11 +433,7 @@ private:
     }
 
     // The model's kernel context with this pass's Workspace (attention's scratch).
-    kernels::KernelContext kernel_ctx() const {
-        kernels::KernelContext ctx = m_.opts_.ctx;
-        ctx.ws = &s_.kernels;
-        return ctx;
-    }
+    kernels::KernelContext kernel_ctx() const { return m_.kernel_ctx(s_); }
 
     void attn_out(const LayerWeights& w, const TailRows& o) {
         const int64_t Q = c_.n_embd_q(), E = c_.n_embd;
@@ -583,9 +585,7 @@ void LlamaModel::logits(const float* h_row, int64_t step_rows, bool prompt, floa
     const bool quant = prefill_quant_ || decode_weights_step(step_rows, prompt);
     if (!quant) {
         LAZYLLM_CHECK_MSG(head_rows_.data != nullptr, "the LM head's blocks are read in place");
-        kernels::KernelContext ctx = opts_.ctx;
-        ctx.ws = &s.kernels;
-        const Status st = kernels::gemv_rows_f32(ctx, head_rows_, x, out);
+        const Status st = kernels::gemv_rows_f32(kernel_ctx(s), head_rows_, x, out);
         LAZYLLM_CHECK_MSG(st.ok(), "the LM head's blocks were checked at load");
     } else {
         const LinearPath path = prompt ? LinearPath::kQuantOutliers : LinearPath::kQuant;

@@ -17,8 +17,7 @@ namespace lazyllm {
 void LlamaModel::forward_decode_batch(float* h, const int32_t* pos, KvCache* const* kvs, int64_t n,
                                       float* logits, ForwardScratch& s) const {
     const ModelConfig& c = config_;
-    kernels::KernelContext ctx = opts_.ctx;
-    ctx.ws = &s.kernels;
+    const kernels::KernelContext ctx = kernel_ctx(s);
     const int64_t E = c.n_embd, Q = c.n_embd_q(), KV = c.n_embd_kv(), F = c.n_ff;
     const int64_t NQKV = c.n_qkv();
     LAZYLLM_CHECK_MSG(quantized_decode_ && n >= 1 && n <= quant_max_rows_,

@@ -288,6 +288,8 @@ private:
     // keys, queries and outputs are the caller's).
     kernels::AttentionArgs attention_args(const KvCache& kv, int il) const;
     const kernels::RopeTable& rope_table(int il) const;  // the local or the global table
+    // The model's kernel context with s's Workspace as the kernels' scratch.
+    kernels::KernelContext kernel_ctx(ForwardScratch& s) const;
     // Post-norm residual (gemma3): y = rmsnorm(y, w); h += y, over n rows.
     void post_norm_add(const std::vector<float>& w, float* y, float* h, int64_t n) const;
     // logits = c tanh(logits / c) where the model has a final soft cap, over n rows.
