@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -46,7 +47,15 @@ struct TurnOptions {
     // prefix of a JSON object are sampled, and the turn ends (stop_reason "stop") when the
     // object closes. Logprobs stay the model's, before the mask.
     bool json_object = false;
+    // With json_object: the answer's text so far (a final assistant message the turn
+    // continues), which the JSON state takes before the first token. start_turn refuses one that
+    // does not begin a JSON object, or holds a whole one.
+    std::string json_prefix;
 };
+
+// start_turn's check of a json_prefix: an error unless `text` begins a JSON object and does not
+// hold a whole one.
+Status check_json_prefix(std::string_view text);
 
 // What a turn did so far (complete once TurnDelta::done).
 struct TurnStats {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "lazyllm/result.h"
@@ -22,7 +23,7 @@ struct SamplingParams {
     float presence_penalty = 0.0f;   // 0: off
     float frequency_penalty = 0.0f;  // 0: off
     int repeat_last_n = 64;          // 0: off; the window of all three penalties
-    uint64_t seed = 0;       // 0: random seed from std::random_device
+    std::optional<uint64_t> seed;    // absent: a random seed from std::random_device
 };
 
 // Checks every field against its range; the error names the field, its allowed range and the

@@ -67,6 +67,13 @@ void sample_next(Conversation::Impl& c) {
         c.next_logprob = logprob_of(c.logits, c.next, c.opts.logprobs, c.top_order);
 }
 
+// The logits of c's last step are finite (check_logits_finite), or the turn ends with its error.
+Status finite_logits(Conversation::Impl& c) {
+    Status st = check_logits_finite(c.logits, static_cast<int64_t>(c.generated.size()));
+    if (!st.ok()) c.in_turn = false;
+    return st;
+}
+
 }  // namespace
 
 Conversation::Conversation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -97,6 +104,15 @@ void Conversation::truncate(int64_t n) {
 
 void Conversation::abandon() { impl_->in_turn = false; }
 
+Status check_json_prefix(std::string_view text) {
+    JsonPrefix json;
+    if (json.feed(text) && !json.complete()) return {};
+    return make_error(
+        ErrorCode::kInvalidArgument, "JSON mode: the text the answer continues ({} bytes) {}",
+        text.size(),
+        json.complete() ? "holds a whole JSON object" : "is not the start of a JSON object");
+}
+
 Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
                                            const TurnOptions& opts) {
     Impl& c = *impl_;
@@ -115,6 +131,7 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
                           "min_new_tokens must be in [0, max_new_tokens {}], got {}",
                           opts.max_new_tokens, opts.min_new_tokens);
     }
+    if (opts.json_object) LAZYLLM_TRY(check_json_prefix(opts.json_prefix));
     const auto n_prompt = static_cast<int64_t>(prompt.size());
     if (n_prompt + opts.max_new_tokens > n_ctx()) {
         return make_error(ErrorCode::kOutOfRange,
@@ -148,6 +165,7 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
     if (opts.json_object) {
         if (!c.json_mask) c.json_mask = std::make_shared<JsonTokenMask>(*c.tok);
         c.json.emplace();
+        c.json->feed(opts.json_prefix);  // taken: check_json_prefix
     }
     c.pending_logprobs.clear();
     c.decoded_bytes = 0;
@@ -172,6 +190,7 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
         c.logits.resize(static_cast<size_t>(n_vocab));
         LAZYLLM_ASSIGN_OR_RETURN(StepStats st,
                                  c.session.step(suffix, c.logits.data(), StepTokens::kPrompt));
+        LAZYLLM_TRY(finite_logits(c));
         c.prompt_logits = c.logits;
         c.prompt_logits_n = n_prompt;
         const int L = c.model->config().n_layer;
@@ -307,15 +326,24 @@ Status Conversation::next_batch(std::span<Conversation* const> convs,
     if (batch.size() == 1) {
         auto r = batch[0]->session.step(std::span<const TokenId>(&tokens[0], 1), batch[0]->logits.data());
         if (!r.ok()) return r.error();
+        LAZYLLM_TRY(finite_logits(*batch[0]));
         after_step(*batch[0], r->revived);
     } else if (!batch.empty()) {
+        // In forwards of at most max_batch() sessions (a server's --parallel may be larger).
         const size_t V = batch[0]->logits.size();
+        const auto most = static_cast<size_t>(batch[0]->session.max_batch());
         std::vector<float>& logits = batch[0]->batch_logits;
-        logits.resize(batch.size() * V);
-        LAZYLLM_TRY(Session::step_batch(sessions, tokens, logits.data()));
-        for (size_t i = 0; i < batch.size(); ++i) {
-            std::copy_n(logits.begin() + static_cast<int64_t>(i * V), V, batch[i]->logits.begin());
-            after_step(*batch[i], 0);
+        logits.resize(std::min(batch.size(), most) * V);
+        for (size_t b0 = 0; b0 < batch.size(); b0 += most) {
+            const size_t n = std::min(most, batch.size() - b0);
+            LAZYLLM_TRY(Session::step_batch(std::span(sessions).subspan(b0, n),
+                                            std::span(tokens).subspan(b0, n), logits.data()));
+            for (size_t i = 0; i < n; ++i) {
+                Impl& c = *batch[b0 + i];
+                std::copy_n(logits.begin() + static_cast<int64_t>(i * V), V, c.logits.begin());
+                LAZYLLM_TRY(finite_logits(c));
+                after_step(c, 0);
+            }
         }
     }
     for (size_t i = 0; i < convs.size(); ++i) {
@@ -333,6 +361,7 @@ Status Conversation::next_step_alone() {
         c.in_turn = false;
         return st.error();
     }
+    LAZYLLM_TRY(finite_logits(c));
     after_step(c, st->revived);
     return {};
 }

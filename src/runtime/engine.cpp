@@ -323,22 +323,6 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
     return so;
 }
 
-// A NaN or Inf logit (NaN weights, an overflow) makes sampling pick an arbitrary token, often
-// end-of-text, and the answer silently empty: generation stops with an error instead.
-Status check_logits_finite(const std::vector<float>& logits, int64_t n_gen) {
-    for (size_t i = 0; i < logits.size(); ++i) {
-        if (!std::isfinite(logits[i])) {
-            return make_error(ErrorCode::kCorrupt,
-                              "the model's logits are not finite ({} for token {}) after {}; its "
-                              "weights may hold NaN or Inf",
-                              logits[i], i,
-                              n_gen == 0 ? std::string("the prompt")
-                                         : fmt::format("{} generated tokens", n_gen));
-        }
-    }
-    return {};
-}
-
 // The ops of `p` less those already in `before` (the profile at an earlier point of the run).
 std::vector<OpTime> op_times(const Profile& p, const Profile& before = {}) {
     std::vector<OpTime> out;

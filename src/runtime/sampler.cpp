@@ -68,17 +68,29 @@ namespace {
 
 uint64_t draw_seed() {
     std::random_device rd;
-    uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ static_cast<uint64_t>(rd());
-    // 0 means "random" in SamplingParams: never report it as the seed in use.
-    return seed != 0 ? seed : 0x9E3779B97F4A7C15ull;
+    return (static_cast<uint64_t>(rd()) << 32) ^ static_cast<uint64_t>(rd());
 }
 
 }  // namespace
 
+Status check_logits_finite(std::span<const float> logits, int64_t n_gen) {
+    for (size_t i = 0; i < logits.size(); ++i) {
+        if (!std::isfinite(logits[i])) {
+            return make_error(
+                ErrorCode::kCorrupt,
+                "the model's logits are not finite ({} for token {}) after {}; its "
+                "weights may hold NaN or Inf",
+                logits[i], i,
+                n_gen == 0 ? std::string("the prompt") : fmt::format("{} generated tokens", n_gen));
+        }
+    }
+    return {};
+}
+
 Sampler::Sampler(SamplingParams params) : params_(params) {
     Status status = validate(params_);
     LAZYLLM_CHECK_MSG(status.ok(), status.error().message().c_str());
-    seed_ = params_.seed != 0 ? params_.seed : draw_seed();
+    seed_ = params_.seed ? *params_.seed : draw_seed();
     rng_.seed(seed_);
 }
 

@@ -15,6 +15,11 @@
 
 namespace lazyllm {
 
+// A NaN or Inf logit (NaN weights, an overflow) makes sampling pick an arbitrary token, often
+// end-of-text, and the answer silently empty: generation stops with this error instead. n_gen:
+// the tokens generated before these logits (0: the prompt's).
+Status check_logits_finite(std::span<const float> logits, int64_t n_gen);
+
 // One sampler per generation stream. Not thread-safe. Working buffers are sized on the first call
 // for a vocabulary and reused: later calls with the same vocabulary size allocate nothing.
 class Sampler {
@@ -31,7 +36,7 @@ public:
     // --ignore-eos bans the end-of-generation tokens. Ids outside the vocabulary are ignored.
     void ban(std::vector<TokenId> ids) { banned_ = std::move(ids); }
 
-    // The seed in use (the drawn one when SamplingParams::seed was 0): reusing it reproduces the
+    // The seed in use (the drawn one without SamplingParams::seed): reusing it reproduces the
     // stream.
     uint64_t seed() const { return seed_; }
     const SamplingParams& params() const { return params_; }

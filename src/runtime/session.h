@@ -98,6 +98,8 @@ public:
     // logits ([n, n_vocab]) receive each one's next-token logits. Each must be batchable().
     static Status step_batch(std::span<Session* const> sessions, std::span<const int32_t> tokens,
                              float* logits);
+    // The most sessions one step_batch takes (the model's quantized decode rows per call).
+    int64_t max_batch() const;
     // Past its first step, room for one more token, quantized decode weights, and a next
     // one-token step that is exactly the full step (the full policy; LazyLLM when decode steps
     // do not select and no token waits in an Aux slot).

@@ -33,6 +33,8 @@ bool Session::batchable() const {
     return plan.empty();
 }
 
+int64_t Session::max_batch() const { return model_->quant_max_rows(); }
+
 Status Session::step_batch(std::span<Session* const> sessions, std::span<const int32_t> tokens,
                            float* logits) {
     const int64_t n = static_cast<int64_t>(sessions.size());

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "lazyllm/engine.h"
+#include "lazyllm/gguf.h"
 #include "support/tiny_model.h"
 
 namespace lazyllm {
@@ -231,6 +233,90 @@ TEST(Conversation, APromptOverACachedPrefixAnswersAsCold) {
             EXPECT_EQ((*warm)->stats().n_cached, kept);
             EXPECT_EQ(got, want) << arch << ": kept " << kept << ", added " << added;
         }
+    }
+}
+
+// A model whose logits are not finite (token_embd.weight all NaN): a turn stops with the error
+// Engine::generate gives, not with a silent end of text (the sampler reads NaN as -inf, so
+// token 0, often the end of text, was sampled and the answer was empty).
+TEST(Conversation, NonFiniteLogitsEndTheTurnWithAnError) {
+    const std::string path = ::testing::TempDir() + "lazyllm_conv_nan.gguf";
+    ASSERT_TRUE(testing::write_tiny_model(four_layers(), path).ok());
+    uint64_t offset = 0, n = 0;
+    {
+        auto g = GgufFile::open(path);
+        ASSERT_TRUE(g.ok());
+        const auto* t = g->find_tensor("token_embd.weight");
+        ASSERT_NE(t, nullptr);
+        ASSERT_EQ(t->type, GgmlType::F32);
+        offset = g->data_offset() + t->offset;
+        n = t->n_elements();
+    }
+    {
+        std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+        f.seekp(static_cast<std::streamoff>(offset));
+        const float nan = std::nanf("");
+        for (uint64_t i = 0; i < n; ++i) f.write(reinterpret_cast<const char*>(&nan), sizeof(nan));
+    }
+    EngineOptions eo;
+    eo.model_path = path;
+    eo.n_threads = 1;
+    auto engine = Engine::load(eo);
+    ASSERT_TRUE(engine.ok()) << engine.error().message();
+    auto conv = (*engine)->open_conversation(PruneOptions{}, 64);
+    ASSERT_TRUE(conv.ok());
+    TurnOptions to;
+    to.max_new_tokens = 4;
+    auto st = (*conv)->start_turn(prompt_ids(8, (*engine)->summary().n_vocab), to);
+    ASSERT_FALSE(st.ok()) << "a turn over NaN logits started";
+    EXPECT_NE(st.error().message().find("logits are not finite"), std::string::npos)
+        << st.error().message();
+}
+
+// next_batch over more conversations than one batched forward takes (Session::max_batch(), 8
+// where decode runs on VNNI): the steps go in several forwards, and every turn generates what
+// it generates alone.
+TEST(Conversation, NextBatchOverMoreThanOneForward) {
+    auto engine = tiny_engine("lazyllm_conv_many.gguf");
+    ASSERT_NE(engine, nullptr);
+    constexpr int kN = 20;
+    const int V = engine->summary().n_vocab;
+    TurnOptions to;
+    to.max_new_tokens = 6;
+    to.ignore_eos = true;
+    const auto prompt = [&](int i) {
+        std::vector<TokenId> ids = prompt_ids(12 + i, V);
+        ids[0] = i % V;
+        return ids;
+    };
+    std::vector<std::unique_ptr<Conversation>> convs;
+    std::vector<Conversation*> ptrs;
+    for (int i = 0; i < kN; ++i) {
+        auto c = engine->open_conversation(PruneOptions{}, 64);
+        ASSERT_TRUE(c.ok());
+        ASSERT_TRUE((*c)->start_turn(prompt(i), to).ok());
+        ptrs.push_back(c->get());
+        convs.push_back(std::move(*c));
+    }
+    std::vector<TurnDelta> deltas;
+    for (int calls = 0; calls < 12; ++calls) {
+        auto st = Conversation::next_batch(ptrs, deltas);
+        ASSERT_TRUE(st.ok()) << st.error().message();
+        if (std::all_of(deltas.begin(), deltas.end(), [](const TurnDelta& d) { return d.done; })) {
+            break;
+        }
+    }
+    for (int i = 0; i < kN; ++i) {
+        ASSERT_EQ(ptrs[i]->generated().size(), 6u) << "conversation " << i;
+        auto alone = engine->open_conversation(PruneOptions{}, 64);
+        ASSERT_TRUE(alone.ok());
+        ASSERT_TRUE((*alone)->start_turn(prompt(i), to).ok());
+        for (int calls = 0; calls < 12; ++calls) {
+            auto d = (*alone)->next();
+            ASSERT_TRUE(d.ok());
+            if (d->done) break;
+        }
+        EXPECT_EQ(ptrs[i]->generated(), (*alone)->generated()) << "conversation " << i;
     }
 }
 

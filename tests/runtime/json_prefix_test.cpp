@@ -156,6 +156,44 @@ TEST(JsonPrefix, ATurnInJsonModeIsJson) {
     }
     RecordProperty("whole_objects", whole);
     EXPECT_GE(whole, 1);  // turns end when the object closes (4 of 6 on this model)
+
+    // A turn that continues text (a final assistant message, TurnOptions::json_prefix) goes on
+    // from the state after it: the prefix and the answer together are JSON (the answer alone
+    // once started a second object). A prefix that starts no object, or holds a whole one, is
+    // refused.
+    const std::string start = R"({"name": "Bo)";
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+        TurnOptions to;
+        to.max_new_tokens = 200;
+        to.json_object = true;
+        to.json_prefix = start;
+        to.sampling.temperature = 1.0f;
+        to.sampling.seed = seed;
+        auto st = (*conv)->start_turn(std::vector<TokenId>{1, 2, 3, 4, 5}, to);
+        ASSERT_TRUE(st.ok()) << st.error().message();
+        std::string text = start + st->text;
+        for (int calls = 0; calls < 400; ++calls) {
+            auto d = (*conv)->next();
+            ASSERT_TRUE(d.ok()) << d.error().message();
+            text += d->text;
+            if (d->done) break;
+        }
+        JsonPrefix p;
+        EXPECT_EQ(accepted(text, &p), text.size()) << text;
+        if ((*conv)->stats().stop_reason == "stop") {
+            EXPECT_TRUE(nlohmann::json::parse(text, nullptr, false).is_object()) << text;
+        }
+    }
+    for (const char* bad : {"hello", R"({"a": 1})", R"({"a": 1}})"}) {
+        TurnOptions to;
+        to.json_object = true;
+        to.json_prefix = bad;
+        auto st = (*conv)->start_turn(std::vector<TokenId>{1, 2, 3}, to);
+        ASSERT_FALSE(st.ok()) << bad;
+        EXPECT_NE(st.error().message().find("JSON mode"), std::string::npos) << bad;
+        EXPECT_FALSE(check_json_prefix(bad).ok()) << bad;
+    }
+    EXPECT_TRUE(check_json_prefix("").ok());
 }
 
 }  // namespace

@@ -242,10 +242,21 @@ TEST(Sampler, SameSeedSameSequence) {
 TEST(Sampler, RandomSeedIsReportedAndReproduces) {
     std::vector<float> logits = random_logits(100, 5);
     SamplingParams p = no_filters(1.0f, 0);
+    p.seed.reset();  // no seed: a random one
     Sampler a(p);
-    EXPECT_NE(a.seed(), 0u);
+    Sampler other(p);
+    EXPECT_NE(a.seed(), other.seed());  // 64 random bits each
     p.seed = a.seed();
     Sampler b(p);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(a.sample(logits, {}), b.sample(logits, {}));
+}
+
+// 0 is a seed like any other (the server's `seed: 0` once drew a random one).
+TEST(Sampler, SeedZeroIsASeed) {
+    std::vector<float> logits = random_logits(100, 6);
+    const SamplingParams p = no_filters(1.0f, 0);
+    Sampler a(p), b(p);
+    EXPECT_EQ(a.seed(), 0u);
     for (int i = 0; i < 100; ++i) EXPECT_EQ(a.sample(logits, {}), b.sample(logits, {}));
 }
 

@@ -337,13 +337,17 @@ TEST(ApiRequest, OpenAiFieldsNullOrNeutralAreAccepted) {
     EXPECT_EQ(chat_err(msg + R"("prompt_cache_key":7})").param, "prompt_cache_key");
     EXPECT_EQ(chat_err(msg + R"("stream_options":{"include_obfuscation":"no"}})").param,
               "stream_options.include_obfuscation");
-    // vLLM's repetition_penalty is repeat_penalty; a seed may be any 64-bit integer.
+    // vLLM's repetition_penalty is repeat_penalty; a seed may be any 64-bit integer, 0 included,
+    // and -1 asks for a random one (llama-server's default).
     EXPECT_FLOAT_EQ(chat_ok(msg + R"("repetition_penalty":1.3})").sampling.repetition_penalty,
                     1.3f);
     EXPECT_EQ(chat_err(msg + R"("repetition_penalty":0})").param, "repetition_penalty");
     EXPECT_EQ(chat_ok(msg + R"("seed":18446744073709551615})").sampling.seed,
               18446744073709551615ull);
-    EXPECT_EQ(chat_ok(msg + R"("seed":-1})").sampling.seed, 18446744073709551615ull);
+    EXPECT_FALSE(chat_ok(msg + R"("seed":-1})").sampling.seed.has_value());
+    EXPECT_EQ(chat_ok(msg + R"("seed":0})").sampling.seed, 0u);
+    EXPECT_EQ(chat_ok(msg + R"("seed":-2})").sampling.seed, 18446744073709551614ull);
+    EXPECT_FALSE(chat_ok(msg + R"("top_k":3})").sampling.seed.has_value());
     EXPECT_EQ(chat_err(msg + R"("seed":1.5})").param, "seed");
     // vLLM's min_tokens and stop_token_ids.
     GenRequest v = chat_ok(msg + R"("min_tokens":3,"stop_token_ids":[2,7]})");

@@ -1,6 +1,8 @@
 """The API through the official `openai` package (chat, completions, streaming, models) and raw
 HTTP for every malformed case, the API key, the body limit, tokenize / detokenize, metrics and
 cancellation on disconnect."""
+import gzip
+import http.client
 import json
 import socket
 import subprocess
@@ -222,10 +224,33 @@ def clients_fields(srv):
         else:
             assert r.choices[0].finish_reason == "length" and text.lstrip().startswith("{"), text
     assert closed >= 1, "no answer in JSON mode closed its object"  # 3 of 3 on Zen 3
+    # JSON mode continuing a final assistant message: the answer goes on from its text (once it
+    # opened a second object after it); text that starts no object is a 400.
+    start = '{"name": "Bo'
+    ask = [{"role": "user", "content": "Give a name and an age as JSON."}]
+    for seed in (1, 2):
+        r = c.chat.completions.create(model="any", max_tokens=120, temperature=0.7, seed=seed,
+                                      response_format={"type": "json_object"},
+                                      messages=ask + [{"role": "assistant", "content": start}])
+        text = start + r.choices[0].message.content
+        if r.choices[0].finish_reason == "stop":
+            assert isinstance(json.loads(text), dict), text
+        else:
+            assert "{" not in r.choices[0].message.content.lstrip()[:1], text
+    status, body, _ = srv.request("POST", CHAT, {"messages": ask + [{"role": "assistant", "content": "Sure:"}],
+                                                 "response_format": {"type": "json_object"}}, AUTH)
+    expect_error(status, body, 400, param="messages")
     status, body, h = srv.request("GET", CHAT, None, AUTH)
     expect_error(status, body, 405, code="method_not_allowed")
     assert h["allow"].startswith("POST"), h
     expect_error(*srv.request("POST", "/v1/models", {}, AUTH)[:2], 405)
+    # A body the library cannot read (a malformed chunk, an encoding it lacks): a POST route asked
+    # with PUT is a 405 too (the library's bare 400 was), and a POST is a 400 that says why.
+    for enc in ("Transfer-Encoding: chunked\r\n\r\nzz\r\n", "Content-Encoding: br\r\nContent-Length: 2\r\n\r\n{}"):
+        head = f" {CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\nConnection: close\r\n"
+        expect_error(*raw(srv, "PUT" + head + enc), 405)
+        err = expect_error(*raw(srv, "POST" + head + enc), 400)
+        assert "could not be read" in err["message"], err
     # 404s and 405s are counted (under "other" for a path no route serves).
     srv.request("GET", "/v1/nowhere", None, AUTH)
     text = srv.request("GET", "/metrics", None, AUTH)[1]
@@ -305,6 +330,23 @@ def auth_and_limits(srv):
     big = json.dumps({"messages": [{"role": "user", "content": "x" * (MAX_BODY + 10)}]})
     status, body, _ = srv.request("POST", CHAT, big, AUTH)
     expect_error(status, body, 413)
+    # The limit holds for a body without a Content-Length (chunked) and for a gzip body by its
+    # inflated size: both were once read whole (a 29 KB gzip of 30 MB was inflated and parsed).
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+    try:
+        pieces = (big[i:i + 4096].encode() for i in range(0, len(big), 4096))
+        conn.request("POST", CHAT, body=pieces, headers=AUTH, encode_chunked=True)
+        r = conn.getresponse()
+        expect_error(r.status, r.read().decode(), 413)
+    finally:
+        conn.close()
+    status, body, _ = srv.request("POST", CHAT, gzip.compress(big.encode()),
+                                  {**AUTH, "Content-Encoding": "gzip"})
+    expect_error(status, body, 413)
+    small = json.dumps({"content": "word " * 50}).encode()
+    status, body, _ = srv.request("POST", "/tokenize", gzip.compress(small),
+                                  {**AUTH, "Content-Encoding": "gzip"})
+    assert status == 200 and len(json.loads(body)["tokens"]) >= 50, (status, body[:200])
     status, body, _ = srv.request("GET", "/v1/nothing", None, AUTH)
     expect_error(status, body, 404)
     # JSON over 8 KiB sent as curl -d sends it (form-urlencoded): read as JSON, not refused.
@@ -327,6 +369,20 @@ def metrics(srv):
         assert name in text, name
     gen = [l for l in text.splitlines() if l.startswith("lazyllm_generated_tokens_total ")]
     assert float(gen[0].split()[1]) > 0, gen
+
+
+def raw(srv, text):
+    """One request written as raw bytes (the server closes after it): (status, body)."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    try:
+        s.sendall(text.encode())
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+    finally:
+        s.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode("utf-8", "replace")
 
 
 def disconnect_cancels(srv):

@@ -180,8 +180,8 @@ int run_compare(const RunArgs& a, const Engine& e, const std::vector<TokenId>& i
     const double speedup = f.ttft_ms / l.ttft_ms;
     if (a.json) {
         nlohmann::json j;
-        j["full"] = result_json(f, e.summary(), full.sampling.seed);
-        j["pruned"] = result_json(l, e.summary(), ro.sampling.seed);
+        j["full"] = result_json(f, e.summary(), *full.sampling.seed);
+        j["pruned"] = result_json(l, e.summary(), *ro.sampling.seed);
         j["ttft_speedup"] = speedup;
         j["same_answer"] = f.text == l.text;
         j["reps"] = a.compare_reps;
@@ -400,12 +400,13 @@ int run_run(RunArgs& a) {
     if (auto st = e.validate(ro); !st.ok()) return report_usage(st.error());
     if (a.compare) {
         std::fprintf(stderr, "lazyllm: seed %llu\n",
-                     static_cast<unsigned long long>(ro.sampling.seed));
+                     static_cast<unsigned long long>(*ro.sampling.seed));
         if (ro.prune.policy == Policy::kFull) ro.prune.policy = Policy::kLazy;  // the default
         return run_compare(a, e, *ids, ro);
     }
     const CatchInterrupt interrupt;  // before the seed line: a script may signal once it reads it
-    std::fprintf(stderr, "lazyllm: seed %llu\n", static_cast<unsigned long long>(ro.sampling.seed));
+    std::fprintf(stderr, "lazyllm: seed %llu\n",
+                 static_cast<unsigned long long>(*ro.sampling.seed));
 
     const bool json = a.json;
     const TextCallback on_text = [json](std::string_view piece) {
@@ -420,7 +421,7 @@ int run_run(RunArgs& a) {
     if (!r.ok()) return report(r.error());
     name_context_stop(a, *r);
     if (a.json) {
-        std::printf("%s\n", result_json(*r, s, ro.sampling.seed).dump(2).c_str());
+        std::printf("%s\n", result_json(*r, s, *ro.sampling.seed).dump(2).c_str());
     } else {
         print_result(a, *r);
     }

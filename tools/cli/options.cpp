@@ -186,8 +186,11 @@ void add_sampling_flags(CLI::App& app, SamplingParams& s) {
                    "Tokens the penalties look back over (default 64)");
     // Parsed as uint64_t, so every seed printed (0 to 2^64 - 1) can be given back.
     app.add_option_function<std::string>(
-           "--seed", [&s](const std::string& v) { s.seed = v == "-1" ? 0 : parse_seed(v); },
-           "Sampling seed; -1 or 0 = random (default); the seed used is printed")
+           "--seed",
+           [&s](const std::string& v) {
+               s.seed = v == "-1" ? std::nullopt : std::optional<uint64_t>(parse_seed(v));
+           },
+           "Sampling seed; -1 = random (default); the seed used is printed")
         ->check(CLI::Validator(
             [](std::string& v) -> std::string {
                 uint64_t out = 0;
@@ -199,7 +202,7 @@ void add_sampling_flags(CLI::App& app, SamplingParams& s) {
 }
 
 void resolve_seed(SamplingParams& s) {
-    if (s.seed != 0) return;
+    if (s.seed) return;
     std::random_device rd;
     // 31 bits: easy to read back and to pass to --seed again.
     s.seed = 1 + (static_cast<uint64_t>(rd()) % 0x7fffffffu);

@@ -51,7 +51,7 @@ extern const CLI::Validator kPositive;
 extern const CLI::Validator kNonEmpty;
 
 void add_sampling_flags(CLI::App& app, SamplingParams& s);
-// --seed -1 or 0 (or no --seed): draws a random seed into s.seed, so that it can be printed.
+// --seed -1 (or no --seed): draws a random seed into s.seed, so that it can be printed.
 void resolve_seed(SamplingParams& s);
 
 struct PruneFlags {

@@ -119,12 +119,13 @@ std::optional<ApiError> read_common(const json& j, GenRequest& r) {
         if (*v >= 1.0) return bad("min_p", "'min_p' must be in [0, 1), got 1");
         r.sampling.min_p = static_cast<float>(*v);
     }
-    // A seed is 64 bits: clients send unsigned ones up to 2^64 - 1, others signed.
+    // A seed is 64 bits: clients send unsigned ones up to 2^64 - 1, others signed. -1 asks for
+    // a random one, as llama-server's default; 0 is a seed like any other.
     if (const json* v = f.get("seed"); v && v->is_number_unsigned()) {
         r.sampling.seed = v->get<uint64_t>();
     } else if (auto v = f.integer("seed", std::numeric_limits<int64_t>::min(),
                                   std::numeric_limits<int64_t>::max())) {
-        r.sampling.seed = static_cast<uint64_t>(*v);
+        if (*v != -1) r.sampling.seed = static_cast<uint64_t>(*v);
     }
     // repetition_penalty is vLLM's name for it.
     for (const char* key : {"repeat_penalty", "repetition_penalty"}) {

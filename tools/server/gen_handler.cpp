@@ -105,6 +105,16 @@ ApiResult<std::shared_ptr<Job>> make_job(HttpServer::Context& ctx, const httplib
     }
     job->turn.min_new_tokens = r.min_tokens;
     job->turn.json_object = r.json_object;
+    if (r.json_object && r.endpoint == Endpoint::kChat && r.continue_final) {
+        job->turn.json_prefix = r.messages.back().content;  // the answer goes on from it
+        if (auto st = check_json_prefix(job->turn.json_prefix); !st.ok()) {
+            return ApiError{400,
+                            st.error().message() +
+                                " (the final assistant message in 'messages', which the "
+                                "answer continues; add_generation_prompt: true starts a new one)",
+                            "invalid_request_error", "messages", ""};
+        }
+    }
     job->turn.ignore_eos = r.ignore_eos;
     job->turn.logprobs = r.logprobs;
     if (auto st = validate(r.sampling); !st.ok()) {

@@ -183,12 +183,14 @@ std::string allowed_methods(const std::string& path) {
     return "";
 }
 
-// Fills the body of errors that a handler did not write (404, 413 from the library; 405 for a
-// route asked with another method, which the library answers 404). True when it did.
+// Fills the body of errors that a handler did not write (400, 404, 413 from the library; 405
+// for a route asked with another method, which the library answers 404, or 400 when that
+// method carries no body). True when it did.
 bool fill_error(const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return false;
-    if (res.status == 404) {
-        if (const std::string allow = allowed_methods(req.path); !allow.empty()) {
+    if (res.status == 404 || res.status == 400) {
+        const std::string allow = allowed_methods(req.path);
+        if (!allow.empty() && (res.status == 404 || allow.find(req.method) == std::string::npos)) {
             res.status = 405;
             res.set_header("Allow", allow + ", OPTIONS");
         }
@@ -203,6 +205,11 @@ bool fill_error(const httplib::Request& req, httplib::Response& res) {
                                     req.path, allowed_methods(req.path));
             e.code = "method_not_allowed";
             break;
+        case 400:
+            e.message =
+                "the request could not be read: a malformed chunked body or header, or a "
+                "Content-Encoding other than gzip";
+            break;
         default: e.message = fmt::format("HTTP {}", res.status); break;
     }
     send_error(res, e);
@@ -211,12 +218,15 @@ bool fill_error(const httplib::Request& req, httplib::Response& res) {
 
 // POST handlers read their body themselves: when cpp-httplib reads a body sent as
 // application/x-www-form-urlencoded (curl -d's default type) it refuses more than 8 KiB, and
-// this API takes JSON whatever the Content-Type says. --max-body still applies.
+// this API takes JSON whatever the Content-Type says. --max-body (max_body bytes) applies to
+// the body as read: the library checks only a Content-Length, so a chunked body, or a gzip one
+// (inflated before it reaches the reader), is cut off here, with a 413.
 httplib::Server::HandlerWithContentReader with_body(
-    Metrics& metrics, std::function<void(const httplib::Request&, httplib::Response&)> handler) {
-    return [&metrics, handler = std::move(handler)](const httplib::Request& req,
-                                                    httplib::Response& res,
-                                                    const httplib::ContentReader& read) {
+    Metrics& metrics, size_t max_body,
+    std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+    return [&metrics, max_body, handler = std::move(handler)](const httplib::Request& req,
+                                                              httplib::Response& res,
+                                                              const httplib::ContentReader& read) {
         if (req.is_multipart_form_data()) {
             send_error(res, ApiError{415,
                                      "send the request body as JSON "
@@ -226,10 +236,19 @@ httplib::Server::HandlerWithContentReader with_body(
             return metrics.request(req.path, res.status);
         }
         httplib::Request with = req;
-        const bool ok = read([&with](const char* data, size_t n) {
+        bool too_large = false;
+        const bool ok = read([&](const char* data, size_t n) {
+            if (n > max_body - with.body.size()) {
+                too_large = true;
+                return false;
+            }
             with.body.append(data, n);
             return true;
         });
+        if (too_large) {
+            res.status = 413;
+            return;
+        }
         if (!ok) {
             if (res.status < 400) res.status = 400;  // the library sets 413 past --max-body
             return;
@@ -296,27 +315,27 @@ HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), ht
                                            ctx.scheduler->n_slots()),
                         "text/plain; version=0.0.4");
     });
-    s.Post("/tokenize",
-           with_body(ctx.metrics, [&ctx](const httplib::Request& req, httplib::Response& res) {
-               handle_tokenize(ctx, req, res);
-               ctx.metrics.request("/tokenize", res.status);
-           }));
-    s.Post("/detokenize",
-           with_body(ctx.metrics, [&ctx](const httplib::Request& req, httplib::Response& res) {
-               handle_detokenize(ctx, req, res);
-               ctx.metrics.request("/detokenize", res.status);
-           }));
+    s.Post("/tokenize", with_body(ctx.metrics, ctx.cfg.max_body_bytes,
+                                  [&ctx](const httplib::Request& req, httplib::Response& res) {
+                                      handle_tokenize(ctx, req, res);
+                                      ctx.metrics.request("/tokenize", res.status);
+                                  }));
+    s.Post("/detokenize", with_body(ctx.metrics, ctx.cfg.max_body_bytes,
+                                    [&ctx](const httplib::Request& req, httplib::Response& res) {
+                                        handle_detokenize(ctx, req, res);
+                                        ctx.metrics.request("/detokenize", res.status);
+                                    }));
     for (const char* p : {"/v1/chat/completions", "/chat/completions"}) {
-        s.Post(p,
-               with_body(ctx.metrics, [&ctx](const httplib::Request& req, httplib::Response& res) {
-                   handle_generate(ctx, req, res, Endpoint::kChat);
-               }));
+        s.Post(p, with_body(ctx.metrics, ctx.cfg.max_body_bytes,
+                            [&ctx](const httplib::Request& req, httplib::Response& res) {
+                                handle_generate(ctx, req, res, Endpoint::kChat);
+                            }));
     }
     for (const char* p : {"/v1/completions", "/completions"}) {
-        s.Post(p,
-               with_body(ctx.metrics, [&ctx](const httplib::Request& req, httplib::Response& res) {
-                   handle_generate(ctx, req, res, Endpoint::kCompletion);
-               }));
+        s.Post(p, with_body(ctx.metrics, ctx.cfg.max_body_bytes,
+                            [&ctx](const httplib::Request& req, httplib::Response& res) {
+                                handle_generate(ctx, req, res, Endpoint::kCompletion);
+                            }));
     }
 }
 
