@@ -184,8 +184,8 @@ std::string allowed_methods(const std::string& path) {
 }
 
 // Fills the body of errors that a handler did not write (400, 404, 413 from the library; 405
-// for a route asked with another method, which the library answers 404, or 400 when that
-// method carries no body). True when it did.
+// for a route asked with another method, which the library answers 404, or 400 when it could
+// not read that request's body). True when it did.
 bool fill_error(const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return false;
     if (res.status == 404 || res.status == 400) {
