@@ -93,7 +93,7 @@ Result<std::vector<Sample>> load_longbench(const std::string& path, int64_t max_
                           "{}: max prompt tokens must be 0 (no truncation) or at least 2", path);
     }
     std::ifstream in(path);
-    if (!in) return make_error(ErrorCode::kNotFound, "{}: cannot open LongBench file", path);
+    if (!in) return make_error(ErrorCode::kInvalidArgument, "{}: cannot open LongBench file", path);
 
     std::vector<Sample> samples;
     std::string line;
@@ -101,15 +101,16 @@ Result<std::vector<Sample>> load_longbench(const std::string& path, int64_t max_
         if (text::strip(line).empty()) continue;
         const json obj = json::parse(line, nullptr, /*allow_exceptions=*/false);
         if (obj.is_discarded() || !obj.is_object()) {
-            return make_error(ErrorCode::kCorrupt, "{}:{}: not a JSON object", path, line_no);
+            return make_error(ErrorCode::kInvalidArgument, "{}:{}: not a JSON object", path,
+                              line_no);
         }
         auto field = [&](const char* name) -> const json* {
             auto it = obj.find(name);
             return it == obj.end() ? nullptr : &*it;
         };
         auto missing = [&](const char* name, const char* what) {
-            return make_error(ErrorCode::kCorrupt, "{}:{}: field '{}' {}", path, line_no, name,
-                              what);
+            return make_error(ErrorCode::kInvalidArgument, "{}:{}: field '{}' {}", path, line_no,
+                              name, what);
         };
 
         std::string dataset;

@@ -138,7 +138,7 @@ Result<uint64_t> GgufValue::as_uint() const {
     if (is_signed_int(type)) {
         int64_t v = std::get<int64_t>(data);
         if (v < 0) {
-            return make_error(ErrorCode::kOutOfRange, "expected a non-negative integer, got {} {}",
+            return make_error(ErrorCode::kCorrupt, "expected a non-negative integer, got {} {}",
                               gguf_value_type_name(type), v);
         }
         return static_cast<uint64_t>(v);
@@ -151,7 +151,7 @@ Result<int64_t> GgufValue::as_int() const {
     if (is_unsigned_int(type)) {
         uint64_t v = std::get<uint64_t>(data);
         if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-            return make_error(ErrorCode::kOutOfRange, "UINT64 value {} does not fit int64", v);
+            return make_error(ErrorCode::kCorrupt, "UINT64 value {} does not fit int64", v);
         }
         return static_cast<int64_t>(v);
     }
@@ -206,7 +206,7 @@ Result<std::vector<int64_t>> GgufValue::as_int_array() const {
             out.reserve(v.size());
             for (size_t i = 0; i < v.size(); ++i) {
                 if (v[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-                    return make_error(ErrorCode::kOutOfRange,
+                    return make_error(ErrorCode::kCorrupt,
                                       "array element {} ({}) does not fit int64", i, v[i]);
                 }
                 out.push_back(static_cast<int64_t>(v[i]));

@@ -45,7 +45,7 @@ Result<std::optional<TokenId>> optional_id(const GgufFile& gguf, const char* key
     auto id = v->as_uint();
     if (!id.ok()) return key_error(key, id.error());
     if (*id >= static_cast<uint64_t>(n_vocab)) {
-        return make_error(ErrorCode::kOutOfRange,
+        return make_error(ErrorCode::kCorrupt,
                           "key '{}' = {} is out of range: the vocabulary has {} tokens", key, *id,
                           n_vocab);
     }

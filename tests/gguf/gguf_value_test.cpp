@@ -37,7 +37,7 @@ TEST(GgufValue, UintAccessor) {
     EXPECT_EQ(*scalar(GgufValueType::INT32, int64_t{7}).as_uint(), 7u);
     auto neg = scalar(GgufValueType::INT32, int64_t{-3}).as_uint();
     ASSERT_FALSE(neg.ok());
-    EXPECT_EQ(neg.error().code(), ErrorCode::kOutOfRange);
+    EXPECT_EQ(neg.error().code(), ErrorCode::kCorrupt);
     EXPECT_NE(neg.error().message().find("-3"), std::string::npos);
     auto str = scalar(GgufValueType::STRING, std::string("x")).as_uint();
     ASSERT_FALSE(str.ok());
@@ -51,7 +51,7 @@ TEST(GgufValue, IntAccessor) {
     EXPECT_EQ(*scalar(GgufValueType::UINT8, uint64_t{255}).as_int(), 255);
     auto big = scalar(GgufValueType::UINT64, std::numeric_limits<uint64_t>::max()).as_int();
     ASSERT_FALSE(big.ok());
-    EXPECT_EQ(big.error().code(), ErrorCode::kOutOfRange);
+    EXPECT_EQ(big.error().code(), ErrorCode::kCorrupt);
     EXPECT_FALSE(scalar(GgufValueType::FLOAT64, 2.0).as_int().ok());
 }
 

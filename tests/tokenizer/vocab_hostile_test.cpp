@@ -117,13 +117,13 @@ TEST(VocabHostile, MalformedMerge) {
 TEST(VocabHostile, BosOutOfRange) {
     GgufWriter w = base();
     w.set_uint32("tokenizer.ggml.bos_token_id", 1000000);
-    expect_error(w, "tokenizer.ggml.bos_token_id", ErrorCode::kOutOfRange);
+    expect_error(w, "tokenizer.ggml.bos_token_id", ErrorCode::kCorrupt);
 }
 
 TEST(VocabHostile, EosNegative) {
     GgufWriter w = base();
     w.set_int32("tokenizer.ggml.eos_token_id", -1);
-    expect_error(w, "tokenizer.ggml.eos_token_id", ErrorCode::kOutOfRange);
+    expect_error(w, "tokenizer.ggml.eos_token_id", ErrorCode::kCorrupt);
 }
 
 TEST(VocabHostile, AddBosWithoutBos) {

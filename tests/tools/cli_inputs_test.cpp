@@ -83,6 +83,17 @@ std::string nan_model() {
     return p;
 }
 
+// A hyper-parameter out of its range (a negative context length) is the model file's fault:
+// exit 1 (it once exited 2, as a flag's value out of range does).
+TEST(CliInputsTest, NegativeHyperParameterIsTheModelsFault) {
+    lazyllm::testing::TinyModelSpec spec;
+    lazyllm::GgufWriter w = lazyllm::testing::tiny_model_writer(spec);
+    w.set_int32("llama.context_length", -1);
+    const std::string path = ::testing::TempDir() + "lazyllm_cli_negative_ctx.gguf";
+    ASSERT_TRUE(w.write(path).ok());
+    expect_error("run -m " + path + " -p hello -n 4", 1, "expected a non-negative integer");
+}
+
 TEST(CliInputsTest, NonFiniteLogitsStopWithAnError) {
     expect_error("run -m " + nan_model() + " -p hello -n 4", 1,
                  "the model's logits are not finite");
@@ -192,6 +203,16 @@ TEST(CliInputsTest, OutputFoldersAreCheckedFirst) {
                  "-o: cannot create the folder '/proc/lazyllm-nope'");
     expect_error("eval" + m + " --fidelity --limit 1 -o /proc/lazyllm-nope", 2,
                  "-o: cannot create the folder '/proc/lazyllm-nope'");
+    // A folder where the schedule file goes (it once failed after the whole search).
+    expect_error("tune" + m + " -o " + ::testing::TempDir(), 2, "is a folder");
+}
+
+// A malformed --data file is an input named on the command line: a usage error (exit 2, as
+// README's exit codes have it; it exited 1).
+TEST(CliInputsTest, MalformedDataFileIsAUsageError) {
+    const std::string bad = write_temp_file("lazyllm_cli_bad.jsonl", "not json\n");
+    expect_error("eval -m " + inputs_model() + " --data " + bad, 2,
+                 "lazyllm_cli_bad.jsonl:1: not a JSON object");
 }
 
 // serve checks the defaults every request starts from before it is ready, instead of refusing

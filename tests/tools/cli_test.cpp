@@ -93,6 +93,13 @@ TEST(CliTest, LlamaCppFlagsEmptyValuesAndContradictionsAreNamed) {
     expect_usage_error("bench -m '' -p 8", "--model: must not be empty");
     expect_usage_error("run -m " + m + " -p hi --lazy-keep ''", "--lazy-keep: must not be empty");
     expect_usage_error("run -m " + m + " -p hi --schedule ''", "--schedule: must not be empty");
+    // Seeds are unsigned: a negative one is refused (it was taken, wrapped around).
+    expect_usage_error("run -m " + m + " -p hi --prune-seed -3",
+                       "--prune-seed: must be >= 0, got -3");
+    expect_usage_error("eval -m " + m + " --seed -5", "--seed: must be >= 0, got -5");
+    // An empty key (an unset variable) once started a server open to anyone (-c 1, which serve
+    // refuses before it listens, keeps a regression from serving forever).
+    expect_usage_error("serve -m " + m + " --api-key '' -c 1", "--api-key: must not be empty");
     expect_usage_error("run -m " + m + " -p hi --compare --policy full",
                        "--policy full leaves nothing to compare");
     expect_usage_error("info " + m + " -m " + m + "x", "two models given");

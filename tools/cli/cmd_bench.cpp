@@ -435,7 +435,8 @@ Runner add_bench(CLI::App& app) {
     app.add_option("--schedule", a->prune.schedule_file,
                    "Schedule file (JSON, as written by `lazyllm tune`)")
         ->check(kNonEmpty);
-    app.add_option("--prune-seed", a->prune.seed, "Seed of the random policy (default 1)");
+    app.add_option("--prune-seed", a->prune.seed, "Seed of the random policy (default 1)")
+        ->check(kNonNegative);
     app.add_option("--precision", a->precision,
                    "GEMM precision: auto (bf16 with AMX, or AVX-512-BF16 on AMD; else f32), f32, bf16")
         ->check(CLI::IsMember({"auto", "f32", "bf16"}));

@@ -275,9 +275,13 @@ Runner add_eval(CLI::App& app) {
                                     "Prompt lengths in tokens, comma list (default 1024,2048,4096; "
                                     "--fidelity: 128,512,1024,2048,4096,8192)");
     a->depths_opt = app.add_option("--depths", a->n_depths,
-                                   "Number of needle depths, evenly spread in [0, 1] (default 10)");
+                                   "Number of needle depths, evenly spread in [0, 1] (default 10; "
+                                   "--fidelity: enough for 16 prompts per length over the tasks, "
+                                   "at least 3)");
     app.add_option("--samples", a->samples, "Samples per (task, length, depth) (default 1)");
-    a->seed_opt = app.add_option("--seed", a->seed, "Seed of the built-in samples (default 1)");
+    a->seed_opt = app.add_option("--seed", a->seed,
+                                 "Seed of the built-in samples (default 1; --fidelity: 2000000)")
+                      ->check(kNonNegative);
     a->policies_opt = app.add_option("--policies", a->policies,
                                      "Policies, comma list; full runs first (default full,lazy,"
                                      "static,random,gemfilter; --fidelity: lazy); lazy:safe "
@@ -293,7 +297,9 @@ Runner add_eval(CLI::App& app) {
                    "LongBench: middle-truncate prompts to N tokens (default: the model's context "
                    "minus the sample's new tokens)")
         ->check(kPositive);
-    app.add_option("-o,--out", a->out_dir, "Results folder (default results/eval-<timestamp>)");
+    app.add_option("-o,--out", a->out_dir,
+                   "Results folder (default results/eval-<timestamp>; --fidelity: "
+                   "results/fidelity-<timestamp>)");
     app.add_option("--limit", a->limit,
                    "Only the first N samples (quick runs; --fidelity: the first N per length; 0: "
                    "all, the default)")

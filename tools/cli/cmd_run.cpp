@@ -266,7 +266,7 @@ Result<std::vector<TokenId>> prompt_ids(const RunArgs& a, const Engine& e,
     const auto n_ids = static_cast<int64_t>(ids.size());
     // What would make it fit, of the flags that can still change.
     const auto ways_out = [&](std::vector<std::string> ways) {
-        if (a.n_predict > 1) ways.push_back("a smaller -n");
+        if (a.n_predict > 1 && n_ids < ctx) ways.push_back("a smaller -n");  // else no help
         if (a.n_ctx > 0 && a.n_ctx < s.n_ctx_train) ways.push_back("a larger -c");
         return ways.empty() ? std::string() : fmt::format(" (use {})", fmt::join(ways, ", or "));
     };

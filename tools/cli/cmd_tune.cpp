@@ -226,6 +226,11 @@ int run_tune(const TuneArgs& a) {
     if (auto st = prepare_output_dir(out_dir.empty() ? "." : out_dir.string(), "-o"); !st.ok()) {
         return report(st.error());
     }
+    if (std::error_code ec; std::filesystem::is_directory(a.out, ec)) {
+        return report_usage(make_error(ErrorCode::kInvalidArgument,
+                                       "-o: '{}' is a folder; name the schedule file to write",
+                                       a.out));
+    }
 
     auto engine = load_engine(a.engine);
     if (!engine.ok()) return report(engine.error());
@@ -338,7 +343,8 @@ Runner add_tune(CLI::App& app) {
         ->check(kPositive);
     app.add_option("--seed", a->seed,
                    "Reporting-suite seed; calibration uses seed + 1000000 (default: eval "
-                   "--fidelity's 2000000 for answers, 1 for score)");
+                   "--fidelity's 2000000 for answers, 1 for score)")
+        ->check(kNonNegative);
     app.add_option("--first-boundaries", a->first,
                    "Grid of first-boundary depth fractions (default 0.2,...,0.8 for answers, "
                    "0.1,...,0.5 for score)");
@@ -375,7 +381,7 @@ Runner add_tune(CLI::App& app) {
                    "With repair: every candidate runs the repair before a first token that "
                    "leads the second by less than X in logits, and takes full's (default: the "
                    "preset's; 0: off)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(kNonNegative);
     return [a] { return run_tune(*a); };
 }
 

@@ -290,7 +290,8 @@ void add_prune_flags(CLI::App& app, PruneFlags& f) {
     app.add_option("--schedule", f.schedule_file,
                    "Schedule file (JSON, as written by `lazyllm tune`)")
         ->check(kNonEmpty);
-    app.add_option("--prune-seed", f.seed, "Seed of the random policy (default 1)");
+    app.add_option("--prune-seed", f.seed, "Seed of the random policy (default 1)")
+        ->check(kNonNegative);
 }
 
 namespace {
