@@ -93,7 +93,7 @@ Result<std::vector<Sample>> load_longbench(const std::string& path, int64_t max_
                           "{}: max prompt tokens must be 0 (no truncation) or at least 2", path);
     }
     std::ifstream in(path);
-    if (!in) return make_error(ErrorCode::kInvalidArgument, "{}: cannot open LongBench file", path);
+    if (!in) return make_error(ErrorCode::kNotFound, "{}: cannot open LongBench file", path);
 
     std::vector<Sample> samples;
     std::string line;
