@@ -7,12 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "lazyllm/engine.h"
-#include "lazyllm/gguf.h"
 #include "support/tiny_model.h"
 
 namespace lazyllm {
@@ -242,22 +240,7 @@ TEST(Conversation, APromptOverACachedPrefixAnswersAsCold) {
 TEST(Conversation, NonFiniteLogitsEndTheTurnWithAnError) {
     const std::string path = ::testing::TempDir() + "lazyllm_conv_nan.gguf";
     ASSERT_TRUE(testing::write_tiny_model(four_layers(), path).ok());
-    uint64_t offset = 0, n = 0;
-    {
-        auto g = GgufFile::open(path);
-        ASSERT_TRUE(g.ok());
-        const auto* t = g->find_tensor("token_embd.weight");
-        ASSERT_NE(t, nullptr);
-        ASSERT_EQ(t->type, GgmlType::F32);
-        offset = g->data_offset() + t->offset;
-        n = t->n_elements();
-    }
-    {
-        std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
-        f.seekp(static_cast<std::streamoff>(offset));
-        const float nan = std::nanf("");
-        for (uint64_t i = 0; i < n; ++i) f.write(reinterpret_cast<const char*>(&nan), sizeof(nan));
-    }
+    ASSERT_TRUE(testing::fill_with_nan(path, "token_embd.weight").ok());
     EngineOptions eo;
     eo.model_path = path;
     eo.n_threads = 1;

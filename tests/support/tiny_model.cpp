@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string_view>
 #include <unordered_set>
@@ -335,6 +336,25 @@ std::vector<uint8_t> build_tiny_model(const TinyModelSpec& spec) {
 
 Status write_tiny_model(const TinyModelSpec& spec, const std::string& path) {
     return make_writer(spec).write(path);
+}
+
+Status fill_with_nan(const std::string& path, const std::string& name) {
+    uint64_t offset = 0, n = 0;
+    {
+        LAZYLLM_ASSIGN_OR_RETURN(GgufFile g, GgufFile::open(path));
+        const auto* t = g.find_tensor(name);
+        if (t == nullptr || t->type != GgmlType::F32) {
+            return make_error(ErrorCode::kInvalidArgument, "{}: no F32 tensor '{}'", path, name);
+        }
+        offset = g.data_offset() + t->offset;
+        n = t->n_elements();
+    }
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(static_cast<std::streamoff>(offset));
+    const float nan = std::nanf("");
+    for (uint64_t i = 0; i < n; ++i) f.write(reinterpret_cast<const char*>(&nan), sizeof(nan));
+    if (!f) return make_error(ErrorCode::kIo, "{}: cannot write '{}'", path, name);
+    return {};
 }
 
 }  // namespace lazyllm::testing

@@ -45,5 +45,8 @@ GgufWriter tiny_model_writer(const TinyModelSpec& spec);
 // The GGUF as bytes (GgufFile::from_memory) or written to a file.
 std::vector<uint8_t> build_tiny_model(const TinyModelSpec& spec);
 Status write_tiny_model(const TinyModelSpec& spec, const std::string& path);
+// Overwrites every value of the F32 tensor `name` in the GGUF file at `path` with NaN (a model
+// whose logits are not finite).
+Status fill_with_nan(const std::string& path, const std::string& name);
 
 }  // namespace lazyllm::testing

@@ -65,19 +65,7 @@ void expect_error(const std::string& args, int rc, const std::string& head) {
 std::string nan_model() {
     static const std::string p = [] {
         const std::string path = lazyllm::testing::write_cli_tiny_model("lazyllm_cli_nan.gguf", 64);
-        uint64_t offset = 0, n = 0;
-        {
-            auto g = lazyllm::GgufFile::open(path);
-            EXPECT_TRUE(g.ok());
-            const auto* t = g->find_tensor("token_embd.weight");
-            EXPECT_NE(t, nullptr);
-            offset = g->data_offset() + t->offset;
-            n = t->n_elements();
-        }
-        std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
-        f.seekp(static_cast<std::streamoff>(offset));
-        const float nan = std::nanf("");
-        for (uint64_t i = 0; i < n; ++i) f.write(reinterpret_cast<const char*>(&nan), sizeof(nan));
+        EXPECT_TRUE(lazyllm::testing::fill_with_nan(path, "token_embd.weight").ok());
         return path;
     }();
     return p;
