@@ -74,6 +74,16 @@ Status finite_logits(Conversation::Impl& c) {
     return st;
 }
 
+// JSON mode's state after the text the answer continues (TurnOptions::json_prefix).
+Result<JsonPrefix> json_state_after(std::string_view text) {
+    JsonPrefix json;
+    if (json.feed(text) && !json.complete()) return json;
+    return make_error(
+        ErrorCode::kInvalidArgument, "JSON mode: the text the answer continues ({} bytes) {}",
+        text.size(),
+        json.complete() ? "holds a whole JSON object" : "is not the start of a JSON object");
+}
+
 }  // namespace
 
 Conversation::Conversation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -105,12 +115,9 @@ void Conversation::truncate(int64_t n) {
 void Conversation::abandon() { impl_->in_turn = false; }
 
 Status check_json_prefix(std::string_view text) {
-    JsonPrefix json;
-    if (json.feed(text) && !json.complete()) return {};
-    return make_error(
-        ErrorCode::kInvalidArgument, "JSON mode: the text the answer continues ({} bytes) {}",
-        text.size(),
-        json.complete() ? "holds a whole JSON object" : "is not the start of a JSON object");
+    auto json = json_state_after(text);
+    if (!json.ok()) return json.error();
+    return {};
 }
 
 Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
@@ -131,7 +138,10 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
                           "min_new_tokens must be in [0, max_new_tokens {}], got {}",
                           opts.max_new_tokens, opts.min_new_tokens);
     }
-    if (opts.json_object) LAZYLLM_TRY(check_json_prefix(opts.json_prefix));
+    std::optional<JsonPrefix> json;
+    if (opts.json_object) {
+        LAZYLLM_ASSIGN_OR_RETURN(json, json_state_after(opts.json_prefix));
+    }
     const auto n_prompt = static_cast<int64_t>(prompt.size());
     if (n_prompt + opts.max_new_tokens > n_ctx()) {
         return make_error(ErrorCode::kOutOfRange,
@@ -164,8 +174,7 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
     c.json.reset();
     if (opts.json_object) {
         if (!c.json_mask) c.json_mask = std::make_shared<JsonTokenMask>(*c.tok);
-        c.json.emplace();
-        c.json->feed(opts.json_prefix);  // taken: check_json_prefix
+        c.json = json;
     }
     c.pending_logprobs.clear();
     c.decoded_bytes = 0;
