@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "base/timer.h"
+
 namespace lazyllm {
 
 enum class OpKind {
@@ -35,6 +37,22 @@ struct Profile {
             calls[i] += o.calls[i];
         }
     }
+};
+
+// Times a scope into a Profile when one is given.
+class OpTimer {
+public:
+    OpTimer(Profile* prof, OpKind kind, double flops = 0.0)
+        : prof_(prof), kind_(kind), flops_(flops), t0_(prof ? now_ns() : 0) {}
+    ~OpTimer() {
+        if (prof_) prof_->add(kind_, now_ns() - t0_, flops_);
+    }
+
+private:
+    Profile* prof_;
+    OpKind kind_;
+    double flops_;
+    int64_t t0_;
 };
 
 }  // namespace lazyllm
