@@ -1,8 +1,8 @@
-// GGUF v2/v3 reader. Layout (docs/gguf.md): header {magic "GGUF", uint32 version, uint64
-// tensor_count, uint64 kv_count}, kv_count metadata entries, tensor_count tensor infos, padding
-// to general.alignment, then the tensor data section. v1 (32-bit counts) is rejected; v2 and
-// v3 are identical for little-endian files. Nested arrays (ARRAY of ARRAY) are rejected, as
-// llama.cpp's gguf.cpp does.
+// GGUF v2/v3 reader. Layout (ggml's docs/gguf.md, gguf_format.h): header {magic "GGUF", uint32
+// version, uint64 tensor_count, uint64 kv_count}, kv_count metadata entries, tensor_count tensor
+// infos, padding to general.alignment, then the tensor data section. v1 (32-bit counts) is
+// rejected; v2 and v3 are identical for little-endian files. Nested arrays (ARRAY of ARRAY) are
+// rejected, as llama.cpp's gguf.cpp does.
 //
 // Hostile input: every count, length, offset and extent is checked against the bytes left
 // before anything is allocated or touched, with checked arithmetic, so a truncated or crafted
@@ -463,7 +463,7 @@ Status parse(FileState& f) {
         f.tensors.push_back(std::move(t));
     }
 
-    // Data section: after the tensor infos, padded to the alignment (docs/gguf.md).
+    // Data section: after the tensor infos, padded to the alignment (ggml's gguf.md).
     uint64_t pad = (f.alignment - c.pos() % f.alignment) % f.alignment;
     f.data_offset = c.pos() + pad;
     for (const auto& t : f.tensors) LAZYLLM_TRY(check_tensor_extent(f, t));

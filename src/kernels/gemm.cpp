@@ -415,7 +415,7 @@ Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float*
     // fp32 on AVX2 (also when LAZYLLM_ISA=avx2 on an AVX-512 CPU). oneDNN 2.6.3's gemm:jit
     // sgemm has a slow spot at m = 64 to 256 on the model's shapes, where this kernel keeps
     // its rate (bench/gemm_bench.cpp stage_rows).
-    // The avx512 fp32 path stays on oneDNN (not measured here).
+    // The avx512 fp32 path stays on oneDNN.
     if (!use_bf16 && ctx.isa == Isa::kAvx2 && own_allowed &&
         isa_supported(Isa::kAvx2, detect_cpu_features())) {
         im.backend = GemmBackend::kAvx2;

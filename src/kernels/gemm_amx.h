@@ -35,7 +35,7 @@ bool amx_gemm_usable(int64_t n_in, int64_t n_out);
 size_t amx_gemm_packed_elems(int64_t n_in, int64_t n_out);
 
 // w: [n_out, n_in] fp32 row-major. Packed column j holds W row `row_of_col[j]` (nullptr:
-// row j). Rounds to nearest even, like convert_rows_to_bf16.
+// row j). Rounds to nearest even, like convert_rows_to_bf16_ref (gemm_convert.h).
 void amx_gemm_pack(const float* w, int64_t n_in, int64_t n_out, const int64_t* row_of_col,
                    uint16_t* w_packed);
 
@@ -80,7 +80,7 @@ bool amx_gemm(const AmxGemmArgs& a, int n_threads);
 // Elements of the packed rows of an m x n_in x (whole 32-row micro-tiles, zero padded).
 size_t amx_packed_rows_elems(int64_t m, int64_t n_in);
 // Micro-tiles [t0, t1) (rows [32 t0, min(m, 32 t1))) of x ([m, n_in] fp32, leading dimension
-// ldx) rounded to bf16 (as convert_rows_to_bf16) into their place in xpack.
+// ldx) rounded to bf16 (as convert_rows_to_bf16_ref) into their place in xpack.
 void amx_pack_rows_f32(const float* x, int64_t ldx, int64_t m, int64_t n_in, int64_t t0, int64_t t1,
                        uint16_t* xpack);
 // y[r, c] (+)= x[r] . W[c] (+ bias[c]) for every row r < a.m and the columns c < a.n_out of

@@ -2,7 +2,7 @@
 //
 // y[m, n_out] = x[m, n_in] . W^T (+ bias) with x fp32 row-major at any leading dimension (read
 // in place, never copied) and W packed once at load into panels of 16 output columns, k-major
-// inside a panel, in k blocks of kc (avx2_gemm_kc):
+// inside a panel, in k blocks of kc (block_k, gemm_avx2.cpp):
 //   w_packed[k0 * n_panels * 16 + p * kc_b * 16 + kk * 16 + j] = W[16 p + j][k0 + kk]
 // for the block starting at k0 with kc_b = min(kc, n_in - k0) rows; columns past n_out are
 // zero. Any n_in and n_out >= 1 fit.

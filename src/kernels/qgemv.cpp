@@ -32,8 +32,7 @@ using qgemv::UnpackedBlock;
 namespace {
 
 // Work (groups x blocks x activation rows) below which a thread is not worth waking (a
-// parallel region costs ~1 us; the 2-thread bench on the shared 2-core VM is too noisy to tune
-// this finer); see forward().
+// parallel region costs ~1 us; a coarse bound, not tuned finer); see forward().
 constexpr int64_t kMinWorkPerThread = 16 * 18;
 // Rows from which forward() splits the activations' int8 rounding (and the outlier terms) over
 // its threads too.

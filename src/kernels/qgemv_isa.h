@@ -368,7 +368,7 @@ private:
     float abs_[kRowOutliers], val_[kRowOutliers];
 };
 
-// Calls f.template operator()<kBits, kScales>() for the weights' format: the kernel sets'
+// Calls f.template operator()<kBits, kS>() for the weights' format: the kernel sets'
 // per-format instantiations.
 template <typename F>
 inline void with_format(const Weights& w, F&& f) {

@@ -379,7 +379,8 @@ void dequant_groups(const Weights& w, int32_t offset, int64_t g0, int64_t g1, ui
             const uint8_t* u8 = kBits == 8 ? group + o.qs : tmp + b * qs_bytes_for(8);
             const __m512 big_d =
                 _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rs.d)));
-            // The block's two int8 multipliers per row (K-quants: sub_scales), as fp32.
+            // The block's two int8 multipliers per row (K-quants: the layout's sub bytes,
+            // qgemv_isa.h), as fp32.
             __m512 sub0 = _mm512_setzero_ps(), sub1 = _mm512_setzero_ps();
             if constexpr (per_super(kBits, kS)) {
                 const __m512i pairs = _mm512_cvtepi8_epi16(

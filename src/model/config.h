@@ -52,11 +52,6 @@ struct ModelConfig {
     int n_embd_q() const { return n_head * head_dim; }
     int n_embd_kv() const { return n_head_kv * head_dim; }
     int n_qkv() const { return n_embd_q() + 2 * n_embd_kv(); }
-    // Multiply-adds x2 of the linear layers per token (LM head excluded).
-    double linear_flops_per_token() const {
-        const double per_layer = 2.0 * n_embd * (n_qkv() + n_embd_q()) + 2.0 * 3.0 * n_embd * n_ff;
-        return per_layer * n_layer;
-    }
 
     static Result<ModelConfig> from_gguf(const GgufFile& gguf);
 };

@@ -22,7 +22,6 @@ inline constexpr std::string_view kKeyLength = "attention.key_length";
 inline constexpr std::string_view kRmsEps = "attention.layer_norm_rms_epsilon";
 inline constexpr std::string_view kRopeFreqBase = "rope.freq_base";
 inline constexpr std::string_view kRopeDimCount = "rope.dimension_count";
-inline constexpr std::string_view kVocabSize = "vocab_size";
 inline constexpr std::string_view kRopeScalingType = "rope.scaling.type";
 inline constexpr std::string_view kRopeScalingFactor = "rope.scaling.factor";
 inline constexpr std::string_view kRopeFreqBaseSwa = "rope.freq_base_swa";

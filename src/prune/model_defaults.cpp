@@ -90,7 +90,7 @@ constexpr Entry kEntries[] = {
     // scored there (score_layers 1). safe: one cut after layer 11 keeping 0.25, from
     //   lazyllm tune -m gemma3-270m --lengths 4096 --first-boundaries 0.3,0.7
     // and then the fidelity suite at 2k and 4k: 36 of 36 first tokens and 83% of 32-token
-    // continuations as full's, where the former 0.5 / 0.3 at layers 6 and 12 kept 92% and 58%
+    // continuations as full's, where two cuts at layers 6 and 12 keeping 0.5 / 0.3 keep 92% and 58%
     // (docs/evaluation.md, Measured on Gemma 3 270M). fast keeps the two cuts.
     {{"gemma3", 18, 640, 4, 262144},
      {{12, 0, 0}, {0.25f, 0.0f, 0.0f}, 8, 64, 1024, false, 1, 11, -1, true},

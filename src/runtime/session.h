@@ -118,7 +118,6 @@ public:
     int64_t total_token_layers() const { return total_token_layers_; }
     const Profile& profile() const { return profile_; }
     const KvCache& kv() const { return kv_; }
-    int64_t n_steps() const { return n_steps_; }
     const SessionOptions& options() const { return opts_; }
     // Schedule::repair: whether the next step first repairs the previous one, and (with
     // SessionOptions::repair_logits) the last repaired row's logits ([n_vocab]; empty before).

@@ -150,7 +150,6 @@ ByteUnicodeMap::ByteUnicodeMap() {
     for (uint32_t b = 0; b < 256; ++b) {
         const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
         const uint32_t cp = printable ? b : next_extra++;
-        cp_[b] = cp;
         std::string s;
         append_utf8(s, cp);
         utf8_len_[b] = static_cast<uint8_t>(s.size());

@@ -55,13 +55,11 @@ public:
     std::string_view byte_to_utf8(uint8_t b) const {
         return std::string_view(utf8_[b].data(), utf8_len_[b]);
     }
-    uint32_t byte_to_cp(uint8_t b) const { return cp_[b]; }
     // The byte a code point stands for, or -1 when it is not in the mapping.
     int cp_to_byte(uint32_t cp) const { return cp < kCpLimit ? cp_to_byte_[cp] : -1; }
 
 private:
     static constexpr uint32_t kCpLimit = 0x144;  // every mapped code point is below U+0144
-    std::array<uint32_t, 256> cp_{};
     std::array<std::array<char, 2>, 256> utf8_{};
     std::array<uint8_t, 256> utf8_len_{};
     std::array<int16_t, kCpLimit> cp_to_byte_{};
