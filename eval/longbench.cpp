@@ -179,7 +179,7 @@ Result<std::vector<Sample>> load_longbench(const std::string& path, int64_t max_
         s.metric = cfg->metric;
         s.max_new_tokens = cfg->max_new_tokens;
         s.first_line_only = cfg->first_line_only;
-        if (!cfg->stop.empty()) s.stop.emplace_back(cfg->stop);
+        s.stop_token = std::string(cfg->stop_token);
         samples.push_back(std::move(s));
     }
     if (in.bad()) return make_error(ErrorCode::kIo, "{}: read error", path);

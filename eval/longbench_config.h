@@ -1,5 +1,5 @@
 // LongBench v1 per-dataset configuration as C++ data: prompt templates, max new tokens, metric,
-// chat rule, first-line scoring and stop strings.
+// chat rule, first-line scoring and stop token.
 //
 // Sources (THUDM/LongBench, MIT License):
 // - Templates: config/dataset2prompt.json at commit 8ae23fd444b0ed5837e993fb8d764f70b388c568,
@@ -253,7 +253,7 @@ struct DatasetConfig {
     Metric metric;
     bool chat;
     bool first_line_only;
-    std::string_view stop;  // "" for none
+    std::string_view stop_token;  // Sample::stop_token, "" for none
     bool supported;         // false: the metric needs jieba or a Chinese pattern
 };
 

@@ -59,7 +59,7 @@ std::string fmt_speedup(double v) { return std::isfinite(v) ? fmt::format("{:.2f
 
 // "+3 / -1, p 0.62" (samples better / worse than full's, sign test); "-" for full itself.
 std::string fmt_paired(const SummaryRow& r) {
-    if (r.policy == "full") return "-";
+    if (r.policy == "full" || r.n_speedup == 0) return "-";  // no full record to pair with
     return fmt::format("+{} / -{}, p {:.2g}", r.n_better, r.n_worse, r.sign_p);
 }
 

@@ -127,10 +127,15 @@ Status write_run_info(const Engine& engine, const RunnerOptions& opts, const nlo
     return {};
 }
 
-RunOptions run_options(const Sample& sample, const PolicyRun& policy) {
+RunOptions run_options(const Engine& engine, const Sample& sample, const PolicyRun& policy) {
     RunOptions ro;
     ro.max_new_tokens = std::max(1, sample.max_new_tokens);
-    ro.stop = sample.stop;
+    if (!sample.stop_token.empty()) {
+        // pred.py: tokenizer.encode("\n", add_special_tokens=False)[-1], banned as the first token.
+        const std::vector<TokenId> ids = engine.tokenizer().encode(sample.stop_token, false, false);
+        if (!ids.empty()) ro.stop_ids = {ids.back()};
+        ro.min_new_tokens = 1;
+    }
     ro.prune = policy.prune;
     ro.sampling.temperature = 0.0f;  // greedy, as LongBench and RULER score
     ro.sampling.seed = 1;
@@ -240,6 +245,13 @@ Result<std::vector<PolicyRun>> make_policy_runs(const std::vector<std::string>& 
         LAZYLLM_ASSIGN_OR_RETURN(r.prune.policy, parse_policy(name.substr(0, colon)));
         if (colon != std::string::npos) {
             LAZYLLM_ASSIGN_OR_RETURN(r.prune.preset, parse_preset(name.substr(colon + 1)));
+            if (schedule.schedule) {  // as run's --lazy=PRESET with schedule flags
+                return make_error(ErrorCode::kInvalidArgument,
+                                  "policy '{}' is a preset, which picks the model's schedule: "
+                                  "give 'lazy' with --lazy-layers/--lazy-keep/--schedule, or "
+                                  "drop those flags",
+                                  name);
+            }
         }
         r.prune.seed = schedule.seed;
         if (name == "full") {
@@ -298,7 +310,7 @@ Result<PreparedPrompt> prepare_prompt(const Engine& engine, const Sample& sample
 
 Result<SampleRecord> evaluate_one(const Engine& engine, const Sample& sample,
                                   const PreparedPrompt& prompt, const PolicyRun& policy) {
-    auto r = engine.generate(prompt.ids, run_options(sample, policy));
+    auto r = engine.generate(prompt.ids, run_options(engine, sample, policy));
     if (!r.ok()) {
         return make_error(r.error().code(), "sample {}/{} under policy {}: {}", sample.task,
                           sample.id, policy.name, r.error().message());
@@ -392,6 +404,21 @@ Status check_same_prompts(const Engine& engine, std::span<const Sample> samples,
     return {};
 }
 
+// Each sample once: records are keyed on (task, id), so a second sample of the same key (a task
+// listed twice, two data files of one dataset without `_id`s) would be taken as done.
+Status check_unique_ids(std::span<const Sample> samples) {
+    std::set<std::pair<std::string, std::string>> seen;
+    for (const Sample& s : samples) {
+        if (!seen.insert({s.task, s.id}).second) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "sample {}/{} appears twice (a task listed twice, or two data files "
+                              "of one dataset with the same ids): each (task, id) must be unique",
+                              s.task, s.id);
+        }
+    }
+    return {};
+}
+
 // The whole first prompt once per policy, untimed: a shorter one leaves first-use costs of the
 // larger buffers and kernel shapes to the first measured sample (seen: 3.0 s vs 1.3 s at 1k
 // tokens).
@@ -400,7 +427,7 @@ Status warm_up(const Engine& engine, const Sample& first, std::span<const Policy
     Sample warm = first;
     warm.max_new_tokens = 2;
     for (const PolicyRun& p : policies) {
-        auto w = engine.generate(pp.ids, run_options(warm, p));
+        auto w = engine.generate(pp.ids, run_options(engine, warm, p));
         if (!w.ok()) return make_error(w.error().code(), "warm-up: {}", w.error().message());
     }
     return {};
@@ -427,6 +454,7 @@ Result<RunnerStats> run_eval(const Engine& engine, std::span<const Sample> sampl
     const size_t n_samples =
         opts.limit > 0 ? std::min(samples.size(), static_cast<size_t>(opts.limit)) : samples.size();
     samples = samples.first(n_samples);
+    LAZYLLM_TRY(check_unique_ids(samples));
     LAZYLLM_TRY(check_same_prompts(engine, samples, resume, records_path));
 
     RunnerStats stats;

@@ -43,7 +43,10 @@ struct Sample {
     Metric metric = Metric::kExactMatch;
     int max_new_tokens = 32;
     bool first_line_only = false;  // LongBench: trec, triviaqa, samsum, lsht score the first line
-    std::vector<std::string> stop;  // extra stop strings (LongBench samsum: "\n")
+    // A text whose last token ends the answer when sampled, but never as the first new token
+    // (LongBench samsum: "\n", pred.py's second eos_token_id with min_length one token past the
+    // prompt); "" for none.
+    std::string stop_token;
     // Length bucket: built-in, the requested length; LongBench, its `length` field.
     int64_t target_tokens = 0;
     double depth = -1.0;        // needle depth in [0, 1] for retrieval tasks, -1 otherwise

@@ -445,7 +445,9 @@ Result<TuneSampleResult> AnswersTuneEvaluator::evaluate(const Schedule* schedule
     }
     const size_t k = static_cast<size_t>(i);
     FullAnswer& full = full_[k];
-    if (!full.done) {
+    // Full's own call runs it again (its first call may be the untimed warm-up); a schedule's
+    // call compares with the kept answer.
+    if (!full.done || schedule == nullptr) {
         LAZYLLM_ASSIGN_OR_RETURN(
             GenerateResult g,
             engine_->generate(prompts_[k].ids, greedy_run_options(PruneOptions{}, n_tokens_)));

@@ -81,7 +81,13 @@ struct RunOptions {
     int max_new_tokens = 256;
     SamplingParams sampling;
     std::vector<std::string> stop;  // stop strings (not included in the output)
+    // Tokens that end the answer when sampled (stop_reason "stop"; not in the output), as vLLM's
+    // stop_token_ids and HF generate's extra eos_token_id.
+    std::vector<TokenId> stop_ids;
     bool ignore_eos = false;  // never sample an end-of-generation token (llama.cpp's --ignore-eos)
+    // No end-of-generation token and no stop id is sampled before this many new tokens (vLLM's
+    // min_tokens, HF's min_length past the prompt; stop strings still apply).
+    int min_new_tokens = 0;
     PruneOptions prune;
     bool profile = false;
     bool keep_first_logits = false;  // GenerateResult::first_logits (fidelity measurement)

@@ -353,6 +353,48 @@ void flush_held_text(StreamDecoder& stream, StopStringMatcher& stops, bool to_an
     if (!rest.empty() && on_text) on_text(rest);
 }
 
+// The tokens the next sample may not be after n_generated new tokens: the end-of-generation
+// ones under ignore_eos, and those and the stop ids while fewer than min_new_tokens are out.
+std::vector<TokenId> banned_after(const Tokenizer& tok, const RunOptions& opts,
+                                  int64_t n_generated) {
+    const bool early = n_generated < opts.min_new_tokens;
+    std::vector<TokenId> ids;
+    if (opts.ignore_eos || early) ids = tok.end_of_generation_ids();
+    if (early) ids.insert(ids.end(), opts.stop_ids.begin(), opts.stop_ids.end());
+    return ids;
+}
+
+Status check_stop_options(const Tokenizer& tok, const RunOptions& opts) {
+    for (TokenId id : opts.stop_ids) {
+        if (id < 0 || id >= tok.n_vocab()) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "stop token id {} is outside the vocabulary [0, {})", id,
+                              tok.n_vocab());
+        }
+    }
+    if (opts.min_new_tokens < 0 || opts.min_new_tokens > opts.max_new_tokens) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "min_new_tokens {} is outside [0, {}] (max_new_tokens)",
+                          opts.min_new_tokens, opts.max_new_tokens);
+    }
+    return {};
+}
+
+// The result's counts, rates and profiles once generation ended.
+void finish_result(GenerateResult& r, const Session& session, const Profile& prefill_profile,
+                   double decode_ms, double total_ms, bool profile) {
+    r.n_gen = static_cast<int64_t>(r.tokens.size());
+    r.token_ms.resize(r.tokens.size());  // the last one sampled may be an end of generation
+    r.decode_ms = decode_ms;
+    r.decode_tps = r.n_gen > 1 ? 1000.0 * static_cast<double>(r.n_gen - 1) / r.decode_ms : 0.0;
+    r.total_ms = total_ms;
+    r.fraction_computed = session.prompt_fraction_computed();
+    if (profile) {
+        r.profile = op_times(prefill_profile);
+        r.decode_profile = op_times(session.profile(), prefill_profile);
+    }
+}
+
 }  // namespace
 
 Result<Schedule> Engine::resolve_schedule(const PruneOptions& prune) const {
@@ -361,6 +403,7 @@ Result<Schedule> Engine::resolve_schedule(const PruneOptions& prune) const {
 
 Status Engine::validate(const RunOptions& opts) const {
     LAZYLLM_TRY(lazyllm::validate(opts.sampling));
+    LAZYLLM_TRY(check_stop_options(impl_->tokenizer, opts));
     LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(*impl_->model, opts, 1));
     so.n_ctx = 1;  // validates the schedule against the model without a real cache
     auto session = Session::create(*impl_->model, so);
@@ -389,6 +432,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     LAZYLLM_TRY(lazyllm::validate(opts.sampling));
     const LlamaModel& model = *impl_->model;
     const Tokenizer& tok = impl_->tokenizer;
+    LAZYLLM_TRY(check_stop_options(tok, opts));
     LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(model, opts, static_cast<int64_t>(prompt.size())));
     LAZYLLM_ASSIGN_OR_RETURN(Session session, impl_->new_session(so));
 
@@ -398,7 +442,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     if (so.policy != prune::Policy::kFull) r.schedule = prune::to_string(so.schedule);
     std::vector<float> logits(static_cast<size_t>(model.config().n_vocab));
     Sampler sampler(opts.sampling);
-    if (opts.ignore_eos) sampler.ban(tok.end_of_generation_ids());  // as llama.cpp's --ignore-eos
+    sampler.ban(banned_after(tok, opts, 0));
     StreamDecoder stream(tok);
     StopStringMatcher stops(opts.stop);
     std::vector<TokenId> history(prompt.begin(), prompt.end());
@@ -443,7 +487,13 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
             r.stop_reason = "eos";
             break;
         }
+        if (std::find(opts.stop_ids.begin(), opts.stop_ids.end(), next) != opts.stop_ids.end()) {
+            r.stop_reason = "stop";
+            break;
+        }
         r.tokens.push_back(next);
+        if (std::ssize(r.tokens) == opts.min_new_tokens)
+            sampler.ban(banned_after(tok, opts, opts.min_new_tokens));
         history.push_back(next);
         emit(stream.push(next));
         if (!keep_going) break;
@@ -464,16 +514,8 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     }
     if (keep_going) emit(stream.flush());
     flush_held_text(stream, stops, keep_going || r.stop_reason == "callback", r.text, on_text);
-    r.n_gen = static_cast<int64_t>(r.tokens.size());
-    r.token_ms.resize(r.tokens.size());  // the last one sampled may be an end of generation
-    r.decode_ms = decode.elapsed_ms();
-    r.decode_tps = r.n_gen > 1 ? 1000.0 * static_cast<double>(r.n_gen - 1) / r.decode_ms : 0.0;
-    r.total_ms = total.elapsed_ms();
-    r.fraction_computed = session.prompt_fraction_computed();
-    if (opts.profile) {
-        r.profile = op_times(prefill_profile);
-        r.decode_profile = op_times(session.profile(), prefill_profile);
-    }
+    finish_result(r, session, prefill_profile, decode.elapsed_ms(), total.elapsed_ms(),
+                  opts.profile);
     impl_->keep_idle(std::move(session));
     return r;
 }

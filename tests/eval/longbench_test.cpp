@@ -92,7 +92,7 @@ TEST(LongBench, ReadsTemplatesAndSettings) {
     EXPECT_EQ(s[0].metric, Metric::kQaF1);
     EXPECT_EQ(s[0].max_new_tokens, 32);
     EXPECT_FALSE(s[0].first_line_only);
-    EXPECT_TRUE(s[0].stop.empty());
+    EXPECT_TRUE(s[0].stop_token.empty());
     EXPECT_EQ(s[0].target_tokens, 19);
     EXPECT_DOUBLE_EQ(s[0].depth, -1.0);
     EXPECT_DOUBLE_EQ(score(s[0], "Paris."), 1.0);
@@ -121,7 +121,7 @@ TEST(LongBench, ReadsTemplatesAndSettings) {
     EXPECT_EQ(s[3].id, "ss-0001");
     EXPECT_FALSE(s[3].chat);
     EXPECT_TRUE(s[3].first_line_only);
-    EXPECT_EQ(s[3].stop, std::vector<std::string>{"\n"});
+    EXPECT_EQ(s[3].stop_token, "\n");
     EXPECT_EQ(s[3].max_new_tokens, 128);
     EXPECT_EQ(s[3].metric, Metric::kRougeL);
 }

@@ -105,19 +105,26 @@ TEST(RunnerTest, PolicyRunsPutFullFirstAndCarryTheSchedule) {
     EXPECT_NE(bad.error().message().find("fast"), std::string::npos);
 }
 
-// lazy:safe / lazy:fast name a preset; lazy@FILE a schedule file in place of the flags' schedule.
+// lazy:safe / lazy:fast name a preset, which picks the model's schedule (refused beside the
+// flags' schedule, as run refuses --lazy=fast with them); lazy@FILE a schedule file in place of
+// the flags' schedule.
 TEST(RunnerTest, PolicyRunsNamePresetsAndScheduleFiles) {
     PruneOptions sched;
     sched.schedule = Schedule{{1}, {0.5f}};
     const std::string file = ::testing::TempDir() + "lazyllm_runner_schedule.json";
     ASSERT_TRUE(save_schedule_file(file, Schedule{{2, 3}, {0.5f, 0.25f}}, {}).ok());
     const std::string at_file = "lazy@" + file;
-    auto runs = make_policy_runs({"lazy:fast", "lazy:safe", at_file}, sched, 4);
+    auto mixed = make_policy_runs({"lazy:fast"}, sched, 4);
+    ASSERT_FALSE(mixed.ok());
+    EXPECT_NE(mixed.error().message().find("lazy:fast"), std::string::npos);
+    EXPECT_TRUE(make_policy_runs({"lazy", at_file}, sched, 4).ok());
+    auto runs = make_policy_runs({"lazy:fast", "lazy:safe", at_file}, PruneOptions{}, 4);
     ASSERT_TRUE(runs.ok()) << runs.error().message();
     ASSERT_EQ(runs->size(), 3u);
     EXPECT_EQ((*runs)[0].name, "lazy:fast");
     EXPECT_EQ((*runs)[0].prune.policy, Policy::kLazy);
     EXPECT_EQ((*runs)[0].prune.preset, Preset::kFast);
+    EXPECT_FALSE((*runs)[0].prune.schedule);
     EXPECT_EQ((*runs)[1].prune.preset, Preset::kSafe);
     EXPECT_EQ((*runs)[2].name, at_file);
     EXPECT_EQ((*runs)[2].prune.policy, Policy::kLazy);
@@ -407,6 +414,17 @@ TEST_F(TinyRunnerTest, LimitThenResumeCompletes) {
     EXPECT_EQ(file->warnings.size(), 1u);
 }
 
+// Records are keyed on (task, id): a sample listed twice is refused, never taken as done.
+TEST_F(TinyRunnerTest, DuplicateSampleIdsAreRefused) {
+    std::vector<Sample> samples = suite();
+    samples.push_back(samples[1]);
+    auto r = run_eval(*engine_, samples, options());
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find(samples[1].task + "/" + samples[1].id + " appears twice"),
+              std::string::npos)
+        << r.error().message();
+}
+
 TEST_F(TinyRunnerTest, BadPolicyScheduleFailsBeforeRunning) {
     RunnerOptions o = options();
     PruneOptions bad;
@@ -435,6 +453,10 @@ TEST_F(TinyRunnerTest, AnswersEvaluatorComparesWithFullsAnswer) {
     ASSERT_TRUE(first.ok()) << first.error().message();
     EXPECT_EQ(first->score, 1.0);
     EXPECT_EQ(first->pct_computed, 100.0);
+    // Full's own calls time it again (the first may be tune's untimed warm-up).
+    auto warm = ev->evaluate(nullptr, 0), timed = ev->evaluate(nullptr, 0);
+    ASSERT_TRUE(warm.ok() && timed.ok());
+    EXPECT_NE(warm->ttft_ms, timed->ttft_ms);
     for (int i = 0; i < ev->n_samples(); ++i) {
         auto full = ev->evaluate(nullptr, i);
         ASSERT_TRUE(full.ok());

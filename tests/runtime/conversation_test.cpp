@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lazyllm/engine.h"
+#include "runtime/eos_first.h"
 #include "support/tiny_model.h"
 
 namespace lazyllm {
@@ -45,12 +46,6 @@ PruneOptions lazy_revive_in_decode() {
     s.prune_decode = false;
     p.schedule = s;
     return p;
-}
-
-std::vector<TokenId> prompt_ids(int n, int n_vocab) {
-    std::vector<TokenId> ids(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = (7 * i + 3) % n_vocab;
-    return ids;
 }
 
 // Schedule::tiers are LazyLLM's: the baselines resolve the same schedule without them.
@@ -424,42 +419,6 @@ TEST(Conversation, LogprobsStopWithTheTextAtAStopString) {
     }
     EXPECT_EQ(cut.logprob_ids, want) << "stop " << stop << " at token " << k;
     EXPECT_EQ(cut.generated.size(), k + 1) << "the stop string's token was generated";
-}
-
-// A tiny model whose EOS is the token greedy decoding picks first after prompt_ids(12).
-struct EosFirst {
-    std::unique_ptr<Engine> engine;
-    std::vector<TokenId> prompt;
-    TokenId eos = -1;
-};
-
-EosFirst eos_first_model(const std::string& name) {
-    testing::TinyModelSpec spec;
-    spec.n_layer = 2;
-    spec.seed = 5;
-    EosFirst m;
-    const std::string plain = ::testing::TempDir() + name + "_plain.gguf";
-    if (!testing::write_tiny_model(spec, plain).ok()) return m;
-    EngineOptions eo;
-    eo.model_path = plain;
-    eo.n_threads = 1;
-    auto e0 = Engine::load(eo);
-    if (!e0.ok()) return m;
-    m.prompt = prompt_ids(12, (*e0)->summary().n_vocab);
-    RunOptions ro;
-    ro.max_new_tokens = 1;
-    ro.ignore_eos = true;
-    auto g0 = (*e0)->generate(m.prompt, ro);
-    if (!g0.ok() || g0->tokens.size() != 1u) return m;
-    GgufWriter w = testing::tiny_model_writer(spec);
-    w.set_uint32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(g0->tokens[0]));
-    eo.model_path = ::testing::TempDir() + name + ".gguf";
-    if (!w.write(eo.model_path).ok()) return m;
-    auto e = Engine::load(eo);
-    if (!e.ok()) return m;
-    m.engine = std::move(*e);
-    m.eos = g0->tokens[0];
-    return m;
 }
 
 // ignore_eos bans the end-of-generation tokens (llama.cpp's --ignore-eos): on a model whose EOS

@@ -203,6 +203,19 @@ TEST(CliInputsTest, MalformedDataFileIsAUsageError) {
                  "lazyllm_cli_bad.jsonl:1: not a JSON object");
 }
 
+// eval --fidelity runs its own prompts: the flags that pick eval's samples are refused with it
+// (they were ignored), and a preset beside schedule flags as run refuses it (the flags' schedule
+// ran under the preset's name).
+TEST(CliInputsTest, EvalRefusesFlagsItWouldIgnore) {
+    const std::string m = "eval -m " + inputs_model() + " --fidelity ";
+    expect_error(m + "--samples 3", 2, "--samples excludes --fidelity");
+    expect_error(m + "--max-len 100", 2, "--max-len excludes --fidelity");
+    expect_error("eval -m " + inputs_model() +
+                     " --policies lazy:fast --lazy-layers 1 "
+                     "--lazy-keep 0.5",
+                 2, "policy 'lazy:fast' is a preset");
+}
+
 // serve checks the defaults every request starts from before it is ready, instead of refusing
 // each request as its client's fault.
 TEST(CliInputsTest, ServeRefusesDefaultsNoRequestCouldUse) {

@@ -278,7 +278,8 @@ Runner add_eval(CLI::App& app) {
                                    "Number of needle depths, evenly spread in [0, 1] (default 10; "
                                    "--fidelity: enough for 16 prompts per length over the tasks, "
                                    "at least 3)");
-    app.add_option("--samples", a->samples, "Samples per (task, length, depth) (default 1)");
+    CLI::Option* samples_opt =
+        app.add_option("--samples", a->samples, "Samples per (task, length, depth) (default 1)");
     a->seed_opt = app.add_option("--seed", a->seed,
                                  "Seed of the built-in samples (default 1; --fidelity: 2000000)")
                       ->check(kNonNegative);
@@ -291,12 +292,14 @@ Runner add_eval(CLI::App& app) {
     // --policies replaces the single-policy switches of `run`.
     app.remove_option(app.get_option("--lazy"));
     app.remove_option(app.get_option("--policy"));
-    app.add_option("--data", a->data, "LongBench JSONL file (repeatable)")
-        ->check(CLI::ExistingFile);
-    app.add_option("--max-len", a->max_len,
-                   "LongBench: middle-truncate prompts to N tokens (default: the model's context "
-                   "minus the sample's new tokens)")
-        ->check(kPositive);
+    CLI::Option* data_opt = app.add_option("--data", a->data, "LongBench JSONL file (repeatable)")
+                                ->check(CLI::ExistingFile);
+    CLI::Option* max_len_opt =
+        app.add_option(
+               "--max-len", a->max_len,
+               "LongBench: middle-truncate prompts to N tokens (default: the model's context "
+               "minus the sample's new tokens)")
+            ->check(kPositive);
     app.add_option("-o,--out", a->out_dir,
                    "Results folder (default results/eval-<timestamp>; --fidelity: "
                    "results/fidelity-<timestamp>)");
@@ -310,7 +313,11 @@ Runner add_eval(CLI::App& app) {
     app.add_flag("--fidelity", a->fidelity,
                  "Fidelity check: first-token top-1 agreement and KL(full || policy), greedy "
                  "agreement and TTFT speedup, on a fixed set of >= 16 chat-wrapped prompts per "
-                 "length; writes fidelity.json");
+                 "length; writes fidelity.json (its prompts are its own: no --samples, --data "
+                 "or --max-len)")
+        ->excludes(samples_opt)
+        ->excludes(data_opt)
+        ->excludes(max_len_opt);
     app.add_option("--greedy-tokens", a->greedy_tokens,
                    "--fidelity: greedy tokens compared (default 64; 0 = off)")
         ->check(kNonNegative);

@@ -153,9 +153,10 @@ Result<Calibration> make_calibration(const TuneArgs& a, eval::TuneObjective obje
     }
     LAZYLLM_ASSIGN_OR_RETURN(const int dropped, drop_under_floor(c.samples, min_context, e));
     c.text =
-        fmt::format("{} prompts: {} at {} tokens x {} depths, seed {} (reporting seed {} + {})",
+        fmt::format("{} prompts: {} at {} tokens x {} depths{}, seed {} (reporting seed {} + {})",
                     c.samples.size(), fmt::join(tasks, ","), fmt::join(lengths, ","), depths,
-                    calibration_seed, seed, eval::kCalibrationSeedOffset);
+                    answers ? " (more at a length some tasks do not fit)" : "", calibration_seed,
+                    seed, eval::kCalibrationSeedOffset);
     if (dropped > 0) {
         c.text +=
             fmt::format(", {} shorter than the context floor of {} left out", dropped, min_context);
