@@ -361,6 +361,24 @@ Status alloc_packed(std::unique_ptr<T, FreeDeleter>& dst, size_t elems, int64_t 
 
 }  // namespace
 
+bool cap_onednn_isa(Isa isa) {
+    if (isa == best_isa(detect_cpu_features())) return true;  // nothing to cap
+    dnnl_cpu_isa_t cap = dnnl_cpu_isa_sse41;
+    switch (isa) {
+        case Isa::kAmx:
+            return true;
+        case Isa::kAvx512:
+            cap = dnnl_cpu_isa_avx512_core_bf16;
+            break;
+        case Isa::kAvx2:
+            cap = dnnl_cpu_isa_avx2;
+            break;
+        case Isa::kRef:
+            break;
+    }
+    return dnnl_set_max_cpu_isa(cap) == dnnl_success && dnnl_get_effective_cpu_isa() <= cap;
+}
+
 Result<PackedLinear> PackedLinear::create(const KernelContext& ctx, const float* w, int64_t n_out,
                                           int64_t n_in, const float* bias, GemmPrecision precision,
                                           GemmLayout layout) {

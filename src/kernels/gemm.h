@@ -22,6 +22,13 @@
 
 namespace lazyllm::kernels {
 
+// Caps oneDNN's own kernels at `isa` when it is below the CPU's best (LAZYLLM_ISA=avx512 on an
+// AMX CPU): oneDNN picks its ISA from the CPU, so without the cap it would run AMX there, neither
+// a Zen 4's kernels nor row-invariant (Gemma 3's down projection gives a row other values in a
+// call of other rows). Takes effect before oneDNN's first primitive in the process; false after
+// (or where oneDNN refuses), leaving oneDNN as it was.
+bool cap_onednn_isa(Isa isa);
+
 enum class GemmPrecision {
     kAuto,  // bf16 when ctx.isa >= kAvx512 and cpu_bf16_gemm_pays(), else fp32
     kF32,   // exact reference-grade path

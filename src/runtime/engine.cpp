@@ -13,6 +13,7 @@
 
 #include "base/timer.h"
 #include "kernels/cpu.h"
+#include "kernels/gemm.h"
 #include "kernels/qgemv.h"
 #include "lazyllm/memory.h"
 #include "model/llama_model.h"
@@ -100,6 +101,7 @@ namespace {
 Result<ModelLoadOptions> model_options(const EngineOptions& opts) {
     LAZYLLM_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::isa_from_env());
     LAZYLLM_ASSIGN_OR_RETURN(kernels::GemmKernels gemm, kernels::gemm_kernels_from_env());
+    kernels::cap_onednn_isa(isa);
     ModelLoadOptions mo;
     mo.ctx.isa = isa;
     mo.ctx.gemm = gemm;

@@ -82,6 +82,7 @@ Result<GemmPeak> measure_gemm_peak(int n_threads, std::string_view precision) {
     }
     LAZYLLM_ASSIGN_OR_RETURN(kernels::Isa isa, kernels::isa_from_env());
     LAZYLLM_ASSIGN_OR_RETURN(kernels::GemmKernels gemm, kernels::gemm_kernels_from_env());
+    kernels::cap_onednn_isa(isa);
     const int hw = usable_cores();
     const kernels::KernelContext ctx{isa, n_threads > 0 ? n_threads : hw, nullptr, gemm};
     omp_set_num_threads(ctx.n_threads);

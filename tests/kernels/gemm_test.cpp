@@ -336,22 +336,22 @@ TEST(Gemm, ForwardBf16EqualsForwardOnConvertedInput) {
 }
 
 // A row's output does not depend on the other rows of the call (a prompt over a cached prefix
-// answers as the same prompt cold, docs/architecture.md): the q|k|v, gate|up and down shapes of
-// the default model and Gemma 3 270M, each row range of a larger call alone, at 1 and 2
-// threads, in bf16 and fp32 on the context's own backends (oneDNN, the AMX and AVX2 kernels).
-TEST(Gemm, RowsAloneEqualTheSameRowsInALargerCall) {
+// answers as the same prompt cold, docs/architecture.md): the q|k|v, Wo, gate|up and down
+// shapes of the default model and Gemma 3 270M, each row range of a larger call alone, at 1 and
+// 2 threads, in bf16 and fp32.
+void expect_rows_alone_equal(KernelContext ctx) {
     struct Shape {
         int64_t n_in, n_out;
     };
     for (const GemmPrecision precision : {GemmPrecision::kBf16, GemmPrecision::kF32}) {
         if (precision == GemmPrecision::kBf16 && !testing::cpu_has_bf16_gemm()) continue;
         for (const Shape s :
-             {Shape{576, 960}, Shape{576, 3072}, Shape{1536, 576}, Shape{2048, 640}}) {
+             {Shape{576, 960}, Shape{576, 576}, Shape{576, 3072}, Shape{1536, 576},
+              Shape{640, 1536}, Shape{1024, 640}, Shape{640, 4096}, Shape{2048, 640}}) {
             const int64_t m = 300;
             const auto w = random_vec(s.n_out * s.n_in, 81);
             const auto x = random_vec(m * s.n_in, 82);
             for (int threads : {1, 2}) {
-                KernelContext ctx = best_ctx();
                 ctx.n_threads = threads;
                 auto lin = PackedLinear::create(ctx, w.data(), s.n_out, s.n_in, nullptr, precision);
                 ASSERT_TRUE(lin.ok()) << lin.error().message();
@@ -371,6 +371,22 @@ TEST(Gemm, RowsAloneEqualTheSameRowsInALargerCall) {
             }
         }
     }
+}
+
+// The context's own backends: the AMX and AVX2 kernels, oneDNN where they do not fit.
+TEST(Gemm, RowsAloneEqualTheSameRowsInALargerCall) { expect_rows_alone_equal(best_ctx()); }
+
+// oneDNN at AVX-512 (a Zen 4's GEMMs; on an AMX CPU the cap LAZYLLM_ISA=avx512 sets, without
+// which oneDNN runs AMX, whose rows depend on the call). The cap holds only before oneDNN's
+// first primitive in the process, which ctest's one process per test gives.
+TEST(Gemm, OneDnnAtAvx512RowsAloneEqualTheSameRowsInALargerCall) {
+    if (!isa_supported(Isa::kAvx512, detect_cpu_features())) GTEST_SKIP() << "no AVX-512";
+    if (!cap_onednn_isa(Isa::kAvx512)) {
+        GTEST_SKIP() << "oneDNN ran in this process before the cap (ctest runs this test alone)";
+    }
+    KernelContext ctx = gemm_ctx(Isa::kAvx512);
+    ctx.gemm = GemmKernels::kOneDnn;
+    expect_rows_alone_equal(ctx);
 }
 
 // RowsDone: on the AMX backend with whole-row work items, fn sees every row exactly once,
