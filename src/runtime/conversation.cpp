@@ -84,6 +84,47 @@ Result<JsonPrefix> json_state_after(std::string_view text) {
         json.complete() ? "holds a whole JSON object" : "is not the start of a JSON object");
 }
 
+// A turn's prompt and options, checked before anything of the conversation changes.
+Status check_turn(const Conversation::Impl& c, std::span<const TokenId> prompt,
+                  const TurnOptions& opts) {
+    if (prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "empty prompt");
+    if (opts.max_new_tokens < 0) {
+        return make_error(ErrorCode::kInvalidArgument, "max_new_tokens must be >= 0, got {}",
+                          opts.max_new_tokens);
+    }
+    LAZYLLM_TRY(validate(opts.sampling));
+    if (opts.logprobs < -1 || opts.logprobs > 20) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "logprobs must be in [0, 20] (-1: off), got {}", opts.logprobs);
+    }
+    if (opts.min_new_tokens < 0 || opts.min_new_tokens > opts.max_new_tokens) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "min_new_tokens must be in [0, max_new_tokens {}], got {}",
+                          opts.max_new_tokens, opts.min_new_tokens);
+    }
+    const auto n_prompt = static_cast<int64_t>(prompt.size());
+    if (n_prompt + opts.max_new_tokens > c.session.n_ctx()) {
+        return make_error(ErrorCode::kOutOfRange,
+                          "the prompt has {} tokens and {} new tokens were asked for, over the "
+                          "context of {}",
+                          n_prompt, opts.max_new_tokens, c.session.n_ctx());
+    }
+    const int32_t n_vocab = c.tok->n_vocab();
+    for (TokenId id : prompt) {
+        if (id < 0 || id >= n_vocab) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "token id {} is outside the vocabulary [0, {})", id, n_vocab);
+        }
+    }
+    for (TokenId id : opts.stop_ids) {
+        if (id < 0 || id >= n_vocab) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "stop token id {} is outside the vocabulary [0, {})", id, n_vocab);
+        }
+    }
+    return {};
+}
+
 }  // namespace
 
 Conversation::Conversation(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -123,44 +164,12 @@ Status check_json_prefix(std::string_view text) {
 Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
                                            const TurnOptions& opts) {
     Impl& c = *impl_;
-    if (prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "empty prompt");
-    if (opts.max_new_tokens < 0) {
-        return make_error(ErrorCode::kInvalidArgument, "max_new_tokens must be >= 0, got {}",
-                          opts.max_new_tokens);
-    }
-    LAZYLLM_TRY(validate(opts.sampling));
-    if (opts.logprobs < -1 || opts.logprobs > 20) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "logprobs must be in [0, 20] (-1: off), got {}", opts.logprobs);
-    }
-    if (opts.min_new_tokens < 0 || opts.min_new_tokens > opts.max_new_tokens) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "min_new_tokens must be in [0, max_new_tokens {}], got {}",
-                          opts.max_new_tokens, opts.min_new_tokens);
-    }
+    LAZYLLM_TRY(check_turn(c, prompt, opts));
     std::optional<JsonPrefix> json;
     if (opts.json_object) {
         LAZYLLM_ASSIGN_OR_RETURN(json, json_state_after(opts.json_prefix));
     }
     const auto n_prompt = static_cast<int64_t>(prompt.size());
-    if (n_prompt + opts.max_new_tokens > n_ctx()) {
-        return make_error(ErrorCode::kOutOfRange,
-                          "the prompt has {} tokens and {} new tokens were asked for, over the "
-                          "context of {}", n_prompt, opts.max_new_tokens, n_ctx());
-    }
-    const int32_t n_vocab = c.tok->n_vocab();
-    for (TokenId id : prompt) {
-        if (id < 0 || id >= n_vocab) {
-            return make_error(ErrorCode::kInvalidArgument, "token id {} is outside the vocabulary [0, {})",
-                              id, n_vocab);
-        }
-    }
-    for (TokenId id : opts.stop_ids) {
-        if (id < 0 || id >= n_vocab) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "stop token id {} is outside the vocabulary [0, {})", id, n_vocab);
-        }
-    }
     c.in_turn = false;
     c.turn_timer.reset();
     c.stats = TurnStats{};
@@ -182,21 +191,23 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
 
     c.stats.n_prompt = n_prompt;
     const int64_t common = common_prefix(prompt);
-    if (common >= n_prompt && c.prompt_logits_n == n_prompt) {
-        // The prompt of an earlier step again, still cached: its logits were kept, so the first
-        // sample is a cold run's (a one-token step over the cache would round differently from
-        // the last row of the prompt step, and may flip a near-tie).
+    const bool again = common >= n_prompt && c.prompt_logits_n == n_prompt;
+    if (again && c.session.first_revived_since_prompt() >= n_prompt) {
+        // The prompt of an earlier step again, still cached as that step left it: its logits
+        // were kept, so the first sample is a cold run's (a one-token step over the cache would
+        // round differently from the last row of the prompt step, and may flip a near-tie).
         if (n_past() > n_prompt) c.session.truncate(n_prompt);
         c.logits = c.prompt_logits;
         c.stats.n_cached = n_prompt;
     } else {
         // Keep the common prefix, but always run at least the last prompt token: its logits
-        // give the first sample.
-        const int64_t keep = std::min(common, n_prompt - 1);
+        // give the first sample. The same prompt whose tokens decode steps revived since
+        // (LazyLLM without repair) runs again whole, as cold.
+        const int64_t keep = again ? 0 : std::min(common, n_prompt - 1);
         if (keep < n_past()) c.session.truncate(keep);
         c.prompt_logits_n = 0;
         const std::span<const TokenId> suffix = prompt.subspan(static_cast<size_t>(keep));
-        c.logits.resize(static_cast<size_t>(n_vocab));
+        c.logits.resize(static_cast<size_t>(c.tok->n_vocab()));
         LAZYLLM_ASSIGN_OR_RETURN(StepStats st,
                                  c.session.step(suffix, c.logits.data(), StepTokens::kPrompt));
         LAZYLLM_TRY(finite_logits(c));
@@ -208,7 +219,8 @@ Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
         c.stats.n_cached = keep;
         c.stats.prompt_ms = st.ms;
         c.stats.revived = st.revived;
-        if (st.verified) suffix_pairs = st.token_layers;  // the depths say L after the repair
+        // The depths say L after the repair: count its pairs, less an earlier step's repair.
+        if (st.verified) suffix_pairs = st.token_layers - st.earlier_repair_token_layers;
         c.stats.verified = st.verified;
         c.stats.prefill_fraction_computed =
             static_cast<double>(suffix_pairs) / (static_cast<double>(suffix.size()) * L);

@@ -182,6 +182,7 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits, 
     Profile* prof = opts_.profile ? &profile_ : nullptr;
     StepStats st;
     if (repair_pending()) repair(st, prof, opts_.repair_logits ? repair_logits_out() : nullptr);
+    st.earlier_repair_token_layers = st.token_layers;
     LAZYLLM_ASSIGN_OR_RETURN(const prune::StepInfo info, begin_step(tokens, prof));
     StepCtx sc{info, st, prof, kind == StepTokens::kPrompt};
     st.n_new = info.n_new;
@@ -226,6 +227,8 @@ Result<StepStats> Session::step(std::span<const int32_t> tokens, float* logits, 
         st.verified = true;
     }
     n_past_ = info.n_total;
+    if (kind == StepTokens::kPrompt)
+        first_revived_since_prompt_ = std::numeric_limits<int64_t>::max();
     ++n_steps_;
     total_token_layers_ += st.token_layers;
     st.ms = timer.elapsed_ms();
@@ -520,6 +523,8 @@ TailRows Session::cross_boundary(StepCtx& sc, const prune::Boundary& bd, int lay
                      aux_q_.data() + static_cast<size_t>(t) * Q);
             next_live_.push_back(t);
             ++sc.st.revived;
+            if (!sc.prompt)
+                first_revived_since_prompt_ = std::min<int64_t>(first_revived_since_prompt_, t);
         }
     }
     while (li < live_.size()) park(li++, qkv, qkv_stride);
@@ -571,6 +576,8 @@ void Session::truncate(int64_t n) {
     tokens_.resize(static_cast<size_t>(n));
     n_prompt_ = std::min(n_prompt_, n);
     if (n == 0) prompt_token_layers_ = 0;
+    if (n <= first_revived_since_prompt_)
+        first_revived_since_prompt_ = std::numeric_limits<int64_t>::max();
     n_past_ = n;
 }
 

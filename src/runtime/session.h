@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
@@ -57,6 +58,9 @@ struct StepStats {
     // kept there, plus revived rows finishing it; LayerRun::cut)
     std::vector<int32_t> tail_rows_per_layer;
     int64_t token_layers = 0;             // (token, layer) pairs computed in this step
+    // Of those, the pairs of the previous step's repair, which this step ran first (that step's
+    // turn ended on its first token, before the step that would have run it).
+    int64_t earlier_repair_token_layers = 0;
     int64_t revived = 0;                  // tokens revived from Aux slots (or repaired)
     int64_t repaired = 0;                 // (token, layer) pairs Schedule::repair ran again
                                           // (the layers it ran for the first time not counted)
@@ -116,6 +120,9 @@ public:
     // pairs a second time, each time counts and the share can pass 1.
     double prompt_fraction_computed() const;
     int64_t total_token_layers() const { return total_token_layers_; }
+    // The lowest position a step after the last prompt step (StepTokens::kPrompt) revived from
+    // its Aux slot: tokens below it hold the state that prompt step left (INT64_MAX: none).
+    int64_t first_revived_since_prompt() const { return first_revived_since_prompt_; }
     const Profile& profile() const { return profile_; }
     const KvCache& kv() const { return kv_; }
     const SessionOptions& options() const { return opts_; }
@@ -181,6 +188,7 @@ private:
     std::vector<int32_t> tokens_;
     int64_t n_past_ = 0;
     int64_t n_prompt_ = 0;
+    int64_t first_revived_since_prompt_ = std::numeric_limits<int64_t>::max();
     int64_t n_steps_ = 0;
     int64_t total_token_layers_ = 0;
     int64_t prompt_token_layers_ = 0;  // (prompt token, layer) pairs computed

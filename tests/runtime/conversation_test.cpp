@@ -139,39 +139,6 @@ std::vector<TokenId> run_turn(Conversation& c, const std::vector<TokenId>& promp
     return c.generated();
 }
 
-// A prompt sent again (a retry, a regeneration) starts from the logits its first run's prompt
-// step gave, with no step: a one-token step over the cache would round differently from that
-// step's last row. Any other prompt, or one whose cache was cut, runs a step.
-TEST(Conversation, TheSamePromptAgainSamplesFromItsPromptStep) {
-    auto engine = tiny_engine("lazyllm_conv_again.gguf");
-    ASSERT_NE(engine, nullptr);
-    const std::vector<TokenId> prompt = prompt_ids(36, engine->summary().n_vocab);
-    for (const PruneOptions& prune : {PruneOptions{}, lazy_revive_in_decode()}) {
-        auto conv = engine->open_conversation(prune, 128);
-        ASSERT_TRUE(conv.ok()) << conv.error().message();
-        Conversation& c = **conv;
-        const std::vector<TokenId> first = run_turn(c, prompt, 5);
-        ASSERT_EQ(first.size(), 5u);
-        EXPECT_EQ(c.stats().n_cached, 0);
-        const std::vector<TokenId> again = run_turn(c, prompt, 5);
-        EXPECT_EQ(c.stats().n_cached, 36) << policy_name(prune.policy);
-        EXPECT_EQ(c.stats().prompt_ms, 0.0);
-        if (prune.policy == Policy::kFull) {
-            EXPECT_EQ(again, first);  // the same steps, row for row
-        }
-
-        std::vector<TokenId> longer = prompt;
-        longer.insert(longer.end(), {5, 6, 7});
-        run_turn(c, longer, 2);
-        EXPECT_EQ(c.stats().n_cached, 36);
-        run_turn(c, prompt, 2);  // the kept logits are the longer prompt's now
-        EXPECT_EQ(c.stats().n_cached, 35);
-        c.truncate(10);
-        run_turn(c, prompt, 2);
-        EXPECT_EQ(c.stats().n_cached, 10);
-    }
-}
-
 // Log-probabilities of a greedy turn's tokens (EOS ignored).
 std::vector<float> turn_logprobs(Conversation& c, const std::vector<TokenId>& prompt, int n) {
     TurnOptions to;
@@ -188,6 +155,45 @@ std::vector<float> turn_logprobs(Conversation& c, const std::vector<TokenId>& pr
         if (d->done) break;
     }
     return out;
+}
+
+// A prompt sent again (a retry, a regeneration) answers as its first run, to the bit: from the
+// logits its first run's prompt step gave, with no step (a one-token step over the cache would
+// round differently from that step's last row); or, where decode steps revived its tokens from
+// Aux since (LazyLLM without repair), by running it again whole. Any other prompt, or one whose
+// cache was cut, runs a step.
+TEST(Conversation, TheSamePromptAgainSamplesFromItsPromptStep) {
+    auto engine = tiny_engine("lazyllm_conv_again.gguf");
+    ASSERT_NE(engine, nullptr);
+    const std::vector<TokenId> prompt = prompt_ids(36, engine->summary().n_vocab);
+    for (const PruneOptions& prune : {PruneOptions{}, lazy_revive_in_decode()}) {
+        auto conv = engine->open_conversation(prune, 128);
+        ASSERT_TRUE(conv.ok()) << conv.error().message();
+        Conversation& c = **conv;
+        const std::vector<float> first = turn_logprobs(c, prompt, 5);
+        ASSERT_EQ(first.size(), 5u);
+        EXPECT_EQ(c.stats().n_cached, 0);
+        const bool revives = prune.policy != Policy::kFull;  // the first decode step revives
+        if (revives) {
+            EXPECT_GT(c.stats().revived, 0);
+        }
+        const std::vector<float> again = turn_logprobs(c, prompt, 5);
+        EXPECT_EQ(again, first) << policy_name(prune.policy);  // the same steps, row for row
+        EXPECT_EQ(c.stats().n_cached, revives ? 0 : 36) << policy_name(prune.policy);
+        if (!revives) {
+            EXPECT_EQ(c.stats().prompt_ms, 0.0);
+        }
+
+        std::vector<TokenId> longer = prompt;
+        longer.insert(longer.end(), {5, 6, 7});
+        run_turn(c, longer, 2);
+        EXPECT_EQ(c.stats().n_cached, 36);
+        run_turn(c, prompt, 2);  // the kept logits are the longer prompt's now
+        EXPECT_EQ(c.stats().n_cached, 35);
+        c.truncate(10);
+        run_turn(c, prompt, 2);
+        EXPECT_EQ(c.stats().n_cached, 10);
+    }
 }
 
 // A prompt that continues a cached prefix (a request sharing a system prompt or an earlier

@@ -108,6 +108,7 @@ TEST(SessionRepairTest, AfterTheFirstTokenEverythingIsFullsBitForBit) {
                 // 40 rows from layer 2 (inside the cut at 3), and the new token's L layers; the
                 // layers a row had already computed from layer 2 on ran again.
                 EXPECT_EQ(st.token_layers, 40 * (L - 2) + L);
+                EXPECT_EQ(st.earlier_repair_token_layers, 40 * (L - 2)) << "the repair's share";
                 EXPECT_GT(st.repaired, 0);
                 EXPECT_LT(st.repaired, 40 * (L - 2));
                 repaired = st.repaired;
@@ -115,6 +116,7 @@ TEST(SessionRepairTest, AfterTheFirstTokenEverythingIsFullsBitForBit) {
                 EXPECT_FALSE(lazy.repair_pending());
             } else {
                 EXPECT_EQ(st.repaired, 0);
+                EXPECT_EQ(st.earlier_repair_token_layers, 0);
             }
             next = argmax(f);
         }
