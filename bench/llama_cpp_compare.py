@@ -102,16 +102,24 @@ def tokenizers_agree(a):
     a.tokenizer_text, or None without llama-tokenize."""
     if not a.llama_tokenize or not os.path.isfile(a.tokenizer_text):
         return None
-    # The text as an argument: `lazyllm tokenize -f` drops a file's trailing newline (as `run -f`),
-    # llama-tokenize -f keeps it.
+    # One file both read: `lazyllm tokenize -f` drops a trailing newline (as `run -f`) and
+    # llama-tokenize -f keeps it, so the copy has none; a file, not an argument, as a text can be
+    # longer than an argument may be (128 KiB).
     with open(a.tokenizer_text, encoding="utf-8") as f:
         text = f.read()
-    out = run([a.lazyllm, "tokenize", "--no-bos", "--", a.model, text], "lazyllm tokenize")
-    start, end = out.rfind("["), out.rfind("]")
-    ours = [int(x) for x in out[start + 1:end].split(",") if x.strip()]
-    # --no-parse-special: special-token texts stay text, as `lazyllm tokenize` without --special.
-    out = run([a.llama_tokenize, "-m", a.model, "-f", a.tokenizer_text, "--ids", "--no-bos",
-               "--no-parse-special", "--log-disable"], "llama-tokenize")
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False) as f:
+        f.write(text[:-1] if text.endswith("\n") else text)
+        path = f.name
+    try:
+        out = run([a.lazyllm, "tokenize", "--no-bos", "-m", a.model, "-f", path], "lazyllm tokenize")
+        start, end = out.rfind("["), out.rfind("]")
+        ours = [int(x) for x in out[start + 1:end].split(",") if x.strip()]
+        # --no-parse-special: special-token texts stay text, as `lazyllm tokenize` without
+        # --special; --no-escape: a backslash and an n stay two characters.
+        out = run([a.llama_tokenize, "-m", a.model, "-f", path, "--ids", "--no-bos",
+                   "--no-parse-special", "--no-escape", "--log-disable"], "llama-tokenize")
+    finally:
+        os.unlink(path)
     start, end = out.rfind("["), out.rfind("]")
     theirs = [int(x) for x in out[start + 1:end].split(",") if x.strip()]
     same = next((i for i, (x, y) in enumerate(zip(ours, theirs)) if x != y), min(len(ours), len(theirs)))
@@ -168,7 +176,7 @@ def main():
         "exporting prompts")
     # Decode only where lazyllm has room for it too (it keeps to the trained context).
     ctx = n_ctx_train(a)
-    steps = {n: (a.n_gen if a.n_gen > 0 and n + a.n_gen + 1 <= ctx else 0) for n in a.n_prompt}
+    steps = {n: (a.n_gen if a.n_gen > 0 and n + a.n_gen <= ctx else 0) for n in a.n_prompt}
     agree = tokenizers_agree(a)
 
     llama = {n: [] for n in a.n_prompt}  # per rep: {"pp": row, "tg": row or None}

@@ -54,6 +54,7 @@ struct ModelSummary {
     // Layers that see the whole context when the model also has sliding-window layers (gemma3;
     // a pruning boundary scores on one of them); empty otherwise.
     std::vector<int> global_layers;
+    int sliding_window = 0;      // the keys before a query the other layers see (0: no windows)
     int default_keep_first = 0;  // tokens the model's default pruning schedule never prunes
     int default_score_layers = 1;  // the model default schedule's score shaping (prune::Schedule)
     int default_score_pool = 1;

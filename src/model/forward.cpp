@@ -176,7 +176,8 @@ public:
         }
         // A key set S (pruned step) is read by row index; else keys are the prefix [0, n_keys).
         key_pos_ = run.key_pos != nullptr ? run.key_pos : kv.iota();
-        attn_flops_ = attention_flops(run.pos, n);
+        attn_flops_ = attention_flops(run.pos, n, 0);
+        if (c_.sliding_window > 0) attn_flops_swa_ = attention_flops(run.pos, n, c_.sliding_window);
         init_hooks();
     }
 
@@ -264,15 +265,19 @@ private:
     }
 
     // Attention FLOPs (profile only): QK^T and PV over the visible (query, key) pairs, i.e. the
-    // keys at or before each row's position: about half of a prefix, all of it in decode.
-    double attention_flops(const int32_t* pos, int64_t rows) const {
+    // keys at or before each row's position (about half of a prefix, all of it in decode), and
+    // within the window before it on a sliding-window layer (window > 0).
+    double attention_flops(const int32_t* pos, int64_t rows, int window) const {
         double visible = 0.0;
+        const int32_t* end = key_pos_ + run_.n_keys;
         for (int64_t i = 0; prof_ != nullptr && i < rows; ++i) {
-            visible += static_cast<double>(
-                std::upper_bound(key_pos_, key_pos_ + run_.n_keys, pos[i]) - key_pos_);
+            const int32_t* first =
+                window > 0 ? std::upper_bound(key_pos_, end, pos[i] - window) : key_pos_;
+            visible += static_cast<double>(std::upper_bound(first, end, pos[i]) - first);
         }
         return 4.0 * visible * c_.n_head * c_.head_dim;
     }
+    int window_of(int il) const { return c_.is_swa(il) ? c_.sliding_window : 0; }
 
     // bf16 path: the GEMMs' row hooks do the row-local work that follows them (QK-norm, RoPE
     // and the K/V store after qkv; gemma3's post-norm and the FFN norm after attn_out; its
@@ -370,18 +375,18 @@ private:
 
     TailRows tail_rows(int il) {
         const int64_t n = run_.n_rows, E = c_.n_embd, NQKV = c_.n_qkv();
-        o_flops_ = attn_flops_;
+        o_flops_ = c_.is_swa(il) ? attn_flops_swa_ : attn_flops_;
         if (run_.cut && il == run_.il_end - 1) {
             if (run_.prompt) release_dead_rows();
             const TailRows o = run_.cut(qkv_, NQKV);
             LAZYLLM_CHECK(o.n_rows > 0 && o.h != nullptr && o.q != nullptr && o.pos != nullptr);
             if (o.n_rows > n) prepare(o.n_rows);
             if (run_.prompt) release_from(s_.qkv, static_cast<size_t>(o.n_rows * NQKV));
-            o_flops_ = attention_flops(o.pos, o.n_rows);
+            o_flops_ = attention_flops(o.pos, o.n_rows, window_of(il));
             return o;
         }
         if (run_.last_row_out && il == c_.n_layer - 1 && n > 1) {
-            o_flops_ = attention_flops(run_.pos + n - 1, 1);
+            o_flops_ = attention_flops(run_.pos + n - 1, 1, window_of(il));
             return TailRows{run_.h + (n - 1) * E, qkv_ + (n - 1) * NQKV, NQKV, run_.pos + n - 1, 1};
         }
         return TailRows{run_.h, qkv_, NQKV, run_.pos, n};
@@ -515,7 +520,7 @@ private:
     int score_begin_ = 0;
     int first_scored_ = 0;  // the first layer summed into run.scores
     const int32_t* key_pos_ = nullptr;
-    double attn_flops_ = 0.0, o_flops_ = 0.0;
+    double attn_flops_ = 0.0, attn_flops_swa_ = 0.0, o_flops_ = 0.0;
     float* qkv_ = nullptr;
     uint16_t *x16_ = nullptr, *act16_ = nullptr, *attn16_ = nullptr;
     float *x_ = nullptr, *attn_ = nullptr, *gate_up_ = nullptr, *act_ = nullptr;

@@ -232,6 +232,7 @@ ModelSummary make_summary(const std::string& path, const ModelConfig& c, const T
     s.rms_eps = c.rms_eps;
     s.tied_embeddings = c.tied_embeddings;
     s.global_layers = global_layers(c);
+    s.sliding_window = c.sliding_window;
     s.file_bytes = file_bytes;
     s.tokenizer = fmt::format("{} (pre: {})", tok.kind_name(), tok.pre().empty() ? "-" : tok.pre());
     const ChatTemplateChoice chat = detect_chat_template(tok, c.arch_name);

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -185,9 +186,9 @@ TEST(BenchCliTest, EachPrefillWeightsHasItsOwnPeak) {
                     " -p 48 -n 0 --policy full --prefill-weights copy,quant" + kFullOnly,
                 /*merge_stderr=*/false);
     ASSERT_EQ(r.rc, 0) << r.out;
-    EXPECT_TRUE(contains(r.out, ": PackedLinear 2048x576x1536")) << r.out;
-    EXPECT_TRUE(contains(r.out, "(quant on ")) << r.out;
-    EXPECT_TRUE(contains(r.out, ": QuantLinear Q4_1 2048x576x1536")) << r.out;
+    EXPECT_TRUE(contains(r.out, "(PackedLinear 2048x576x1536")) << r.out;
+    EXPECT_TRUE(contains(r.out, "/quant: ")) << r.out;
+    EXPECT_TRUE(contains(r.out, "(QuantLinear Q4_1 2048x576x1536")) << r.out;
 }
 
 TEST(BenchCliTest, MarkdownEndToEndLatencyTable) {
@@ -227,6 +228,81 @@ TEST(BenchCliTest, ExportedPromptIdsFeedBackExactly) {
     EXPECT_EQ(exact[0]["n_prompt"].get<int>(), 40);
 }
 
+// Two engines that resolve alike (auto takes the copies here): each policy's rows against
+// their own engine's full, never the other's.
+TEST(BenchCliTest, EachEngineAgainstItsOwnFull) {
+    const CliRun r = run_cli("bench -m " + bench_model() +
+                                 " -p 32 -n 2 --policy full,lazy --prefill-weights auto,copy "
+                                 "-o jsonl" +
+                                 kCommon,
+                             /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    int n_full = 0;
+    for (const nlohmann::json& j : parse_jsonl(r.out)) {
+        if (j["policy"] != "full") continue;
+        ++n_full;
+        const char* key = j["n_gen"].get<int>() == 0 ? "speedup_vs_full" : "e2e_speedup_vs_full";
+        EXPECT_DOUBLE_EQ(j[key].get<double>(), 1.0) << j.dump();
+    }
+    EXPECT_EQ(n_full, 4);  // pp and tg of two engines
+}
+
+// Gemma 3's sliding windows in the useful FLOPs: the tiny model with a window of 8 on layer 0
+// (layer 1 global), 32 rows. Layer 0: every row over at most 8 keys (1 + ... + 8 + 24 x 8 = 228
+// pairs); layer 1, the last: QKV on every row, the rest on the last row over all 32 keys.
+TEST(BenchCliTest, WindowedLayersCountTheirWindowsPairs) {
+    lazyllm::testing::TinyModelSpec spec;
+    spec.arch = "gemma3";
+    spec.swa_pattern = 2;
+    spec.n_ctx = 64;
+    const std::string path = ::testing::TempDir() + "lazyllm_bench_gemma3.gguf";
+    ASSERT_TRUE(lazyllm::testing::write_tiny_model(spec, path).ok());
+    const CliRun r = run_cli("bench -m " + path + " -p 32 -n 0 --policy full -o jsonl" + kFullOnly,
+                             /*merge_stderr=*/false);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const std::vector<nlohmann::json> rows = parse_jsonl(r.out);
+    ASSERT_EQ(rows.size(), 1u);
+    const double n = 32, E = 64, q = 64, kv = 32, F = 128, V = 300;
+    const double qkv = 2 * E * (q + 2 * kv), rest = 2 * (q * E + E * 2 * F + F * E);
+    const double pair = 4 * 4 * 16;
+    const double want = 2 * E * V + (qkv + rest) * n + pair * 228 + qkv * n + rest + pair * n;
+    EXPECT_NEAR(rows[0]["prefill_gflop"].get<double>(), want * 1e-9, 1e-15);
+}
+
+// --prompt-file reads a file as run -f does (its last newline dropped, special-token texts as
+// their ids), and a prompt repeated to a length has its BOS once, at the start.
+TEST(BenchCliTest, PromptFileIsReadAsRunReadsIt) {
+    const std::string dir = ::testing::TempDir() + "lazyllm_bench_pf";
+    std::filesystem::create_directories(dir);
+    const std::string file = dir + "/p.txt";
+    std::ofstream(file) << "<|im_start|>user\nhello<|im_end|>\n";
+    CliRun r = run_cli("bench -m " + bench_model() + " -p 24 --prompt-file " + file +
+                       " --export-prompts " + dir + kFullOnly);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    std::vector<long> got;
+    std::ifstream in(dir + "/prompt-24.ids");
+    for (long id; in >> id;) got.push_back(id);
+    const auto tokenize = [&](const std::string& flags) {
+        const CliRun t =
+            run_cli("tokenize -m " + bench_model() + " --special " + flags + " -f " + file,
+                    /*merge_stderr=*/false);
+        EXPECT_EQ(t.rc, 0) << t.out;
+        std::vector<long> ids;
+        std::istringstream list(t.out.substr(t.out.rfind('[') + 1));
+        for (std::string x; std::getline(list, x, ',');) ids.push_back(std::stol(x));
+        return ids;
+    };
+    // The model's own BOS setting, then without any: the BOS once, then the text's ids repeated.
+    const std::vector<long> as_run = tokenize(""), body = tokenize("--no-bos");
+    ASSERT_FALSE(body.empty());
+    ASSERT_LT(body.size(), 12u);
+    const size_t lead = as_run.size() - body.size();
+    ASSERT_LE(lead, 1u);
+    std::vector<long> want(as_run.begin(), as_run.begin() + static_cast<std::ptrdiff_t>(lead));
+    while (want.size() < 24) want.push_back(body[(want.size() - lead) % body.size()]);
+    EXPECT_EQ(got, want);
+}
+
 TEST(BenchCliTest, BadFlagsAreUsageErrors) {
     const std::string m = bench_model();
     for (const std::string& args : {
@@ -236,6 +312,8 @@ TEST(BenchCliTest, BadFlagsAreUsageErrors) {
              std::string("bench -m " + m + " -o csv"),
              std::string("bench -m " + m + " --no-such-flag"),
              std::string("bench -m " + m + " --policy full,full"),
+             std::string("bench -m " + m + " -t 1,1 -p 32"),  // one engine twice
+             std::string("bench -m " + m + " -t 1 -p 32 --prefill-weights copy,copy"),
              std::string("bench -m " + m + " -t 1 -p 4096"),  // over the tiny model's context
              std::string("bench -m " + m +
                          " -t 1 -p 32 --lazy-layers 5 --lazy-keep 0.5"),  // layer 5 of 2

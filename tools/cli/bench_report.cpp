@@ -65,6 +65,21 @@ Stats stats(std::span<const double> v) {
     return s;
 }
 
+namespace {
+
+// Of a dense causal prefill of n rows, the shares of its (query, key) pairs a window of w keys
+// keeps: of the last row's (n keys) and of the other rows' (row p sees p keys, p < n).
+struct WindowShare {
+    double last = 1.0, others = 1.0;
+};
+WindowShare window_share(double n, double w) {
+    if (w <= 0.0 || n <= w) return {};
+    const double others = w * (w + 1.0) / 2.0 + (n - 1.0 - w) * w;  // sum of min(p, w), p < n
+    return {w / n, others / (n * (n - 1.0) / 2.0)};
+}
+
+}  // namespace
+
 double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
                      std::span<const int32_t> rows_per_layer,
                      std::span<const int32_t> tail_rows_per_layer, double fraction) {
@@ -77,13 +92,18 @@ double prefill_gflop(const ModelSummary& s, int64_t n_prompt,
     const bool per_layer = static_cast<int>(rows_per_layer.size()) == s.n_layer &&
                            tail_rows_per_layer.size() == rows_per_layer.size();
     double flops = 2.0 * E * s.n_vocab;  // LM head, last token only
+    const WindowShare window = window_share(static_cast<double>(n_prompt), s.sliding_window);
     for (int il = 0; il < s.n_layer; ++il) {
+        const bool local =
+            s.sliding_window > 0 &&
+            std::find(s.global_layers.begin(), s.global_layers.end(), il) == s.global_layers.end();
         const double r = per_layer ? rows_per_layer[il] : fraction * static_cast<double>(n_prompt);
         // Rows past QKV: all of them, the last one at the last layer, the kept ones before a
         // boundary. The last row sees all r keys, the others r / 2 on average (exact when
         // every row or the last row alone runs).
         const double r_t = per_layer ? tail_rows_per_layer[il] : (il + 1 == s.n_layer ? 1.0 : r);
-        const double pairs = r_t > 0.0 ? r + (r_t - 1.0) * r / 2.0 : 0.0;
+        const WindowShare w = local ? window : WindowShare{};
+        const double pairs = r_t > 0.0 ? r * w.last + (r_t - 1.0) * r / 2.0 * w.others : 0.0;
         flops += qkv_per_row * r + rest_per_row * r_t + attn_per_pair * pairs;
     }
     return flops / 1e9;
@@ -104,26 +124,27 @@ std::vector<double> BenchRow::mean_token_ms() const {
 }
 
 void fill_speedups(std::vector<BenchRow>& rows) {
-    // Keyed by threads, prefill weights and prompt: lazy against full on the same weights.
-    using Key = std::tuple<int, std::string, int64_t>;
+    // Keyed by engine (threads and prefill weights) and prompt: lazy against full on the same
+    // engine.
+    using Key = std::pair<int, int64_t>;
     std::map<Key, double> full_ttft;
     std::map<Key, std::vector<double>> full_tokens;
     for (const BenchRow& r : rows) {
         if (r.policy != "full") continue;
         if (r.is_prompt) {
-            full_ttft[{r.n_threads, r.gemm, r.n_prompt}] = stats(r.ttft_ms).mean;
+            full_ttft[{r.engine, r.n_prompt}] = stats(r.ttft_ms).mean;
         } else {
-            full_tokens[{r.n_threads, r.gemm, r.n_prompt}] = r.mean_token_ms();
+            full_tokens[{r.engine, r.n_prompt}] = r.mean_token_ms();
         }
     }
     for (BenchRow& r : rows) {
         if (r.is_prompt) {
-            auto it = full_ttft.find({r.n_threads, r.gemm, r.n_prompt});
+            auto it = full_ttft.find({r.engine, r.n_prompt});
             const double mine = stats(r.ttft_ms).mean;
             if (it != full_ttft.end() && mine > 0.0) r.speedup_vs_full = it->second / mine;
             continue;
         }
-        auto it = full_tokens.find({r.n_threads, r.gemm, r.n_prompt});
+        auto it = full_tokens.find({r.engine, r.n_prompt});
         const std::vector<double> mine = r.mean_token_ms();
         if (it == full_tokens.end() || mine.empty() || it->second.size() != mine.size()) continue;
         for (size_t i = 0; i < mine.size(); ++i) {
@@ -139,16 +160,15 @@ void fill_speedups(std::vector<BenchRow>& rows) {
 }
 
 void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<BenchRow>& rows) {
-    // (threads, gemm) -> a row carrying that engine's probe
-    std::map<std::pair<int, std::string>, const BenchRow*> peaks;
-    for (const BenchRow& r : rows) peaks.emplace(std::make_pair(r.n_threads, r.gemm), &r);
+    // engine -> a row carrying that engine's probe
+    std::map<int, const BenchRow*> peaks;
+    for (const BenchRow& r : rows) peaks.emplace(r.engine, &r);
     fmt::print(out, "model: {} ({}), prompt: {}\n", env.model_filename, env.model_type, env.prompt);
-    for (const auto& [key, r] : peaks) {
-        const int t = key.first;
+    for (const auto& [engine, r] : peaks) {
         fmt::print(out,
-                   "GEMM peak at t={}: {:.0f} GFLOP/s ({} on {}: {} 2048x576x1536, "
+                   "GEMM peak at t={}, CPU {}/{}: {:.0f} GFLOP/s ({} 2048x576x1536, "
                    "best call of the probes before and after the runs)\n",
-                   t, r->peak_gflops, r->gemm, r->isa,
+                   r->n_threads, r->isa, r->gemm, r->peak_gflops,
                    r->gemm == "quant" ? "QuantLinear Q4_1" : "PackedLinear");
     }
     fmt::print(out,
@@ -184,18 +204,18 @@ void print_markdown(std::FILE* out, const BenchEnv& env, const std::vector<Bench
             fmt::print(out,
                        "\nEnd-to-end latency: prompt in -> the N-th generated token (N = 1 is "
                        "TTFT), mean over repetitions; x full = full's latency / this one's at the "
-                       "same N.\n\n| threads | policy | prompt | N = 1 ms | N = {} ms | x full "
-                       "at N = {} | lowest x full over N = 1..{} (at N) |\n| ---: | --- | ---: | "
-                       "---: | ---: | ---: | ---: |\n",
+                       "same N.\n\n| backend | threads | policy | prompt | N = 1 ms | N = {} ms "
+                       "| x full at N = {} | lowest x full over N = 1..{} (at N) |\n| --- | ---: "
+                       "| --- | ---: | ---: | ---: | ---: | ---: |\n",
                        t.size(), t.size(), t.size());
             e2e_header = true;
         }
-        fmt::print(out, "| {} | {} | {} | {:.1f} | {:.1f} | {} | {} |\n", r.n_threads, r.policy,
-                   r.n_prompt, t.front(), t.back(),
+        fmt::print(out, "| CPU {}/{} | {} | {} | {} | {:.1f} | {:.1f} | {} | {} |\n", r.isa, r.gemm,
+                   r.n_threads, r.policy, r.n_prompt, t.front(), t.back(),
                    r.e2e_speedup ? fmt::format("{:.2f}x", *r.e2e_speedup) : "-",
-                   r.e2e_speedup_min ? fmt::format("{:.2f}x ({})", *r.e2e_speedup_min,
-                                                   r.e2e_speedup_min_n)
-                                     : "-");
+                   r.e2e_speedup_min
+                       ? fmt::format("{:.2f}x ({})", *r.e2e_speedup_min, r.e2e_speedup_min_n)
+                       : "-");
     }
     std::map<std::string, std::string> schedules;
     std::map<std::string, std::pair<int64_t, std::vector<std::string>>> under_floor;

@@ -20,13 +20,14 @@ struct BenchEnv {
     std::string cpu_info;                    // /proc/cpuinfo model name
     std::string test_time;                   // ISO 8601 UTC, start of the run
     std::string model_filename, model_type;  // model_type: "llama 135M Q4_1"
-    uint64_t model_size = 0;                 // file bytes
+    uint64_t model_size = 0;                 // tensor bytes (llama-bench's model_size)
     uint64_t model_n_params = 0;             // elements of all tensors
     std::string prompt;                      // "passkey (built-in)" or the file it came from
 };
 
 struct BenchRow {
     bool is_prompt = true;  // pp row (prefill); false: tg row (decode)
+    int engine = 0;         // the engine's (threads, --prefill-weights) index, in run order
     int n_threads = 0;
     std::string isa, gemm;
     double peak_gflops = 0.0;  // GEMM probe for these threads
@@ -42,7 +43,7 @@ struct BenchRow {
     std::optional<double> speedup_vs_full;  // pp rows: mean TTFT(full) / mean TTFT(this)
     // tg rows: per repetition, prompt in -> each of the n + 1 tokens (the first is TTFT's)
     std::vector<std::vector<double>> token_ms;
-    // tg rows with a full row of the same threads and prompt: end-to-end latency ratios
+    // tg rows with a full row of the same engine and prompt: end-to-end latency ratios
     // full / this on the mean curves, for the first N tokens, at N = n + 1 and at the N in
     // [1, n + 1] where this row is furthest behind (or least ahead)
     std::optional<double> e2e_speedup;
@@ -69,7 +70,9 @@ Stats stats(std::span<const double> v);
 // runs QKV on its r rows but attention, Wo and the FFN on its r_t tail rows: all r, or the
 // last row alone at the last layer (LayerRun::last_row_out), or the rows kept at the next
 // boundary (LayerRun::cut). Attention pairs: r (r + 1) / 2 when every row runs, r for the last
-// row alone, r + (r_t - 1) r / 2 in between.
+// row alone, r + (r_t - 1) r / 2 in between; on a sliding-window layer (gemma3) each part
+// scaled by the share of a dense prefill's pairs the window keeps (the rows taken as spread
+// evenly over the prompt).
 // `rows_per_layer`, `tail_rows_per_layer`: GenerateResult::prefill_rows_per_layer and
 // prefill_tail_rows_per_layer; when they do not match the model, every layer is taken to
 // compute fraction * n_prompt rows (the last layer: one tail row).

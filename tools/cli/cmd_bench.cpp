@@ -75,12 +75,16 @@ std::string short_count(uint64_t n) {
     return fmt::format("{:.0f}K", v / 1e3);
 }
 
-// llama-bench's model_type ("llama 135M Q4_1"): architecture, size, the file type as llama.cpp
-// names it (gguf_file_type_name).
+// llama-bench's model fields: model_size its tensors' bytes (the file less its header and
+// padding), model_type "llama 135M Q4_1": the architecture, the parameter count (llama-bench
+// names a size class from its own table instead, "256M" here), the file type as llama.cpp names
+// it (gguf_file_type_name).
 Status describe_model(const std::string& path, const std::string& arch, BenchEnv& env) {
     LAZYLLM_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::open(path));
-    for (const GgufTensorInfo& t : gguf.tensors()) env.model_n_params += t.n_elements();
-    env.model_size = gguf.file_size();
+    for (const GgufTensorInfo& t : gguf.tensors()) {
+        env.model_n_params += t.n_elements();
+        env.model_size += t.n_bytes();
+    }
     env.model_filename = path;
     env.model_type =
         fmt::format("{} {} {}", arch, short_count(env.model_n_params), gguf_file_type_name(gguf));
@@ -108,6 +112,18 @@ Status check_args(const BenchArgs& a) {
     std::set<int> lengths(a.n_prompt.begin(), a.n_prompt.end());
     if (lengths.size() != a.n_prompt.size()) {
         return make_error(ErrorCode::kInvalidArgument, "-p lists a prompt length twice");
+    }
+    std::set<int> threads;
+    for (int t : a.threads) {
+        if (!threads.insert(threads_within_cores(t, /*warn=*/false)).second) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "-t lists {} threads twice (counts above the cores run on the cores)",
+                              threads_within_cores(t, false));
+        }
+    }
+    std::set<std::string> weights(a.prefill_weights.begin(), a.prefill_weights.end());
+    if (weights.size() != a.prefill_weights.size()) {
+        return make_error(ErrorCode::kInvalidArgument, "--prefill-weights lists a value twice");
     }
     if (!a.prompt_file.empty() && !a.prompt_ids.empty()) {
         return make_error(ErrorCode::kInvalidArgument,
@@ -153,13 +169,20 @@ Result<std::map<std::string, RunOptions>> run_options(const BenchArgs& a) {
 // Prompt token ids per length, from the built-in passkey text, a text file or an id file.
 Result<std::map<int, std::vector<TokenId>>> make_prompts(const BenchArgs& a, const Engine& e,
                                                          std::string& description) {
-    std::vector<TokenId> source;
+    std::vector<TokenId> source, lead;  // lead: BOS, where the model adds one, never repeated
     if (!a.prompt_file.empty()) {
+        // As run -f reads it: the last newline dropped, special-token texts as their ids.
         LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(a.prompt_file, "--prompt-file"));
-        source = e.tokenizer().encode(text);
+        if (!text.empty() && text.back() == '\n') text.pop_back();
+        source = e.tokenizer().encode(text, /*parse_special=*/true, /*add_bos=*/false);
         if (source.empty()) {
             return make_error(ErrorCode::kInvalidArgument, "prompt file '{}' has no tokens",
                               a.prompt_file);
+        }
+        const std::vector<TokenId> with_bos = e.tokenizer().encode(text, true);
+        if (with_bos.size() > source.size() &&
+            std::equal(source.begin(), source.end(), with_bos.end() - std::ssize(source))) {
+            lead.assign(with_bos.begin(), with_bos.end() - std::ssize(source));
         }
         description = a.prompt_file;
     } else if (!a.prompt_ids.empty()) {
@@ -177,14 +200,22 @@ Result<std::map<int, std::vector<TokenId>>> make_prompts(const BenchArgs& a, con
     }
     std::map<int, std::vector<TokenId>> prompts;
     for (int n : a.n_prompt) {
-        prompts[n] = source.empty() ? passkey_prompt(e.tokenizer(), n) : fit_to_length(source, n);
+        if (source.empty()) {
+            prompts[n] = passkey_prompt(e.tokenizer(), n);
+            continue;
+        }
+        const int64_t n_lead = std::min<int64_t>(n, static_cast<int64_t>(lead.size()));
+        std::vector<TokenId>& p = prompts[n];
+        p.assign(lead.begin(), lead.begin() + n_lead);
+        const std::vector<TokenId> body = fit_to_length(source, n - n_lead);
+        p.insert(p.end(), body.begin(), body.end());
     }
     return prompts;
 }
 
 // Decode steps that fit after a prompt of n tokens in the model's context (0: pp only).
 int decode_steps(const BenchArgs& a, const ModelSummary& s, int n) {
-    return n + a.n_gen + 1 <= s.n_ctx_train ? a.n_gen : 0;
+    return n + a.n_gen <= s.n_ctx_train ? a.n_gen : 0;
 }
 
 struct Cell {
@@ -384,7 +415,10 @@ int run_bench(BenchArgs& a) {
         auto peak_after = measure_gemm_peak(s.n_threads, probe);
         if (!peak_after.ok()) return report(peak_after.error());
         const double best_peak = std::max(peak->gflops, peak_after->gflops);
-        for (size_t i = first_row; i < rows.size(); ++i) rows[i].peak_gflops = best_peak;
+        for (size_t i = first_row; i < rows.size(); ++i) {
+            rows[i].peak_gflops = best_peak;
+            rows[i].engine = static_cast<int>(ci);
+        }
     }
     fill_speedups(rows);
     if (a.output == "jsonl") {
