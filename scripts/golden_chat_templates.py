@@ -101,7 +101,33 @@ TEMPLATES = {
     "llama-cpp-vocab-phi-3.jinja": (
         "llama.cpp sdist models/ggml-vocab-phi-3.gguf: tokenizer.chat_template (Phi-3-mini's "
         "first template, without system messages)",
-        "<s>", "<|endoftext|>", "phi3"),
+        "<s>", "<|endoftext|>", "phi3-medium"),
+    "phi-3-medium-4k-instruct.jinja": (
+        "microsoft/Phi-3-medium-4k-instruct: llama.cpp sdist tests/test-chat-template.cpp "
+        "('Phi-3-medium')",
+        "<s>", "<|endoftext|>", "phi3-medium"),
+    "qwen2.5-math-7b-instruct.jinja": (
+        "Qwen/Qwen2.5-Math-7B-Instruct (the Qwen2.5-Math Instruct template): tokenizer.chat_template "
+        "of a Qwen2.5-Math-Instruct GGUF",
+        "", "<|im_end|>", "chatml"),
+    "llamafactory-qwen.jinja": (
+        "LLaMA-Factory's qwen template (hiyouga/LLaMA-Factory), as fine-tunes exported with it "
+        "carry it: the default system message set with {% set system_message = '...' %}",
+        "", "<|im_end|>", "chatml"),
+    "mixtral-8x7b-instruct-v0.1.jinja": (
+        "mistralai/Mixtral-8x7B-Instruct-v0.1 (Mistral-7B-Instruct v0.1 / v0.2's first template): "
+        "tokenizer_config.json chat_template, as llama.cpp tests/test-chat-template.cpp "
+        "('Old pre-v1 without a system prompt')",
+        "<s>", "</s>", "mistral-v0"),
+    "deepseek-r1-distill-llama-8b.jinja": (
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-8B: llama.cpp sdist "
+        "models/templates/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
+        "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "deepseek-r1"),
+    "llama-cpp-deepseek-r1-distill-qwen-32b.jinja": (
+        "llama.cpp sdist models/templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja: "
+        "DeepSeek-R1-Distill-Qwen-32B's template with llama.cpp's enable_thinking switch (off "
+        "when not given, so the generation prompt closes the <think> block)",
+        "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "deepseek-r1"),
 }
 
 SYSTEM = {"role": "system", "content": "You are a terse assistant. "}
@@ -144,20 +170,13 @@ CASES = [
 
 # (file, case) -> why lazyllm's rendering differs on purpose. Only these are left unchecked.
 DIVERGES = {
-    ("llama-cpp-vocab-phi-3.jinja", "system_multi_turn"):
-        "Phi-3-mini's first template drops system messages; phi3 keeps them (Phi-3-mini's "
-        "later template and Phi-3.5, as llama.cpp's phi3)",
-    ("llama-cpp-vocab-phi-3.jinja", "system_single_user"): "as system_multi_turn",
-    ("llama-cpp-vocab-phi-3.jinja", "ends_with_assistant"): "as system_multi_turn",
-    ("llama-cpp-vocab-phi-3.jinja", "single_user_no_generation_prompt"):
-        "the first template has no add_generation_prompt: it opens the assistant turn after "
-        "each user turn and never ends with eos_token",
-    ("llama-cpp-vocab-phi-3.jinja", "thinking_last"): "as single_user_no_generation_prompt",
-    ("llama-cpp-vocab-phi-3.jinja", "empty_system"):
-        "phi3 follows Phi-3.5, which skips an empty system message; Phi-3-mini's first "
-        "template drops every system message anyway, so only the trailing turn differs",
     ("phi-3-mini-4k-instruct.jinja", "empty_system"):
         "Phi-3-mini-4k renders an empty system turn; phi3 follows Phi-3.5, which skips it",
+    ("llamafactory-qwen.jinja", "ends_with_assistant"):
+        "LLaMA-Factory's template opens the assistant turn after every user turn, whatever "
+        "add_generation_prompt says; chatml opens it only for the generation prompt",
+    ("llamafactory-qwen.jinja", "single_user_no_generation_prompt"): "as ends_with_assistant",
+    ("llamafactory-qwen.jinja", "thinking_last"): "as ends_with_assistant",
 }
 
 

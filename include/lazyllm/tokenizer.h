@@ -90,10 +90,13 @@ enum class ChatFormat {
     kLlama3,           // Meta-Llama-3-Instruct
     kLlama31,          // Llama 3.1 / 3.2 / 3.3 Instruct: a system turn with the dates first
     kGemma,            // Gemma 2 / 3: the system message opens the first user turn
+    kMistralV0,        // Mixtral-8x7B v0.1 (Mistral-7B v0.1 / v0.2 at first): "[INST] ... [/INST]"
     kMistralV1,        // Mistral-7B-Instruct v0.1 / v0.2: " [INST] ... [/INST]"
     kMistralV3,        // Mistral-7B-Instruct v0.3: "[INST] ...[/INST]", system on the last turn
     kMistralV3Tekken,  // Mistral-Nemo: as v3 without the spaces
     kPhi3,             // Phi-3 / Phi-3.5: <|user|>\n...<|end|>\n<|assistant|>\n
+    kPhi3Medium,       // Phi-3-medium (and Phi-3-mini's first): phi3 without system messages
+    kDeepSeekR1,       // DeepSeek-R1 and its distills: <｜User｜>...<｜Assistant｜>
     kQwen3,            // ChatML with Qwen3's <think> handling of assistant turns
 };
 
@@ -105,6 +108,10 @@ struct ChatTemplate {
     // Llama 3.1: the "Today Date" it prints, "%d %b %Y"; empty: today's (as transformers'
     // strftime_now), which Llama 3.2 / 3.3 templates use.
     std::string date = {};
+    // DeepSeek-R1: what the generation prompt writes after <｜Assistant｜>: "<think>\n" (the
+    // current template), "" (the first one), "<think>\n</think>" (llama.cpp's copy, which closes
+    // the block unless enable_thinking is given).
+    std::string assistant_prefix = {};
 };
 
 // What the model's GGUF says about its chat format.

@@ -164,11 +164,11 @@ Status check_json_prefix(std::string_view text) {
 Result<TurnDelta> Conversation::start_turn(std::span<const TokenId> prompt,
                                            const TurnOptions& opts) {
     Impl& c = *impl_;
-    LAZYLLM_TRY(check_turn(c, prompt, opts));
     std::optional<JsonPrefix> json;
     if (opts.json_object) {
         LAZYLLM_ASSIGN_OR_RETURN(json, json_state_after(opts.json_prefix));
     }
+    LAZYLLM_TRY(check_turn(c, prompt, opts));
     const auto n_prompt = static_cast<int64_t>(prompt.size());
     c.in_turn = false;
     c.turn_timer.reset();

@@ -4,10 +4,15 @@
 // --chat-template names. Rendering: chat_template.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "lazyllm/tokenizer.h"
+#include "tokenizer/unicode.h"
 
 namespace lazyllm {
 namespace {
@@ -33,35 +38,150 @@ std::string unescape_newlines(std::string_view t) {
     return out;
 }
 
-// The default system message of a ChatML template: the text of a string literal
-// '<|im_start|>system\nTEXT<|im_end|>' (SmolLM2's, Qwen2's and Qwen2.5's write the turn they
-// add when messages[0] is not a system message this way). Literals that concatenate the
-// message's own content (the quote closes before <|im_end|>) are not it. Escapes are undone as
-// Jinja's lexer does for the ones these templates use (\n, \', \", \\).
-std::string chatml_default_system(std::string_view t) {
-    constexpr std::string_view kOpen = "<|im_start|>system\n";
-    // Linear in the template: the end found for one opening serves the next ones before it, and
-    // a scan that stopped at a quote or brace would stop there again for an opening before it.
-    size_t end = 0, stop = 0;
-    for (size_t at = t.find(kOpen); at != std::string_view::npos;
-         at = t.find(kOpen, std::max(at + 1, stop))) {
-        const size_t begin = at + kOpen.size();
-        if (end < begin) end = t.find("<|im_end|>", begin);
-        if (end == std::string_view::npos) break;
-        const std::string_view text = t.substr(begin, end - begin);
-        std::string out;
-        bool literal = !text.empty();
-        for (size_t i = 0; i < text.size() && literal; ++i) {
-            if (text[i] == '\\' && i + 1 < text.size()) {
-                out += text[++i];
-            } else if (text[i] == '\'' || text[i] == '"' || text[i] == '{' || text[i] == '}') {
-                literal = false;  // the literal ends (or an expression starts) before <|im_end|>
-                stop = begin + i;
-            } else {
-                out += text[i];
-            }
+// A piece of a Jinja template in text order: text between blocks (printed as it is), or a
+// string literal inside a {{ }} or {% %} block.
+struct JinjaPiece {
+    bool literal = false;
+    std::string text;         // a literal's value, escapes undone; or the data text
+    std::string_view before;  // literal: its block's text before it
+    std::string_view after;   // literal: the template after its closing quote
+    size_t pos = 0;           // where it starts in the template
+};
+
+int digit_value(char c, int base) {
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : 99;
+    return d < base ? d : -1;
+}
+
+// Jinja's lexer decodes a string literal with Python's "unicode-escape" codec: \n \t \r \\ \'
+// \" \a \b \f \v, \xhh, \uhhhh, \Uhhhhhhhh and octal \o to \ooo; a backslash before a newline
+// drops both; a backslash before anything else stays, with that character. (A malformed \x or
+// \u, which makes Jinja fail, keeps its text.)
+std::string decode_jinja_literal(std::string_view s) {
+    constexpr std::string_view kSimple = "n\nt\tr\r\\\\''\"\"a\ab\bf\fv\v";  // pairs
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != '\\' || i + 1 == s.size()) {
+            out += s[i];
+            continue;
         }
-        if (literal) return out;
+        const char c = s[++i];
+        const size_t k = kSimple.find(c);
+        const bool octal = c >= '0' && c <= '7';
+        if (k != std::string_view::npos && k % 2 == 0) {
+            out += kSimple[k + 1];
+        } else if (octal || c == 'x' || c == 'u' || c == 'U') {
+            const size_t max_digits = octal ? 3 : c == 'x' ? 2 : c == 'u' ? 4 : 8;
+            const int base = octal ? 8 : 16;
+            size_t j = octal ? i : i + 1, n = 0;
+            uint32_t cp = 0;
+            for (int d = 0; n < max_digits && j < s.size() && (d = digit_value(s[j], base)) >= 0;
+                 ++n, ++j) {
+                cp = cp * static_cast<uint32_t>(base) + static_cast<uint32_t>(d);
+            }
+            if (!octal && n < max_digits) {
+                out += '\\';
+                out += c;
+                continue;
+            }
+            tokenizer::append_utf8(out, cp);
+            i = j - 1;
+        } else if (c != '\n') {
+            out += '\\';
+            out += c;
+        }
+    }
+    return out;
+}
+
+// Splits a template into its data text and the string literals of its blocks ({# #} comments
+// skipped), enough to read the literals these detectors look for.
+std::vector<JinjaPiece> scan_jinja(std::string_view t) {
+    std::vector<JinjaPiece> out;
+    size_t i = 0;
+    while (i < t.size()) {
+        size_t open = t.find('{', i);
+        while (open != std::string_view::npos && open + 1 < t.size() &&
+               std::string_view("{%#").find(t[open + 1]) == std::string_view::npos) {
+            open = t.find('{', open + 1);
+        }
+        if (open + 1 >= t.size()) open = std::string_view::npos;
+        const size_t data_end = open == std::string_view::npos ? t.size() : open;
+        if (data_end > i) out.push_back({false, std::string(t.substr(i, data_end - i)), {}, {}, i});
+        if (open == std::string_view::npos) break;
+        if (t[open + 1] == '#') {
+            const size_t close = t.find("#}", open + 2);
+            i = close == std::string_view::npos ? t.size() : close + 2;
+            continue;
+        }
+        const char close = t[open + 1] == '{' ? '}' : '%';
+        const size_t body = open + 2;
+        size_t j = body;
+        while (j < t.size() && !(t[j] == close && j + 1 < t.size() && t[j + 1] == '}')) {
+            if (t[j] != '\'' && t[j] != '"') {
+                ++j;
+                continue;
+            }
+            size_t k = j + 1;  // the closing quote: the first unescaped one
+            while (k < t.size() && t[k] != t[j]) k += t[k] == '\\' ? 2 : 1;
+            k = std::min(k, t.size());
+            out.push_back({true, decode_jinja_literal(t.substr(j + 1, k - j - 1)),
+                           t.substr(body, j - body), t.substr(std::min(k + 1, t.size())), j});
+            j = k + 1;
+        }
+        i = std::min(j + 2, t.size());
+    }
+    return out;
+}
+
+std::string_view trim_ascii(std::string_view s) {
+    const size_t b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string_view::npos) return {};
+    return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// NAME -> LITERAL for each `{% set NAME = 'LITERAL' %}` (the first for a name).
+std::map<std::string, std::string, std::less<>> set_literals(
+    const std::vector<JinjaPiece>& pieces) {
+    std::map<std::string, std::string, std::less<>> out;
+    for (const JinjaPiece& p : pieces) {
+        if (!p.literal) continue;
+        std::string_view b = trim_ascii(p.before);
+        if (b.starts_with('-') || b.starts_with('+')) b = trim_ascii(b.substr(1));
+        if (!b.starts_with("set ") || !b.ends_with('=')) continue;
+        std::string_view a = trim_ascii(p.after);
+        if (a.starts_with('-')) a = a.substr(1);
+        if (!a.starts_with("%}")) continue;
+        out.emplace(trim_ascii(b.substr(4, b.size() - 5)), p.text);
+    }
+    return out;
+}
+
+// The default system message of a ChatML template: TEXT in '<|im_start|>system\nTEXT<|im_end|>',
+// written as one string literal (SmolLM2's, Qwen2's, Qwen2.5's and Qwen2.5-Math's add the turn
+// this way when messages[0] is not a system message) or as text outside blocks (Qwen2-VL's);
+// or, for LLaMA-Factory's Qwen template, '<|im_start|>system\n' + NAME with
+// `{% set NAME = 'TEXT' %}`. The first in the template wins.
+std::string chatml_default_system(std::string_view raw) {
+    constexpr std::string_view kOpen = "<|im_start|>system\n";
+    const std::vector<JinjaPiece> pieces = scan_jinja(raw);
+    const auto sets = set_literals(pieces);
+    for (const JinjaPiece& p : pieces) {
+        const size_t at = p.text.find(kOpen);
+        if (at == std::string::npos) continue;
+        const size_t begin = at + kOpen.size();
+        const size_t end = p.text.find("<|im_end|>", begin);
+        if (end != std::string::npos) return p.text.substr(begin, end - begin);
+        if (!p.literal || begin != p.text.size()) continue;
+        std::string_view a = trim_ascii(p.after);
+        if (!a.starts_with('+')) continue;
+        a = trim_ascii(a.substr(1));
+        const size_t n =
+            a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        if (const auto it = sets.find(a.substr(0, n)); it != sets.end()) return it->second;
     }
     return {};
 }
@@ -79,13 +199,18 @@ std::string llama31_date(std::string_view t) {
                                          : std::string(t.substr(begin, end - begin));
 }
 
-// ChatML templates. Unrecognised: Phi-4's (<|im_sep|>), SmolVLM's (<end_of_utterance>) and
-// templates with reasoning turns other than Qwen3's: QwQ, Qwen3-Thinking-2507 and Qwen3.5 open
-// <think> in their generation prompt; SmolLM3 has its own /think flags.
-std::optional<ChatTemplate> detect_chatml(std::string_view t) {
+// ChatML templates. Unrecognised: Phi-4's (<|im_sep|>), SmolVLM's (<end_of_utterance>),
+// templates that never write a system turn in ChatML (Yi-1.5's prints the system message bare)
+// and templates with reasoning turns other than Qwen3's: QwQ, Qwen3-Thinking-2507 and Qwen3.5
+// open <think> in their generation prompt; SmolLM3 has its own /think flags. `t` has its "\n"
+// escapes made newlines, `raw` is the template as written.
+std::optional<ChatTemplate> detect_chatml(std::string_view t, std::string_view raw) {
     if (contains(t, "<|im_sep|>") || contains(t, "<end_of_utterance>")) return std::nullopt;
+    const bool system_turn = contains(t, "<|im_start|>system") || contains(t, "<|im_start|>' +") ||
+                             contains(t, "<|im_start|>\" +") || contains(t, "<|im_start|>{{");
+    if (!system_turn) return std::nullopt;
     if (!contains(t, "<think>") && !contains(t, "</think>")) {
-        return ChatTemplate{ChatFormat::kChatMl, chatml_default_system(t), {}};
+        return ChatTemplate{ChatFormat::kChatMl, chatml_default_system(raw), {}};
     }
     const bool qwen3 = contains(t, "last_query_index") && contains(t, "enable_thinking");
     if (qwen3 && !contains(t, "'<think>\n'") && !contains(t, "assistant\n<think>\n'")) {
@@ -94,10 +219,48 @@ std::optional<ChatTemplate> detect_chatml(std::string_view t) {
     return std::nullopt;
 }
 
+// DeepSeek-R1's template (deepseek-ai/DeepSeek-R1 and the R1-Distill-Qwen / -Llama models):
+// user turns written as '<｜User｜>' + message['content'] alone, assistant turns cut after their
+// last </think>. The generation prompt's text after <｜Assistant｜> is read from the template:
+// '<think>\n' (the current one), nothing (the first), or '<think>\n' then '</think>' when
+// enable_thinking is not set (llama.cpp's copy of R1-Distill-Qwen-32B's). Unrecognised: the
+// DeepSeek-V3.1 and later templates (thinking flags, no </think> split) and llama.cpp's own
+// deepseek-r1 template (an end-of-sentence after each user turn).
+std::optional<ChatTemplate> detect_deepseek_r1(std::string_view t, std::string_view raw) {
+    if (!contains(t, "{{'<｜User｜>' + message['content']}}") ||
+        !contains(t, "content.split('</think>')[-1]") || !contains(t, "ns.system_prompt")) {
+        return std::nullopt;
+    }
+    const size_t gen = raw.rfind("add_generation_prompt");
+    const JinjaPiece* prompt = nullptr;
+    const std::vector<JinjaPiece> pieces = scan_jinja(raw);
+    for (const JinjaPiece& p : pieces) {
+        if (p.literal && p.pos > gen && p.text.starts_with("<｜Assistant｜>")) {
+            prompt = &p;
+            break;
+        }
+    }
+    if (gen == std::string_view::npos || prompt == nullptr) return std::nullopt;
+    ChatTemplate tmpl{ChatFormat::kDeepSeekR1};
+    tmpl.assistant_prefix = prompt->text.substr(std::string_view("<｜Assistant｜>").size());
+    const size_t flag = raw.find("if not enable_thinking", prompt->pos);
+    if (flag != std::string_view::npos) {
+        for (const JinjaPiece& p : pieces) {
+            if (p.literal && p.pos > flag && p.text == "</think>") {
+                tmpl.assistant_prefix += p.text;
+                break;
+            }
+        }
+    }
+    return tmpl;
+}
+
 // The [INST] family. Mistral's official templates (mistralai/cookbook, chat_templates.md):
 // v1 writes ' [INST] ' + system_message; v3 and v3-tekken have [AVAILABLE_TOOLS], tekken
-// without the space after [INST]. Llama 2's has <<SYS>>. Unrecognised: Mistral v7
-// ([SYSTEM_PROMPT]) and the other [INST] variants.
+// without the space after [INST]. Llama 2's has <<SYS>>. The first template of Mistral-7B v0.1 /
+// v0.2 and Mixtral-8x7B v0.1 (no system message) writes '[INST] ' + message['content'] +
+// ' [/INST]' and the answer + eos_token. Unrecognised: Mistral v7 ([SYSTEM_PROMPT]) and the other
+// [INST] variants.
 std::optional<ChatTemplate> detect_inst(std::string_view t) {
     if (contains(t, "[SYSTEM_PROMPT]")) return std::nullopt;
     if (contains(t, "' [INST] ' + system_message")) return ChatTemplate{ChatFormat::kMistralV1};
@@ -107,6 +270,10 @@ std::optional<ChatTemplate> detect_inst(std::string_view t) {
         return std::nullopt;
     }
     if (contains(t, "<<SYS>>")) return ChatTemplate{ChatFormat::kLlama2};
+    if (contains(t, "'[INST] ' + message['content'] + ' [/INST]'") &&
+        contains(t, "message['content'] + eos_token")) {
+        return ChatTemplate{ChatFormat::kMistralV0};
+    }
     return std::nullopt;
 }
 
@@ -114,6 +281,7 @@ struct NamedTemplate {
     std::string_view name;
     ChatFormat format;
     std::string_view default_system;
+    std::string_view assistant_prefix = {};
 };
 
 // Qwen2.5-Instruct's default system message (Qwen/Qwen2.5-7B-Instruct chat_template).
@@ -122,16 +290,19 @@ constexpr std::string_view kQwen25System =
 
 // The --chat-template names: llama.cpp's where it has the format (llama_chat_apply_template's
 // list), ours for the rest.
-constexpr std::array<NamedTemplate, 11> kNamed = {{
+constexpr std::array<NamedTemplate, 14> kNamed = {{
     {"chatml", ChatFormat::kChatMl, ""},
+    {"deepseek-r1", ChatFormat::kDeepSeekR1, "", "<think>\n"},
     {"gemma", ChatFormat::kGemma, ""},
     {"llama2", ChatFormat::kLlama2, ""},
     {"llama3", ChatFormat::kLlama3, ""},
     {"llama3.1", ChatFormat::kLlama31, ""},
+    {"mistral-v0", ChatFormat::kMistralV0, ""},
     {"mistral-v1", ChatFormat::kMistralV1, ""},
     {"mistral-v3", ChatFormat::kMistralV3, ""},
     {"mistral-v3-tekken", ChatFormat::kMistralV3Tekken, ""},
     {"phi3", ChatFormat::kPhi3, ""},
+    {"phi3-medium", ChatFormat::kPhi3Medium, ""},
     {"qwen2.5", ChatFormat::kChatMl, kQwen25System},
     {"qwen3", ChatFormat::kQwen3, ""},
 }};
@@ -172,11 +343,17 @@ ChatTemplateChoice fallback(const Tokenizer& tok, std::string_view arch, std::st
 
 std::optional<ChatTemplate> chat_template_from_text(std::string_view jinja) {
     const std::string t = unescape_newlines(jinja);
-    if (contains(t, "<|im_start|>")) return detect_chatml(t);
+    if (contains(t, "<|im_start|>")) return detect_chatml(t, jinja);
     if (contains(t, "[INST]")) return detect_inst(t);
     if (contains(t, "<|user|>") && contains(t, "<|assistant|>") && contains(t, "<|end|>")) {
-        return ChatTemplate{ChatFormat::kPhi3};
+        // Phi-3-medium's template (and Phi-3-mini's first) writes only user and assistant turns
+        // and has no generation prompt.
+        const bool medium = !contains(t, "<|system|>") && !contains(t, "+ '|>'") &&
+                            !contains(t, "add_generation_prompt");
+        return ChatTemplate{medium ? ChatFormat::kPhi3Medium : ChatFormat::kPhi3};
     }
+    if (contains(t, "<｜User｜>") && contains(t, "<｜Assistant｜>"))
+        return detect_deepseek_r1(t, jinja);
     if (contains(t, "<start_of_turn>")) return ChatTemplate{ChatFormat::kGemma};
     if (contains(t, "<|start_header_id|>") && contains(t, "<|end_header_id|>")) {
         if (contains(t, "Cutting Knowledge Date")) {
@@ -205,7 +382,10 @@ Result<ChatTemplate> chat_template_from_name(std::string_view name) {
         if (name == alias) name = target;
     }
     for (const NamedTemplate& n : kNamed) {
-        if (n.name == name) return ChatTemplate{n.format, std::string(n.default_system), {}};
+        if (n.name == name) {
+            return ChatTemplate{
+                n.format, std::string(n.default_system), {}, std::string(n.assistant_prefix)};
+        }
     }
     return make_error(ErrorCode::kInvalidArgument, "unknown chat template '{}'; known: {}", name,
                       chat_template_names());
@@ -232,7 +412,8 @@ std::string_view chat_format_name(ChatFormat f) {
 
 std::string describe_chat_template(const ChatTemplate& t) {
     for (const NamedTemplate& n : kNamed) {
-        if (n.format == t.format && n.default_system == t.default_system && t.date.empty()) {
+        if (n.format == t.format && n.default_system == t.default_system && t.date.empty() &&
+            n.assistant_prefix == t.assistant_prefix) {
             return std::string(n.name);
         }
     }
@@ -241,6 +422,12 @@ std::string describe_chat_template(const ChatTemplate& t) {
         out += fmt::format(", default system message \"{}\"", t.default_system);
     }
     if (!t.date.empty()) out += fmt::format(", date {}", t.date);
+    if (t.format == ChatFormat::kDeepSeekR1) {
+        std::string prefix;
+        for (char c : t.assistant_prefix)
+            prefix += c == '\n' ? std::string("\\n") : std::string(1, c);
+        out += fmt::format(", generation prompt ends \"<｜Assistant｜>{}\"", prefix);
+    }
     return out;
 }
 

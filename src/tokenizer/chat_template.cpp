@@ -286,6 +286,71 @@ std::string render_phi3(const std::vector<ChatMessage>& msgs, bool gen) {
     return out;
 }
 
+// The first template of Mistral-7B-Instruct v0.1 / v0.2, still Mixtral-8x7B-Instruct-v0.1's:
+//   user: '[INST] ' + content + ' [/INST]'; assistant: content + eos_token
+// with no spaces around the answer and no generation prompt. The template raises on a system
+// message; as llama.cpp's llama2 format (llama_chat_apply_template, the same rendering) a leading
+// one opens the first user turn followed by "\n".
+std::string render_mistral_v0(const std::vector<ChatMessage>& msgs) {
+    std::string out;
+    const size_t first = first_is_system(msgs) ? 1 : 0;
+    for (size_t i = first; i < msgs.size(); ++i) {
+        const ChatMessage& m = msgs[i];
+        if (m.role == "user") {
+            out += "[INST] ";
+            if (first == 1 && i == first) out += msgs[0].content + "\n";
+            out += m.content;
+            out += " [/INST]";
+        } else if (m.role == "assistant") {
+            out += m.content;
+            out += "</s>";
+        }
+    }
+    return out;
+}
+
+// Phi-3-medium (microsoft/Phi-3-medium-4k-instruct; Phi-3-mini's first template adds only the
+// bos_token): system messages are dropped and the assistant turn opens after each user turn,
+// whatever add_generation_prompt says:
+//   user: '<|user|>' + '\n' + content + '<|end|>' + '\n' + '<|assistant|>' + '\n'
+//   assistant: content + '<|end|>' + '\n'
+std::string render_phi3_medium(const std::vector<ChatMessage>& msgs) {
+    std::string out;
+    for (const ChatMessage& m : msgs) {
+        if (m.role == "user") {
+            out += "<|user|>\n" + m.content + "<|end|>\n<|assistant|>\n";
+        } else if (m.role == "assistant") {
+            out += m.content + "<|end|>\n";
+        }
+    }
+    return out;
+}
+
+// DeepSeek-R1 (deepseek-ai/DeepSeek-R1-Distill-Llama-8B; the Qwen distills' differ only in
+// tool calls): the last system message's content first, bare, then
+//   user: '<｜User｜>' + content
+//   assistant: '<｜Assistant｜>' + content.split('</think>')[-1] + '<｜end▁of▁sentence｜>'
+// and the generation prompt '<｜Assistant｜>' + the template's prefix (t.assistant_prefix).
+std::string render_deepseek_r1(const ChatTemplate& t, const std::vector<ChatMessage>& msgs,
+                               bool gen) {
+    std::string out;
+    for (const ChatMessage& m : msgs) {
+        if (m.role == "system") out = m.content;
+    }
+    for (const ChatMessage& m : msgs) {
+        if (m.role == "user") {
+            out += "<｜User｜>" + m.content;
+        } else if (m.role == "assistant") {
+            const size_t end = m.content.rfind("</think>");
+            out += "<｜Assistant｜>";
+            out += end == std::string::npos ? m.content : m.content.substr(end + 8);
+            out += "<｜end▁of▁sentence｜>";
+        }
+    }
+    if (gen) out += "<｜Assistant｜>" + t.assistant_prefix;
+    return out;
+}
+
 }  // namespace
 
 std::string apply_chat_template(const ChatTemplate& t, const std::vector<ChatMessage>& messages,
@@ -304,12 +369,18 @@ std::string apply_chat_template(const ChatTemplate& t, const std::vector<ChatMes
             return render_llama31(t, messages, gen);
         case ChatFormat::kGemma:
             return render_gemma(messages, gen);
+        case ChatFormat::kMistralV0:
+            return render_mistral_v0(messages);
         case ChatFormat::kMistralV1:
         case ChatFormat::kMistralV3:
         case ChatFormat::kMistralV3Tekken:
             return render_mistral(t.format, messages);
         case ChatFormat::kPhi3:
             return render_phi3(messages, gen);
+        case ChatFormat::kPhi3Medium:
+            return render_phi3_medium(messages);
+        case ChatFormat::kDeepSeekR1:
+            return render_deepseek_r1(t, messages, gen);
     }
     return std::string();
 }

@@ -53,8 +53,9 @@ TEST(ChatTemplateGolden, EveryFamilyIsCovered) {
         texts_per_format[t.at("format").get<std::string>()] +=
             static_cast<int>(t.at("texts").size());
     }
-    for (const char* f : {"chatml", "qwen2.5", "qwen3", "llama2", "llama3", "llama3.1", "gemma",
-                          "mistral-v1", "mistral-v3", "mistral-v3-tekken", "phi3"}) {
+    for (const char* f :
+         {"chatml", "qwen2.5", "qwen3", "llama2", "llama3", "llama3.1", "gemma", "mistral-v0",
+          "mistral-v1", "mistral-v3", "mistral-v3-tekken", "phi3", "phi3-medium", "deepseek-r1"}) {
         EXPECT_GE(texts_per_format[f], 5) << f;
     }
 }

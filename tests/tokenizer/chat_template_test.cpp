@@ -55,6 +55,31 @@ TEST(ChatTemplate, MistralGluesTheSystemMessageToAUserTurn) {
               "[INST]Hi there [/INST] Hello! </s>[INST]Be brief.\n\nWhat is 2+2?[/INST]");
 }
 
+TEST(ChatTemplate, MistralV0HasNoSpacesAroundTheAnswer) {
+    // The template raises on a system message; as llama.cpp, it opens the first user turn.
+    EXPECT_EQ(apply_chat_template(named("mistral-v0"), kConversation),
+              "[INST] Be brief.\nHi there  [/INST] Hello! </s>[INST] What is 2+2? [/INST]");
+}
+
+TEST(ChatTemplate, DeepSeekR1CutsReasoningFromHistory) {
+    // The last system message goes first, bare; an assistant turn keeps what follows its last
+    // </think>, untrimmed; the generation prompt opens <think>.
+    const std::vector<ChatMessage> chat = {{"user", "Q1"},
+                                           {"assistant", "<think>\nr\n</think>x</think>\n\nA1"},
+                                           {"system", "S"},
+                                           {"user", "Q2"}};
+    EXPECT_EQ(apply_chat_template(named("deepseek-r1"), chat),
+              "S<｜User｜>Q1<｜Assistant｜>\n\nA1<｜end▁of▁sentence｜><｜User｜>Q2"
+              "<｜Assistant｜><think>\n");
+    EXPECT_EQ(apply_chat_template(named("deepseek-r1"), {{"user", "Hi"}}, false), "<｜User｜>Hi");
+}
+
+TEST(ChatTemplate, Phi3MediumDropsSystemMessages) {
+    EXPECT_EQ(apply_chat_template(named("phi3-medium"), kConversation),
+              "<|user|>\nHi there <|end|>\n<|assistant|>\n Hello! <|end|>\n"
+              "<|user|>\nWhat is 2+2?<|end|>\n<|assistant|>\n");
+}
+
 TEST(ChatTemplate, Llama3AndLlama31) {
     EXPECT_EQ(apply_chat_template(named("llama3"), kConversation),
               "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
@@ -113,21 +138,25 @@ TEST(ChatTemplate, TrimIsPythonsStrip) {
 TEST(ChatTemplate, NamesRoundTripAndUnknownNamesListThem) {
     for (ChatFormat f :
          {ChatFormat::kChatMl, ChatFormat::kLlama2, ChatFormat::kLlama3, ChatFormat::kLlama31,
-          ChatFormat::kGemma, ChatFormat::kMistralV1, ChatFormat::kMistralV3,
-          ChatFormat::kMistralV3Tekken, ChatFormat::kPhi3, ChatFormat::kQwen3}) {
+          ChatFormat::kGemma, ChatFormat::kMistralV0, ChatFormat::kMistralV1,
+          ChatFormat::kMistralV3, ChatFormat::kMistralV3Tekken, ChatFormat::kPhi3,
+          ChatFormat::kPhi3Medium, ChatFormat::kDeepSeekR1, ChatFormat::kQwen3}) {
         const std::string_view name = chat_format_name(f);
         ASSERT_NE(name, "?");
         EXPECT_EQ(named(name).format, f) << name;
-        EXPECT_EQ(describe_chat_template(ChatTemplate{f}), name);
+        EXPECT_EQ(describe_chat_template(named(name)), name);
     }
+    EXPECT_EQ(describe_chat_template(ChatTemplate{ChatFormat::kDeepSeekR1}),
+              "deepseek-r1, generation prompt ends \"<｜Assistant｜>\"");
     EXPECT_EQ(describe_chat_template(named("qwen")), "qwen2.5");
     EXPECT_EQ(describe_chat_template(ChatTemplate{ChatFormat::kChatMl, "Hi", {}}),
               "chatml, default system message \"Hi\"");
-    const auto bad = chat_template_from_name("vicuna");
+    const auto bad = chat_template_from_name("alpaca");
     ASSERT_FALSE(bad.ok());
     EXPECT_EQ(bad.error().code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(bad.error().message().find("unknown chat template 'vicuna'"), std::string::npos);
-    EXPECT_NE(bad.error().message().find("chatml, gemma, llama2, llama3, llama3.1, mistral-v1"),
+    EXPECT_NE(bad.error().message().find("unknown chat template 'alpaca'"), std::string::npos);
+    EXPECT_NE(bad.error().message().find("chatml, deepseek-r1, gemma, llama2, llama3, llama3.1, "
+                                         "mistral-v0, mistral-v1"),
               std::string::npos)
         << bad.error().message();
 }
@@ -156,33 +185,88 @@ TEST(ChatTemplate, DetectFromTemplateMarkers) {
               ChatFormat::kLlama3);
     EXPECT_EQ(format_of("{{'<start_of_turn>'}}"), ChatFormat::kGemma);
     EXPECT_EQ(format_of("{{ bos_token + '[INST] <<SYS>>\\n' }}"), ChatFormat::kLlama2);
-    EXPECT_EQ(format_of("{{'<|user|>\n' + c + '<|end|>\n<|assistant|>\n'}}"), ChatFormat::kPhi3);
-    // A ChatML default system message, written with "\n" escapes or newlines.
-    EXPECT_EQ(chat_template_from_text("{{ '<|im_start|>system\\nBe \\'nice\\'<|im_end|>\\n' }}")
-                  ->default_system,
-              "Be 'nice'");
-    EXPECT_EQ(
-        chat_template_from_text("{{'<|im_start|>system\n' + m + '<|im_end|>'}}")->default_system,
-        "");
+    EXPECT_EQ(format_of("{{'<|system|>\n' + s + '<|end|>\n<|user|>\n' + c + '<|end|>\n'}}"
+                        "{{'<|assistant|>\n'}}"),
+              ChatFormat::kPhi3);
+    // Phi-3-medium's: user and assistant turns only, the assistant's opened after each user's.
+    EXPECT_EQ(format_of("{{'<|user|>\n' + c + '<|end|>\n<|assistant|>\n'}}"),
+              ChatFormat::kPhi3Medium);
+    // Mixtral-8x7B-Instruct-v0.1's: no <<SYS>>, no spaces around the answer.
+    EXPECT_EQ(format_of("{{ '[INST] ' + message['content'] + ' [/INST]' }}"
+                        "{{ message['content'] + eos_token}}"),
+              ChatFormat::kMistralV0);
 }
 
-// 200,000 system-turn openings each followed by a quote, then one end marker (4 MiB): the scan
-// for the default system message is linear (it rescanned to the end marker from each opening,
-// an hour at this size), and later openings after a literal still count.
+std::string default_system(std::string_view jinja) {
+    const auto t = chat_template_from_text(jinja);
+    return t ? t->default_system : "(not recognised)";
+}
+
+TEST(ChatTemplate, ChatMlDefaultSystemIsTheLiteralsValue) {
+    // Written with "\n" escapes or newlines, any characters inside the literal, Jinja's escapes
+    // undone (Qwen2.5-Math's \\boxed{} is \boxed{}).
+    EXPECT_EQ(default_system("{{ '<|im_start|>system\\nBe \\'nice\\'<|im_end|>\\n' }}"),
+              "Be 'nice'");
+    EXPECT_EQ(default_system("{{- '<|im_start|>system\\nPut it in \\\\boxed{}.<|im_end|>\\n' }}"),
+              "Put it in \\boxed{}.");
+    EXPECT_EQ(default_system(
+                  "{{ \"<|im_start|>system\nSay \\\"hi\\\" {% now %}\\x41\\u00e9<|im_end|>\" }}"),
+              "Say \"hi\" {% now %}A\u00e9");
+    EXPECT_EQ(default_system("{{'<|im_start|>system\n' + m + '<|im_end|>'}}"), "");
+    // Outside a block the text is printed as is (Qwen2-VL's).
+    EXPECT_EQ(default_system("{% if x %}<|im_start|>system\nBe 'nice'.<|im_end|>\n{% endif %}"),
+              "Be 'nice'.");
+    // LLaMA-Factory's Qwen template: '<|im_start|>system\n' + NAME, NAME set from a literal.
+    EXPECT_EQ(default_system("{% set system_message = 'You are {helpful}.' %}{% if m %}"
+                             "{% set system_message = m %}{% endif %}"
+                             "{{ '<|im_start|>system\\n' + system_message + '<|im_end|>\\n' }}"),
+              "You are {helpful}.");
+    EXPECT_EQ(default_system("{% set s = 'x' + y %}{{ '<|im_start|>system\\n' + s }}"), "");
+}
+
+TEST(ChatTemplate, DeepSeekR1GenerationPromptComesFromTheTemplate) {
+    const std::string body =
+        "{{ns.system_prompt}}{{'<｜User｜>' + message['content']}}"
+        "{% set content = content.split('</think>')[-1] %}"
+        "{{'<｜Assistant｜>' + content + '<｜end▁of▁sentence｜>'}}"
+        "{%- if add_generation_prompt and not ns.is_tool -%}";
+    const auto prefix = [](const std::string& t) {
+        const auto tmpl = chat_template_from_text(t);
+        EXPECT_TRUE(tmpl && tmpl->format == ChatFormat::kDeepSeekR1) << t;
+        return tmpl ? tmpl->assistant_prefix : "?";
+    };
+    EXPECT_EQ(prefix(body + "{{'<｜Assistant｜><think>\\n'}}{%- endif %}"), "<think>\n");
+    EXPECT_EQ(prefix(body + "{{'<｜Assistant｜>'}}{%- endif %}"), "");
+    EXPECT_EQ(prefix(body + "{{'<｜Assistant｜><think>\\n'}}{% if not enable_thinking %}"
+                            "{{- '</think>' -}}{% endif %}{%- endif %}"),
+              "<think>\n</think>");
+    // llama.cpp's own deepseek-r1 template ends user turns with <｜end▁of▁sentence｜>.
+    EXPECT_FALSE(chat_template_from_text(
+                     "{{- '<｜User｜>' + message['content'] + '<｜end▁of▁sentence｜>' -}}"
+                     "{{- '<｜Assistant｜><think>\\n' -}}")
+                     .has_value());
+}
+
+// 100,000 literals that open a system turn with a name nothing sets, then 100,000 such openings
+// in text outside blocks, each without an end marker (4 MiB): the scan for the default system
+// message is linear (a lookup of the name's `set` per opening would be quadratic).
 TEST(ChatTemplate, DefaultSystemScanIsLinear) {
-    std::string t;
-    for (int i = 0; i < 200000; ++i) t += "<|im_start|>system\n'";
-    t += "<|im_end|>";
+    std::string t = "{% set s = 'Set one.' %}";
+    for (int i = 0; i < 100000; ++i) t += "{{'<|im_start|>system\n' + n}}";
+    for (int i = 0; i < 100000; ++i) t += "<|im_start|>system\n{{n}}";
     EXPECT_EQ(chat_template_from_text(t)->default_system, "");
-    t += "{{ '<|im_start|>system\nLast one.<|im_end|>' }}";
-    EXPECT_EQ(chat_template_from_text(t)->default_system, "Last one.");
+    t += "{{ '<|im_start|>system\n' + s }}";
+    EXPECT_EQ(chat_template_from_text(t)->default_system, "Set one.");
 }
 
 TEST(ChatTemplate, TemplatesWeDoNotRenderAreNotRecognised) {
     // Phi-4 (ChatML markers with <|im_sep|>), Mistral v7, a Llama 2 look-alike without <<SYS>>,
-    // ChatML with a thinking generation prompt (Qwen3.5), and Vicuna.
+    // ChatML with a thinking generation prompt (Qwen3.5), Vicuna, and Yi-1.5 (ChatML turns
+    // but the system message printed bare).
     for (const char* t :
          {"{{'<|im_start|>user<|im_sep|>' + c + '<|im_end|>'}}",
+          "{% if system_message is defined %}{{ system_message }}{% endif %}"
+          "{{ '<|im_start|>user\\n' + content + '<|im_end|>\\n<|im_start|>assistant\\n' }}",
           "{{ '[SYSTEM_PROMPT] ' + c + '[/SYSTEM_PROMPT]' }}{{ '[INST] ' + c + '[/INST]' }}",
           "{{ bos_token }}{{ '[INST] ' + message['content'] + ' [/INST]' }}",
           "{{- '<|im_start|>assistant\\n' }}{{- '<think>\\n' }}{{ '</think>' }}",

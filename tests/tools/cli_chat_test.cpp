@@ -100,7 +100,8 @@ TEST(CliChatTest, FallbackWarnsInOneLineNamingIt) {
     ASSERT_EQ(r.rc, 0) << r.out;
     const std::string want =
         "lazyllm: warning: chat template: the GGUF has no tokenizer.chat_template; using chatml "
-        "(the vocabulary has <|im_start|>); --chat-template NAME sets one (chatml, gemma,";
+        "(the vocabulary has <|im_start|>); --chat-template NAME sets one (chatml, deepseek-r1, "
+        "gemma,";
     const size_t at = r.out.find(want);
     ASSERT_NE(at, std::string::npos) << r.out;
     EXPECT_TRUE(contains(r.out.substr(at, r.out.find('\n', at) - at), "qwen3")) << r.out;
@@ -158,9 +159,10 @@ TEST(CliChatTest, UnknownChatTemplateNameIsAUsageErrorListingTheNames) {
     const CliRun r = run_cli("run -m " + chat_model() + " --chat --chat-template vicuna -p hi");
     EXPECT_EQ(r.rc, 2) << r.out;
     EXPECT_TRUE(contains(r.out,
-                         "unknown chat template 'vicuna'; known: chatml, gemma, llama2, "
-                         "llama3, llama3.1, mistral-v1, mistral-v3, mistral-v3-tekken, "
-                         "phi3, qwen2.5, qwen3, mistral (= mistral-v3), qwen (= qwen2.5)"))
+                         "unknown chat template 'vicuna'; known: chatml, deepseek-r1, gemma, "
+                         "llama2, llama3, llama3.1, mistral-v0, mistral-v1, mistral-v3, "
+                         "mistral-v3-tekken, phi3, phi3-medium, qwen2.5, qwen3, mistral (= "
+                         "mistral-v3), qwen (= qwen2.5)"))
         << r.out;
 }
 
