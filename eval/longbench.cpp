@@ -72,6 +72,11 @@ std::string format_prompt(std::string_view tmpl, const std::string& context,
 
 }  // namespace
 
+int64_t length_bucket(int64_t words) {
+    if (words < 4000) return 0;
+    return words < 8000 ? 4000 : 8000;
+}
+
 // pred.py: tokenized_prompt = tokenizer(prompt).input_ids; when longer than max_length,
 // half = int(max_length / 2) and the prompt becomes
 // decode(ids[:half], skip_special_tokens=True) + decode(ids[-half:], skip_special_tokens=True).
@@ -164,7 +169,7 @@ Result<std::vector<Sample>> load_longbench(const std::string& path, int64_t max_
         }
         if (const json* len = field("length"); len != nullptr && !len->is_null()) {
             if (!len->is_number()) return missing("length", "is not a number");
-            s.target_tokens = len->get<int64_t>();
+            s.target_tokens = length_bucket(len->get<int64_t>());
         }
         if (const json* id = field("_id"); id != nullptr && id->is_string()) {
             s.id = id->get<std::string>();

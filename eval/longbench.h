@@ -13,4 +13,8 @@ namespace lazyllm::eval {
 // half without special tokens and joins them. `max_length` <= 0 disables it.
 std::string truncate_middle(const std::string& prompt, int64_t max_length, const Tokenizer& tok);
 
+// LongBench-E's bucket of a sample's `length` (words; eval.py scorer_e), by its lower end: 0
+// (0-4k), 4000 (4-8k), 8000 (8k+). Samples are grouped by it in the reports.
+int64_t length_bucket(int64_t words);
+
 }  // namespace lazyllm::eval

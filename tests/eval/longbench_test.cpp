@@ -93,7 +93,7 @@ TEST(LongBench, ReadsTemplatesAndSettings) {
     EXPECT_EQ(s[0].max_new_tokens, 32);
     EXPECT_FALSE(s[0].first_line_only);
     EXPECT_TRUE(s[0].stop_token.empty());
-    EXPECT_EQ(s[0].target_tokens, 19);
+    EXPECT_EQ(s[0].target_tokens, 0);  // 19 words: LongBench-E's 0-4k bucket
     EXPECT_DOUBLE_EQ(s[0].depth, -1.0);
     EXPECT_DOUBLE_EQ(score(s[0], "Paris."), 1.0);
 
@@ -171,6 +171,17 @@ TEST(LongBench, ErrorsNameFileLineAndField) {
     r = load_longbench(bad_answers, 0, tiny_tokenizer());
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message().find("'answers' is not a list"), std::string::npos);
+}
+
+// LongBench-E reports by `length` (words): 0-4k, 4-8k, 8k+ (eval.py scorer_e), each bucket
+// named by its lower end.
+TEST(LongBench, LengthsFallInLongBenchEsBuckets) {
+    EXPECT_EQ(length_bucket(0), 0);
+    EXPECT_EQ(length_bucket(3999), 0);
+    EXPECT_EQ(length_bucket(4000), 4000);
+    EXPECT_EQ(length_bucket(7999), 4000);
+    EXPECT_EQ(length_bucket(8000), 8000);
+    EXPECT_EQ(length_bucket(20000), 8000);
 }
 
 TEST(LongBench, DatasetFromFileNameWhenFieldAbsent) {
