@@ -40,14 +40,10 @@ TokenLogprob logprob_of(std::span<const float> logits, TokenId id, int k,
     return r;
 }
 
-// The tokens the next sample may not be: the end-of-generation ones under ignore_eos, and
-// those and the stop ids while fewer than min_new_tokens are out.
+// The tokens the next sample may not be (banned_tokens: ignore_eos, min_new_tokens).
 std::vector<TokenId> banned_now(const Conversation::Impl& c) {
-    const bool early = static_cast<int64_t>(c.generated.size()) < c.opts.min_new_tokens;
-    std::vector<TokenId> ids;
-    if (c.opts.ignore_eos || early) ids = c.tok->end_of_generation_ids();
-    if (early) ids.insert(ids.end(), c.opts.stop_ids.begin(), c.opts.stop_ids.end());
-    return ids;
+    return banned_tokens(*c.tok, c.opts.ignore_eos, c.opts.stop_ids, c.opts.min_new_tokens,
+                         static_cast<int64_t>(c.generated.size()));
 }
 
 // Samples `next` from the last step's logits (and its log-probabilities when asked).
@@ -97,11 +93,6 @@ Status check_turn(const Conversation::Impl& c, std::span<const TokenId> prompt,
         return make_error(ErrorCode::kInvalidArgument,
                           "logprobs must be in [0, 20] (-1: off), got {}", opts.logprobs);
     }
-    if (opts.min_new_tokens < 0 || opts.min_new_tokens > opts.max_new_tokens) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "min_new_tokens must be in [0, max_new_tokens {}], got {}",
-                          opts.max_new_tokens, opts.min_new_tokens);
-    }
     const auto n_prompt = static_cast<int64_t>(prompt.size());
     if (n_prompt + opts.max_new_tokens > c.session.n_ctx()) {
         return make_error(ErrorCode::kOutOfRange,
@@ -116,13 +107,7 @@ Status check_turn(const Conversation::Impl& c, std::span<const TokenId> prompt,
                               "token id {} is outside the vocabulary [0, {})", id, n_vocab);
         }
     }
-    for (TokenId id : opts.stop_ids) {
-        if (id < 0 || id >= n_vocab) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "stop token id {} is outside the vocabulary [0, {})", id, n_vocab);
-        }
-    }
-    return {};
+    return check_stop_rules(opts.stop_ids, opts.min_new_tokens, opts.max_new_tokens, n_vocab);
 }
 
 }  // namespace

@@ -356,31 +356,13 @@ void flush_held_text(StreamDecoder& stream, StopStringMatcher& stops, bool to_an
     if (!rest.empty() && on_text) on_text(rest);
 }
 
-// The tokens the next sample may not be after n_generated new tokens: the end-of-generation
-// ones under ignore_eos, and those and the stop ids while fewer than min_new_tokens are out.
 std::vector<TokenId> banned_after(const Tokenizer& tok, const RunOptions& opts,
                                   int64_t n_generated) {
-    const bool early = n_generated < opts.min_new_tokens;
-    std::vector<TokenId> ids;
-    if (opts.ignore_eos || early) ids = tok.end_of_generation_ids();
-    if (early) ids.insert(ids.end(), opts.stop_ids.begin(), opts.stop_ids.end());
-    return ids;
+    return banned_tokens(tok, opts.ignore_eos, opts.stop_ids, opts.min_new_tokens, n_generated);
 }
 
 Status check_stop_options(const Tokenizer& tok, const RunOptions& opts) {
-    for (TokenId id : opts.stop_ids) {
-        if (id < 0 || id >= tok.n_vocab()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "stop token id {} is outside the vocabulary [0, {})", id,
-                              tok.n_vocab());
-        }
-    }
-    if (opts.min_new_tokens < 0 || opts.min_new_tokens > opts.max_new_tokens) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "min_new_tokens {} is outside [0, {}] (max_new_tokens)",
-                          opts.min_new_tokens, opts.max_new_tokens);
-    }
-    return {};
+    return check_stop_rules(opts.stop_ids, opts.min_new_tokens, opts.max_new_tokens, tok.n_vocab());
 }
 
 // The result's counts, rates and profiles once generation ended.

@@ -87,6 +87,32 @@ Status check_logits_finite(std::span<const float> logits, int64_t n_gen) {
     return {};
 }
 
+Status check_stop_rules(std::span<const TokenId> stop_ids, int min_new_tokens, int max_new_tokens,
+                        int32_t n_vocab) {
+    for (TokenId id : stop_ids) {
+        if (id < 0 || id >= n_vocab) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "stop token id {} is outside the vocabulary [0, {})", id, n_vocab);
+        }
+    }
+    if (min_new_tokens < 0 || min_new_tokens > max_new_tokens) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "min_new_tokens must be in [0, max_new_tokens {}], got {}",
+                          max_new_tokens, min_new_tokens);
+    }
+    return {};
+}
+
+std::vector<TokenId> banned_tokens(const Tokenizer& tok, bool ignore_eos,
+                                   std::span<const TokenId> stop_ids, int min_new_tokens,
+                                   int64_t n_generated) {
+    const bool early = n_generated < min_new_tokens;
+    std::vector<TokenId> ids;
+    if (ignore_eos || early) ids = tok.end_of_generation_ids();
+    if (early) ids.insert(ids.end(), stop_ids.begin(), stop_ids.end());
+    return ids;
+}
+
 Sampler::Sampler(SamplingParams params) : params_(params) {
     Status status = validate(params_);
     LAZYLLM_CHECK_MSG(status.ok(), status.error().message().c_str());

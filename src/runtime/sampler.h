@@ -20,6 +20,16 @@ namespace lazyllm {
 // the tokens generated before these logits (0: the prompt's).
 Status check_logits_finite(std::span<const float> logits, int64_t n_gen);
 
+// The rules that end an answer or hold its end back (RunOptions and TurnOptions alike):
+// stop ids inside the vocabulary, and 0 <= min_new_tokens <= max_new_tokens.
+Status check_stop_rules(std::span<const TokenId> stop_ids, int min_new_tokens, int max_new_tokens,
+                        int32_t n_vocab);
+// The tokens the next sample may not be after n_generated new tokens: the end-of-generation ones
+// under ignore_eos, and those and the stop ids while fewer than min_new_tokens are out.
+std::vector<TokenId> banned_tokens(const Tokenizer& tok, bool ignore_eos,
+                                   std::span<const TokenId> stop_ids, int min_new_tokens,
+                                   int64_t n_generated);
+
 // One sampler per generation stream. Not thread-safe. Working buffers are sized on the first call
 // for a vocabulary and reused: later calls with the same vocabulary size allocate nothing.
 class Sampler {
