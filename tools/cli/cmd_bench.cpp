@@ -172,8 +172,8 @@ Result<std::map<int, std::vector<TokenId>>> make_prompts(const BenchArgs& a, con
     std::vector<TokenId> source, lead;  // lead: BOS, where the model adds one, never repeated
     if (!a.prompt_file.empty()) {
         // As run -f reads it: the last newline dropped, special-token texts as their ids.
-        LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(a.prompt_file, "--prompt-file"));
-        if (!text.empty() && text.back() == '\n') text.pop_back();
+        LAZYLLM_ASSIGN_OR_RETURN(std::string text,
+                                 read_prompt_file(a.prompt_file, "--prompt-file"));
         source = e.tokenizer().encode(text, /*parse_special=*/true, /*add_bos=*/false);
         if (source.empty()) {
             return make_error(ErrorCode::kInvalidArgument, "prompt file '{}' has no tokens",

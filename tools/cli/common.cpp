@@ -131,8 +131,8 @@ Result<std::string> read_text_file(const std::string& path, std::string_view fla
     return std::move(text.value());
 }
 
-Result<std::string> read_prompt_file(const std::string& path) {
-    LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(path, "-f"));
+Result<std::string> read_prompt_file(const std::string& path, std::string_view flag) {
+    LAZYLLM_ASSIGN_OR_RETURN(std::string text, read_text_file(path, flag));
     if (!text.empty() && text.back() == '\n') text.pop_back();
     return text;
 }

@@ -24,9 +24,9 @@ Result<std::string> resolve_model_path(const std::string& flag_value);
 std::string model_names();
 // A prompt file's text ("-": stdin); errors are usage errors naming the file.
 Result<std::string> read_text_file(const std::string& path, std::string_view flag);
-// -f FILE of run and tokenize, as llama.cpp's -f: read_text_file less one trailing newline (the
-// file's, not the prompt's).
-Result<std::string> read_prompt_file(const std::string& path);
+// -f FILE of run and tokenize (and bench's --prompt-file), as llama.cpp's -f: read_text_file
+// less one trailing newline (the file's, not the prompt's).
+Result<std::string> read_prompt_file(const std::string& path, std::string_view flag = "-f");
 // Byte-level BPE encodes every byte the vocabulary has a token for; one trained on valid UTF-8
 // may lack some (SmolLM2's: 0xC0, 0xC1, 0xF1, 0xF2, 0xF5-0xFF, six control bytes), and such a
 // byte would vanish from the prompt (as in llama.cpp and HF tokenizers). An error naming the
