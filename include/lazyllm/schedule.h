@@ -56,6 +56,12 @@ struct Schedule {
     // their Aux slots, out of the step's later layers, and can be revived by a later step. It
     // bounds a decode step's extra rows. -1: no bound (the paper: every selected token revives).
     int revive_max = -1;
+    // revive_weight (not in the paper, docs/lazyllm.md): in a one-token decode step that
+    // selects, the score of a token that would have to revive (prefill, or an earlier step,
+    // left it in its Aux slot at this boundary) counts times this, so a token whose layers are
+    // computed keeps its place unless a deferred one scores 1 / revive_weight times higher.
+    // Fewer revivals, so fewer extra rows in decode steps. In [0, 1]; 1: the paper's rule.
+    float revive_weight = 1.0f;
     // repair (not in the paper, docs/lazyllm.md): the step after a step that left tokens short
     // of the last layer first recomputes that step's tokens from its first boundary on, over
     // every key, as full prefill would have (the first boundary's layer inputs are saved for
@@ -98,16 +104,18 @@ inline constexpr int kMaxScorePool = 255;
 // field that is set replaces the schedule's. Setting prune_decode on or revive_max 0 also turns
 // repair off, unless repair is set as well; a schedule left without repair drops its tiers
 // (they were chosen with repair, and need it) and its verify_margin, unless that is set too.
+// Setting prune_decode off likewise sets revive_weight to 1, unless that is set too.
 struct ScheduleOverrides {
     std::optional<int> keep_first, keep_recent, min_context;
     std::optional<bool> prune_decode;
     std::optional<int> score_layers, score_pool;
     std::optional<int> revive_max;  // -1: no bound
+    std::optional<float> revive_weight;
     std::optional<bool> repair;
     std::optional<float> verify_margin;
     bool empty() const {
         return !keep_first && !keep_recent && !min_context && !prune_decode && !score_layers &&
-               !score_pool && !revive_max && !repair && !verify_margin;
+               !score_pool && !revive_max && !revive_weight && !repair && !verify_margin;
     }
 };
 void apply(const ScheduleOverrides& overrides, Schedule& schedule);
@@ -127,12 +135,14 @@ double predicted_prefill_fraction(const Schedule& schedule, int n_layer);
 // fractions ("0.28,0.59,0.88"); the list is fractions iff any item contains '.'. A fraction f must
 // be in (0, 1) and maps to layer round(f * n_layer), which must lie in [1, n_layer - 1]. `keep` is
 // a comma list of fractions in (0, 1], non-increasing, one per layer. Spaces around items are
-// allowed. keep_first, prune_decode, score_layers, score_pool and revive_max keep their defaults.
+// allowed. keep_first, prune_decode, score_layers, score_pool, revive_max and revive_weight keep
+// their defaults.
 Result<Schedule> parse_schedule(std::string_view layers, std::string_view keep, int n_layer);
 
 // "layers=9,19,28 keep=0.5,0.25,0.1", with " keep_first=N", " keep_recent=N",
 // " min_context=N", " prune_decode=false", " score_layers=N", " score_pool=N",
-// " revive_max=N", " repair=true", " verify_margin=X" and " tiers=3072:9,15,27/0.4,0.25,0.15"
+// " revive_max=N", " revive_weight=X", " repair=true", " verify_margin=X" and
+// " tiers=3072:9,15,27/0.4,0.25,0.15"
 // (tiers separated by ';') appended only when they differ from the defaults. For logs and --json.
 std::string to_string(const Schedule& schedule);
 
@@ -140,10 +150,12 @@ std::string to_string(const Schedule& schedule);
 //   {"version": 1, "model": "...", "n_layer": 30, "layers": [8, 18, 26],
 //    "keep": [0.5, 0.25, 0.1], "keep_first": 0, "keep_recent": 0, "min_context": 0,
 //    "prune_decode": true, "score_layers": 1, "score_pool": 1, "revive_max": 8,
-//    "repair": false, "verify_margin": 0.5, "tiers": [{"min_context": 3072, "layers": [9, 15, 27],
-//    "keep": [0.4, 0.25, 0.15]}], "meta": {...}}
+//    "revive_weight": 0.25, "repair": false, "verify_margin": 0.5,
+//    "tiers": [{"min_context": 3072, "layers": [9, 15, 27], "keep": [0.4, 0.25, 0.15]}],
+//    "meta": {...}}
 // ("revive_max" is written only when it bounds revivals: -1, no bound, is the default;
-// "repair" only when true; "verify_margin" only when not 0; "tiers" only when there are some.)
+// "revive_weight" only when not 1; "repair" only when true; "verify_margin" only when not 0;
+// "tiers" only when there are some.)
 // Only "layers" and "keep" are required; "meta" is a free-form object (score, speedup,
 // calibration set...). Unknown top-level keys are errors, so a misspelled key is not ignored.
 struct ScheduleFileInfo {

@@ -160,9 +160,11 @@ Status LlamaModel::load_weights() {
     LAZYLLM_TRY(load_head());
     // How far a decode step's rows (revivals included) stay on the quantized weights depends
     // on what the GEMMs they would go to are (llama_model.h); without GEMMs, all of them.
-    const bool wide = prefill_quant_ || (!layers_.empty() && layers_[0].gate_up.gemm.backend() ==
-                                                                 kernels::GemmBackend::kAvx2);
-    quant_max_rows_ = wide ? kQuantMaxRowsWide : kQuantMaxRows;
+    const kernels::GemmBackend gemm =
+        layers_.empty() ? kernels::GemmBackend::kOneDnn : layers_[0].gate_up.gemm.backend();
+    quant_max_rows_ = prefill_quant_ || gemm == kernels::GemmBackend::kAvx2 ? kQuantMaxRowsWide
+                      : gemm == kernels::GemmBackend::kAmx                  ? kQuantMaxRowsAmx
+                                                                            : kQuantMaxRows;
     return {};
 }
 

@@ -81,11 +81,16 @@ struct ModelLoadOptions {
 // LlamaModel::quant_max_rows() rows (the step's own, and rows revived into it at a LazyLLM
 // boundary); steps of more new tokens (a prefill longer than kQuantMaxRows) run on the GEMM
 // weights.
-// With the AMX GEMM: the measured crossover with the weights coming from memory is above 32
-// rows for every shape of the default model (bench/qgemv_bench.cpp), but within L2 it is about
-// 3 rows for the small attention matrices, 8 for down and 16 for gate/up; 8 covers decode and
-// short revival steps.
+// Beside oneDNN's GEMMs, 8 covers decode and short revival steps.
 inline constexpr int64_t kQuantMaxRows = 8;
+// With our AMX GEMM: the measured crossover with the weights coming from memory is above 32
+// rows for every shape of the default model (bench/qgemv_bench.cpp), but within L2 it is about
+// 3 rows for the small attention matrices, 8 for down and 16 for gate/up. In decode steps, whose
+// weights stream from memory between their few rows, 16 measured best: `--lazy=fast` decoded
+// the 32 steps after 2k / 4k / 8160 tokens at 0.88-0.92x / 0.85-0.88x / 0.80-0.83x full's rate
+// against 0.80-0.82x / 0.79-0.80x / 0.70-0.71x with 8 (32 and 64 no better than 16; AMX Xeon,
+// docs/benchmarks.md, "Decode after a lazy prefill").
+inline constexpr int64_t kQuantMaxRowsAmx = 16;
 // With our AVX2 fp32 GEMM (Zen 3, 2 threads, bench/qgemv_bench.cpp many_rows): the AVX2
 // QuantLinear took 0.47x the GEMM's time at 8 rows, 0.69x at 32, 0.82x at 128 and 256 summed
 // over the four layer shapes with the weights from memory, and 0.94x at 1024 with them in

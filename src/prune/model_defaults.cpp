@@ -21,6 +21,7 @@ struct PresetSchedule {
     int score_layers;
     int score_pool;
     int revive_max;  // -1: no bound
+    float revive_weight;
     bool repair;
     // Schedule::tiers (min_context 0: none).
     struct Tier {
@@ -70,6 +71,11 @@ struct Entry {
 // wrote the committed schedule with revival). The fast one keeps decode steps that select and
 // revive what they select: over a whole answer it stays faster than full, where repairing
 // would make it about as slow.
+// The fast preset's decode steps weigh the scores of tokens they would revive by a quarter
+// (Schedule::revive_weight): after a 4k prompt they revive half as many tokens and decode
+// faster, with the same answers on the fidelity suite (docs/lazyllm.md, "The revival weight").
+constexpr float kFastReviveWeight = 0.25f;
+
 constexpr Entry kEntries[] = {
     {{"llama", 30, 576, 9, 49152},
      {{21, 27, 0},
@@ -81,9 +87,10 @@ constexpr Entry kEntries[] = {
       3,
       11,
       -1,
+      1.0f,
       true,
       {{3072, {9, 15, 27}, {0.4f, 0.25f, 0.15f}}, {6144, {15, 21, 27}, {0.6f, 0.35f, 0.1f}}}},
-     {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1, false},
+     {{9, 18, 21}, {0.2f, 0.15f, 0.1f}, 40, 0, 0, true, 3, 11, -1, kFastReviveWeight, false},
      "lazyllm eval --fidelity and lazyllm tune (docs/lazyllm.md, Presets)"},
     // Gemma 3 270M (18 layers, d 640, 4 heads, vocab 262144; global layers 5, 11, 17): a
     // boundary needs a global layer in its stage, so boundaries sit after layers 5 and 11,
@@ -93,8 +100,8 @@ constexpr Entry kEntries[] = {
     // continuations as full's, where two cuts at layers 6 and 12 keeping 0.5 / 0.3 keep 92% and 58%
     // (docs/evaluation.md, Measured on Gemma 3 270M). fast keeps the two cuts.
     {{"gemma3", 18, 640, 4, 262144},
-     {{12, 0, 0}, {0.25f, 0.0f, 0.0f}, 8, 64, 1024, false, 1, 11, -1, true},
-     {{6, 12, 0}, {0.3f, 0.15f, 0.0f}, 8, 0, 0, true, 1, 11, -1, false},
+     {{12, 0, 0}, {0.25f, 0.0f, 0.0f}, 8, 64, 1024, false, 1, 11, -1, 1.0f, true},
+     {{6, 12, 0}, {0.3f, 0.15f, 0.0f}, 8, 0, 0, true, 1, 11, -1, 1.0f, false},
      "docs/evaluation.md (Gemma 3)"},
 };
 
@@ -130,6 +137,7 @@ Schedule from_entry(const PresetSchedule& p) {
     s.score_layers = p.score_layers;
     s.score_pool = p.score_pool;
     s.revive_max = p.revive_max;
+    s.revive_weight = p.revive_weight;
     s.repair = p.repair;
     for (const PresetSchedule::Tier& t : p.tiers) {
         if (t.min_context == 0) break;

@@ -111,6 +111,11 @@ Status validate_schedule(const Schedule& schedule, int n_layer) {
                           "revive_max must be >= 0, or -1 for no bound, got {}",
                           schedule.revive_max);
     }
+    if (!(schedule.revive_weight >= 0.0f && schedule.revive_weight <= 1.0f)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "revive_weight must be in [0, 1] (1: the paper's selection), got {}",
+                          schedule.revive_weight);
+    }
     if (schedule.repair && (schedule.prune_decode || schedule.revive_max == 0)) {
         return make_error(ErrorCode::kInvalidArgument,
                           "repair recomputes what a prompt step deferred in the next step, so it "
@@ -255,6 +260,9 @@ std::string to_string(const Schedule& schedule) {
     if (schedule.score_layers != 1) out += fmt::format(" score_layers={}", schedule.score_layers);
     if (schedule.score_pool != 1) out += fmt::format(" score_pool={}", schedule.score_pool);
     if (schedule.revive_max >= 0) out += fmt::format(" revive_max={}", schedule.revive_max);
+    if (schedule.revive_weight != 1.0f) {
+        out += fmt::format(" revive_weight={}", schedule.revive_weight);
+    }
     if (schedule.repair) out += " repair=true";
     if (schedule.verify_margin != 0.0f) {
         out += fmt::format(" verify_margin={}", schedule.verify_margin);
@@ -275,6 +283,10 @@ void apply(const ScheduleOverrides& o, Schedule& s) {
     if (o.score_layers) s.score_layers = *o.score_layers;
     if (o.score_pool) s.score_pool = *o.score_pool;
     if (o.revive_max) s.revive_max = *o.revive_max;
+    if (o.revive_weight) s.revive_weight = *o.revive_weight;
+    // Decode steps that do not select have no selection to weigh: a preset's weight goes with
+    // its selecting decode steps, unless asked for too (then Session::create names the conflict).
+    if (o.prune_decode == false && !o.revive_weight) s.revive_weight = 1.0f;
     // Decode steps that select, or that never revive, are the user's choice over a preset's
     // repair: it turns off unless asked for too (then validate_schedule names the conflict).
     if ((o.prune_decode.value_or(false) || o.revive_max.value_or(-1) == 0) && !o.repair) {

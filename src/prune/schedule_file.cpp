@@ -53,10 +53,10 @@ Result<json> read_json_object(const std::string& path) {
         return make_error(ErrorCode::kCorrupt, "invalid JSON: {}", e.what());
     }
     if (!doc.is_object()) return make_error(ErrorCode::kCorrupt, "top level must be an object");
-    constexpr std::array<std::string_view, 16> kKeys = {
-        "version",     "model",         "n_layer",      "layers",       "keep",       "keep_first",
-        "keep_recent", "min_context",   "prune_decode", "score_layers", "score_pool", "revive_max",
-        "repair",      "verify_margin", "tiers",        "meta"};
+    constexpr std::array<std::string_view, 17> kKeys = {
+        "version",       "model",       "n_layer",       "layers",       "keep",       "keep_first",
+        "keep_recent",   "min_context", "prune_decode",  "score_layers", "score_pool", "revive_max",
+        "revive_weight", "repair",      "verify_margin", "tiers",        "meta"};
     for (const auto& [key, value] : doc.items()) {
         if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
             return make_error(ErrorCode::kInvalidArgument,
@@ -200,13 +200,14 @@ Result<Schedule> read_fields(const json& doc) {
         }
         *field = doc[key].get<bool>();
     }
-    if (doc.contains("verify_margin")) {
-        if (!doc["verify_margin"].is_number()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "\"verify_margin\" must be a number, got {}",
-                              doc["verify_margin"].dump());
+    for (const auto& [key, field] : {std::pair{"revive_weight", &schedule.revive_weight},
+                                     std::pair{"verify_margin", &schedule.verify_margin}}) {
+        if (!doc.contains(key)) continue;
+        if (!doc[key].is_number()) {
+            return make_error(ErrorCode::kInvalidArgument, "\"{}\" must be a number, got {}", key,
+                              doc[key].dump());
         }
-        schedule.verify_margin = static_cast<float>(doc["verify_margin"].get<double>());
+        *field = static_cast<float>(doc[key].get<double>());
     }
     if (doc.contains("tiers")) {
         LAZYLLM_ASSIGN_OR_RETURN(schedule.tiers, read_tiers(doc["tiers"]));
@@ -284,6 +285,8 @@ Status save_schedule_file(const std::string& path, const Schedule& schedule,
     doc["score_layers"] = schedule.score_layers;
     doc["score_pool"] = schedule.score_pool;
     if (schedule.revive_max >= 0) doc["revive_max"] = schedule.revive_max;  // older readers
+    if (schedule.revive_weight != 1.0f)
+        doc["revive_weight"] = float_for_json(schedule.revive_weight);
     if (schedule.repair) doc["repair"] = true;
     if (schedule.verify_margin != 0.0f)
         doc["verify_margin"] = float_for_json(schedule.verify_margin);

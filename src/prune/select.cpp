@@ -104,11 +104,21 @@ void pool_scores(std::span<const float> scores, std::span<const int32_t> positio
 }
 
 void select_kept(const Schedule& schedule, std::span<const int32_t> S, std::vector<float>& scores,
-                 float keep, int64_t n_total, CutScratch& scratch, std::vector<int32_t>& kept) {
+                 float keep, int64_t n_total, CutScratch& scratch, std::vector<int32_t>& kept,
+                 const DeferredWeight* deferred) {
     if (schedule.score_pool > 1) {
         pool_scores(std::span<const float>(scores.data(), S.size()), S, schedule.score_pool,
                     scratch.pooled);
         scores.swap(scratch.pooled);
+    }
+    if (deferred != nullptr && deferred->weight != 1.0f) {
+        size_t li = 0;  // S and live are sorted
+        for (size_t i = 0; i < S.size(); ++i) {
+            const int32_t t = S[i];
+            while (li < deferred->live.size() && deferred->live[li] < t) ++li;
+            const bool is_live = li < deferred->live.size() && deferred->live[li] == t;
+            if (!is_live && deferred->depth[t] == deferred->layer) scores[i] *= deferred->weight;
+        }
     }
     const int64_t n_first = std::min<int64_t>(schedule.keep_first, n_total);
     const RecentWindow recent = recent_window(schedule, n_total);

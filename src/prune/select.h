@@ -64,14 +64,26 @@ struct CutScratch {
     std::vector<int32_t> chosen;     // the candidates that revive
 };
 
+// The tokens of S that a cut at `layer` would have to revive: deferred there (depth[t] ==
+// layer: prefill or an earlier step left them in their Aux slots) and not live (computed this
+// step; sorted). Their scores count times `weight` (Schedule::revive_weight).
+struct DeferredWeight {
+    std::span<const int32_t> live;
+    std::span<const int16_t> depth;
+    int layer = 0;
+    float weight = 1.0f;
+};
+
 // A kSelect boundary under `schedule` (docs/design.md 1.2): the positions of S (sorted) that
 // survive a cut to the cumulative fraction `keep` of a context of n_total tokens, written
 // sorted into `kept`. With score_pool > 1, `scores` ([|S|]) is replaced by its pooled values,
-// the ones selected on. Protected: the first keep_first positions (they count toward the kept
-// amount) and the last max(1, keep_recent) (the last token always; the window comes on top of
-// the kept amount, so the question and the answer do not displace the context they ask about).
+// then (given `deferred`) the deferred tokens' scores by their weighted values: the ones
+// selected on. Protected: the first keep_first positions (they count toward the kept amount)
+// and the last max(1, keep_recent) (the last token always; the window comes on top of the kept
+// amount, so the question and the answer do not displace the context they ask about).
 void select_kept(const Schedule& schedule, std::span<const int32_t> S, std::vector<float>& scores,
-                 float keep, int64_t n_total, CutScratch& scratch, std::vector<int32_t>& kept);
+                 float keep, int64_t n_total, CutScratch& scratch, std::vector<int32_t>& kept,
+                 const DeferredWeight* deferred = nullptr);
 
 // Schedule::revive_max: drops from `kept` (a sorted subset of S) all but the `max`
 // highest-scored revival candidates: kept tokens at depth `layer` that are not live. Protected

@@ -73,6 +73,12 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
             LAZYLLM_TRY(check_scored_layers(model, sch.tiers[t].boundaries, sch.score_layers,
                                             fmt::format("tiers[{}]: ", t)));
         }
+        if (opts.policy == prune::Policy::kLazy && sch.revive_weight != 1.0f && !sch.prune_decode) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "revive_weight {} needs pruning in decode steps (--lazy-decode on): "
+                              "with it off decode steps do not select",
+                              sch.revive_weight);
+        }
         if (opts.policy == prune::Policy::kLazy && sch.revive_max > 0 && !sch.prune_decode) {
             return make_error(ErrorCode::kInvalidArgument,
                               "revive_max {} needs pruning in decode steps (--lazy-decode on): "
@@ -361,15 +367,19 @@ void Session::cut(StepCtx& sc, const prune::Boundary& bd, int layer) {
     Timer timer;
     const prune::Schedule& sch = opts_.schedule;
     switch (bd.mode) {
-        case prune::BoundaryMode::kSelect:
-            prune::select_kept(sch, S_, scores_, bd.keep, sc.info.n_total, cut_scratch_, kept_);
-            // revive_max bounds one-token decode steps; a step of several new tokens (a new
-            // turn over a cached conversation) revives every selected token, as the paper.
-            if (sch.revive_max >= 0 && sc.info.n_new == 1) {
+        case prune::BoundaryMode::kSelect: {
+            // revive_weight and revive_max shape one-token decode steps; a step of several new
+            // tokens (a new turn over a cached conversation) selects and revives as the paper.
+            const bool decode = sc.info.n_new == 1;
+            const prune::DeferredWeight deferred{live_, depth_, layer, sch.revive_weight};
+            prune::select_kept(sch, S_, scores_, bd.keep, sc.info.n_total, cut_scratch_, kept_,
+                               decode ? &deferred : nullptr);
+            if (sch.revive_max >= 0 && decode) {
                 prune::bound_revivals(S_, scores_, live_, depth_, layer, sch.revive_max,
                                       cut_scratch_.protect, cut_scratch_, kept_);
             }
             break;
+        }
         case prune::BoundaryMode::kExclude:
             kept_.clear();
             for (int32_t t : S_) {

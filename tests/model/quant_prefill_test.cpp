@@ -322,7 +322,8 @@ TEST(QuantPrefill, TheVnniLimitNeedsAnAvx512Context) {
 }
 
 // A decode step's revived rows stay on the blocks up to kQuantMaxRowsWide where prefill runs
-// on them or on our AVX2 fp32 GEMM; up to kQuantMaxRows beside bf16 or oneDNN GEMMs.
+// on them or on our AVX2 fp32 GEMM; up to kQuantMaxRowsAmx beside our AMX GEMM, and up to
+// kQuantMaxRows beside oneDNN's.
 TEST(QuantPrefill, RevivedRowsStayOnTheBlocksWhereTheyAreFaster) {
     const std::string path = write_q8_model("wide");
     kernels::KernelContext ctx;
@@ -334,9 +335,16 @@ TEST(QuantPrefill, RevivedRowsStayOnTheBlocksWhereTheyAreFaster) {
     o.prefill_weights = PrefillWeights::kCopy;
     auto copy = LlamaModel::load(path, o);
     ASSERT_TRUE(copy.ok()) << copy.error().message();
-    const bool bf16 = kernels::gemm_uses_bf16(o.ctx, o.precision);
-    const bool wide = !bf16 && ctx.isa == kernels::Isa::kAvx2;  // our AVX2 GEMM, else oneDNN
-    EXPECT_EQ((*copy)->quant_max_rows(), wide ? kQuantMaxRowsWide : kQuantMaxRows);
+    // The backend the gate|up GEMM gets ([2 n_ff, n_embd]; ours on AMX or AVX2, else oneDNN).
+    const ModelConfig& c = (*copy)->config();
+    const std::vector<float> w(static_cast<size_t>(2 * c.n_ff * c.n_embd), 0.5f);
+    const auto gemm =
+        kernels::PackedLinear::create(o.ctx, w.data(), 2 * c.n_ff, c.n_embd, nullptr, o.precision);
+    ASSERT_TRUE(gemm.ok()) << gemm.error().message();
+    EXPECT_EQ((*copy)->quant_max_rows(),
+              gemm->backend() == kernels::GemmBackend::kAvx2  ? kQuantMaxRowsWide
+              : gemm->backend() == kernels::GemmBackend::kAmx ? kQuantMaxRowsAmx
+                                                              : kQuantMaxRows);
     o.prefill_weights = PrefillWeights::kQuant;
     auto quant = LlamaModel::load(path, o);
     ASSERT_TRUE(quant.ok()) << quant.error().message();

@@ -15,7 +15,7 @@ namespace {
 
 // Both presets are schedules `lazyllm tune` wrote, committed with their provenance (fast: the
 // score objective; safe: the answers objective), the safe one run with repair instead of
-// revival and from a floor of 3072 tokens.
+// revival and from a floor of 3072 tokens, the fast one with weighted revivals.
 TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
     for (const auto& [preset, file] :
          {std::pair(Preset::kFast, "fast"), std::pair(Preset::kSafe, "safe")}) {
@@ -27,8 +27,12 @@ TEST(ModelDefaults, SmolLM2HasItsTunedSchedules) {
             30);
         ASSERT_TRUE(tuned.ok()) << tuned.error().message();
         EXPECT_FALSE(tuned->repair);
+        EXPECT_EQ(tuned->revive_weight, 1.0f);
         Schedule shipped = *tuned;
         shipped.repair = preset == Preset::kSafe;
+        // The fast one's decode steps, chosen after the tune (docs/lazyllm.md, "The revival
+        // weight"), weigh the tokens they would revive by a quarter.
+        if (preset == Preset::kFast) shipped.revive_weight = 0.25f;
         // The safe one: nothing below 3072 tokens; from there the cuts tuned with repair, ...
         if (preset == Preset::kSafe) {
             auto long_cuts = load_schedule_file(

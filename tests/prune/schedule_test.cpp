@@ -153,6 +153,11 @@ TEST(ScheduleToString, Format) {
     EXPECT_EQ(to_string(s), "layers=9,19,28 keep=0.5,0.25,0.1 keep_first=4 keep_recent=64 "
                             "min_context=1024 prune_decode=false score_layers=3 score_pool=11 "
                             "revive_max=0");
+    s.revive_weight = 0.25f;
+    EXPECT_EQ(to_string(s),
+              "layers=9,19,28 keep=0.5,0.25,0.1 keep_first=4 keep_recent=64 "
+              "min_context=1024 prune_decode=false score_layers=3 score_pool=11 "
+              "revive_max=0 revive_weight=0.25");
 }
 
 TEST(DepthSchedule, RoundsClampsAndDrops) {
@@ -243,6 +248,18 @@ TEST(ValidateSchedule, ScoreShaping) {
     EXPECT_NE(st.error().message().find("revive_max must be >= 0, or -1 for no bound, got -2"),
               std::string::npos)
         << st.error().message();
+    s.revive_max = -1;
+    for (float ok : {0.0f, 0.25f, 1.0f}) {
+        s.revive_weight = ok;
+        EXPECT_TRUE(validate_schedule(s, 10).ok()) << ok;
+    }
+    for (float bad : {-0.1f, 1.5f, std::numeric_limits<float>::quiet_NaN()}) {
+        s.revive_weight = bad;
+        st = validate_schedule(s, 10);
+        ASSERT_FALSE(st.ok()) << bad;
+        EXPECT_NE(st.error().message().find("revive_weight must be in [0, 1]"), std::string::npos)
+            << st.error().message();
+    }
 }
 
 TEST_F(ScheduleFileTest, RoundTrip) {
@@ -256,6 +273,7 @@ TEST_F(ScheduleFileTest, RoundTrip) {
     s.score_layers = 3;
     s.score_pool = 7;
     s.revive_max = 16;
+    s.revive_weight = 0.3f;
     ScheduleFileInfo info;
     info.model = "SmolLM2-135M-Instruct";
     info.n_layer = 30;
@@ -276,6 +294,7 @@ TEST_F(ScheduleFileTest, RoundTrip) {
     EXPECT_EQ(r->schedule.score_layers, 3);
     EXPECT_EQ(r->schedule.score_pool, 7);
     EXPECT_EQ(r->schedule.revive_max, 16);
+    EXPECT_EQ(r->schedule.revive_weight, 0.3f);  // exact float
     EXPECT_EQ(r->info.model, info.model);
     EXPECT_EQ(r->info.n_layer, 30);
     nlohmann::json meta = nlohmann::json::parse(r->info.meta_json);
@@ -310,6 +329,10 @@ TEST_F(ScheduleFileTest, ReviveMaxIsWrittenOnlyWhenSet) {
     Result<Schedule> r = load_schedule_file(p, 30);
     ASSERT_TRUE(r.ok()) << r.error().message();
     EXPECT_EQ(r->revive_max, 0);
+    {
+        std::ifstream in(p);  // "revive_weight" likewise: only when not 1
+        EXPECT_FALSE(nlohmann::json::parse(in).contains("revive_weight"));
+    }
 }
 
 // "repair" likewise: written only when true; it round-trips, shows in to_string, and is
@@ -376,6 +399,7 @@ TEST_F(ScheduleFileTest, MinimalFileUsesDefaults) {
     EXPECT_EQ(r->schedule.score_layers, 1);  // the paper's score
     EXPECT_EQ(r->schedule.score_pool, 1);
     EXPECT_EQ(r->schedule.revive_max, -1);  // no bound, as the paper
+    EXPECT_EQ(r->schedule.revive_weight, 1.0f);  // the paper's selection
     EXPECT_EQ(r->info.n_layer, 0);
     EXPECT_EQ(r->info.meta_json, "{}");
 }
@@ -438,6 +462,10 @@ TEST_F(ScheduleFileTest, BadFiles) {
          "\"revive_max\" must be an integer >= -1"},
         {R"({"layers": [3], "keep": [0.5], "revive_max": "all"})", ErrorCode::kInvalidArgument,
          "revive_max"},
+        {R"({"layers": [3], "keep": [0.5], "revive_weight": "0.5"})", ErrorCode::kInvalidArgument,
+         "\"revive_weight\" must be a number"},
+        {R"({"layers": [3], "keep": [0.5], "revive_weight": 2})", ErrorCode::kInvalidArgument,
+         "revive_weight must be in [0, 1]"},
     };
     int i = 0;
     for (const Case& c : cases) {
@@ -472,6 +500,39 @@ TEST_F(ScheduleFileTest, SaveRejectsBadInput) {
     Status no_dir = save_schedule_file(path("missing_dir/f.json"), s, ScheduleFileInfo{});
     ASSERT_FALSE(no_dir.ok());
     EXPECT_EQ(no_dir.error().code(), ErrorCode::kIo);
+}
+
+// --lazy-revive-weight (a request's "revive_weight") replaces the schedule's and counts as an
+// override; it leaves a preset's repair alone (validate_schedule and Session::create judge it).
+// Turning decode selection off drops a schedule's weight (the fast preset with --lazy-decode
+// off), unless the weight is given too.
+TEST(ScheduleOverrides, ReviveWeightReplacesTheSchedules) {
+    Schedule s = paper_layout(30);
+    ScheduleOverrides o;
+    EXPECT_TRUE(o.empty());
+    o.revive_weight = 0.5f;
+    EXPECT_FALSE(o.empty());
+    apply(o, s);
+    EXPECT_EQ(s.revive_weight, 0.5f);
+    s.prune_decode = false;
+    s.repair = true;
+    apply(o, s);
+    EXPECT_TRUE(s.repair);
+    EXPECT_EQ(s.revive_weight, 0.5f);
+
+    Schedule fast = paper_layout(30);
+    fast.revive_weight = 0.25f;
+    ScheduleOverrides off;
+    off.prune_decode = false;
+    apply(off, fast);
+    EXPECT_EQ(fast.revive_weight, 1.0f);
+    off.revive_weight = 0.25f;
+    apply(off, fast);
+    EXPECT_EQ(fast.revive_weight, 0.25f);
+    ScheduleOverrides on;
+    on.prune_decode = true;
+    apply(on, fast);
+    EXPECT_EQ(fast.revive_weight, 0.25f);
 }
 
 TEST(Policy, ParseAndName) {

@@ -168,6 +168,39 @@ TEST(BoundRevivals, KeepsTheBestCandidatesAndEveryProtectedOne) {
     EXPECT_EQ(kept, (std::vector<int32_t>{0, 1, 2, 4, 5, 6, 13, 18, 19}));
 }
 
+// revive_weight: after pooling, the scores of tokens the cut would revive (depth == layer and
+// not live) count times the weight, so a live token keeps its place unless a deferred one
+// outscores it by 1 / weight; protected tokens stay whatever their score.
+TEST(SelectKept, DeferredScoresCountTimesTheWeight) {
+    Schedule sch;
+    sch.keep_first = 1;
+    std::vector<int32_t> S(10);
+    std::iota(S.begin(), S.end(), 0);
+    const std::vector<float> raw = {0.0f, 0.9f, 0.5f, 0.45f, 0.3f, 0.8f, 0.2f, 0.1f, 0.6f, 0.0f};
+    std::vector<int16_t> depth(10, 4);
+    for (int32_t t : {1, 5, 8}) depth[t] = 2;  // deferred at layer 2 unless live
+    const std::vector<int32_t> live = {8, 9};  // 8 was revived at an earlier boundary
+    const DeferredWeight deferred{live, depth, 2, 0.5f};
+    CutScratch scratch;
+    std::vector<int32_t> kept;
+    // keep 0.4 of 10: 4 tokens, 0 (protected) and 9 (the last) among them.
+    std::vector<float> scores = raw;
+    select_kept(sch, S, scores, 0.4f, 10, scratch, kept);
+    EXPECT_EQ(kept, (std::vector<int32_t>{0, 1, 5, 9}));  // the paper's rule
+    scores = raw;
+    select_kept(sch, S, scores, 0.4f, 10, scratch, kept, &deferred);
+    EXPECT_EQ(scores[1], 0.45f);  // 0.9 x 0.5
+    EXPECT_EQ(scores[5], 0.4f);
+    EXPECT_EQ(scores[8], 0.6f);  // live: as it was
+    EXPECT_EQ(scores[2], 0.5f);  // depth 4: computed, as it was
+    EXPECT_EQ(kept, (std::vector<int32_t>{0, 2, 8, 9}));
+    // Weight 0: a deferred token is kept only where live ones do not fill the keep count.
+    const DeferredWeight none{live, depth, 2, 0.0f};
+    scores = raw;
+    select_kept(sch, S, scores, 0.9f, 10, scratch, kept, &none);
+    EXPECT_EQ(kept, (std::vector<int32_t>{0, 1, 2, 3, 4, 6, 7, 8, 9}));
+}
+
 TEST(KeepCount, CeilOfFractionOfWholeContext) {
     EXPECT_EQ(keep_count(0.5, 100, 100), 50);
     EXPECT_EQ(keep_count(0.5, 101, 101), 51);  // ceil

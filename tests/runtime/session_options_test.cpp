@@ -295,6 +295,70 @@ TEST(SessionTest, ReviveMaxRevivesOnlyTheBestScoredCandidates) {
         EXPECT_EQ(loose.traces[i].kept, all.traces[i].kept);
 }
 
+// Schedule::revive_weight, in lockstep with the paper's rule fed the same tokens: prefill is
+// unchanged; the first decode step's first boundary selects on the same scores with those of
+// the tokens prefill cut there (deferred at that layer) counted times the weight, and revives
+// fewer; over the decode steps fewer tokens revive.
+TEST(SessionTest, ReviveWeightKeepsComputedTokensOverDeferredOnes) {
+    auto model = tiny_session_model(6, "revive_weight");
+    ASSERT_NE(model, nullptr);
+    const int V = model->config().n_vocab, n = 40;
+    const auto prompt = ids_for(n, V, 11);
+    const auto feed = ids_for(6, V, 12);
+    struct Run {
+        std::vector<BoundaryTrace> traces;
+        std::vector<float> first_logits;
+        int64_t decode_revived = 0;
+    };
+    constexpr float kWeight = 0.25f;
+    const auto opts_for = [](float weight) {
+        auto opts = lazy_options({2, 4}, {0.5f, 0.25f});
+        opts.schedule.revive_weight = weight;
+        return opts;
+    };
+    auto run = [&](float weight) {
+        Run r;
+        auto opts = opts_for(weight);
+        opts.on_boundary = [&r](const BoundaryTrace& t) { r.traces.push_back(t); };
+        auto s = Session::create(*model, opts).value();
+        std::vector<float> lg(V);
+        EXPECT_TRUE(s.step(prompt, lg.data()).ok());
+        r.first_logits = lg;
+        for (int32_t id : feed) {
+            auto st = s.step(std::span<const int32_t>(&id, 1), lg.data());
+            EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message());
+            if (st.ok()) r.decode_revived += st->revived;
+        }
+        return r;
+    };
+    const Run paper = run(1.0f);
+    const Run weighted = run(kWeight);
+    ASSERT_EQ(weighted.traces.size(), paper.traces.size());
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(weighted.traces[i].kept, paper.traces[i].kept);
+    EXPECT_EQ(weighted.first_logits, paper.first_logits);
+
+    const BoundaryTrace& a = paper.traces[2];  // first decode step, boundary at layer 2
+    const BoundaryTrace& b = weighted.traces[2];
+    ASSERT_EQ(a.step, 1);
+    ASSERT_EQ(a.layer, 2);
+    ASSERT_EQ(b.S, a.S);
+    const std::vector<int32_t>& prefill_kept = paper.traces[0].kept;
+    std::vector<float> want = a.scores;
+    for (size_t i = 0; i < a.S.size(); ++i) {
+        const int32_t t = a.S[i];
+        if (t != n && !std::binary_search(prefill_kept.begin(), prefill_kept.end(), t))
+            want[i] *= kWeight;
+    }
+    EXPECT_EQ(b.scores, want);
+    prune::CutScratch scratch;
+    std::vector<int32_t> kept;
+    prune::select_kept(opts_for(kWeight).schedule, a.S, want, 0.5f, n + 1, scratch, kept);
+    EXPECT_EQ(b.kept, kept);
+    EXPECT_GT(a.revived, 0) << "the test needs revivals";
+    EXPECT_LT(b.revived, a.revived);
+    EXPECT_LT(weighted.decode_revived, paper.decode_revived);
+}
+
 // Tokens cut at a boundary stop inside the layer before it (their K/V stored, its attention
 // and FFN not run) and finish it when revived (LayerRun::cut). With one boundary the keys of
 // that layer are every earlier token in any step, so a decode step that revives them all

@@ -327,6 +327,13 @@ TEST(SessionTest, ErrorsAreClear) {
     EXPECT_TRUE(Session::create(*model, no_decode).ok());
     no_decode.schedule.revive_max = 0;  // never revive: allowed
     EXPECT_TRUE(Session::create(*model, no_decode).ok());
+    no_decode.schedule.revive_max = -1;
+    no_decode.schedule.revive_weight = 0.25f;  // weighs a selection that never happens
+    auto nw = Session::create(*model, no_decode);
+    ASSERT_FALSE(nw.ok());
+    EXPECT_NE(nw.error().message().find("revive_weight 0.25 needs pruning in decode steps"),
+              std::string::npos)
+        << nw.error().message();
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ TEST(ApiRequest, ChatFieldsAreRead) {
         "stop":["a","b"],"stream":true,"stream_options":{"include_usage":true},"n":1,
         "presence_penalty":0.5,"frequency_penalty":-1.5,
         "lazyllm":{"policy":"lazy","preset":"fast","layers":[8,18],"keep":"0.5,0.2","revive_max":"all",
-                   "keep_recent":8,"min_context":100,"repair":false}})");
+                   "revive_weight":0.5,"keep_recent":8,"min_context":100,"repair":false}})");
     ASSERT_EQ(r.messages.size(), 2u);
     EXPECT_EQ(r.messages[0].role, "system");
     EXPECT_EQ(r.messages[1].content, "hi there");
@@ -60,6 +60,7 @@ TEST(ApiRequest, ChatFieldsAreRead) {
     EXPECT_EQ(r.prune->layers, "8,18");
     EXPECT_EQ(r.prune->keep, "0.5,0.2");
     EXPECT_EQ(*r.prune->overrides.revive_max, -1);
+    EXPECT_EQ(*r.prune->overrides.revive_weight, 0.5f);
     EXPECT_EQ(r.prune->preset, "fast");
     EXPECT_EQ(r.prune->overrides.keep_recent, 8);
     EXPECT_EQ(r.prune->overrides.min_context, 100);
@@ -262,6 +263,8 @@ TEST(ApiRequest, WrongTypesNameTheField) {
          "lazyllm.revive_max"},
         {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"repair":"on"}})",
          "lazyllm.repair"},
+        {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"revive_weight":1.5}})",
+         "lazyllm.revive_weight"},
         {R"({"messages":[{"role":"user","content":"x"}],"lazyllm":{"policy":"full","keep":"0.5"}})",
          "lazyllm.policy"},
     };

@@ -257,6 +257,15 @@ TEST(CliTest, ReviveMaxReachesTheScheduleOrNamesTheFault) {
         expect_usage_error("run -m " + m + " -p hello --lazy-revive-max " + std::string(bad),
                            "--lazy-revive-max");
     }
+    r = run_cli("run -m " + m +
+                " -p 'hello world, hello world' -n 2 --ignore-eos "
+                "--lazy-layers 1 --lazy-keep 0.5 --lazy-revive-weight 0.25 --json");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "revive_weight=0.25")) << r.out;
+    for (const char* bad : {"-0.5", "1.5", "x"}) {
+        expect_usage_error("run -m " + m + " -p hello --lazy-revive-weight " + std::string(bad),
+                           "--lazy-revive-weight");
+    }
 }
 
 // --lazy takes a preset (safe when bare); --policy lazy:fast names one too; a preset and an

@@ -243,6 +243,12 @@ void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
             }
             return "";
         });
+    app.add_option("--lazy-revive-weight", f.revive_weight,
+                   "Decode steps that select weigh the scores of tokens they would have to "
+                   "revive by X, so computed tokens keep their places unless a pruned one scores "
+                   "1/X times higher (fewer revived rows; needs --lazy-decode on); 1: the paper's "
+                   "selection (default: the schedule's)")
+        ->check(CLI::Range(0.0, 1.0));
     app.add_option("--lazy-repair", f.repair,
                    "on: the step after a pruned prompt first recomputes its tokens from the first "
                    "boundary on, over every key, so the answer after the first token is full's "
@@ -301,7 +307,7 @@ bool schedule_flags(const PruneFlags& f) {
     return !f.layers.empty() || !f.keep.empty() || !f.schedule_file.empty() ||
            !f.lazy_decode.empty() || !f.revive_max.empty() || !f.repair.empty() ||
            f.keep_first >= 0 || f.keep_recent >= 0 || f.min_context >= 0 || f.score_layers >= 0 ||
-           f.score_pool >= 0 || f.verify_margin >= 0.0;
+           f.score_pool >= 0 || f.verify_margin >= 0.0 || f.revive_weight >= 0.0;
 }
 
 }  // namespace
@@ -368,6 +374,7 @@ Result<PruneOptions> to_prune_options(const PruneFlags& f, int n_layer) {
     } else if (!f.revive_max.empty()) {
         o.revive_max = std::stoi(f.revive_max);  // checked by the flag's validator
     }
+    if (f.revive_weight >= 0.0) o.revive_weight = static_cast<float>(f.revive_weight);
     if (!f.repair.empty()) o.repair = f.repair == "on";
     if (f.verify_margin >= 0.0) o.verify_margin = static_cast<float>(f.verify_margin);
     p.seed = f.seed;

@@ -63,11 +63,13 @@ struct PruneFlags {
     int keep_first = -1, keep_recent = -1, min_context = -1;
     int score_layers = -1, score_pool = -1;
     double verify_margin = -1.0;  // -1: the schedule's
+    double revive_weight = -1.0;  // -1: the schedule's
     uint64_t seed = 1;
 };
 void add_prune_flags(CLI::App& app, PruneFlags& f);
-// --lazy-decode, --lazy-revive-max, --lazy-repair, --lazy-verify-margin, --lazy-keep-first,
-// --lazy-keep-recent and --lazy-min-context (also on bench, which lists policies itself).
+// --lazy-decode, --lazy-revive-max, --lazy-revive-weight, --lazy-repair, --lazy-verify-margin,
+// --lazy-keep-first, --lazy-keep-recent and --lazy-min-context (also on bench, which lists
+// policies itself).
 void add_decode_prune_flags(CLI::App& app, PruneFlags& f);
 // The policies a list may name (bench --policy, eval --policies): lazy:safe and lazy:fast are
 // lazy with that preset.

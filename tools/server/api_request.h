@@ -80,8 +80,8 @@ ApiResult<GenRequest> parse_chat_request(std::string_view body);
 ApiResult<GenRequest> parse_completion_request(std::string_view body);
 // The "lazyllm" extension object: {"policy", "preset" (safe | fast), "layers", "keep",
 // "schedule" (a full schedule object as `lazyllm tune` writes it), "keep_first", "keep_recent",
-// "min_context", "prune_decode", "score_layers", "score_pool", "revive_max", "repair",
-// "verify_margin", "seed"}.
+// "min_context", "prune_decode", "score_layers", "score_pool", "revive_max", "revive_weight",
+// "repair", "verify_margin", "seed"}.
 ApiResult<LazyExtension> parse_lazy_extension(const nlohmann::json& j);
 
 struct TokenizeRequest {

@@ -18,12 +18,12 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     json merged;
     if (auto s = j.find("schedule"); s != j.end() && !s->is_null()) {
         if (!s->is_object()) return wrong_type("lazyllm.schedule", "an object", *s);
-        if (auto e =
-                check_known(*s,
-                            {"layers", "keep", "keep_first", "keep_recent", "min_context",
-                             "prune_decode", "score_layers", "score_pool", "revive_max", "repair",
-                             "verify_margin", "tiers", "meta", "version", "model", "n_layer"},
-                            "lazyllm.schedule.")) {
+        if (auto e = check_known(
+                *s,
+                {"layers", "keep", "keep_first", "keep_recent", "min_context", "prune_decode",
+                 "score_layers", "score_pool", "revive_max", "revive_weight", "repair",
+                 "verify_margin", "tiers", "meta", "version", "model", "n_layer"},
+                "lazyllm.schedule.")) {
             return *e;
         }
         merged = j;
@@ -41,10 +41,10 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     }
     const json& o = *src;
     if (auto e = check_known(
-            o,
-            {"policy", "preset", "layers", "keep", "keep_first", "keep_recent", "min_context",
-             "prune_decode", "score_layers", "score_pool", "revive_max", "repair", "verify_margin",
-             "tiers", "seed", "meta", "version", "model", "n_layer"},
+            o, {"policy",      "preset",        "layers",       "keep",          "keep_first",
+                "keep_recent", "min_context",   "prune_decode", "score_layers",  "score_pool",
+                "revive_max",  "revive_weight", "repair",       "verify_margin", "tiers",
+                "seed",        "meta",          "version",      "model",         "n_layer"},
             "lazyllm.")) {
         return *e;
     }
@@ -78,6 +78,7 @@ ApiResult<LazyExtension> parse_lazy_extension(const json& j) {
     if (auto v = f.boolean("prune_decode")) ov.prune_decode = *v;
     if (auto v = f.boolean("repair")) ov.repair = *v;
     if (auto v = f.number("verify_margin", 0.0, 1e6)) ov.verify_margin = static_cast<float>(*v);
+    if (auto v = f.number("revive_weight", 0.0, 1.0)) ov.revive_weight = static_cast<float>(*v);
     if (auto v = f.integer("score_layers", 1, 1024)) ov.score_layers = static_cast<int>(*v);
     if (auto v = f.integer("score_pool", 1, 1 << 16)) ov.score_pool = static_cast<int>(*v);
     if (auto v = f.integer("seed", 0, std::numeric_limits<int64_t>::max()))
@@ -112,6 +113,7 @@ void merge(const ScheduleOverrides& x, ScheduleOverrides& o) {
     set(x.score_layers, o.score_layers);
     set(x.score_pool, o.score_pool);
     set(x.revive_max, o.revive_max);
+    set(x.revive_weight, o.revive_weight);
     set(x.repair, o.repair);
     set(x.verify_margin, o.verify_margin);
 }

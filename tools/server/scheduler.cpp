@@ -11,11 +11,11 @@ namespace lazyllm::server {
 std::string prune_key(const PruneOptions& p) {
     const ScheduleOverrides& o = p.overrides;
     auto opt = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string("-"); };
-    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", policy_name(p.policy),
-                       preset_name(p.preset), p.schedule ? to_string(*p.schedule) : "-",
-                       opt(o.keep_first), opt(o.keep_recent), opt(o.min_context),
-                       opt(o.prune_decode), opt(o.score_layers), opt(o.score_pool),
-                       opt(o.revive_max), opt(o.repair), opt(o.verify_margin), p.seed);
+    return fmt::format(
+        "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", policy_name(p.policy), preset_name(p.preset),
+        p.schedule ? to_string(*p.schedule) : "-", opt(o.keep_first), opt(o.keep_recent),
+        opt(o.min_context), opt(o.prune_decode), opt(o.score_layers), opt(o.score_pool),
+        opt(o.revive_max), opt(o.revive_weight), opt(o.repair), opt(o.verify_margin), p.seed);
 }
 
 Scheduler::Scheduler(const Engine& engine, SchedulerConfig cfg, Metrics& metrics)
