@@ -214,6 +214,30 @@ TEST(SessionTest, KeepRecentProtectsTheLastTokensInPrefillAndDecode) {
     }
 }
 
+// A session over `prompt`, then a one-token decode step per token of `feed`: every boundary's
+// trace, each step's logits, and the tokens the decode steps revived.
+struct TracedRun {
+    std::vector<BoundaryTrace> traces;
+    std::vector<std::vector<float>> logits;
+    int64_t decode_revived = 0;
+};
+TracedRun traced_run(const LlamaModel& model, SessionOptions opts,
+                     const std::vector<int32_t>& prompt, const std::vector<int32_t>& feed) {
+    TracedRun r;
+    opts.on_boundary = [&r](const BoundaryTrace& t) { r.traces.push_back(t); };
+    auto s = Session::create(model, opts).value();
+    std::vector<float> lg(model.config().n_vocab);
+    EXPECT_TRUE(s.step(prompt, lg.data()).ok());
+    r.logits.push_back(lg);
+    for (int32_t id : feed) {
+        auto st = s.step(std::span<const int32_t>(&id, 1), lg.data());
+        EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message());
+        if (st.ok()) r.decode_revived += st->revived;
+        r.logits.push_back(lg);
+    }
+    return r;
+}
+
 // Schedule::revive_max, in lockstep with an unbounded session fed the same tokens: prefill is
 // unchanged; the first decode step's first boundary (same S, same scores) revives exactly the
 // `max` best-scored of the tokens the unbounded session revives there, and keeps the rest of
@@ -225,29 +249,14 @@ TEST(SessionTest, ReviveMaxRevivesOnlyTheBestScoredCandidates) {
     const int V = model->config().n_vocab, n = 40;
     const auto prompt = ids_for(n, V, 11);
     const auto feed = ids_for(6, V, 12);
-    struct Run {
-        std::vector<BoundaryTrace> traces;
-        std::vector<std::vector<float>> logits;
-    };
     auto run = [&](int revive_max) {
-        Run r;
         auto opts = lazy_options({2, 4}, {0.5f, 0.25f});
         opts.schedule.revive_max = revive_max;
-        opts.on_boundary = [&r](const BoundaryTrace& t) { r.traces.push_back(t); };
-        auto s = Session::create(*model, opts).value();
-        std::vector<float> lg(V);
-        EXPECT_TRUE(s.step(prompt, lg.data()).ok());
-        r.logits.push_back(lg);
-        for (int32_t id : feed) {
-            auto st = s.step(std::span<const int32_t>(&id, 1), lg.data());
-            EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message());
-            r.logits.push_back(lg);
-        }
-        return r;
+        return traced_run(*model, opts, prompt, feed);
     };
-    const Run all = run(-1);
+    const TracedRun all = run(-1);
     const int kMax = 2;
-    const Run bounded = run(kMax);
+    const TracedRun bounded = run(kMax);
     ASSERT_EQ(all.traces.size(), 2u * (1 + feed.size()));
     ASSERT_EQ(bounded.traces.size(), all.traces.size());
     for (int i = 0; i < 2; ++i) {  // prefill: nothing to revive, nothing differs
@@ -289,7 +298,7 @@ TEST(SessionTest, ReviveMaxRevivesOnlyTheBestScoredCandidates) {
         EXPECT_EQ(t.revived, 0) << t.step << " " << t.layer;
     int64_t most = 0;
     for (const BoundaryTrace& t : all.traces) most = std::max(most, t.revived);
-    const Run loose = run(static_cast<int>(most));
+    const TracedRun loose = run(static_cast<int>(most));
     EXPECT_EQ(loose.logits, all.logits);
     for (size_t i = 0; i < all.traces.size(); ++i)
         EXPECT_EQ(loose.traces[i].kept, all.traces[i].kept);
@@ -305,37 +314,17 @@ TEST(SessionTest, ReviveWeightKeepsComputedTokensOverDeferredOnes) {
     const int V = model->config().n_vocab, n = 40;
     const auto prompt = ids_for(n, V, 11);
     const auto feed = ids_for(6, V, 12);
-    struct Run {
-        std::vector<BoundaryTrace> traces;
-        std::vector<float> first_logits;
-        int64_t decode_revived = 0;
-    };
     constexpr float kWeight = 0.25f;
     const auto opts_for = [](float weight) {
         auto opts = lazy_options({2, 4}, {0.5f, 0.25f});
         opts.schedule.revive_weight = weight;
         return opts;
     };
-    auto run = [&](float weight) {
-        Run r;
-        auto opts = opts_for(weight);
-        opts.on_boundary = [&r](const BoundaryTrace& t) { r.traces.push_back(t); };
-        auto s = Session::create(*model, opts).value();
-        std::vector<float> lg(V);
-        EXPECT_TRUE(s.step(prompt, lg.data()).ok());
-        r.first_logits = lg;
-        for (int32_t id : feed) {
-            auto st = s.step(std::span<const int32_t>(&id, 1), lg.data());
-            EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message());
-            if (st.ok()) r.decode_revived += st->revived;
-        }
-        return r;
-    };
-    const Run paper = run(1.0f);
-    const Run weighted = run(kWeight);
+    const TracedRun paper = traced_run(*model, opts_for(1.0f), prompt, feed);
+    const TracedRun weighted = traced_run(*model, opts_for(kWeight), prompt, feed);
     ASSERT_EQ(weighted.traces.size(), paper.traces.size());
     for (int i = 0; i < 2; ++i) EXPECT_EQ(weighted.traces[i].kept, paper.traces[i].kept);
-    EXPECT_EQ(weighted.first_logits, paper.first_logits);
+    EXPECT_EQ(weighted.logits[0], paper.logits[0]);
 
     const BoundaryTrace& a = paper.traces[2];  // first decode step, boundary at layer 2
     const BoundaryTrace& b = weighted.traces[2];
