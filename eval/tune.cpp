@@ -135,6 +135,7 @@ std::vector<TuneCandidate> enumerate_candidates(const TuneSpace& space, int n_la
                     s.keep_recent = space.keep_recent;
                     s.min_context = space.min_context;
                     s.prune_decode = space.prune_decode;
+                    s.revive_weight = space.revive_weight;
                     s.repair = space.repair;
                     s.verify_margin = space.verify_margin;
                     s.score_layers = space.score_layers;

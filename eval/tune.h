@@ -39,6 +39,7 @@ struct TuneSpace {
     int keep_recent = 0;
     int min_context = 0;
     bool prune_decode = true;
+    float revive_weight = 1.0f;  // with prune_decode
     bool repair = false;
     float verify_margin = 0.0f;
     int score_layers = 1;

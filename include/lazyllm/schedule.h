@@ -60,7 +60,10 @@ struct Schedule {
     // selects, the score of a token that would have to revive (prefill, or an earlier step,
     // left it in its Aux slot at this boundary) counts times this, so a token whose layers are
     // computed keeps its place unless a deferred one scores 1 / revive_weight times higher.
-    // Fewer revivals, so fewer extra rows in decode steps. In [0, 1]; 1: the paper's rule.
+    // Fewer revivals, so fewer extra rows in decode steps. In (0, 1] (0 would rank the deferred
+    // tokens by position alone); 1: the paper's rule. The weight applies after score_pool, so a
+    // computed token within the pool window of a deferred one shares its unweighted pooled
+    // score. One-token steps only (decode steps, and a one-token turn over a cached context).
     float revive_weight = 1.0f;
     // repair (not in the paper, docs/lazyllm.md): the step after a step that left tokens short
     // of the last layer first recomputes that step's tokens from its first boundary on, over

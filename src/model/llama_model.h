@@ -87,9 +87,9 @@ inline constexpr int64_t kQuantMaxRows = 8;
 // rows for every shape of the default model (bench/qgemv_bench.cpp), but within L2 it is about
 // 3 rows for the small attention matrices, 8 for down and 16 for gate/up. In decode steps, whose
 // weights stream from memory between their few rows, 16 measured best: `--lazy=fast` decoded
-// the 32 steps after 2k / 4k / 8160 tokens at 0.88-0.92x / 0.85-0.88x / 0.80-0.83x full's rate
-// against 0.80-0.82x / 0.79-0.80x / 0.70-0.71x with 8 (32 and 64 no better than 16; AMX Xeon,
-// docs/benchmarks.md, "Decode after a lazy prefill").
+// the 32 steps after 2k / 4k / 8160 tokens at 0.85-0.97x / 0.81-0.88x / 0.80-0.86x full's rate
+// against 0.77-0.82x / 0.78-0.82x / 0.70-0.72x with 8 (five rounds; 32 and 64 no better than
+// 16; AMX Xeon, docs/benchmarks.md, "Decode after a lazy prefill").
 inline constexpr int64_t kQuantMaxRowsAmx = 16;
 // With our AVX2 fp32 GEMM (Zen 3, 2 threads, bench/qgemv_bench.cpp many_rows): the AVX2
 // QuantLinear took 0.47x the GEMM's time at 8 rows, 0.69x at 32, 0.82x at 128 and 256 summed
@@ -243,7 +243,8 @@ public:
     kernels::KvType kv_type() const;
     // Whether decode steps (<= kQuantMaxRows new tokens) use the QuantLinear copies of the
     // weights, and for up to how many rows (kQuantMaxRowsWide over our AVX2 fp32 GEMM or
-    // with prefill on the blocks, else kQuantMaxRows).
+    // with prefill on the blocks, kQuantMaxRowsAmx over our AMX GEMM, else kQuantMaxRows; also
+    // the most sessions one batched decode forward takes, Session::max_batch).
     bool quantized_decode() const { return quantized_decode_; }
     int64_t quant_max_rows() const { return quant_max_rows_; }
     // Whether every step, prefill included, runs on the QuantLinear weights (PrefillWeights

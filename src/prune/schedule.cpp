@@ -111,9 +111,9 @@ Status validate_schedule(const Schedule& schedule, int n_layer) {
                           "revive_max must be >= 0, or -1 for no bound, got {}",
                           schedule.revive_max);
     }
-    if (!(schedule.revive_weight >= 0.0f && schedule.revive_weight <= 1.0f)) {
+    if (!(schedule.revive_weight > 0.0f && schedule.revive_weight <= 1.0f)) {
         return make_error(ErrorCode::kInvalidArgument,
-                          "revive_weight must be in [0, 1] (1: the paper's selection), got {}",
+                          "revive_weight must be in (0, 1] (1: the paper's selection), got {}",
                           schedule.revive_weight);
     }
     if (schedule.repair && (schedule.prune_decode || schedule.revive_max == 0)) {

@@ -60,7 +60,7 @@ Status Session::step_batch(std::span<Session* const> sessions, std::span<const i
     s0.h_.resize(static_cast<size_t>(n * c.n_embd));
     LAZYLLM_TRY(model.embed(tokens.data(), n, s0.h_.data(), nullptr));
     // n <= quant_max_rows() <= kQuantMaxRowsWide: fixed arrays, no allocation per step.
-    static_assert(kQuantMaxRows <= kQuantMaxRowsWide);
+    static_assert(kQuantMaxRows <= kQuantMaxRowsWide && kQuantMaxRowsAmx <= kQuantMaxRowsWide);
     std::array<int32_t, kQuantMaxRowsWide> pos{};
     std::array<KvCache*, kQuantMaxRowsWide> kvs{};
     for (int64_t i = 0; i < n; ++i) {

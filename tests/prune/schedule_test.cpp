@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -249,15 +250,15 @@ TEST(ValidateSchedule, ScoreShaping) {
               std::string::npos)
         << st.error().message();
     s.revive_max = -1;
-    for (float ok : {0.0f, 0.25f, 1.0f}) {
+    for (float ok : {0.01f, 0.25f, 1.0f}) {
         s.revive_weight = ok;
         EXPECT_TRUE(validate_schedule(s, 10).ok()) << ok;
     }
-    for (float bad : {-0.1f, 1.5f, std::numeric_limits<float>::quiet_NaN()}) {
+    for (float bad : {0.0f, -0.1f, 1.5f, std::numeric_limits<float>::quiet_NaN()}) {
         s.revive_weight = bad;
         st = validate_schedule(s, 10);
         ASSERT_FALSE(st.ok()) << bad;
-        EXPECT_NE(st.error().message().find("revive_weight must be in [0, 1]"), std::string::npos)
+        EXPECT_NE(st.error().message().find("revive_weight must be in (0, 1]"), std::string::npos)
             << st.error().message();
     }
 }
@@ -465,7 +466,7 @@ TEST_F(ScheduleFileTest, BadFiles) {
         {R"({"layers": [3], "keep": [0.5], "revive_weight": "0.5"})", ErrorCode::kInvalidArgument,
          "\"revive_weight\" must be a number"},
         {R"({"layers": [3], "keep": [0.5], "revive_weight": 2})", ErrorCode::kInvalidArgument,
-         "revive_weight must be in [0, 1]"},
+         "revive_weight must be in (0, 1]"},
     };
     int i = 0;
     for (const Case& c : cases) {

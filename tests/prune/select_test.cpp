@@ -194,11 +194,16 @@ TEST(SelectKept, DeferredScoresCountTimesTheWeight) {
     EXPECT_EQ(scores[8], 0.6f);  // live: as it was
     EXPECT_EQ(scores[2], 0.5f);  // depth 4: computed, as it was
     EXPECT_EQ(kept, (std::vector<int32_t>{0, 2, 8, 9}));
-    // Weight 0: a deferred token is kept only where live ones do not fill the keep count.
-    const DeferredWeight none{live, depth, 2, 0.0f};
+    // A small weight: deferred tokens fill what live ones leave of the keep count, best first.
+    const DeferredWeight small{live, depth, 2, 0.01f};
     scores = raw;
-    select_kept(sch, S, scores, 0.9f, 10, scratch, kept, &none);
+    select_kept(sch, S, scores, 0.9f, 10, scratch, kept, &small);
     EXPECT_EQ(kept, (std::vector<int32_t>{0, 1, 2, 3, 4, 6, 7, 8, 9}));
+    const std::vector<float> swapped = {0.0f, 0.8f, 0.5f, 0.45f, 0.3f,
+                                        0.9f, 0.2f, 0.1f, 0.6f,  0.0f};
+    scores = swapped;
+    select_kept(sch, S, scores, 0.9f, 10, scratch, kept, &small);
+    EXPECT_EQ(kept, (std::vector<int32_t>{0, 2, 3, 4, 5, 6, 7, 8, 9}));
 }
 
 TEST(KeepCount, CeilOfFractionOfWholeContext) {

@@ -262,7 +262,7 @@ TEST(CliTest, ReviveMaxReachesTheScheduleOrNamesTheFault) {
                 "--lazy-layers 1 --lazy-keep 0.5 --lazy-revive-weight 0.25 --json");
     ASSERT_EQ(r.rc, 0) << r.out;
     EXPECT_TRUE(contains(r.out, "revive_weight=0.25")) << r.out;
-    for (const char* bad : {"-0.5", "1.5", "x"}) {
+    for (const char* bad : {"-0.5", "0", "1.5", "x", "nan"}) {
         expect_usage_error("run -m " + m + " -p hello --lazy-revive-weight " + std::string(bad),
                            "--lazy-revive-weight");
     }

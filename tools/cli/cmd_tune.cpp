@@ -66,6 +66,7 @@ struct TuneArgs {
     std::string lazy_decode;                                  // empty: the preset's
     std::string repair;                                       // empty: the preset's
     double verify_margin = -1.0;                              // -1: the preset's
+    double revive_weight = -1.0;                              // -1: the preset's
 };
 
 
@@ -197,6 +198,14 @@ Result<eval::TuneSpace> make_space(const TuneArgs& a, bool answers, Preset prese
         return make_error(ErrorCode::kInvalidArgument,
                           "--lazy-repair on needs decode steps that do not select "
                           "(--lazy-decode off)");
+    }
+    // The weight goes with decode steps that select, as for run.
+    space.revive_weight = a.revive_weight >= 0.0 ? static_cast<float>(a.revive_weight)
+                          : space.prune_decode   ? base.revive_weight
+                                                 : 1.0f;
+    if (space.revive_weight != 1.0f && !space.prune_decode) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "--lazy-revive-weight needs decode steps that select (--lazy-decode on)");
     }
     space.verify_margin = a.verify_margin >= 0.0 ? static_cast<float>(a.verify_margin)
                           : space.repair         ? base.verify_margin
@@ -374,6 +383,10 @@ Runner add_tune(CLI::App& app) {
     app.add_option("--lazy-decode", a->lazy_decode,
                    "on: prune in decode steps too; off: only revive (default: the preset's)")
         ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--lazy-revive-weight", a->revive_weight,
+                   "With decode steps that select: every candidate weighs the scores of tokens "
+                   "a decode step would revive by X, in (0, 1] (default: the preset's)")
+        ->check(kReviveWeight);
     app.add_option("--lazy-repair", a->repair,
                    "on: every candidate repairs after the first token (the answer after it is "
                    "full's whenever the first token is); off: revives (default: the preset's)")

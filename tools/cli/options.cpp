@@ -27,6 +27,7 @@ std::string read_number(const std::string& v, double& d) {
     } catch (const std::exception&) {
         return "expected a number, got '" + v + "'";
     }
+    if (!std::isfinite(d)) return "must be a finite number, got " + v;
     return "";
 }
 
@@ -57,6 +58,14 @@ int threads_within_cores(int requested, bool warn) {
 
 const CLI::Validator kNonNegative = number_at_least(0, "NON-NEGATIVE");
 const CLI::Validator kPositive = number_at_least(1, "POSITIVE");
+const CLI::Validator kReviveWeight(
+    [](std::string& v) -> std::string {
+        double d = 0.0;
+        if (std::string e = read_number(v, d); !e.empty()) return e;
+        if (!(d > 0.0 && d <= 1.0)) return fmt::format("must be in (0, 1], got {}", v);
+        return "";
+    },
+    "(0, 1]", "REVIVE-WEIGHT");
 const CLI::Validator kNonEmpty([](std::string& v)
                                    -> std::string { return v.empty() ? "must not be empty" : ""; },
                                "TEXT", "NON-EMPTY");
@@ -245,10 +254,10 @@ void add_decode_prune_flags(CLI::App& app, PruneFlags& f) {
         });
     app.add_option("--lazy-revive-weight", f.revive_weight,
                    "Decode steps that select weigh the scores of tokens they would have to "
-                   "revive by X, so computed tokens keep their places unless a pruned one scores "
-                   "1/X times higher (fewer revived rows; needs --lazy-decode on); 1: the paper's "
-                   "selection (default: the schedule's)")
-        ->check(CLI::Range(0.0, 1.0));
+                   "revive by X, in (0, 1], so computed tokens keep their places unless a pruned "
+                   "one scores 1/X times higher (fewer revived rows; needs --lazy-decode on); 1: "
+                   "the paper's selection (default: the schedule's)")
+        ->check(kReviveWeight);
     app.add_option("--lazy-repair", f.repair,
                    "on: the step after a pruned prompt first recomputes its tokens from the first "
                    "boundary on, over every key, so the answer after the first token is full's "

@@ -47,6 +47,8 @@ void warn_task_prompts(const Engine& e);
 // its bound as a 300-digit double).
 extern const CLI::Validator kNonNegative;
 extern const CLI::Validator kPositive;
+// Schedule::revive_weight: a number in (0, 1].
+extern const CLI::Validator kReviveWeight;
 // A value that may not be empty (an empty string would read as the flag not given).
 extern const CLI::Validator kNonEmpty;
 
