@@ -121,6 +121,19 @@ TEST(TuneTest, CandidatesAreWellFormedAndSorted) {
 
 // On a sliding-window model (Gemma 3 270M: 18 layers, global 5, 11, 17) each boundary sits
 // within score_layers after a global layer of its own stage, as Session::create requires.
+// The fast preset's decode steps weigh revivals (Schedule::revive_weight): tune --preset fast
+// judges and writes every candidate with the weight.
+TEST(TuneTest, CandidatesCarryTheReviveWeight) {
+    TuneSpace space;
+    space.revive_weight = 0.25f;
+    const auto cands = enumerate_candidates(space, kLayers);
+    ASSERT_FALSE(cands.empty());
+    for (const TuneCandidate& c : cands) {
+        EXPECT_EQ(c.schedule.revive_weight, 0.25f) << prune::to_string(c.schedule);
+        EXPECT_TRUE(prune::validate_schedule(c.schedule, kLayers).ok());
+    }
+}
+
 TEST(TuneTest, SlidingWindowBoundariesFollowGlobalLayers) {
     TuneSpace space;
     space.global_layers = {5, 11, 17};
