@@ -131,9 +131,10 @@ double visible_pairs(const Buffers& b) {  // sum over queries of visible keys
 // n_layers > 1: each iteration runs every layer's cache once, as a decode step does, so the
 // K/V come from beyond L2 (n_layers = 30, SmolLM2-135M's depth: 23-189 MB at 1k-8k keys).
 // bf16: AttentionArgs::bf16 (the AMX or AVX-512-BF16 tiles on a prefill).
+// scores: AttentionArgs::scores (LazyLLM's score of the query row from the same call).
 void run(benchmark::State& state, Isa isa, int64_t n_q, int64_t n_kv, KvType type, bool indexed,
-         int n_layers = 1, bool bf16 = false, const Shape& sh = kSmolLM2,
-         bool head_blocks = false) {
+         int n_layers = 1, bool bf16 = false, const Shape& sh = kSmolLM2, bool head_blocks = false,
+         bool scores = false) {
     const CpuFeatures f = detect_cpu_features();
     if (!isa_supported(isa, f) || (bf16 && !f.avx512bf16)) {
         state.SkipWithError("ISA not supported by this CPU");
@@ -142,6 +143,8 @@ void run(benchmark::State& state, Isa isa, int64_t n_q, int64_t n_kv, KvType typ
     Buffers b;
     AttentionArgs a0 = make_args(b, n_q, n_kv, type, indexed, n_layers, sh, head_blocks);
     a0.bf16 = bf16;
+    std::vector<float> score_row(scores ? n_kv : 0);
+    a0.scores = scores ? score_row.data() : nullptr;
     std::vector<AttentionArgs> layers;
     for (int il = 0; il < n_layers; ++il) layers.push_back(layer_args(a0, b, il));
     Workspace ws;  // the model's: kept across calls
@@ -198,6 +201,31 @@ void BM_AttentionDecode(benchmark::State& state) {
 BENCHMARK(BM_AttentionDecode)
     ->ArgsProduct({{1024, 2048, 4096, 8192}, {0, 1}, {0, 1}, {1, 30}})
     ->ArgNames({"n", "f16", "indexed", "layers"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// A lazy decode step's attention with the rows it revives: args rows (the step's own + revived),
+// n (keys), indexed (0: the prefix, a layer before the first boundary; 1: a pruned key set);
+// f16 cache in head blocks, one layer.
+void BM_AttentionFewRows(benchmark::State& state) {
+    run(state, best_isa(detect_cpu_features()), state.range(0), state.range(1), KvType::kF16,
+        state.range(2) != 0, 1, false, kSmolLM2, /*head_blocks=*/true);
+}
+BENCHMARK(BM_AttentionFewRows)
+    ->ArgsProduct({{1, 2, 3, 4, 6, 11, 17, 24, 33}, {1024, 8192}, {0, 1}})
+    ->ArgNames({"rows", "n", "indexed"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// A decode call at a LazyLLM boundary layer that also writes the score (AttentionArgs::scores),
+// against BM_AttentionDecode plus BM_ScoresHeadMean: args n, layers; f16 cache in head blocks.
+void BM_AttentionDecodeScores(benchmark::State& state) {
+    run(state, best_isa(detect_cpu_features()), 1, state.range(0), KvType::kF16, false,
+        static_cast<int>(state.range(1)), false, kSmolLM2, /*head_blocks=*/true, /*scores=*/true);
+}
+BENCHMARK(BM_AttentionDecodeScores)
+    ->ArgsProduct({{1024, 4096, 8192}, {1, 30}})
+    ->ArgNames({"n", "layers"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -235,13 +235,14 @@ void many_rows(benchmark::internal::Benchmark* b) {
 }
 
 // Llama-3.2-1B's down projection (2048 x 8192) and Llama-3.1-8B's q projection (4096 x 4096)
-// per K-quant / Q8_0 type, m = 1 (decode) and 8 (prefill passes), weights cold, two threads.
+// per K-quant / Q8_0 type, m = 1 (decode), 8 and 16 (a lazy decode step with revived rows),
+// weights cold, two threads.
 void type_shapes(benchmark::internal::Benchmark* b) {
     constexpr int64_t kTypeShapes[][2] = {{2048, 8192}, {4096, 4096}};
     for (GgmlType t : {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
                        GgmlType::IQ4_XS, GgmlType::Q8_0}) {
         for (const auto& s : kTypeShapes) {
-            for (int64_t m : {1, 8}) b->Args({m, s[0], s[1], 2, 1, static_cast<int64_t>(t)});
+            for (int64_t m : {1, 8, 16}) b->Args({m, s[0], s[1], 2, 1, static_cast<int64_t>(t)});
         }
     }
     b->ArgNames({"m", "n_out", "n_in", "threads", "cold", "type"});

@@ -12,9 +12,9 @@
 //   in lanes takes 8 keys per vector;
 // - on both prefill paths, tiles that see more keys than fit a quarter of L2 take them in
 //   chunks, 16 tiles per chunk (run_tiles_chunked);
-// - decode (one tile of few lanes per KV head: a query row or two) on every fast path: the
-//   keys-in-lanes kernel over the tiles of all KV heads at once, so each K/V row is read from
-//   memory once for all query heads, contiguously when the keys are a prefix;
+// - decode (up to 48 query vectors per KV head: a step's row, the rows a lazy step revives) on
+//   every fast path: keys in lanes, tiles of up to 6 lanes, every tile over each key chunk, so
+//   each K/V row comes from memory once for all rows, contiguously when the keys are a prefix;
 // - kRef, or a head_dim without a kernel: the reference, parallel over query rows.
 // Keys visible to a query are a prefix of the (sorted) key set, so each tile only scans keys
 // below its largest visible count: the causal half of the work, never the masked half.
@@ -50,6 +50,11 @@ constexpr FinalizeFn kFinalize =
     I == Isa::kAvx512 ? detail::attention_finalize_avx512 : detail::attention_finalize_scalar;
 
 constexpr int kMaxHeadDim = 256;
+// Calls of at most this many query vectors per KV head (n_q * group) that need not be
+// row-invariant run keys in lanes (run_decode): a decode step's row and the rows a lazy step
+// revives. 3 to 16 rows at 9/3 heads over 1k-8k keys: 1.05-2.0x the 16-lane tiles over packed
+// K/V (BM_AttentionFewRows, AMX Xeon), even at 17-24 rows, behind them at 33 over 1k.
+constexpr int64_t kDecodeMaxLanes = 48;
 // The bf16 kernels need this many query vectors per KV head (n_q * group) to beat the fp32
 // kernel once the K/V packing is paid for (measured with AMX).
 constexpr int64_t kBf16MinQueryVectors = 64;
@@ -100,13 +105,15 @@ int64_t tiles_per_head(const AttentionArgs& a) {
     return (a.n_q * (a.n_head / a.n_head_kv) + kAttnLanes - 1) / kAttnLanes;
 }
 
-// Tile `tile_idx` of KV head g: flattened (row, head-in-group) pairs [16 * tile_idx, +16).
-AttnTile make_tile(const AttentionArgs& a, const KeyRanges& keys, int g, int64_t tile_idx) {
+// Tile `tile_idx` of KV head g: flattened (row, head-in-group) pairs [width * tile_idx,
+// + width), width at most 16.
+AttnTile make_tile(const AttentionArgs& a, const KeyRanges& keys, int g, int64_t tile_idx,
+                   int width = kAttnLanes) {
     const int group = a.n_head / a.n_head_kv;
-    const int64_t f0 = tile_idx * kAttnLanes;
+    const int64_t f0 = tile_idx * width;
     AttnTile t;
     t.kv_head = g;
-    t.n_lanes = static_cast<int>(std::min<int64_t>(kAttnLanes, a.n_q * group - f0));
+    t.n_lanes = static_cast<int>(std::min<int64_t>(width, a.n_q * group - f0));
     t.n_vis_min = a.n_kv;
     t.n_vis_max = 0;
     t.n_lo_min = keys.lo.empty() ? 0 : a.n_kv;
@@ -178,73 +185,111 @@ int64_t key_splits(int n_threads, int64_t n_tasks, int64_t max_vis) {
     return std::clamp<int64_t>(max_vis / kMinSplitKeys, 1, want);
 }
 
-// detail::attention_lanes over keys [j0, j1) for the n_g tiles, one KV head after the other
-// (each head's keys in address order in the model's cache).
+// detail::attention_lanes over keys [j0, j1) for the n_tiles tiles, one KV head after the
+// other (each head's keys in address order in the model's cache; a head's later tiles find
+// the chunk's rows in cache), each tile over the part of the chunk its lanes see.
 template <Isa I>
-void lanes_heads(const AttentionArgs& a, const AttnTile* tiles, int n_g, int64_t j0, int64_t j1,
-                 AttnState* states) {
-    for (int g = 0; g < n_g; ++g) detail::attention_lanes<I>(a, tiles[g], j0, j1, states[g]);
+void lanes_heads(const AttentionArgs& a, const AttnTile* tiles, int n_tiles, int64_t j0, int64_t j1,
+                 AttnState* states, int head_dim, const detail::LaneLogits* logits = nullptr) {
+    for (int i = 0; i < n_tiles; ++i) {
+        const int64_t lo = std::max(j0, tiles[i].n_lo_min), hi = std::min(j1, tiles[i].n_vis_max);
+        if (lo < hi) {
+            detail::attention_lanes<I>(a, tiles[i], lo, hi, states[i], logits);
+        } else {
+            clear_state(head_dim, states[i]);
+        }
+    }
 }
 
-// Scratch of one decode call: per (key chunk, KV head) a tile state. Grow-only, the caller's
+// Scratch of one decode call: per (key chunk, tile) a tile state. Grow-only, the caller's
 // Workspace part (decode runs this once per layer and token).
 struct DecodeScratch {
-    std::vector<AttnTile> tiles;   // [n_head_kv]
-    std::vector<AttnState> parts;  // [n_split][n_head_kv]
-    std::vector<float> o;          // [n_split][n_head_kv][head_dim][16]
+    std::vector<AttnTile> tiles;   // [n_head_kv][tiles per KV head]
+    std::vector<AttnState> parts;  // [n_split][n_tiles]
+    std::vector<float> o;          // [n_split][n_tiles][head_dim][16]
+    std::vector<float> logits;     // [n_head][n_keys]: the score's (AttentionArgs::scores)
 };
 
-// Decode: one tile of few lanes per KV head, all over the same rows. Each work item runs the
-// tiles of every KV head over one chunk of keys, one head after the other; chunks are merged
-// per KV head.
+// Whether a call's score comes from its own decode pass (run_decode): one query row, keys from
+// the first (no window), as attention_scores_head_mean's vectorized path reads them.
+bool decode_scores(const AttentionArgs& a) {
+    return a.scores != nullptr && a.n_q == 1 && a.window == 0 && !a.row_invariant &&
+           a.n_head / a.n_head_kv <= detail::kAttnFewLanes;
+}
+
+// Decode: each KV head's (row, head) pairs in tiles of at most kAttnFewLanes lanes (one for a
+// step's own row), keys in lanes. Each work item runs every tile over one chunk of keys;
+// chunks are merged per tile. With a.scores (decode_scores) the tile also writes its score
+// logits, which the same threads then turn into the score.
 template <Isa I>
 void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     const int n_threads = std::max(1, ctx.n_threads);
-    const int n_g = a.n_head_kv;
     const int d = a.head_dim;
+    const int64_t lanes = a.n_q * (a.n_head / a.n_head_kv);  // per KV head
+    const int per_head =
+        static_cast<int>((lanes + detail::kAttnFewLanes - 1) / detail::kAttnFewLanes);
+    const int n_tiles = a.n_head_kv * per_head;
     DecodeScratch& sc = ctx.ws->caller<DecodeScratch>();
-    sc.tiles.resize(n_g);
-    for (int g = 0; g < n_g; ++g) sc.tiles[g] = make_tile(a, keys, g, 0);
-    // The same rows in every tile: keys [first, first + n_keys).
-    const int64_t first = std::min(sc.tiles[0].n_lo_min, sc.tiles[0].n_vis_max);
-    const int64_t n_keys = sc.tiles[0].n_vis_max - first;
-    const int64_t n_split = key_splits(n_threads, 1, n_keys);
-    sc.parts.resize(n_split * n_g);
-    const int64_t o_size = static_cast<int64_t>(d) * kAttnLanes;
-    if (static_cast<int64_t>(sc.o.size()) < n_split * n_g * o_size) {
-        sc.o.resize(n_split * n_g * o_size);
+    sc.tiles.resize(n_tiles);
+    int64_t first = a.n_kv, end = 0;  // the keys any tile sees: [first, end)
+    for (int i = 0; i < n_tiles; ++i) {
+        AttnTile& t = sc.tiles[i];
+        t = make_tile(a, keys, i / per_head, i % per_head, detail::kAttnFewLanes);
+        first = std::min(first, std::min(t.n_lo_min, t.n_vis_max));
+        end = std::max(end, t.n_vis_max);
     }
-    for (int64_t i = 0; i < n_split * n_g; ++i) sc.parts[i].o = sc.o.data() + i * o_size;
+    first = std::min(first, end);
+    const int64_t n_keys = end - first;
+    const int64_t n_split = key_splits(n_threads, 1, n_keys);
+    sc.parts.resize(n_split * n_tiles);
+    const int64_t o_size = static_cast<int64_t>(d) * kAttnLanes;
+    if (static_cast<int64_t>(sc.o.size()) < n_split * n_tiles * o_size) {
+        sc.o.resize(n_split * n_tiles * o_size);
+    }
+    for (int64_t i = 0; i < n_split * n_tiles; ++i) sc.parts[i].o = sc.o.data() + i * o_size;
+    detail::LaneLogits logits;  // the score's: keys [first, first + n_keys), first == 0
+    const detail::LaneLogits* lane_logits = nullptr;
+    if (a.scores != nullptr && n_keys > 0) {
+        LAZYLLM_CHECK(first == 0 && per_head == 1);
+        grow(sc.logits, a.n_head * n_keys);
+        logits = {sc.logits.data(), n_keys, first};
+        lane_logits = &logits;
+    }
     const ScopedFlushDenormals ftz;  // this thread; each worker below sets its own
     if (n_keys == 0) {
-        for (int g = 0; g < n_g; ++g) clear_state(d, sc.parts[g]);
+        for (int i = 0; i < n_tiles; ++i) clear_state(d, sc.parts[i]);
+        if (a.scores != nullptr) std::fill(a.scores, a.scores + a.n_kv, 0.0f);
     } else if (n_split == 1) {
-        lanes_heads<I>(a, sc.tiles.data(), n_g, first, first + n_keys, sc.parts.data());
+        lanes_heads<I>(a, sc.tiles.data(), n_tiles, first, end, sc.parts.data(), d, lane_logits);
+        if (lane_logits != nullptr) {
+            detail::head_mean_from_logits(ctx, a.n_head, n_keys, a.n_kv, logits.base, a.scores);
+        }
     } else {
-#pragma omp parallel for num_threads(static_cast <int>(std::min <int64_t>(n_threads, n_split))) \
-    schedule(dynamic, 1)
-        for (int64_t part = 0; part < n_split; ++part) {
+#pragma omp parallel num_threads(static_cast <int>(std::min <int64_t>(n_threads, n_split)))
+        {
             const ScopedFlushDenormals worker_ftz;
-            int64_t j0 = 0, j1 = 0;
-            split_range(n_keys, n_split, part, j0, j1);
-            AttnState* states = sc.parts.data() + part * n_g;
-            if (j1 > j0) {
-                lanes_heads<I>(a, sc.tiles.data(), n_g, first + j0, first + j1, states);
-            } else {
-                for (int g = 0; g < n_g; ++g) clear_state(d, states[g]);
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t part = 0; part < n_split; ++part) {
+                int64_t j0 = 0, j1 = 0;
+                split_range(n_keys, n_split, part, j0, j1);
+                lanes_heads<I>(a, sc.tiles.data(), n_tiles, first + j0, first + j1,
+                               sc.parts.data() + part * n_tiles, d, lane_logits);
+            }
+            if (lane_logits != nullptr) {
+                detail::head_mean_from_logits(ctx, a.n_head, n_keys, a.n_kv, logits.base, a.scores);
             }
         }
     }
     alignas(64) float o_buf[kMaxHeadDim * kAttnLanes];
-    for (int g = 0; g < n_g; ++g) {
+    for (int i = 0; i < n_tiles; ++i) {
         if (n_split == 1) {
-            kFinalize<I>(a, sc.tiles[g], sc.parts[g]);
+            kFinalize<I>(a, sc.tiles[i], sc.parts[i]);
             continue;
         }
         AttnState merged;
         merged.o = o_buf;
-        merge_states(sc.parts.data() + g, static_cast<int>(n_split), n_g, d, merged);
-        kFinalize<I>(a, sc.tiles[g], merged);
+        merge_states(sc.parts.data() + i, static_cast<int>(n_split), n_tiles, d, merged);
+        kFinalize<I>(a, sc.tiles[i], merged);
     }
 }
 
@@ -455,7 +500,7 @@ bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
 template <Isa I>
 void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     const int group = a.n_head / a.n_head_kv;
-    if (a.n_q * group <= detail::kAttnFewLanes && !a.row_invariant) {
+    if (a.n_q * group <= kDecodeMaxLanes && !a.row_invariant) {
         run_decode<I>(ctx, a, keys);
         return;
     }
@@ -487,6 +532,14 @@ void attention(const KernelContext& ctx_in, const AttentionArgs& a) {
     if (ctx.ws == nullptr) ctx.ws = &local;
     const bool fast = ctx.isa >= Isa::kAvx2 && a.head_dim <= kMaxHeadDim &&
                       detail::fp32_attention_head_dim_supported(a.head_dim);
+    if (a.scores != nullptr && !(fast && a.n_kv > 0 && decode_scores(a))) {
+        const int64_t last = a.n_q - 1;
+        attention_scores_head_mean(ctx, a, a.q + last * a.q_stride, a.q_pos[last], a.scores);
+        AttentionArgs rest = a;
+        rest.scores = nullptr;
+        attention(ctx, rest);
+        return;
+    }
     if (!fast || a.n_kv == 0) {
         run_ref_parallel(ctx, a);
         return;

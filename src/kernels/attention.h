@@ -55,6 +55,11 @@ struct AttentionArgs {
     // a row's output depends on its own query and keys only, not on the other rows of the call
     // (a prompt continued over a cached prefix gives the values of the same prompt run whole).
     bool row_invariant = false;
+    // If set, the call also writes LazyLLM's score of its last query row here ([n_kv]), the
+    // values attention_scores_head_mean gives, bit for bit. A decode call (one query row, no
+    // window, on the keys-in-lanes kernel) takes the logits from its own pass over K; any other
+    // call runs attention_scores_head_mean first.
+    float* scores = nullptr;
     float* out = nullptr;  // [n_q, out_stride], head h at h*head_dim
     int64_t out_stride = 0;
     // If set, the output goes here instead, as bf16 bits rounded to nearest even (the values

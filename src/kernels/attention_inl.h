@@ -267,7 +267,8 @@ inline void pv_block(float* o, const float (*p)[Vec<I>::kWidth], const float* al
 template <Isa I, int D, typename T, int NL>
 void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const T* const* k_rows,
                  const T* const* v_rows, int n_keys, typename Vec<I>::Ints key_pos,
-                 typename Vec<I>::Ints neg_key_pos, bool windowed) {
+                 typename Vec<I>::Ints neg_key_pos, bool windowed, float* logits, int64_t ld,
+                 int nj) {
     using V = Vec<I>;
     using F = typename V::F;
     using P = AttnPlan<I>;
@@ -311,7 +312,17 @@ void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const
         F acc[kKeys];
 #pragma GCC unroll 16
         for (int jj = 0; jj < kKeys; ++jj) acc[jj] = V::load_aligned(part[l][jj]);
-        F s = V::mul(V::transpose_sum(acc), V::set1(q_scale));
+        const F dot = V::transpose_sum(acc);
+        if (logits != nullptr) {  // the score's logits: group_logits' products, in its order
+            float* out = logits + t.head[l] * ld;
+            const F logit = V::mul(dot, V::set1(a.scale));
+            if (nj == kKeys) {
+                V::store(out, logit);
+            } else {
+                V::store(out, V::tail(nj), logit);
+            }
+        }
+        F s = V::mul(dot, V::set1(q_scale));
         s = V::hide_after(s, key_pos, V::set1_i32(t.pos[l]));
         if (windowed) s = V::hide_after(s, neg_key_pos, V::set1_i32(window_threshold(a, t.pos[l])));
         float* l_acc = st.o + kLaneSumOffset<D> + l * kKeys;
@@ -354,10 +365,11 @@ inline void prefetch_kv_rows(const AttentionArgs& a, const T* k, const T* v, int
 // in a block) the reads go in address order, and the rows of a block at least 4 KiB ahead are
 // prefetched while the kernel computes (docs/benchmarks.md, "Decode attention (AMX Xeon)").
 // While running, st.o holds O as [lane][D] and then the P sums as [lane][kWidth]; O is
-// transposed to [D][16] and the sums reduced into st.l at the end.
+// transposed to [D][16] and the sums reduced into st.l at the end. With `logits`, each lane's
+// scaled q . k of key j also goes to logits->base[head * ld + j - j_first].
 template <Isa I, int D, typename T>
 void lanes_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
-                  AttnState& st) {
+                  AttnState& st, const LaneLogits* logits) {
     using V = Vec<I>;
     using P = AttnPlan<I>;
     constexpr int kKeys = V::kWidth;  // keys per block
@@ -394,9 +406,11 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, in
             v_rows[jj] = v_base + off;
         }
         // The tile's lane count, 1 to kAttnFewLanes, as the template argument.
+        float* block_logits = logits != nullptr ? logits->base + (j0 - logits->j_first) : nullptr;
         with_value(t.n_lanes, OneTo<kAttnFewLanes>{}, [&]<int NL>() {
             lanes_block<I, D, T, NL>(a, t, st, k_rows, v_rows, n_keys, key_pos, neg_key_pos,
-                                     windowed);
+                                     windowed, block_logits, logits != nullptr ? logits->ld : 0,
+                                     nj);
         });
     }
     // [lane][D] -> [D][16], the AttnState layout; padding lanes are zero.
@@ -417,9 +431,9 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, in
 
 template <Isa I>
 void attention_lanes(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
-                     AttnState& st) {
+                     AttnState& st, const LaneLogits* logits) {
     with_kernel_types(
-        a, [&]<int D, typename T>() { lanes_kernel<I, D, T>(a, t, j_begin, j_end, st); });
+        a, [&]<int D, typename T>() { lanes_kernel<I, D, T>(a, t, j_begin, j_end, st, logits); });
 }
 
 template <Isa I>
@@ -542,14 +556,15 @@ void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& 
 
 }  // namespace lazyllm::kernels::detail
 
-#define LAZYLLM_ATTENTION_INSTANTIATE(I)                                                    \
-    template void lazyllm::kernels::detail::attention_tile<I>(                              \
-        const AttentionArgs&, const detail::PackedKvF32&, const detail::AttnTile&, int64_t, \
-        int64_t, detail::AttnState&, bool);                                                 \
-    template void lazyllm::kernels::detail::pack_kv_f32<I>(                                 \
-        const KernelContext&, const AttentionArgs&, detail::PackedKvF32&);                  \
-    template void lazyllm::kernels::detail::group_logits<I>(                                \
-        const AttentionArgs&, const float*, int, int, int64_t, int64_t, float*, int64_t);   \
-    template void lazyllm::kernels::detail::softmax_in_place<I>(float*, int64_t);           \
-    template void lazyllm::kernels::detail::attention_lanes<I>(                             \
-        const AttentionArgs&, const detail::AttnTile&, int64_t, int64_t, detail::AttnState&)
+#define LAZYLLM_ATTENTION_INSTANTIATE(I)                                                     \
+    template void lazyllm::kernels::detail::attention_tile<I>(                               \
+        const AttentionArgs&, const detail::PackedKvF32&, const detail::AttnTile&, int64_t,  \
+        int64_t, detail::AttnState&, bool);                                                  \
+    template void lazyllm::kernels::detail::pack_kv_f32<I>(                                  \
+        const KernelContext&, const AttentionArgs&, detail::PackedKvF32&);                   \
+    template void lazyllm::kernels::detail::group_logits<I>(                                 \
+        const AttentionArgs&, const float*, int, int, int64_t, int64_t, float*, int64_t);    \
+    template void lazyllm::kernels::detail::softmax_in_place<I>(float*, int64_t);            \
+    template void lazyllm::kernels::detail::attention_lanes<I>(                              \
+        const AttentionArgs&, const detail::AttnTile&, int64_t, int64_t, detail::AttnState&, \
+        const detail::LaneLogits*)

@@ -108,11 +108,19 @@ void pack_kv_f32(const KernelContext& ctx, const AttentionArgs& a, PackedKvF32& 
 template <Isa I>
 void attention_tile(const AttentionArgs& a, const PackedKvF32& packed, const AttnTile& t,
                     int64_t j_begin, int64_t j_end, AttnState& st, bool resume = false);
+// Where attention_lanes also writes its lanes' score logits (the decode call that computes
+// LazyLLM's score, AttentionArgs::scores): key j of query head h at base[h * ld + j - j_first],
+// scale * q_h . k_j with group_logits' products in its order, so the same bits.
+struct LaneLogits {
+    float* base = nullptr;
+    int64_t ld = 0;
+    int64_t j_first = 0;
+};
 // Keys in lanes for a tile of at most kAttnFewLanes lanes over keys [j_begin, j_end): each K/V
 // row of its KV head is read (and converted from f16) once for all its lanes. Initializes st.
 template <Isa I>
 void attention_lanes(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
-                     AttnState& st);
+                     AttnState& st, const LaneLogits* logits = nullptr);
 
 // out = o / l for the tile's real lanes (zeros where no key was visible): AVX-512
 // (attention_avx512.cpp, also after the AMX kernel) and plain C++ (attention.cpp), with the
@@ -157,6 +165,11 @@ void group_logits(const AttentionArgs& a, const float* q_group, int group, int k
                   int64_t j_begin, int64_t j_end, float* logits, int64_t ld);
 template <Isa I>
 void softmax_in_place(float* probs, int64_t n);
+// The score from its logits (attention_score.cpp): each head's softmax over probs[h * n_vis,
+// + n_vis) in place, then scores[j] = mean over heads, scores[n_vis, n_kv) = 0. Its loops are
+// OpenMP worksharing: inside a parallel region every thread of it must call this.
+void head_mean_from_logits(const KernelContext& ctx, int n_head, int64_t n_vis, int64_t n_kv,
+                           float* probs, float* scores);
 
 // kv_store_rows (attention.h) with F16C conversions.
 void kv_store_rows_avx512(KvType type, const float* src, int64_t src_stride, int64_t n_rows,

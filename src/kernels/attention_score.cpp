@@ -18,6 +18,14 @@ struct ScoreScratch {
     std::vector<float> probs;  // [n_head][n_vis]
 };
 
+// [n_head, n_vis] of ScoreScratch: ctx.ws's part where the caller passes one, else `local`.
+float* score_logits(const KernelContext& ctx, std::vector<float>& local, int n_head,
+                    int64_t n_vis) {
+    std::vector<float>& probs = ctx.ws != nullptr ? ctx.ws->caller<ScoreScratch>().probs : local;
+    if (static_cast<int64_t>(probs.size()) < n_head * n_vis) probs.resize(n_head * n_vis);
+    return probs.data();
+}
+
 }  // namespace
 
 void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a,
@@ -31,19 +39,18 @@ void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a
     }
     // Visible keys are the prefix [0, n_vis) of the sorted key set.
     const int64_t n_vis = std::upper_bound(a.kv_pos, a.kv_pos + a.n_kv, q_pos) - a.kv_pos;
-    std::fill(scores, scores + a.n_kv, 0.0f);
-    if (n_vis == 0) return;
+    if (n_vis == 0) {
+        std::fill(scores, scores + a.n_kv, 0.0f);
+        return;
+    }
     const int group = a.n_head / a.n_head_kv;
     const int64_t d = a.head_dim;
-    // [n_head, n_vis] (boundary layers only): ctx.ws's part where the caller passes one.
     std::vector<float> local;
-    std::vector<float>& probs = ctx.ws != nullptr ? ctx.ws->caller<ScoreScratch>().probs : local;
-    if (static_cast<int64_t>(probs.size()) < a.n_head * n_vis) probs.resize(a.n_head * n_vis);
+    float* probs = score_logits(ctx, local, a.n_head, n_vis);
     // Logits in (KV head, key chunk) items, each K row read once for its group of query heads;
     // chunks are a multiple of every vector width, so each key's logit is the same in any split.
     constexpr int64_t kChunk = 1024;
     const int64_t n_chunks = (n_vis + kChunk - 1) / kChunk;
-    const float n_heads = static_cast<float>(a.n_head);
 #pragma omp parallel num_threads(std::max(1, ctx.n_threads))
     {
 #pragma omp for schedule(dynamic, 1)
@@ -53,29 +60,40 @@ void attention_scores_head_mean(const KernelContext& ctx, const AttentionArgs& a
             isa_dispatch(ctx.isa, [&]<Isa I>() {
                 if constexpr (I != Isa::kRef) {
                     detail::group_logits<I>(a, q_row + g * group * d, group, g, j0, j1,
-                                            probs.data() + g * group * n_vis, n_vis);
+                                            probs + g * group * n_vis, n_vis);
                 }
             });
         }
-#pragma omp for schedule(dynamic, 1)
-        for (int h = 0; h < a.n_head; ++h) {
-            isa_dispatch(ctx.isa, [&]<Isa I>() {
-                if constexpr (I != Isa::kRef) {
-                    detail::softmax_in_place<I>(probs.data() + h * n_vis, n_vis);
-                }
-            });
-        }
-        // Same order as the reference: sum over heads, then divide.
-#pragma omp for schedule(static)
-        for (int64_t j0 = 0; j0 < n_vis; j0 += kChunk) {
-            const int64_t j1 = std::min(n_vis, j0 + kChunk);
-            for (int h = 0; h < a.n_head; ++h) {
-                const float* p = probs.data() + h * n_vis;
-                for (int64_t j = j0; j < j1; ++j) scores[j] += p[j];
-            }
-            for (int64_t j = j0; j < j1; ++j) scores[j] /= n_heads;
-        }
+        detail::head_mean_from_logits(ctx, a.n_head, n_vis, a.n_kv, probs, scores);
     }
 }
+
+namespace detail {
+
+void head_mean_from_logits(const KernelContext& ctx, int n_head, int64_t n_vis, int64_t n_kv,
+                           float* probs, float* scores) {
+    constexpr int64_t kChunk = 1024;
+    const float n_heads = static_cast<float>(n_head);
+#pragma omp for schedule(dynamic, 1)
+    for (int h = 0; h < n_head; ++h) {
+        isa_dispatch(ctx.isa, [&]<Isa I>() {
+            if constexpr (I != Isa::kRef) detail::softmax_in_place<I>(probs + h * n_vis, n_vis);
+        });
+    }
+    // Same order as the reference: sum over heads, then divide.
+#pragma omp for schedule(static)
+    for (int64_t j0 = 0; j0 < n_kv; j0 += kChunk) {
+        const int64_t j1 = std::min(n_kv, j0 + kChunk);
+        const int64_t v1 = std::min(n_vis, j1);
+        std::fill(scores + j0, scores + j1, 0.0f);
+        for (int h = 0; h < n_head; ++h) {
+            const float* p = probs + h * n_vis;
+            for (int64_t j = j0; j < v1; ++j) scores[j] += p[j];
+        }
+        for (int64_t j = j0; j < v1; ++j) scores[j] /= n_heads;
+    }
+}
+
+}  // namespace detail
 
 }  // namespace lazyllm::kernels

@@ -231,9 +231,17 @@ constexpr bool unpacks_format(Isa isa, int bits, Scales s) {
     if (isa == Isa::kAvx512) return bits != 8;
     return isa == Isa::kAvx2 && (bits == 4 || bits == 5 || bits == 6) && !grid_quants(s);
 }
+// Rows up to which a call runs passes of kMaxRowsPerPass rows over the stored blocks (decode
+// steps, and the rows a lazy decode step revives) before it takes the prompt passes: with
+// VNNI 16 for the 4- to 6-bit formats, where reading the blocks twice beats unpacking them once
+// (16 rows, two threads, AMX Xeon: Q4_1 3072 x 576 25% faster, Q4_K, Q5_K, Q6_K and IQ4_XS
+// 2048 x 8192 10-17%; Q3_K and Q8_0 8-11% slower, so 8), else 8.
+constexpr int64_t block_pass_rows(Isa isa, int bits) {
+    return isa == Isa::kAvx512 && bits >= 4 && bits <= 6 ? 2 * kMaxRowsPerPass : kMaxRowsPerPass;
+}
 // Does a call of m rows take those passes, and so need a thread's unpack_scratch_bytes?
 constexpr bool unpacks_prompt(Isa isa, int bits, Scales s, int64_t m) {
-    return unpacks_format(isa, bits, s) && m > kMaxRowsPerPass;
+    return unpacks_format(isa, bits, s) && m > block_pass_rows(isa, bits);
 }
 // A thread's scratch for those passes (64-byte aligned by the caller).
 inline size_t unpack_scratch_bytes(const Weights& w, Isa isa) {

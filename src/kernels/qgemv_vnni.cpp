@@ -8,10 +8,10 @@
 // the offset comes back through the int32 accumulator's initial value, -offset * sum(qx).
 // Products stay far from int32 overflow (|u| <= 255, |qx| <= 127: 32 * 255 * 127 < 2^20).
 //
-// Prompts (more than 8 rows, so more than one pass of rows over a group) of the formats under 8
-// bits first unpack a chunk of groups to a byte per quant (unpack_groups; Q3_K with its half
-// scales applied) and run every pass over that copy as over Q8_0's quants: the unpacking is paid
-// once per chunk instead of once per 8 rows.
+// Prompts (more than block_pass_rows rows: 16 for the 4- to 6-bit formats, 8 for Q3_K) of the
+// formats under 8 bits first unpack a chunk of groups to a byte per quant (unpack_groups; Q3_K
+// with its half scales applied) and run every pass over that copy as over Q8_0's quants: the
+// unpacking is paid once per chunk instead of once per 8 rows.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -443,7 +443,7 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
     // Prompts: formats under 8 bits unpack each chunk of groups once (into scratch, sized
     // unpack_scratch_bytes(w, Isa::kAvx512)) for all its row passes.
     constexpr bool kUnpack = kBits != 8;
-    if (m > kMaxRowsPerPass &&
+    if (m > block_pass_rows(Isa::kAvx512, kBits) &&
         (!unpacks_prompt(Isa::kAvx512, kBits, kS, m) || scratch != nullptr)) {
         constexpr bool kHalves = half_scales(kBits) && !prescaled_unpack(kBits);
         constexpr int kRows = kHalves ? kMaxRowsPerPass : kPromptRows;
@@ -471,7 +471,7 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
             });
         return;
     }
-    // Rows in passes of up to 8 (decode steps, short revivals), a group at a time: each thread
+    // Rows in passes of up to 8 (decode steps, revivals), a group at a time: each thread
     // reads its groups from memory as one sequential stream. Several groups per pass would share
     // each activation broadcast but read several streams a group apart in turn, which the memory
     // system serves more slowly (docs/benchmarks.md, "One group per pass"); with the weights in

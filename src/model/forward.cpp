@@ -353,13 +353,30 @@ private:
         a.out = attn_;
         a.out16 = attn16_;
         if (run_.scores == nullptr || il < first_scored_ || c_.is_swa(il)) return;
-        OpTimer t(prof_, OpKind::kScore);
         float* dst = il == first_scored_ ? run_.scores : s_.score_row.data();
+        if (n == 1) {
+            // One row (decode): its attention call computes the score from its own pass over K
+            // (AttentionArgs::scores, the same bits). At a cut the score must come before the
+            // rows that go on are known, so that call runs here; attention() then has nothing
+            // left to do unless the cut brought more rows.
+            score_dst_ = dst;
+            if (run_.cut && il == run_.il_end - 1) {
+                o_flops_ = attn_flops_;
+                attention(a, TailRows{run_.h, qkv_, NQKV, run_.pos, 1});
+                early_out_ = a.out;
+                early_out16_ = a.out16;
+            }
+            return;
+        }
+        OpTimer t(prof_, OpKind::kScore);
         kernels::attention_scores_head_mean(kernel_ctx(), a, qkv_ + (n - 1) * NQKV, run_.pos[n - 1],
                                             dst);
-        if (dst != run_.scores) {
-            for (int64_t j = 0; j < run_.n_keys; ++j) run_.scores[j] += dst[j];
-        }
+        add_score(dst);
+    }
+
+    void add_score(const float* dst) {
+        if (dst == run_.scores) return;
+        for (int64_t j = 0; j < run_.n_keys; ++j) run_.scores[j] += dst[j];
     }
 
     // The rows that go on through attention, Wo and the FFN: all of them; the last one alone in
@@ -393,14 +410,26 @@ private:
     }
 
     void attention(kernels::AttentionArgs& a, const TailRows& o) {
+        if (early_out_ != nullptr || early_out16_ != nullptr) {
+            // score() ran this layer's call for the step's one row: done if the cut kept just it.
+            const bool done = o.n_rows == 1 && o.pos[0] == run_.pos[0] && early_out_ == attn_ &&
+                              early_out16_ == attn16_;
+            early_out_ = nullptr;
+            early_out16_ = nullptr;
+            if (done) return;
+        }
         a.q = o.q;
         a.q_pos = o.pos;
         a.n_q = o.n_rows;
         a.q_stride = o.q_stride;
         a.out = attn_;  // chosen again if the cut grew the rows
         a.out16 = attn16_;
+        a.scores = score_dst_;
         OpTimer t(prof_, OpKind::kAttention, o_flops_);
         kernels::attention(kernel_ctx(), a);
+        if (score_dst_ != nullptr) add_score(score_dst_);
+        score_dst_ = nullptr;
+        a.scores = nullptr;
     }
 
     // The model's kernel context with this pass's Workspace (attention's scratch).
@@ -520,6 +549,11 @@ private:
     int score_begin_ = 0;
     int first_scored_ = 0;  // the first layer summed into run.scores
     const int32_t* key_pos_ = nullptr;
+    // A decode layer's score, written by its attention call (score()); that call's output
+    // buffers when score() ran it before the cut.
+    float* score_dst_ = nullptr;
+    const float* early_out_ = nullptr;
+    const uint16_t* early_out16_ = nullptr;
     double attn_flops_ = 0.0, attn_flops_swa_ = 0.0, o_flops_ = 0.0;
     float* qkv_ = nullptr;
     uint16_t *x16_ = nullptr, *act16_ = nullptr, *attn16_ = nullptr;

@@ -286,6 +286,51 @@ TEST(AttentionScores, SameBitsForEveryThreadCountAndWorkspace) {
     }
 }
 
+// AttentionArgs::scores: a decode call takes the score's logits from its own pass over K
+// (keys in lanes; one chunk, or chunks over the threads), any other call computes the score
+// first; either way the score and the output have the bits of the separate calls.
+TEST(AttentionScores, ScoresFromTheAttentionCallHaveTheSeparateBits) {
+    for (Isa isa : {Isa::kRef, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+        if (!cpu_has(isa)) continue;
+        for (const Layout& l : heavy_check_layouts()) {
+            for (const Shape& s : kShapes) {
+                for (int32_t n_kv : {7, 300, 1500}) {
+                    if (isa == Isa::kRef && n_kv > 300) continue;  // the scalar reference: slow
+                    const std::vector<int32_t> kv = random_subset(2 * n_kv, n_kv, 40 + n_kv);
+                    // The last key (decode), a middle one (later keys hidden), and three rows.
+                    const std::vector<std::vector<int32_t>> queries = {
+                        {kv.back()}, {kv[n_kv / 2]}, {kv[n_kv / 3], kv[n_kv / 2], kv.back()}};
+                    for (const std::vector<int32_t>& q : queries) {
+                        Problem p = make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, 41, l);
+                        p.args.bf16 = isa == Isa::kAmx;
+                        for (int threads : {1, 2}) {
+                            Workspace ws;
+                            const KernelContext ctx{isa, threads, &ws};
+                            const std::string what = layout_name(l) + " " + shape_name(s) + " " +
+                                                     std::to_string(n_kv) + " rows " +
+                                                     std::to_string(q.size()) + " threads " +
+                                                     std::to_string(threads);
+                            std::vector<float> want(n_kv), got(n_kv, -1.0f);
+                            const std::vector<float> out_before = p.out;
+                            attention(ctx, p.args);
+                            const std::vector<float> want_out = p.out;
+                            attention_scores_head_mean(
+                                ctx, p.args, p.q.data() + (q.size() - 1) * p.args.q_stride,
+                                q.back(), want.data());
+                            p.out = out_before;
+                            p.args.scores = got.data();
+                            attention(ctx, p.args);
+                            p.args.scores = nullptr;
+                            ASSERT_EQ(got, want) << what;
+                            ASSERT_EQ(p.out, want_out) << what;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 TEST(AttentionScores, MatchesAttentionProbabilities) {
     // With V = one-hot rows, attention's output row is the probability row: the head mean of
     // those equals the scores.

@@ -295,15 +295,20 @@ inline void check_sparse_keys(Isa isa, std::initializer_list<int> threads) {
     }
 }
 
-// Decode shapes: 1-3 query rows (a new token, plus revived ones) at the end of a long sparse
-// key set, so that one KV head's tile has 1-12 lanes: the all-heads keys-in-lanes path and
-// the 16-lane tile kernel; over 512 keys two threads split them.
+// Decode shapes: a new token at the end of a long sparse key set, plus 0-8 revived ones
+// (earlier tokens: the last keys, or keys anywhere before), so that a KV head has 1-54 query
+// vectors: keys in lanes in one or several tiles of up to 6 lanes, and past 48 the 16-lane
+// tile kernel; over 512 keys two threads split them.
 inline void check_decode(Isa isa, std::initializer_list<int> threads) {
     for (const Layout& l : heavy_check_layouts()) {
         for (const Shape& s : kShapes) {
-            for (int n_q = 1; n_q <= 3; ++n_q) {
+            for (int n_q : {1, 2, 3, 5, 9}) {
                 std::vector<int32_t> kv = random_subset(3000, 1100 + 37 * n_q, 4 + n_q);
                 std::vector<int32_t> q(kv.end() - n_q, kv.end());
+                if (n_q > 3) {  // revived rows spread over the context
+                    for (int i = 0; i + 1 < n_q; ++i) q[i] = kv[(i * 7919 + 13) % (kv.size() - 1)];
+                    std::sort(q.begin(), q.end() - 1);
+                }
                 check_against_ref(make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, 5, l),
                                   isa, threads, kFp32Tol, kFp32Tol,
                                   "decode n_q=" + std::to_string(n_q) + " " + shape_name(s));
@@ -408,9 +413,11 @@ inline void check_windows(Isa isa, std::initializer_list<int> threads) {
         Problem sparse = make_problem(q, kv, 6, 2, 64, 35, l);
         sparse.args.window = 50;
         check_against_ref(sparse, isa, threads, kFp32Tol, kFp32Tol, "sparse window 50");
-        for (int n_q : {1, 3}) {
+        for (int n_q : {1, 3, 6}) {  // 6: five revived rows far apart, windows apart
             std::vector<int32_t> keys = random_subset(3000, 1500, 36);
             std::vector<int32_t> last(keys.end() - n_q, keys.end());
+            if (n_q == 6)
+                last = {keys[40], keys[300], keys[700], keys[1100], keys[1400], keys.back()};
             Problem d = make_problem(last, keys, 4, 1, 256, 37, l);
             d.args.window = 512;
             check_against_ref(d, isa, threads, kFp32Tol, kFp32Tol,

@@ -83,7 +83,7 @@ inline std::string describe(GgmlType type, const GemvShape& s, int n_threads) {
 
 inline std::vector<GemvShape> shapes() {
     std::vector<GemvShape> out;
-    for (int64_t m : {1, 2, 3, 5, 8, 11}) {
+    for (int64_t m : {1, 2, 3, 5, 8, 11, 19}) {
         out.push_back({m, 37, 96, 0, 0, false, false});
         out.push_back({m, 16, 32, 3, 5, true, false});
         out.push_back({m, 53, 64, 32, 1, true, true});
@@ -97,7 +97,7 @@ inline std::vector<GemvShape> shapes() {
 // Shapes whose n_in is a whole number of 256-element super-blocks (K-quants).
 inline std::vector<GemvShape> k_shapes() {
     std::vector<GemvShape> out;
-    for (int64_t m : {1, 3, 8, 11}) {
+    for (int64_t m : {1, 3, 8, 11, 19}) {
         out.push_back({m, 37, 256, 0, 0, false, false});
         out.push_back({m, 21, 512, 32, 3, true, true});
     }
