@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "base/check.h"
@@ -25,6 +26,59 @@ int64_t keep_count(double keep_fraction, int64_t n_context, int64_t n_candidates
     return std::clamp(static_cast<int64_t>(count), int64_t{1}, n_candidates);
 }
 
+namespace {
+
+// NaN as -inf, so that the selection's order stays a strict weak order.
+float rank_key(float s) { return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s; }
+
+// select_top over positions in ascending order (the session's key sets), in linear time and
+// with the same result: the n_rest-th best key value t by nth_element over the keys alone;
+// then one pass in position order keeps the protected positions, every key above t, and the
+// first keys equal to t (the lower positions) up to n_rest. prot: sorted.
+void select_top_sorted(std::span<const float> scores, std::span<const int32_t> positions,
+                       int64_t n_keep, const std::vector<int32_t>& prot, SelectScratch& scratch,
+                       std::vector<int32_t>& kept) {
+    const auto n = static_cast<int64_t>(positions.size());
+    std::vector<float>& keys = scratch.keys;  // of the unprotected positions
+    keys.clear();
+    int64_t n_prot = 0;
+    size_t pi = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        while (pi < prot.size() && prot[pi] < positions[i]) ++pi;
+        if (pi < prot.size() && prot[pi] == positions[i]) {
+            ++n_prot;
+        } else {
+            keys.push_back(rank_key(scores[i]));
+        }
+    }
+    const int64_t n_rest =
+        std::min<int64_t>(std::max<int64_t>(n_keep, 0) - n_prot, static_cast<int64_t>(keys.size()));
+    float t = std::numeric_limits<float>::infinity();
+    int64_t n_equal = 0;  // keys equal to t that are kept
+    if (n_rest > 0) {
+        std::vector<float>& sorted = scratch.nth;
+        sorted.assign(keys.begin(), keys.end());
+        std::nth_element(sorted.begin(), sorted.begin() + (n_rest - 1), sorted.end(),
+                         std::greater<float>());
+        t = sorted[n_rest - 1];
+        n_equal = n_rest;
+        for (float k : keys) n_equal -= k > t ? 1 : 0;
+    }
+    pi = 0;
+    size_t ki = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        while (pi < prot.size() && prot[pi] < positions[i]) ++pi;
+        if (pi < prot.size() && prot[pi] == positions[i]) {
+            kept.push_back(positions[i]);
+            continue;
+        }
+        const float k = keys[ki++];
+        if (k > t || (k == t && n_equal-- > 0)) kept.push_back(positions[i]);
+    }
+}
+
+}  // namespace
+
 void select_top(std::span<const float> scores, std::span<const int32_t> positions, int64_t n_keep,
                 std::span<const int32_t> protected_positions, SelectScratch& scratch,
                 std::vector<int32_t>& kept) {
@@ -40,6 +94,10 @@ void select_top(std::span<const float> scores, std::span<const int32_t> position
     std::vector<int32_t>& prot = scratch.protected_sorted;
     prot.assign(protected_positions.begin(), protected_positions.end());
     std::sort(prot.begin(), prot.end());
+    if (std::is_sorted(positions.begin(), positions.end())) {
+        select_top_sorted(scores, positions, n_keep, prot, scratch, kept);
+        return;
+    }
     std::vector<int32_t>& order = scratch.order;  // [n_rest] indices into positions
     order.clear();
     for (int64_t i = 0; i < n; ++i) {

@@ -32,6 +32,7 @@ RecentWindow recent_window(const Schedule& schedule, int64_t n_total);
 struct SelectScratch {
     std::vector<int32_t> order;  // [n_candidates], indices into positions of unprotected ones
     std::vector<int32_t> protected_sorted;
+    std::vector<float> keys, nth;  // positions in order: the candidates' keys, a copy to select on
 };
 
 // scores[i] is the importance of positions[i] (distinct positions, any order). Returns the kept
