@@ -37,7 +37,8 @@ constexpr Shape kSmolLM2{9, 3, 64, 30};  // the default model
 constexpr Shape kModels[] = {kSmolLM2,
                              {32, 8, 64, 16} /* Llama-3.2-1B */,
                              {12, 2, 128, 28} /* Qwen2.5-1.5B */,
-                             {32, 8, 128, 32} /* Llama-3.1-8B */};
+                             {32, 8, 128, 32} /* Llama-3.1-8B */,
+                             {28, 4, 128, 28} /* Qwen2.5-7B: 7 query heads per KV head */};
 
 struct Buffers {
     std::vector<float> q, k, v, out;  // k, v: fp32 caches (empty for f16)
@@ -231,7 +232,7 @@ BENCHMARK(BM_AttentionDecodeScores)
 
 // A whole decode step's attention (one query, every layer's f16 cache) in a model's shape:
 // args n (context), model (kModels: 0 SmolLM2-135M, 1 Llama-3.2-1B, 2 Qwen2.5-1.5B,
-// 3 Llama-3.1-8B), head_blocks (1: each KV head's rows in a block, the model's cache; 0: rows
+// 3 Llama-3.1-8B, 4 Qwen2.5-7B), head_blocks (1: each KV head's rows in a block, the model's cache; 0: rows
 // of side-by-side heads).
 void BM_AttentionDecodeModel(benchmark::State& state) {
     const Shape& sh = kModels[state.range(1)];
@@ -239,7 +240,7 @@ void BM_AttentionDecodeModel(benchmark::State& state) {
         false, sh, state.range(2) != 0);
 }
 BENCHMARK(BM_AttentionDecodeModel)
-    ->ArgsProduct({{512, 2048, 4096}, {0, 1, 2, 3}, {1, 0}})
+    ->ArgsProduct({{512, 2048, 4096}, {0, 1, 2, 3, 4}, {1, 0}})
     ->ArgNames({"n", "model", "head_blocks"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
