@@ -28,7 +28,8 @@ int64_t keep_count(double keep_fraction, int64_t n_context, int64_t n_candidates
 
 namespace {
 
-// NaN as -inf, so that the selection's order stays a strict weak order.
+// NaN as -inf, so that the selection's order stays a strict weak order (select_top, and the
+// pooled scores it ranks).
 float rank_key(float s) { return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s; }
 
 // select_top over positions in ascending order (the session's key sets), in linear time and
@@ -114,10 +115,7 @@ void select_top(std::span<const float> scores, std::span<const int32_t> position
     if (n_rest > 0) {
         // Total order: higher score first, then lower position (design.md 1.2), NaN as -inf so
         // the comparator stays a strict weak order.
-        auto key = [&](int32_t i) {
-            const float s = scores[i];
-            return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s;
-        };
+        auto key = [&](int32_t i) { return rank_key(scores[i]); };
         auto better = [&](int32_t a, int32_t b) {
             const float ka = key(a), kb = key(b);
             return ka > kb || (ka == kb && positions[a] < positions[b]);
@@ -136,10 +134,7 @@ void pool_scores(std::span<const float> scores, std::span<const int32_t> positio
     LAZYLLM_CHECK(window >= 1 && window % 2 == 1);
     const size_t n = scores.size();
     out.resize(n);
-    auto value = [&](size_t j) {
-        const float s = scores[j];
-        return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s;
-    };
+    auto value = [&](size_t j) { return rank_key(scores[j]); };
     if (window == 1) {
         for (size_t i = 0; i < n; ++i) out[i] = value(i);
         return;
