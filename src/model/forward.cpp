@@ -251,11 +251,12 @@ private:
     }
     LinearInput x_in() const { return {x_, x16_}; }
 
-    // A prompt step's cut moves most of its rows into Aux slots (Session::park). The row
-    // buffers that are dead at that point (the normed input, which the qkv GEMM has read; the
-    // FFN's; post-norm outputs) give their pages back to the system before it, and qkv its
-    // rows past the kept ones after it, so that the slots take memory these held rather than
-    // adding to the peak. Rows the layers write again fault back in (the kept ones: a fifth).
+    // A prompt step's cut moves most of its rows into Aux slots (Session::park). Where the
+    // model says so (LlamaModel::lean_memory), the row buffers that are dead at that point
+    // (the normed input, which the qkv GEMM has read; the FFN's; post-norm outputs) give their
+    // pages back to the system before it, and qkv its rows past the kept ones after it, so
+    // that the slots take memory these held rather than adding to the peak. Rows the layers
+    // write again fault back in (the kept ones: a fifth).
     void release_dead_rows() {
         release_from(s_.x, 0);
         release_from(s_.x16, 0);
@@ -394,11 +395,12 @@ private:
         const int64_t n = run_.n_rows, E = c_.n_embd, NQKV = c_.n_qkv();
         o_flops_ = c_.is_swa(il) ? attn_flops_swa_ : attn_flops_;
         if (run_.cut && il == run_.il_end - 1) {
-            if (run_.prompt) release_dead_rows();
+            const bool release = run_.prompt && m_.lean_memory();
+            if (release) release_dead_rows();
             const TailRows o = run_.cut(qkv_, NQKV);
             LAZYLLM_CHECK(o.n_rows > 0 && o.h != nullptr && o.q != nullptr && o.pos != nullptr);
             if (o.n_rows > n) prepare(o.n_rows);
-            if (run_.prompt) release_from(s_.qkv, static_cast<size_t>(o.n_rows * NQKV));
+            if (release) release_from(s_.qkv, static_cast<size_t>(o.n_rows * NQKV));
             o_flops_ = attention_flops(o.pos, o.n_rows, window_of(il));
             return o;
         }

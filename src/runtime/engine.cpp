@@ -65,8 +65,8 @@ struct Engine::Impl {
     // The last finished generate's session, whose buffers the next one takes (Session::create's
     // donor), as llama.cpp keeps a context's buffers between prompts: a run after the first
     // finds its KV cache and scratch resident, and a process holds one session's memory, not
-    // one per run (its Aux slots freed). Taken by one caller at a time; concurrent callers
-    // create their own.
+    // one per run (its Aux slots freed where the model is lean on memory, LlamaModel::
+    // lean_memory). Taken by one caller at a time; concurrent callers create their own.
     std::mutex idle_mu;
     std::optional<Session> idle;
 
@@ -80,7 +80,7 @@ struct Engine::Impl {
         return Session::create(*model, so, donor ? &*donor : nullptr);  // the rest freed here
     }
     void keep_idle(Session&& s) {
-        s.free_aux_slots();          // every policy takes the rest, full included
+        if (model->lean_memory()) s.free_aux_slots();  // every policy takes the rest
         std::optional<Session> old;  // freed outside the lock
         std::lock_guard<std::mutex> lock(idle_mu);
         old = std::move(idle);
@@ -365,9 +365,18 @@ Status check_stop_options(const Tokenizer& tok, const RunOptions& opts) {
     return check_stop_rules(opts.stop_ids, opts.min_new_tokens, opts.max_new_tokens, tok.n_vocab());
 }
 
+// The wall time of a phase that no timed op covers (row copies at a cut, allocation, sampling),
+// as the last row of a profile that has any, so that its rows add up to the phase's time.
+void add_untimed(std::vector<OpTime>& ops, double wall_ms) {
+    if (ops.empty()) return;
+    double timed = 0.0;
+    for (const OpTime& o : ops) timed += o.ms;
+    ops.push_back(OpTime{"other", std::max(0.0, wall_ms - timed), 0.0});
+}
+
 // The result's counts, rates and profiles once generation ended.
 void finish_result(GenerateResult& r, const Session& session, const Profile& prefill_profile,
-                   double decode_ms, double total_ms, bool profile) {
+                   double prefill_ms, double decode_ms, double total_ms, bool profile) {
     r.n_gen = static_cast<int64_t>(r.tokens.size());
     r.token_ms.resize(r.tokens.size());  // the last one sampled may be an end of generation
     r.decode_ms = decode_ms;
@@ -376,7 +385,9 @@ void finish_result(GenerateResult& r, const Session& session, const Profile& pre
     r.fraction_computed = session.prompt_fraction_computed();
     if (profile) {
         r.profile = op_times(prefill_profile);
+        add_untimed(r.profile, prefill_ms);
         r.decode_profile = op_times(session.profile(), prefill_profile);
+        add_untimed(r.decode_profile, decode_ms);
     }
 }
 
@@ -499,7 +510,7 @@ Result<GenerateResult> Engine::generate(std::span<const TokenId> prompt, const R
     }
     if (keep_going) emit(stream.flush());
     flush_held_text(stream, stops, keep_going || r.stop_reason == "callback", r.text, on_text);
-    finish_result(r, session, prefill_profile, decode.elapsed_ms(), total.elapsed_ms(),
+    finish_result(r, session, prefill_profile, prefill.ms, decode.elapsed_ms(), total.elapsed_ms(),
                   opts.profile);
     impl_->keep_idle(std::move(session));
     return r;

@@ -112,8 +112,8 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
         s.aux_.resize(static_cast<size_t>(n_ctx) * c.n_embd);
         s.aux_q_.resize(static_cast<size_t>(n_ctx) * c.n_embd_q());
         if (opts.check_invariants) s.aux_valid_.assign(static_cast<size_t>(n_ctx), 0);
-    } else {
-        s.free_aux_slots();  // a donor's, not needed here
+    } else if (model.lean_memory()) {
+        s.free_aux_slots();  // a donor's, not needed here (else kept for a later lazy session)
     }
     if (opts.check_invariants) s.computed_.assign(static_cast<size_t>(n_ctx) * c.n_layer, 0);
     s.tokens_.reserve(static_cast<size_t>(n_ctx));
@@ -128,6 +128,9 @@ void Session::take_buffers(Session& donor) {
     h_ = std::move(donor.h_);
     h_next_ = std::move(donor.h_next_);
     q_next_ = std::move(donor.q_next_);
+    // h_ holds the next prompt's rows, h_next_ those past a cut: the larger buffer to h_ (an
+    // odd number of cuts left it in h_next_).
+    if (h_.capacity() < h_next_.capacity()) h_.swap(h_next_);
     aux_.clear();  // sizes from create; capacities (and resident pages) kept
     aux_q_.clear();
     h_.clear();
@@ -558,9 +561,9 @@ TailRows Session::cross_boundary(StepCtx& sc, const prune::Boundary& bd, int lay
     live_.swap(next_live_);
     h_.swap(h_next_);
     // The rows before the cut are dead now; in a prompt step their buffer goes back to the
-    // system (the forward's row buffers likewise, LayerPass::release_dead_rows), so that the Aux
-    // slots just filled take its place in memory rather than adding to the peak.
-    if (sc.prompt) release_from(h_next_, 0);
+    // system where the model releases its row buffers too (LlamaModel::lean_memory), so
+    // that the Aux slots just filled take its place in memory rather than adding to the peak.
+    if (sc.prompt && model_->lean_memory()) release_from(h_next_, 0);
     return TailRows{h_.data(), q_next_.data(), Q, live_.data(),
                     static_cast<int64_t>(live_.size())};
 }

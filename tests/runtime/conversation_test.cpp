@@ -531,6 +531,13 @@ TEST(EngineProfile, PrefillAndDecodeStepsApart) {
         ASSERT_TRUE(prefill_only.ok() && with_decode.ok());
         EXPECT_TRUE(prefill_only->decode_profile.empty());
         ASSERT_FALSE(with_decode->decode_profile.empty());
+        // Its rows add up to the prefill's wall time: the last one, "other", is what no timed
+        // op covers.
+        double total_ms = 0.0;
+        for (const OpTime& t : prefill_only->profile) total_ms += t.ms;
+        EXPECT_EQ(prefill_only->profile.back().op, "other");
+        EXPECT_NEAR(total_ms, 1000.0 * static_cast<double>(prompt.size()) / prefill_only->prefill_tps,
+                    1e-6 * total_ms);
         // The prefill table is the prompt step alone, whatever follows it.
         ASSERT_EQ(with_decode->profile.size(), prefill_only->profile.size());
         for (const OpTime& t : prefill_only->profile) {
