@@ -218,15 +218,16 @@ BENCHMARK(BM_AttentionFewRows)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-// A decode call at a LazyLLM boundary layer that also writes the score (AttentionArgs::scores),
-// against BM_AttentionDecode plus BM_ScoresHeadMean: args n, layers; f16 cache in head blocks.
+// A decode call at a LazyLLM boundary layer that also writes the score (AttentionArgs::scores)
+// of its last row, against BM_AttentionDecode (BM_AttentionFewRows for several rows: a step
+// with revived rows) plus BM_ScoresHeadMean: args rows, n, layers; f16 cache in head blocks.
 void BM_AttentionDecodeScores(benchmark::State& state) {
-    run(state, best_isa(detect_cpu_features()), 1, state.range(0), KvType::kF16, false,
-        static_cast<int>(state.range(1)), false, kSmolLM2, /*head_blocks=*/true, /*scores=*/true);
+    run(state, best_isa(detect_cpu_features()), state.range(0), state.range(1), KvType::kF16, false,
+        static_cast<int>(state.range(2)), false, kSmolLM2, /*head_blocks=*/true, /*scores=*/true);
 }
 BENCHMARK(BM_AttentionDecodeScores)
-    ->ArgsProduct({{1024, 4096, 8192}, {1, 30}})
-    ->ArgNames({"n", "layers"})
+    ->ArgsProduct({{1, 4}, {1024, 4096, 8192}, {1, 30}})
+    ->ArgNames({"rows", "n", "layers"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -210,17 +210,10 @@ struct DecodeScratch {
     std::vector<float> logits;     // [n_head][n_keys]: the score's (AttentionArgs::scores)
 };
 
-// Whether a call's score comes from its own decode pass (run_decode): one query row, keys from
-// the first (no window), as attention_scores_head_mean's vectorized path reads them.
-bool decode_scores(const AttentionArgs& a) {
-    return a.scores != nullptr && a.n_q == 1 && a.window == 0 && !a.row_invariant &&
-           a.n_head / a.n_head_kv <= detail::kAttnFewLanes;
-}
-
 // Decode: each KV head's (row, head) pairs in tiles of at most kAttnFewLanes lanes (one for a
 // step's own row), keys in lanes. Each work item runs every tile over one chunk of keys;
-// chunks are merged per tile. With a.scores (decode_scores) the tile also writes its score
-// logits, which the same threads then turn into the score.
+// chunks are merged per tile. With a.scores (attention_scores_from_pass) the lanes of the last
+// row also write its score logits, which the same threads then turn into the score.
 template <Isa I>
 void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
     const int n_threads = std::max(1, ctx.n_threads);
@@ -250,9 +243,9 @@ void run_decode(const KernelContext& ctx, const AttentionArgs& a, const KeyRange
     detail::LaneLogits logits;  // the score's: keys [first, first + n_keys), first == 0
     const detail::LaneLogits* lane_logits = nullptr;
     if (a.scores != nullptr && n_keys > 0) {
-        LAZYLLM_CHECK(first == 0 && per_head == 1);
+        LAZYLLM_CHECK(first == 0 && end == keys.hi[a.n_q - 1]);
         grow(sc.logits, a.n_head * n_keys);
-        logits = {sc.logits.data(), n_keys, first};
+        logits = {sc.logits.data(), n_keys, first, a.n_q - 1};
         lane_logits = &logits;
     }
     const ScopedFlushDenormals ftz;  // this thread; each worker below sets its own
@@ -524,15 +517,36 @@ void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
 
 }  // namespace
 
+namespace {
+
+// The SIMD kernels (run_fast) rather than the reference.
+bool fast_path(const KernelContext& ctx, const AttentionArgs& a) {
+    return ctx.isa >= Isa::kAvx2 && a.head_dim <= kMaxHeadDim &&
+           detail::fp32_attention_head_dim_supported(a.head_dim);
+}
+
+}  // namespace
+
+// Keys in lanes (run_decode), keys from the first (no window), as attention_scores_head_mean's
+// vectorized path reads them, and the score row (the last) the latest, so that the keys any
+// row sees are the ones it scores.
+bool attention_scores_from_pass(const KernelContext& ctx, const AttentionArgs& a) {
+    const int group = a.n_head / a.n_head_kv;
+    if (!fast_path(ctx, a) || a.n_q == 0 || a.n_kv == 0 || a.window != 0 || a.row_invariant ||
+        group > detail::kAttnFewLanes || a.n_q * group > kDecodeMaxLanes) {
+        return false;
+    }
+    const int32_t last = a.q_pos[a.n_q - 1];
+    return std::all_of(a.q_pos, a.q_pos + a.n_q, [last](int32_t p) { return p <= last; });
+}
+
 void attention(const KernelContext& ctx_in, const AttentionArgs& a) {
     detail::validate_attention(a);
     if (a.n_q == 0) return;
     Workspace local;
     KernelContext ctx = ctx_in;
     if (ctx.ws == nullptr) ctx.ws = &local;
-    const bool fast = ctx.isa >= Isa::kAvx2 && a.head_dim <= kMaxHeadDim &&
-                      detail::fp32_attention_head_dim_supported(a.head_dim);
-    if (a.scores != nullptr && !(fast && a.n_kv > 0 && decode_scores(a))) {
+    if (a.scores != nullptr && !attention_scores_from_pass(ctx, a)) {
         const int64_t last = a.n_q - 1;
         attention_scores_head_mean(ctx, a, a.q + last * a.q_stride, a.q_pos[last], a.scores);
         AttentionArgs rest = a;
@@ -540,7 +554,7 @@ void attention(const KernelContext& ctx_in, const AttentionArgs& a) {
         attention(ctx, rest);
         return;
     }
-    if (!fast || a.n_kv == 0) {
+    if (!fast_path(ctx, a) || a.n_kv == 0) {
         run_ref_parallel(ctx, a);
         return;
     }

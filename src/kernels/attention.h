@@ -56,9 +56,9 @@ struct AttentionArgs {
     // (a prompt continued over a cached prefix gives the values of the same prompt run whole).
     bool row_invariant = false;
     // If set, the call also writes LazyLLM's score of its last query row here ([n_kv]), the
-    // values attention_scores_head_mean gives, bit for bit. A decode call (one query row, no
-    // window, on the keys-in-lanes kernel) takes the logits from its own pass over K; any other
-    // call runs attention_scores_head_mean first.
+    // values attention_scores_head_mean gives, bit for bit. A decode call (a step's row and the
+    // rows revived into it, on the keys-in-lanes kernel: attention_scores_from_pass) takes the
+    // logits from its own pass over K; any other call runs attention_scores_head_mean first.
     float* scores = nullptr;
     float* out = nullptr;  // [n_q, out_stride], head h at h*head_dim
     int64_t out_stride = 0;
@@ -91,6 +91,11 @@ inline int64_t kv_row_of(const AttentionArgs& a, int64_t j) {
 // kv_pos[j] < window). A query with no visible key gets zeros (cannot happen when a token
 // attends to itself).
 void attention(const KernelContext& ctx, const AttentionArgs& args);
+
+// Whether attention(ctx, args) with args.scores set takes the score from its own pass over the
+// keys (args.scores itself aside): a few rows on the keys-in-lanes kernel, no window, the last
+// row the latest. Otherwise the call computes the score apart first.
+bool attention_scores_from_pass(const KernelContext& ctx, const AttentionArgs& args);
 
 // LazyLLM's importance score (paper Eq. 1): for the query row `q_row` ([q_stride], one
 // position q_pos), s_j = mean over the n_head heads of softmax_j(q . k_j * scale) over the

@@ -268,7 +268,7 @@ template <Isa I, int D, typename T, int NL>
 void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const T* const* k_rows,
                  const T* const* v_rows, int n_keys, typename Vec<I>::Ints key_pos,
                  typename Vec<I>::Ints neg_key_pos, bool windowed, float* logits, int64_t ld,
-                 int nj) {
+                 int64_t logits_row, int nj) {
     using V = Vec<I>;
     using F = typename V::F;
     using P = AttnPlan<I>;
@@ -313,7 +313,7 @@ void lanes_block(const AttentionArgs& a, const AttnTile& t, AttnState& st, const
 #pragma GCC unroll 16
         for (int jj = 0; jj < kKeys; ++jj) acc[jj] = V::load_aligned(part[l][jj]);
         const F dot = V::transpose_sum(acc);
-        if (logits != nullptr) {  // the score's logits: group_logits' products, in its order
+        if (logits != nullptr && t.row[l] == logits_row) {  // group_logits' products, order
             float* out = logits + t.head[l] * ld;
             const F logit = V::mul(dot, V::set1(a.scale));
             if (nj == kKeys) {
@@ -365,8 +365,9 @@ inline void prefetch_kv_rows(const AttentionArgs& a, const T* k, const T* v, int
 // in a block) the reads go in address order, and the rows of a block at least 4 KiB ahead are
 // prefetched while the kernel computes (docs/benchmarks.md, "Decode attention (AMX Xeon)").
 // While running, st.o holds O as [lane][D] and then the P sums as [lane][kWidth]; O is
-// transposed to [D][16] and the sums reduced into st.l at the end. With `logits`, each lane's
-// scaled q . k of key j also goes to logits->base[head * ld + j - j_first].
+// transposed to [D][16] and the sums reduced into st.l at the end. With `logits`, each lane of
+// query row logits->row also stores its scaled q . k of key j to logits->base[head * ld + j -
+// j_first].
 template <Isa I, int D, typename T>
 void lanes_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, int64_t j_end,
                   AttnState& st, const LaneLogits* logits) {
@@ -410,7 +411,7 @@ void lanes_kernel(const AttentionArgs& a, const AttnTile& t, int64_t j_begin, in
         with_value(t.n_lanes, OneTo<kAttnFewLanes>{}, [&]<int NL>() {
             lanes_block<I, D, T, NL>(a, t, st, k_rows, v_rows, n_keys, key_pos, neg_key_pos,
                                      windowed, block_logits, logits != nullptr ? logits->ld : 0,
-                                     nj);
+                                     logits != nullptr ? logits->row : -1, nj);
         });
     }
     // [lane][D] -> [D][16], the AttnState layout; padding lanes are zero.

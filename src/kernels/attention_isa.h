@@ -115,6 +115,7 @@ struct LaneLogits {
     float* base = nullptr;
     int64_t ld = 0;
     int64_t j_first = 0;
+    int64_t row = 0;  // the scored query row: only its lanes store
 };
 // Keys in lanes for a tile of at most kAttnFewLanes lanes over keys [j_begin, j_end): each K/V
 // row of its KV head is read (and converted from f16) once for all its lanes. Initializes st.

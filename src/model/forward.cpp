@@ -369,6 +369,14 @@ private:
             }
             return;
         }
+        // Several rows (a decode step with revived rows): the same from this layer's attention
+        // call where its kernel can (kernels::attention_scores_from_pass), but not at the cut,
+        // whose call runs after it on the rows it keeps.
+        if (!(run_.cut && il == run_.il_end - 1) &&
+            kernels::attention_scores_from_pass(kernel_ctx(), a)) {
+            score_dst_ = dst;
+            return;
+        }
         OpTimer t(prof_, OpKind::kScore);
         kernels::attention_scores_head_mean(kernel_ctx(), a, qkv_ + (n - 1) * NQKV, run_.pos[n - 1],
                                             dst);

@@ -297,9 +297,15 @@ TEST(AttentionScores, ScoresFromTheAttentionCallHaveTheSeparateBits) {
                 for (int32_t n_kv : {7, 300, 1500}) {
                     if (isa == Isa::kRef && n_kv > 300) continue;  // the scalar reference: slow
                     const std::vector<int32_t> kv = random_subset(2 * n_kv, n_kv, 40 + n_kv);
-                    // The last key (decode), a middle one (later keys hidden), and three rows.
+                    // The last key (decode), a middle one (later keys hidden), and two to
+                    // four rows (a step's own and revived ones; on the keys-in-lanes kernel the
+                    // score row's lanes write the logits, sharing tiles with other rows).
                     const std::vector<std::vector<int32_t>> queries = {
-                        {kv.back()}, {kv[n_kv / 2]}, {kv[n_kv / 3], kv[n_kv / 2], kv.back()}};
+                        {kv.back()},
+                        {kv[n_kv / 2]},
+                        {kv[n_kv / 4], kv.back()},
+                        {kv[n_kv / 3], kv[n_kv / 2], kv.back()},
+                        {kv[n_kv / 5], kv[n_kv / 3], kv[n_kv / 2], kv.back()}};
                     for (const std::vector<int32_t>& q : queries) {
                         Problem p = make_problem(q, kv, s.n_head, s.n_head_kv, s.head_dim, 41, l);
                         p.args.bf16 = isa == Isa::kAmx;
