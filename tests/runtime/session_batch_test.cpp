@@ -11,6 +11,7 @@
 #include "kernels/qgemv.h"
 #include "model/llama_model.h"
 #include "runtime/session.h"
+#include "support/cpu.h"
 #include "support/tiny_model.h"
 
 namespace lazyllm {
@@ -31,6 +32,7 @@ std::unique_ptr<LlamaModel> tiny_model(int n_layer, uint64_t seed, const char* n
     if (!testing::write_tiny_model(spec, path).ok()) return nullptr;
     ModelLoadOptions o;
     o.ctx.isa = kernels::isa_from_env().value();
+    testing::hold_onednn_to(o.ctx.isa);
     o.ctx.n_threads = 2;
     auto loaded = LlamaModel::load(path, o);
     if (!loaded.ok() || !(*loaded)->quantized_decode()) return nullptr;

@@ -15,6 +15,7 @@
 #include "kernels/gemm.h"
 #include "model/llama_model.h"
 #include "runtime/session.h"
+#include "support/cpu.h"
 #include "support/tiny_model.h"
 
 namespace lazyllm::testing {
@@ -27,6 +28,7 @@ inline std::unique_ptr<LlamaModel> load_session_model(const TinyModelSpec& spec,
     EXPECT_TRUE(write_tiny_model(spec, path).ok());
     ModelLoadOptions o;
     o.ctx.isa = kernels::isa_from_env().value();
+    hold_onednn_to(o.ctx.isa);
     o.ctx.n_threads = 2;
     o.precision = precision;
     auto m = LlamaModel::load(path, o);

@@ -111,6 +111,7 @@ TEST(SessionTruncate, QuantPrefillLogitsDoNotDependOnTheSplit) {
     ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
     ModelLoadOptions lo;
     lo.ctx.isa = kernels::isa_from_env().value();
+    testing::hold_onednn_to(lo.ctx.isa);
     lo.ctx.n_threads = 2;
     lo.prefill_weights = PrefillWeights::kQuant;
     auto model = LlamaModel::load(path, lo);
