@@ -67,32 +67,6 @@ constexpr int64_t kMinSplitKeys = 256;
 constexpr int kChunkGroupTiles = 16;
 constexpr int64_t kChunkBytes = 512 * 1024;
 
-void run_ref_parallel(const KernelContext& ctx, const AttentionArgs& a) {
-    const int64_t chunk = 8;
-    const int64_t n_chunks = (a.n_q + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(std::max(1, ctx.n_threads)) schedule(dynamic, 1)
-    for (int64_t c = 0; c < n_chunks; ++c) {
-        AttentionArgs sub = a;
-        sub.q = a.q + c * chunk * a.q_stride;
-        sub.q_pos = a.q_pos + c * chunk;
-        sub.n_q = std::min(chunk, a.n_q - c * chunk);
-        if (a.out16 == nullptr) {
-            sub.out = a.out + c * chunk * a.out_stride;
-            ref::attention(sub);
-            continue;
-        }
-        // bf16 output: the chunk in fp32, then rounded as the GEMMs round their input.
-        const int64_t width = static_cast<int64_t>(a.n_head) * a.head_dim;
-        std::vector<float> rows(static_cast<size_t>(sub.n_q * width));
-        sub.out = rows.data();
-        sub.out_stride = width;
-        sub.out16 = nullptr;
-        ref::attention(sub);
-        detail::convert_rows_to_bf16_ref(rows.data(), sub.n_q, width, width,
-                                         a.out16 + c * chunk * a.out_stride, a.out_stride);
-    }
-}
-
 // The keys each query row sees: [lo[i], hi[i]) of the sorted key set (lo empty without a
 // sliding window: 0).
 struct KeyRanges {
@@ -515,10 +489,6 @@ void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
     run_tiles_blocked(ctx, a, keys, 8 * a.head_dim, tile_fn, kFinalize<I>);
 }
 
-}  // namespace
-
-namespace {
-
 // The SIMD kernels (run_fast) rather than the reference.
 bool fast_path(const KernelContext& ctx, const AttentionArgs& a) {
     return ctx.isa >= Isa::kAvx2 && a.head_dim <= kMaxHeadDim &&
@@ -555,7 +525,7 @@ void attention(const KernelContext& ctx_in, const AttentionArgs& a) {
         return;
     }
     if (!fast_path(ctx, a) || a.n_kv == 0) {
-        run_ref_parallel(ctx, a);
+        ref::attention_parallel(ctx, a);
         return;
     }
     const KeyRanges keys = key_ranges(a);

@@ -113,6 +113,9 @@ void kv_store_rows(const KernelContext& ctx, KvType type, const float* src, int6
 
 namespace ref {
 void attention(const AttentionArgs& args);
+// The same over chunks of 8 query rows on the context's threads (a bf16 output rounded from fp32
+// rows as the GEMMs round their input): the fallback of attention() without SIMD kernels.
+void attention_parallel(const KernelContext& ctx, const AttentionArgs& args);
 void attention_scores_head_mean(const AttentionArgs& args, const float* q_row, int32_t q_pos,
                                 float* scores);
 void kv_store_rows(KvType type, const float* src, int64_t src_stride, int64_t n_rows, int64_t width,

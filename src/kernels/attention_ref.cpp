@@ -2,6 +2,8 @@
 // whose position is <= the query's position (and within its window, if any). fp32 throughout
 // (half K/V converted exactly).
 // The definition the tiled kernels are tested against.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/gemm_convert.h"
 #include "kernels/quant_blocks.h"
 
 namespace lazyllm::kernels::ref {
@@ -107,6 +110,32 @@ void kv_store_rows(KvType type, const float* src, int64_t src_stride, int64_t n_
         } else {
             std::memcpy(static_cast<float*>(dst) + off, s, sizeof(float) * width);
         }
+    }
+}
+
+void attention_parallel(const KernelContext& ctx, const AttentionArgs& a) {
+    const int64_t chunk = 8;
+    const int64_t n_chunks = (a.n_q + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(std::max(1, ctx.n_threads)) schedule(dynamic, 1)
+    for (int64_t c = 0; c < n_chunks; ++c) {
+        AttentionArgs sub = a;
+        sub.q = a.q + c * chunk * a.q_stride;
+        sub.q_pos = a.q_pos + c * chunk;
+        sub.n_q = std::min(chunk, a.n_q - c * chunk);
+        if (a.out16 == nullptr) {
+            sub.out = a.out + c * chunk * a.out_stride;
+            attention(sub);
+            continue;
+        }
+        // bf16 output: the chunk in fp32, then rounded as the GEMMs round their input.
+        const int64_t width = static_cast<int64_t>(a.n_head) * a.head_dim;
+        std::vector<float> rows(static_cast<size_t>(sub.n_q * width));
+        sub.out = rows.data();
+        sub.out_stride = width;
+        sub.out16 = nullptr;
+        attention(sub);
+        detail::convert_rows_to_bf16_ref(rows.data(), sub.n_q, width, width,
+                                         a.out16 + c * chunk * a.out_stride, a.out_stride);
     }
 }
 
