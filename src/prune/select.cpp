@@ -174,7 +174,8 @@ void pool_scores(std::span<const float> scores, std::span<const int32_t> positio
     }
     // S = [p0, p0 + n), as at a decode step's first cut (the first test skips the scan).
     const bool contiguous =
-        n > 0 && static_cast<int64_t>(positions[n - 1]) - positions[0] == static_cast<int64_t>(n) - 1 &&
+        n > 0 &&
+        static_cast<int64_t>(positions[n - 1]) - positions[0] == static_cast<int64_t>(n) - 1 &&
         std::adjacent_find(positions.begin(), positions.end(),
                            [](int32_t a, int32_t b) { return b != a + 1; }) == positions.end();
     if (contiguous) {

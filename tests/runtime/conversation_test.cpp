@@ -536,7 +536,8 @@ TEST(EngineProfile, PrefillAndDecodeStepsApart) {
         double total_ms = 0.0;
         for (const OpTime& t : prefill_only->profile) total_ms += t.ms;
         EXPECT_EQ(prefill_only->profile.back().op, "other");
-        EXPECT_NEAR(total_ms, 1000.0 * static_cast<double>(prompt.size()) / prefill_only->prefill_tps,
+        EXPECT_NEAR(total_ms,
+                    1000.0 * static_cast<double>(prompt.size()) / prefill_only->prefill_tps,
                     1e-6 * total_ms);
         // The prefill table is the prompt step alone, whatever follows it.
         ASSERT_EQ(with_decode->profile.size(), prefill_only->profile.size());
