@@ -254,8 +254,8 @@ public:
     // GGUF's blocks, the path chosen to fit memory): a prompt step's cut the row buffers' idle
     // pages, so that the Aux slots take their place instead of adding to the peak, and a
     // finished session its Aux slots. With the copies (memory to spare) both stay resident for
-    // the next prompt: faulting them in again cost about 8% of the fast preset's TTFT at 4k
-    // tokens on the default model (AMX Xeon), for a few percent more peak memory.
+    // the next prompt: faulting them in again cost about 5% of the fast preset's TTFT at 4k
+    // tokens on the default model (AMX Xeon), for 5-7% more peak memory.
     bool lean_memory() const { return prefill_quant_; }
     const std::string& prefill_choice() const { return prefill_choice_; }
     // Weights held in memory: the converted ones, and the LM head's blocks where the logits read
