@@ -463,11 +463,16 @@ bool run_bf16(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges&
     return true;
 }
 
+// Whether run_fast takes a call keys in lanes (run_decode): a decode step's few query vectors
+// per KV head, not row-invariant.
+bool decode_path(const AttentionArgs& a) {
+    return a.n_q * (a.n_head / a.n_head_kv) <= kDecodeMaxLanes && !a.row_invariant;
+}
+
 // The fp32 kernels of target I (simd.h), or the bf16 ones on a bf16 prefill.
 template <Isa I>
 void run_fast(const KernelContext& ctx, const AttentionArgs& a, const KeyRanges& keys) {
-    const int group = a.n_head / a.n_head_kv;
-    if (a.n_q * group <= kDecodeMaxLanes && !a.row_invariant) {
+    if (decode_path(a)) {
         run_decode<I>(ctx, a, keys);
         return;
     }
@@ -497,13 +502,12 @@ bool fast_path(const KernelContext& ctx, const AttentionArgs& a) {
 
 }  // namespace
 
-// Keys in lanes (run_decode), keys from the first (no window), as attention_scores_head_mean's
-// vectorized path reads them, and the score row (the last) the latest, so that the keys any
-// row sees are the ones it scores.
+// Keys in lanes (run_decode) with at most kAttnFewLanes query heads per KV head, keys from the
+// first (no window), as attention_scores_head_mean's vectorized path reads them, and the score
+// row (the last) the latest, so that the keys any row sees are the ones it scores.
 bool attention_scores_from_pass(const KernelContext& ctx, const AttentionArgs& a) {
-    const int group = a.n_head / a.n_head_kv;
-    if (!fast_path(ctx, a) || a.n_q == 0 || a.n_kv == 0 || a.window != 0 || a.row_invariant ||
-        group > detail::kAttnFewLanes || a.n_q * group > kDecodeMaxLanes) {
+    if (!fast_path(ctx, a) || a.n_q == 0 || a.n_kv == 0 || !decode_path(a) || a.window != 0 ||
+        a.n_head / a.n_head_kv > detail::kAttnFewLanes) {
         return false;
     }
     const int32_t last = a.q_pos[a.n_q - 1];
