@@ -297,5 +297,29 @@ TEST(QuantLinear, WeightsOverSeveralChunksBitExact) {
     }
 }
 
+// Row counts on both sides of forward()'s threshold for rounding the activations on every
+// thread (kSplitQuantizeRows, 32): the rows are rounded before the parallel region below it,
+// by the threads in parts from it on; with outlier channels too (their terms split alike).
+TEST(QuantLinear, RowsAroundTheQuantizeSplitBitExact) {
+    std::vector<Isa> isas;
+    if (have_avx2()) isas.push_back(Isa::kAvx2);
+    if (have_vnni()) isas.push_back(Isa::kAvx512);
+    if (isas.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 VNNI";
+    uint32_t seed = 2500;
+    for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::Q8_0}) {
+        for (int64_t m : {15, 16, 24, 31, 32, 33, 48}) {
+            const GemvShape s{m, 16 * 12 + 5, 512, 0, 2, true, m % 2 == 0};
+            seed += 7;
+            const QuantMatrix wq = make_matrix(type, s.n_out, s.n_in, seed);
+            const auto x = make_x(s.m, s.ldx(), s.n_in, seed + 2);
+            for (Isa isa : isas) {
+                for (bool outliers : {false, true}) {
+                    expect_isa_matches_ref(isa, type, wq.blocks, s, x, seed, outliers);
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace lazyllm::kernels
