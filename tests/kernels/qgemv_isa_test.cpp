@@ -273,14 +273,20 @@ TEST(QuantLinearAvx2, FromF32MatchesReferenceBitExact) {
     }
 }
 
+// The QuantLinear kernel sets of this CPU: AVX2, AVX-512 VNNI.
+std::vector<Isa> quant_isas() {
+    std::vector<Isa> isas;
+    if (have_avx2()) isas.push_back(Isa::kAvx2);
+    if (have_vnni()) isas.push_back(Isa::kAvx512);
+    return isas;
+}
+
 // Weights larger than the L2 chunk the kernels keep while row passes go over them (1 MiB at
 // most, qgemv_isa.h; the VNNI kernels' unpacked copy of a chunk for formats under 8 bits, 64
 // KiB a group here): several chunks, a ragged last group, rows in several passes and a short
 // last one. The pass order must not change any output.
 TEST(QuantLinear, WeightsOverSeveralChunksBitExact) {
-    std::vector<Isa> isas;
-    if (have_avx2()) isas.push_back(Isa::kAvx2);
-    if (have_vnni()) isas.push_back(Isa::kAvx512);
+    const std::vector<Isa> isas = quant_isas();
     if (isas.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 VNNI";
     uint32_t seed = 2300;
     // Q8_0 at 4096 inputs: 36 KiB a group, 73 groups (2.6 MiB); Q4_K: 21 KiB a group. The
@@ -301,9 +307,7 @@ TEST(QuantLinear, WeightsOverSeveralChunksBitExact) {
 // thread (kSplitQuantizeRows, 32): the rows are rounded before the parallel region below it,
 // by the threads in parts from it on; with outlier channels too (their terms split alike).
 TEST(QuantLinear, RowsAroundTheQuantizeSplitBitExact) {
-    std::vector<Isa> isas;
-    if (have_avx2()) isas.push_back(Isa::kAvx2);
-    if (have_vnni()) isas.push_back(Isa::kAvx512);
+    const std::vector<Isa> isas = quant_isas();
     if (isas.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 VNNI";
     uint32_t seed = 2500;
     for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::Q8_0}) {
