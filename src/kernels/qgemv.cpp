@@ -37,8 +37,8 @@ constexpr int64_t kMinWorkPerThread = 16 * 18;
 // Rows from which forward() splits the activations' int8 rounding (and the outlier terms) over
 // its threads too. Below it the rows are rounded before the parallel region: a barrier and
 // each thread reading rows the other rounded cost more than the rounding (BM_QuantLinear, two
-// threads, Q4_1 at the default model's shapes, AMX Xeon: 16 and 24 rows up to 1.45x faster on
-// VNNI, 1.22x on AVX2; about even at 32; from 48 rows splitting is up to 1.14x faster).
+// threads, Q4_1 at the default model's shapes, AMX Xeon: 16 rows up to 1.4x faster on VNNI,
+// 1.2x on AVX2; about even at 32; from 48 rows splitting is up to 1.14x faster).
 constexpr int64_t kSplitQuantizeRows = 32;
 
 int resolve_threads(const KernelContext& ctx) {
