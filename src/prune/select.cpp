@@ -78,6 +78,35 @@ void select_top_sorted(std::span<const float> scores, std::span<const int32_t> p
     }
 }
 
+// pool_scores over contiguous positions, where the window is an index range: van Herk /
+// Gil-Werman. In blocks of `window` elements g holds each block's prefix maxima and h its
+// suffix maxima, so a full window [i - r, i + r], which spans at most two blocks, has the max
+// of h[i - r] and g[i + r]; the clipped windows at either end are taken directly. Three
+// comparisons per element whatever the window (max is exact: the general path's values).
+void pool_contiguous(std::span<const float> scores, int window, std::vector<float>& out) {
+    const auto n = static_cast<int64_t>(scores.size());
+    const int64_t r = window / 2;
+    constexpr float kLowest = -std::numeric_limits<float>::infinity();
+    std::vector<float> g(static_cast<size_t>(n)), h(static_cast<size_t>(n));
+    for (int64_t b0 = 0; b0 < n; b0 += window) {
+        const int64_t b1 = std::min<int64_t>(n, b0 + window);
+        float m = kLowest;
+        for (int64_t i = b0; i < b1; ++i) g[i] = m = std::max(m, rank_key(scores[i]));
+        m = kLowest;
+        for (int64_t i = b1 - 1; i >= b0; --i) h[i] = m = std::max(m, rank_key(scores[i]));
+    }
+    for (int64_t i = r; i + r < n; ++i) out[i] = std::max(h[i - r], g[i + r]);
+    auto direct = [&](int64_t i) {
+        float m = kLowest;
+        for (int64_t j = std::max<int64_t>(0, i - r); j <= std::min(n - 1, i + r); ++j) {
+            m = std::max(m, rank_key(scores[j]));
+        }
+        out[i] = m;
+    };
+    for (int64_t i = 0; i < std::min(r, n); ++i) direct(i);
+    for (int64_t i = std::max(r, n - r); i < n; ++i) direct(i);
+}
+
 }  // namespace
 
 void select_top(std::span<const float> scores, std::span<const int32_t> positions, int64_t n_keep,
@@ -127,39 +156,6 @@ void select_top(std::span<const float> scores, std::span<const int32_t> position
     }
     std::sort(kept.begin(), kept.end());
 }
-
-namespace {
-
-// pool_scores over contiguous positions, where the window is an index range: van Herk /
-// Gil-Werman. In blocks of `window` elements g holds each block's prefix maxima and h its
-// suffix maxima, so a full window [i - r, i + r], which spans at most two blocks, has the max
-// of h[i - r] and g[i + r]; the clipped windows at either end are taken directly. Three
-// comparisons per element whatever the window (max is exact: the general path's values).
-void pool_contiguous(std::span<const float> scores, int window, std::vector<float>& out) {
-    const auto n = static_cast<int64_t>(scores.size());
-    const int64_t r = window / 2;
-    constexpr float kLowest = -std::numeric_limits<float>::infinity();
-    std::vector<float> g(static_cast<size_t>(n)), h(static_cast<size_t>(n));
-    for (int64_t b0 = 0; b0 < n; b0 += window) {
-        const int64_t b1 = std::min<int64_t>(n, b0 + window);
-        float m = kLowest;
-        for (int64_t i = b0; i < b1; ++i) g[i] = m = std::max(m, rank_key(scores[i]));
-        m = kLowest;
-        for (int64_t i = b1 - 1; i >= b0; --i) h[i] = m = std::max(m, rank_key(scores[i]));
-    }
-    for (int64_t i = r; i + r < n; ++i) out[i] = std::max(h[i - r], g[i + r]);
-    auto direct = [&](int64_t i) {
-        float m = kLowest;
-        for (int64_t j = std::max<int64_t>(0, i - r); j <= std::min(n - 1, i + r); ++j) {
-            m = std::max(m, rank_key(scores[j]));
-        }
-        out[i] = m;
-    };
-    for (int64_t i = 0; i < std::min(r, n); ++i) direct(i);
-    for (int64_t i = std::max(r, n - r); i < n; ++i) direct(i);
-}
-
-}  // namespace
 
 void pool_scores(std::span<const float> scores, std::span<const int32_t> positions, int window,
                  std::vector<float>& out) {

@@ -51,7 +51,8 @@ void select_top(std::span<const float> scores, std::span<const int32_t> position
 // largest scores[j] over the candidates j with |positions[j] - positions[i]| <= window / 2, so a
 // high-scoring token lifts its neighbours and a kept span is not cut into pieces. `positions` must
 // be strictly increasing (the candidate set S); window must be odd and >= 1 (1 copies). NaN
-// scores count as -inf. O(n) (monotone deque), `out` resized to scores.size().
+// scores count as -inf. O(n) (over contiguous positions blocks of the window, else a monotone
+// deque), `out` resized to scores.size().
 void pool_scores(std::span<const float> scores, std::span<const int32_t> positions, int window,
                  std::vector<float>& out);
 
