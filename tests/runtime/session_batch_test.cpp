@@ -31,8 +31,7 @@ std::unique_ptr<LlamaModel> tiny_model(int n_layer, uint64_t seed, const char* n
     const std::string path = ::testing::TempDir() + name;
     if (!testing::write_tiny_model(spec, path).ok()) return nullptr;
     ModelLoadOptions o;
-    o.ctx.isa = kernels::isa_from_env().value();
-    testing::hold_onednn_to(o.ctx.isa);
+    o.ctx.isa = testing::model_load_isa();
     o.ctx.n_threads = 2;
     auto loaded = LlamaModel::load(path, o);
     if (!loaded.ok() || !(*loaded)->quantized_decode()) return nullptr;

@@ -27,8 +27,7 @@ inline std::unique_ptr<LlamaModel> load_session_model(const TinyModelSpec& spec,
     const std::string path = ::testing::TempDir() + "lazyllm_session_" + tag + ".gguf";
     EXPECT_TRUE(write_tiny_model(spec, path).ok());
     ModelLoadOptions o;
-    o.ctx.isa = kernels::isa_from_env().value();
-    hold_onednn_to(o.ctx.isa);
+    o.ctx.isa = model_load_isa();
     o.ctx.n_threads = 2;
     o.precision = precision;
     auto m = LlamaModel::load(path, o);

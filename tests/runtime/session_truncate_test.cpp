@@ -110,8 +110,7 @@ TEST(SessionTruncate, QuantPrefillLogitsDoNotDependOnTheSplit) {
     const std::string path = ::testing::TempDir() + "lazyllm_session_quant_split.gguf";
     ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
     ModelLoadOptions lo;
-    lo.ctx.isa = kernels::isa_from_env().value();
-    testing::hold_onednn_to(lo.ctx.isa);
+    lo.ctx.isa = testing::model_load_isa();
     lo.ctx.n_threads = 2;
     lo.prefill_weights = PrefillWeights::kQuant;
     auto model = LlamaModel::load(path, lo);

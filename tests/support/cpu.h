@@ -19,13 +19,15 @@ inline bool cpu_has_bf16_gemm() {
 // The ISA the engine and the model tests run: LAZYLLM_ISA, else the best this CPU has.
 inline kernels::Isa engine_isa() { return kernels::isa_from_env().value(); }
 
-// For tests that load a model without the engine: under LAZYLLM_ISA=avx512 on an AMX CPU, holds
-// oneDNN to AVX-512 as Engine::load does, before its first use (once used, oneDNN keeps its ISA
-// for the process, AMX included, and an engine test after it would run bf16 GEMMs on AMX
-// kernels whose sums differ with a call's row count). Not at avx2 or ref, where the tests still
-// ask oneDNN for bf16 GEMMs that a cap there would refuse.
-inline void hold_onednn_to(kernels::Isa isa) {
+// engine_isa() for tests that load a model without the engine: under LAZYLLM_ISA=avx512 on an
+// AMX CPU it first holds oneDNN to AVX-512 as Engine::load does, before its first use (once
+// used, oneDNN keeps its ISA for the process, AMX included, and an engine test after it would
+// run bf16 GEMMs on AMX kernels whose sums differ with a call's row count). Not at avx2 or ref,
+// where the tests still ask oneDNN for bf16 GEMMs that a cap there would refuse.
+inline kernels::Isa model_load_isa() {
+    const kernels::Isa isa = engine_isa();
     if (isa == kernels::Isa::kAvx512) kernels::cap_onednn_isa(isa);
+    return isa;
 }
 
 // Whether GemmPrecision::kAuto takes bf16 GEMMs at ISA `isa`: bf16 dot products, and bf16
