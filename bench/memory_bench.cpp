@@ -3,7 +3,7 @@
 // summing its contiguous share in 64-bit words, in weight memory as the model gets it
 // (alloc_weights: 2 MiB pages where THP allows). Counter GBps: bytes read per second. The
 // shared VMs move this by a third within minutes, so read it beside the decode figures it
-// bounds (docs/benchmarks.md).
+// bounds (docs/benchmarks/).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 

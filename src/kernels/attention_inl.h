@@ -363,7 +363,8 @@ inline void prefetch_kv_rows(const AttentionArgs& a, const T* k, const T* v, int
 // kWidth keys: the block's rows are found, then lanes_block reads each K and V row of the
 // tile's KV head once (no converted copy is stored). Over the model's cache (each KV head's rows
 // in a block) the reads go in address order, and the rows of a block at least 4 KiB ahead are
-// prefetched while the kernel computes (docs/benchmarks.md, "Decode attention (AMX Xeon)").
+// prefetched while the kernel computes (docs/benchmarks/amx_xeon.md, "Decode attention (AMX
+// Xeon)").
 // While running, st.o holds O as [lane][D] and then the P sums as [lane][kWidth]; O is
 // transposed to [D][16] and the sums reduced into st.l at the end. With `logits`, each lane of
 // query row logits->row also stores its scaled q . k of key j to logits->base[head * ld + j -

@@ -28,7 +28,7 @@ bool cpu_has_avx512_bf16();
 // Whether bf16 GEMMs beat fp32 ones here, which is what precision auto follows: with AMX, or
 // with AVX-512-BF16 on a CPU that runs VDPBF16PS at its FMA rate (AMD Zen 4). Intel's cores
 // without AMX run VDPBF16PS at half the FMA rate per FLOP, so there the fp32 GEMMs are the faster
-// ones (docs/benchmarks.md, "Why fp32 GEMMs here").
+// ones (docs/benchmarks/xeon_no_amx.md, "Why fp32 GEMMs here").
 bool cpu_bf16_gemm_pays();
 // One core's L2 cache in bytes, as the OS reports it (sysconf); 1 MiB where it does not.
 // Read once.

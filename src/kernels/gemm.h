@@ -102,7 +102,7 @@ private:
 // Rows per gate|up GEMM call of PackedLinear::forward_glu_bf16 off the AMX backend: its fp32
 // gate|up rows ([rows, n_out]) stay in cache between the GEMM that writes them and the GLU
 // that reads them (3 MiB at the default model's 3072 columns), where a whole 4k prompt's would
-// be 48 MiB and go through memory (docs/benchmarks.md, "Where prefill time goes (Zen 5)").
+// be 48 MiB and go through memory (docs/benchmarks/zen5.md, "Where prefill time goes (Zen 5)").
 inline constexpr int64_t kSwiGluChunkRows = 256;
 
 // Whether PackedLinear::create(ctx, ..., precision) converts weights to bf16 (else fp32);

@@ -18,7 +18,7 @@
 // thread streams its share of W).
 //
 // Its rate at the model's shapes against oneDNN's: bench/gemm_bench.cpp stage_rows
-// (docs/benchmarks.md, "Our fp32 GEMM against oneDNN by row count").
+// (docs/benchmarks/zen3.md, "Our fp32 GEMM against oneDNN by row count").
 #include "kernels/gemm_avx2.h"
 
 #include <immintrin.h>

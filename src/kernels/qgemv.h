@@ -45,7 +45,7 @@ enum class QuantRows {
 // Prompt calls of at least this many rows run on AMX tiles (has_tile_path). A tile call
 // dequantizes every weight once, whatever m; the int8 kernels cost in proportion to m, and
 // below this many rows they are the faster ones (bench/qgemv_bench.cpp, BM_QuantLinearPrompt;
-// docs/benchmarks.md, "Models of 0.5B-8B on their blocks (AMX tiles)").
+// docs/benchmarks/amx_xeon.md, "Models of 0.5B-8B on their blocks (AMX tiles)").
 inline constexpr int64_t kTileMinRows = 64;
 
 class QuantLinear {

@@ -398,8 +398,8 @@ void unpack_groups(const Weights& w, int64_t g0, int64_t g1, uint8_t* out) {
 // Rows per prompt pass over unpacked groups, both halves of a group together for the 4- and
 // 5-bit sums (2 x 4 int16 sums and a chunk's two halves in the 16 ymm registers), one half at
 // a time for the half-scale ones (their int32 sums, scales and two chunks per half). Six rows,
-// or both halves of Q6_K, ran alike (docs/benchmarks.md, "AVX2 prompt passes on unpacked
-// groups").
+// or both halves of Q6_K, ran alike (docs/benchmarks/zen3.md, "AVX2 prompt passes on
+// unpacked groups").
 constexpr int kUnpackedRows = 4;
 constexpr int unpacked_halves(int bits) { return half_scales(bits) ? 1 : 2; }
 

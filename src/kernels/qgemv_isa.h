@@ -17,8 +17,8 @@
 //   (zero padding to a multiple of 64 bytes)
 //   qs   [blocks][qs_bytes]    unsigned quants, 4 per int32 lane, lane i = row g*16 + i
 // so that a thread streaming a group reads one ascending stream: with the scales in arrays at
-// the group's end a decode GEMV from memory took 1.14-1.32x the time (docs/benchmarks.md,
-// "Scales beside their quants").
+// the group's end a decode GEMV from memory took 1.14-1.32x the time
+// (docs/benchmarks/zen5.md, "Scales beside their quants").
 // 4-bit quants: 4 chunks of 64 bytes per block; byte 4*i + j of chunk c holds element
 // 8c + j of row i in its low nibble and element 8c + 4 + j in its high nibble (j < 4).
 // 5-bit quants: their low 4 bits as the 4-bit layout (chunks 0-3), then chunk 4: byte 4*i + j
@@ -204,7 +204,8 @@ inline size_t group_bytes_for(int bits, Scales kind, int64_t n_blocks) {
 // Bytes of weights a gemv keeps in L2 while row passes go over them (for_each_pass): half
 // the core's L2, within [128 KiB, 1 MiB]. Without chunks, every group's passes read a long
 // prompt's activations from memory again; chunks of a quarter to half of L2 run alike, smaller
-// ones slower (docs/benchmarks.md, "Prompt-sized quantized GEMMs in L2-sized chunks").
+// ones slower (docs/benchmarks/xeon_no_amx.md,
+// "Prompt-sized quantized GEMMs in L2-sized chunks").
 inline int64_t pass_chunk_bytes() {
     return std::clamp<int64_t>(l2_cache_bytes() / 2, int64_t{128} << 10, int64_t{1} << 20);
 }

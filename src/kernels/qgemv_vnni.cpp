@@ -474,8 +474,8 @@ void gemv_passes(const Weights& w, const Activations& a, int64_t m, int64_t g0, 
     // Rows in passes of up to 8 (decode steps, revivals), a group at a time: each thread
     // reads its groups from memory as one sequential stream. Several groups per pass would share
     // each activation broadcast but read several streams a group apart in turn, which the memory
-    // system serves more slowly (docs/benchmarks.md, "One group per pass"); with the weights in
-    // cache the two run alike.
+    // system serves more slowly (docs/benchmarks/zen5.md, "One group per pass"); with the weights
+    // in cache the two run alike.
     for_each_pass<kMaxRowsPerPass>(w, m, g0, g1, 1, [&]<int M>(int64_t g, int64_t, int64_t r0) {
         pass<kBits, kS, 1, M>(w, g, a, r0, bias, y, ldy, accumulate);
     });

@@ -249,12 +249,12 @@ Result<WeightPlan> LlamaModel::plan_weights(const ModelConfig& c, const ModelLoa
     // Without bf16 GEMMs the copies are fp32, and past kFp32CopyLimit (a model of about 335M
     // layer parameters) the blocks win on every count but exactness: on AVX2 (Zen 3) the int8
     // kernels prefill 1.6x faster at 1B and load 6x faster from a fifth of the memory, and as
-    // fast as the fp32 copies at 0.5B from a quarter of it (docs/benchmarks.md). With bf16 GEMMs on
-    // oneDNN (AVX-512-BF16, no AMX), the VNNI int8 kernels prefill 1.13-1.48x faster than the bf16
-    // copies from 0.5B to 1B on Zen 4 and load 15-60x faster. The default model's copies (203 MiB)
-    // keep its prefill on the measured bf16 path: its int8 prefill agrees with it on 99% of first
-    // tokens (Zen 4), with the fp32 path on 144 of 144 (Zen 3; docs/evaluation.md, int8
-    // prefill), at ten times bf16's KL to fp32.
+    // fast as the fp32 copies at 0.5B from a quarter of it (docs/benchmarks/zen3.md). With bf16
+    // GEMMs on oneDNN (AVX-512-BF16, no AMX), the VNNI int8 kernels prefill 1.13-1.48x faster
+    // than the bf16 copies from 0.5B to 1B on Zen 4 and load 15-60x faster. The default model's
+    // copies (203 MiB) keep its prefill on the measured bf16 path: its int8 prefill agrees with it
+    // on 99% of first tokens (Zen 4), with the fp32 path on 144 of 144 (Zen 3; docs/evaluation.md,
+    // int8 prefill), at ten times bf16's KL to fp32.
     const bool fp32_big = !bf16 && copy_bytes > kFp32CopyLimit;
     // With AMX the blocks' prompt rows run on bf16 tiles, a chunk of weights dequantized at a
     // time (QuantLinear::has_tile_path): as fast as the copies from 0.5B up (Qwen2.5-0.5B Q8_0

@@ -89,7 +89,7 @@ inline constexpr int64_t kQuantMaxRows = 8;
 // weights stream from memory between their few rows, 16 measured best: `--lazy=fast` decoded
 // the 32 steps after 2k / 4k / 8160 tokens at 0.85-0.97x / 0.81-0.88x / 0.80-0.86x full's rate
 // against 0.77-0.82x / 0.78-0.82x / 0.70-0.72x with 8 (five rounds; 32 and 64 no better than
-// 16; AMX Xeon, docs/benchmarks.md, "Decode after a lazy prefill").
+// 16; docs/benchmarks/amx_xeon.md, "Decode after a lazy prefill").
 inline constexpr int64_t kQuantMaxRowsAmx = 16;
 // With our AVX2 fp32 GEMM (Zen 3, 2 threads, bench/qgemv_bench.cpp many_rows): the AVX2
 // QuantLinear took 0.47x the GEMM's time at 8 rows, 0.69x at 32, 0.82x at 128 and 256 summed
@@ -97,7 +97,7 @@ inline constexpr int64_t kQuantMaxRowsAmx = 16;
 // cache; 256 covers the revivals of a decode step after a long prompt. (Beside oneDNN's bf16
 // GEMM without AMX, Zen 4: the VNNI QuantLinear took 0.74-0.83x its time at 8 to 1024 rows,
 // but lazy decode over the default model was 2-7% slower with revived rows on the blocks up
-// to 256 rows, so those stay at kQuantMaxRows; docs/benchmarks.md, Zen 4.)
+// to 256 rows, so those stay at kQuantMaxRows; docs/benchmarks/zen4.md.)
 inline constexpr int64_t kQuantMaxRowsWide = 256;
 
 // The path a run's linear layers take, chosen once per run (forward.cpp): decode-sized steps

@@ -26,7 +26,7 @@ namespace {
 
 constexpr int64_t kM = 2048, kIn = 576, kOut = 1536;
 // Up to 12 timed calls, stopping after 3 once they have taken a second: a call takes 1-50 ms
-// on the CPUs in benchmarks.md, so the budget only cuts short a slow build (the sanitizer one,
+// on the CPUs in docs/benchmarks/, so the budget only cuts short a slow build (the sanitizer one,
 // about 1.3 s a call) or QuantLinear's scalar reference (LAZYLLM_ISA=ref, 3.6 s a call on Zen 3).
 constexpr int kMaxCalls = 12, kMinCalls = 3;
 constexpr int64_t kBudgetNs = 1'000'000'000;
