@@ -10,7 +10,7 @@ configurations so that a noisy moment hits all alike.
 
 --policy lazy (or lazy:fast) sends `"lazyllm": {"policy": "lazy", ...}` with every request, and
 --context N puts about N tokens of a generated document before each story request, so the
-prompt step prunes (the safe preset runs prompts under 256 tokens as full). A lazy slot joins
+prompt step prunes (the safe preset runs prompts under 3072 tokens as full). A lazy slot joins
 the batched decode step once its next step is a full one (safe preset: after its first decode
 step has revived the deferred tokens); with decode steps that select (lazy:fast) it steps alone.
 
@@ -48,7 +48,7 @@ def start_server(lazyllm, batch, slots, threads, ctx=2048):
     flags = ["serve", "--port", "0", "--parallel", str(slots), "--ctx-size", str(ctx), "--batch-decode", batch]
     if threads:
         flags += ["-t", threads]
-    env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "passive"))
+    env = dict(os.environ)  # OMP_WAIT_POLICY as the caller has it (unset: libgomp's spin, then sleep)
     proc = subprocess.Popen([lazyllm, *flags], stdout=log, stderr=subprocess.STDOUT, env=env)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:

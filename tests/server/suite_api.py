@@ -4,6 +4,8 @@ cancellation on disconnect."""
 import gzip
 import http.client
 import json
+import os
+import re
 import socket
 import subprocess
 import time
@@ -482,6 +484,25 @@ def flags_under_fields(lazyllm):
         assert computed({"lazyllm": {"policy": "full"}}) == 100.0
 
 
+def one_openmp_pool(srv):
+    """Generation's parallel regions have the cores to themselves: the OpenMP workers are the
+    scheduler's (named after it), and none is left from the load or the main thread. A pool
+    left from the load made libgomp stop spin-waiting and decode at a quarter of the rate."""
+    n_threads = int(re.search(r"loaded in \d+ ms \([^,]+, (\d+) threads\)", srv.read_log()).group(1))
+    task = f"/proc/{srv.proc.pid}/task"
+    names = []
+    for tid in os.listdir(task):
+        try:
+            with open(f"{task}/{tid}/comm") as f:
+                names.append(f.read().strip())
+        except FileNotFoundError:
+            pass  # a connection thread that just retired
+    assert names.count("lazyllm") == 1, names  # the main thread alone
+    assert "lazyllm-load" not in names, names
+    assert 1 <= names.count("lazyllm-sched") <= n_threads, (n_threads, names)
+    assert set(names) <= {"lazyllm", "lazyllm-sched", "lazyllm-http", "lazyllm-listen", "lazyllm-signal"}, names
+
+
 def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "8", "--api-key", KEY,
                 "--max-body", str(MAX_BODY), log_name="api") as srv:
@@ -497,7 +518,8 @@ def run(lazyllm, checks):
                             ("api key 401, body limit 413, 404, page", auth_and_limits),
                             ("batched decode of two streams equals each alone", batched_equals_alone),
                             ("client disconnect frees the slot", disconnect_cancels),
-                            ("metrics", metrics)):
+                            ("metrics", metrics),
+                            ("one OpenMP pool, the scheduler's", one_openmp_pool)):
             checks.run(name, check, srv)
         checks.run("CORS: any origin by default, a listed few, preflight without the key", cors, srv, lazyllm)
         checks.run("a request's lazyllm fields over serve's pruning flags", flags_under_fields, lazyllm)

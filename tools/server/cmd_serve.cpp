@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.h"
@@ -16,6 +17,7 @@
 #include "lazyllm/memory.h"
 #include "server/cors.h"
 #include "server/http_server.h"
+#include "server/thread_name.h"
 
 namespace lazyllm::cli {
 
@@ -39,6 +41,7 @@ class StopOnSignal {
 public:
     StopOnSignal(server::HttpServer& http, const sigset_t& signals)
         : signals_(signals), thread_([this, &http] {
+              server::name_this_thread("lazyllm-signal");
               int sig = 0;
               sigwait(&signals_, &sig);
               if (done_.load()) return;
@@ -89,10 +92,23 @@ int run_serve(ServeArgs& a) {
         return report(make_error(ErrorCode::kIo, "cannot listen on {}:{}", a.cfg.host, a.cfg.port));
     }
     std::fprintf(stderr, "lazyllm serve: listening on http://%s:%d\n", a.cfg.host.c_str(), http.port());
-    std::thread listener([&] { http.listen(); });
+    std::thread listener([&] {
+        server::name_this_thread("lazyllm-listen");
+        http.listen();
+    });
     const StopOnSignal stop_on_signal(http, stop_signals);
 
-    auto engine = load_engine(a.engine);
+    // The model loads on a thread that ends with the load. OpenMP keeps a pool of workers for
+    // each thread that opens a parallel region, and libgomp stops spin-waiting once its threads
+    // outnumber the cores: a loading pool left beside the scheduler's (where generation runs)
+    // made every parallel region of a decode step wait on a futex, decoding at a quarter of
+    // `lazyllm run`'s rate on two cores.
+    std::optional<Result<std::unique_ptr<Engine>>> loaded;
+    std::thread([&] {
+        server::name_this_thread("lazyllm-load");
+        loaded.emplace(load_engine(a.engine));
+    }).join();
+    auto& engine = *loaded;
     if (!engine.ok()) {
         http.stop();
         listener.join();

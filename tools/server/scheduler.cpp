@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "server/metrics.h"
+#include "server/thread_name.h"
 
 namespace lazyllm::server {
 
@@ -21,7 +22,10 @@ std::string prune_key(const PruneOptions& p) {
 Scheduler::Scheduler(const Engine& engine, SchedulerConfig cfg, Metrics& metrics)
     : engine_(engine), cfg_(cfg), metrics_(metrics) {
     slots_.resize(static_cast<size_t>(cfg_.n_slots));
-    worker_ = std::thread([this] { run(); });
+    worker_ = std::thread([this] {
+        name_this_thread("lazyllm-sched");
+        run();
+    });
 }
 
 Scheduler::~Scheduler() {

@@ -4,6 +4,8 @@
 #include <system_error>
 #include <utility>
 
+#include "server/thread_name.h"
+
 namespace lazyllm::server {
 
 ElasticPool::ElasticPool(size_t min_threads, size_t max_threads,
@@ -45,6 +47,7 @@ void ElasticPool::enqueue(std::function<void()> job) {
 }
 
 void ElasticPool::work() {
+    name_this_thread("lazyllm-http");
     std::unique_lock<std::mutex> lock(mu_);
     --starting_;
     for (;;) {
