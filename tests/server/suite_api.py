@@ -503,6 +503,18 @@ def one_openmp_pool(srv):
     assert set(names) <= {"lazyllm", "lazyllm-sched", "lazyllm-http", "lazyllm-listen", "lazyllm-signal"}, names
 
 
+def port_taken(srv, lazyllm):
+    """A second server on a port another one listens on exits with an error naming the port,
+    instead of sharing the port (cpp-httplib's default SO_REUSEPORT) and its clients."""
+    cmd = [lazyllm, "serve", "--host", "127.0.0.1", "--port", str(srv.port)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"a second server on port {srv.port} kept running")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"cannot listen on 127.0.0.1:{srv.port}: Address already in use" in r.stderr, r.stderr
+
+
 def run(lazyllm, checks):
     with Server(lazyllm, "--ctx-size", str(CTX), "--parallel", "2", "--queue", "8", "--api-key", KEY,
                 "--max-body", str(MAX_BODY), log_name="api") as srv:
@@ -522,6 +534,7 @@ def run(lazyllm, checks):
                             ("one OpenMP pool, the scheduler's", one_openmp_pool)):
             checks.run(name, check, srv)
         checks.run("CORS: any origin by default, a listed few, preflight without the key", cors, srv, lazyllm)
+        checks.run("a second server on the same port: an error naming it", port_taken, srv, lazyllm)
         checks.run("a request's lazyllm fields over serve's pruning flags", flags_under_fields, lazyllm)
         checks.run("--timeout: 408 not retried; -c 1 refused", timeout_not_retried, lazyllm)
         assert srv.alive(), srv.read_log()

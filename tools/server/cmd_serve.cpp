@@ -88,10 +88,9 @@ int run_serve(ServeArgs& a) {
     signal(SIGPIPE, SIG_IGN);
 
     server::HttpServer http(a.cfg);
-    if (!http.bind()) {
-        return report(make_error(ErrorCode::kIo, "cannot listen on {}:{}", a.cfg.host, a.cfg.port));
-    }
-    std::fprintf(stderr, "lazyllm serve: listening on http://%s:%d\n", a.cfg.host.c_str(), http.port());
+    if (Status bound = http.bind(); !bound.ok()) return report(bound.error());
+    std::fprintf(stderr, "lazyllm serve: listening on http://%s\n",
+                 server::host_port(a.cfg.host, http.port()).c_str());
     std::thread listener([&] {
         server::name_this_thread("lazyllm-listen");
         http.listen();

@@ -9,10 +9,16 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <functional>
 #include <string_view>
 #include <thread>
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "server/api_response.h"
 #include "server/conn_probe.h"
@@ -34,9 +40,48 @@ void send_error(httplib::Response& res, const ApiError& e) {
     send_json(res, e.status, error_json(e));
 }
 
+std::string host_port(const std::string& host, int port) {
+    if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
+    return fmt::format("{}:{}", host, port);
+}
+
 namespace {
 
 using Context = HttpServer::Context;
+
+// Why binding host:port fails, by trying it with a plain socket as cpp-httplib does (its bind
+// reports no reason): the system's message, and a hint for the common one.
+std::string bind_failure(const std::string& host, int port) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* res = nullptr;
+    const std::string service = std::to_string(port);
+    if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0) {
+        return fmt::format("cannot resolve the host ({})", gai_strerror(rc));
+    }
+    std::string reason = "the address cannot be bound";
+    for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+        const int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+        if (fd < 0) {
+            reason = std::strerror(errno);
+            continue;
+        }
+        int yes = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+        const bool bound = ::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 1) == 0;
+        const int err = errno;
+        close(fd);
+        if (bound) continue;  // free now: it was taken a moment ago
+        reason = std::strerror(err);
+        if (err == EADDRINUSE) reason += " (another server listens there; --port 0 takes a free port)";
+        if (err == EACCES) reason += " (ports below 1024 need privileges)";
+        break;
+    }
+    freeaddrinfo(res);
+    return reason;
+}
 
 // a == b in a time that does not depend on where they differ (a key guessed byte by byte).
 bool same_key(std::string_view a, std::string_view b) {
@@ -268,6 +313,14 @@ HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), ht
                         static_cast<size_t>(std::max(ctx.cfg.scheduler.queue_capacity, 0)) + 16;
     const auto most = static_cast<size_t>(ctx.cfg.http_threads);
     s.new_task_queue = [kept, most] { return new ConnectionThreads(std::min(kept, most), most); };
+    // SO_REUSEADDR alone: a restart binds past the old socket's TIME_WAIT, and a port another
+    // server listens on is refused. cpp-httplib's default sets SO_REUSEPORT, under which a
+    // second `serve` on the same port started silently and the kernel split the clients
+    // between the two.
+    s.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    });
     s.set_payload_max_length(ctx.cfg.max_body_bytes);
     s.set_keep_alive_timeout(ctx.cfg.keep_alive_s);
     s.set_read_timeout(ctx.cfg.idle_timeout_s, 0);
@@ -344,16 +397,20 @@ HttpServer::~HttpServer() {
     ctx_->scheduler.reset();
 }
 
-bool HttpServer::bind() {
+Status HttpServer::bind() {
+    const std::string& host = ctx_->cfg.host;
     if (ctx_->cfg.port == 0) {
-        port_ = http_->bind_to_any_port(ctx_->cfg.host);
+        port_ = http_->bind_to_any_port(host);
     } else {
-        port_ = http_->bind_to_port(ctx_->cfg.host, ctx_->cfg.port) ? ctx_->cfg.port : -1;
+        port_ = http_->bind_to_port(host, ctx_->cfg.port) ? ctx_->cfg.port : -1;
     }
-    if (port_ <= 0) return false;
+    if (port_ <= 0) {
+        return make_error(ErrorCode::kIo, "cannot listen on {}: {}", host_port(host, ctx_->cfg.port),
+                          bind_failure(host, ctx_->cfg.port));
+    }
     widen_listen_backlog(
         port_, 512);  // a burst of clients connects at once; the kernel caps it at somaxconn
-    return true;
+    return Status();
 }
 
 void HttpServer::listen() {

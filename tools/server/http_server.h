@@ -23,6 +23,9 @@ struct Response;
 
 namespace lazyllm::server {
 
+// host:port as a URL takes it: an IPv6 literal in brackets ([::1]:8080).
+std::string host_port(const std::string& host, int port);
+
 struct ServerConfig {
     std::string host = "127.0.0.1";
     int port = 8080;
@@ -44,8 +47,9 @@ public:
     explicit HttpServer(ServerConfig cfg);
     ~HttpServer();
 
-    // Binds host:port (port 0: any free port); false when binding fails.
-    bool bind();
+    // Binds host:port (port 0: any free port); an error naming the address and the reason
+    // (a port in use: another server listens there) when binding fails.
+    Status bind();
     int port() const { return port_; }
     // Serves until stop(); blocks. Returns at once after a stop(), also one that came first.
     void listen();
