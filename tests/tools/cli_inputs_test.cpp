@@ -159,6 +159,21 @@ TEST(CliInputsTest, PromptFromStdinAndTrailingNewline) {
     EXPECT_TRUE(contains(run_cli("tokenize --help").out, "(- = stdin)"));
 }
 
+TEST(CliInputsTest, OutputThatCannotBeWrittenIsAnError) {
+    // /dev/full fails every write (ENOSPC): the text is lost, so the exit status says so.
+    if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
+    const std::string cli = LAZYLLM_CLI;
+    const std::string m = inputs_model();
+    for (const std::string& args : {"run -m " + m + " -p hello -n 8",
+                                    "run -m " + m + " -p hello -n 4 --json",
+                                    "tokenize -m " + m + " hello", "info " + m}) {
+        const CliRun r = run_shell("{ " + cli + " " + args + " > /dev/full; }");
+        EXPECT_EQ(r.rc, 1) << args << "\n" << r.out;
+        EXPECT_TRUE(contains(r.out, "lazyllm: error: cannot write to standard output"))
+            << args << "\n" << r.out;
+    }
+}
+
 // Unquoted words after the model are named, not taken for a missing text.
 TEST(CliInputsTest, TokenizeNamesExtraArguments) {
     expect_error("tokenize " + inputs_model() + " hello world", 2,

@@ -413,6 +413,8 @@ int run_run(RunArgs& a) {
         if (!json) {
             std::fwrite(piece.data(), 1, piece.size(), stdout);
             std::fflush(stdout);
+            // Text that cannot be written (a full disk) ends the generation; main() reports it.
+            if (std::ferror(stdout)) return false;
         }
         return !g_interrupted.load(std::memory_order_relaxed);
     };

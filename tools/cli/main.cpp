@@ -1,5 +1,7 @@
 // lazyllm: one CLI over the library. `lazyllm --help` lists the subcommands.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -109,7 +111,17 @@ int main(int argc, char** argv) {
     for (auto& [sub, run] : runners) {
         if (!sub->parsed()) continue;
         try {
-            return run();
+            const int rc = run();
+            // Output that could not be written (a full disk, a file system gone) is an error,
+            // not a success with the text lost. (A closed pipe ends the process by SIGPIPE.)
+            const bool flushed = std::fflush(stdout) == 0;
+            const int err = errno;
+            if (!flushed || std::ferror(stdout)) {
+                std::fprintf(stderr, "lazyllm: error: cannot write to standard output%s%s\n",
+                             flushed ? "" : ": ", flushed ? "" : std::strerror(err));
+                return rc == 0 ? kExitFailure : rc;
+            }
+            return rc;
         } catch (const std::bad_alloc&) {
             // A model whose sizes are within every bound and still need more memory than there
             // is (a context of 100M tokens, a huge metadata array): an error, not an abort.
