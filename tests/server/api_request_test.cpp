@@ -232,7 +232,10 @@ TEST(ApiRequest, WrongTypesNameTheField) {
         {R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})", "temperature"},
         {R"({"messages":[{"role":"user","content":"x"}],"temperature":3})", "temperature"},
         {R"({"messages":[{"role":"user","content":"x"}],"top_p":0})", "top_p"},
-        {R"({"messages":[{"role":"user","content":"x"}],"top_k":-1})", "top_k"},
+        {R"({"messages":[{"role":"user","content":"x"}],"top_k":-2})", "top_k"},
+        {R"({"messages":[{"role":"user","content":null}]})", "messages[0].content"},
+        {R"({"messages":[{"role":"system","content":null},{"role":"user","content":"x"}]})",
+         "messages[0].content"},
         {R"({"messages":[{"role":"user","content":"x"}],"min_p":1})", "min_p"},
         {R"({"messages":[{"role":"user","content":"x"}],"seed":"1"})", "seed"},
         {R"({"messages":[{"role":"user","content":"x"}],"presence_penalty":2.5})",
@@ -338,6 +341,17 @@ TEST(ApiRequest, OpenAiFieldsNullOrNeutralAreAccepted) {
         chat_ok(msg + field + "}");
     }
     EXPECT_EQ(chat_err(msg + R"("prompt_cache_key":7})").param, "prompt_cache_key");
+    // vLLM's "no top-k" is -1; an assistant message that made tool calls has null content.
+    EXPECT_EQ(chat_ok(msg + R"("top_k":-1})").sampling.top_k, 0);
+    // A seed past 64 bits is out of range (JSON reads it as a float), not of the wrong type.
+    const ApiError big = chat_err(msg + R"("seed":18446744073709551616})");
+    EXPECT_EQ(big.param, "seed");
+    EXPECT_NE(big.message.find("'seed' must be in"), std::string::npos) << big.message;
+    const GenRequest a = chat_ok(
+        R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null},)"
+        R"({"role":"user","content":"y"}]})");
+    ASSERT_EQ(a.messages.size(), 3u);
+    EXPECT_EQ(a.messages[1].content, "");
     EXPECT_EQ(chat_err(msg + R"("stream_options":{"include_obfuscation":"no"}})").param,
               "stream_options.include_obfuscation");
     // vLLM's repetition_penalty is repeat_penalty; a seed may be any 64-bit integer, 0 included,

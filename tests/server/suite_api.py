@@ -266,6 +266,13 @@ def timeout_not_retried(lazyllm):
         status, text, h = one.request("POST", CHAT, body, {"Content-Type": "application/json"})
         expect_error(status, text, 408, code="timeout")
         assert h.get("x-should-retry") == "false", h
+        # Streamed, the 200 goes out first and the timeout comes as an error in the stream; the
+        # metrics count the request by how it ended.
+        status, text, _ = one.request("POST", CHAT, dict(body, stream=True), {"Content-Type": "application/json"})
+        assert status == 200 and '"code":"timeout"' in text.replace(" ", "") and text.endswith("data: [DONE]\n\n"), text[-300:]
+        _, m, _ = one.request("GET", "/metrics")
+        assert 'endpoint="/v1/chat/completions",status="408"} 2' in m, [l for l in m.splitlines() if "requests_total" in l]
+        assert 'endpoint="/v1/chat/completions",status="200"}' not in m, m
     r = subprocess.run([lazyllm, "serve", "--port", "0", "-c", "1"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "-c 1" in r.stderr, (r.returncode, r.stderr)
 
@@ -277,6 +284,7 @@ def malformed(srv):
         ({"messages": "hi"}, "messages", None),
         ({"messages": []}, "messages", None),
         ({"messages": [{"role": "user"}]}, "messages[0].content", None),
+        ({"messages": [{"role": "user", "content": None}]}, "messages[0].content", None),
         ({"messages": [{"role": "pirate", "content": "x"}]}, "messages[0].role", None),
         ({"messages": MSG, "max_tokens": "ten"}, "max_tokens", None),
         ({"messages": MSG, "max_tokens": 0}, "max_tokens", None),
@@ -387,8 +395,21 @@ def raw(srv, text):
     return int(head.split()[1]), body.decode("utf-8", "replace")
 
 
+def count_499(srv):
+    m = srv.request("GET", "/metrics", None, AUTH)[1]
+    key = 'lazyllm_requests_total{endpoint="/v1/chat/completions",status="499"} '
+    return sum(int(l[len(key):]) for l in m.splitlines() if l.startswith(key))
+
+
 def disconnect_cancels(srv):
-    """A streaming client that goes away frees its slot long before its 1000 tokens are made."""
+    """A streaming client that goes away frees its slot long before its 1000 tokens are made;
+    the metrics count it (and the non-streamed one) as 499, not as the 200 its headers said."""
+    t0 = time.time()
+    while json.loads(srv.request("GET", "/health")[1])["slots_busy"] != 0:  # earlier checks' streams
+        assert time.time() - t0 < 10.0
+        time.sleep(0.05)
+    time.sleep(0.3)
+    gone_before = count_499(srv)
     body = json.dumps({"messages": MSG, "max_tokens": 1000, "ignore_eos": True, "stream": True, "temperature": 0})
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
     s.sendall((f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
@@ -401,6 +422,10 @@ def disconnect_cancels(srv):
     t0 = time.time()
     while json.loads(srv.request("GET", "/health")[1])["slots_busy"] != 0:
         assert time.time() - t0 < 3.0, "the slot is still busy 3 s after the client left"
+        time.sleep(0.05)
+    t0 = time.time()
+    while count_499(srv) < gone_before + 1:
+        assert time.time() - t0 < 3.0, (gone_before, count_499(srv))
         time.sleep(0.05)
     # The same for a non-streaming request.
     body = json.dumps({"messages": MSG, "max_tokens": 1000, "ignore_eos": True, "temperature": 0})
@@ -415,6 +440,10 @@ def disconnect_cancels(srv):
     t0 = time.time()
     while json.loads(srv.request("GET", "/health")[1])["slots_busy"] != 0:
         assert time.time() - t0 < 3.0, "the slot is still busy 3 s after the client left"
+        time.sleep(0.05)
+    t0 = time.time()
+    while count_499(srv) < gone_before + 2:
+        assert time.time() - t0 < 3.0, (gone_before, count_499(srv))
         time.sleep(0.05)
 
 

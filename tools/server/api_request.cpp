@@ -114,7 +114,8 @@ std::optional<ApiError> read_common(const json& j, GenRequest& r) {
         if (*v == 0.0) return bad("top_p", "'top_p' must be in (0, 1], got 0");
         r.sampling.top_p = static_cast<float>(*v);
     }
-    if (auto v = f.integer("top_k", 0, 1 << 30)) r.sampling.top_k = static_cast<int>(*v);
+    // 0 is off; so is vLLM's -1.
+    if (auto v = f.integer("top_k", -1, 1 << 30)) r.sampling.top_k = static_cast<int>(std::max<int64_t>(*v, 0));
     if (auto v = f.number("min_p", 0.0, 1.0)) {
         if (*v >= 1.0) return bad("min_p", "'min_p' must be in [0, 1), got 1");
         r.sampling.min_p = static_cast<float>(*v);
@@ -271,7 +272,6 @@ const std::set<std::string> kCommonFields = {"model",
 // A message's content: a string, or an array of {"type": "text", "text": ...} parts.
 std::optional<ApiError> read_content(const json& c, size_t i, std::string& out) {
     const std::string field = fmt::format("messages[{}].content", i);
-    if (c.is_null()) return std::nullopt;
     if (c.is_string()) {
         out = c.get<std::string>();
         return std::nullopt;
@@ -314,8 +314,13 @@ std::optional<ApiError> read_messages(const json& j, std::vector<ChatMessage>& o
         if (m.contains("tool_calls") && !m["tool_calls"].is_null()) return unsupported(field + ".tool_calls", "tool calls");
         ChatMessage msg{r, ""};
         auto content = m.find("content");
-        if (content == m.end()) return bad(field + ".content", fmt::format("'{}.content' is required", field));
-        if (auto e = read_content(*content, i, msg.content)) return e;
+        // null counts as absent, as everywhere in a request; OpenAI lets only an assistant
+        // message (one that made tool calls) go without content.
+        const bool none = content == m.end() || content->is_null();
+        if (none && r != "assistant") return bad(field + ".content", fmt::format("'{}.content' is required", field));
+        if (!none) {
+            if (auto e = read_content(*content, i, msg.content)) return e;
+        }
         out.push_back(std::move(msg));
     }
     return std::nullopt;

@@ -186,6 +186,8 @@ struct StreamState {
     bool include_usage = false;
     int fd = -1;
     bool sent_first = false;
+    bool finished = false;    // [DONE] went out
+    int error_status = 0;     // the status of an error sent in the stream
     int64_t text_offset = 0;  // completions' logprobs.text_offset
 };
 
@@ -231,6 +233,7 @@ bool stream_step(StreamState& s, httplib::DataSink& sink) {
     }
     if (!done) return true;
     if (job.error) {
+        s.error_status = job.error->status;
         json e = error_json(*job.error);
         write(sse(e));
     } else {
@@ -240,6 +243,7 @@ bool stream_step(StreamState& s, httplib::DataSink& sink) {
         if (s.include_usage) write(sse(usage_chunk_json(s.head, job.stats)));
     }
     write("data: [DONE]\n\n");
+    s.finished = true;
     sink.done();
     return true;
 }
@@ -287,13 +291,19 @@ void handle_generate(HttpServer::Context& ctx, const httplib::Request& req, http
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
+    // The metrics count a stream when it ends, by how it ended (the 200 went out with the
+    // headers): an error sent in it by that error's status (a 408 past --timeout), a client
+    // gone before [DONE] as 499, as the whole answers count.
     res.set_chunked_content_provider(
         "text/event-stream",
         [state](size_t, httplib::DataSink& sink) { return stream_step(*state, sink); },
-        [state](bool) {
+        [state, &metrics = ctx.metrics, path](bool) {
             if (!state->job->done) state->job->cancelled = true;
+            const int status = state->error_status != 0 ? state->error_status
+                               : state->finished        ? 200
+                                                        : 499;
+            metrics.request(path, status);
         });
-    ctx.metrics.request(path, 200);
 }
 
 }  // namespace lazyllm::server

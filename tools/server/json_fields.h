@@ -85,8 +85,12 @@ struct Fields {
         // 3.0 is accepted as 3 (JavaScript clients send numbers); 3.5 is not.
         if (v->is_number_float()) {
             const double d = v->get<double>();
-            if (std::floor(d) != d || std::fabs(d) > 9e15) {
-                return fail(wrong_type(name(key), "an integer", *v));
+            if (std::floor(d) != d) return fail(wrong_type(name(key), "an integer", *v));
+            // A whole number past 2^53 (a JSON integer beyond 64 bits reads as one): out of
+            // range, not of the wrong type.
+            if (std::fabs(d) > 9e15) {
+                return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}",
+                                                       name(key), lo, hi, v->dump())));
             }
         } else if (!v->is_number()) {
             return fail(wrong_type(name(key), "an integer", *v));
