@@ -1,9 +1,10 @@
 """The chat page in a real browser: Debian's headless Chromium driven by selenium (chromedriver
 from Debian's chromium-driver) loads GET /, sends a question with lazy prefill, sees the answer
 stream in with its TTFT / % computed / tokens/s line, asks a follow-up (served from the
-cache) and a third question on full prefill, and
+cache) and a third question on full prefill,
 saves a screenshot (docs/images/server_page.png when LAZYLLM_SCREENSHOT is set, else the
-temporary folder)."""
+temporary folder), then stops an answer mid-stream and starts a new chat during another."""
+import json
 import os
 import shutil
 import tempfile
@@ -44,6 +45,56 @@ def ask(drv, text, policy):
     drv.find_element(By.ID, "send").click()
 
 
+def slots_free(srv, timeout_s=3.0):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if json.loads(srv.request("GET", "/health")[1])["slots_busy"] == 0:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"a slot is still busy {timeout_s} s after the page closed its stream")
+
+
+def streaming_text(drv, n, min_chars=20, timeout_s=30):
+    """The n-th answer's text once it has min_chars and is still streaming."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        msgs = drv.find_elements(By.CSS_SELECTOR, ".msg.assistant")
+        if len(msgs) >= n and len(msgs[n - 1].find_element(By.CLASS_NAME, "text").text) >= min_chars:
+            assert msgs[n - 1].get_attribute("data-done") is None, "the answer ended too soon"
+            return msgs[n - 1]
+        time.sleep(0.05)
+    raise AssertionError("no streaming text")
+
+
+def stop_and_new_chat(drv, srv):
+    """Stop keeps the text so far in the chat (the next turn carries it) and frees the slot; New
+    chat during a stream drops it, frees the slot, and nothing of it comes back."""
+    drv.execute_script("document.getElementById('maxtok').value = 400")
+    drv.find_element(By.ID, "clear").click()
+    ask(drv, "Write a long story about a lighthouse keeper.", "full")
+    streaming_text(drv, 1)
+    drv.find_element(By.ID, "stop").click()
+    a = wait_answer(drv, 1, timeout_s=10)
+    assert a.get_attribute("data-done") == "stopped", a.get_attribute("data-done")
+    assert a.find_element(By.CLASS_NAME, "text").text and "stopped" in a.text, a.text
+    slots_free(srv)
+    assert not drv.find_element(By.ID, "stop").is_displayed()
+    n_msgs = drv.execute_script("return messages.length")
+    assert n_msgs == 2, n_msgs  # the question and the stopped answer
+    ask(drv, "Write a long poem about the sea.", "full")
+    streaming_text(drv, 2)
+    drv.find_element(By.ID, "clear").click()
+    slots_free(srv)
+    time.sleep(0.5)
+    assert not drv.find_elements(By.CSS_SELECTOR, ".msg"), "the old chat's answer came back"
+    assert drv.execute_script("return messages.length") == 0
+    drv.execute_script("document.getElementById('maxtok').value = 16")
+    ask(drv, "What is the capital of France?", "full")
+    a = wait_answer(drv, 1)
+    assert a.get_attribute("data-done") == "1" and len(drv.find_elements(By.CSS_SELECTOR, ".msg")) == 2
+    print(f"        stop and new chat mid-stream: {a.find_element(By.CLASS_NAME, 'text').text!r}")
+
+
 def page(srv):
     drv = browser()
     try:
@@ -79,6 +130,7 @@ def page(srv):
         out = os.environ.get("LAZYLLM_SCREENSHOT") or os.path.join(tempfile.gettempdir(), "lazyllm_server_page.png")
         drv.save_screenshot(out)
         print(f"        screenshot: {out}")
+        stop_and_new_chat(drv, srv)
     finally:
         drv.quit()
 

@@ -2,7 +2,8 @@
 // the page and sends it whole each turn, so the server's slot cache serves the earlier turns;
 // answers stream over SSE; a switch picks full or lazy (the safe preset); under each answer it shows TTFT,
 // the share of the prompt's (token, layer) pairs computed, cached tokens and decode tokens/s
-// (the "timings" of the last chunk).
+// (the "timings" of the last chunk). Stop ends a stream and keeps its text in the chat; New chat
+// ends it and forgets it; either way the server frees the slot when the stream closes.
 #include "server/http_server.h"
 
 namespace lazyllm::server {
@@ -28,6 +29,7 @@ const char* web_page_html() {
  textarea{flex:1;font:inherit;padding:8px;border-radius:8px;border:1px solid #aab;resize:vertical;min-height:40px}
  button{font:inherit;padding:8px 16px;border-radius:8px;border:0;background:#2b59c3;color:#fff;cursor:pointer}
  button:disabled{background:#99a}
+ #stop{background:#b83232}
  input[type=password]{width:120px}
 </style></head>
 <body>
@@ -42,13 +44,14 @@ const char* web_page_html() {
 </header>
 <div id="log"></div>
 <form id="f"><div><textarea id="q" placeholder="Ask something..." required></textarea>
-<button id="send" type="submit">Send</button></div></form>
+<button id="send" type="submit">Send</button><button id="stop" type="button" hidden>Stop</button></div></form>
 <script>
 "use strict";
 const log = document.getElementById("log"), q = document.getElementById("q");
 const send = document.getElementById("send"), key = document.getElementById("key");
+const stop = document.getElementById("stop");
 key.value = localStorage.getItem("lazyllm_key") || "";
-let messages = [];
+let messages = [], chat = 0, current = null;  // chat: which conversation; current: its stream
 function headers() {
   const h = {"Content-Type": "application/json"};
   if (key.value) h["Authorization"] = "Bearer " + key.value;
@@ -81,6 +84,8 @@ function stats(div, tm, usage) {
   div.appendChild(s);
 }
 async function ask(text) {
+  const mine = chat, ctl = new AbortController();
+  current = ctl;
   messages.push({role: "user", content: text});
   add("user", text);
   const div = add("assistant", ""), out = div.querySelector(".text");
@@ -90,7 +95,8 @@ async function ask(text) {
     temperature: 0, lazyllm: {policy}};  // lazy: the model's safe preset
   let answer = "", timings = null, usage = null;
   try {
-    const r = await fetch("/v1/chat/completions", {method: "POST", headers: headers(), body: JSON.stringify(body)});
+    const r = await fetch("/v1/chat/completions",
+      {method: "POST", headers: headers(), body: JSON.stringify(body), signal: ctl.signal});
     if (!r.ok) {
       const e = await r.json().catch(() => ({error: {message: r.statusText}}));
       throw new Error(r.status + ": " + e.error.message);
@@ -117,14 +123,26 @@ async function ask(text) {
       }
       window.scrollTo(0, document.body.scrollHeight);
     }
-    messages.push({role: "assistant", content: answer});
+    if (mine === chat) messages.push({role: "assistant", content: answer});
     if (timings) stats(div, timings, usage);
+    if (!document.getElementById("model").textContent) showModel();
     div.dataset.done = "1";
   } catch (e) {
+    if (mine !== chat) return;  // a new chat began: this one's page and messages are gone
+    if (e.name === "AbortError") {  // Stop: the answer so far stays, in the page and the chat
+      if (answer) messages.push({role: "assistant", content: answer}); else messages.pop();
+      const s = document.createElement("div");
+      s.className = "stats"; s.textContent = "stopped";
+      div.appendChild(s);
+      div.dataset.done = "stopped";
+      return;
+    }
     div.className = "msg assistant err";
     out.textContent = "error: " + e.message;
     messages.pop();
     div.dataset.done = "error";
+  } finally {
+    if (current === ctl) current = null;
   }
 }
 document.getElementById("f").addEventListener("submit", async ev => {
@@ -132,16 +150,25 @@ document.getElementById("f").addEventListener("submit", async ev => {
   const text = q.value.trim();
   if (!text) return;
   localStorage.setItem("lazyllm_key", key.value);
-  q.value = ""; send.disabled = true;
-  try { await ask(text); } finally { send.disabled = false; q.focus(); }
+  q.value = ""; send.disabled = true; stop.hidden = false;
+  try { await ask(text); } finally { send.disabled = false; stop.hidden = true; q.focus(); }
 });
+stop.addEventListener("click", () => { if (current) current.abort(); });
 q.addEventListener("keydown", ev => {
   if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); document.getElementById("f").requestSubmit(); }
 });
-document.getElementById("clear").addEventListener("click", () => { messages = []; log.textContent = ""; });
-fetch("/v1/models", {headers: headers()}).then(r => r.json()).then(j => {
-  if (j.data) document.getElementById("model").textContent = j.data[0].id;
-}).catch(() => {});
+document.getElementById("clear").addEventListener("click", () => {
+  chat++;
+  if (current) current.abort();  // the server frees the slot when the stream closes
+  messages = []; log.textContent = "";
+});
+function showModel() {
+  fetch("/v1/models", {headers: headers()}).then(r => r.json()).then(j => {
+    if (j.data) document.getElementById("model").textContent = j.data[0].id;
+  }).catch(() => {});
+}
+key.addEventListener("change", showModel);  // with --api-key the list needs the key
+showModel();
 </script></body></html>
 )HTML";
 }
