@@ -159,6 +159,13 @@ TEST(CliInputsTest, PromptFromStdinAndTrailingNewline) {
     EXPECT_TRUE(contains(run_cli("tokenize --help").out, "(- = stdin)"));
 }
 
+TEST(CliInputsTest, LazyPresetWithASpaceIsNamed) {
+    expect_error("run -m " + inputs_model() + " --lazy fast -p hello", 2,
+                 "--lazy takes its preset after '=': --lazy=fast");
+    expect_error("serve -m " + inputs_model() + " --lazy safe", 2,
+                 "--lazy takes its preset after '=': --lazy=safe");
+}
+
 TEST(CliInputsTest, OutputThatCannotBeWrittenIsAnError) {
     // /dev/full fails every write (ENOSPC): the text is lost, so the exit status says so.
     if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";

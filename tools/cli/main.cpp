@@ -95,6 +95,17 @@ int main(int argc, char** argv) {
                      names.c_str());
         return kExitUsage;
     }
+    // --lazy is a flag whose preset follows an '=': "--lazy fast" would leave "fast" as a stray
+    // word, which CLI11 names without saying why.
+    for (int i = 1; i + 1 < argc; ++i) {
+        const std::string arg = argv[i], next = argv[i + 1];
+        if (arg == "--") break;
+        if (arg == "--lazy" && (next == "fast" || next == "safe")) {
+            std::fprintf(stderr, "lazyllm: error: --lazy takes its preset after '=': --lazy=%s\n",
+                         next.c_str());
+            return kExitUsage;
+        }
+    }
     if (const LlamaFlag* f = llama_flag(argc, argv)) {
         std::fprintf(stderr,
                      "lazyllm: error: unknown option '%s' (llama.cpp's %s); see lazyllm %s "
