@@ -162,6 +162,10 @@ def models_and_tokens(srv):
     assert "".join(t["piece"] for t in toks) == "Hello world", toks
     status, body, _ = srv.request("POST", "/detokenize", {"tokens": [t["id"] for t in toks]}, AUTH)
     assert status == 200 and json.loads(body)["content"] == "Hello world", body
+    # A character split over tokens: its pieces come as bytes, as llama-server sends them.
+    toks = json.loads(srv.request("POST", "/tokenize", {"content": "\U0001F642 ok", "with_pieces": True}, AUTH)[1])["tokens"]
+    raw = b"".join(bytes(t["piece"]) if isinstance(t["piece"], list) else t["piece"].encode() for t in toks)
+    assert raw == "\U0001F642 ok".encode() and any(isinstance(t["piece"], list) for t in toks), toks
     expect_error(*srv.request("POST", "/detokenize", {"tokens": [1, 10 ** 7]}, AUTH)[:2], 400, param="tokens[1]")
     expect_error(*srv.request("POST", "/tokenize", {"text": "x"}, AUTH)[:2], 400, param="text")
 

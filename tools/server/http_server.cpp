@@ -157,6 +157,15 @@ void handle_model(Context& ctx, const std::string& id, httplib::Response& res) {
                              "invalid_request_error", "model", "model_not_found"});
 }
 
+bool valid_utf8(const std::string& s) {
+    try {
+        (void)json(s).dump();  // nlohmann's strict dump refuses invalid UTF-8
+        return true;
+    } catch (const json::type_error&) {
+        return false;
+    }
+}
+
 void handle_tokenize(Context& ctx, const httplib::Request& req, httplib::Response& res) {
     auto parsed = parse_tokenize_request(req.body);
     if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
@@ -168,7 +177,14 @@ void handle_tokenize(Context& ctx, const httplib::Request& req, httplib::Respons
     json tokens = json::array();
     for (TokenId id : ids) {
         if (r.with_pieces) {
-            tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+            // A piece that is not whole UTF-8 (a byte of a longer character) goes out as its
+            // bytes, as llama-server sends it; JSON text would turn it into U+FFFD.
+            std::string piece = tok.token_to_piece(id, true);
+            if (valid_utf8(piece)) {
+                tokens.push_back({{"id", id}, {"piece", std::move(piece)}});
+            } else {
+                tokens.push_back({{"id", id}, {"piece", std::vector<uint8_t>(piece.begin(), piece.end())}});
+            }
         } else {
             tokens.push_back(id);
         }
