@@ -4,7 +4,11 @@
 // then revives from Aux the pruned tokens the new question needs. A prompt that diverges
 // truncates the cache at the common prefix first. Made by Engine::open_conversation.
 //
-// Not thread-safe: one thread drives a conversation at a time.
+// Not thread-safe: one thread drives a conversation at a time. Drive every conversation of a
+// process from one thread, the one that runs the engine's steps: OpenMP keeps a pool of workers
+// for each thread that runs parallel work, and with more of them than cores libgomp stops
+// spin-waiting, which made a small model's decode steps 4x slower (`lazyllm serve` loads the
+// model on a thread that ends with the load and steps on its scheduler's thread).
 #pragma once
 
 #include <cstdint>
