@@ -160,10 +160,12 @@ TEST(CliInputsTest, PromptFromStdinAndTrailingNewline) {
 }
 
 TEST(CliInputsTest, LazyPresetWithASpaceIsNamed) {
-    expect_error("run -m " + inputs_model() + " --lazy fast -p hello", 2,
-                 "--lazy takes its preset after '=': --lazy=fast");
-    expect_error("serve -m " + inputs_model() + " --lazy safe", 2,
-                 "--lazy takes its preset after '=': --lazy=safe");
+    for (const std::string cmd : {"run", "serve"}) {
+        for (const std::string preset : {"fast", "safe"}) {
+            expect_error(cmd + " -m " + inputs_model() + " --lazy " + preset + " -p hello", 2,
+                         "--lazy takes its preset after '=': --lazy=" + preset);
+        }
+    }
 }
 
 TEST(CliInputsTest, OutputThatCannotBeWrittenIsAnError) {
