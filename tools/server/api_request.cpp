@@ -115,7 +115,9 @@ std::optional<ApiError> read_common(const json& j, GenRequest& r) {
         r.sampling.top_p = static_cast<float>(*v);
     }
     // 0 is off; so is vLLM's -1.
-    if (auto v = f.integer("top_k", -1, 1 << 30)) r.sampling.top_k = static_cast<int>(std::max<int64_t>(*v, 0));
+    if (auto v = f.integer("top_k", -1, 1 << 30)) {
+        r.sampling.top_k = static_cast<int>(std::max<int64_t>(*v, 0));
+    }
     if (auto v = f.number("min_p", 0.0, 1.0)) {
         if (*v >= 1.0) return bad("min_p", "'min_p' must be in [0, 1), got 1");
         r.sampling.min_p = static_cast<float>(*v);
@@ -317,7 +319,9 @@ std::optional<ApiError> read_messages(const json& j, std::vector<ChatMessage>& o
         // null counts as absent, as everywhere in a request; OpenAI lets only an assistant
         // message (one that made tool calls) go without content.
         const bool none = content == m.end() || content->is_null();
-        if (none && r != "assistant") return bad(field + ".content", fmt::format("'{}.content' is required", field));
+        if (none && r != "assistant") {
+            return bad(field + ".content", fmt::format("'{}.content' is required", field));
+        }
         if (!none) {
             if (auto e = read_content(*content, i, msg.content)) return e;
         }

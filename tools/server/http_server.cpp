@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <functional>
@@ -75,7 +75,9 @@ std::string bind_failure(const std::string& host, int port) {
         close(fd);
         if (bound) continue;  // free now: it was taken a moment ago
         reason = std::strerror(err);
-        if (err == EADDRINUSE) reason += " (another server listens there; --port 0 takes a free port)";
+        if (err == EADDRINUSE) {
+            reason += " (another server listens there; --port 0 takes a free port)";
+        }
         if (err == EACCES) reason += " (ports below 1024 need privileges)";
         break;
     }
@@ -183,7 +185,8 @@ void handle_tokenize(Context& ctx, const httplib::Request& req, httplib::Respons
             if (valid_utf8(piece)) {
                 tokens.push_back({{"id", id}, {"piece", std::move(piece)}});
             } else {
-                tokens.push_back({{"id", id}, {"piece", std::vector<uint8_t>(piece.begin(), piece.end())}});
+                const std::vector<uint8_t> bytes(piece.begin(), piece.end());
+                tokens.push_back({{"id", id}, {"piece", bytes}});
             }
         } else {
             tokens.push_back(id);
@@ -421,8 +424,8 @@ Status HttpServer::bind() {
         port_ = http_->bind_to_port(host, ctx_->cfg.port) ? ctx_->cfg.port : -1;
     }
     if (port_ <= 0) {
-        return make_error(ErrorCode::kIo, "cannot listen on {}: {}", host_port(host, ctx_->cfg.port),
-                          bind_failure(host, ctx_->cfg.port));
+        return make_error(ErrorCode::kIo, "cannot listen on {}: {}",
+                          host_port(host, ctx_->cfg.port), bind_failure(host, ctx_->cfg.port));
     }
     widen_listen_backlog(
         port_, 512);  // a burst of clients connects at once; the kernel caps it at somaxconn
