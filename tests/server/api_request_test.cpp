@@ -347,6 +347,10 @@ TEST(ApiRequest, OpenAiFieldsNullOrNeutralAreAccepted) {
     const ApiError big = chat_err(msg + R"("seed":18446744073709551616})");
     EXPECT_EQ(big.param, "seed");
     EXPECT_NE(big.message.find("'seed' must be in"), std::string::npos) << big.message;
+    // Within the range but past 2^53 as a float: no exact integer, so of the wrong type.
+    const ApiError inexact = chat_err(msg + R"("seed":1e16})");
+    EXPECT_EQ(inexact.param, "seed");
+    EXPECT_EQ(inexact.message.find("must be in"), std::string::npos) << inexact.message;
     const GenRequest a = chat_ok(
         R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null},)"
         R"({"role":"user","content":"y"}]})");

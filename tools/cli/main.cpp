@@ -95,9 +95,11 @@ int main(int argc, char** argv) {
                      names.c_str());
         return kExitUsage;
     }
-    // --lazy is a flag whose preset follows an '=': "--lazy fast" would leave "fast" as a stray
-    // word, which CLI11 names without saying why.
-    for (int i = 1; i + 1 < argc; ++i) {
+    // --lazy (run, serve) is a flag whose preset follows an '=': "--lazy fast" would leave
+    // "fast" as a stray word, which CLI11 names without saying why.
+    const std::string sub = argc > 1 ? argv[1] : "";
+    const bool has_lazy = sub == "run" || sub == "serve";
+    for (int i = 2; has_lazy && i + 1 < argc; ++i) {
         const std::string arg = argv[i], next = argv[i + 1];
         if (arg == "--") break;
         if (arg == "--lazy" && (next == "fast" || next == "safe")) {

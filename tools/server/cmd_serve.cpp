@@ -105,7 +105,13 @@ int run_serve(ServeArgs& a) {
     std::optional<Result<std::unique_ptr<Engine>>> loaded;
     std::thread([&] {
         server::name_this_thread("lazyllm-load");
-        loaded.emplace(load_engine(a.engine));
+        try {
+            loaded.emplace(load_engine(a.engine));
+        } catch (const std::bad_alloc&) {  // main() reports it for the other commands
+            loaded.emplace(make_error(ErrorCode::kOutOfRange,
+                                      "out of memory loading the model (its sizes or -c need more "
+                                      "than this machine has)"));
+        }
     }).join();
     auto& engine = *loaded;
     if (!engine.ok()) {

@@ -242,8 +242,7 @@ bool stream_step(StreamState& s, httplib::DataSink& sink) {
         write(sse(last));
         if (s.include_usage) write(sse(usage_chunk_json(s.head, job.stats)));
     }
-    write("data: [DONE]\n\n");
-    s.finished = true;
+    s.finished = write("data: [DONE]\n\n");
     sink.done();
     return true;
 }

@@ -86,11 +86,14 @@ struct Fields {
         if (v->is_number_float()) {
             const double d = v->get<double>();
             if (std::floor(d) != d) return fail(wrong_type(name(key), "an integer", *v));
-            // A whole number past 2^53 (a JSON integer beyond 64 bits reads as one): out of
-            // range, not of the wrong type.
+            // Past 2^53 a float holds no exact integer: out of range where it lies outside
+            // [lo, hi] (a JSON integer beyond 64 bits reads as a float), else not an integer.
             if (std::fabs(d) > 9e15) {
-                return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}",
-                                                       name(key), lo, hi, v->dump())));
+                if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+                    return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}",
+                                                           name(key), lo, hi, v->dump())));
+                }
+                return fail(wrong_type(name(key), "an integer", *v));
             }
         } else if (!v->is_number()) {
             return fail(wrong_type(name(key), "an integer", *v));

@@ -130,7 +130,13 @@ async function ask(text) {
   } catch (e) {
     if (mine !== chat) return;  // a new chat began: this one's page and messages are gone
     if (e.name === "AbortError") {  // Stop: the answer so far stays, in the page and the chat
-      if (answer) messages.push({role: "assistant", content: answer}); else messages.pop();
+      if (!answer) {  // nothing yet: the question goes back to the box, as if never sent
+        messages.pop();
+        div.previousSibling.remove(); div.remove();
+        if (!q.value) q.value = text;
+        return;
+      }
+      messages.push({role: "assistant", content: answer});
       const s = document.createElement("div");
       s.className = "stats"; s.textContent = "stopped";
       div.appendChild(s);
@@ -148,7 +154,7 @@ async function ask(text) {
 document.getElementById("f").addEventListener("submit", async ev => {
   ev.preventDefault();
   const text = q.value.trim();
-  if (!text) return;
+  if (!text || current) return;  // one question at a time (Enter submits past the disabled Send)
   localStorage.setItem("lazyllm_key", key.value);
   q.value = ""; send.disabled = true; stop.hidden = false;
   try { await ask(text); } finally { send.disabled = false; stop.hidden = true; q.focus(); }
