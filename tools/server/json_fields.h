@@ -82,6 +82,10 @@ struct Fields {
     std::optional<int64_t> integer(const char* key, int64_t lo, int64_t hi) {
         const nlohmann::json* v = get(key);
         if (!v || err) return std::nullopt;
+        auto out_of_range = [&] {
+            return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}", name(key),
+                                                   lo, hi, v->dump())));
+        };
         // 3.0 is accepted as 3 (JavaScript clients send numbers); 3.5 is not.
         if (v->is_number_float()) {
             const double d = v->get<double>();
@@ -89,10 +93,7 @@ struct Fields {
             // Past 2^53 a float holds no exact integer: out of range where it lies outside
             // [lo, hi] (a JSON integer beyond 64 bits reads as a float), else not an integer.
             if (std::fabs(d) > 9e15) {
-                if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
-                    return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}",
-                                                           name(key), lo, hi, v->dump())));
-                }
+                if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) return out_of_range();
                 return fail(wrong_type(name(key), "an integer", *v));
             }
         } else if (!v->is_number()) {
@@ -103,10 +104,7 @@ struct Fields {
         const int64_t x = too_big                ? hi
                           : v->is_number_float() ? static_cast<int64_t>(v->get<double>())
                                                  : v->get<int64_t>();
-        if (too_big || x < lo || x > hi) {
-            return fail(bad(name(key), fmt::format("'{}' must be in [{}, {}], got {}", name(key),
-                                                   lo, hi, v->dump())));
-        }
+        if (too_big || x < lo || x > hi) return out_of_range();
         return x;
     }
     std::nullopt_t fail(ApiError e) {
