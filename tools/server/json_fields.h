@@ -93,7 +93,8 @@ struct Fields {
             // Past 2^53 a float holds no exact integer: out of range where it lies outside
             // [lo, hi] (a JSON integer beyond 64 bits reads as a float), else not an integer.
             if (std::fabs(d) > 9e15) {
-                if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) return out_of_range();
+                const bool outside = d < static_cast<double>(lo) || d > static_cast<double>(hi);
+                if (outside) return out_of_range();
                 return fail(wrong_type(name(key), "an integer", *v));
             }
         } else if (!v->is_number()) {
