@@ -323,6 +323,12 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
         return so;
     }
     LAZYLLM_ASSIGN_OR_RETURN(so.schedule, resolve_schedule(model, ro.prune));
+    // A preset with no boundary, on a model with no layer to cut after (one layer, or a
+    // sliding-window model whose only global layer is the last), prunes nothing: a full run.
+    if (so.schedule.boundaries.empty() && !ro.prune.schedule) {
+        so.policy = Policy::kFull;
+        so.schedule = Schedule{};
+    }
     return so;
 }
 

@@ -291,6 +291,13 @@ TEST(CliTest, LazyPresetsAndTheirFlags) {
     expect_usage_error(p + "--lazy=fast --lazy-layers 1 --lazy-keep 0.5", "preset");
     expect_usage_error(p + "--lazy=fast --policy lazy:safe", "contradicts");
     expect_usage_error(p + "--lazy-keep-recent -1", "--lazy-keep-recent");
+    // A Gemma 3 whose only global layer is the last has nowhere to cut: the run is full's, and
+    // says so (it failed on a schedule without a boundary).
+    const std::string gemma = std::string(LAZYLLM_TEST_GOLDEN_DIR) + "/families/gemma3.gguf";
+    r = run_cli("run -m " + gemma + " -p 'hello world' -n 2 --ignore-eos --lazy=fast");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "policy full")) << r.out;
+    EXPECT_TRUE(contains(r.out, "fast preset has no layer to cut after")) << r.out;
 }
 
 TEST(CliTest, HostileModelFileGivesAnErrorNotACrash) {

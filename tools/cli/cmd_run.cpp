@@ -300,11 +300,15 @@ Result<std::vector<TokenId>> prompt_ids(const RunArgs& a, const Engine& e,
 }
 
 // After the streamed text: the run's figures on stderr.
-void print_result(const RunArgs& a, const GenerateResult& r) {
+void print_result(const RunArgs& a, const GenerateResult& r, const PruneOptions& asked) {
     std::printf("\n");
     std::fflush(stdout);
     std::fprintf(stderr, "\nlazyllm: policy %s%s%s\n", r.policy.c_str(),
                  r.schedule.empty() ? "" : ", ", r.schedule.c_str());
+    if (asked.policy != Policy::kFull && r.policy == "full") {  // engine.cpp, session_options
+        std::fprintf(stderr, "lazyllm: the model's %s preset has no layer to cut after: "
+                             "nothing was pruned\n", std::string(preset_name(asked.preset)).c_str());
+    }
     std::fprintf(stderr, "lazyllm: prompt %lld tokens, TTFT %.1f ms, prefill %.1f tok/s\n",
                  static_cast<long long>(r.n_prompt), r.ttft_ms, r.prefill_tps);
     std::fprintf(stderr,
@@ -425,7 +429,7 @@ int run_run(RunArgs& a) {
     if (a.json) {
         std::printf("%s\n", result_json(*r, s, *ro.sampling.seed).dump(2).c_str());
     } else {
-        print_result(a, *r);
+        print_result(a, *r, ro.prune);
     }
     return r->stop_reason == "interrupted" ? kExitInterrupted : kExitOk;
 }
