@@ -49,18 +49,22 @@ std::string dirname_of(const std::string& p) {
     return slash == std::string::npos ? std::string(".") : p.substr(0, std::max<size_t>(slash, 1));
 }
 
-// scripts/fetch_model.py: $LAZYLLM_FETCH_SCRIPT, else the first scripts/ folder found walking
-// up from the binary (build/tools/lazyllm -> the checkout it was built in, wherever that now
-// is), else the source folder recorded at build time. "" when none has it.
+// scripts/fetch_model.py: $LAZYLLM_FETCH_SCRIPT, else the first scripts/ folder (a checkout:
+// build/tools/lazyllm -> the checkout it was built in, wherever that now is) or share/lazyllm/
+// folder (an install: PREFIX/bin/lazyllm, cmake/install.cmake) found walking up from the
+// binary, else the source folder recorded at build time. "" when none has it.
 std::string fetch_script() {
     if (const char* s = std::getenv("LAZYLLM_FETCH_SCRIPT"); s && *s) return s;
     constexpr const char* kRel = "/scripts/fetch_model.py";
+    constexpr const char* kInstalled = "/share/lazyllm/fetch_model.py";
     char buf[4096];
     const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
     if (n > 0) {
         std::string dir = dirname_of(std::string(buf, static_cast<size_t>(n)));
         for (int up = 0; up < 4 && dir.size() > 1; ++up, dir = dirname_of(dir)) {
-            if (file_exists(dir + kRel)) return dir + kRel;
+            for (const char* rel : {kRel, kInstalled}) {
+                if (file_exists(dir + rel)) return dir + rel;
+            }
         }
     }
     const std::string built_in = std::string(LAZYLLM_SOURCE_DIR) + kRel;
