@@ -30,6 +30,12 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/lazyllmConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/lazyllmConfigVersion.cmake
         DESTINATION ${lazyllm_cmake_dir})
 
+# The same for pkg-config (`pkg-config --cflags --libs lazyllm`), relocatable: its prefix is
+# the .pc file's folder, up as many levels as LIBDIR/pkgconfig has.
+file(RELATIVE_PATH lazyllm_pc_to_prefix /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/lazyllm.pc.in ${CMAKE_CURRENT_BINARY_DIR}/lazyllm.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/lazyllm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
 # The CLI, and the script it runs to fetch a named model (tools/cli/common.cpp looks for it in
 # share/lazyllm/ above its binary).
 install(TARGETS lazyllm RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

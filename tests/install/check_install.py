@@ -2,8 +2,9 @@
 """The installed package (cmake/install.cmake) as a program outside the tree uses it.
 
 Installs the build into a fresh prefix, checks what lands there, builds examples/simple against
-it with find_package(lazyllm), and runs that program on a tiny model: its full answer must be
-the installed CLI's `run` answer to the byte, and its lazy answer (a short prompt, under the
+it with find_package(lazyllm) and once more by hand with `pkg-config --cflags --libs lazyllm`,
+and runs both on a tiny model: their answers must agree, the full one must be the installed
+CLI's `run` answer to the byte, and its lazy answer (a short prompt, under the
 safe preset's context floor) the same. The installed CLI must find its fetch script in
 share/lazyllm/ (a stand-in python3 on PATH records the call, so nothing is downloaded).
 Run by ctest (Install.PackageBuildsAProgram); exit 0 when every check holds.
@@ -51,6 +52,7 @@ def main():
     for f in ("include/lazyllm/engine.h", "bin/lazyllm", "share/lazyllm/fetch_model.py"):
         check(os.path.isfile(os.path.join(prefix, f)), f"{f} not installed")
     for f in ("cmake/lazyllm/lazyllmConfig.cmake", "cmake/lazyllm/lazyllmConfigVersion.cmake",
+              "pkgconfig/lazyllm.pc",
               "lazyllm/liblazyllm_runtime.a", "lazyllm/liblazyllm_kernels.a"):
         check(os.path.isfile(os.path.join(lib, f)), f"{libdirs[0]}/{f} not installed")
     # The package's headers are the public ones alone: nothing of src/ goes out.
@@ -72,6 +74,14 @@ def main():
           f"unexpected output {out!r}")
     full, lazy = out[len(b"[full]\n"):].split(b"[lazy]\n")  # each answer ends with "\n"
     check(lazy == full, f"lazy answered {lazy!r}, full {full!r}")
+
+    # The same program built by hand with pkg-config's flags.
+    pc_env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(lib, "pkgconfig"))
+    flags = run(["pkg-config", "--cflags", "--libs", "lazyllm"], env=pc_env).stdout.split()
+    by_hand = os.path.join(a.work, "simple-pkg-config")
+    run([a.cxx or "c++", "-std=c++20", "-O1", os.path.join(a.source, "examples", "simple", "main.cpp"),
+         "-o", by_hand] + [f.decode() for f in flags])
+    check(run([by_hand, a.model, prompt, "8"]).stdout == out, "the pkg-config build answered otherwise")
 
     cli = os.path.join(prefix, "bin", "lazyllm")
     answer = run([cli, "run", "-m", a.model, "-p", prompt, "-n", "8", "-t", "2",
