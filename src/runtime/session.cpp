@@ -62,15 +62,11 @@ Result<Session> Session::create(const LlamaModel& model, const SessionOptions& o
     }
     const prune::Schedule& sch = opts.schedule;
     if (opts.policy != prune::Policy::kFull) {
-        if (sch.boundaries.empty()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "policy '{}' needs a schedule with at least one boundary layer",
-                              prune::policy_name(opts.policy));
-        }
-        if (sch.boundaries.size() != sch.keep.size()) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "policy '{}' needs a schedule with as many keep fractions as boundary layers",
-                              prune::policy_name(opts.policy));
+        if (sch.boundaries.empty() || sch.boundaries.size() != sch.keep.size()) {
+            return make_error(ErrorCode::kInvalidArgument, "policy '{}' needs a schedule with {}",
+                              prune::policy_name(opts.policy),
+                              sch.boundaries.empty() ? "at least one boundary layer"
+                                                     : "as many keep fractions as boundary layers");
         }
         LAZYLLM_TRY(prune::validate_schedule(sch, c.n_layer));
         LAZYLLM_TRY(check_scored_layers(model, sch.boundaries, sch.score_layers, ""));
