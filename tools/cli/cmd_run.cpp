@@ -3,10 +3,7 @@
 // speed on stderr. --json prints one machine-readable result instead.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,7 +13,9 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/interrupt.h"
 #include "cli/options.h"
+#include "cli/run_conversation.h"
 #include "lazyllm/engine.h"
 #include "lazyllm/memory.h"
 
@@ -42,42 +41,10 @@ struct RunArgs {
     bool truncate_middle = false;
     bool compare = false;
     int compare_reps = 3;
+    bool conversation = false;
     CLI::Option* prompt_opt = nullptr;
     CLI::Option* file_opt = nullptr;
     CLI::Option* n_predict_opt = nullptr;
-};
-
-// Ctrl-C during a run: the first one stops generating after the token in hand, and the answer so
-// far is printed with its figures (stop reason "interrupted"; exit 130, as a shell reports a
-// program ended by SIGINT); SA_RESETHAND makes a second one end the process at once (a prompt
-// step runs to its end before the first is seen).
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free);  // safe to set in a signal handler
-
-void on_interrupt(int) {
-    g_interrupted.store(true, std::memory_order_relaxed);
-    constexpr char kNote[] =
-        "\nlazyllm: interrupted: stopping after this step (Ctrl-C again to quit)\n";
-    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kNote, sizeof(kNote) - 1);
-}
-
-// Sets the handler for one generate call; the destructor puts back what was there. SA_RESTART:
-// a write to stdout that the signal interrupts goes on.
-class CatchInterrupt {
-public:
-    CatchInterrupt() {
-        struct sigaction sa {};
-        sa.sa_handler = on_interrupt;
-        sa.sa_flags = SA_RESETHAND | SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old_);
-    }
-    ~CatchInterrupt() { sigaction(SIGINT, &old_, nullptr); }
-    CatchInterrupt(const CatchInterrupt&) = delete;
-    CatchInterrupt& operator=(const CatchInterrupt&) = delete;
-
-private:
-    struct sigaction old_ {};
 };
 
 double resident_mib() { return static_cast<double>(resident_bytes()) / (1 << 20); }
@@ -333,9 +300,36 @@ void print_result(const RunArgs& a, const GenerateResult& r, const PruneOptions&
     if (a.profile) print_profile(r);
 }
 
+// What --conversation cannot take: one answer's flags, and stdin, which carries its messages.
+Status check_conversation_flags(const RunArgs& a) {
+    const std::pair<bool, const char*> one_answer[] = {
+        {a.json, "--json"}, {a.compare, "--compare"}, {a.truncate_middle, "--truncate-middle"},
+        {a.profile, "--profile"}, {a.no_parse_special, "--no-parse-special"}};
+    for (const auto& [given, flag] : one_answer) {
+        if (given) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "{} is for one answer; --conversation holds a chat", flag);
+        }
+    }
+    if (a.file == "-") {
+        return Error(ErrorCode::kInvalidArgument,
+                     "-f - reads stdin, which carries --conversation's messages: give the first "
+                     "message with -p or -f FILE");
+    }
+    return {};
+}
+
 int run_run(RunArgs& a) {
-    if ((a.prompt_opt->count() > 0) == (a.file_opt->count() > 0)) {
-        return report(Error(ErrorCode::kInvalidArgument, "give exactly one of -p TEXT or -f FILE"));
+    const bool prompt_given = a.prompt_opt->count() > 0 || a.file_opt->count() > 0;
+    if (a.prompt_opt->count() > 0 && a.file_opt->count() > 0) {
+        return report(Error(ErrorCode::kInvalidArgument, "give one of -p TEXT or -f FILE"));
+    }
+    if (!prompt_given && !a.conversation) {
+        return report(Error(ErrorCode::kInvalidArgument,
+                            "give one of -p TEXT or -f FILE (or --conversation for a chat)"));
+    }
+    if (a.conversation) {
+        if (auto st = check_conversation_flags(a); !st.ok()) return report(st.error());
     }
     std::string text = a.prompt;
     if (!a.file.empty()) {
@@ -343,7 +337,9 @@ int run_run(RunArgs& a) {
         if (!t.ok()) return report_usage(t.error());
         text = std::move(t).value();
     }
-    if (text.empty()) return report(Error(ErrorCode::kInvalidArgument, "the prompt is empty"));
+    if (text.empty() && prompt_given) {
+        return report(Error(ErrorCode::kInvalidArgument, "the prompt is empty"));
+    }
     if (a.n_predict < 1 && a.n_predict != -1) {
         return report(make_error(ErrorCode::kInvalidArgument,
                                  "-n must be -1 (until end of text or context) or at least 1, "
@@ -351,7 +347,7 @@ int run_run(RunArgs& a) {
                                  a.n_predict));
     }
     // --system applies the chat template as llama.cpp's -sys does (conversation mode).
-    const bool chat = a.chat || a.system.has_value();
+    const bool chat = a.chat || a.system.has_value() || a.conversation;
     if (!a.engine.chat_template.empty() && !chat) {
         return report(Error(ErrorCode::kInvalidArgument,
                             "--chat-template formats chats: give --chat or --system too"));
@@ -398,6 +394,21 @@ int run_run(RunArgs& a) {
     ro.ignore_eos = a.ignore_eos;
     ro.prune = *prune;
     ro.profile = a.profile;
+    if (a.conversation) {
+        if (auto st = e.validate(ro); !st.ok()) return report_usage(st.error());
+        ConversationSetup setup;
+        setup.system = a.system;
+        setup.first_message = text;
+        setup.n_predict = a.n_predict;
+        setup.n_ctx = a.n_ctx;
+        setup.turn.sampling = ro.sampling;
+        setup.turn.stop = ro.stop;
+        setup.turn.ignore_eos = ro.ignore_eos;
+        setup.prune = ro.prune;
+        std::fprintf(stderr, "lazyllm: seed %llu\n",
+                     static_cast<unsigned long long>(*ro.sampling.seed));
+        return run_conversation(e, setup);
+    }
     auto ids = prompt_ids(a, e, prompt_text, chat, ro);
     if (!ids.ok()) return report(ids.error());
     // The schedule (flags or --schedule FILE) is the user's input: a fault in it is a usage error.
@@ -472,6 +483,11 @@ Runner add_run(CLI::App& app) {
         "--compare", a->compare,
         "Run full prefill and the pruning policy (default lazy) on the same prompt; print "
         "both answers, TTFT and the speedup");
+    app.add_flag("--conversation", a->conversation,
+                 "Chat in the terminal (llama-cli's -cnv): each line of stdin is a message ('\\' "
+                 "at its end goes on), answers stream to stdout, the cache stays between turns; "
+                 "-p / -f give the first message, -n caps each answer, -c the chat (default "
+                 "8192, more for a long first message, at most the model's context)");
     app.add_option("--compare-reps", a->compare_reps,
                    "Alternating rounds of --compare (full, then the policy); each policy reports "
                    "its fastest round (default 3)")

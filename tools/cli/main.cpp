@@ -20,7 +20,7 @@ constexpr LlamaFlag kLlamaFlags[] = {
     {"-ngl", "--n-gpu-layers: lazyllm runs on the CPU"},
     {"-ngld", "--n-gpu-layers-draft: lazyllm runs on the CPU"},
     {"-fa", "--flash-attn: attention always runs in blocks here"},
-    {"-cnv", "--conversation: run answers one prompt (--chat wraps it); serve holds conversations"},
+    {"-cnv", "--conversation: here run --conversation (or -cnv after run)"},
     {"-no-cnv", "--no-conversation: run answers one prompt, as llama-completion"},
     {"-mli", "--multiline-input: run answers one prompt"},
     {"-sys", "--system-prompt: here --system"},
@@ -107,6 +107,11 @@ int main(int argc, char** argv) {
                          next.c_str());
             return kExitUsage;
         }
+    }
+    // llama-cli's -cnv is run's --conversation (CLI11 would read it as -c nv).
+    static char kConversation[] = "--conversation";
+    for (int i = 2; sub == "run" && i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
+        if (std::strcmp(argv[i], "-cnv") == 0) argv[i] = kConversation;
     }
     if (const LlamaFlag* f = llama_flag(argc, argv)) {
         std::fprintf(stderr,
