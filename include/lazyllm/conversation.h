@@ -2,7 +2,8 @@
 // Aux slots), for servers. A turn whose prompt extends the cached tokens (the previous turns, the
 // answer and a new question) runs only the new suffix as one step; LazyLLM's per-step selection
 // then revives from Aux the pruned tokens the new question needs. A prompt that diverges
-// truncates the cache at the common prefix first. Made by Engine::open_conversation.
+// truncates the cache at the common prefix first. Made by Engine::open_conversation; the Engine
+// must outlive it (it reads the engine's model and tokenizer), as libllama's context its model.
 //
 // Not thread-safe: one thread drives a conversation at a time. Drive every conversation of a
 // process from one thread, the one that runs the engine's steps: OpenMP keeps a pool of workers
@@ -104,8 +105,9 @@ public:
     int64_t n_ctx() const;
     // Length of the common prefix of `prompt` and the cached tokens.
     int64_t common_prefix(std::span<const TokenId> prompt) const;
-    // Forgets the tokens at positions >= n (0 <= n <= n_past): KV rows, depths, Aux slots.
-    void truncate(int64_t n);
+    // Forgets the tokens at positions >= n: KV rows, depths, Aux slots. Errors: n outside
+    // [0, n_past], or a turn in progress.
+    Status truncate(int64_t n);
 
     // Starts a turn: keeps the longest common prefix of `prompt` with the cache (at least one
     // prompt token is always run, for its logits), truncates the rest, runs the new suffix as
@@ -115,15 +117,16 @@ public:
     // Emits the next token: the first call, the token start_turn sampled; each later one runs
     // the decode step on the token emitted last and emits the token it samples. A token's text
     // goes out as soon as it is sampled, never after the step that follows it (which, under
-    // LazyLLM, may revive every token the prompt step deferred). Call until done.
+    // LazyLLM, may revive every token the prompt step deferred). Call until done; an error
+    // outside a turn (after done or abandon()).
     Result<TurnDelta> next();
     // next() for several conversations in turn: those whose decode step is the full step (the
     // full policy, or LazyLLM with nothing to select or revive) take it together, as one
     // forward (continuous batching; on the quantized decode weights, where the model has
-    // them), the others one by one. deltas[i] is conversation i's next(). All must be in a turn
-    // and of one engine.
+    // them), the others one by one. deltas[i] is conversation i's next(). An error, before any
+    // step, unless each is named once, is in a turn and is of one engine.
     static Status next_batch(std::span<Conversation* const> convs, std::vector<TurnDelta>& deltas);
-    // Ends the turn now (a cancelled request): the cache keeps what was computed.
+    // Ends the turn now (a cancelled request): the cache keeps what was computed. No turn: nothing.
     void abandon();
     bool in_turn() const;
     const TurnStats& stats() const;

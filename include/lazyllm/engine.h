@@ -19,9 +19,12 @@
 
 namespace lazyllm {
 
+// The most threads a load takes (EngineOptions::n_threads; libgomp fails far beyond it).
+inline constexpr int kMaxThreads = 1024;
+
 struct EngineOptions {
     std::string model_path;
-    int n_threads = 0;              // 0: all cores
+    int n_threads = 0;              // 0: all cores; at most kMaxThreads
     std::string precision = "auto";  // auto | f32 | bf16 (GEMM weights and activations)
     // Decode steps on the GGUF's own 4/8-bit blocks (AVX-512 VNNI); false: the GEMM weights.
     // Never used with precision f32.
@@ -134,8 +137,14 @@ struct GenerateResult {
 // Called with each piece of newly complete UTF-8 text; return false to stop.
 using TextCallback = std::function<bool(std::string_view)>;
 
+// Thread safety: generate, first_token_logits and the other const members may run on several
+// threads at once; each calling thread gets an OpenMP pool of n_threads workers, so concurrent
+// callers share the cores (a server steps every request on one thread: conversation.h). The
+// Engine must outlive the Conversations it opens.
 class Engine {
 public:
+    // Loads the model with n_threads for its steps; the calling thread's OpenMP thread count
+    // (omp_get_max_threads) is as before after it.
     static Result<std::unique_ptr<Engine>> load(const EngineOptions& opts);
     // Reads hyper-parameters and tokenizer only (no weights): for `lazyllm info`.
     static Result<ModelSummary> inspect(const std::string& path);

@@ -40,8 +40,15 @@ public:
     // Encodes text. With parse_special, control token texts in `text` become their ids;
     // otherwise they are encoded as plain text. User-defined tokens are always matched (as HF
     // added tokens and llama.cpp do). add_bos follows tokenizer.ggml.add_bos_token when unset.
+    // A byte the vocabulary has no token for is dropped, as llama.cpp drops it
+    // (unencodable_byte finds one first).
     std::vector<TokenId> encode(std::string_view text, bool parse_special = false,
                                 std::optional<bool> add_bos = std::nullopt) const;
+    // The offset of the first byte of `text` that encode would drop: byte-level BPE vocabularies
+    // trained on UTF-8 may lack some bytes (SmolLM2's: 0xC0, 0xC1, 0xF1, 0xF2, 0xF5-0xFF and six
+    // control bytes). nullopt when every byte has a token (always for SentencePiece, which falls
+    // back to byte tokens or <unk>).
+    std::optional<size_t> unencodable_byte(std::string_view text) const;
     // Bytes of one token as it appears in the output (byte tokens give their single byte, which
     // may be part of a UTF-8 sequence). Control tokens give "" unless render_special.
     std::string token_to_piece(TokenId id, bool render_special = false) const;

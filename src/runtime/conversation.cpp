@@ -132,10 +132,16 @@ int64_t Conversation::common_prefix(std::span<const TokenId> prompt) const {
     return static_cast<int64_t>(i);
 }
 
-void Conversation::truncate(int64_t n) {
-    LAZYLLM_CHECK_MSG(!impl_->in_turn, "truncate during a turn");
+Status Conversation::truncate(int64_t n) {
+    if (impl_->in_turn) {
+        return Error(ErrorCode::kInvalidArgument, "truncate() during a turn (end it first: abandon())");
+    }
+    if (n < 0 || n > n_past()) {
+        return make_error(ErrorCode::kOutOfRange, "truncate({}) outside [0, n_past {}]", n, n_past());
+    }
     impl_->session.truncate(n);
     if (n < impl_->prompt_logits_n) impl_->prompt_logits_n = 0;
+    return {};
 }
 
 void Conversation::abandon() { impl_->in_turn = false; }
@@ -294,7 +300,10 @@ void after_step(Conversation::Impl& c, int64_t revived) {
 
 Result<TurnDelta> Conversation::next() {
     Impl& c = *impl_;
-    LAZYLLM_CHECK_MSG(c.in_turn, "next() outside a turn");
+    if (!c.in_turn) {
+        return Error(ErrorCode::kInvalidArgument,
+                     "next() outside a turn (start_turn() first; the turn is done or abandoned)");
+    }
     if (c.step_due) {
         if (auto st = next_step_alone(); !st.ok()) return st.error();
     }
@@ -308,6 +317,26 @@ Status Conversation::next_batch(std::span<Conversation* const> convs,
     deltas.resize(convs.size());
     for (TurnDelta& d : deltas) d = TurnDelta{};
     if (convs.empty()) return {};
+    // Every conversation once, in a turn, of one model: checked before any of them steps.
+    for (size_t i = 0; i < convs.size(); ++i) {
+        if (convs[i] == nullptr) {
+            return make_error(ErrorCode::kInvalidArgument, "next_batch(): conversation {} is null", i);
+        }
+        if (!convs[i]->impl_->in_turn) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "next_batch(): conversation {} is not in a turn", i);
+        }
+        if (convs[i]->impl_->model != convs[0]->impl_->model) {
+            return make_error(ErrorCode::kInvalidArgument,
+                              "next_batch(): conversation {} is of another engine than 0", i);
+        }
+        for (size_t j = 0; j < i; ++j) {
+            if (convs[j] == convs[i]) {
+                return make_error(ErrorCode::kInvalidArgument,
+                                  "next_batch(): conversation {} is conversation {} again", i, j);
+            }
+        }
+    }
     // The conversations whose turn goes on and whose step can be batched (scratch: the first's).
     Impl& first = *convs[0]->impl_;
     std::vector<Impl*>& batch = first.batch;
@@ -318,7 +347,6 @@ Status Conversation::next_batch(std::span<Conversation* const> convs,
     sessions.clear();
     for (size_t i = 0; i < convs.size(); ++i) {
         Impl& c = *convs[i]->impl_;
-        LAZYLLM_CHECK_MSG(c.in_turn, "next_batch() outside a turn");
         if (!c.step_due) continue;
         if (c.session.batchable()) {
             batch.push_back(&c);

@@ -106,8 +106,9 @@ Result<ModelLoadOptions> model_options(const EngineOptions& opts) {
     mo.ctx.isa = isa;
     mo.ctx.gemm = gemm;
     const int hw = usable_cores();
-    if (opts.n_threads < 0) {
-        return make_error(ErrorCode::kInvalidArgument, "threads must be >= 0, got {}", opts.n_threads);
+    if (opts.n_threads < 0 || opts.n_threads > kMaxThreads) {
+        return make_error(ErrorCode::kInvalidArgument, "threads must be in [0, {}], got {}",
+                          kMaxThreads, opts.n_threads);
     }
     mo.ctx.n_threads = opts.n_threads > 0 ? opts.n_threads : hw;
     if (opts.precision == "auto") {
@@ -176,7 +177,12 @@ Status check_vocab(const Tokenizer& tok, const ModelConfig& config) {
 
 Result<std::unique_ptr<Engine>> Engine::load(const EngineOptions& opts) {
     LAZYLLM_ASSIGN_OR_RETURN(ModelLoadOptions mo, model_options(opts));
-    // oneDNN and our kernels share OpenMP's pool.
+    // oneDNN and our kernels share OpenMP's pool. The caller's thread count comes back after
+    // the load (every parallel region names its threads; gemm.cpp sets them for oneDNN's calls).
+    struct RestoreOmpThreads {
+        int n = omp_get_max_threads();
+        ~RestoreOmpThreads() { omp_set_num_threads(n); }
+    } restore_omp_threads;
     omp_set_num_threads(mo.ctx.n_threads);
 
     auto impl = std::make_unique<Impl>();
@@ -301,6 +307,11 @@ Result<SessionOptions> session_options(const LlamaModel& model, const RunOptions
     const ModelConfig& c = model.config();
     SessionOptions so;
     if (ro.n_ctx < 0) return make_error(ErrorCode::kInvalidArgument, "context size must be >= 0");
+    if (static_cast<unsigned>(ro.prune.policy) > static_cast<unsigned>(Policy::kGemFilter) ||
+        static_cast<unsigned>(ro.prune.preset) > static_cast<unsigned>(Preset::kFast)) {
+        return make_error(ErrorCode::kInvalidArgument, "unknown policy {} or preset {}",
+                          static_cast<int>(ro.prune.policy), static_cast<int>(ro.prune.preset));
+    }
     if (ro.max_new_tokens < 0) {
         return make_error(ErrorCode::kInvalidArgument, "max new tokens must be >= 0, got {}",
                           ro.max_new_tokens);
@@ -368,6 +379,10 @@ std::vector<TokenId> banned_after(const Tokenizer& tok, const RunOptions& opts,
 }
 
 Status check_stop_options(const Tokenizer& tok, const RunOptions& opts) {
+    if (opts.max_new_tokens < 0) {  // named before the rules that compare with it
+        return make_error(ErrorCode::kInvalidArgument, "max new tokens must be >= 0, got {}",
+                          opts.max_new_tokens);
+    }
     return check_stop_rules(opts.stop_ids, opts.min_new_tokens, opts.max_new_tokens, tok.n_vocab());
 }
 
@@ -536,6 +551,9 @@ std::string Engine::chat_prompt(const std::vector<ChatMessage>& messages,
 Result<std::unique_ptr<Conversation>> Engine::open_conversation(const PruneOptions& prune,
                                                                 int64_t n_ctx) const {
     const LlamaModel& model = *impl_->model;
+    if (n_ctx < 0) {
+        return make_error(ErrorCode::kInvalidArgument, "context size must be >= 0, got {}", n_ctx);
+    }
     RunOptions ro;
     ro.prune = prune;
     ro.n_ctx = n_ctx > 0 ? n_ctx : model.config().n_ctx_train;

@@ -107,6 +107,8 @@ struct Tokenizer::Impl {
     bool add_space_prefix = false;
     std::vector<std::string> pieces;  // [n_vocab] output bytes (control tokens: their text)
     std::vector<uint8_t> is_eog;      // [n_vocab]
+    // Bytes a byte-level BPE vocabulary has no token for: encode drops them (unencodable_byte).
+    std::array<bool, 256> byte_dropped{};
 
     // Splittable special tokens, sorted by text (bytes as unsigned), user-defined before control
     // where the texts are equal, at most one of each per text.
@@ -292,7 +294,21 @@ Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
 
     Tokenizer tok;
     tok.impl_ = std::move(impl);
+    if (tok.impl_->kind == TokenizerKind::kBpe) {  // SentencePiece: byte fallback or <unk>
+        for (int b = 0; b < 256; ++b) {
+            const char c = static_cast<char>(b);
+            tok.impl_->byte_dropped[b] = tok.encode(std::string_view(&c, 1), false, false).empty();
+        }
+    }
     return tok;
+}
+
+std::optional<size_t> Tokenizer::unencodable_byte(std::string_view text) const {
+    if (!impl_) return std::nullopt;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (impl_->byte_dropped[static_cast<uint8_t>(text[i])]) return i;
+    }
+    return std::nullopt;
 }
 
 TokenizerKind Tokenizer::kind() const { return impl_ ? impl_->kind : TokenizerKind::kBpe; }

@@ -55,6 +55,13 @@ def main():
               "pkgconfig/lazyllm.pc",
               "lazyllm/liblazyllm_runtime.a", "lazyllm/liblazyllm_kernels.a"):
         check(os.path.isfile(os.path.join(lib, f)), f"{libdirs[0]}/{f} not installed")
+    # Consumers get no compile flags of ours (the tree's version macro, -fopenmp: a program's
+    # own pragmas must not change meaning with the build method); OpenMP is linked only.
+    with open(os.path.join(lib, "cmake/lazyllm/lazyllmTargets.cmake")) as f:
+        targets = f.read()
+    for leak in ("INTERFACE_COMPILE_DEFINITIONS", "INTERFACE_COMPILE_OPTIONS", "LAZYLLM_VERSION"):
+        check(leak not in targets, f"the exported targets carry {leak}")
+    check("$<LINK_ONLY:OpenMP::OpenMP_CXX>" in targets, "OpenMP is not link-only")
     # The package's headers are the public ones alone: nothing of src/ goes out.
     check(sorted(os.listdir(os.path.join(prefix, "include"))) == ["lazyllm"],
           "the prefix's include/ holds more than lazyllm/")

@@ -308,12 +308,18 @@ def malformed(srv):
         ({"messages": MSG, "max_tokens": CTX + 1}, "max_tokens", None),
         ({"messages": MSG, "max_completion_tokens": CTX - 5}, "max_completion_tokens", "context_length_exceeded"),
         ({"messages": [{"role": "user", "content": "word " * (CTX + 100)}]}, "messages", "context_length_exceeded"),
+        # A byte SmolLM2's vocabulary has no token for (the tokenizer would drop it).
+        ({"messages": [MSG[0], {"role": "assistant", "content": "ok"},
+                       {"role": "user", "content": "a\u0004b"}]}, "messages[2].content", None),
     ]
     for body, param, code in cases:
         status, text, _ = srv.request("POST", CHAT, body, AUTH)
         expect_error(status, text, 400, param=param, code=code)
     status, text, _ = srv.request("POST", "/v1/completions", {"prompt": "x " * (CTX + 10)}, AUTH)
     expect_error(status, text, 400, param="prompt", code="context_length_exceeded")
+    status, text, _ = srv.request("POST", "/v1/completions", {"prompt": "x\u001dy"}, AUTH)
+    expect_error(status, text, 400, param="prompt")
+    assert "byte 0x1D at offset 1" in text, text
     status, text, _ = srv.request("POST", "/v1/completions", {"prompt": "x", "echo": True}, AUTH)
     expect_error(status, text, 400, param="echo", code="unsupported")
     # Through the openai package: a BadRequestError carrying the same object.

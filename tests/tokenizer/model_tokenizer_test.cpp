@@ -152,6 +152,25 @@ TEST(ModelTokenizer, StreamingEqualsDecode) {
     }
 }
 
+// unencodable_byte finds exactly the bytes encode drops: SmolLM2's vocabulary lacks 0xC0,
+// 0xC1, 0xF1, 0xF2, 0xF5-0xFF (never in UTF-8 it was trained on) and six control bytes.
+TEST(ModelTokenizer, UnencodableBytesAreTheDroppedOnes) {
+    MODEL_TOK_OR_SKIP(tok);
+    std::vector<int> dropped;
+    for (int b = 0; b < 256; ++b) {
+        const char c = static_cast<char>(b);
+        const std::string_view one(&c, 1);
+        const bool none = tok.encode(one, false, false).empty();
+        EXPECT_EQ(tok.unencodable_byte(one).has_value(), none) << b;
+        if (none) dropped.push_back(b);
+    }
+    std::vector<int> want = {0x04, 0x06, 0x13, 0x14, 0x16, 0x1D, 0xC0, 0xC1, 0xF1, 0xF2};
+    for (int b = 0xF5; b <= 0xFF; ++b) want.push_back(b);
+    EXPECT_EQ(dropped, want);
+    EXPECT_EQ(tok.unencodable_byte("ab\xFF" "c\x04"), std::optional<size_t>(2));
+    EXPECT_EQ(tok.unencodable_byte("plain text, \xC3\xA9 and \xF0\x9F\xA6\x99"), std::nullopt);
+}
+
 TEST(ModelTokenizer, EmojiAndCjkSplitAcrossByteTokens) {
     MODEL_TOK_OR_SKIP(tok);
     // 🦙 and these CJK characters have no whole token: they are spread over byte tokens.

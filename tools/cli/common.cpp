@@ -142,19 +142,11 @@ Result<std::string> read_prompt_file(const std::string& path, std::string_view f
 }
 
 Status check_bytes_encodable(const Tokenizer& tok, std::string_view text, std::string_view what) {
-    if (tok.kind() != TokenizerKind::kBpe) return {};  // SentencePiece: byte fallback or <unk>
-    std::array<int8_t, 256> known{};  // 0 unknown, 1 has a token, -1 has none
-    for (size_t i = 0; i < text.size(); ++i) {
-        const auto b = static_cast<uint8_t>(text[i]);
-        if (known[b] == 0) {
-            known[b] = tok.encode(std::string_view(&text[i], 1), false, false).empty() ? -1 : 1;
-        }
-        if (known[b] < 0) {
-            return make_error(ErrorCode::kInvalidArgument,
-                              "{} has byte 0x{:02X} at offset {}, which the model's vocabulary has "
-                              "no token for (byte-level BPE would drop it)",
-                              what, b, i);
-        }
+    if (const std::optional<size_t> at = tok.unencodable_byte(text)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "{} has byte 0x{:02X} at offset {}, which the model's vocabulary has "
+                          "no token for (byte-level BPE would drop it)",
+                          what, static_cast<uint8_t>(text[*at]), *at);
     }
     return {};
 }

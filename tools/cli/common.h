@@ -27,10 +27,8 @@ Result<std::string> read_text_file(const std::string& path, std::string_view fla
 // -f FILE of run and tokenize (and bench's --prompt-file), as llama.cpp's -f: read_text_file
 // less one trailing newline (the file's, not the prompt's).
 Result<std::string> read_prompt_file(const std::string& path, std::string_view flag = "-f");
-// Byte-level BPE encodes every byte the vocabulary has a token for; one trained on valid UTF-8
-// may lack some (SmolLM2's: 0xC0, 0xC1, 0xF1, 0xF2, 0xF5-0xFF, six control bytes), and such a
-// byte would vanish from the prompt (as in llama.cpp and HF tokenizers). An error naming the
-// first one and its offset, or ok.
+// A byte the vocabulary has no token for would vanish from the prompt (Tokenizer::
+// unencodable_byte): an error naming the first one, its offset and `what`, or ok.
 Status check_bytes_encodable(const Tokenizer& tok, std::string_view text, std::string_view what);
 // Creates the folder DIR if missing and checks that a file can be written in it (by creating
 // and removing one), so that a long run does not fail only at its end. Errors name DIR and

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <optional>
 
 #include "server/api_response.h"
 #include "server/conn_probe.h"
@@ -49,6 +50,25 @@ ApiResult<std::unique_ptr<TextBudgetHold>> hold_text(HttpServer::Context& ctx,
 
 namespace {
 
+// A byte the vocabulary has no token for would vanish from the prompt (llama-server drops it
+// silently): a 400 naming the message or prompt that holds it.
+std::optional<ApiError> dropped_byte(const Tokenizer& tok, const GenRequest& r) {
+    const auto check = [&](std::string_view text, std::string param) -> std::optional<ApiError> {
+        const std::optional<size_t> at = tok.unencodable_byte(text);
+        if (!at) return std::nullopt;
+        return ApiError{400,
+                        fmt::format("{}: byte 0x{:02X} at offset {} has no token in the model's "
+                                    "vocabulary (the tokenizer would drop it)",
+                                    param, static_cast<uint8_t>(text[*at]), *at),
+                        "invalid_request_error", param, ""};
+    };
+    if (r.endpoint != Endpoint::kChat) return check(r.prompt, "prompt");
+    for (size_t i = 0; i < r.messages.size(); ++i) {
+        if (auto e = check(r.messages[i].content, fmt::format("messages[{}].content", i))) return e;
+    }
+    return std::nullopt;
+}
+
 // The prompt's token ids: the chat template over the messages, or the completion prompt.
 // Special-token texts are parsed as in llama-server (its prompts may carry template markers).
 ApiResult<std::vector<TokenId>> prompt_tokens(HttpServer::Context& ctx, const httplib::Request& req,
@@ -63,6 +83,7 @@ ApiResult<std::vector<TokenId>> prompt_tokens(HttpServer::Context& ctx, const ht
         }
         return r.prompt_ids;
     }
+    if (auto e = dropped_byte(tok, r)) return *e;
     const std::string text = r.endpoint == Endpoint::kChat
                                  ? ctx.engine->chat_prompt(r.messages, r.continue_final)
                                  : r.prompt;

@@ -144,7 +144,15 @@ void Scheduler::start(Slot& slot) {
         slot.conv = std::move(conv).value();
         slot.key = job.prune_key;
     }
-    if (!job.cache_prompt) slot.conv->truncate(0);
+    if (!job.cache_prompt) {
+        // Between turns (each ends done or abandoned) the truncation cannot fail.
+        if (Status st = slot.conv->truncate(0); !st.ok()) {
+            slot.conv.reset();
+            slot.key.clear();
+            finish(slot, engine_error(Error(ErrorCode::kInternal, st.error().message()), "prompt"));
+            return;
+        }
+    }
     auto d = slot.conv->start_turn(job.prompt, job.turn);
     if (!d.ok()) {
         ApiError e = engine_error(d.error(), "prompt");
