@@ -51,11 +51,13 @@ public:
 
     bool ok() const { return v_.index() == 0; }
     explicit operator bool() const { return ok(); }
+    // The value; on an error (check ok() first) std::bad_variant_access is thrown.
     T& value() & { return std::get<0>(v_); }
     const T& value() const& { return std::get<0>(v_); }
     T&& value() && { return std::get<0>(std::move(v_)); }
     T& operator*() & { return value(); }
     const T& operator*() const& { return value(); }
+    T&& operator*() && { return std::move(*this).value(); }  // auto p = *Engine::load(...)
     T* operator->() { return &value(); }
     const T* operator->() const { return &value(); }
     const Error& error() const { return std::get<1>(v_); }
