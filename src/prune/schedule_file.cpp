@@ -247,9 +247,27 @@ Result<Schedule> load_schedule_file(const std::string& path, int n_layer) {
     return std::move(file.schedule);
 }
 
+Status check_schedule_path(const std::string& path) {
+    namespace fs = std::filesystem;
+    if (path.empty()) return Error(ErrorCode::kInvalidArgument, "no schedule file named (an empty path)");
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);  // through symlinks
+    if (fs::exists(st) && !fs::is_regular_file(st)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "'{}' is {}, not a file: name a schedule file to write", path,
+                          fs::is_directory(st) ? "a folder" : "a device or other special file");
+    }
+    const fs::path dir = fs::path(path).parent_path();
+    if (!dir.empty() && !fs::is_directory(dir, ec)) {
+        return make_error(ErrorCode::kNotFound, "the folder of '{}' does not exist", path);
+    }
+    return {};
+}
+
 Status save_schedule_file(const std::string& path, const Schedule& schedule,
                           const ScheduleFileInfo& info) {
     using nlohmann::ordered_json;
+    LAZYLLM_TRY(check_schedule_path(path));
     if (info.n_layer > 0) {
         Status valid = validate_schedule(schedule, info.n_layer);
         if (!valid.ok()) return file_error(path, valid.error());
@@ -303,7 +321,17 @@ Status save_schedule_file(const std::string& path, const Schedule& schedule,
     }
     doc["meta"] = std::move(meta);
 
-    const std::string tmp = path + ".tmp";
+    // A symlink stays: its target is replaced (written beside it, then renamed over it).
+    std::error_code ec;
+    std::string dest = path;
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
+        dest = std::filesystem::weakly_canonical(path, ec).string();
+        if (ec) {
+            return file_error(path, make_error(ErrorCode::kIo, "cannot resolve the link '{}': {}",
+                                               path, ec.message()));
+        }
+    }
+    const std::string tmp = dest + ".tmp";
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         if (!out) {
@@ -314,8 +342,7 @@ Status save_schedule_file(const std::string& path, const Schedule& schedule,
         out.close();
         if (!out) return file_error(path, make_error(ErrorCode::kIo, "write to '{}' failed", tmp));
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
+    std::filesystem::rename(tmp, dest, ec);
     if (ec) {
         const std::string reason = ec.message();
         std::filesystem::remove(tmp, ec);

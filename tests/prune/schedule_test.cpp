@@ -500,7 +500,7 @@ TEST_F(ScheduleFileTest, SaveRejectsBadInput) {
     EXPECT_FALSE(std::filesystem::exists(path("d.json")));
     Status no_dir = save_schedule_file(path("missing_dir/f.json"), s, ScheduleFileInfo{});
     ASSERT_FALSE(no_dir.ok());
-    EXPECT_EQ(no_dir.error().code(), ErrorCode::kIo);
+    EXPECT_EQ(no_dir.error().code(), ErrorCode::kNotFound);
 }
 
 // --lazy-revive-weight (a request's "revive_weight") replaces the schedule's and counts as an

@@ -2,6 +2,7 @@
 // fails with a message naming the culprit, and the documented exit codes (README, "Exit codes":
 // 0 ok, 1 model or run failure, 2 usage). Tiny GGUF models, no network.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -212,11 +213,20 @@ TEST(CliInputsTest, AFolderWhereAFileBelongsIsNamed) {
 TEST(CliInputsTest, OutputFoldersAreCheckedFirst) {
     const std::string m = " -m " + inputs_model();
     expect_error("tune" + m + " -o /proc/lazyllm-nope/s.json", 2,
-                 "-o: cannot create the folder '/proc/lazyllm-nope'");
+                 "-o: the folder of '/proc/lazyllm-nope/s.json' does not exist");
     expect_error("eval" + m + " --fidelity --limit 1 -o /proc/lazyllm-nope", 2,
                  "-o: cannot create the folder '/proc/lazyllm-nope'");
     // A folder where the schedule file goes (it once failed after the whole search).
     expect_error("tune" + m + " -o " + ::testing::TempDir(), 2, "is a folder");
+    // A special file (tune -o /dev/full once replaced the device) and no name: refused at once.
+    const std::string fifo = ::testing::TempDir() + "lazyllm_cli_tune_fifo";
+    std::remove(fifo.c_str());
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    expect_error("tune" + m + " -o " + fifo, 2, "is a device or other special file");
+    EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+    std::remove(fifo.c_str());
+    expect_error("tune" + m + " -o ''", 2, "-o: no schedule file named");
+    expect_error("tune" + m + " --target nan", 2, "--target: must be a finite number");
 }
 
 // A malformed --data file is an input named on the command line: a usage error (exit 2, as

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
@@ -230,16 +231,18 @@ int run_tune(const TuneArgs& a) {
             : eval::parse_tune_objective(a.objective);
     if (!objective.ok()) return report(objective.error());
     const bool answers = *objective == eval::TuneObjective::kAnswers;
+    if (std::isnan(a.target)) {  // CLI11's range lets NaN through
+        return report_usage(Error(ErrorCode::kInvalidArgument, "--target: must be a finite number, got nan"));
+    }
     const double target = a.target >= 0 ? a.target : answers ? kAnswersTarget : kScoreTarget;
-    // The schedule file is written after the whole search: its folder is checked first.
+    // The schedule file is written after the whole search: where it goes is checked first (a
+    // file or nothing yet, in a folder that exists and takes files).
+    if (Status st = check_schedule_path(a.out); !st.ok()) {
+        return report_usage(st.error().with_context("-o"));
+    }
     const std::filesystem::path out_dir = std::filesystem::path(a.out).parent_path();
     if (auto st = prepare_output_dir(out_dir.empty() ? "." : out_dir.string(), "-o"); !st.ok()) {
         return report(st.error());
-    }
-    if (std::error_code ec; std::filesystem::is_directory(a.out, ec)) {
-        return report_usage(make_error(ErrorCode::kInvalidArgument,
-                                       "-o: '{}' is a folder; name the schedule file to write",
-                                       a.out));
     }
 
     auto engine = load_engine(a.engine);
