@@ -255,13 +255,17 @@ std::string summary_csv(const Summary& summary) {
     return csv;
 }
 
-Result<Summary> write_reports(const std::string& out_dir) {
+Result<Summary> write_reports(const std::string& out_dir,
+                              const std::function<void(std::string_view)>& log) {
     const std::string path = out_dir + "/samples.jsonl";
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
         return make_error(ErrorCode::kNotFound, "no results: '{}' does not exist", path);
     }
     LAZYLLM_ASSIGN_OR_RETURN(RecordFile file, read_records(path));
+    for (const std::string& w : file.warnings) {
+        if (log) log(w);
+    }
     LAZYLLM_ASSIGN_OR_RETURN(ReportInfo info, read_run_info(out_dir));
     for (const auto& [k, v] : info.run) {
         if (k == "model_name" && !v.empty()) info.title = "lazyllm eval: " + v;

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -60,7 +62,9 @@ std::string report_html(std::span<const SampleRecord> records, const Summary& su
                         const ReportInfo& info);
 
 // Reads out_dir/samples.jsonl (and run.json) and writes summary.md, summary.csv and
-// report.html there. Returns the summary (the CLI prints its markdown).
-Result<Summary> write_reports(const std::string& out_dir);
+// report.html there. Returns the summary (the CLI prints its markdown). Each line of
+// samples.jsonl that does not parse is skipped and named through `log`.
+Result<Summary> write_reports(const std::string& out_dir,
+                              const std::function<void(std::string_view)>& log = {});
 
 }  // namespace lazyllm::eval

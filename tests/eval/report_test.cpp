@@ -189,6 +189,16 @@ TEST(ReportTest, WriteReportsFromAFolder) {
     EXPECT_NE(ss.str().find("policies: full, lazy"), std::string::npos);
     EXPECT_TRUE(std::filesystem::exists(dir + "/report.html"));
     EXPECT_TRUE(std::filesystem::exists(dir + "/summary.csv"));
+    // A line cut short (a run killed mid-write) is skipped and named, not dropped in silence.
+    std::ofstream(dir + "/samples.jsonl", std::ios::app) << R"({"answers":["1"],"id":"x)";
+    std::vector<std::string> warnings;
+    auto cut = write_reports(dir, [&](std::string_view w) { warnings.emplace_back(w); });
+    ASSERT_TRUE(cut.ok()) << cut.error().message();
+    EXPECT_EQ(cut->overall.size(), 3u);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("samples.jsonl:" + std::to_string(records().size() + 1) + ": skipped"),
+              std::string::npos)
+        << warnings[0];
 }
 
 TEST(SvgTest, NiceTicksAndEscape) {

@@ -207,6 +207,26 @@ TEST(CliInputsTest, AFolderWhereAFileBelongsIsNamed) {
     const std::string ids = write_temp_file("lazyllm_cli_bad.ids", "1, 2, x3");
     expect_error("bench" + m + " -p 8 -n 0 -r 1 --prompt-ids " + ids, 2,
                  "byte 6 is not a digit, space, comma or bracket");
+    // Without -p the length is the file's, and the error names the file (it named -p).
+    std::string many;
+    for (int i = 0; i < 80; ++i) many += "5,";
+    const std::string long_ids = write_temp_file("lazyllm_cli_long.ids", many + "5");
+    expect_error("bench" + m + " -n 0 -r 1 --policy full --prompt-ids " + long_ids, 2,
+                 "--prompt-ids " + long_ids + " has 81 ids, over the model's context of 64");
+}
+
+// A length or task listed twice is refused before anything runs or is written (eval made its
+// folder, then failed on duplicate samples and offered to resume; fidelity counted them twice).
+TEST(CliInputsTest, EvalListsNameItemsGivenTwice) {
+    const std::string m = " -m " + inputs_model();
+    const std::string out = ::testing::TempDir() + "lazyllm_cli_eval_dup";
+    std::filesystem::remove_all(out);
+    expect_error("eval" + m + " --tasks passkey --lengths 32,32 --depths 1 -o " + out, 2,
+                 "--lengths lists 32 twice");
+    EXPECT_FALSE(std::filesystem::exists(out));
+    expect_error("eval" + m + " --fidelity --lengths 32,32", 2, "--lengths lists 32 twice");
+    expect_error("eval" + m + " --tasks passkey,vt,passkey --lengths 32", 2,
+                 "--tasks lists 'passkey' twice");
 }
 
 // Output folders are checked before the work, which can take an hour.

@@ -250,6 +250,12 @@ Result<Prompts> first_engine(const BenchArgs& a, const Engine& e, const std::str
     LAZYLLM_ASSIGN_OR_RETURN(Prompts prompts, make_prompts(a, e, env.prompt));
     for (const auto& [n, ids] : prompts) {
         if (n > s.n_ctx_train) {
+            // Without -p the length is the --prompt-ids file's.
+            if (!a.prompt_ids.empty() && a.n_prompt_opt->count() == 0) {
+                return make_error(ErrorCode::kOutOfRange,
+                                  "--prompt-ids {} has {} ids, over the model's context of {}",
+                                  a.prompt_ids, n, s.n_ctx_train);
+            }
             return make_error(ErrorCode::kOutOfRange, "-p {} is over the model's context of {}", n,
                               s.n_ctx_train);
         }

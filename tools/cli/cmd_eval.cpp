@@ -66,6 +66,9 @@ Result<std::vector<int64_t>> parse_lengths(const std::string& s) {
             return make_error(ErrorCode::kInvalidArgument,
                               "--lengths item '{}' is not a token count >= 16", item);
         }
+        if (std::find(out.begin(), out.end(), v) != out.end()) {
+            return make_error(ErrorCode::kInvalidArgument, "--lengths lists {} twice", v);
+        }
         out.push_back(v);
     }
     if (out.empty()) return make_error(ErrorCode::kInvalidArgument, "--lengths is empty");
@@ -87,7 +90,9 @@ void log_line(std::string_view s) {
 
 
 int print_reports(const std::string& dir) {
-    auto summary = eval::write_reports(dir);
+    auto summary = eval::write_reports(dir, [](std::string_view w) {
+        std::fprintf(stderr, "lazyllm: warning: %.*s\n", static_cast<int>(w.size()), w.data());
+    });
     if (!summary.ok()) return report(summary.error());
     std::printf("%-10s %6s %7s %13s %11s %9s\n", "policy", "n", "score", "TTFT speedup",
                 "% computed", "TTFT ms");
@@ -198,11 +203,17 @@ int run_eval_cmd(EvalArgs& a) {
         return report(st.error());
     }
     const std::vector<std::string> known = eval::builtin_task_names();
-    for (const std::string& t : split_comma_list(a.tasks)) {
-        if (std::find(known.begin(), known.end(), t) == known.end()) {
+    const std::vector<std::string> tasks = split_comma_list(a.tasks);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+        if (std::find(known.begin(), known.end(), tasks[i]) == known.end()) {
             return report(make_error(ErrorCode::kInvalidArgument,
-                                     "--tasks: unknown built-in task '{}' (known: {})", t,
+                                     "--tasks: unknown built-in task '{}' (known: {})", tasks[i],
                                      fmt::join(known, ", ")));
+        }
+        if (std::find(tasks.begin(), tasks.begin() + static_cast<ptrdiff_t>(i), tasks[i]) !=
+            tasks.begin() + static_cast<ptrdiff_t>(i)) {
+            return report(make_error(ErrorCode::kInvalidArgument, "--tasks lists '{}' twice",
+                                     tasks[i]));
         }
     }
     auto engine = load_engine(a.engine);
@@ -249,10 +260,15 @@ int run_eval_cmd(EvalArgs& a) {
     auto stats = eval::run_eval(e, samples, ro);
     if (!stats.ok()) {
         const int rc = report(stats.error());
-        std::fprintf(stderr,
-                     "lazyllm: finished records are kept in %s/samples.jsonl; rerun the "
-                     "same command with -o %s to resume\n",
-                     ro.out_dir.c_str(), ro.out_dir.c_str());
+        // A run that failed on the way (not on its inputs) resumes where it stopped.
+        std::error_code ec;
+        if (stats.error().code() != ErrorCode::kInvalidArgument &&
+            std::filesystem::exists(ro.out_dir + "/samples.jsonl", ec)) {
+            std::fprintf(stderr,
+                         "lazyllm: finished records are kept in %s/samples.jsonl; rerun the "
+                         "same command with -o %s to resume\n",
+                         ro.out_dir.c_str(), ro.out_dir.c_str());
+        }
         return rc;
     }
     std::fprintf(stderr, "lazyllm: %lld runs in %s (%lld already done)\n",
