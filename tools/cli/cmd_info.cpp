@@ -65,6 +65,7 @@ int run_info(InfoArgs& a) {
     }
     fmt::print("tensor types  {}\n", types);
     fmt::print("file type     {}\n", gguf_file_type_name(*gguf));
+    threads_within_cores(a.engine.threads, /*warn=*/true);  // as a load would say it
     auto s = Engine::inspect(*path, engine_options(a.engine, *path));
     if (!s.ok()) {
         // The file is valid GGUF but not a model we run: still show what we can.
