@@ -243,12 +243,14 @@ std::string summary_csv(const Summary& summary) {
         "task,length,policy,n,mean_score,mean_ttft_speedup,n_speedup,mean_pct_computed,"
         "mean_ttft_ms,n_better,n_worse,sign_p\n";
     auto line = [&csv](const SummaryRow& r, const std::string& length) {
-        csv +=
-            fmt::format("{},{},{},{},{:.6f},{},{},{:.4f},{:.3f},{},{},{:.4g}\n", csv_field(r.task),
-                        length, csv_field(r.policy), r.n, r.mean_score,
-                        std::isfinite(r.mean_speedup) ? fmt::format("{:.6f}", r.mean_speedup) : "",
-                        r.n_speedup, r.mean_pct_computed, r.mean_ttft_ms, r.n_better, r.n_worse,
-                        r.sign_p);
+        // The paired columns are empty where summary.md shows "-": no full record to pair with.
+        const bool paired = r.policy != "full" && r.n_speedup > 0;
+        csv += fmt::format(
+            "{},{},{},{},{:.6f},{},{},{:.4f},{:.3f},{}\n", csv_field(r.task), length,
+            csv_field(r.policy), r.n, r.mean_score,
+            std::isfinite(r.mean_speedup) ? fmt::format("{:.6f}", r.mean_speedup) : "",
+            r.n_speedup, r.mean_pct_computed, r.mean_ttft_ms,
+            paired ? fmt::format("{},{},{:.4g}", r.n_better, r.n_worse, r.sign_p) : ",,");
     };
     for (const SummaryRow& r : summary.rows) line(r, std::to_string(r.length));
     for (const SummaryRow& r : summary.overall) line(r, "all");

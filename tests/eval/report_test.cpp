@@ -148,6 +148,8 @@ TEST(ReportTest, MarkdownAndCsv) {
     EXPECT_EQ(lazy_all[10], "1");  // worse on one
     EXPECT_EQ(lazy_all[11], "1");  // sign test p
     EXPECT_EQ(rows.back()[5], "");  // static: no speedup
+    for (int f : {9, 10, 11}) EXPECT_EQ(rows.back()[f], "") << f;  // nor a sign test (md: "-")
+    EXPECT_EQ(rows[rows.size() - 3][11], "");  // full: not paired with itself
 }
 
 TEST(ReportTest, HtmlIsSelfContained) {
