@@ -197,6 +197,18 @@ Result<std::vector<const PolicyRun*>> compared_policies(const Engine& engine,
     if (opts.limit < 0) {
         return make_error(ErrorCode::kInvalidArgument, "limit must be >= 0, got {}", opts.limit);
     }
+    // Prompts are at most n_ctx - kContextHeadroom tokens (fidelity_suite); each greedy answer
+    // must fit after its prompt.
+    const int64_t n_ctx = engine.summary().n_ctx_train;
+    for (int64_t length : opts.lengths) {
+        const int64_t prompt = std::min(length, n_ctx - kContextHeadroom);
+        if (opts.greedy_tokens > 0 && prompt + opts.greedy_tokens > n_ctx) {
+            return make_error(ErrorCode::kOutOfRange,
+                              "greedy tokens {} after a prompt of {} tokens are over the model's "
+                              "context of {}",
+                              opts.greedy_tokens, prompt, n_ctx);
+        }
+    }
     for (const PolicyRun* p : policies) {
         RunOptions ro;
         ro.prune = p->prune;

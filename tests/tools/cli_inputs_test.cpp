@@ -225,6 +225,12 @@ TEST(CliInputsTest, EvalListsNameItemsGivenTwice) {
                  "--lengths lists 32 twice");
     EXPECT_FALSE(std::filesystem::exists(out));
     expect_error("eval" + m + " --fidelity --lengths 32,32", 2, "--lengths lists 32 twice");
+    // A greedy answer that cannot fit after its prompt (it generated up to the context).
+    const std::string m1k =
+        " -m " + lazyllm::testing::write_cli_tiny_model("lazyllm_cli_inputs_1k.gguf", 1024);
+    expect_error("eval" + m1k + " --fidelity --lengths 512 --greedy-tokens 600", 2,
+                 "greedy tokens 600 after a prompt of 512 tokens are over the model's context of "
+                 "1024");
     expect_error("eval" + m + " --tasks passkey,vt,passkey --lengths 32", 2,
                  "--tasks lists 'passkey' twice");
 }
