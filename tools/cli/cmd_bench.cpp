@@ -20,6 +20,7 @@
 #include "cli/bench_report.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/interrupt.h"
 #include "cli/options.h"
 #include "lazyllm/engine.h"
 #include "lazyllm/ggml_type.h"
@@ -287,6 +288,7 @@ struct Progress {
 // One prompt length on one engine: a warm-up per policy (pages the weights in, creates the
 // GEMM primitives for its row counts, one decode step), the timed repetitions with the policies
 // interleaved, then the profile runs apart from them; appends the pp rows, then the tg rows.
+// After Ctrl-C (g_interrupted) it returns at the end of the run in hand, appending nothing.
 Status bench_prompt(const BenchArgs& a, const Engine& e, const PolicyRuns& runs, int n,
                     const std::vector<TokenId>& ids, double peak_gflops, Progress& progress,
                     std::vector<BenchRow>& rows) {
@@ -315,6 +317,7 @@ Status bench_prompt(const BenchArgs& a, const Engine& e, const PolicyRuns& runs,
         warm.max_new_tokens = steps > 0 ? 2 : 0;
         std::fprintf(stderr, "warm-up %s p=%d t=%d\n", policy.c_str(), n, s.n_threads);
         LAZYLLM_TRY(e.generate(ids, warm));
+        if (g_interrupted.load(std::memory_order_relaxed)) return {};
     }
     for (int rep = 0; rep < a.reps; ++rep) {
         for (const std::string& policy : a.policies) {
@@ -340,6 +343,7 @@ Status bench_prompt(const BenchArgs& a, const Engine& e, const PolicyRuns& runs,
             record(c, *r, s);
             c.pp.peak_rss_mib =
                 std::max(c.pp.peak_rss_mib, static_cast<double>(peak_resident_bytes()) / (1 << 20));
+            if (g_interrupted.load(std::memory_order_relaxed)) return {};
         }
     }
     for (const std::string& policy : a.policies) {
@@ -351,6 +355,7 @@ Status bench_prompt(const BenchArgs& a, const Engine& e, const PolicyRuns& runs,
             ro.max_new_tokens = steps > 0 ? steps + 1 : 0;
             ro.profile = true;
             LAZYLLM_ASSIGN_OR_RETURN(GenerateResult r, e.generate(ids, ro));
+            if (g_interrupted.load(std::memory_order_relaxed)) return {};
             c.pp.profile = r.profile;
             c.tg.profile = r.decode_profile;
         }
@@ -381,6 +386,9 @@ int run_bench(BenchArgs& a) {
     Prompts prompts;
     std::vector<BenchRow> rows;
     Progress progress;
+    // Ctrl-C ends the run in hand, and the table has the prompt lengths measured in full before
+    // it (llama-bench prints each row as it finishes); a second Ctrl-C quits at once.
+    const CatchInterrupt interrupt;
     progress.total = static_cast<int>(a.threads.size() * a.prefill_weights.size() *
                                       a.n_prompt.size() * a.policies.size()) *
                      a.reps;
@@ -415,22 +423,34 @@ int run_bench(BenchArgs& a) {
         for (int n : a.n_prompt) {
             Status st = bench_prompt(a, e, *runs, n, prompts.at(n), peak->gflops, progress, rows);
             if (!st.ok()) return report(st.error());
+            if (g_interrupted.load(std::memory_order_relaxed)) break;
         }
         // The probe again at the end: on a shared machine one short probe can land in a slow
         // moment; the better of the two is the closer estimate of what the hardware gives.
-        auto peak_after = measure_gemm_peak(s.n_threads, probe);
-        if (!peak_after.ok()) return report(peak_after.error());
-        const double best_peak = std::max(peak->gflops, peak_after->gflops);
+        double best_peak = peak->gflops;
+        if (!g_interrupted.load(std::memory_order_relaxed)) {
+            auto peak_after = measure_gemm_peak(s.n_threads, probe);
+            if (!peak_after.ok()) return report(peak_after.error());
+            best_peak = std::max(best_peak, peak_after->gflops);
+        }
         for (size_t i = first_row; i < rows.size(); ++i) {
             rows[i].peak_gflops = best_peak;
             rows[i].engine = static_cast<int>(ci);
         }
+        if (g_interrupted.load(std::memory_order_relaxed)) break;
     }
     fill_speedups(rows);
     if (a.output == "jsonl") {
         print_jsonl(stdout, env, rows);
     } else {
         print_markdown(stdout, env, rows);
+    }
+    if (g_interrupted.load(std::memory_order_relaxed)) {
+        std::fprintf(stderr,
+                     "lazyllm bench: interrupted after %d of %d runs: the table has the prompt "
+                     "lengths measured in full\n",
+                     progress.done, progress.total);
+        return kExitInterrupted;
     }
     return kExitOk;
 }
