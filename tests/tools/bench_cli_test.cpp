@@ -341,25 +341,14 @@ TEST(BenchCliTest, BadFlagsAreUsageErrors) {
 // (every finished measurement was lost) and the exit code is 130.
 TEST(ModelBenchCliTest, CtrlCKeepsTheLengthsMeasuredInFull) {
     LAZYLLM_MODEL_OR_SKIP(path);
-    const std::string dir = ::testing::TempDir();
-    const std::string err = dir + "lazyllm_bench_int." + std::to_string(::getpid()) + ".err";
     // One thread, an 8000-token prompt: seconds a run, so the signal lands inside its runs.
-    const std::string script = std::string(LAZYLLM_CLI) + " bench -m " + path +
-                               " -t 1 -n 0 -r 2 --policy full -p 64,8000 2>" + err +
-                               " & pid=$!; i=0; until grep -q 'p=8000' " + err +
-                               "; do sleep 0.05; i=$((i+1)); [ $i -gt 2400 ] && break; done; "
-                               "kill -INT $pid; wait $pid; echo rc=$?; cat " + err;
-    FILE* p = popen(script.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::string out;
-    std::array<char, 4096> buf{};
-    for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
-    pclose(p);
-    std::remove(err.c_str());
-    EXPECT_TRUE(contains(out, "rc=130")) << out;
-    EXPECT_TRUE(contains(out, "| pp64 |")) << out;
-    EXPECT_FALSE(contains(out, "| pp8000 |")) << out;
-    EXPECT_TRUE(contains(out, "interrupted after")) << out;
+    const lazyllm::testing::Interrupted r = lazyllm::testing::interrupt_when(
+        std::string(LAZYLLM_CLI) + " bench -m " + path + " -t 1 -n 0 -r 2 --policy full -p 64,8000",
+        "grep -q 'p=8000' $ERR");
+    EXPECT_EQ(r.rc, 130) << r.err;
+    EXPECT_TRUE(contains(r.out, "| pp64 |")) << r.out;
+    EXPECT_FALSE(contains(r.out, "| pp8000 |")) << r.out;
+    EXPECT_TRUE(contains(r.err, "interrupted after")) << r.err;
 }
 
 }  // namespace

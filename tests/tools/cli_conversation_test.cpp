@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <regex>
 #include <string>
@@ -97,29 +96,15 @@ TEST(CliConversation, ContextAndFlagsAreNamed) {
 // Ctrl-C during an answer ends that answer; the chat goes on with the next message.
 TEST(ModelCliTest, CtrlCEndsTheAnswerNotTheChat) {
     LAZYLLM_MODEL_OR_SKIP(path);
-    const std::string dir = ::testing::TempDir();
-    const std::string tag = std::to_string(::getpid());
-    const std::string out = dir + "lazyllm_cli_conv_int." + tag + ".out";
-    const std::string err = dir + "lazyllm_cli_conv_int." + tag + ".err";
     // 400 tokens an answer, one thread (a second test may run beside it): seconds of runway
     // for the first; the signal goes once it has begun.
-    const std::string script =
-        "printf 'Tell me a story\\nWhat is the capital of France?\\n' | " + std::string(LAZYLLM_CLI) +
-        " run -m " + path + " --conversation -n 400 --ignore-eos -t 1 >" + out + " 2>" + err +
-        " & pid=$!; i=0; until [ -s " + out + " ]; do sleep 0.05; i=$((i+1)); "
-        "[ $i -gt 2400 ] && break; done; sleep 0.2; kill -INT $pid; wait $pid; echo rc=$?; "
-        "cat " + err;
-    FILE* p = popen(script.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::string got;
-    std::array<char, 4096> buf{};
-    for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) got.append(buf.data(), n);
-    pclose(p);
-    std::remove(out.c_str());
-    std::remove(err.c_str());
-    EXPECT_TRUE(contains(got, "rc=0")) << got;
-    EXPECT_TRUE(std::regex_search(got, std::regex(R"(turn 1: .*\(interrupted\))"))) << got;
-    EXPECT_TRUE(std::regex_search(got, std::regex(R"(turn 2: .*\(length\))"))) << got;
+    const lazyllm::testing::Interrupted r = lazyllm::testing::interrupt_when(
+        "printf 'Tell me a story\\nWhat is the capital of France?\\n' | " +
+            std::string(LAZYLLM_CLI) + " run -m " + path + " --conversation -n 400 --ignore-eos -t 1",
+        "[ -s $OUT ]", "0.2");
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(turn 1: .*\(interrupted\))"))) << r.err;
+    EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(turn 2: .*\(length\))"))) << r.err;
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "support/tiny_model.h"
@@ -43,6 +45,40 @@ inline std::string publish_temp_file(const std::string& file, Write&& write) {
     EXPECT_TRUE(write(tmp)) << tmp;
     EXPECT_EQ(std::rename(tmp.c_str(), p.c_str()), 0) << p;
     return p;
+}
+
+// What interrupt_when saw: the command's exit code, stdout and stderr.
+struct Interrupted {
+    int rc = -1;
+    std::string out, err;
+};
+
+// Runs `command` (a shell command line, `lazyllm` last in it) in the background with its stdout
+// and stderr in files named $OUT and $ERR, waits (up to two minutes) until the shell condition
+// `ready` holds (e.g. "grep -q seed $ERR"), then `delay_s` more, sends it SIGINT (Ctrl-C) and
+// waits for it to end.
+inline Interrupted interrupt_when(const std::string& command, const std::string& ready,
+                                  const std::string& delay_s = "0") {
+    static int calls = 0;
+    const std::string base = ::testing::TempDir() + "lazyllm_interrupt." +
+                             std::to_string(::getpid()) + "." + std::to_string(calls++);
+    const std::string script =
+        "OUT=" + base + ".out; ERR=" + base + ".err; " + command + " >$OUT 2>$ERR & pid=$!; i=0; "
+        "until " + ready + "; do sleep 0.05; i=$((i+1)); [ $i -gt 2400 ] && break; done; sleep " +
+        delay_s + "; kill -INT $pid; wait $pid; echo $? > " + base + ".rc";
+    Interrupted r;
+    EXPECT_EQ(std::system(script.c_str()), 0) << script;
+    const auto slurp = [](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::remove(path.c_str());
+        return text;
+    };
+    r.out = slurp(base + ".out");
+    r.err = slurp(base + ".err");
+    const std::string rc = slurp(base + ".rc");
+    r.rc = rc.empty() ? -1 : std::stoi(rc);
+    return r;
 }
 
 inline bool contains(const std::string& s, const std::string& what) {

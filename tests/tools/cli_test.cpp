@@ -370,27 +370,17 @@ TEST(ModelCliTest, DefaultModelAnswers) {
 // exit code is 130 (a second Ctrl-C would end the process at once).
 TEST(ModelCliTest, CtrlCPrintsTheAnswerSoFar) {
     LAZYLLM_MODEL_OR_SKIP(path);
-    const std::string dir = ::testing::TempDir();
-    const std::string err = dir + "lazyllm_cli_int." + std::to_string(::getpid()) + ".err";
     // -n -1 with --ignore-eos runs to the 8k context: minutes of runway. The handler is set
     // after the seed line, before the first token.
-    const std::string script = std::string(LAZYLLM_CLI) + " run -m " + path +
-                               " -p 'Once upon a time' -n -1 --ignore-eos --json 2>" + err +
-                               " & pid=$!; i=0; until grep -q 'lazyllm: seed' " + err +
-                               "; do sleep 0.05; i=$((i+1)); [ $i -gt 2400 ] && break; done; "
-                               "sleep 0.5; kill -INT $pid; wait $pid; echo rc=$?";
-    FILE* p = popen(script.c_str(), "r");  // run by /bin/sh
-    ASSERT_NE(p, nullptr);
-    std::string out;
-    std::array<char, 4096> buf{};
-    for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
-    pclose(p);
-    std::remove(err.c_str());
-    ASSERT_TRUE(contains(out, "rc=130")) << out;
-    const nlohmann::json j = nlohmann::json::parse(out.substr(0, out.rfind("rc=")));
-    EXPECT_EQ(j["stop_reason"], "interrupted") << out;
-    EXPECT_GT(j["n_gen"].get<int>(), 0) << out;
-    EXPECT_LT(j["n_gen"].get<int>(), 8000) << out;
+    const lazyllm::testing::Interrupted r = lazyllm::testing::interrupt_when(
+        std::string(LAZYLLM_CLI) + " run -m " + path +
+            " -p 'Once upon a time' -n -1 --ignore-eos --json",
+        "grep -q 'lazyllm: seed' $ERR", "0.5");
+    ASSERT_EQ(r.rc, 130) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["stop_reason"], "interrupted") << r.out;
+    EXPECT_GT(j["n_gen"].get<int>(), 0) << r.out;
+    EXPECT_LT(j["n_gen"].get<int>(), 8000) << r.out;
 }
 
 // A France question as a chat, answered as JSON with `flags`: the run succeeds, names Paris
