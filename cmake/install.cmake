@@ -4,8 +4,7 @@
 #   target_link_libraries(app PRIVATE lazyllm::lazyllm)
 # (examples/simple). The package's headers are include/lazyllm/ alone; the folder libraries are
 # static archives, so lazyllmConfig.cmake finds what they link (OpenMP, fmt, oneDNN, PCRE2, ...).
-include(GNUInstallDirs)
-include(CMakePackageConfigHelpers)
+include(CMakePackageConfigHelpers)  # GNUInstallDirs: the root CMakeLists.txt
 
 set(lazyllm_folder_libraries lazyllm_base lazyllm_gguf lazyllm_kernels lazyllm_tokenizer
     lazyllm_prune lazyllm_model lazyllm_runtime)
@@ -31,8 +30,19 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/lazyllmConfig.cmake
         DESTINATION ${lazyllm_cmake_dir})
 
 # The same for pkg-config (`pkg-config --cflags --libs lazyllm`), relocatable: its prefix is
-# the .pc file's folder, up as many levels as LIBDIR/pkgconfig has.
-file(RELATIVE_PATH lazyllm_pc_to_prefix /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+# the .pc file's folder, up as many levels as LIBDIR/pkgconfig has (absolute LIBDIR or
+# INCLUDEDIR: those paths as they are).
+file(RELATIVE_PATH lazyllm_pc_up /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+set(lazyllm_pc_prefix "\${pcfiledir}/${lazyllm_pc_up}")
+set(lazyllm_pc_libdir "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+set(lazyllm_pc_includedir "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(lazyllm_pc_prefix "${CMAKE_INSTALL_PREFIX}")  # not relocatable
+  set(lazyllm_pc_libdir "${CMAKE_INSTALL_LIBDIR}")
+endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(lazyllm_pc_includedir "${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/lazyllm.pc.in ${CMAKE_CURRENT_BINARY_DIR}/lazyllm.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/lazyllm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 

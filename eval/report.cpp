@@ -248,8 +248,8 @@ std::string summary_csv(const Summary& summary) {
         csv += fmt::format(
             "{},{},{},{},{:.6f},{},{},{:.4f},{:.3f},{}\n", csv_field(r.task), length,
             csv_field(r.policy), r.n, r.mean_score,
-            std::isfinite(r.mean_speedup) ? fmt::format("{:.6f}", r.mean_speedup) : "",
-            r.n_speedup, r.mean_pct_computed, r.mean_ttft_ms,
+            std::isfinite(r.mean_speedup) ? fmt::format("{:.6f}", r.mean_speedup) : "", r.n_speedup,
+            r.mean_pct_computed, r.mean_ttft_ms,
             paired ? fmt::format("{},{},{:.4g}", r.n_better, r.n_worse, r.sign_p) : ",,");
     };
     for (const SummaryRow& r : summary.rows) line(r, std::to_string(r.length));

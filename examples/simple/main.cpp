@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
 
     lazyllm::EngineOptions engine_options;
     engine_options.model_path = argv[1];
-    lazyllm::Result<std::unique_ptr<lazyllm::Engine>> loaded = lazyllm::Engine::load(engine_options);
+    lazyllm::Result<std::unique_ptr<lazyllm::Engine>> loaded =
+        lazyllm::Engine::load(engine_options);
     if (!loaded) {
         std::fprintf(stderr, "error: %s\n", loaded.error().message().c_str());
         return 1;

@@ -24,7 +24,7 @@ inline constexpr int kMaxThreads = 1024;
 
 struct EngineOptions {
     std::string model_path;
-    int n_threads = 0;              // 0: all cores; at most kMaxThreads
+    int n_threads = 0;               // 0: all cores; at most kMaxThreads
     std::string precision = "auto";  // auto | f32 | bf16 (GEMM weights and activations)
     // Decode steps on the GGUF's own 4/8-bit blocks (AVX-512 VNNI); false: the GEMM weights.
     // Never used with precision f32.

@@ -178,8 +178,8 @@ Result<ScheduleFile> read_schedule_file(const std::string& path, int n_layer);
 Result<Schedule> load_schedule_file(const std::string& path, int n_layer);
 
 // Whether save_schedule_file can write `path`: an error when it is empty, names a folder, a
-// device or another file that is not a regular one (through symlinks), or a folder that does
-// not exist.
+// device or another file that is not a regular one (through symlinks), a symlink to nothing, or
+// a folder that does not exist.
 Status check_schedule_path(const std::string& path);
 // Writes a schedule file (via a temporary file and rename; a symlink's target is replaced, the
 // link stays), after check_schedule_path. The schedule is validated against info.n_layer when it

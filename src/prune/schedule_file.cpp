@@ -249,9 +249,16 @@ Result<Schedule> load_schedule_file(const std::string& path, int n_layer) {
 
 Status check_schedule_path(const std::string& path) {
     namespace fs = std::filesystem;
-    if (path.empty()) return Error(ErrorCode::kInvalidArgument, "no schedule file named (an empty path)");
+    if (path.empty()) {
+        return Error(ErrorCode::kInvalidArgument, "no schedule file named (an empty path)");
+    }
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);  // through symlinks
+    if (fs::is_symlink(fs::symlink_status(path, ec)) && !fs::exists(st)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "'{}' is a symlink to '{}', which does not exist", path,
+                          fs::read_symlink(path, ec).string());
+    }
     if (fs::exists(st) && !fs::is_regular_file(st)) {
         return make_error(ErrorCode::kInvalidArgument,
                           "'{}' is {}, not a file: name a schedule file to write", path,

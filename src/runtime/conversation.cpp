@@ -134,10 +134,12 @@ int64_t Conversation::common_prefix(std::span<const TokenId> prompt) const {
 
 Status Conversation::truncate(int64_t n) {
     if (impl_->in_turn) {
-        return Error(ErrorCode::kInvalidArgument, "truncate() during a turn (end it first: abandon())");
+        return Error(ErrorCode::kInvalidArgument,
+                     "truncate() during a turn (end it first: abandon())");
     }
     if (n < 0 || n > n_past()) {
-        return make_error(ErrorCode::kOutOfRange, "truncate({}) outside [0, n_past {}]", n, n_past());
+        return make_error(ErrorCode::kOutOfRange, "truncate({}) outside [0, n_past {}]", n,
+                          n_past());
     }
     impl_->session.truncate(n);
     if (n < impl_->prompt_logits_n) impl_->prompt_logits_n = 0;
@@ -320,7 +322,8 @@ Status Conversation::next_batch(std::span<Conversation* const> convs,
     // Every conversation once, in a turn, of one model: checked before any of them steps.
     for (size_t i = 0; i < convs.size(); ++i) {
         if (convs[i] == nullptr) {
-            return make_error(ErrorCode::kInvalidArgument, "next_batch(): conversation {} is null", i);
+            return make_error(ErrorCode::kInvalidArgument, "next_batch(): conversation {} is null",
+                              i);
         }
         if (!convs[i]->impl_->in_turn) {
             return make_error(ErrorCode::kInvalidArgument,

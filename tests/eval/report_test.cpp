@@ -148,8 +148,9 @@ TEST(ReportTest, MarkdownAndCsv) {
     EXPECT_EQ(lazy_all[10], "1");  // worse on one
     EXPECT_EQ(lazy_all[11], "1");  // sign test p
     EXPECT_EQ(rows.back()[5], "");  // static: no speedup
-    for (int f : {9, 10, 11}) EXPECT_EQ(rows.back()[f], "") << f;  // nor a sign test (md: "-")
-    EXPECT_EQ(rows[rows.size() - 3][11], "");  // full: not paired with itself
+    // No sign test for static (summary.md: "-"), nor for full against itself.
+    for (int f : {9, 10, 11}) EXPECT_EQ(rows.back()[f], "") << f;
+    EXPECT_EQ(rows[rows.size() - 3][11], "");
 }
 
 TEST(ReportTest, HtmlIsSelfContained) {
@@ -198,8 +199,9 @@ TEST(ReportTest, WriteReportsFromAFolder) {
     ASSERT_TRUE(cut.ok()) << cut.error().message();
     EXPECT_EQ(cut->overall.size(), 3u);
     ASSERT_EQ(warnings.size(), 1u);
-    EXPECT_NE(warnings[0].find("samples.jsonl:" + std::to_string(records().size() + 1) + ": skipped"),
-              std::string::npos)
+    EXPECT_NE(
+        warnings[0].find("samples.jsonl:" + std::to_string(records().size() + 1) + ": skipped"),
+        std::string::npos)
         << warnings[0];
 }
 

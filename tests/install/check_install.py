@@ -39,6 +39,9 @@ def main():
     ap.add_argument("--work", required=True, help="a scratch folder (emptied first)")
     ap.add_argument("--model", required=True, help="a small GGUF")
     ap.add_argument("--cxx", default="", help="the C++ compiler the build used")
+    for d, default in (("libdir", "lib"), ("includedir", "include"), ("bindir", "bin"),
+                       ("datadir", "share")):
+        ap.add_argument(f"--{d}", default=default, help=f"the build's CMAKE_INSTALL_{d.upper()}")
     a = ap.parse_args()
 
     shutil.rmtree(a.work, ignore_errors=True)
@@ -46,15 +49,14 @@ def main():
     prefix = os.path.join(a.work, "prefix")
     run(["cmake", "--install", a.build, "--prefix", prefix])
 
-    libdirs = [d for d in ("lib", "lib64") if os.path.isdir(os.path.join(prefix, d))]
-    check(libdirs, "no lib folder in the prefix")
-    lib = os.path.join(prefix, libdirs[0])
-    for f in ("include/lazyllm/engine.h", "bin/lazyllm", "share/lazyllm/fetch_model.py"):
+    lib = os.path.join(prefix, a.libdir)
+    for f in (f"{a.includedir}/lazyllm/engine.h", f"{a.bindir}/lazyllm",
+              f"{a.datadir}/lazyllm/fetch_model.py"):
         check(os.path.isfile(os.path.join(prefix, f)), f"{f} not installed")
     for f in ("cmake/lazyllm/lazyllmConfig.cmake", "cmake/lazyllm/lazyllmConfigVersion.cmake",
               "pkgconfig/lazyllm.pc",
               "lazyllm/liblazyllm_runtime.a", "lazyllm/liblazyllm_kernels.a"):
-        check(os.path.isfile(os.path.join(lib, f)), f"{libdirs[0]}/{f} not installed")
+        check(os.path.isfile(os.path.join(lib, f)), f"{a.libdir}/{f} not installed")
     # Consumers get no compile flags of ours (the tree's version macro, -fopenmp: a program's
     # own pragmas must not change meaning with the build method); OpenMP is linked only.
     with open(os.path.join(lib, "cmake/lazyllm/lazyllmTargets.cmake")) as f:
@@ -63,8 +65,8 @@ def main():
         check(leak not in targets, f"the exported targets carry {leak}")
     check("$<LINK_ONLY:OpenMP::OpenMP_CXX>" in targets, "OpenMP is not link-only")
     # The package's headers are the public ones alone: nothing of src/ goes out.
-    check(sorted(os.listdir(os.path.join(prefix, "include"))) == ["lazyllm"],
-          "the prefix's include/ holds more than lazyllm/")
+    check(sorted(os.listdir(os.path.join(prefix, a.includedir))) == ["lazyllm"],
+          f"the prefix's {a.includedir}/ holds more than lazyllm/")
 
     # A program outside the tree, configured against the prefix alone.
     example = os.path.join(a.work, "simple")
@@ -86,11 +88,12 @@ def main():
     pc_env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(lib, "pkgconfig"))
     flags = run(["pkg-config", "--cflags", "--libs", "lazyllm"], env=pc_env).stdout.split()
     by_hand = os.path.join(a.work, "simple-pkg-config")
-    run([a.cxx or "c++", "-std=c++20", "-O1", os.path.join(a.source, "examples", "simple", "main.cpp"),
-         "-o", by_hand] + [f.decode() for f in flags])
-    check(run([by_hand, a.model, prompt, "8"]).stdout == out, "the pkg-config build answered otherwise")
+    source = os.path.join(a.source, "examples", "simple", "main.cpp")
+    run([a.cxx or "c++", "-std=c++20", "-O1", source, "-o", by_hand] + [f.decode() for f in flags])
+    check(run([by_hand, a.model, prompt, "8"]).stdout == out,
+          "the pkg-config build answered otherwise")
 
-    cli = os.path.join(prefix, "bin", "lazyllm")
+    cli = os.path.join(prefix, a.bindir, "lazyllm")
     answer = run([cli, "run", "-m", a.model, "-p", prompt, "-n", "8", "-t", "2",
                   "--no-parse-special"]).stdout
     check(answer == full, f"the installed CLI answered {answer!r}, the program {full!r}")
@@ -116,7 +119,7 @@ def main():
           f"info without the model: {fetch.returncode} {fetch.stderr!r}")
     with open(record) as f:
         called = f.read().split()
-    check(called[:1] == [os.path.join(prefix, "share", "lazyllm", "fetch_model.py")],
+    check(called[:1] == [os.path.join(prefix, a.datadir, "lazyllm", "fetch_model.py")],
           f"the fetch ran {called}")
     print("installed package: headers, libraries, CMake config, CLI and fetch script; "
           "examples/simple built against it answers as the CLI")

@@ -1,6 +1,6 @@
 // save_schedule_file writes a file or nothing: a device, a FIFO or a folder at the path is
-// refused before anything is written (tune -o /dev/full, as root, once replaced the device with
-// the schedule), and a symlink keeps pointing at the file it names.
+// refused before anything is written (a rename over /dev/full would replace the device), and a
+// symlink keeps pointing at the file it names.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -47,6 +47,15 @@ TEST_F(ScheduleFileTest, SaveNeverReplacesWhatIsNotAFile) {
     auto back = load_schedule_file(link, 30);
     ASSERT_TRUE(back.ok()) << back.error().message();
     EXPECT_EQ(back->boundaries, two_cuts().boundaries);
+    // A symlink to nothing is refused and stays as it is.
+    const std::string dangling = path("dangling.json");
+    fs::create_symlink(path("nowhere.json"), dangling);
+    const Status st = save_schedule_file(dangling, two_cuts(), ScheduleFileInfo{});
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find("which does not exist"), std::string::npos)
+        << st.error().message();
+    EXPECT_TRUE(fs::is_symlink(dangling));
+    EXPECT_FALSE(fs::exists(path("nowhere.json")));
 }
 
 }  // namespace

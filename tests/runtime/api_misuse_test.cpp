@@ -86,6 +86,7 @@ TEST(ApiMisuse, NextBatchRefusesDuplicatesAndStrangers) {
     auto s = other->open_conversation(PruneOptions{}, 64);
     ASSERT_TRUE(a.ok() && b.ok() && s.ok());
     ASSERT_TRUE((*a)->start_turn(prompt, t).ok());
+    ASSERT_TRUE((*a)->next().ok());  // emits the first token: a decode step is due
     ASSERT_TRUE((*s)->start_turn(prompt, t).ok());
     std::vector<TurnDelta> deltas;
     const auto refused = [&](std::vector<Conversation*> convs, const std::string& what) {
@@ -136,18 +137,21 @@ TEST(ApiMisuse, OptionsOutOfRangeAreNamed) {
     EXPECT_TRUE(has(neg.error(), "context size must be >= 0, got -1")) << neg.error().message();
     EngineOptions eo;
     eo.model_path = "unused.gguf";
-    eo.n_threads = 100000;  // libgomp crashed creating that many
+    eo.n_threads = 100000;  // beyond what libgomp can create
     const Status st = Engine::check_options(eo);
     ASSERT_FALSE(st.ok());
-    EXPECT_TRUE(has(st.error(), "threads must be in [0, 1024], got 100000")) << st.error().message();
+    EXPECT_TRUE(has(st.error(), "threads must be in [0, 1024], got 100000"))
+        << st.error().message();
 }
 
 // Loading with n_threads leaves the caller's OpenMP thread count as it was.
 TEST(ApiMisuse, LoadKeepsTheCallersOpenMpThreads) {
+    const int before = omp_get_max_threads();
     omp_set_num_threads(3);
     auto engine = misuse_engine("lazyllm_misuse_omp.gguf", /*n_threads=*/1);
-    ASSERT_NE(engine, nullptr);
     EXPECT_EQ(omp_get_max_threads(), 3);
+    omp_set_num_threads(before);
+    ASSERT_NE(engine, nullptr);
     RunOptions ro;
     ro.max_new_tokens = 2;
     EXPECT_TRUE(engine->generate(prompt_ids(10, engine->summary().n_vocab), ro).ok());

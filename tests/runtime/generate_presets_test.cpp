@@ -13,8 +13,8 @@ namespace lazyllm {
 namespace {
 
 TEST(EngineGenerate, APresetWithNowhereToCutRunsFull) {
-    for (const auto& [arch, n_layer] : std::vector<std::pair<std::string, int>>{{"llama", 1},
-                                                                               {"gemma3", 6}}) {
+    for (const auto& [arch, n_layer] :
+         std::vector<std::pair<std::string, int>>{{"llama", 1}, {"gemma3", 6}}) {
         testing::TinyModelSpec spec;
         spec.arch = arch;
         spec.n_layer = n_layer;

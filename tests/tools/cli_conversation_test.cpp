@@ -64,16 +64,19 @@ TEST(CliConversation, TurnsReuseTheCacheAndAnswerAsRunChat) {
 
 TEST(CliConversation, ContextAndFlagsAreNamed) {
     const std::string m = conversation_model();
-    const std::string in = write_temp_file("lazyllm_cli_conv_long.txt", std::string(600, 'x') + "\n");
+    const std::string in =
+        write_temp_file("lazyllm_cli_conv_long.txt", std::string(600, 'x') + "\n");
     CliRun r = run_cli("run -m " + m + " -n 8 -c 300 --conversation -t 1 < " + in);
     EXPECT_EQ(r.rc, 2) << r.out;  // as run's prompt over the context
     EXPECT_TRUE(contains(r.out, "leaves no room for an answer of -n 8")) << r.out;
     EXPECT_TRUE(contains(r.out, "a larger -c)")) << r.out;  // a smaller -n would not fit it
     // Without -c the chat takes the model's 1024 tokens at most: nothing to suggest.
-    const std::string longer = write_temp_file("lazyllm_cli_conv_longer.txt", std::string(1100, 'x') + "\n");
+    const std::string longer =
+        write_temp_file("lazyllm_cli_conv_longer.txt", std::string(1100, 'x') + "\n");
     r = run_cli("run -m " + m + " -n 8 --conversation -t 1 < " + longer);
     EXPECT_EQ(r.rc, 2) << r.out;
-    EXPECT_TRUE(contains(r.out, "the context of 1024 (the model's) leaves no room for an answer of -n 8\n"))
+    EXPECT_TRUE(
+        contains(r.out, "the context of 1024 (the model's) leaves no room for an answer of -n 8\n"))
         << r.out;
     for (const char* flag : {"--json", "--compare", "--truncate-middle", "--profile"}) {
         r = run_cli("run -m " + m + " --conversation " + flag + " < /dev/null");
@@ -100,7 +103,8 @@ TEST(ModelCliTest, CtrlCEndsTheAnswerNotTheChat) {
     // for the first; the signal goes once it has begun.
     const lazyllm::testing::Interrupted r = lazyllm::testing::interrupt_when(
         "printf 'Tell me a story\\nWhat is the capital of France?\\n' | " +
-            std::string(LAZYLLM_CLI) + " run -m " + path + " --conversation -n 400 --ignore-eos -t 1",
+            std::string(LAZYLLM_CLI) + " run -m " + path +
+            " --conversation -n 400 --ignore-eos -t 1",
         "[ -s $OUT ]", "0.2");
     EXPECT_EQ(r.rc, 0) << r.err;
     EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(turn 1: .*\(interrupted\))"))) << r.err;

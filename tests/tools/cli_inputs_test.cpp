@@ -207,7 +207,7 @@ TEST(CliInputsTest, AFolderWhereAFileBelongsIsNamed) {
     const std::string ids = write_temp_file("lazyllm_cli_bad.ids", "1, 2, x3");
     expect_error("bench" + m + " -p 8 -n 0 -r 1 --prompt-ids " + ids, 2,
                  "byte 6 is not a digit, space, comma or bracket");
-    // Without -p the length is the file's, and the error names the file (it named -p).
+    // Without -p the length is the file's, and the error names the file, not -p.
     std::string many;
     for (int i = 0; i < 80; ++i) many += "5,";
     const std::string long_ids = write_temp_file("lazyllm_cli_long.ids", many + "5");
@@ -215,8 +215,8 @@ TEST(CliInputsTest, AFolderWhereAFileBelongsIsNamed) {
                  "--prompt-ids " + long_ids + " has 81 ids, over the model's context of 64");
 }
 
-// A length or task listed twice is refused before anything runs or is written (eval made its
-// folder, then failed on duplicate samples and offered to resume; fidelity counted them twice).
+// A length or task listed twice is refused before anything runs or is written (as duplicate
+// samples, eval's run would fail after making its folder; fidelity would count them twice).
 TEST(CliInputsTest, EvalListsNameItemsGivenTwice) {
     const std::string m = " -m " + inputs_model();
     const std::string out = ::testing::TempDir() + "lazyllm_cli_eval_dup";
@@ -239,12 +239,13 @@ TEST(CliInputsTest, EvalListsNameItemsGivenTwice) {
 TEST(CliInputsTest, OutputFoldersAreCheckedFirst) {
     const std::string m = " -m " + inputs_model();
     expect_error("tune" + m + " -o /proc/lazyllm-nope/s.json", 2,
-                 "-o: the folder of '/proc/lazyllm-nope/s.json' does not exist");
+                 "-o: cannot create the folder '/proc/lazyllm-nope'");
     expect_error("eval" + m + " --fidelity --limit 1 -o /proc/lazyllm-nope", 2,
                  "-o: cannot create the folder '/proc/lazyllm-nope'");
     // A folder where the schedule file goes (it once failed after the whole search).
     expect_error("tune" + m + " -o " + ::testing::TempDir(), 2, "is a folder");
-    // A special file (tune -o /dev/full once replaced the device) and no name: refused at once.
+    // A special file (a FIFO here; a rename over /dev/full would replace the device) and no
+    // name: refused before the search.
     const std::string fifo = ::testing::TempDir() + "lazyllm_cli_tune_fifo";
     std::remove(fifo.c_str());
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

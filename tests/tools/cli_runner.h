@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -62,10 +62,12 @@ inline Interrupted interrupt_when(const std::string& command, const std::string&
     static int calls = 0;
     const std::string base = ::testing::TempDir() + "lazyllm_interrupt." +
                              std::to_string(::getpid()) + "." + std::to_string(calls++);
-    const std::string script =
-        "OUT=" + base + ".out; ERR=" + base + ".err; " + command + " >$OUT 2>$ERR & pid=$!; i=0; "
-        "until " + ready + "; do sleep 0.05; i=$((i+1)); [ $i -gt 2400 ] && break; done; sleep " +
-        delay_s + "; kill -INT $pid; wait $pid; echo $? > " + base + ".rc";
+    const std::string start = "OUT=" + base + ".out; ERR=" + base + ".err; " + command +
+                              " >$OUT 2>$ERR & pid=$!; ";
+    const std::string wait = "i=0; until " + ready +
+                             "; do sleep 0.05; i=$((i+1)); [ $i -gt 2400 ] && break; done; ";
+    const std::string script = start + wait + "sleep " + delay_s +
+                               "; kill -INT $pid; wait $pid; echo $? > " + base + ".rc";
     Interrupted r;
     EXPECT_EQ(std::system(script.c_str()), 0) << script;
     const auto slurp = [](const std::string& path) {

@@ -292,7 +292,7 @@ TEST(CliTest, LazyPresetsAndTheirFlags) {
     expect_usage_error(p + "--lazy=fast --policy lazy:safe", "contradicts");
     expect_usage_error(p + "--lazy-keep-recent -1", "--lazy-keep-recent");
     // A Gemma 3 whose only global layer is the last has nowhere to cut: the run is full's, and
-    // says so (it failed on a schedule without a boundary).
+    // says so.
     const std::string gemma = std::string(LAZYLLM_TEST_GOLDEN_DIR) + "/families/gemma3.gguf";
     r = run_cli("run -m " + gemma + " -p 'hello world' -n 2 --ignore-eos --lazy=fast");
     ASSERT_EQ(r.rc, 0) << r.out;
@@ -372,10 +372,10 @@ TEST(ModelCliTest, CtrlCPrintsTheAnswerSoFar) {
     LAZYLLM_MODEL_OR_SKIP(path);
     // -n -1 with --ignore-eos runs to the 8k context: minutes of runway. The handler is set
     // after the seed line, before the first token.
-    const lazyllm::testing::Interrupted r = lazyllm::testing::interrupt_when(
-        std::string(LAZYLLM_CLI) + " run -m " + path +
-            " -p 'Once upon a time' -n -1 --ignore-eos --json",
-        "grep -q 'lazyllm: seed' $ERR", "0.5");
+    const lazyllm::testing::Interrupted r =
+        lazyllm::testing::interrupt_when(std::string(LAZYLLM_CLI) + " run -m " + path +
+                                             " -p 'Once upon a time' -n -1 --ignore-eos --json",
+                                         "grep -q 'lazyllm: seed' $ERR", "0.5");
     ASSERT_EQ(r.rc, 130) << r.err;
     const nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["stop_reason"], "interrupted") << r.out;

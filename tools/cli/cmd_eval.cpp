@@ -212,8 +212,8 @@ int run_eval_cmd(EvalArgs& a) {
         }
         if (std::find(tasks.begin(), tasks.begin() + static_cast<ptrdiff_t>(i), tasks[i]) !=
             tasks.begin() + static_cast<ptrdiff_t>(i)) {
-            return report(make_error(ErrorCode::kInvalidArgument, "--tasks lists '{}' twice",
-                                     tasks[i]));
+            return report(
+                make_error(ErrorCode::kInvalidArgument, "--tasks lists '{}' twice", tasks[i]));
         }
     }
     auto engine = load_engine(a.engine);
@@ -262,8 +262,10 @@ int run_eval_cmd(EvalArgs& a) {
         const int rc = report(stats.error());
         // A run that failed on the way (not on its inputs) resumes where it stopped.
         std::error_code ec;
-        if (stats.error().code() != ErrorCode::kInvalidArgument &&
-            std::filesystem::exists(ro.out_dir + "/samples.jsonl", ec)) {
+        const ErrorCode code = stats.error().code();
+        const bool inputs = code == ErrorCode::kInvalidArgument ||
+                            code == ErrorCode::kOutOfRange || code == ErrorCode::kNotFound;
+        if (!inputs && std::filesystem::exists(ro.out_dir + "/samples.jsonl", ec)) {
             std::fprintf(stderr,
                          "lazyllm: finished records are kept in %s/samples.jsonl; rerun the "
                          "same command with -o %s to resume\n",

@@ -273,8 +273,10 @@ void print_result(const RunArgs& a, const GenerateResult& r, const PruneOptions&
     std::fprintf(stderr, "\nlazyllm: policy %s%s%s\n", r.policy.c_str(),
                  r.schedule.empty() ? "" : ", ", r.schedule.c_str());
     if (asked.policy != Policy::kFull && r.policy == "full") {  // engine.cpp, session_options
-        std::fprintf(stderr, "lazyllm: the model's %s preset has no layer to cut after: "
-                             "nothing was pruned\n", std::string(preset_name(asked.preset)).c_str());
+        std::fprintf(stderr,
+                     "lazyllm: the model's %s preset has no layer to cut after: "
+                     "nothing was pruned\n",
+                     std::string(preset_name(asked.preset)).c_str());
     }
     std::fprintf(stderr, "lazyllm: prompt %lld tokens, TTFT %.1f ms, prefill %.1f tok/s\n",
                  static_cast<long long>(r.n_prompt), r.ttft_ms, r.prefill_tps);
@@ -302,9 +304,11 @@ void print_result(const RunArgs& a, const GenerateResult& r, const PruneOptions&
 
 // What --conversation cannot take: one answer's flags, and stdin, which carries its messages.
 Status check_conversation_flags(const RunArgs& a) {
-    const std::pair<bool, const char*> one_answer[] = {
-        {a.json, "--json"}, {a.compare, "--compare"}, {a.truncate_middle, "--truncate-middle"},
-        {a.profile, "--profile"}, {a.no_parse_special, "--no-parse-special"}};
+    const std::pair<bool, const char*> one_answer[] = {{a.json, "--json"},
+                                                       {a.compare, "--compare"},
+                                                       {a.truncate_middle, "--truncate-middle"},
+                                                       {a.profile, "--profile"},
+                                                       {a.no_parse_special, "--no-parse-special"}};
     for (const auto& [given, flag] : one_answer) {
         if (given) {
             return make_error(ErrorCode::kInvalidArgument,

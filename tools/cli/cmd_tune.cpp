@@ -232,13 +232,17 @@ int run_tune(const TuneArgs& a) {
     if (!objective.ok()) return report(objective.error());
     const bool answers = *objective == eval::TuneObjective::kAnswers;
     if (std::isnan(a.target)) {  // CLI11's range lets NaN through
-        return report_usage(Error(ErrorCode::kInvalidArgument, "--target: must be a finite number, got nan"));
+        return report_usage(
+            Error(ErrorCode::kInvalidArgument, "--target: must be a finite number, got nan"));
     }
     const double target = a.target >= 0 ? a.target : answers ? kAnswersTarget : kScoreTarget;
     // The schedule file is written after the whole search: where it goes is checked first (a
-    // file or nothing yet, in a folder that exists and takes files).
-    if (Status st = check_schedule_path(a.out); !st.ok()) {
-        return report_usage(st.error().with_context("-o"));
+    // file or nothing yet, in a folder that takes files; a missing folder is made, as eval's).
+    std::error_code ec;
+    if (a.out.empty() || std::filesystem::exists(std::filesystem::symlink_status(a.out, ec))) {
+        if (Status st = check_schedule_path(a.out); !st.ok()) {
+            return report_usage(st.error().with_context("-o"));
+        }
     }
     const std::filesystem::path out_dir = std::filesystem::path(a.out).parent_path();
     if (auto st = prepare_output_dir(out_dir.empty() ? "." : out_dir.string(), "-o"); !st.ok()) {

@@ -21,15 +21,16 @@ inline constexpr int64_t kConversationRoom = 2048;
 
 struct ConversationSetup {
     std::optional<std::string> system;  // a system message (also empty) before the first
-    std::string first_message;          // -p / -f: the first user message; empty: read one
+    std::string first_message;          // -p / -f: the first user message; blank: read one
     int n_predict = 256;                // tokens per answer at most; -1: up to the context
     int64_t n_ctx = 0;                  // 0: kConversationContext (or more, above)
-    TurnOptions turn;                   // sampling, stop strings, ignore_eos
+    // Sampling (turn k draws with seed + k - 1), stop strings, ignore_eos.
+    TurnOptions turn;
     PruneOptions prune;
 };
 
-// Runs the chat until the end of stdin (exit 0), each answer's figures on stderr. Errors (a message that no longer fits the
-// context, a failed step) end it with report()'s exit code.
+// Runs the chat until the end of stdin (exit 0), each answer's figures on stderr. Errors (a message
+// that no longer fits the context, a failed step) end it with report()'s exit code.
 int run_conversation(const Engine& e, const ConversationSetup& setup);
 
 }  // namespace lazyllm::cli
