@@ -20,6 +20,12 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${LAZYLLM_BIN:-$REPO/build/tools/lazyllm}
 
+for arg in "$@"; do  # the compare script's options, without building llama.cpp first
+  if [ "$arg" = "-h" ] || [ "$arg" = "--help" ]; then
+    exec python3 "$REPO/bench/llama_cpp_compare.py" --help
+  fi
+done
+
 setup_only=0
 if [ "${1:-}" = "--setup-only" ]; then
   setup_only=1

@@ -122,6 +122,12 @@ Result<ModelLoadOptions> model_options(const EngineOptions& opts) {
                               "precision bf16 needs AVX-512-BF16, which this CPU lacks: use auto "
                               "or f32");
         }
+        if (isa < kernels::Isa::kAvx512) {  // oneDNN is held to the ISA too (cap_onednn_isa)
+            return make_error(ErrorCode::kInvalidArgument,
+                              "precision bf16 needs AVX-512-BF16, which LAZYLLM_ISA={} leaves "
+                              "out: use auto or f32",
+                              kernels::isa_name(isa));
+        }
         mo.precision = kernels::GemmPrecision::kBf16;
     } else {
         return make_error(ErrorCode::kInvalidArgument,

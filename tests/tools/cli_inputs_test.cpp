@@ -412,6 +412,14 @@ TEST(CliInputsTest, KernelEnvironmentIsNamed) {
     const CliRun ref = run_shell("LAZYLLM_ISA=ref " + cli + "info " + inputs_model());
     EXPECT_EQ(ref.rc, 0) << ref.out;
     EXPECT_TRUE(contains(ref.out, "kernels       ref")) << ref.out;
+    // bf16 GEMMs held to AVX2 (oneDNN too) cannot run: refused before the load.
+    const CliRun held = run_shell("LAZYLLM_ISA=avx2 " + cli + "run -t 1 -p hi -n 1 --precision bf16 -m " +
+                                  inputs_model());
+    EXPECT_EQ(held.rc, 2) << held.out;
+    EXPECT_TRUE(contains(held.out, lazyllm::Engine::cpu_runs_bf16()
+                                       ? "which LAZYLLM_ISA=avx2 leaves out"
+                                       : "which this CPU lacks"))
+        << held.out;
 }
 
 // One thread, one "thread".

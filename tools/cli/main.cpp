@@ -22,7 +22,7 @@ constexpr LlamaFlag kLlamaFlags[] = {
     {"-fa", "--flash-attn: attention always runs in blocks here"},
     {"-cnv", "--conversation: here run --conversation (or -cnv after run)"},
     {"-no-cnv", "--no-conversation: run answers one prompt, as llama-completion"},
-    {"-mli", "--multiline-input: run answers one prompt"},
+    {"-mli", "--multiline-input: in run --conversation a line ending in '\\' goes on"},
     {"-sys", "--system-prompt: here --system"},
     {"-tb", "--threads-batch: -t sets the threads of every step"},
     {"-ctk", "--cache-type-k: the K/V cache type is chosen per CPU"},

@@ -185,7 +185,8 @@ Runner add_serve(CLI::App& app) {
     app.add_option("-n,--n-predict", a->cfg.default_max_tokens,
                    "New tokens when a request gives no max_tokens (default 512)")
         ->check(kPositive);
-    app.add_option("--api-key", a->cfg.api_key, "Require Authorization: Bearer KEY")
+    app.add_option("--api-key", a->cfg.api_key,
+                   "Require the key: Authorization: Bearer KEY, or X-Api-Key: KEY")
         ->check(kNonEmpty);  // an empty key (an unset variable) must not open the server
     app.add_option("--cors-origins", a->cors_origins,
                    "Web pages of other origins browsers let call the API: * (any, the default, as "

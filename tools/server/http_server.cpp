@@ -348,7 +348,9 @@ HttpServer::HttpServer(ServerConfig cfg) : ctx_(std::make_unique<Context>()), ht
         if (cross_origin(ctx, req, res)) return httplib::Server::HandlerResponse::Handled;
         if (public_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
         if (!authorized(ctx, req)) {
-            send_error(res, ApiError{401, "missing or wrong API key (Authorization: Bearer KEY)",
+            send_error(res, ApiError{401,
+                                     "missing or wrong API key (Authorization: Bearer KEY, or "
+                                     "X-Api-Key: KEY)",
                                      "invalid_request_error", "", "invalid_api_key"});
             ctx.metrics.request(req.path, 401);
             return httplib::Server::HandlerResponse::Handled;
