@@ -2,8 +2,8 @@
 // Aux slots), for servers. A turn whose prompt extends the cached tokens (the previous turns, the
 // answer and a new question) runs only the new suffix as one step; LazyLLM's per-step selection
 // then revives from Aux the pruned tokens the new question needs. A prompt that diverges
-// truncates the cache at the common prefix first. Made by Engine::open_conversation; the Engine
-// must outlive it (it reads the engine's model and tokenizer), as libllama's context its model.
+// truncates the cache at the common prefix first. Made by Engine::open_conversation; it keeps
+// the engine's model and tokenizer alive, so it may outlive the Engine.
 //
 // Not thread-safe: one thread drives a conversation at a time. Drive every conversation of a
 // process from one thread, the one that runs the engine's steps: OpenMP keeps a pool of workers

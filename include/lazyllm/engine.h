@@ -139,8 +139,8 @@ using TextCallback = std::function<bool(std::string_view)>;
 
 // Thread safety: generate, first_token_logits and the other const members may run on several
 // threads at once; each calling thread gets an OpenMP pool of n_threads workers, so concurrent
-// callers share the cores (a server steps every request on one thread: conversation.h). The
-// Engine must outlive the Conversations it opens.
+// callers share the cores (a server steps every request on one thread: conversation.h). A
+// Conversation keeps the engine's model and tokenizer alive: it may outlive the Engine.
 class Engine {
 public:
     // Loads the model with n_threads for its steps; the calling thread's OpenMP thread count
@@ -195,7 +195,7 @@ public:
 
 private:
     explicit Engine(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> impl_;
+    std::shared_ptr<Impl> impl_;  // shared with the Conversations it opens
 };
 
 }  // namespace lazyllm

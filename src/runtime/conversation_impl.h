@@ -22,6 +22,7 @@ struct Conversation::Impl {
 
     const LlamaModel* model;
     const Tokenizer* tok;
+    std::shared_ptr<const void> owner;  // the Engine's state, which holds model and tok
     Session session;
     std::string policy, schedule;
     std::vector<float> logits;        // [n_vocab] of the last step

@@ -566,6 +566,7 @@ Result<std::unique_ptr<Conversation>> Engine::open_conversation(const PruneOptio
     LAZYLLM_ASSIGN_OR_RETURN(SessionOptions so, session_options(model, ro, 1));
     LAZYLLM_ASSIGN_OR_RETURN(Session session, Session::create(model, so));
     auto impl = std::make_unique<Conversation::Impl>(model, impl_->tokenizer, std::move(session));
+    impl->owner = impl_;
     impl->policy = std::string(prune::policy_name(so.policy));
     if (so.policy != prune::Policy::kFull) impl->schedule = prune::to_string(so.schedule);
     return std::make_unique<Conversation>(std::move(impl));

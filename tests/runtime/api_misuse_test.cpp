@@ -72,6 +72,30 @@ TEST(ApiMisuse, ConversationCallsOutOfOrderAreErrors) {
 }
 
 // next_batch checks every conversation before any steps: each once, in a turn, of one engine.
+// A conversation keeps its engine's model and tokenizer: it goes on after the Engine is gone,
+// answering as one whose engine lives.
+TEST(ApiMisuse, AConversationOutlivesItsEngine) {
+    auto engine = misuse_engine("lazyllm_misuse_outlive.gguf");
+    ASSERT_NE(engine, nullptr);
+    const std::vector<TokenId> prompt = prompt_ids(10, engine->summary().n_vocab);
+    TurnOptions t;
+    t.max_new_tokens = 4;
+    t.ignore_eos = true;
+    const auto answer = [&](Conversation& c) {
+        auto d = c.start_turn(prompt, t);
+        EXPECT_TRUE(d.ok());
+        while (d.ok() && !d->done) d = c.next();
+        return c.generated();
+    };
+    auto alive = engine->open_conversation(PruneOptions{}, 64);
+    auto orphan = engine->open_conversation(PruneOptions{}, 64);
+    ASSERT_TRUE(alive.ok() && orphan.ok());
+    const std::vector<TokenId> want = answer(**alive);
+    alive->reset();
+    engine.reset();
+    EXPECT_EQ(answer(**orphan), want);
+}
+
 TEST(ApiMisuse, NextBatchRefusesDuplicatesAndStrangers) {
     auto engine = misuse_engine("lazyllm_misuse_batch.gguf");
     auto other = misuse_engine("lazyllm_misuse_batch_other.gguf");
