@@ -15,17 +15,11 @@
 namespace lazyllm {
 namespace {
 
-std::unique_ptr<Engine> misuse_engine(const std::string& name, int n_threads = 1) {
+std::unique_ptr<Engine> misuse_engine(const std::string& name) {
     testing::TinyModelSpec spec;
     spec.n_layer = 2;
     spec.seed = 9;
-    const std::string path = ::testing::TempDir() + name;
-    if (!testing::write_tiny_model(spec, path).ok()) return nullptr;
-    EngineOptions eo;
-    eo.model_path = path;
-    eo.n_threads = n_threads;
-    auto e = Engine::load(eo);
-    return e.ok() ? std::move(*e) : nullptr;
+    return load_tiny_engine(name, spec, /*n_threads=*/1);
 }
 
 bool has(const Error& e, const std::string& what) {
@@ -172,7 +166,7 @@ TEST(ApiMisuse, OptionsOutOfRangeAreNamed) {
 TEST(ApiMisuse, LoadKeepsTheCallersOpenMpThreads) {
     const int before = omp_get_max_threads();
     omp_set_num_threads(3);
-    auto engine = misuse_engine("lazyllm_misuse_omp.gguf", /*n_threads=*/1);
+    auto engine = misuse_engine("lazyllm_misuse_omp.gguf");
     EXPECT_EQ(omp_get_max_threads(), 3);
     omp_set_num_threads(before);
     ASSERT_NE(engine, nullptr);

@@ -26,13 +26,7 @@ testing::TinyModelSpec four_layers() {
 
 std::unique_ptr<Engine> tiny_engine(const std::string& name,
                                     const testing::TinyModelSpec& spec = four_layers()) {
-    const std::string path = ::testing::TempDir() + name;
-    if (!testing::write_tiny_model(spec, path).ok()) return nullptr;
-    EngineOptions eo;
-    eo.model_path = path;
-    eo.n_threads = 2;
-    auto e = Engine::load(eo);
-    return e.ok() ? std::move(*e) : nullptr;
+    return load_tiny_engine(name, spec);
 }
 
 // LazyLLM whose decode steps only revive (the safe preset's rule) with no context floor, so the

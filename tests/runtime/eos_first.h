@@ -20,6 +20,20 @@ inline std::vector<TokenId> prompt_ids(int n, int n_vocab) {
     return ids;
 }
 
+// A tiny model `spec` written to the test temp folder as `name`, loaded with n_threads; null
+// when either fails.
+inline std::unique_ptr<Engine> load_tiny_engine(const std::string& name,
+                                                const testing::TinyModelSpec& spec,
+                                                int n_threads = 2) {
+    const std::string path = ::testing::TempDir() + name;
+    if (!testing::write_tiny_model(spec, path).ok()) return nullptr;
+    EngineOptions eo;
+    eo.model_path = path;
+    eo.n_threads = n_threads;
+    auto e = Engine::load(eo);
+    return e.ok() ? std::move(*e) : nullptr;
+}
+
 // A tiny model whose EOS is the token greedy decoding picks first after prompt_ids(12).
 struct EosFirst {
     std::unique_ptr<Engine> engine;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lazyllm/engine.h"
+#include "runtime/eos_first.h"
 #include "support/tiny_model.h"
 
 namespace lazyllm {
@@ -19,14 +20,9 @@ TEST(EngineGenerate, APresetWithNowhereToCutRunsFull) {
         spec.arch = arch;
         spec.n_layer = n_layer;
         spec.seed = 5;
-        const std::string path = ::testing::TempDir() + "lazyllm_nowhere_" + arch + ".gguf";
-        ASSERT_TRUE(testing::write_tiny_model(spec, path).ok());
-        EngineOptions eo;
-        eo.model_path = path;
-        eo.n_threads = 1;
-        auto engine = Engine::load(eo);
-        ASSERT_TRUE(engine.ok()) << engine.error().message();
-        const Engine& e = **engine;
+        const auto engine = load_tiny_engine("lazyllm_nowhere_" + arch + ".gguf", spec, 1);
+        ASSERT_NE(engine, nullptr) << arch;
+        const Engine& e = *engine;
         std::vector<TokenId> prompt;
         for (int i = 0; i < 40; ++i) prompt.push_back((7 * i + 3) % e.summary().n_vocab);
         RunOptions ro;
